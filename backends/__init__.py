@@ -1,0 +1,1 @@
+"""Backends: the local paged engine and OpenAI-compatible servers, behind one protocol."""

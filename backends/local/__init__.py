@@ -1,0 +1,1 @@
+"""The local paged inference engine. Import submodules directly; this package stays light."""

@@ -1,0 +1,1 @@
+"""The fairgate gateway: Starlette app, auth, quotas, admin REST, usage, metrics, CLI."""

@@ -1,0 +1,79 @@
+"""`fairgate` command line. Each subcommand's work lives in its own module, imported lazily
+so `fairgate --help` stays fast and one subcommand's dependencies never load for another."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _engine_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="Hugging Face model folder")
+    p.add_argument("--served-model-name", default=None, help="name in /v1/models (default: folder name)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8100, help="0 picks a free port (printed)")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
+    p.add_argument("--block-size", type=int, default=16)
+    kv = p.add_mutually_exclusive_group()
+    kv.add_argument("--num-kv-blocks", type=int, default=None)
+    kv.add_argument("--kv-cache-memory", type=int, default=None, help="bytes for the KV cache")
+    p.add_argument("--max-num-seqs", type=int, default=64)
+    p.add_argument("--max-num-batched-tokens", type=int, default=512)
+    p.add_argument("--max-model-len", type=int, default=None)
+    p.add_argument("--no-prefix-caching", action="store_true")
+    p.add_argument("--control-secret", default=None, help="shared secret for /control/* (env FAIRGATE_CONTROL_SECRET)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fairgate", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    engine = sub.add_parser("engine", help="run the paged engine as an OpenAI-compatible server")
+    _engine_args(engine)
+
+    serve = sub.add_parser("serve", help="run the gateway")
+    serve.add_argument("--config", default=None, help="settings file (YAML or JSON)")
+    serve.add_argument("--model", default=None, help="model folder of the embedded engine")
+    serve.add_argument("--host", default=None)
+    serve.add_argument("--port", type=int, default=None)
+
+    db = sub.add_parser("db", help="database migrations")
+    db.add_argument("action", choices=["upgrade"])
+    db.add_argument("--config", default=None)
+
+    ev = sub.add_parser("eval", help="compare an engine configuration against a baseline")
+    ev.add_argument("--model", required=True)
+    ev.add_argument("--baseline-model", default=None)
+    ev.add_argument("--dtype", default="float32")
+    ev.add_argument("--baseline-dtype", default="float32")
+    ev.add_argument("--heldout", default=None, help="held-out text file for perplexity")
+    ev.add_argument("--golden", default=None, help="golden set JSONL")
+    ev.add_argument("--max-ppl-delta-pct", type=float, default=2.0)
+    ev.add_argument("--max-pass-rate-drop", type=float, default=1.0, help="points")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "engine":
+        from backends.local.server import run_engine_server
+
+        return run_engine_server(args) or 0
+    if args.command == "serve":
+        from gateway.serve import run_gateway
+
+        return run_gateway(args) or 0
+    if args.command == "db":
+        from gateway.db import run_db_command
+
+        return run_db_command(args) or 0
+    if args.command == "eval":
+        from gateway.evaluation import run_eval
+
+        return run_eval(args) or 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Plain-torch reference kernels. Same signatures as the Triton kernels; used on every non-CUDA device.
+
+Cache layout (both K and V): [num_blocks, block_size, num_kv_heads, head_dim].
+A block table row lists a sequence's block ids in order; padding entries must be valid
+block ids (use 0), they are masked by `seq_lens`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def write_kv(
+    key: torch.Tensor,  # [num_tokens, num_kv_heads, head_dim]
+    value: torch.Tensor,  # [num_tokens, num_kv_heads, head_dim]
+    k_cache: torch.Tensor,  # [num_blocks, block_size, num_kv_heads, head_dim]
+    v_cache: torch.Tensor,
+    slot_mapping: torch.Tensor,  # [num_tokens] int64, slot = block_id * block_size + offset
+) -> None:
+    """Store each token's K and V in its slot, in place."""
+    num_kv_heads, head_dim = k_cache.shape[2], k_cache.shape[3]
+    k_cache.view(-1, num_kv_heads, head_dim)[slot_mapping] = key.to(k_cache.dtype)
+    v_cache.view(-1, num_kv_heads, head_dim)[slot_mapping] = value.to(v_cache.dtype)
+
+
+def paged_decode_attention(
+    query: torch.Tensor,  # [num_seqs, num_heads, head_dim], one token per sequence
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
+    seq_lens: torch.Tensor,  # [num_seqs] int32, context length including the new token
+    scale: float,
+    max_seq_len: int | None = None,
+) -> torch.Tensor:  # [num_seqs, num_heads, head_dim]
+    """Attention of each sequence's newest token over its whole cached context."""
+    num_seqs, num_heads, head_dim = query.shape
+    if num_seqs == 0:
+        return query.new_empty(query.shape)
+    block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
+    group = num_heads // num_kv_heads
+    if max_seq_len is None:
+        max_seq_len = int(seq_lens.max())
+    num_blocks = (max_seq_len + block_size - 1) // block_size
+    tables = block_tables[:, :num_blocks].long()  # [S, nb]
+    ctx = num_blocks * block_size
+    k = k_cache[tables].reshape(num_seqs, ctx, num_kv_heads, head_dim)  # [S, T, Hkv, D]
+    v = v_cache[tables].reshape(num_seqs, ctx, num_kv_heads, head_dim)
+    q = query.float().view(num_seqs, num_kv_heads, group, head_dim)  # [S, Hkv, G, D]
+    scores = torch.matmul(q, k.float().permute(0, 2, 3, 1)) * scale  # [S, Hkv, G, T]
+    positions = torch.arange(ctx, device=query.device)
+    masked = positions[None, :] >= seq_lens[:, None].to(positions.dtype)  # [S, T]
+    scores.masked_fill_(masked[:, None, None, :], float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    out = torch.matmul(probs, v.float().permute(0, 2, 1, 3))  # [S, Hkv, G, D]
+    return out.reshape(num_seqs, num_heads, head_dim).to(query.dtype)
+
+
+def paged_prefill_attention(
+    query: torch.Tensor,  # [num_tokens, num_heads, head_dim], new tokens of all sequences
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
+    query_start_loc: torch.Tensor,  # [num_seqs + 1] int32, offsets of each sequence in query
+    seq_lens: torch.Tensor,  # [num_seqs] int32, context length including the new tokens
+    scale: float,
+) -> torch.Tensor:  # [num_tokens, num_heads, head_dim]
+    """Causal attention of each sequence's new tokens over its cached prefix plus themselves.
+
+    The new tokens of sequence i sit at the last (qe - qs) positions of its seq_lens[i]
+    context; their K/V must already be written to the cache.
+    """
+    num_tokens, num_heads, head_dim = query.shape
+    out = torch.empty_like(query)
+    block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
+    group = num_heads // num_kv_heads
+    starts = query_start_loc.tolist()
+    lens = seq_lens.tolist()
+    for i, ctx_len in enumerate(lens):
+        qs, qe = starts[i], starts[i + 1]
+        q_len = qe - qs
+        if q_len == 0:
+            continue
+        num_blocks = (ctx_len + block_size - 1) // block_size
+        blocks = block_tables[i, :num_blocks].long()
+        k = k_cache[blocks].reshape(-1, num_kv_heads, head_dim)[:ctx_len]  # [T, Hkv, D]
+        v = v_cache[blocks].reshape(-1, num_kv_heads, head_dim)[:ctx_len]
+        q = query[qs:qe].float().view(q_len, num_kv_heads, group, head_dim).permute(1, 2, 0, 3)
+        scores = torch.matmul(q, k.float().permute(1, 2, 0)[:, None]) * scale  # [Hkv, G, q, T]
+        q_pos = torch.arange(ctx_len - q_len, ctx_len, device=query.device)
+        k_pos = torch.arange(ctx_len, device=query.device)
+        scores.masked_fill_(k_pos[None, :] > q_pos[:, None], float("-inf"))
+        probs = torch.softmax(scores, dim=-1)
+        o = torch.matmul(probs, v.float().permute(1, 0, 2)[:, None])  # [Hkv, G, q, D]
+        out[qs:qe] = o.permute(2, 0, 1, 3).reshape(q_len, num_heads, head_dim).to(query.dtype)
+    return out

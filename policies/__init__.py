@@ -1,0 +1,1 @@
+"""Pure decisions, no I/O: sensitivity (KVKK) detection, routing rules, priority classes."""

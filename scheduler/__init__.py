@@ -1,0 +1,1 @@
+"""Continuous-batching step planner and fair queues. Plain Python: never imports torch."""
