@@ -1,0 +1,35 @@
+"""Session fixtures shared by every suite (add yours below; keep them cheap)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.tiny_models import LLAMA3_ROPE_SCALING, make_tiny_model
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Llama (hidden 64, 2 layers, 4 heads, 2 kv heads) with tokenizer and template."""
+    return make_tiny_model(tmp_path_factory.mktemp("tiny-llama"), "llama")
+
+
+@pytest.fixture(scope="session")
+def tiny_mistral_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tiny_model(tmp_path_factory.mktemp("tiny-mistral"), "mistral")
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Qwen2: qkv bias and tied embeddings."""
+    return make_tiny_model(tmp_path_factory.mktemp("tiny-qwen2"), "qwen2")
+
+
+@pytest.fixture(scope="session")
+def tiny_llama3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Llama with Llama-3.1 `rope_scaling` (rope_type llama3) and rope_theta 500000."""
+    return make_tiny_model(
+        tmp_path_factory.mktemp("tiny-llama3"), "llama",
+        rope_scaling=dict(LLAMA3_ROPE_SCALING), rope_theta=500000.0,
+    )

@@ -1,0 +1,1 @@
+"""Shared test helpers: builders for real artifacts (model folders, tokenizers) used across suites."""
