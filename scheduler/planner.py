@@ -1,0 +1,225 @@
+"""The continuous-batching step planner.
+
+Each step: running requests first (decodes before unfinished prefills, each decode one token,
+a prefill one chunk), then admissions in the wait queue's order, all under a token budget,
+`max_num_seqs` and the free KV blocks. A running request that cannot get a block preempts a
+victim the queue picks (recompute: its KV is dropped, its tokens so far are re-prefilled later).
+
+Fairness lives entirely in the `WaitQueue`: the planner only calls `peek/pop/push_front`,
+`choose_victim` and the charging hooks: `on_prefill(request, n)` when a prefill chunk is
+scheduled, for the n prompt tokens it computes for the first time (a cached prefix and recompute
+after preemption are free); `on_decode(request, 1)` per token generated, in `update_from_output`.
+Plain Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler.kv import KVCacheManager
+from scheduler.plan import ScheduledChunk, StepPlan
+from scheduler.queue import FCFSQueue, WaitQueue
+from scheduler.request import RequestStatus, SchedRequest
+
+
+@dataclass(slots=True)
+class SchedulerConfig:
+    max_num_seqs: int = 64
+    max_num_batched_tokens: int = 512
+    max_model_len: int = 8192
+    enable_chunked_prefill: bool = True
+    # Caps one request's prefill chunk so a long prompt shares a step with others (0 = off).
+    long_prefill_token_threshold: int = 0
+
+    def __post_init__(self) -> None:
+        if self.max_num_seqs < 1 or self.max_num_batched_tokens < 1 or self.max_model_len < 1:
+            raise ValueError("scheduler limits must be positive")
+
+
+class Scheduler:
+    """Plans steps; the engine runs them and reports back.
+
+    Engine loop: `plan = schedule()` -> run the plan -> `update_from_output(plan, sampled)`
+    -> check stop conditions -> `finish_request()` for the finished ones.
+    """
+
+    def __init__(
+        self, config: SchedulerConfig, kv: KVCacheManager, queue: WaitQueue | None = None
+    ) -> None:
+        self.config = config
+        self.kv = kv
+        self.queue: WaitQueue = queue if queue is not None else FCFSQueue()
+        self.running: list[SchedRequest] = []  # in admission order
+        self.requests: dict[str, SchedRequest] = {}  # every unfinished request
+        self.num_preemptions = 0  # cumulative, for metrics
+
+    # ------------------------------------------------------------------ bookkeeping
+    @property
+    def num_waiting(self) -> int:
+        return len(self.queue)
+
+    @property
+    def num_running(self) -> int:
+        return len(self.running)
+
+    def has_unfinished_requests(self) -> bool:
+        return bool(self.requests)
+
+    def get_request(self, request_id: str) -> SchedRequest | None:
+        return self.requests.get(request_id)
+
+    def can_ever_fit(self, num_tokens: int) -> bool:
+        """Whether a request reaching `num_tokens` tokens could ever run; reject it otherwise."""
+        if num_tokens > self.config.max_model_len:
+            return False
+        if not self.config.enable_chunked_prefill and num_tokens > self.config.max_num_batched_tokens:
+            return False
+        return -(-num_tokens // self.kv.block_size) <= self.kv.num_blocks
+
+    def add_request(self, request: SchedRequest) -> None:
+        if request.request_id in self.requests:
+            raise ValueError(f"duplicate request id {request.request_id!r}")
+        request.status = RequestStatus.WAITING
+        self.requests[request.request_id] = request
+        self.queue.push(request)
+
+    def abort_request(self, request_id: str) -> SchedRequest | None:
+        """Drop a waiting or running request and free its blocks now. None if unknown."""
+        request = self.requests.get(request_id)
+        if request is None:
+            return None
+        self._retire(request)
+        return request
+
+    def finish_request(self, request_id: str) -> None:
+        request = self.requests.get(request_id)
+        if request is not None:
+            self._retire(request)
+
+    def _retire(self, request: SchedRequest) -> None:
+        del self.requests[request.request_id]
+        if request.status is RequestStatus.RUNNING:
+            self.running.remove(request)
+        else:
+            self.queue.remove(request.request_id)
+        self.kv.free(request)
+        request.status = RequestStatus.FINISHED
+
+    # ------------------------------------------------------------------ the step
+    def schedule(self) -> StepPlan:
+        budget = self.config.max_num_batched_tokens
+        threshold = self.config.long_prefill_token_threshold
+        kv = self.kv
+        scheduled: dict[str, ScheduledChunk] = {}
+        preempted: list[SchedRequest] = []
+
+        # Decodes first, then prefills that are mid-way: a long prompt never delays a token.
+        decoding = [r for r in self.running if r.num_tokens - r.num_computed_tokens == 1]
+        prefilling = [r for r in self.running if r.num_tokens - r.num_computed_tokens > 1]
+        for request in decoding + prefilling:
+            if budget == 0:
+                break
+            if request.status is not RequestStatus.RUNNING:
+                continue  # preempted earlier in this step
+            num_new = request.num_tokens - request.num_computed_tokens
+            if threshold and num_new > threshold:
+                num_new = threshold
+            if num_new > budget:
+                num_new = budget
+            while not kv.allocate_slots(request, num_new):
+                victim = self.queue.choose_victim(self.running)
+                budget += self._preempt(victim, scheduled)
+                preempted.append(victim)
+                if victim is request:
+                    break
+            else:
+                budget -= num_new
+                scheduled[request.request_id] = self._chunk(request, num_new)
+                if request.num_computed_tokens < request.num_prompt_tokens:
+                    self._charge_prefill(request, num_new)
+                continue
+            break  # the request preempted itself: nothing else can be made to fit
+
+        # Admissions. None after a preemption: the pool is already short of blocks.
+        if not preempted:
+            budget = self._admit(budget, scheduled)
+
+        chunks = list(scheduled.values())
+        return StepPlan(chunks, preempted, self.config.max_num_batched_tokens - budget)
+
+    def _admit(self, budget: int, scheduled: dict[str, ScheduledChunk]) -> int:
+        kv, queue = self.kv, self.queue
+        threshold = self.config.long_prefill_token_threshold
+        while budget > 0 and len(self.running) < self.config.max_num_seqs:
+            request = queue.peek()
+            if request is None:
+                break
+            num_cached = kv.get_computed_tokens(request)
+            num_new = request.num_tokens - num_cached
+            if threshold and num_new > threshold:
+                num_new = threshold
+            if num_new > budget:
+                if not self.config.enable_chunked_prefill:
+                    break
+                num_new = budget
+            request.num_computed_tokens = num_cached
+            if not kv.allocate_slots(request, num_new):
+                request.num_computed_tokens = 0
+                break  # strict queue order: the head waits for blocks, nobody skips it
+            popped = queue.pop()
+            assert popped is request, "WaitQueue.pop() must return what peek() returned"
+            if request.status is RequestStatus.WAITING:  # count a hit once, not per resume
+                request.num_cached_tokens = num_cached
+            request.status = RequestStatus.RUNNING
+            self.running.append(request)
+            self._charge_prefill(request, num_new)
+            scheduled[request.request_id] = self._chunk(request, num_new)
+            budget -= num_new
+        return budget
+
+    def _charge_prefill(self, request: SchedRequest, num_new: int) -> None:
+        # Charge prompt tokens computed for the first time only: a cached prefix is free, and
+        # so is recompute after a preemption (the planner's choice, not the tenant's use).
+        if request.num_preemptions:
+            return
+        start = request.num_computed_tokens
+        num_prompt = min(start + num_new, request.num_prompt_tokens) - start
+        if num_prompt > 0:
+            self.queue.on_prefill(request, num_prompt)
+
+    def _chunk(self, request: SchedRequest, num_new: int) -> ScheduledChunk:
+        return ScheduledChunk(
+            request,
+            num_new,
+            list(self.kv.block_table(request.request_id)),
+            request.num_computed_tokens + num_new == request.num_tokens,
+        )
+
+    def _preempt(self, victim: SchedRequest, scheduled: dict[str, ScheduledChunk]) -> int:
+        """Recompute-preempt `victim`; returns the budget its withdrawn chunk gives back."""
+        self.running.remove(victim)
+        self.kv.free(victim)
+        victim.num_computed_tokens = 0
+        victim.status = RequestStatus.PREEMPTED
+        victim.num_preemptions += 1
+        self.num_preemptions += 1
+        self.queue.push_front(victim)
+        chunk = scheduled.pop(victim.request_id, None)
+        return chunk.num_tokens if chunk is not None else 0
+
+    def update_from_output(self, plan: StepPlan, sampled: dict[str, int]) -> None:
+        """Advance each chunk's request by its tokens, append sampled tokens, cache full blocks.
+
+        A request aborted or finished while the step ran is skipped."""
+        kv, queue = self.kv, self.queue
+        for chunk in plan.chunks:
+            request = chunk.request
+            if request.status is not RequestStatus.RUNNING:
+                continue
+            request.num_computed_tokens += chunk.num_tokens
+            if chunk.sample:
+                token = sampled.get(request.request_id)
+                if token is not None:
+                    request.output_token_ids.append(token)
+                    queue.on_decode(request, 1)
+            kv.cache_full_blocks(request)
