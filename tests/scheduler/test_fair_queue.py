@@ -1,0 +1,199 @@
+"""FairQueue on its own: admission order, charging, lift, weights, classes, victims."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.fair_queue import FairQueue
+from scheduler.fairness import FairnessConfig, FairnessWeights
+from scheduler.request import SchedRequest
+
+
+def req(rid: str, tenant: str, priority: int = 1, t: float = 0.0, n: int = 10) -> SchedRequest:
+    return SchedRequest(rid, list(range(n)), 8, tenant=tenant, priority=priority, arrival_time=t)
+
+
+def drain(q: FairQueue, charge: int = 10) -> list[str]:
+    """Pop everything, charging each admission `charge` prompt tokens (like the planner)."""
+    order = []
+    while len(q):
+        r = q.pop()
+        q.on_prefill(r, charge)
+        order.append(r.request_id)
+    return order
+
+
+def test_empty_queue() -> None:
+    q = FairQueue()
+    assert q.peek() is None and len(q) == 0
+    with pytest.raises(IndexError):
+        q.pop()
+
+
+def test_one_tenant_is_fifo() -> None:
+    q = FairQueue()
+    for i in range(4):
+        q.push(req(f"a{i}", "a", t=i))
+    assert drain(q) == ["a0", "a1", "a2", "a3"]
+
+
+def test_equal_weights_alternate_least_counter_first() -> None:
+    q = FairQueue()
+    for i in range(3):
+        q.push(req(f"a{i}", "a", t=i))  # a floods first
+    for i in range(3):
+        q.push(req(f"b{i}", "b", t=10 + i))
+    # tie at 0: a's head arrived first; then whoever has the least counter
+    assert drain(q) == ["a0", "b0", "a1", "b1", "a2", "b2"]
+    assert q.counter("a") == q.counter("b") == 30.0
+
+
+def test_weights_1_to_2_admit_twice_as_often() -> None:
+    q = FairQueue(weights=FairnessWeights({"a": 1.0, "b": 2.0}))
+    for i in range(4):
+        q.push(req(f"a{i}", "a", t=i))
+        q.push(req(f"b{i}", "b", t=i + 0.5))
+    # b pays 10/2 = 5 per admission, a pays 10
+    assert drain(q)[:6] == ["a0", "b0", "b1", "a1", "b2", "b3"]
+    assert q.counter("a") == 40.0 and q.counter("b") == 20.0
+
+
+def test_decode_charges_output_weight_over_tenant_weight() -> None:
+    q = FairQueue(FairnessConfig(input_weight=1.0, output_weight=2.0),
+                  FairnessWeights({"b": 4.0}))
+    a, b = req("a0", "a"), req("b0", "b")
+    q.on_prefill(a, 6)
+    q.on_decode(a, 3)
+    q.on_prefill(b, 6)
+    q.on_decode(b, 3)
+    assert q.counter("a") == 6 + 3 * 2
+    assert q.counter("b") == (6 + 3 * 2) / 4
+
+
+def test_returning_tenant_is_lifted_to_least_backlogged_counter() -> None:
+    q = FairQueue()
+    q.push(req("a0", "a"))
+    q.push(req("b0", "b"))
+    q.on_decode(req("x", "a"), 50)  # a's running requests earn it 100
+    q.on_decode(req("y", "b"), 20)  # b: 40
+    q.push(req("c0", "c"))  # idle until now: starts at min(100, 40), not 0
+    assert q.counter("c") == 40.0
+    assert q.backlogged() == ["b", "c", "a"]
+    # a tenant above the floor keeps its own counter
+    assert q.pop().request_id == "b0"  # tie b/c at 40: b's head arrived first (same t, name)
+    q.on_decode(req("z", "b"), 50)
+    q.push(req("b1", "b"))
+    assert q.counter("b") == 140.0
+
+
+def test_lift_with_nobody_backlogged_uses_last_tenant_to_leave() -> None:
+    q = FairQueue()
+    q.push(req("a0", "a"))
+    q.on_decode(req("x", "a"), 30)  # 60
+    assert q.pop().request_id == "a0"  # a leaves the backlog at 60
+    q.push(req("b0", "b"))
+    assert q.counter("b") == 60.0
+
+
+def test_counters_are_per_class() -> None:
+    q = FairQueue()
+    q.on_decode(req("x", "a", priority=2), 10)
+    assert q.counter("a", 2) == 20.0 and q.counter("a", 1) == 0.0
+
+
+def test_push_front_keeps_the_preempted_request_at_its_tenants_head() -> None:
+    q = FairQueue()
+    q.push(req("a1", "a", t=1))
+    q.push(req("a2", "a", t=2))
+    q.push_front(req("a0", "a", t=0))
+    assert [q.pop().request_id for _ in range(3)] == ["a0", "a1", "a2"]
+
+
+def test_remove() -> None:
+    q = FairQueue()
+    q.push(req("a0", "a"))
+    q.push(req("b0", "b"))
+    assert q.remove("nope") is None
+    assert q.remove("a0").request_id == "a0"
+    assert len(q) == 1 and q.backlogged() == ["b"]
+    with pytest.raises(ValueError):
+        q.push(req("b0", "b"))  # already waiting
+
+
+def test_set_weights_versions() -> None:
+    q = FairQueue()
+    assert q.version == 0 and q.weight_of("anyone") == 1.0
+    assert q.set_weights({"a": 3.0}, version=5, default_weight=0.5)
+    assert q.version == 5 and q.weight_of("a") == 3.0 and q.weight_of("unknown") == 0.5
+    assert not q.set_weights({"a": 9.0}, version=4)  # stale push: ignored
+    assert q.weight_of("a") == 3.0
+    assert q.set_weights({"a": 2.0}, version=5)  # same version again: accepted
+    assert q.set_weights({}) and q.version == 6 and q.weight_of("a") == 1.0
+    with pytest.raises(ValueError):
+        q.set_weights({"a": 0.0})
+    assert q.stats().weights == {} and q.stats().version == 6
+
+
+def test_weight_change_reorders_next_admission() -> None:
+    q = FairQueue()
+    q.push(req("a0", "a", t=0))
+    q.push(req("b0", "b", t=1))
+    q.on_prefill(req("x", "a"), 10)
+    q.on_prefill(req("y", "b"), 12)
+    assert q.peek().request_id == "a0"  # 10 < 12
+    q.set_weights({"a": 1.0, "b": 1.0})  # counters are past service: order unchanged ...
+    assert q.peek().request_id == "a0"
+    q.set_weights({"a": 0.25})
+    q.on_prefill(req("x", "a"), 1)  # ... but a's next token now costs 4
+    assert q.peek().request_id == "b0"
+
+
+def test_higher_class_first_without_reserved_share() -> None:
+    q = FairQueue(FairnessConfig(reserved_shares={}))
+    q.push(req("b0", "a", priority=2, t=0))
+    q.push(req("s0", "a", priority=1, t=1))
+    q.push(req("i0", "z", priority=0, t=2))
+    q.push(req("i1", "z", priority=0, t=3))
+    assert drain(q) == ["i0", "i1", "s0", "b0"]
+
+
+def test_reserved_share_gives_a_lower_class_its_fraction() -> None:
+    q = FairQueue(FairnessConfig(reserved_shares={2: 0.25}))
+    for i in range(12):
+        q.push(req(f"i{i}", "a", priority=0, t=i))
+        q.push(req(f"b{i}", "a", priority=2, t=i))
+    order = drain(q)[:10]
+    # each admission costs 10; batch earns 2.5 per 10 served while it waits
+    assert order == ["i0", "b0", "i1", "i2", "i3", "b1", "i4", "i5", "i6", "b2"]
+
+
+def test_reserved_credit_is_not_banked_without_contention() -> None:
+    q = FairQueue(FairnessConfig(reserved_shares={2: 0.25}))
+    q.push(req("i0", "a", priority=0))
+    for _ in range(10):
+        q.on_decode(req("x", "a", priority=0), 10)  # service while batch is not waiting
+    q.push(req("b0", "a", priority=2))
+    assert q.stats().class_credit.get(2, 0.0) == 0.0
+    assert q.peek().request_id == "i0"
+
+
+def test_choose_victim_lowest_class_then_most_served_then_newest() -> None:
+    q = FairQueue()
+    a1, a2 = req("a1", "a", t=1), req("a2", "a", t=2)
+    b1, i1 = req("b1", "b", t=3), req("i1", "i", priority=0, t=9)
+    q.on_decode(a1, 10)
+    q.on_decode(b1, 5)
+    assert q.choose_victim([i1, b1, a1, a2]) is a2
+    lo = req("lo", "b", priority=2, t=0)
+    assert q.choose_victim([i1, a1, a2, lo, b1]) is lo
+
+
+def test_weights_wire_form_round_trip_and_errors() -> None:
+    w = FairnessWeights({"a": 2}, version=3, default_weight=0.5)
+    assert FairnessWeights.from_json(w.to_json()) == w
+    for bad in ({"weights": {"a": -1}}, {"weights": []}, {"version": "x"},
+                {"weights": {"a": True}}, {"version": -1}, {"default_weight": 0}):
+        with pytest.raises(ValueError):
+            FairnessWeights.from_json(bad)
+    with pytest.raises(ValueError):
+        FairnessConfig(reserved_shares={1: 0.6, 2: 0.5})
