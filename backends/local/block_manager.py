@@ -121,11 +121,14 @@ class BlockManager:
         """True when no request holds a block and every block is free (leak check)."""
         return (
             not self._tables
-            and not self._hashes
-            and not self._num_registered
             and len(self._free) == len(self._blocks)
             and all(b.ref_count == 0 for b in self._blocks)
         )
+
+    @property
+    def num_tracked_requests(self) -> int:
+        """Requests with per-request state (a table or lookup hashes); `free` drops it."""
+        return len(self._tables.keys() | self._hashes.keys() | self._num_registered.keys())
 
     def can_ever_fit(self, num_tokens: int) -> bool:
         return -(-num_tokens // self.block_size) <= len(self._blocks)
@@ -188,6 +191,7 @@ class BlockManager:
         hashes = self._block_hashes(request, num_full)
         extra = self._extra(request)
         parent_id = self._blocks[table[done - 1]].cache_id if done else 0
+        dropped: list[KVBlock] = []
         for i in range(done, num_full):
             block = self._blocks[table[i]]
             existing = self._cached.get(hashes[i])
@@ -205,17 +209,18 @@ class BlockManager:
                 # Another request computed the same block first: share its copy, drop ours.
                 self._touch(existing)
                 table[i] = existing.block_id
-                block.ref_count -= 1
-                if block.ref_count == 0:
-                    self._free[block.block_id] = block
-                    self._free.move_to_end(block.block_id, last=False)
+                block.ref_count -= 1  # uncached and ours alone: it drops to 0
+                dropped.append(block)
                 block = existing
             else:
                 # A real hash collision: keep the first owner, stop caching this sequence.
-                self._num_registered[rid] = len(self._blocks) + 1
-                return
+                num_full = len(self._blocks) + 1
+                break
             parent_id = block.cache_id
         self._num_registered[rid] = num_full
+        for block in reversed(dropped):  # to the head, in table order, like `free`
+            self._free[block.block_id] = block
+            self._free.move_to_end(block.block_id, last=False)
 
     def reset_prefix_cache(self) -> bool:
         """Forget every cached prefix. Refused (False) while any request holds blocks."""
