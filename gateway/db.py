@@ -1,0 +1,70 @@
+"""Database engine, sessions and migrations (`fairgate db upgrade`; `serve` runs it too).
+
+The gateway uses synchronous SQLAlchemy from worker threads: admin calls and usage batches are
+few and off the hot path, and one code path then serves SQLite and PostgreSQL alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+import migrations
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+            # WAL lets the usage writer and admin calls proceed while readers read
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def alembic_config(url: str):  # type: ignore[no-untyped-def]
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(url: str, revision: str = "heads") -> None:
+    """Apply every migration up to `revision` on the database at `url`."""
+    from alembic import command
+
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            cfg = alembic_config(url)
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
+    finally:
+        engine.dispose()
+
+
+def run_db_command(args: argparse.Namespace) -> int:
+    from gateway.settings import load_settings
+
+    settings = load_settings(args.config)
+    if args.action == "upgrade":
+        upgrade(settings.database_url)
+        print("database upgraded")
+    return 0

@@ -1,0 +1,139 @@
+"""The gateway's tables, on one declarative `Base` that other modules add their tables to.
+
+Ids are short hex strings made by the application, so rows can be created the same way on
+SQLite and PostgreSQL. API keys are stored only as a SHA-256 hash plus a short visible prefix.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)  # stored naive, always UTC
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    weight: Mapped[float] = mapped_column(Float, default=1.0)
+    priority_ceiling: Mapped[str] = mapped_column(String(32), default="standard")
+    default_priority: Mapped[str] = mapped_column(String(32), default="standard")
+    data_residency: Mapped[str] = mapped_column(String(32), default="any")  # any | local_only
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
+    prefix: Mapped[str] = mapped_column(String(32), unique=True)
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    default_priority: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    priority_ceiling: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class QuotaPolicy(Base):
+    """Limits for a tenant (key_id NULL) or for one key; NULL limit = unlimited."""
+
+    __tablename__ = "quota_policies"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
+    key_id: Mapped[str | None] = mapped_column(ForeignKey("api_keys.id"), nullable=True)
+    requests_per_minute: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    tokens_per_minute: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    max_concurrent: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    daily_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    monthly_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    monthly_cost: Mapped[float | None] = mapped_column(Float, nullable=True)
+    max_tokens_per_request: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    allowed_models: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+
+
+class PriorityClass(Base):
+    __tablename__ = "priority_classes"
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    rank: Mapped[int] = mapped_column(Integer, unique=True)  # 0 = highest
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class BackendRow(Base):
+    """A registered backend. `api_key` is a credential: never logged, never returned."""
+
+    __tablename__ = "backends"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200), unique=True)  # the model name clients use
+    kind: Mapped[str] = mapped_column(String(32), default="openai")  # openai | local
+    base_url: Mapped[str] = mapped_column(String(500))
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)  # upstream's name
+    api_key: Mapped[str | None] = mapped_column(Text, nullable=True)
+    input_cost_per_mtok: Mapped[float] = mapped_column(Float, default=0.0)
+    output_cost_per_mtok: Mapped[float] = mapped_column(Float, default=0.0)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class UsageRecord(Base):
+    """One row per admitted request; the request id as primary key makes the write idempotent."""
+
+    __tablename__ = "usage_records"
+    request_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(32))
+    key_prefix: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str] = mapped_column(String(200))
+    backend: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    priority: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(32))  # finished|cancelled|disconnected|failed
+    stream: Mapped[bool] = mapped_column(Boolean, default=False)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    total_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    usage_estimated: Mapped[bool] = mapped_column(Boolean, default=False)
+    cost: Mapped[float] = mapped_column(Float, default=0.0)
+    http_status: Mapped[int] = mapped_column(Integer, default=200)
+    ttft_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    __table_args__ = (Index("ix_usage_tenant_created", "tenant_id", "created_at"),)
+
+
+class AuditEntry(Base):
+    __tablename__ = "audit_log"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    actor: Mapped[str] = mapped_column(String(64), default="admin")
+    action: Mapped[str] = mapped_column(String(64))
+    target_type: Mapped[str] = mapped_column(String(32))
+    target_id: Mapped[str] = mapped_column(String(200))
+    detail: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)

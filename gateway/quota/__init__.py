@@ -1,0 +1,97 @@
+"""Quota admission: check-and-reserve as one atomic step, reconciled when the request ends.
+
+Two stores keep one contract (tests/gateway/test_quota_contract.py runs against both):
+`RedisQuotaStore` (one Lua script per admission and per settle, exact across replicas) and
+`MemoryQuotaStore` (a single process). Scopes are "t:<tenant id>" and "k:<key id>"; a request
+reserves in every scope at once or in none.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+# Lua and the memory store both use -1 for "no limit"
+UNLIMITED = -1
+COST_UNIT = 1_000_000  # costs are counted in micro-dollars so counters stay integers
+
+
+@dataclass(slots=True)
+class ScopeLimits:
+    scope: str
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    max_concurrent: int | None = None
+    daily_tokens: int | None = None
+    monthly_tokens: int | None = None
+    monthly_cost: float | None = None
+
+    def as_ints(self) -> tuple[int, int, int, int, int, int]:
+        def i(v: int | None) -> int:
+            return UNLIMITED if v is None else int(v)
+
+        cost = UNLIMITED if self.monthly_cost is None else int(self.monthly_cost * COST_UNIT)
+        return (i(self.requests_per_minute), i(self.tokens_per_minute), i(self.max_concurrent),
+                i(self.daily_tokens), i(self.monthly_tokens), cost)
+
+
+class QuotaDenied(Exception):
+    """Over a limit. `limit` names it (e.g. "requests_per_minute"); `scope` is "tenant"/"key"."""
+
+    def __init__(self, limit: str, scope: str, retry_after_s: int) -> None:
+        super().__init__(f"{scope} quota exceeded: {limit}")
+        self.limit = limit
+        self.scope = scope
+        self.retry_after_s = max(1, retry_after_s)
+
+
+class StaleConfig(Exception):
+    """The caller's cached keys/limits predate an admin change: reload and try again."""
+
+
+def scope_kind(scope_id: str) -> str:
+    return "tenant" if scope_id.startswith("t:") else "key"
+
+
+def period_tags(now: float | None = None) -> tuple[str, str]:
+    """UTC day and month tags for the budget counters, e.g. ("20261129", "202611")."""
+    tm = time.gmtime(now if now is not None else time.time())
+    return time.strftime("%Y%m%d", tm), time.strftime("%Y%m", tm)
+
+
+def retry_after_for(limit: str, wait_ms: int, now: float | None = None) -> int:
+    """Seconds until the limit can admit again: window limits from the store, budgets by calendar."""
+    now = time.time() if now is None else now
+    tm = time.gmtime(now)
+    if limit == "daily_tokens":
+        return 86400 - (tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec)
+    if limit in ("monthly_tokens", "monthly_cost"):
+        days = calendar.monthrange(tm.tm_year, tm.tm_mon)[1]
+        return (days - tm.tm_mday) * 86400 + 86400 - (tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec)
+    return -(-max(wait_ms, 1) // 1000)
+
+
+class QuotaStore(Protocol):
+    async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
+                      cost: float, version: int) -> None:
+        """Reserve `tokens` (and `cost`) in every scope, or raise QuotaDenied / StaleConfig."""
+        ...
+
+    async def settle(self, reservation_id: str, tokens: int, cost: float) -> bool:
+        """Replace the reservation by what was used. Idempotent: False if already settled."""
+        ...
+
+    async def version(self) -> int:
+        """The config version; admin changes bump it so every replica reloads its cache."""
+        ...
+
+    async def bump_version(self) -> int: ...
+
+    async def counters(self, scope: str) -> dict[str, int]:
+        """Current usage in a scope (for tests and reports): requests/tokens in the window,
+        concurrent, daily and monthly tokens, monthly cost in micro-dollars."""
+        ...
+
+    async def aclose(self) -> None: ...

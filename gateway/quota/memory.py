@@ -1,0 +1,146 @@
+"""In-process quota store: the Redis script's semantics for a single gateway process.
+
+Every method runs without awaiting in its critical section, so on one event loop each
+reserve/settle is atomic just as the Lua script is in Redis.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+from gateway.quota import COST_UNIT, QuotaDenied, ScopeLimits, StaleConfig, period_tags, retry_after_for, scope_kind
+
+WINDOW_MS = 60_000
+
+
+@dataclass(slots=True)
+class _Scope:
+    requests: deque[tuple[int, str]] = field(default_factory=deque)
+    token_log: deque[tuple[int, str]] = field(default_factory=deque)
+    token_amounts: dict[str, int] = field(default_factory=dict)
+    token_sum: int = 0
+    concurrent: dict[str, int] = field(default_factory=dict)  # reservation id -> expiry ms
+    daily: dict[str, int] = field(default_factory=dict)
+    monthly: dict[str, int] = field(default_factory=dict)
+    cost: dict[str, int] = field(default_factory=dict)
+
+    def expire(self, now: int) -> None:
+        start = now - WINDOW_MS
+        while self.requests and self.requests[0][0] <= start:
+            self.requests.popleft()
+        while self.token_log and self.token_log[0][0] <= start:
+            _, rid = self.token_log.popleft()
+            self.token_sum -= self.token_amounts.pop(rid, 0)
+        for rid in [r for r, exp in self.concurrent.items() if exp <= now]:
+            del self.concurrent[rid]
+
+
+@dataclass(slots=True)
+class _Reservation:
+    scopes: list[str]
+    tokens: int
+    cost: int
+    day: str
+    month: str
+    expires: int
+
+
+class MemoryQuotaStore:
+    def __init__(self, reservation_ttl_s: int = 900) -> None:
+        self._ttl_ms = reservation_ttl_s * 1000
+        self._scopes: dict[str, _Scope] = {}
+        self._reservations: OrderedDict[str, _Reservation] = OrderedDict()
+        self._version = 0
+
+    @staticmethod
+    def _now() -> int:
+        return int(time.time() * 1000)
+
+    async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
+                      cost: float, version: int) -> None:
+        if version != self._version:
+            raise StaleConfig()
+        now = self._now()
+        while self._reservations:  # forget reservations nobody settled (their TTL passed)
+            rid, first = next(iter(self._reservations.items()))
+            if first.expires > now:
+                break
+            del self._reservations[rid]
+        day, month = period_tags(now / 1000)
+        cost_units = int(cost * COST_UNIT)
+        for limits in scopes:
+            st = self._scopes.setdefault(limits.scope, _Scope())
+            st.expire(now)
+            rpm, tpm, conc, daily, monthly, cbud = limits.as_ints()
+            denied, wait = None, 1000
+            if rpm >= 0 and len(st.requests) >= rpm:
+                denied = "requests_per_minute"
+                wait = st.requests[0][0] + WINDOW_MS - now if st.requests else WINDOW_MS
+            elif tpm >= 0 and st.token_sum + tokens > tpm:
+                denied = "tokens_per_minute"
+                wait = st.token_log[0][0] + WINDOW_MS - now if st.token_log else WINDOW_MS
+            elif conc >= 0 and len(st.concurrent) >= conc:
+                denied = "max_concurrent"
+            elif daily >= 0 and st.daily.get(day, 0) + tokens > daily:
+                denied = "daily_tokens"
+            elif monthly >= 0 and st.monthly.get(month, 0) + tokens > monthly:
+                denied = "monthly_tokens"
+            elif cbud >= 0 and st.cost.get(month, 0) + cost_units > cbud:
+                denied = "monthly_cost"
+            if denied:
+                raise QuotaDenied(denied, scope_kind(limits.scope), retry_after_for(denied, wait))
+        for limits in scopes:
+            st = self._scopes[limits.scope]
+            rpm, tpm, conc, *_ = limits.as_ints()
+            if rpm >= 0:
+                st.requests.append((now, reservation_id))
+            if tpm >= 0:
+                st.token_log.append((now, reservation_id))
+                st.token_amounts[reservation_id] = tokens
+                st.token_sum += tokens
+            if conc >= 0:
+                st.concurrent[reservation_id] = now + self._ttl_ms
+            st.daily[day] = st.daily.get(day, 0) + tokens
+            st.monthly[month] = st.monthly.get(month, 0) + tokens
+            st.cost[month] = st.cost.get(month, 0) + cost_units
+        self._reservations[reservation_id] = _Reservation(
+            [s.scope for s in scopes], tokens, cost_units, day, month, now + self._ttl_ms)
+
+    async def settle(self, reservation_id: str, tokens: int, cost: float) -> bool:
+        res = self._reservations.pop(reservation_id, None)
+        if res is None:
+            return False
+        dt = tokens - res.tokens
+        dc = int(cost * COST_UNIT) - res.cost
+        for scope in res.scopes:
+            st = self._scopes.get(scope)
+            if st is None:
+                continue
+            st.concurrent.pop(reservation_id, None)
+            st.daily[res.day] = st.daily.get(res.day, 0) + dt
+            st.monthly[res.month] = st.monthly.get(res.month, 0) + dt
+            st.cost[res.month] = st.cost.get(res.month, 0) + dc
+            if reservation_id in st.token_amounts:
+                st.token_amounts[reservation_id] += dt
+                st.token_sum += dt
+        return True
+
+    async def version(self) -> int:
+        return self._version
+
+    async def bump_version(self) -> int:
+        self._version += 1
+        return self._version
+
+    async def counters(self, scope: str) -> dict[str, int]:
+        st = self._scopes.get(scope) or _Scope()
+        st.expire(self._now())
+        day, month = period_tags()
+        return {"requests": len(st.requests), "tokens": st.token_sum,
+                "concurrent": len(st.concurrent), "daily_tokens": st.daily.get(day, 0),
+                "monthly_tokens": st.monthly.get(month, 0), "monthly_cost": st.cost.get(month, 0)}
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,192 @@
+"""Redis quota store: one Lua call admits (checks every scope, then reserves in all of them),
+one Lua call settles. Exact across any number of gateway replicas sharing the Redis.
+
+Keys are built inside the scripts from a prefix, so this needs a single Redis (not Cluster).
+Windows use Redis' own clock (TIME), so replicas with skewed clocks still agree.
+"""
+
+from __future__ import annotations
+
+import redis.asyncio as aioredis
+
+from gateway.quota import COST_UNIT, QuotaDenied, ScopeLimits, StaleConfig, period_tags, retry_after_for, scope_kind
+
+# ARGV: prefix, rid, version, ttl_ms, day, month, tokens, cost, nscopes, then 7 per scope:
+# scope id, rpm, tpm, concurrent, daily, monthly, monthly cost (-1 = unlimited).
+# Returns {0} admitted, {1, limit, scope, wait_ms} denied, {2, version} stale config.
+RESERVE = """
+local p, rid, ver = ARGV[1], ARGV[2], ARGV[3]
+local ttl, day, month = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local tokens, cost, n = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local cur = redis.call('GET', p .. ':ver') or '0'
+if cur ~= ver then return {2, cur} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local wstart = now - 60000
+local function oldest_wait(key)
+  local o = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if o[2] then return tonumber(o[2]) + 60000 - now end
+  return 60000
+end
+for i = 0, n - 1 do
+  local b = 10 + i * 7
+  local s = p .. ':q:' .. ARGV[b]
+  local rpm, tpm, conc = tonumber(ARGV[b+1]), tonumber(ARGV[b+2]), tonumber(ARGV[b+3])
+  local daily, monthly, cbud = tonumber(ARGV[b+4]), tonumber(ARGV[b+5]), tonumber(ARGV[b+6])
+  if rpm >= 0 then
+    redis.call('ZREMRANGEBYSCORE', s .. ':rpm', '-inf', wstart)
+    if redis.call('ZCARD', s .. ':rpm') >= rpm then
+      return {1, 'requests_per_minute', ARGV[b], oldest_wait(s .. ':rpm')}
+    end
+  end
+  if tpm >= 0 then
+    while true do
+      local old = redis.call('ZRANGEBYSCORE', s .. ':tpm', '-inf', wstart, 'LIMIT', 0, 1000)
+      if #old == 0 then break end
+      local vals = redis.call('HMGET', s .. ':tpmv', unpack(old))
+      local sub = 0
+      for _, v in ipairs(vals) do sub = sub + (tonumber(v) or 0) end
+      redis.call('DECRBY', s .. ':tpms', sub)
+      redis.call('HDEL', s .. ':tpmv', unpack(old))
+      redis.call('ZREM', s .. ':tpm', unpack(old))
+    end
+    if tonumber(redis.call('GET', s .. ':tpms') or '0') + tokens > tpm then
+      return {1, 'tokens_per_minute', ARGV[b], oldest_wait(s .. ':tpm')}
+    end
+  end
+  if conc >= 0 then
+    redis.call('ZREMRANGEBYSCORE', s .. ':conc', '-inf', now)
+    if redis.call('ZCARD', s .. ':conc') >= conc then
+      return {1, 'max_concurrent', ARGV[b], 1000}
+    end
+  end
+  if daily >= 0 and tonumber(redis.call('GET', s .. ':d:' .. day) or '0') + tokens > daily then
+    return {1, 'daily_tokens', ARGV[b], 0}
+  end
+  if monthly >= 0 and tonumber(redis.call('GET', s .. ':m:' .. month) or '0') + tokens > monthly then
+    return {1, 'monthly_tokens', ARGV[b], 0}
+  end
+  if cbud >= 0 and tonumber(redis.call('GET', s .. ':c:' .. month) or '0') + cost > cbud then
+    return {1, 'monthly_cost', ARGV[b], 0}
+  end
+end
+local scopes = {}
+for i = 0, n - 1 do
+  local b = 10 + i * 7
+  local s = p .. ':q:' .. ARGV[b]
+  scopes[#scopes + 1] = ARGV[b]
+  if tonumber(ARGV[b+1]) >= 0 then
+    redis.call('ZADD', s .. ':rpm', now, rid)
+    redis.call('PEXPIRE', s .. ':rpm', 120000)
+  end
+  if tonumber(ARGV[b+2]) >= 0 then
+    redis.call('ZADD', s .. ':tpm', now, rid)
+    redis.call('HSET', s .. ':tpmv', rid, tokens)
+    redis.call('INCRBY', s .. ':tpms', tokens)
+    for _, k in ipairs({':tpm', ':tpmv', ':tpms'}) do redis.call('PEXPIRE', s .. k, 120000) end
+  end
+  if tonumber(ARGV[b+3]) >= 0 then
+    redis.call('ZADD', s .. ':conc', now + ttl, rid)
+    redis.call('PEXPIRE', s .. ':conc', ttl + 60000)
+  end
+  redis.call('INCRBY', s .. ':d:' .. day, tokens)
+  redis.call('EXPIRE', s .. ':d:' .. day, 172800)
+  redis.call('INCRBY', s .. ':m:' .. month, tokens)
+  redis.call('EXPIRE', s .. ':m:' .. month, 3024000)
+  if cost ~= 0 then
+    redis.call('INCRBY', s .. ':c:' .. month, cost)
+    redis.call('EXPIRE', s .. ':c:' .. month, 3024000)
+  end
+end
+local r = p .. ':r:' .. rid
+redis.call('HSET', r, 's', table.concat(scopes, ','), 'tok', tokens, 'cost', cost, 'day', day, 'month', month)
+redis.call('PEXPIRE', r, ttl)
+return {0}
+"""
+
+# ARGV: prefix, rid, tokens used, cost used. Returns 1 settled, 0 already settled or expired.
+SETTLE = """
+local p, rid = ARGV[1], ARGV[2]
+local r = p .. ':r:' .. rid
+local v = redis.call('HMGET', r, 's', 'tok', 'cost', 'day', 'month')
+if not v[1] then return 0 end
+redis.call('DEL', r)
+local dt = tonumber(ARGV[3]) - tonumber(v[2])
+local dc = tonumber(ARGV[4]) - tonumber(v[3])
+for scope in string.gmatch(v[1], '[^,]+') do
+  local s = p .. ':q:' .. scope
+  redis.call('ZREM', s .. ':conc', rid)
+  if dt ~= 0 then
+    redis.call('INCRBY', s .. ':d:' .. v[4], dt)
+    redis.call('INCRBY', s .. ':m:' .. v[5], dt)
+    if redis.call('HEXISTS', s .. ':tpmv', rid) == 1 then
+      redis.call('HINCRBY', s .. ':tpmv', rid, dt)
+      redis.call('INCRBY', s .. ':tpms', dt)
+    end
+  end
+  if dc ~= 0 then redis.call('INCRBY', s .. ':c:' .. v[5], dc) end
+end
+return 1
+"""
+
+
+class RedisQuotaStore:
+    def __init__(self, url: str, prefix: str = "fairgate", reservation_ttl_s: int = 900) -> None:
+        # a blocking pool queues callers for a connection instead of failing under bursts
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url, max_connections=64, timeout=30, decode_responses=True)
+        self._redis = aioredis.Redis(connection_pool=pool)
+        self._prefix = prefix
+        self._ttl_ms = reservation_ttl_s * 1000
+        self._reserve = self._redis.register_script(RESERVE)
+        self._settle = self._redis.register_script(SETTLE)
+
+    async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
+                      cost: float, version: int) -> None:
+        day, month = period_tags()
+        args: list[object] = [self._prefix, reservation_id, str(version), self._ttl_ms, day, month,
+                              tokens, int(cost * COST_UNIT), len(scopes)]
+        for limits in scopes:
+            args.append(limits.scope)
+            args.extend(limits.as_ints())
+        result = await self._reserve(args=args)
+        if result[0] == 0:
+            return
+        if result[0] == 2:
+            raise StaleConfig()
+        limit, scope, wait_ms = result[1], result[2], int(result[3])
+        raise QuotaDenied(limit, scope_kind(scope), retry_after_for(limit, wait_ms))
+
+    async def settle(self, reservation_id: str, tokens: int, cost: float) -> bool:
+        done = await self._settle(args=[self._prefix, reservation_id, tokens, int(cost * COST_UNIT)])
+        return bool(done)
+
+    async def version(self) -> int:
+        return int(await self._redis.get(f"{self._prefix}:ver") or 0)
+
+    async def bump_version(self) -> int:
+        return int(await self._redis.incr(f"{self._prefix}:ver"))
+
+    async def counters(self, scope: str) -> dict[str, int]:
+        s = f"{self._prefix}:q:{scope}"
+        day, month = period_tags()
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.zcount(f"{s}:rpm", f"({_now_ms() - 60000}", "+inf")
+            pipe.get(f"{s}:tpms")
+            pipe.zcount(f"{s}:conc", f"({_now_ms()}", "+inf")
+            pipe.get(f"{s}:d:{day}")
+            pipe.get(f"{s}:m:{month}")
+            pipe.get(f"{s}:c:{month}")
+            rpm, tpms, conc, d, m, c = await pipe.execute()
+        return {"requests": int(rpm), "tokens": int(tpms or 0), "concurrent": int(conc),
+                "daily_tokens": int(d or 0), "monthly_tokens": int(m or 0), "monthly_cost": int(c or 0)}
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()
+        await self._redis.connection_pool.disconnect()
+
+
+def _now_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)

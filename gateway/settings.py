@@ -1,0 +1,65 @@
+"""Gateway settings: environment (FAIRGATE_*) over an optional YAML/JSON file over defaults.
+
+With nothing set the gateway runs the embedded default: a SQLite file, the in-process quota
+store and an in-process engine on the model folder from FAIRGATE_MODEL (or models/fairgate-demo).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "FAIRGATE_"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+
+    admin_token: str | None = None  # unset → admin API refuses every call
+    database_url: str = "sqlite:///fairgate.db"
+    redis_url: str | None = None  # unset → in-process quota store (single process only)
+    redis_prefix: str = "fairgate"
+    model: str | None = None  # model folder of the embedded engine
+    served_model_name: str | None = None  # default: the model folder's name
+    embedded_engine: bool = True  # False: serve only registered backends
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_body_bytes: int = 1_048_576
+    default_max_tokens: int = 1024  # reserved and enforced when a request names no max_tokens
+    upstream_api_key: str | None = None  # default key for openai backends without their own
+    upstream_timeout_s: float = 60.0
+    upstream_max_retries: int = 2
+    reservation_ttl_s: int = 900  # a crashed replica's reservations expire after this
+    usage_batch_size: int = 500
+    usage_flush_interval_s: float = 0.05
+    default_priority: str = "standard"
+    log_level: str = "warning"
+
+
+def _read_file(path: str) -> dict[str, Any]:
+    text = Path(path).read_text()
+    if path.endswith((".yaml", ".yml")):
+        import yaml
+
+        data = yaml.safe_load(text) or {}
+    else:
+        data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"settings file {path} must hold a mapping")
+    return data
+
+
+def load_settings(config_file: str | None = None, **overrides: Any) -> Settings:
+    """Settings from `overrides` (CLI flags), then FAIRGATE_* env, then the file, then defaults."""
+    values: dict[str, Any] = {}
+    if config_file:
+        for key, value in _read_file(config_file).items():
+            # the environment wins over the file, so only take file keys the env does not set
+            if f"{ENV_PREFIX}{key.upper()}" not in os.environ:
+                values[key] = value
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return Settings(**values)
