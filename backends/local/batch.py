@@ -1,0 +1,99 @@
+"""Turn a step's RunnerInputs into the flat tensors one forward pass needs.
+
+Everything here is built once per step on the host and moved to the device in a handful of
+copies; layers only index into it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from backends.local.model import AttentionMetadata
+from backends.local.types import RunnerInput
+
+
+@dataclass(slots=True)
+class StepBatch:
+    input_ids: torch.Tensor  # [T] int64, decode tokens first, then prefill chunks
+    meta: AttentionMetadata
+    order: list[int]  # execution position -> index into the caller's inputs
+    token_start: list[int]  # per caller input: offset of its first token in input_ids
+    token_count: list[int]  # per caller input: number of new tokens
+
+
+def _check(inp: RunnerInput, block_size: int, max_model_len: int) -> None:
+    end = inp.start_pos + len(inp.token_ids)
+    if not inp.token_ids:
+        raise ValueError(f"request {inp.request_id}: no tokens to run")
+    if end > max_model_len:
+        raise ValueError(f"request {inp.request_id}: length {end} exceeds max_model_len {max_model_len}")
+    if len(inp.block_table) * block_size < end:
+        raise ValueError(
+            f"request {inp.request_id}: block table covers {len(inp.block_table) * block_size}"
+            f" positions, needs {end}"
+        )
+
+
+def _padded_tables(tables: list[list[int]]) -> list[list[int]]:
+    width = max(len(t) for t in tables)
+    return [t + [0] * (width - len(t)) for t in tables]  # padding block 0 is masked by seq_lens
+
+
+def build_step(
+    inputs: Sequence[RunnerInput],
+    block_size: int,
+    max_model_len: int,
+    cos_sin_table: torch.Tensor,  # [max_positions, head_dim]
+    device: torch.device,
+) -> StepBatch:
+    """Order inputs (single-token ones first) and build ids, slots, positions and tables."""
+    for inp in inputs:
+        _check(inp, block_size, max_model_len)
+    decodes = [i for i, inp in enumerate(inputs) if len(inp.token_ids) == 1]
+    prefills = [i for i, inp in enumerate(inputs) if len(inp.token_ids) > 1]
+    order = decodes + prefills
+
+    ids: list[int] = []
+    positions: list[int] = []
+    slots: list[int] = []
+    token_start = [0] * len(inputs)
+    token_count = [0] * len(inputs)
+    for i in order:
+        inp = inputs[i]
+        n, start, table = len(inp.token_ids), inp.start_pos, inp.block_table
+        token_start[i], token_count[i] = len(ids), n
+        ids.extend(inp.token_ids)
+        pos = range(start, start + n)
+        positions.extend(pos)
+        slots.extend(table[p // block_size] * block_size + p % block_size for p in pos)
+
+    def blocks_needed(i: int) -> list[int]:
+        inp = inputs[i]
+        ctx = inp.start_pos + len(inp.token_ids)
+        return list(inp.block_table[: (ctx + block_size - 1) // block_size])
+
+    def i32(values) -> torch.Tensor:
+        return torch.tensor(values, dtype=torch.int32).to(device, non_blocking=True)
+
+    dec_lens = [inputs[i].start_pos + 1 for i in decodes]
+    pre_lens = [inputs[i].start_pos + len(inputs[i].token_ids) for i in prefills]
+    qsl = [0]
+    for i in prefills:
+        qsl.append(qsl[-1] + len(inputs[i].token_ids))
+    pos_t = torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)
+    meta = AttentionMetadata(
+        slot_mapping=torch.tensor(slots, dtype=torch.int64).to(device, non_blocking=True),
+        cos_sin=cos_sin_table.index_select(0, pos_t),  # [T, head_dim]
+        num_decodes=len(decodes),
+        decode_block_tables=i32(_padded_tables([blocks_needed(i) for i in decodes])) if decodes else None,
+        decode_seq_lens=i32(dec_lens) if decodes else None,
+        decode_max_seq_len=max(dec_lens, default=0),
+        prefill_block_tables=i32(_padded_tables([blocks_needed(i) for i in prefills])) if prefills else None,
+        prefill_query_start_loc=i32(qsl) if prefills else None,
+        prefill_seq_lens=i32(pre_lens) if prefills else None,
+    )
+    input_ids = torch.tensor(ids, dtype=torch.int64).to(device, non_blocking=True)
+    return StepBatch(input_ids, meta, order, token_start, token_count)

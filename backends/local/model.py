@@ -1,0 +1,163 @@
+"""Llama-style decoder over a paged KV cache (Llama 2/3, Mistral, Qwen2).
+
+The model sees one flat, ragged batch per step: every new token of every sequence in one
+[num_tokens] row, decode tokens first, then prefill chunks. Attention writes new K/V through
+`kernels.write_kv` and reads through the paged attention kernels; nothing else touches the cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import kernels
+from backends.local.config import ModelConfig
+from backends.local.rope import apply_rope, cos_sin_cache
+
+
+@dataclass(slots=True)
+class AttentionMetadata:
+    """Per-step tensors shared by every layer (built once per step by the runner).
+
+    Tokens are ordered: the `num_decodes` single-token sequences first, then the prefill chunks.
+    """
+
+    slot_mapping: torch.Tensor  # [num_tokens] int64
+    cos_sin: torch.Tensor  # [num_tokens, head_dim], rows for each token's position
+    num_decodes: int
+    decode_block_tables: torch.Tensor | None  # [num_decodes, max_blocks] int32
+    decode_seq_lens: torch.Tensor | None  # [num_decodes] int32
+    decode_max_seq_len: int
+    prefill_block_tables: torch.Tensor | None  # [num_prefills, max_blocks] int32
+    prefill_query_start_loc: torch.Tensor | None  # [num_prefills + 1] int32
+    prefill_seq_lens: torch.Tensor | None  # [num_prefills] int32
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        self.q_size, self.kv_size = cfg.q_size, cfg.kv_size
+        self.scale = cfg.head_dim**-0.5
+        self.qkv_proj = nn.Linear(cfg.hidden_size, cfg.q_size + 2 * cfg.kv_size, bias=cfg.qkv_bias)
+        self.o_proj = nn.Linear(cfg.q_size, cfg.hidden_size, bias=cfg.o_bias)
+
+    def forward(
+        self, x: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, meta: AttentionMetadata
+    ) -> torch.Tensor:
+        num_tokens = x.shape[0]
+        qkv = self.qkv_proj(x)  # [T, (H + 2 Hkv) * D]
+        # q and k rotate together: one rope call on [T, H + Hkv, D].
+        qk = qkv[:, : self.q_size + self.kv_size].view(num_tokens, -1, self.head_dim)
+        qk = apply_rope(qk, meta.cos_sin)
+        q = qk[:, : self.num_heads]  # [T, H, D]
+        k = qk[:, self.num_heads :]  # [T, Hkv, D]
+        v = qkv[:, self.q_size + self.kv_size :].view(num_tokens, self.num_kv_heads, self.head_dim)
+        kernels.write_kv(k, v, k_cache, v_cache, meta.slot_mapping)
+
+        nd = meta.num_decodes
+        if nd == num_tokens:  # decode-only step: no copy into a shared output
+            out = kernels.paged_decode_attention(
+                q, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
+                self.scale, meta.decode_max_seq_len,
+            )
+        elif nd == 0:
+            out = kernels.paged_prefill_attention(
+                q, k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
+                meta.prefill_seq_lens, self.scale,
+            )
+        else:
+            out = torch.empty_like(q)  # [T, H, D]
+            out[:nd] = kernels.paged_decode_attention(
+                q[:nd], k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
+                self.scale, meta.decode_max_seq_len,
+            )
+            out[nd:] = kernels.paged_prefill_attention(
+                q[nd:], k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
+                meta.prefill_seq_lens, self.scale,
+            )
+        return self.o_proj(out.reshape(num_tokens, self.q_size))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.intermediate = cfg.intermediate_size
+        self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=cfg.mlp_bias)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=cfg.mlp_bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate_up = self.gate_up_proj(x)  # [T, 2 I]
+        gate, up = gate_up[:, : self.intermediate], gate_up[:, self.intermediate :]
+        return self.down_proj(F.silu(gate) * up)  # SwiGLU
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, size: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.input_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.attn = Attention(cfg)
+        self.post_attn_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = MLP(cfg)
+
+    def forward(self, h: torch.Tensor, k_cache, v_cache, meta: AttentionMetadata) -> torch.Tensor:
+        h = h + self.attn(self.input_norm(h), k_cache, v_cache, meta)
+        return h + self.mlp(self.post_attn_norm(h))
+
+
+class DecoderModel(nn.Module):
+    """Embedding, decoder layers, final norm and LM head. Parameter names match `loader`."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        self.cos_sin: torch.Tensor | None = None  # set by `prepare`
+
+    @classmethod
+    def from_state_dict(
+        cls, cfg: ModelConfig, state: dict[str, torch.Tensor], max_positions: int
+    ) -> DecoderModel:
+        """Build without allocating random weights, then adopt `state` (from `loader`)."""
+        with torch.device("meta"):
+            model = cls(cfg)
+        model.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
+        if cfg.tie_word_embeddings:
+            model.lm_head.weight = model.embed_tokens.weight
+        missing = [n for n, p in model.named_parameters() if p.is_meta]
+        if missing:
+            raise KeyError(f"weights missing from checkpoint: {missing[:5]}")
+        weight = model.embed_tokens.weight
+        model.cos_sin = cos_sin_cache(cfg, max_positions, weight.dtype, weight.device)
+        model.requires_grad_(False)
+        return model.eval()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # [T] int64
+        kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+        meta: AttentionMetadata,
+    ) -> torch.Tensor:  # [T, hidden] after the final norm
+        h = self.embed_tokens(input_ids)
+        for layer, (k_cache, v_cache) in zip(self.layers, kv_caches, strict=True):
+            h = layer(h, k_cache, v_cache, meta)
+        return self.norm(h)
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [N, vocab] float32
+        return self.lm_head(hidden).float()

@@ -1,0 +1,63 @@
+"""Rotary position embedding: inverse frequencies for each scaling type, and their application.
+
+Rotation is the "rotate half" (GPT-NeoX) layout Hugging Face Llama checkpoints use: the head
+dimension splits into two halves that rotate as pairs (x[i], x[i + D/2]).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from backends.local.config import ModelConfig
+
+
+def inv_frequencies(cfg: ModelConfig) -> torch.Tensor:  # [head_dim // 2] float32
+    """Per-pair rotation frequency after the config's rope scaling."""
+    rope, dim = cfg.rope, cfg.head_dim
+    base = rope.theta
+    if rope.rope_type == "dynamic":
+        # Fixed NTK-aware base for the longest context served, so a cached K never needs
+        # re-rotation; transformers instead grows the base with the current length, which
+        # agrees once a sequence passes the original context.
+        orig = rope.original_max_position_embeddings or cfg.max_position_embeddings
+        max_len = orig * rope.factor
+        base = base * ((rope.factor * max_len / orig) - (rope.factor - 1)) ** (dim / (dim - 2))
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    if rope.rope_type == "linear":
+        inv_freq = inv_freq / rope.factor
+    elif rope.rope_type == "llama3":
+        inv_freq = _llama3_scale(inv_freq, cfg)
+    return inv_freq
+
+
+def _llama3_scale(inv_freq: torch.Tensor, cfg: ModelConfig) -> torch.Tensor:
+    """Llama 3.1: keep high frequencies, divide low ones by `factor`, blend in between."""
+    rope = cfg.rope
+    old_len = rope.original_max_position_embeddings or cfg.max_position_embeddings
+    wavelen = 2 * math.pi / inv_freq
+    low_freq_wavelen = old_len / rope.low_freq_factor  # longer wavelengths: fully scaled
+    high_freq_wavelen = old_len / rope.high_freq_factor  # shorter wavelengths: untouched
+    smooth = (old_len / wavelen - rope.low_freq_factor) / (rope.high_freq_factor - rope.low_freq_factor)
+    blended = (1 - smooth) * inv_freq / rope.factor + smooth * inv_freq
+    out = torch.where(wavelen > low_freq_wavelen, inv_freq / rope.factor, inv_freq)
+    medium = (wavelen >= high_freq_wavelen) & (wavelen <= low_freq_wavelen)
+    return torch.where(medium, blended, out)
+
+
+def cos_sin_cache(cfg: ModelConfig, max_positions: int, dtype: torch.dtype, device) -> torch.Tensor:
+    """[max_positions, head_dim] table: cos in the first half, sin in the second."""
+    inv_freq = inv_frequencies(cfg)  # [D/2]
+    pos = torch.arange(max_positions, dtype=torch.int64).float()
+    freqs = pos[:, None] * inv_freq[None, :]  # [P, D/2], fp32 like transformers
+    return torch.cat([freqs.cos(), freqs.sin()], dim=-1).to(dtype=dtype, device=device)
+
+
+def apply_rope(x: torch.Tensor, cos_sin: torch.Tensor) -> torch.Tensor:
+    """Rotate x [T, H, D] by cos_sin [T, D] (rows already gathered for each token's position)."""
+    half = x.shape[-1] // 2
+    cos = cos_sin[:, None, :half]  # [T, 1, D/2]
+    sin = cos_sin[:, None, half:]
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)

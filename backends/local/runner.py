@@ -1,0 +1,145 @@
+"""ModelRunner: weights, the paged KV pool, and one forward pass per scheduler step."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+
+import kernels
+from backends.local.batch import build_step
+from backends.local.config import ModelConfig
+from backends.local.loader import load_weights
+from backends.local.model import DecoderModel
+from backends.local.sampling import Sampler
+from backends.local.types import RunnerInput
+
+log = logging.getLogger(__name__)
+
+_DTYPES = {
+    "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
+    "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+    "float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
+}
+DEFAULT_CPU_KV_CACHE_MEMORY = 512 * 2**20
+GPU_MEMORY_UTILIZATION = 0.9
+
+
+def resolve_dtype(dtype: str | torch.dtype, cfg: ModelConfig, device: torch.device) -> torch.dtype:
+    """"auto" = the checkpoint's dtype on CUDA, float32 on CPU (half-precision CPU matmuls are slow)."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype == "auto":
+        if device.type == "cpu":
+            return torch.float32
+        return _DTYPES.get(cfg.torch_dtype, torch.float32)
+    try:
+        return _DTYPES[dtype]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, bfloat16 or float16") from None
+
+
+class ModelRunner:
+    """Loads a Hugging Face Llama-family folder and runs ragged batches on a paged KV cache.
+
+    KV pool: per layer one K and one V tensor [num_kv_blocks, block_size, num_kv_heads, head_dim].
+    Size it with `num_kv_blocks`, or `kv_cache_memory` bytes; by default 512 MiB on CPU and
+    90% of the free GPU memory after the weights on CUDA.
+    """
+
+    def __init__(
+        self,
+        model_dir: str | Path,
+        device: str | torch.device = "cpu",
+        dtype: str | torch.dtype = "auto",
+        block_size: int = 16,
+        num_kv_blocks: int | None = None,
+        kv_cache_memory: int | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.model_dir = Path(model_dir)
+        self.config = ModelConfig.from_dir(self.model_dir)
+        self.device = torch.device(device)
+        self.dtype = resolve_dtype(dtype, self.config, self.device)
+        self.block_size = block_size
+        self.max_model_len = self.config.max_model_len
+        self.eos_token_ids = self.config.eos_token_ids
+        state = load_weights(self.model_dir, self.config, self.dtype, self.device)
+        self.model = DecoderModel.from_state_dict(self.config, state, self.max_model_len)
+        del state
+
+        self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
+        cfg = self.config
+        # [layers, K|V, blocks, block_size, kv_heads, head_dim]; each [l, 0|1] view is contiguous.
+        self.kv_cache = torch.zeros(
+            cfg.num_layers, 2, self.num_kv_blocks, block_size, cfg.num_kv_heads, cfg.head_dim,
+            dtype=self.dtype, device=self.device,
+        )
+        self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_layers)]
+        generator = torch.Generator(device="cpu")
+        if seed is not None:
+            generator.manual_seed(seed)
+        else:
+            generator.seed()
+        self.sampler = Sampler(generator)
+        log.info(
+            "model runner: %s, %d layers, dtype %s on %s, %d KV blocks x %d tokens, %s",
+            cfg.model_type, cfg.num_layers, self.dtype, self.device, self.num_kv_blocks,
+            block_size, kernels.describe_backend(self.device),
+        )
+
+    @property
+    def kv_block_bytes(self) -> int:
+        cfg = self.config
+        elem = torch.empty((), dtype=self.dtype).element_size()
+        return 2 * cfg.num_layers * self.block_size * cfg.num_kv_heads * cfg.head_dim * elem
+
+    def _kv_blocks(self, num_kv_blocks: int | None, kv_cache_memory: int | None) -> int:
+        if num_kv_blocks is not None:
+            blocks = num_kv_blocks
+        else:
+            if kv_cache_memory is None:
+                if self.device.type == "cuda":
+                    free, _ = torch.cuda.mem_get_info(self.device)
+                    kv_cache_memory = int(free * GPU_MEMORY_UTILIZATION)
+                else:
+                    kv_cache_memory = DEFAULT_CPU_KV_CACHE_MEMORY
+            blocks = kv_cache_memory // self.kv_block_bytes
+        if blocks < 1:
+            raise ValueError("KV cache too small: not even one block fits")
+        return int(blocks)
+
+    @torch.inference_mode()
+    def execute(self, inputs: list[RunnerInput]) -> list[int | None]:
+        """Run one step; return the sampled token per input with `sample=True`, else None."""
+        if not inputs:
+            return []
+        step = build_step(inputs, self.block_size, self.max_model_len, self.model.cos_sin, self.device)
+        hidden = self.model(step.input_ids, self.kv_caches, step.meta)  # [T, hidden]
+        sampling = [i for i, inp in enumerate(inputs) if inp.sample]
+        if not sampling:
+            return [None] * len(inputs)
+        # Logits only for the last token of each sampling input.
+        rows = [step.token_start[i] + step.token_count[i] - 1 for i in sampling]
+        rows_t = torch.tensor(rows, dtype=torch.int64, device=self.device)
+        logits = self.model.compute_logits(hidden.index_select(0, rows_t))  # [S, vocab]
+        tokens = self.sampler(
+            logits, [inputs[i].sampling for i in sampling], [inputs[i].num_output_tokens for i in sampling]
+        )
+        out: list[int | None] = [None] * len(inputs)
+        for i, tok in zip(sampling, tokens, strict=True):
+            out[i] = tok
+        return out
+
+    @torch.inference_mode()
+    def forward_logits(self, inputs: list[RunnerInput]) -> list[torch.Tensor]:
+        """Logits [len(token_ids), vocab] (float32) for every new token of each input, in order.
+
+        Writes KV like `execute`; samples nothing.
+        """
+        if not inputs:
+            return []
+        step = build_step(inputs, self.block_size, self.max_model_len, self.model.cos_sin, self.device)
+        logits = self.model.compute_logits(self.model(step.input_ids, self.kv_caches, step.meta))
+        return [logits[s : s + n] for s, n in zip(step.token_start, step.token_count, strict=True)]

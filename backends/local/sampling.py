@@ -1,0 +1,88 @@
+"""Batched token sampling: greedy, temperature, top-k, top-p, per-request seeds.
+
+Every row draws with one uniform number through the inverse CDF of its filtered distribution.
+A seeded request takes that number from a generator seeded by (seed, tokens generated so far),
+so its tokens depend only on its own logits and seed, never on which other requests share the
+batch or the step. Stop conditions (eos, stop strings, max_tokens) are the engine's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from backends.local.types import SamplingParams
+
+_MASK64 = (1 << 64) - 1
+
+
+def _mix_seed(seed: int, step: int) -> int:
+    """A 63-bit generator seed from (seed, step); splitmix64 finaliser so nearby inputs diverge."""
+    z = (seed * 0x9E3779B97F4A7C15 + step + 0x632BE59BD9B4E019) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (z ^ (z >> 31)) >> 1
+
+
+class Sampler:
+    """Picks one token per row of a logits batch. `generator` drives unseeded rows."""
+
+    def __init__(self, generator: torch.Generator | None = None) -> None:
+        self.generator = generator
+
+    def __call__(
+        self,
+        logits: torch.Tensor,  # [N, V] float32
+        params: Sequence[SamplingParams],
+        num_output_tokens: Sequence[int],
+    ) -> list[int]:
+        return self.sample(logits, params, num_output_tokens).tolist()
+
+    def sample(
+        self,
+        logits: torch.Tensor,  # [N, V]
+        params: Sequence[SamplingParams],
+        num_output_tokens: Sequence[int],
+    ) -> torch.Tensor:  # [N] int64, on logits.device
+        n, vocab = logits.shape
+        greedy = [p.greedy for p in params]
+        argmax = logits.argmax(dim=-1)  # [N]
+        if all(greedy):
+            return argmax
+        device = logits.device
+        temps = torch.tensor([1.0 if g else p.temperature for p, g in zip(params, greedy, strict=True)])
+        x = logits.float() / temps.to(device)[:, None]  # [N, V]
+
+        use_top_k = any(p.top_k > 0 for p in params)
+        use_top_p = any(p.top_p < 1.0 for p in params)
+        order: torch.Tensor | None = None
+        if use_top_k or use_top_p:
+            x, order = x.sort(dim=-1, descending=True)  # [N, V] each
+            if use_top_k:
+                ks = torch.tensor([p.top_k if p.top_k > 0 else vocab for p in params], device=device)
+                ranks = torch.arange(vocab, device=device)
+                x.masked_fill_(ranks[None, :] >= ks[:, None], float("-inf"))
+        probs = torch.softmax(x, dim=-1)  # [N, V]
+        if use_top_p:
+            top_ps = torch.tensor([p.top_p if p.top_p < 1.0 else 2.0 for p in params], device=device)
+            mass_before = probs.cumsum(dim=-1) - probs  # [N, V]
+            # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
+            probs = probs.masked_fill(mass_before >= top_ps[:, None], 0.0)
+        # float64 so u * total stays below the last cumulative value (never past the support).
+        cdf = probs.double().cumsum(dim=-1)  # [N, V], unnormalised when top-p removed mass
+
+        u = self._uniforms(params, num_output_tokens).to(device)  # [N] float64 in [0, 1)
+        target = (u * cdf[:, -1])[:, None]  # [N, 1]
+        idx = torch.searchsorted(cdf, target, right=True).clamp_(max=vocab - 1)  # [N, 1]
+        tokens = order.gather(1, idx) if order is not None else idx
+        greedy_t = torch.tensor(greedy, device=device)
+        return torch.where(greedy_t, argmax, tokens.squeeze(1))
+
+    def _uniforms(self, params: Sequence[SamplingParams], num_output_tokens: Sequence[int]) -> torch.Tensor:
+        u = torch.rand(len(params), generator=self.generator, dtype=torch.float64)
+        for i, (p, step) in enumerate(zip(params, num_output_tokens, strict=True)):
+            if p.seed is not None and not p.greedy:
+                gen = torch.Generator().manual_seed(_mix_seed(p.seed, step))
+                u[i] = torch.rand(1, generator=gen, dtype=torch.float64)[0]
+        return u
