@@ -1,0 +1,407 @@
+"""The async engine: one background thread steps planner + runner; callers get token streams.
+
+Threading. A dedicated engine thread owns the planner, the block manager, the runner and every
+`OutputTracker`; nothing else touches them, so they need no locks. Callers (on any asyncio
+loop) talk to it through a command queue (add / abort / weights / stop) and receive
+`RequestOutput` deltas through one `call_soon_threadsafe` per loop per step. The event loop
+therefore never blocks on a forward pass, and the engine never waits for a slow consumer:
+deltas for a consumer that is behind are merged (see `RequestStream`).
+
+Failure policy. A bad request is refused at admission (`RequestRejected`, a user-facing
+message). An exception inside a step fails only the requests in that step (finish_reason
+"error") and the loop keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from typing import Any
+
+from backends.local.engine_config import EngineConfig
+from backends.local.engine_stream import RequestStream, StreamChannel
+from backends.local.output import EngineStats, OutputTracker, RequestOutput, RequestRejected
+from backends.local.types import RunnerInput, SamplingParams
+from scheduler.request import SchedRequest, priority_rank
+
+log = logging.getLogger(__name__)
+
+_STOP = object()
+
+
+class AsyncEngine:
+    """Continuous-batching engine over one model.
+
+    `runner` / `tokenizer` / `wait_queue` may be injected (tests, the fair queue); by default
+    they are built from `config`.
+    """
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        *,
+        runner: Any = None,
+        tokenizer: Any = None,
+        wait_queue: Any = None,
+    ) -> None:
+        from backends.local.block_manager import BlockManager
+        from scheduler.planner import Scheduler, SchedulerConfig
+
+        config.validate()
+        self.config = config
+        if runner is None:
+            from backends.local.runner import ModelRunner
+
+            runner = ModelRunner(
+                config.model,
+                device=config.device,
+                dtype=config.dtype,
+                block_size=config.block_size,
+                num_kv_blocks=config.num_kv_blocks,
+                kv_cache_memory=config.kv_cache_memory,
+            )
+        self.runner = runner
+        if tokenizer is None:
+            from backends.local.tokenizer import Tokenizer
+
+            tokenizer = Tokenizer.from_pretrained(config.model)
+        self.tokenizer = tokenizer
+        self.block_manager = BlockManager(
+            runner.num_kv_blocks, runner.block_size, enable_prefix_caching=config.enable_prefix_caching
+        )
+        # Cap the context at what the pool can hold, so an admitted request can always finish.
+        limits = [runner.max_model_len, runner.num_kv_blocks * runner.block_size]
+        if config.max_model_len is not None:
+            limits.append(config.max_model_len)
+        self.max_model_len: int = min(limits)
+        self.vocab_size: int = int(runner.config.vocab_size)
+        self.eos_token_ids = frozenset(runner.eos_token_ids)
+        self.scheduler = Scheduler(
+            SchedulerConfig(
+                max_num_seqs=config.max_num_seqs,
+                max_num_batched_tokens=config.max_num_batched_tokens,
+                max_model_len=self.max_model_len,
+            ),
+            self.block_manager,
+            queue=wait_queue,
+        )
+        self.fairness_weights: dict[str, float] = {}
+        self.fairness_version: int | None = None
+        self._stats = EngineStats(kv_blocks_total=runner.num_kv_blocks)
+        self._commands: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._live: dict[str, StreamChannel] = {}  # request id -> channel; guarded by _lock
+        self._lock = threading.Lock()
+        self._trackers: dict[str, tuple[OutputTracker, StreamChannel, SchedRequest]] = {}
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="fairgate-engine", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------ public API
+    def add_request(
+        self,
+        request_id: str,
+        prompt_token_ids: list[int],
+        sampling: SamplingParams,
+        tenant: str = "default",
+        priority: str | int = "standard",
+        cache_salt: str | None = None,
+    ) -> RequestStream:
+        """Admit a request; return the async iterator of its `RequestOutput` deltas.
+
+        Raises `RequestRejected` (a ValueError) right away for a request that can never run.
+        Leaving the iterator early (break, cancellation, `aclose()`) aborts the request.
+        """
+        if self._closed:
+            raise RuntimeError("engine is closed")
+        rank = self._validate(prompt_token_ids, sampling, priority)
+        max_tokens = min(sampling.max_tokens, self.max_model_len - len(prompt_token_ids))
+        sched = SchedRequest(
+            request_id=request_id,
+            prompt_token_ids=list(prompt_token_ids),
+            max_tokens=max_tokens,
+            tenant=tenant,
+            priority=rank,
+            arrival_time=time.monotonic(),
+            # Per-tenant salt by default: tenants never share cached prefixes (timing channel).
+            cache_salt=cache_salt if cache_salt is not None else tenant,
+        )
+        tracker = OutputTracker(
+            request_id=request_id,
+            sampling=sampling,
+            num_prompt_tokens=len(prompt_token_ids),
+            max_tokens=max_tokens,
+            eos_token_ids=self.eos_token_ids,
+            decoder=self.tokenizer.incremental_decoder(prompt_token_ids),
+        )
+        channel = StreamChannel(request_id, asyncio.get_running_loop())
+        with self._lock:
+            if request_id in self._live:
+                raise RequestRejected(f"request id {request_id!r} is already running", "duplicate_request_id")
+            self._live[request_id] = channel
+        self._commands.put(("add", sched, tracker, channel))
+        return RequestStream(channel, self.abort)
+
+    def abort(self, request_id: str) -> None:
+        """Stop a request and free its blocks at the next step boundary; unknown ids are ignored."""
+        self._commands.put(("abort", request_id))
+
+    async def generate(
+        self,
+        prompt: str | list[int],
+        sampling: SamplingParams,
+        request_id: str | None = None,
+        **kwargs: Any,
+    ) -> RequestOutput:
+        """Run one request to the end; return one `RequestOutput` holding everything."""
+        ids = self.tokenizer.encode(prompt) if isinstance(prompt, str) else list(prompt)
+        request_id = request_id or f"gen-{id(ids):x}-{time.monotonic_ns()}"
+        final: RequestOutput | None = None
+        async with self.add_request(request_id, ids, sampling, **kwargs) as stream:
+            async for delta in stream:
+                if final is None:
+                    final = delta
+                else:
+                    final.merge(delta)
+        assert final is not None  # a stream always ends with a finished delta
+        return final
+
+    def set_fairness(self, weights: dict[str, float], version: int | None = None) -> None:
+        """New per-tenant weights; the next scheduling step uses them."""
+        self.fairness_weights = dict(weights)
+        self.fairness_version = version
+        self._commands.put(("weights", dict(weights), version))
+
+    def stats(self) -> EngineStats:
+        """A snapshot for metrics (read without locks: each field is a plain int)."""
+        s = self._stats
+        s.running = self.scheduler.num_running
+        s.waiting = self.scheduler.num_waiting
+        s.kv_blocks_used = self.block_manager.num_used_blocks
+        s.prefix_cache_queries = self.block_manager.prefix_cache_queries
+        s.prefix_cache_hits = self.block_manager.prefix_cache_hits
+        s.preemptions = self.scheduler.num_preemptions
+        return EngineStats(**{f: getattr(s, f) for f in EngineStats.__slots__})
+
+    @property
+    def num_unfinished(self) -> int:
+        with self._lock:
+            return len(self._live)
+
+    async def aclose(self) -> None:
+        """Stop the loop; unfinished streams end with finish_reason "abort"."""
+        if self._closed:
+            return
+        self._closed = True
+        self._commands.put((_STOP,))
+        await asyncio.to_thread(self._thread.join)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._commands.put((_STOP,))
+            self._thread.join()
+
+    # ------------------------------------------------------------------ admission checks
+    def _validate(self, ids: list[int], sampling: SamplingParams, priority: str | int) -> int:
+        try:
+            sampling.validate()
+            rank = priority_rank(priority)
+        except ValueError as exc:
+            raise RequestRejected(str(exc), "invalid_value") from None
+        if not ids:
+            raise RequestRejected("the prompt is empty", "invalid_value", param="prompt")
+        if len(ids) >= self.max_model_len:
+            raise RequestRejected(
+                f"This model's maximum context length is {self.max_model_len} tokens, but the "
+                f"prompt has {len(ids)} tokens, which leaves no room for a completion.",
+                "context_length_exceeded",
+                param="prompt",
+            )
+        for t in ids:
+            if type(t) is not int or not 0 <= t < self.vocab_size:
+                raise RequestRejected(
+                    f"prompt token id {t!r} is outside the vocabulary (0..{self.vocab_size - 1})",
+                    "invalid_value",
+                    param="prompt",
+                )
+        for t in sampling.stop_token_ids:
+            if type(t) is not int or t < 0:
+                raise RequestRejected(f"invalid stop token id {t!r}", "invalid_value", param="stop_token_ids")
+        return rank
+
+    # ------------------------------------------------------------------ engine thread
+    def _run(self) -> None:
+        try:
+            while True:
+                idle = not self._trackers
+                if not self._drain_commands(block=idle):
+                    break
+                if self._trackers:
+                    self._step()
+        except BaseException:  # noqa: BLE001 - last resort: never leave streams hanging
+            log.exception("engine loop died")
+        finally:
+            self._fail_all("abort", "engine shut down")
+
+    def _drain_commands(self, block: bool) -> bool:
+        """Apply queued commands; wait for one first when idle. False means stop."""
+        try:
+            cmd = self._commands.get(timeout=1.0) if block else self._commands.get_nowait()
+        except queue.Empty:
+            return True
+        while True:
+            if cmd[0] is _STOP:
+                return False
+            self._apply(cmd)
+            try:
+                cmd = self._commands.get_nowait()
+            except queue.Empty:
+                return True
+
+    def _apply(self, cmd: tuple[Any, ...]) -> None:
+        kind = cmd[0]
+        if kind == "add":
+            _, sched, tracker, channel = cmd
+            if channel.closed:  # the consumer left before the request even started
+                self._release(sched.request_id)
+                channel.close()
+                return
+            self._trackers[sched.request_id] = (tracker, channel, sched)
+            self.scheduler.add_request(sched)
+            self._stats.requests_added += 1
+        elif kind == "abort":
+            entry = self._trackers.pop(cmd[1], None)
+            if entry is not None:
+                tracker, channel, sched = entry
+                self.scheduler.abort_request(sched.request_id)
+                self._stats.requests_aborted += 1
+                self._deliver([(channel, tracker.finish("abort", sched.num_cached_tokens))])
+                self._release(sched.request_id)
+        elif kind == "weights":
+            set_weights = getattr(self.scheduler.queue, "set_weights", None)
+            if set_weights is not None:
+                try:
+                    set_weights(cmd[1], version=cmd[2])
+                except Exception:  # noqa: BLE001 - bad weights must not kill the loop
+                    log.exception("set_weights failed")
+
+    def _step(self) -> None:
+        plan = self.scheduler.schedule()
+        if plan.is_empty:
+            # Nothing fits right now (e.g. every block is held); wait for commands briefly
+            # instead of spinning.
+            self._drain_commands(block=True)
+            return
+        inputs = [self._runner_input(chunk) for chunk in plan.chunks]
+        try:
+            sampled_list = self.runner.execute(inputs)
+            if len(sampled_list) != len(inputs):
+                raise RuntimeError(f"runner returned {len(sampled_list)} results for {len(inputs)} inputs")
+        except Exception as exc:  # noqa: BLE001 - fail this step's requests, keep serving
+            log.exception("engine step failed; failing %d request(s)", len(inputs))
+            self._fail([c.request.request_id for c in plan.chunks], f"engine error: {type(exc).__name__}")
+            return
+        sampled = {
+            chunk.request.request_id: tok
+            for chunk, tok in zip(plan.chunks, sampled_list, strict=True)
+            if tok is not None
+        }
+        self.scheduler.update_from_output(plan, sampled)
+        self._stats.steps += 1
+        self._stats.tokens_computed += plan.num_batched_tokens
+        self._stats.generation_tokens += len(sampled)
+        deliveries: list[tuple[StreamChannel, RequestOutput]] = []
+        for request_id, token_id in sampled.items():
+            entry = self._trackers.get(request_id)
+            if entry is None:
+                continue
+            tracker, channel, sched = entry
+            try:
+                out = tracker.process([token_id], sched.num_cached_tokens)
+            except Exception:  # noqa: BLE001 - e.g. a detokenizer bug: fail only this request
+                log.exception("output processing failed for one request")
+                self._fail([request_id], "engine error while decoding output")
+                continue
+            if out.finished:
+                self._trackers.pop(request_id)
+                self.scheduler.finish_request(request_id)
+                self._release(request_id)
+            if out.token_ids or out.text or out.finished:
+                deliveries.append((channel, out))
+        self._deliver(deliveries)
+
+    def _runner_input(self, chunk: Any) -> RunnerInput:
+        req: SchedRequest = chunk.request
+        start, n = req.num_computed_tokens, chunk.num_tokens
+        n_prompt = len(req.prompt_token_ids)
+        if start >= n_prompt:  # decode (or recompute of generated tokens): no list concat
+            token_ids = req.output_token_ids[start - n_prompt : start - n_prompt + n]
+        elif start + n <= n_prompt:
+            token_ids = req.prompt_token_ids[start : start + n]
+        else:
+            token_ids = (req.prompt_token_ids + req.output_token_ids)[start : start + n]
+        return RunnerInput(
+            request_id=req.request_id,
+            token_ids=token_ids,
+            start_pos=start,
+            block_table=chunk.block_table,
+            sample=chunk.sample,
+            sampling=self._trackers[req.request_id][0].sampling,
+            num_output_tokens=len(req.output_token_ids),
+        )
+
+    def _fail(self, request_ids: list[str], message: str) -> None:
+        deliveries = []
+        for request_id in request_ids:
+            entry = self._trackers.pop(request_id, None)
+            if entry is None:
+                continue
+            tracker, channel, sched = entry
+            try:
+                self.scheduler.abort_request(request_id)
+            except Exception:  # noqa: BLE001
+                log.exception("abort after a failed step also failed")
+            self._stats.requests_failed += 1
+            deliveries.append((channel, tracker.finish("error", sched.num_cached_tokens, message)))
+            self._release(request_id)
+        self._deliver(deliveries)
+
+    def _fail_all(self, reason: str, message: str) -> None:
+        deliveries = []
+        for request_id, (tracker, channel, sched) in list(self._trackers.items()):
+            deliveries.append((channel, tracker.finish(reason, sched.num_cached_tokens, message)))  # type: ignore[arg-type]
+            self._release(request_id)
+        self._trackers.clear()
+        # Requests still in the command queue never started: close their streams too.
+        while True:
+            try:
+                cmd = self._commands.get_nowait()
+            except queue.Empty:
+                break
+            if cmd[0] == "add":
+                _, sched, tracker, channel = cmd
+                deliveries.append((channel, tracker.finish("abort", 0, message)))
+                self._release(sched.request_id)
+        self._deliver(deliveries)
+
+    def _release(self, request_id: str) -> None:
+        with self._lock:
+            self._live.pop(request_id, None)
+
+    @staticmethod
+    def _deliver(deliveries: list[tuple[StreamChannel, RequestOutput]]) -> None:
+        """Hand deltas to their loops: one thread hop per loop per step, not per token."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[StreamChannel, RequestOutput]]] = {}
+        for channel, out in deliveries:
+            by_loop.setdefault(channel.loop, []).append((channel, out))
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(StreamChannel.deliver_many, items)
+            except RuntimeError:  # the consumer's loop is gone; nothing to tell it
+                pass
+
+
+__all__ = ["AsyncEngine", "EngineConfig", "EngineStats", "RequestRejected", "RequestStream"]

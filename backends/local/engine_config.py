@@ -1,0 +1,57 @@
+"""How an engine is built: model folder, device, KV cache size and batching limits."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class EngineConfig:
+    """Everything `AsyncEngine` needs to build its runner, block manager and planner.
+
+    `num_kv_blocks` / `kv_cache_memory` size the KV pool (at most one of them; neither lets the
+    runner pick). `max_model_len` None means the model's own limit; the engine further caps it
+    at what the KV pool can hold, so every admitted request can always finish.
+    """
+
+    model: str
+    device: str = "cpu"
+    dtype: str = "auto"
+    block_size: int = 16
+    num_kv_blocks: int | None = None
+    kv_cache_memory: int | None = None
+    max_num_seqs: int = 64
+    max_num_batched_tokens: int = 512
+    max_model_len: int | None = None
+    enable_prefix_caching: bool = True
+    served_model_name: str | None = None
+
+    def validate(self) -> None:
+        if self.block_size < 1:
+            raise ValueError("block_size must be >= 1")
+        if self.num_kv_blocks is not None and self.kv_cache_memory is not None:
+            raise ValueError("give num_kv_blocks or kv_cache_memory, not both")
+        if self.max_num_seqs < 1:
+            raise ValueError("max_num_seqs must be >= 1")
+        if self.max_num_batched_tokens < 1:
+            raise ValueError("max_num_batched_tokens must be >= 1")
+        if self.max_model_len is not None and self.max_model_len < 2:
+            raise ValueError("max_model_len must be >= 2")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> EngineConfig:
+        """Build from the `fairgate engine` flags (see gateway/cli.py)."""
+        return cls(
+            model=args.model,
+            device=args.device,
+            dtype=args.dtype,
+            block_size=args.block_size,
+            num_kv_blocks=args.num_kv_blocks,
+            kv_cache_memory=args.kv_cache_memory,
+            max_num_seqs=args.max_num_seqs,
+            max_num_batched_tokens=args.max_num_batched_tokens,
+            max_model_len=args.max_model_len,
+            enable_prefix_caching=not args.no_prefix_caching,
+            served_model_name=args.served_model_name,
+        )

@@ -1,0 +1,195 @@
+"""What the engine hands back per request, and the per-request stop / detokenize bookkeeping.
+
+`OutputTracker` runs on the engine thread: it turns sampled token ids into text, decides when a
+request stops (eos, stop ids, stop strings, max_tokens, max_model_len) and produces
+`RequestOutput` deltas. Text that could be the start of a stop string is held back until it
+is clear it is not; the stop string itself is never returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from backends.local.types import SamplingParams
+
+FinishReason = Literal["stop", "length", "abort", "error"]
+
+
+class RequestRejected(ValueError):
+    """The engine refused a request at admission; the message is safe to show the client.
+
+    `code` is an OpenAI-style error code (e.g. "context_length_exceeded"), `param` the field.
+    """
+
+    def __init__(self, message: str, code: str = "invalid_value", param: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.param = param
+
+
+@dataclass(slots=True)
+class EngineStats:
+    """Counters and gauges for metrics; cumulative counters never go down."""
+
+    running: int = 0
+    waiting: int = 0
+    kv_blocks_used: int = 0
+    kv_blocks_total: int = 0
+    prefix_cache_queries: int = 0  # prompt tokens looked up
+    prefix_cache_hits: int = 0  # prompt tokens found
+    preemptions: int = 0
+    steps: int = 0
+    tokens_computed: int = 0  # prompt + decode tokens run through the model
+    generation_tokens: int = 0
+    requests_added: int = 0
+    requests_aborted: int = 0
+    requests_failed: int = 0
+
+
+@dataclass(slots=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens served from the prefix cache
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(slots=True)
+class RequestOutput:
+    """One delta of a request's stream: tokens and text new since the previous delta.
+
+    The last delta has `finished` True and a `finish_reason`; `error` is set only when the
+    engine failed the request ("error"), and `usage` is always the running total.
+    """
+
+    request_id: str
+    token_ids: list[int]
+    text: str
+    usage: Usage
+    finish_reason: FinishReason | None = None
+    stop_reason: str | int | None = None  # the stop string or stop token id that matched
+    error: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+    def merge(self, later: RequestOutput) -> None:
+        """Fold a later delta into this one (a slow consumer gets fewer, bigger deltas)."""
+        self.token_ids.extend(later.token_ids)
+        self.text += later.text
+        self.usage = later.usage
+        self.finish_reason = later.finish_reason
+        self.stop_reason = later.stop_reason
+        self.error = later.error
+
+
+class IncrementalDecoder(Protocol):
+    def step(self, token_id: int) -> str:
+        """Feed one generated token id; return the text that became final with it."""
+        ...
+
+
+@dataclass(slots=True)
+class OutputTracker:
+    """Per-request state on the engine thread: text so far and the stop checks."""
+
+    request_id: str
+    sampling: SamplingParams
+    num_prompt_tokens: int
+    max_tokens: int  # already capped so prompt + max_tokens <= max_model_len
+    eos_token_ids: frozenset[int]
+    decoder: IncrementalDecoder | None  # None: token ids only, no text
+    num_tokens_seen: int = 0
+    held_text: str = ""  # decoded but not yet returned (could start a stop string)
+    finish_reason: FinishReason | None = None
+    stop_reason: str | int | None = None
+    _max_stop_len: int = field(default=0)
+
+    def __post_init__(self) -> None:
+        self._max_stop_len = max((len(s) for s in self.sampling.stop), default=0)
+
+    def process(self, new_token_ids: list[int], cached_tokens: int) -> RequestOutput:
+        """Account for newly sampled tokens; return the delta (maybe empty) to emit."""
+        emitted_ids: list[int] = []
+        text = ""
+        for token_id in new_token_ids:
+            if self.finish_reason is not None:
+                break  # tokens after a stop (e.g. a speculative tail) are dropped
+            self.num_tokens_seen += 1
+            emitted_ids.append(token_id)
+            if self._stops_on_token(token_id):
+                break
+            if self.decoder is not None:
+                text += self._add_text(self.decoder.step(token_id))
+            if self.finish_reason is None and self.num_tokens_seen >= self.max_tokens:
+                self.finish_reason = "length"
+        if self.finish_reason is not None:
+            text += self.held_text  # nothing can complete a stop string any more
+            self.held_text = ""
+        return self._output(emitted_ids, text, cached_tokens)
+
+    def finish(self, reason: FinishReason, cached_tokens: int, error: str | None = None) -> RequestOutput:
+        """Close the stream from outside (abort or engine error); flushes nothing held."""
+        self.finish_reason = reason
+        out = self._output([], "", cached_tokens)
+        out.error = error
+        return out
+
+    def _stops_on_token(self, token_id: int) -> bool:
+        if token_id in self.sampling.stop_token_ids:
+            self.finish_reason, self.stop_reason = "stop", token_id
+            return True
+        if not self.sampling.ignore_eos and token_id in self.eos_token_ids:
+            self.finish_reason, self.stop_reason = "stop", None
+            return True
+        return False
+
+    def _add_text(self, piece: str) -> str:
+        """Append decoded text; return what can be released now."""
+        if not self._max_stop_len:
+            return piece
+        # A new match can only end inside the new piece, so only look back that far.
+        pending = self.held_text + piece
+        search_from = max(0, len(self.held_text) - self._max_stop_len + 1)
+        hit = -1
+        for stop in self.sampling.stop:
+            i = pending.find(stop, search_from)
+            if i != -1 and (hit == -1 or i < hit):
+                hit, matched = i, stop
+        if hit != -1:
+            self.finish_reason, self.stop_reason = "stop", matched
+            self.held_text = ""
+            return pending[:hit]
+        keep = _partial_stop_suffix(pending, self.sampling.stop)
+        self.held_text = pending[len(pending) - keep :] if keep else ""
+        return pending[: len(pending) - keep]
+
+    def _output(self, token_ids: list[int], text: str, cached_tokens: int) -> RequestOutput:
+        return RequestOutput(
+            request_id=self.request_id,
+            token_ids=token_ids,
+            text=text,
+            usage=Usage(self.num_prompt_tokens, self.num_tokens_seen, cached_tokens),
+            finish_reason=self.finish_reason,
+            stop_reason=self.stop_reason,
+        )
+
+
+def _partial_stop_suffix(text: str, stops: list[str]) -> int:
+    """Length of the longest suffix of `text` that is a proper prefix of some stop string."""
+    best = 0
+    for stop in stops:
+        for n in range(min(len(stop) - 1, len(text)), best, -1):
+            if text.endswith(stop[:n]):
+                best = n
+                break
+    return best
+
+
+DecoderFactory = Callable[[list[int]], IncrementalDecoder]
