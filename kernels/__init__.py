@@ -1,11 +1,19 @@
 """Kernels for the paged engine. The engine calls only these dispatch functions.
 
-On CUDA with Triton importable, the Triton kernels run; everywhere else the torch reference.
+Which implementation runs is chosen per call from FAIRGATE_KERNELS:
+- `auto` (default): Triton for CUDA tensors when triton imports, the torch reference otherwise;
+- `triton`: always Triton (CPU tensors need TRITON_INTERPRET=1 set before the first Triton call);
+- `reference`: always the torch reference.
+Triton is imported lazily, on the first call that wants it: CPU-only processes never pay for it,
+and TRITON_INTERPRET set by a test's conftest still takes effect.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
+from types import ModuleType
 
 import torch
 
@@ -13,49 +21,72 @@ from kernels import reference
 
 log = logging.getLogger(__name__)
 
-try:  # Triton kernels exist only where triton imports (Linux x86-64 with the package).
-    from kernels import triton_ops as _triton_ops
-except Exception as exc:  # noqa: BLE001 - any import failure means "use the torch path"
-    _triton_ops = None
-    _TRITON_ERROR: str | None = str(exc)
-else:
-    _TRITON_ERROR = None
+KERNEL_MODES = ("auto", "triton", "reference")
+
+
+def kernel_mode() -> str:
+    """The FAIRGATE_KERNELS setting, validated."""
+    mode = os.environ.get("FAIRGATE_KERNELS", "auto").strip().lower() or "auto"
+    if mode not in KERNEL_MODES:
+        raise ValueError(f"FAIRGATE_KERNELS={mode!r}; expected one of {', '.join(KERNEL_MODES)}")
+    return mode
+
+
+@functools.cache
+def _load_triton() -> tuple[ModuleType | None, str | None]:
+    """Import the Triton kernels once; (module, None) or (None, why not)."""
+    try:
+        from kernels import triton_ops
+    except Exception as exc:  # noqa: BLE001 - any import failure means "use the torch path"
+        why = f"{type(exc).__name__}: {exc}"
+        log.warning("triton kernels unavailable (%s); using the torch reference kernels", why)
+        return None, why
+    return triton_ops, None
 
 
 def triton_available() -> bool:
-    return _triton_ops is not None
+    """Whether the Triton kernels import here (imports triton on first call)."""
+    return _load_triton()[0] is not None
 
 
-def _use_triton(t: torch.Tensor) -> bool:
-    return _triton_ops is not None and t.is_cuda
+def _impl(t: torch.Tensor) -> ModuleType:
+    mode = kernel_mode()
+    if mode == "reference" or (mode == "auto" and not t.is_cuda):
+        return reference
+    ops, why = _load_triton()
+    if ops is not None:
+        return ops
+    if mode == "triton":
+        raise RuntimeError(f"FAIRGATE_KERNELS=triton but the Triton kernels cannot load: {why}")
+    return reference  # auto on CUDA without triton: warned once by _load_triton
 
 
 def write_kv(key, value, k_cache, v_cache, slot_mapping) -> None:
     """See `kernels.reference.write_kv`."""
-    impl = _triton_ops if _use_triton(key) else reference
-    impl.write_kv(key, value, k_cache, v_cache, slot_mapping)
+    _impl(key).write_kv(key, value, k_cache, v_cache, slot_mapping)
 
 
 def paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len=None):
     """See `kernels.reference.paged_decode_attention`."""
-    impl = _triton_ops if _use_triton(query) else reference
-    return impl.paged_decode_attention(
+    return _impl(query).paged_decode_attention(
         query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len
     )
 
 
 def paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale):
     """See `kernels.reference.paged_prefill_attention`."""
-    impl = _triton_ops if _use_triton(query) else reference
-    return impl.paged_prefill_attention(
+    return _impl(query).paged_prefill_attention(
         query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale
     )
 
 
 def describe_backend(device: torch.device | str) -> str:
     """One line for the startup log: which kernel path a device will use."""
-    if torch.device(device).type == "cuda":
-        if _triton_ops is not None:
-            return "triton kernels"
-        return f"torch reference kernels (triton unavailable: {_TRITON_ERROR})"
-    return "torch reference kernels"
+    mode = kernel_mode()
+    is_cuda = torch.device(device).type == "cuda"
+    if mode == "reference" or (mode == "auto" and not is_cuda):
+        return "torch reference kernels" + (" (FAIRGATE_KERNELS=reference)" if is_cuda else "")
+    ops, why = _load_triton()
+    if ops is None:
+        return f"torch reference kernels (triton unavailable: {why})"
+    return "triton kernels" + ("" if is_cuda else " (forced on CPU: FAIRGATE_KERNELS=triton)")

@@ -1,0 +1,13 @@
+"""The Triton kernels with exactly the signatures of `kernels.reference`.
+
+Importing this module imports triton and builds the kernels; `kernels` (the dispatch) does that
+lazily, the first time a kernel call wants the Triton path.
+"""
+
+from __future__ import annotations
+
+from kernels.triton_cache import write_kv
+from kernels.triton_decode import paged_decode_attention
+from kernels.triton_prefill import paged_prefill_attention
+
+__all__ = ["write_kv", "paged_decode_attention", "paged_prefill_attention"]
