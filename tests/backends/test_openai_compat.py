@@ -1,0 +1,105 @@
+"""OpenAICompatBackend against a real loopback upstream."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from backends.base import BackendError, GenerationRequest
+from backends.openai_compat import CircuitBreaker, OpenAICompatBackend
+from tests.helpers.upstream import UpstreamServer
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    with UpstreamServer() as up:
+        yield up
+
+
+@pytest.fixture
+async def client():
+    async with httpx.AsyncClient() as c:
+        yield c
+
+
+def chat(max_tokens: int = 3, **extra) -> GenerationRequest:
+    body = {"model": "public-name", "messages": [{"role": "user", "content": "hello there"}],
+            "max_tokens": max_tokens, **extra}
+    return GenerationRequest("r1", "chat", body)
+
+
+async def test_complete_rewrites_model_and_sends_key(upstream, client):
+    upstream.behaviour.fail_next.clear()
+    b = OpenAICompatBackend("ext", upstream.base_url, client, model="up-model", api_key="sk-secret")
+    out = await b.complete(chat())
+    assert out["choices"][0]["message"]["content"] == "w0 w1 w2"
+    assert out["usage"] == {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5}
+    assert upstream.received[-1]["model"] == "up-model"
+    assert upstream.app.headers[-1]["authorization"] == "Bearer sk-secret"
+    assert "sk-secret" not in repr(b)
+
+
+async def test_stream_forces_usage_and_yields_chunks(upstream, client):
+    b = OpenAICompatBackend("ext", upstream.base_url, client)
+    chunks = [c async for c in b.stream(chat(max_tokens=2))]
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+    assert text == "w0 w1"
+    assert chunks[-1]["usage"]["completion_tokens"] == 2
+    sent = upstream.received[-1]
+    assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+
+
+async def test_completion_kind_uses_completions_path(upstream, client):
+    b = OpenAICompatBackend("ext", upstream.base_url, client)
+    out = await b.complete(GenerationRequest("r2", "completion", {"model": "m", "prompt": "a b c", "max_tokens": 1}))
+    assert out["choices"][0]["text"] == "w0" and out["usage"]["prompt_tokens"] == 3
+
+
+async def test_retries_5xx_then_succeeds(upstream, client):
+    upstream.behaviour.fail_next[:] = [503, 429]
+    b = OpenAICompatBackend("ext", upstream.base_url, client, max_retries=2, backoff_s=0.001)
+    out = await b.complete(chat())
+    assert out["usage"]["completion_tokens"] == 3 and upstream.behaviour.fail_next == []
+
+
+async def test_gives_up_after_retries_with_retryable_error(upstream, client):
+    upstream.behaviour.fail_next[:] = [500, 500, 500]
+    b = OpenAICompatBackend("ext", upstream.base_url, client, max_retries=2, backoff_s=0.001)
+    with pytest.raises(BackendError) as e:
+        await b.complete(chat())
+    assert e.value.status == 500 and e.value.retryable
+
+
+async def test_client_errors_are_not_retried(upstream, client):
+    upstream.behaviour.fail_next[:] = [400, 400]
+    b = OpenAICompatBackend("ext", upstream.base_url, client, max_retries=2, backoff_s=0.001)
+    with pytest.raises(BackendError) as e:
+        [c async for c in b.stream(chat())]
+    assert e.value.status == 400 and not e.value.retryable
+    assert upstream.behaviour.fail_next == [400]
+    upstream.behaviour.fail_next.clear()
+
+
+async def test_connection_refused_is_retryable_and_opens_the_breaker(client):
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    b = OpenAICompatBackend("dead", f"http://127.0.0.1:{port}/v1", client, max_retries=1,
+                            backoff_s=0.001, breaker=CircuitBreaker(threshold=2, cooldown_s=60))
+    with pytest.raises(BackendError) as e:
+        await b.complete(chat())
+    assert e.value.retryable and e.value.status == 502
+    with pytest.raises(BackendError) as e:
+        await b.complete(chat())
+    assert "circuit open" in str(e.value) and e.value.status == 503
+
+
+def test_breaker_half_opens_after_cooldown():
+    br = CircuitBreaker(threshold=1, cooldown_s=0.0)
+    br.failure()
+    assert br.allow()  # cooldown of 0: the trial goes through
+    br.success()
+    assert br.opened_at is None and br.failures == 0

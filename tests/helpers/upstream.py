@@ -1,0 +1,191 @@
+"""A real, instant OpenAI-compatible server on loopback that records what reached it.
+
+    with UpstreamServer() as up:           # uvicorn on port 0 in a thread
+        up.base_url                        # "http://127.0.0.1:<port>/v1"
+        up.received                        # every request body, in arrival order
+        up.behaviour.fail_next = [503, 503]  # answer the next two requests with these statuses
+
+Answers are deterministic: the completion is `max_tokens` words "w0 w1 ...", one word per
+streamed chunk (default 8 when no max_tokens), and usage counts prompt words with
+`prompt_tokens_of` (override it to match the gateway's estimate). Run as a process for benches:
+`python -m tests.helpers.upstream --port 0` prints "PORT <n>" and serves without recording.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import uvicorn
+
+DEFAULT_COMPLETION_TOKENS = 8
+
+
+def words_of(body: dict[str, Any]) -> int:
+    """Whitespace-separated words in the prompt or the messages' string contents."""
+    if "messages" in body:
+        return sum(len(str(m.get("content") or "").split()) for m in body["messages"])
+    prompt = body.get("prompt", "")
+    return sum(len(str(p).split()) for p in (prompt if isinstance(prompt, list) else [prompt]))
+
+
+@dataclass
+class UpstreamBehaviour:
+    token_delay_s: float = 0.0  # pause before each streamed chunk
+    fail_next: list[int] = field(default_factory=list)  # statuses for the next requests
+    prompt_tokens_of: Callable[[dict[str, Any]], int] = words_of
+    record: bool = True
+    require_key: str | None = None  # when set, other Authorization values get 401
+
+
+class UpstreamApp:
+    """Raw ASGI (no framework) so it stays faster than anything put in front of it."""
+
+    def __init__(self, behaviour: UpstreamBehaviour | None = None) -> None:
+        self.behaviour = behaviour or UpstreamBehaviour()
+        self.received: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.completed_streams = 0
+        self.cancelled_streams = 0
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        chunks = []
+        while True:
+            msg = await receive()
+            chunks.append(msg.get("body", b""))
+            if not msg.get("more_body"):
+                break
+        path = scope["path"]
+        hdrs = {k.decode(): v.decode() for k, v in scope["headers"]}
+        b = self.behaviour
+        if path.endswith("/models"):
+            return await _json(send, 200, {"object": "list", "data": [{"id": "up-model", "object": "model"}]})
+        try:
+            body = orjson.loads(b"".join(chunks))
+        except orjson.JSONDecodeError:
+            return await _json(send, 400, {"error": {"message": "bad json", "type": "invalid_request_error"}})
+        if b.record:
+            self.received.append(body)
+            self.headers.append(hdrs)
+        if b.require_key and hdrs.get("authorization") != f"Bearer {b.require_key}":
+            return await _json(send, 401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
+        if b.fail_next:
+            status = b.fail_next.pop(0)
+            return await _json(send, status, {"error": {"message": f"injected {status}", "type": "server_error"}})
+        chat = path.endswith("/chat/completions")
+        n = body.get("max_completion_tokens") or body.get("max_tokens") or DEFAULT_COMPLETION_TOKENS
+        words = [f"w{i}" for i in range(int(n))]
+        usage = {"prompt_tokens": b.prompt_tokens_of(body), "completion_tokens": len(words)}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        model = body.get("model", "up-model")
+        rid = f"up-{len(self.received)}"
+        if not body.get("stream"):
+            text = " ".join(words)
+            choice = ({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
+                      if chat else {"index": 0, "text": text, "finish_reason": "length"})
+            obj = "chat.completion" if chat else "text_completion"
+            return await _json(send, 200, {"id": rid, "object": obj, "created": int(time.time()),
+                                           "model": model, "choices": [choice], "usage": usage})
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        obj = "chat.completion.chunk" if chat else "text_completion"
+        try:
+            for i, w in enumerate(words):
+                if b.token_delay_s:
+                    await asyncio.sleep(b.token_delay_s)
+                piece = w if i == 0 else " " + w
+                choice = ({"index": 0, "delta": {"content": piece}, "finish_reason": None} if chat
+                          else {"index": 0, "text": piece, "finish_reason": None})
+                await _event(send, {"id": rid, "object": obj, "model": model, "choices": [choice]})
+            last = ({"index": 0, "delta": {}, "finish_reason": "length"} if chat
+                    else {"index": 0, "text": "", "finish_reason": "length"})
+            await _event(send, {"id": rid, "object": obj, "model": model, "choices": [last]})
+            if (body.get("stream_options") or {}).get("include_usage"):
+                await _event(send, {"id": rid, "object": obj, "model": model, "choices": [], "usage": usage})
+            await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
+            self.completed_streams += 1
+        except asyncio.CancelledError:
+            self.cancelled_streams += 1
+            raise
+
+
+async def _json(send: Callable, status: int, obj: dict[str, Any]) -> None:
+    data = orjson.dumps(obj)
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
+
+
+async def _event(send: Callable, obj: dict[str, Any]) -> None:
+    await send({"type": "http.response.body", "body": b"data: " + orjson.dumps(obj) + b"\n\n", "more_body": True})
+
+
+class UpstreamServer:
+    """UpstreamApp under uvicorn on 127.0.0.1:<free port>, in a background thread."""
+
+    def __init__(self, behaviour: UpstreamBehaviour | None = None) -> None:
+        self.app = UpstreamApp(behaviour)
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="error",
+                                access_log=False, lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    @property
+    def behaviour(self) -> UpstreamBehaviour:
+        return self.app.behaviour
+
+    @property
+    def received(self) -> list[dict[str, Any]]:
+        return self.app.received
+
+    def start(self) -> UpstreamServer:
+        self._thread.start()
+        deadline = time.time() + 20
+        while not self._server.started:
+            if time.time() > deadline or not self._thread.is_alive():
+                raise RuntimeError("upstream server did not start")
+            time.sleep(0.01)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> UpstreamServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="instant OpenAI-compatible upstream")
+    p.add_argument("--port", type=int, default=0)
+    args = p.parse_args(argv)
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", args.port))
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    app = UpstreamApp(UpstreamBehaviour(record=False))
+    config = uvicorn.Config(app, log_level="error", access_log=False, loop="uvloop", http="httptools")
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
