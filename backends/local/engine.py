@@ -67,7 +67,7 @@ class AsyncEngine:
         if tokenizer is None:
             from backends.local.tokenizer import Tokenizer
 
-            tokenizer = Tokenizer.from_pretrained(config.model)
+            tokenizer = Tokenizer(config.model)
         self.tokenizer = tokenizer
         self.block_manager = BlockManager(
             runner.num_kv_blocks, runner.block_size, enable_prefix_caching=config.enable_prefix_caching
@@ -134,7 +134,7 @@ class AsyncEngine:
             num_prompt_tokens=len(prompt_token_ids),
             max_tokens=max_tokens,
             eos_token_ids=self.eos_token_ids,
-            decoder=self.tokenizer.incremental_decoder(prompt_token_ids),
+            decoder=self.tokenizer.detokenizer(prompt_token_ids),
         )
         channel = StreamChannel(request_id, asyncio.get_running_loop())
         with self._lock:

@@ -47,7 +47,7 @@ def error_body(message: str, type: str, code: str | None = None, param: str | No
 
 class PromptTokenizer(Protocol):
     def encode(self, text: str) -> list[int]: ...
-    def apply_chat_template(self, messages: list[dict[str, Any]]) -> list[int]: ...
+    def encode_chat(self, messages: list[dict[str, Any]]) -> list[int]: ...
 
 
 @dataclass(slots=True)
@@ -151,7 +151,7 @@ def _chat_prompt(body: dict[str, Any], info: ModelInfo) -> list[int]:
             raise APIError(f"messages[{i}] must be an object with a string role", param="messages")
         clean.append({"role": message["role"], "content": _message_text(message.get("content"), i)})
     try:
-        ids = info.tokenizer.apply_chat_template(clean)
+        ids = info.tokenizer.encode_chat(clean)
     except Exception as exc:  # noqa: BLE001 - template errors (e.g. raise_exception) are the client's
         raise APIError(f"could not apply the chat template: {exc}", param="messages") from None
     _check_prompt_len(len(ids), info.max_model_len)

@@ -8,7 +8,6 @@ is clear it is not; the stop string itself is never returned.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -90,8 +89,14 @@ class RequestOutput:
 
 
 class IncrementalDecoder(Protocol):
-    def step(self, token_id: int) -> str:
-        """Feed one generated token id; return the text that became final with it."""
+    """`backends.local.tokenizer.IncrementalDetokenizer`."""
+
+    def add(self, token_id: int) -> str:
+        """Feed one generated token id; return the text that became complete with it."""
+        ...
+
+    def flush(self) -> str:
+        """At the end: whatever is still held back (an incomplete character)."""
         ...
 
 
@@ -126,10 +131,12 @@ class OutputTracker:
             if self._stops_on_token(token_id):
                 break
             if self.decoder is not None:
-                text += self._add_text(self.decoder.step(token_id))
+                text += self._add_text(self.decoder.add(token_id))
             if self.finish_reason is None and self.num_tokens_seen >= self.max_tokens:
                 self.finish_reason = "length"
         if self.finish_reason is not None:
+            if self.decoder is not None and not isinstance(self.stop_reason, str):
+                text += self._add_text(self.decoder.flush())
             text += self.held_text  # nothing can complete a stop string any more
             self.held_text = ""
         return self._output(emitted_ids, text, cached_tokens)
@@ -192,4 +199,3 @@ def _partial_stop_suffix(text: str, stops: list[str]) -> int:
     return best
 
 
-DecoderFactory = Callable[[list[int]], IncrementalDecoder]
