@@ -168,11 +168,19 @@ class AsyncEngine:
         assert final is not None  # a stream always ends with a finished delta
         return final
 
-    def set_fairness(self, weights: dict[str, float], version: int | None = None) -> None:
-        """New per-tenant weights; the next scheduling step uses them."""
+    def set_fairness(self, weights: dict[str, float], version: int | None = None) -> bool:
+        """New per-tenant weights; the next scheduling step uses them.
+
+        A push older than the current `version` is stale and ignored (returns False), so
+        pushes racing from several gateway replicas cannot roll weights back."""
+        if version is not None and self.fairness_version is not None and version < self.fairness_version:
+            return False
+        if version is None:
+            version = (self.fairness_version or 0) + 1
         self.fairness_weights = dict(weights)
         self.fairness_version = version
         self._commands.put(("weights", dict(weights), version))
+        return True
 
     def stats(self) -> EngineStats:
         """A snapshot for metrics (read without locks: each field is a plain int)."""
