@@ -202,11 +202,15 @@ class FairQueue:
             return None
         rank = self._pick_class()
         tenants = self._waiting[rank]
-        # least counter; ties go to the tenant whose head request arrived first, then by name
-        # so the order never depends on dict insertion history
+        # Least counter. Ties are common right after a lift (a returning tenant starts level
+        # with the least backlogged one): they go to the shorter line, so a light tenant does
+        # not wait a turn behind a flooder's backlog; then to the earliest head, then by name
+        # so the order never depends on dict insertion history.
         tenant = min(
             tenants,
-            key=lambda t: (self.counter(t, rank), tenants[t][0].arrival_time, t),
+            key=lambda t: (
+                self.counter(t, rank), len(tenants[t]), tenants[t][0].arrival_time, t
+            ),
         )
         return rank, tenant
 

@@ -53,8 +53,8 @@ def test_weights_1_to_2_admit_twice_as_often() -> None:
     for i in range(4):
         q.push(req(f"a{i}", "a", t=i))
         q.push(req(f"b{i}", "b", t=i + 0.5))
-    # b pays 10/2 = 5 per admission, a pays 10
-    assert drain(q)[:6] == ["a0", "b0", "b1", "a1", "b2", "b3"]
+    # b pays 10/2 = 5 per admission, a pays 10; the 10/10 tie goes to b's shorter line
+    assert drain(q)[:6] == ["a0", "b0", "b1", "b2", "a1", "b3"]
     assert q.counter("a") == 40.0 and q.counter("b") == 20.0
 
 
@@ -84,6 +84,16 @@ def test_returning_tenant_is_lifted_to_least_backlogged_counter() -> None:
     q.on_decode(req("z", "b"), 50)
     q.push(req("b1", "b"))
     assert q.counter("b") == 140.0
+
+
+def test_lifted_tenant_wins_the_tie_against_a_backlog() -> None:
+    q = FairQueue()
+    for i in range(5):
+        q.push(req(f"f{i}", "flood", t=i))
+    q.on_decode(req("x", "flood"), 20)
+    q.push(req("l0", "light", t=9))  # lifted to 40, level with the flooder
+    assert q.counter("light") == q.counter("flood") == 40.0
+    assert q.peek().request_id == "l0"  # its line is shorter, though it arrived last
 
 
 def test_lift_with_nobody_backlogged_uses_last_tenant_to_leave() -> None:
