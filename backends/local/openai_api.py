@@ -135,7 +135,7 @@ def _completion_prompt(body: dict[str, Any], info: ModelInfo) -> list[int]:
         raise APIError("batched prompts are not supported; send one prompt per request", param="prompt")
     else:
         raise APIError("prompt must be a string or a list of token ids", param="prompt")
-    _check_prompt_len(len(ids), info.max_model_len)
+    _check_prompt_len(len(ids), info.max_model_len, "prompt")
     return ids
 
 
@@ -154,7 +154,7 @@ def _chat_prompt(body: dict[str, Any], info: ModelInfo) -> list[int]:
         ids = info.tokenizer.encode_chat(clean)
     except Exception as exc:  # noqa: BLE001 - template errors (e.g. raise_exception) are the client's
         raise APIError(f"could not apply the chat template: {exc}", param="messages") from None
-    _check_prompt_len(len(ids), info.max_model_len)
+    _check_prompt_len(len(ids), info.max_model_len, "messages")
     return list(ids)
 
 
@@ -173,13 +173,13 @@ def _message_text(content: Any, i: int) -> str:
     raise APIError(f"messages[{i}].content must be a string or a list of text parts", param="messages")
 
 
-def _check_prompt_len(n: int, max_model_len: int) -> None:
+def _check_prompt_len(n: int, max_model_len: int, param: str) -> None:
     if n >= max_model_len:
         raise APIError(
             f"This model's maximum context length is {max_model_len} tokens, but the prompt has "
             f"{n} tokens, which leaves no room for a completion. Please shorten the prompt.",
             code="context_length_exceeded",
-            param="messages",
+            param=param,
         )
 
 
