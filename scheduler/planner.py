@@ -114,14 +114,23 @@ class Scheduler:
         preempted: list[SchedRequest] = []
 
         # Decodes first, then prefills that are mid-way: a long prompt never delays a token.
-        decoding = [r for r in self.running if r.num_tokens - r.num_computed_tokens == 1]
-        prefilling = [r for r in self.running if r.num_tokens - r.num_computed_tokens > 1]
-        for request in decoding + prefilling:
+        decoding: list[tuple[SchedRequest, int]] = []
+        prefilling: list[tuple[SchedRequest, int]] = []
+        for request in self.running:
+            remaining = (
+                len(request.prompt_token_ids) + len(request.output_token_ids)
+                - request.num_computed_tokens
+            )
+            if remaining == 1:
+                decoding.append((request, 1))
+            elif remaining > 1:
+                prefilling.append((request, remaining))
+        for request, remaining in decoding + prefilling:
             if budget == 0:
                 break
             if request.status is not RequestStatus.RUNNING:
                 continue  # preempted earlier in this step
-            num_new = request.num_tokens - request.num_computed_tokens
+            num_new = remaining
             if threshold and num_new > threshold:
                 num_new = threshold
             if num_new > budget:
@@ -134,8 +143,10 @@ class Scheduler:
                     break
             else:
                 budget -= num_new
-                scheduled[request.request_id] = self._chunk(request, num_new)
-                if request.num_computed_tokens < request.num_prompt_tokens:
+                scheduled[request.request_id] = ScheduledChunk(
+                    request, num_new, list(kv.block_table(request.request_id)), num_new == remaining
+                )
+                if request.num_computed_tokens < len(request.prompt_token_ids):
                     self._charge_prefill(request, num_new)
                 continue
             break  # the request preempted itself: nothing else can be made to fit

@@ -183,10 +183,12 @@ class BlockManager:
         if not self.enable_prefix_caching:
             return
         rid = request.request_id
-        table = self._tables.get(rid)
-        done = self._num_registered.get(rid, 0)
         num_full = request.num_computed_tokens // self.block_size
-        if table is None or num_full <= done:
+        done = self._num_registered.get(rid, 0)
+        if num_full <= done:  # the common decode step: no block became full
+            return
+        table = self._tables.get(rid)
+        if table is None:
             return
         hashes = self._block_hashes(request, num_full)
         extra = self._extra(request)

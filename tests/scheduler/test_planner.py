@@ -126,6 +126,17 @@ def test_cached_prefix_counts_as_computed_and_is_not_charged() -> None:
     assert s.kv.prefix_cache_hits == 8
 
 
+def test_every_prompt_token_is_charged_once_including_a_one_token_tail() -> None:
+    q = RecordingQueue()
+    s = make(queue=q, max_num_batched_tokens=8)
+    s.add_request(req("a", 9))
+    step(s)
+    step(s)
+    step(s)
+    assert q.charges == [("prefill", "a", 8), ("prefill", "a", 1), ("decode", "a", 1),
+                         ("decode", "a", 1)]
+
+
 def test_preemption_by_recompute_and_resume_in_order() -> None:
     # 4 blocks of 2 tokens. a and b (4-token prompts) take 2 blocks each.
     s = make(num_blocks=4, block_size=2, max_num_batched_tokens=16)
