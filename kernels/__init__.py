@@ -11,6 +11,7 @@ and TRITON_INTERPRET set by a test's conftest still takes effect.
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 import os
 from types import ModuleType
@@ -36,7 +37,7 @@ def kernel_mode() -> str:
 def _load_triton() -> tuple[ModuleType | None, str | None]:
     """Import the Triton kernels once; (module, None) or (None, why not)."""
     try:
-        from kernels import triton_ops
+        triton_ops = importlib.import_module("kernels.triton_ops")
     except Exception as exc:  # noqa: BLE001 - any import failure means "use the torch path"
         why = f"{type(exc).__name__}: {exc}"
         log.warning("triton kernels unavailable (%s); using the torch reference kernels", why)
@@ -87,6 +88,8 @@ def describe_backend(device: torch.device | str) -> str:
     if mode == "reference" or (mode == "auto" and not is_cuda):
         return "torch reference kernels" + (" (FAIRGATE_KERNELS=reference)" if is_cuda else "")
     ops, why = _load_triton()
+    if ops is None and mode == "triton":
+        return f"none: FAIRGATE_KERNELS=triton but triton is unavailable ({why})"
     if ops is None:
         return f"torch reference kernels (triton unavailable: {why})"
     return "triton kernels" + ("" if is_cuda else " (forced on CPU: FAIRGATE_KERNELS=triton)")

@@ -1,0 +1,84 @@
+"""The kernel dispatch: which implementation runs, and what happens without triton."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import kernels
+from kernels import reference
+
+CPU = SimpleNamespace(is_cuda=False)
+CUDA = SimpleNamespace(is_cuda=True)  # _impl only asks the tensor where it lives
+
+
+def test_auto_uses_reference_on_cpu_without_importing_triton(monkeypatch):
+    monkeypatch.delenv("FAIRGATE_KERNELS", raising=False)
+    monkeypatch.setattr(kernels, "_load_triton", lambda: pytest.fail("triton must not load"))
+    assert kernels._impl(CPU) is reference
+    assert kernels.describe_backend("cpu") == "torch reference kernels"
+
+
+def test_reference_mode_wins_even_on_cuda(monkeypatch):
+    monkeypatch.setenv("FAIRGATE_KERNELS", "reference")
+    monkeypatch.setattr(kernels, "_load_triton", lambda: pytest.fail("triton must not load"))
+    assert kernels._impl(CUDA) is reference
+
+
+def test_triton_mode_and_auto_on_cuda_use_triton(monkeypatch):
+    fake_ops = SimpleNamespace(name="triton ops")
+    monkeypatch.setattr(kernels, "_load_triton", lambda: (fake_ops, None))
+    monkeypatch.setenv("FAIRGATE_KERNELS", "triton")
+    assert kernels._impl(CPU) is fake_ops
+    monkeypatch.setenv("FAIRGATE_KERNELS", "auto")
+    assert kernels._impl(CUDA) is fake_ops
+    assert kernels.describe_backend("cuda") == "triton kernels"
+
+
+def test_without_triton_auto_falls_back_and_forced_triton_fails(monkeypatch):
+    monkeypatch.setattr(kernels, "_load_triton", lambda: (None, "ImportError: no triton"))
+    monkeypatch.setenv("FAIRGATE_KERNELS", "auto")
+    assert kernels._impl(CUDA) is reference
+    assert "triton unavailable: ImportError: no triton" in kernels.describe_backend("cuda")
+    monkeypatch.setenv("FAIRGATE_KERNELS", "triton")
+    with pytest.raises(RuntimeError, match="cannot load: ImportError: no triton"):
+        kernels._impl(CPU)
+
+
+def test_failed_import_logs_one_clear_line(monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "kernels.triton_ops", None)  # makes the import fail
+    with caplog.at_level(logging.WARNING, logger="kernels"):
+        ops, why = kernels._load_triton.__wrapped__()
+    assert ops is None and "kernels.triton_ops" in why
+    assert [r.getMessage() for r in caplog.records] == [
+        f"triton kernels unavailable ({why}); using the torch reference kernels"
+    ]
+
+
+def test_unknown_mode_is_rejected(monkeypatch):
+    monkeypatch.setenv("FAIRGATE_KERNELS", "cuda")
+    with pytest.raises(ValueError, match="FAIRGATE_KERNELS='cuda'"):
+        kernels._impl(CPU)
+
+
+def test_forced_triton_runs_the_triton_kernel_on_cpu(monkeypatch):
+    """End to end through the public dispatch (the interpreter on CPU, CUDA with a GPU)."""
+    pytest.importorskip("triton")
+    monkeypatch.setenv("FAIRGATE_KERNELS", "triton")
+    from kernels import triton_ops
+
+    calls = []
+    real = triton_ops.write_kv
+    monkeypatch.setattr(triton_ops, "write_kv", lambda *a: calls.append(1) or real(*a))
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    k_cache = torch.zeros(2, 16, 1, 64, device=device)
+    v_cache = torch.zeros_like(k_cache)
+    key = torch.ones(1, 1, 64, device=device)
+    kernels.write_kv(key, 2 * key, k_cache, v_cache, torch.tensor([17], device=device))
+    assert calls == [1]
+    assert torch.equal(k_cache[1, 1, 0], key[0, 0]) and torch.equal(v_cache[1, 1, 0], 2 * key[0, 0])
+    assert int((k_cache != 0).sum()) == 64
