@@ -82,6 +82,8 @@ class BlockManager:
         self.prefix_cache_queries = 0
         self.prefix_cache_hits = 0
         self.num_evictions = 0
+        # The last lookup, reused by the admission right after it unless a block was evicted since.
+        self._last_match: tuple[str, int, list[KVBlock]] | None = None
 
     # ------------------------------------------------------------------ sizes and stats
     @property
@@ -141,9 +143,9 @@ class BlockManager:
         if not self.enable_prefix_caching:
             return 0
         # Never the whole sequence: its last token must be computed to get logits.
-        return len(self._match_prefix(request, (request.num_tokens - 1) // self.block_size)) * (
-            self.block_size
-        )
+        matched = self._match_prefix(request, (request.num_tokens - 1) // self.block_size)
+        self._last_match = (request.request_id, self.num_evictions, matched)
+        return len(matched) * self.block_size
 
     def allocate_slots(self, request: SchedRequest, num_new_tokens: int) -> bool:
         need = -(-(request.num_computed_tokens + num_new_tokens) // self.block_size)
@@ -231,6 +233,7 @@ class BlockManager:
         for block in self._cached.values():
             self._uncache(block)
         self._cached.clear()
+        self._last_match = None
         return True
 
     # ------------------------------------------------------------------ internals
@@ -286,7 +289,11 @@ class BlockManager:
 
     def _admit(self, request: SchedRequest, need: int) -> bool:
         num_hit = request.num_computed_tokens // self.block_size
-        hits = self._match_prefix(request, num_hit) if self.enable_prefix_caching else []
+        last, self._last_match = self._last_match, None
+        if last is not None and last[0] == request.request_id and last[1] == self.num_evictions:
+            hits = last[2][:num_hit]
+        else:
+            hits = self._match_prefix(request, num_hit) if self.enable_prefix_caching else []
         if len(hits) != num_hit or request.num_computed_tokens % self.block_size:
             raise RuntimeError(
                 f"{request.request_id}: num_computed_tokens={request.num_computed_tokens} "

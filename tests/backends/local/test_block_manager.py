@@ -271,3 +271,19 @@ def test_sha256_block_hash_chains_parent_tokens_and_extra() -> None:
     assert h1 != sha256_block_hash(None, (1, 2), "s:b")
     assert h1 != sha256_block_hash(None, (2, 1), "s:a")
     assert sha256_block_hash(h1, (3, 4), "s:a") != sha256_block_hash(None, (3, 4), "s:a")
+
+
+def test_a_lookup_is_not_reused_after_its_blocks_were_evicted() -> None:
+    bm = BlockManager(3, block_size=2)
+    a = req("a", [1, 2, 3, 4, 5])
+    admit(bm, a)
+    compute(bm, a)
+    bm.free(a)
+    b = req("b", [1, 2, 3, 4, 6])
+    assert bm.get_computed_tokens(b) == 4
+    c = req("c", [9, 9, 9, 9, 9, 9])
+    admit(bm, c)  # takes all 3 blocks, evicting a's cached ones
+    b.num_computed_tokens = 4
+    with pytest.raises(RuntimeError):  # never the stale blocks of the earlier lookup
+        bm.allocate_slots(b, 1)
+    assert bm.block_table("c") == [2, 1, 0] and bm.block_table("b") == []
