@@ -1,0 +1,369 @@
+"""Admin REST API (Bearer admin token only): tenants, keys, quotas, backends, usage, audit.
+
+Every change runs in one transaction with its audit row, then bumps the config version so
+every replica reloads its cached keys and limits before its next admission.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hmac
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gateway import admin_schemas as sch
+from gateway.errors import ApiError, error_response
+from gateway.fairness import push_weights
+from gateway.keys import generate_key
+from gateway.models import ApiKey, AuditEntry, BackendRow, QuotaPolicy, Tenant, utcnow
+from gateway.registry import load_backends
+from gateway.reports import parse_time, to_csv, usage_report
+
+Handler = Callable[[Request], Awaitable[Any]]
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return None if dt is None else dt.isoformat() + "Z"
+
+
+def tenant_out(t: Tenant) -> dict[str, Any]:
+    return {"id": t.id, "object": "tenant", "name": t.name, "weight": t.weight,
+            "priority_ceiling": t.priority_ceiling, "default_priority": t.default_priority,
+            "data_residency": t.data_residency, "disabled": t.disabled, "created_at": _iso(t.created_at)}
+
+
+def key_out(k: ApiKey) -> dict[str, Any]:
+    return {"id": k.id, "object": "api_key", "prefix": k.prefix, "tenant_id": k.tenant_id, "name": k.name,
+            "default_priority": k.default_priority, "priority_ceiling": k.priority_ceiling,
+            "revoked": k.revoked_at is not None, "created_at": _iso(k.created_at)}
+
+
+def quota_out(p: QuotaPolicy | None) -> dict[str, Any]:
+    fields = sch.QuotaSet.model_fields
+    return {"object": "quota", **{f: (getattr(p, f) if p else None) for f in fields}}
+
+
+def backend_out(b: BackendRow) -> dict[str, Any]:
+    # the API key is a credential: say whether one is set, never what it is
+    return {"id": b.id, "object": "backend", "name": b.name, "kind": b.kind, "base_url": b.base_url,
+            "model": b.model, "has_api_key": bool(b.api_key), "input_cost_per_mtok": b.input_cost_per_mtok,
+            "output_cost_per_mtok": b.output_cost_per_mtok, "enabled": b.enabled}
+
+
+def audit(s: Session, action: str, target_type: str, target_id: str, detail: dict[str, Any] | None = None) -> None:
+    s.add(AuditEntry(action=action, target_type=target_type, target_id=target_id, detail=detail))
+
+
+def admin_route(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """Check the admin token, run the handler, turn ApiError / IntegrityError into responses."""
+
+    @functools.wraps(fn)
+    async def wrapper(request: Request) -> Response:
+        token = request.app.state.settings.admin_token
+        auth = request.headers.get("authorization", "")
+        try:
+            if not token:
+                raise ApiError(403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.", "admin_disabled")
+            if not auth.startswith("Bearer ") or not hmac.compare_digest(auth[7:].strip().encode(), token.encode()):
+                raise ApiError(401, "This route needs the admin token.", "invalid_admin_token")
+            out = await fn(request)
+        except ApiError as err:
+            return error_response(err)
+        except IntegrityError:
+            return error_response(ApiError(409, "That conflicts with an existing record (duplicate name?).",
+                                           "conflict"))
+        if isinstance(out, Response):
+            return out
+        status, obj = out if isinstance(out, tuple) else (200, out)
+        return Response(orjson.dumps(obj), status, media_type="application/json")
+
+    return wrapper
+
+
+async def body_of(request: Request, model: type[BaseModel]) -> Any:
+    raw = await request.body()
+    try:
+        return model.model_validate_json(raw or b"{}")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or None
+        raise ApiError(400, f"{where or 'body'}: {first['msg']}", "invalid_value", where) from None
+
+
+async def in_tx(request: Request, fn: Callable[[Session], Any]) -> Any:
+    def run() -> Any:
+        with request.app.state.sessions.begin() as s:
+            return fn(s)
+
+    return await asyncio.to_thread(run)
+
+
+async def changed(request: Request, *, tenants: bool = False, backends: bool = False) -> None:
+    state = request.app.state
+    await state.quota.bump_version()
+    state.keys.clear()
+    if backends:
+        await load_backends(state)
+    if tenants:
+        await push_weights(state)
+
+
+def _tenant(s: Session, tenant_id: str) -> Tenant:
+    t = s.get(Tenant, tenant_id)
+    if t is None:
+        raise ApiError(404, f"No tenant {tenant_id!r}.", "not_found")
+    return t
+
+
+def _key(s: Session, prefix: str) -> ApiKey:
+    k = s.scalars(select(ApiKey).where(ApiKey.prefix == prefix)).first()
+    if k is None:
+        raise ApiError(404, f"No key with prefix {prefix!r}.", "not_found")
+    return k
+
+
+@admin_route
+async def create_tenant(request: Request) -> Any:
+    body = await body_of(request, sch.TenantCreate)
+
+    def run(s: Session) -> dict[str, Any]:
+        t = Tenant(**body.model_dump())
+        s.add(t)
+        s.flush()
+        audit(s, "tenant.create", "tenant", t.id, body.model_dump())
+        return tenant_out(t)
+
+    out = await in_tx(request, run)
+    await changed(request, tenants=True)
+    return 201, out
+
+
+@admin_route
+async def list_tenants(request: Request) -> Any:
+    rows = await in_tx(request, lambda s: [tenant_out(t) for t in s.scalars(select(Tenant).order_by(Tenant.name))])
+    return {"object": "list", "data": rows}
+
+
+@admin_route
+async def get_tenant(request: Request) -> Any:
+    return await in_tx(request, lambda s: tenant_out(_tenant(s, request.path_params["id"])))
+
+
+@admin_route
+async def update_tenant(request: Request) -> Any:
+    body = await body_of(request, sch.TenantUpdate)
+    fields = body.model_dump(exclude_unset=True)
+
+    def run(s: Session) -> dict[str, Any]:
+        t = _tenant(s, request.path_params["id"])
+        for k, v in fields.items():
+            if v is not None:
+                setattr(t, k, v)
+        audit(s, "tenant.update", "tenant", t.id, fields)
+        return tenant_out(t)
+
+    out = await in_tx(request, run)
+    await changed(request, tenants=True)
+    return out
+
+
+@admin_route
+async def disable_tenant(request: Request) -> Any:
+    def run(s: Session) -> dict[str, Any]:
+        t = _tenant(s, request.path_params["id"])
+        t.disabled = True
+        audit(s, "tenant.disable", "tenant", t.id)
+        return tenant_out(t)
+
+    out = await in_tx(request, run)
+    await changed(request, tenants=True)
+    return out
+
+
+@admin_route
+async def create_key(request: Request) -> Any:
+    body = await body_of(request, sch.KeyCreate)
+    key, prefix, digest = generate_key()
+
+    def run(s: Session) -> dict[str, Any]:
+        t = _tenant(s, request.path_params["id"])
+        k = ApiKey(tenant_id=t.id, prefix=prefix, key_hash=digest, **body.model_dump())
+        s.add(k)
+        s.flush()
+        audit(s, "key.create", "api_key", prefix, {"tenant_id": t.id, **body.model_dump()})
+        return key_out(k)
+
+    out = await in_tx(request, run)
+    await changed(request)
+    return 201, {**out, "key": key}  # the only time the full key is ever shown
+
+
+@admin_route
+async def list_keys(request: Request) -> Any:
+    def run(s: Session) -> list[dict[str, Any]]:
+        t = _tenant(s, request.path_params["id"])
+        return [key_out(k) for k in s.scalars(select(ApiKey).where(ApiKey.tenant_id == t.id))]
+
+    return {"object": "list", "data": await in_tx(request, run)}
+
+
+@admin_route
+async def revoke_key(request: Request) -> Any:
+    def run(s: Session) -> dict[str, Any]:
+        k = _key(s, request.path_params["prefix"])
+        if k.revoked_at is None:
+            k.revoked_at = utcnow()
+            audit(s, "key.revoke", "api_key", k.prefix, {"tenant_id": k.tenant_id})
+        return key_out(k)
+
+    out = await in_tx(request, run)
+    await changed(request)
+    return out
+
+
+def _set_quota(s: Session, tenant_id: str, key_id: str | None, body: sch.QuotaSet) -> QuotaPolicy:
+    p = s.scalars(select(QuotaPolicy).where(QuotaPolicy.tenant_id == tenant_id, (
+        QuotaPolicy.key_id.is_(None) if key_id is None else QuotaPolicy.key_id == key_id))).first()
+    if p is None:
+        p = QuotaPolicy(tenant_id=tenant_id, key_id=key_id)
+        s.add(p)
+    for f, v in body.model_dump().items():
+        setattr(p, f, v)
+    p.updated_at = utcnow()
+    s.flush()
+    return p
+
+
+@admin_route
+async def put_tenant_quota(request: Request) -> Any:
+    body = await body_of(request, sch.QuotaSet)
+
+    def run(s: Session) -> dict[str, Any]:
+        t = _tenant(s, request.path_params["id"])
+        p = _set_quota(s, t.id, None, body)
+        audit(s, "quota.set", "tenant", t.id, body.model_dump())
+        return {**quota_out(p), "tenant_id": t.id}
+
+    out = await in_tx(request, run)
+    await changed(request)
+    return out
+
+
+@admin_route
+async def get_tenant_quota(request: Request) -> Any:
+    def run(s: Session) -> dict[str, Any]:
+        t = _tenant(s, request.path_params["id"])
+        p = s.scalars(select(QuotaPolicy).where(QuotaPolicy.tenant_id == t.id, QuotaPolicy.key_id.is_(None))).first()
+        return {**quota_out(p), "tenant_id": t.id}
+
+    return await in_tx(request, run)
+
+
+@admin_route
+async def put_key_quota(request: Request) -> Any:
+    body = await body_of(request, sch.QuotaSet)
+
+    def run(s: Session) -> dict[str, Any]:
+        k = _key(s, request.path_params["prefix"])
+        p = _set_quota(s, k.tenant_id, k.id, body)
+        audit(s, "quota.set", "api_key", k.prefix, body.model_dump())
+        return {**quota_out(p), "tenant_id": k.tenant_id, "key_prefix": k.prefix}
+
+    out = await in_tx(request, run)
+    await changed(request)
+    return out
+
+
+@admin_route
+async def create_backend(request: Request) -> Any:
+    body = await body_of(request, sch.BackendCreate)
+
+    def run(s: Session) -> dict[str, Any]:
+        b = BackendRow(**body.model_dump())
+        s.add(b)
+        s.flush()
+        audit(s, "backend.create", "backend", b.name, body.model_dump(exclude={"api_key"}))
+        return backend_out(b)
+
+    out = await in_tx(request, run)
+    await changed(request, backends=True)
+    return 201, out
+
+
+@admin_route
+async def list_backends(request: Request) -> Any:
+    rows = await in_tx(request, lambda s: [backend_out(b) for b in s.scalars(select(BackendRow))])
+    return {"object": "list", "data": rows}
+
+
+@admin_route
+async def delete_backend(request: Request) -> Any:
+    def run(s: Session) -> dict[str, Any]:
+        b = s.scalars(select(BackendRow).where(BackendRow.name == request.path_params["name"])).first()
+        if b is None:
+            raise ApiError(404, "No such backend.", "not_found")
+        out = backend_out(b)
+        s.delete(b)
+        audit(s, "backend.delete", "backend", b.name)
+        return out
+
+    out = await in_tx(request, run)
+    await changed(request, backends=True)
+    return out
+
+
+@admin_route
+async def admin_usage(request: Request) -> Any:
+    q = request.query_params
+    start, end = parse_time(q.get("from"), "from"), parse_time(q.get("to"), "to")
+    group_by, fmt = q.get("group_by", "day"), q.get("format", "json")
+    if fmt not in ("json", "csv"):
+        raise ApiError(400, "`format` must be json or csv", "invalid_value", "format")
+    rows = await in_tx(request, lambda s: usage_report(s, q.get("tenant") or None, start, end, group_by))
+    if fmt == "csv":
+        return Response(to_csv(rows), media_type="text/csv")
+    return {"object": "list", "group_by": group_by, "data": rows}
+
+
+@admin_route
+async def list_audit(request: Request) -> Any:
+    limit = min(int(request.query_params.get("limit", "100") or 100), 1000)
+
+    def run(s: Session) -> list[dict[str, Any]]:
+        rows = s.scalars(select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit))
+        return [{"id": a.id, "at": _iso(a.at), "actor": a.actor, "action": a.action,
+                 "target_type": a.target_type, "target_id": a.target_id, "detail": a.detail} for a in rows]
+
+    return {"object": "list", "data": await in_tx(request, run)}
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/admin/tenants", create_tenant, methods=["POST"]),
+        Route("/admin/tenants", list_tenants, methods=["GET"]),
+        Route("/admin/tenants/{id}", get_tenant, methods=["GET"]),
+        Route("/admin/tenants/{id}", update_tenant, methods=["PATCH", "PUT"]),
+        Route("/admin/tenants/{id}", disable_tenant, methods=["DELETE"]),
+        Route("/admin/tenants/{id}/keys", create_key, methods=["POST"]),
+        Route("/admin/tenants/{id}/keys", list_keys, methods=["GET"]),
+        Route("/admin/keys/{prefix}", revoke_key, methods=["DELETE"]),
+        Route("/admin/tenants/{id}/quota", put_tenant_quota, methods=["PUT"]),
+        Route("/admin/tenants/{id}/quota", get_tenant_quota, methods=["GET"]),
+        Route("/admin/keys/{prefix}/quota", put_key_quota, methods=["PUT"]),
+        Route("/admin/backends", create_backend, methods=["POST"]),
+        Route("/admin/backends", list_backends, methods=["GET"]),
+        Route("/admin/backends/{name}", delete_backend, methods=["DELETE"]),
+        Route("/admin/usage", admin_usage, methods=["GET"]),
+        Route("/admin/audit", list_audit, methods=["GET"]),
+    ]

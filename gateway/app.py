@@ -1,0 +1,82 @@
+"""The gateway app factory. All state is built in the lifespan and lives on `app.state`:
+
+settings, db/sessions, quota (store), keys (KeyCache), usage (UsageRecorder), http (shared
+httpx client), embedded (in-process engine or None), backends (name → Backend), prices,
+router, request_observers (callables fed each finished request's UsageEvent, for metrics).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import httpx
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway import admin, openai_api
+from gateway.auth import KeyCache
+from gateway.db import make_engine, make_sessionmaker, upgrade
+from gateway.errors import ApiError, error_response
+from gateway.fairness import push_weights
+from gateway.quota import QuotaStore
+from gateway.registry import load_backends, start_embedded_engine
+from gateway.settings import Settings
+from gateway.usage import UsageRecorder
+
+
+def make_quota_store(settings: Settings) -> QuotaStore:
+    if settings.redis_url:
+        from gateway.quota.redis_store import RedisQuotaStore
+
+        return RedisQuotaStore(settings.redis_url, settings.redis_prefix, settings.reservation_ttl_s)
+    from gateway.quota.memory import MemoryQuotaStore
+
+    return MemoryQuotaStore(settings.reservation_ttl_s)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
+    return error_response(ApiError(exc.status_code, str(exc.detail), code))
+
+
+def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Starlette:
+    settings = settings or Settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        st = app.state
+        st.settings = settings
+        if migrate:
+            await asyncio.to_thread(upgrade, settings.database_url)
+        st.db = make_engine(settings.database_url)
+        st.sessions = make_sessionmaker(st.db)
+        st.quota = make_quota_store(settings)
+        st.keys = KeyCache(st.sessions, st.quota)
+        st.usage = UsageRecorder(st.db, settings.usage_batch_size, settings.usage_flush_interval_s)
+        st.usage.start()
+        st.http = httpx.AsyncClient(limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
+                                    timeout=settings.upstream_timeout_s)
+        st.request_observers = []
+        st.embedded = await asyncio.to_thread(start_embedded_engine, settings)
+        st.backends = {}
+        await load_backends(st)
+        await push_weights(st)
+        try:
+            yield
+        finally:
+            await st.usage.stop()
+            for backend in st.backends.values():
+                await backend.aclose()
+            if st.embedded is not None and st.embedded.name not in st.backends:
+                await st.embedded.aclose()
+            await st.http.aclose()
+            await st.quota.aclose()
+            st.db.dispose()
+
+    routes = openai_api.routes() + admin.routes()
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})

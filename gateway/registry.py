@@ -1,0 +1,93 @@
+"""Backend objects by name, built from the `backends` table plus the embedded engine, and the
+router over them. The routing issue replaces `build_router`'s internals; callers stay the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from backends.base import Backend
+from backends.openai_compat import OpenAICompatBackend
+from gateway.models import BackendRow
+from gateway.routing import Router
+from gateway.settings import Settings
+
+log = logging.getLogger("fairgate.registry")
+DEMO_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "fairgate-demo"
+
+
+@dataclass(slots=True)
+class Price:
+    input_per_mtok: float = 0.0
+    output_per_mtok: float = 0.0
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
+
+
+def embedded_model_dir(settings: Settings) -> str | None:
+    if not settings.embedded_engine:
+        return None
+    if settings.model:
+        return settings.model
+    return str(DEMO_MODEL_DIR) if (DEMO_MODEL_DIR / "config.json").exists() else None
+
+
+def start_embedded_engine(settings: Settings) -> Backend | None:
+    """The in-process engine on the configured model folder, or None if there is none."""
+    folder = embedded_model_dir(settings)
+    if folder is None:
+        return None
+    from backends.local.backend import LocalBackend
+    from backends.local.engine_config import EngineConfig
+
+    name = settings.served_model_name or Path(folder).resolve().name
+    backend = LocalBackend.from_config(EngineConfig(model=folder, served_model_name=name), name=name)
+    log.warning("embedded engine serving %s as %r", folder, name)
+    return backend
+
+
+def _make_backend(row: BackendRow, client: httpx.AsyncClient, settings: Settings) -> Backend:
+    # a "local" backend is a fairgate engine server on company hardware: same protocol,
+    # but personal data may go there
+    return OpenAICompatBackend(
+        row.name, row.base_url, client, model=row.model, api_key=row.api_key or settings.upstream_api_key,
+        is_local=row.kind == "local", timeout_s=settings.upstream_timeout_s,
+        max_retries=settings.upstream_max_retries)
+
+
+async def load_backends(state: Any) -> None:
+    """(Re)build `state.backends`, `state.prices` and `state.router` from the database."""
+
+    def rows() -> list[BackendRow]:
+        sessions: sessionmaker[Session] = state.sessions
+        with sessions() as s:
+            return list(s.scalars(select(BackendRow).where(BackendRow.enabled.is_(True))))
+
+    backends: dict[str, Backend] = {}
+    prices: dict[str, Price] = {}
+    old: dict[str, Backend] = getattr(state, "backends", {})
+    for row in await asyncio.to_thread(rows):
+        backends[row.name] = _make_backend(row, state.http, state.settings)
+        prices[row.name] = Price(row.input_cost_per_mtok, row.output_cost_per_mtok)
+    if state.embedded is not None:
+        backends.setdefault(state.embedded.name, state.embedded)
+        prices.setdefault(state.embedded.name, Price())
+    for name, backend in old.items():
+        if backend is not state.embedded and backends.get(name) is not backend:
+            await backend.aclose()
+    state.backends = backends
+    state.prices = prices
+    state.router = build_router(state)
+
+
+def build_router(state: Any) -> Router:
+    return Router(dict(state.backends))

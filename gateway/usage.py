@@ -1,0 +1,126 @@
+"""Usage records: one row per admitted request, written off the request path in batches.
+
+`record()` only appends to a buffer. A background task writes batches in a worker thread
+with INSERT .. ON CONFLICT DO NOTHING on the request id, so a retried batch never counts a
+request twice; when the database is down the batch stays queued and is retried with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine
+
+from gateway.models import UsageRecord, utcnow
+
+log = logging.getLogger("fairgate.usage")
+
+
+@dataclass(slots=True)
+class UsageEvent:
+    request_id: str
+    tenant_id: str
+    key_prefix: str
+    model: str
+    backend: str | None
+    priority: str
+    status: str  # finished | cancelled | disconnected | failed
+    stream: bool
+    prompt_tokens: int
+    completion_tokens: int
+    usage_estimated: bool
+    cost: float
+    http_status: int
+    ttft_ms: float | None
+    latency_ms: float
+    created_at: datetime = field(default_factory=utcnow)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def row(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["total_tokens"] = self.total_tokens
+        return d
+
+
+def _insert_ignoring_duplicates(engine: Engine):  # type: ignore[no-untyped-def]
+    if engine.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(UsageRecord).on_conflict_do_nothing(index_elements=["request_id"])
+
+
+class UsageRecorder:
+    def __init__(self, engine: Engine, batch_size: int = 500, interval_s: float = 0.05,
+                 max_backoff_s: float = 5.0) -> None:
+        self._engine = engine
+        self._stmt = _insert_ignoring_duplicates(engine)
+        self._batch_size = batch_size
+        self._interval_s = interval_s
+        self._max_backoff_s = max_backoff_s
+        self._pending: list[UsageEvent] = []
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+        self.failures = 0  # failed write attempts so far (for tests and metrics)
+        self.written = 0
+
+    def record(self, event: UsageEvent) -> None:
+        self._pending.append(event)
+        self._idle.clear()
+        self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="usage-writer")
+
+    async def _run(self) -> None:
+        backoff = 0.1
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await asyncio.sleep(self._interval_s)  # let a batch gather
+            while self._pending:
+                batch = self._pending[: self._batch_size]
+                try:
+                    await asyncio.to_thread(self._write, batch)
+                except Exception as exc:  # the database is down or busy: keep the rows, retry
+                    self.failures += 1
+                    log.warning("usage write failed (%s); %d rows queued, retrying",
+                                type(exc).__name__, len(self._pending))
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, self._max_backoff_s)
+                    continue
+                backoff = 0.1
+                del self._pending[: len(batch)]
+                self.written += len(batch)
+            self._idle.set()
+
+    def _write(self, batch: list[UsageEvent]) -> None:
+        with self._engine.begin() as conn:
+            conn.execute(self._stmt, [e.row() for e in batch])
+
+    async def flush(self, timeout_s: float = 30.0) -> bool:
+        """Wait until everything recorded so far is written; False on timeout."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+            return True
+        except TimeoutError:
+            return False
+
+    async def stop(self, timeout_s: float = 10.0) -> None:
+        if not await self.flush(timeout_s):
+            log.error("usage writer stopped with %d rows unwritten", len(self._pending))
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass

@@ -1,0 +1,152 @@
+"""Real servers for gateway tests: the gateway under uvicorn in a thread or a process, throwaway
+PostgreSQL databases, unique Redis prefixes, and admin calls over httpx."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import redis
+import uvicorn
+
+from gateway.app import create_app
+from gateway.settings import Settings
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+ADMIN_TOKEN = "test-admin-token"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database on the machine's server; dropped afterwards."""
+    name = f"fg_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextlib.contextmanager
+def redis_prefix() -> Iterator[str]:
+    prefix = f"fgtest-{uuid.uuid4().hex[:10]}"
+    yield prefix
+    r = redis.Redis.from_url(REDIS_URL)
+    keys = list(r.scan_iter(f"{prefix}:*"))
+    if keys:
+        r.delete(*keys)
+    r.close()
+
+
+class GatewayThread:
+    """The gateway app under uvicorn on a free loopback port, in a background thread."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.app = create_app(settings)
+        self.port = free_port()
+        cfg = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="error",
+                             access_log=False, lifespan="on")
+        self.server = uvicorn.Server(cfg)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    @property
+    def state(self) -> Any:
+        return self.app.state
+
+    def __enter__(self) -> GatewayThread:
+        self.thread.start()
+        deadline = time.time() + 60
+        while not self.server.started:
+            if time.time() > deadline or not self.thread.is_alive():
+                raise RuntimeError("gateway did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+class GatewayProcess:
+    """`fairgate serve` as a real separate process (env-configured), for multi-replica tests."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        full = {**os.environ, **env, "FAIRGATE_PORT": str(self.port), "FAIRGATE_HOST": "127.0.0.1"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve"], cwd=ROOT, env=full,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def __enter__(self) -> GatewayProcess:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gateway exited: {self.proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            try:
+                httpx.get(self.url + "/v1/models", timeout=1)
+                return self
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise RuntimeError("gateway process did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stderr:
+            self.proc.stderr.close()
+
+
+class Admin:
+    """The admin API over httpx with the admin token."""
+
+    def __init__(self, url: str, token: str = ADMIN_TOKEN) -> None:
+        self.client = httpx.Client(base_url=url, headers={"authorization": f"Bearer {token}"}, timeout=30)
+
+    def tenant(self, name: str | None = None, **fields: Any) -> dict[str, Any]:
+        r = self.client.post("/admin/tenants", json={"name": name or f"t-{uuid.uuid4().hex[:8]}", **fields})
+        assert r.status_code == 201, r.text
+        return r.json()
+
+    def key(self, tenant_id: str, **fields: Any) -> dict[str, Any]:
+        r = self.client.post(f"/admin/tenants/{tenant_id}/keys", json=fields)
+        assert r.status_code == 201, r.text
+        return r.json()
+
+    def quota(self, tenant_id: str, **limits: Any) -> dict[str, Any]:
+        r = self.client.put(f"/admin/tenants/{tenant_id}/quota", json=limits)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def backend(self, name: str, base_url: str, **fields: Any) -> dict[str, Any]:
+        r = self.client.post("/admin/backends", json={"name": name, "base_url": base_url, **fields})
+        assert r.status_code == 201, r.text
+        return r.json()
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,129 @@
+"""The tenant API through the official openai client against a real gateway and upstream."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+from gateway.validation import TEMPLATE_TOKENS_BASE, TEMPLATE_TOKENS_PER_MESSAGE
+
+
+def client_for(gw, key: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def env(request, make_gateway):
+    gw, admin = make_gateway(db=request.param)
+    tenant = admin.tenant(weight=2.0, priority_ceiling="interactive")
+    key = admin.key(tenant["id"])
+    return gw, admin, tenant, key
+
+
+def usage_rows(gw) -> list[dict]:
+    from sqlalchemy import select
+
+    from gateway.models import UsageRecord
+
+    with gw.state.sessions() as s:
+        return [r.__dict__ for r in s.scalars(select(UsageRecord).order_by(UsageRecord.created_at))]
+
+
+def wait_rows(gw, n: int) -> list[dict]:
+    import time
+
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        rows = usage_rows(gw)
+        if len(rows) >= n:
+            return rows
+        time.sleep(0.05)
+    return usage_rows(gw)
+
+
+def test_chat_completion_non_stream_records_usage(env, upstream):
+    gw, admin, tenant, key = env
+    c = client_for(gw, key["key"])
+    r = c.chat.completions.create(model="up", messages=[{"role": "user", "content": "hi there"}], max_tokens=3)
+    assert r.choices[0].message.content == "w0 w1 w2"
+    assert r.model == "up"
+    assert r.usage.prompt_tokens == 2 and r.usage.completion_tokens == 3
+    sent = upstream.received[-1]
+    assert sent["model"] == "up-model" and sent["max_tokens"] == 3
+    rows = wait_rows(gw, 1)
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["tenant_id"], row["key_prefix"], row["status"]) == (tenant["id"], key["prefix"], "finished")
+    assert (row["prompt_tokens"], row["completion_tokens"], row["usage_estimated"]) == (2, 3, False)
+
+
+def test_stream_with_include_usage(env):
+    gw, admin, tenant, key = env
+    c = client_for(gw, key["key"])
+    chunks = list(c.chat.completions.create(model="up", messages=[{"role": "user", "content": "a b c"}],
+                                            max_tokens=4, stream=True, stream_options={"include_usage": True}))
+    text = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+    assert text == "w0 w1 w2 w3"
+    assert chunks[-1].usage.completion_tokens == 4 and chunks[-1].usage.prompt_tokens == 3
+    rows = wait_rows(gw, 1)
+    assert rows[0]["stream"] and rows[0]["completion_tokens"] == 4
+
+
+def test_stream_without_include_usage_sends_no_usage(env):
+    gw, admin, tenant, key = env
+    c = client_for(gw, key["key"])
+    chunks = list(c.completions.create(model="up", prompt="x y", max_tokens=2, stream=True))
+    assert all(ch.usage is None for ch in chunks)
+    assert "".join(ch.choices[0].text for ch in chunks if ch.choices) == "w0 w1"
+    assert wait_rows(gw, 1)[0]["completion_tokens"] == 2
+
+
+def test_models_lists_only_allowed(env, upstream):
+    gw, admin, tenant, key = env
+    admin.backend("other", upstream.base_url)
+    c = client_for(gw, key["key"])
+    assert sorted(m.id for m in c.models.list()) == ["other", "up"]
+    admin.quota(tenant["id"], allowed_models=["up"])
+    assert [m.id for m in c.models.list()] == ["up"]
+    with pytest.raises(openai.NotFoundError) as e:
+        c.chat.completions.create(model="other", messages=[{"role": "user", "content": "x"}])
+    assert e.value.body["code"] == "model_not_found"
+
+
+def test_priority_header_is_capped_by_ceiling(env, upstream):
+    gw, admin, tenant, key = env
+    limited = admin.key(tenant["id"], priority_ceiling="batch")
+    r = httpx.post(gw.url + "/v1/chat/completions", headers={"authorization": f"Bearer {limited['key']}",
+                   "x-priority": "interactive"}, json={"model": "up", "messages": [{"role": "user", "content": "x"}]})
+    assert r.status_code == 200 and r.headers["x-fairgate-priority"] == "batch"
+    r = httpx.post(gw.url + "/v1/chat/completions", headers={"authorization": f"Bearer {key['key']}",
+                   "x-priority": "interactive"}, json={"model": "up", "messages": [{"role": "user", "content": "x"}]})
+    assert r.headers["x-fairgate-priority"] == "interactive"
+    r = httpx.post(gw.url + "/v1/chat/completions", headers={"authorization": f"Bearer {key['key']}",
+                   "x-priority": "urgent"}, json={"model": "up", "messages": [{"role": "user", "content": "x"}]})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_priority"
+
+
+def test_default_max_tokens_is_reserved_and_enforced(env, upstream):
+    gw, admin, tenant, key = env
+    admin.quota(tenant["id"], max_tokens_per_request=5)
+    c = client_for(gw, key["key"])
+    c.chat.completions.create(model="up", messages=[{"role": "user", "content": "x"}])
+    assert upstream.received[-1]["max_tokens"] == 5
+    with pytest.raises(openai.BadRequestError) as e:
+        c.chat.completions.create(model="up", messages=[{"role": "user", "content": "x"}], max_tokens=6)
+    assert e.value.body["code"] == "max_tokens_exceeded"
+
+
+def test_prompt_bound_is_what_gets_reserved(env):
+    gw, admin, tenant, key = env
+    bound = TEMPLATE_TOKENS_BASE + TEMPLATE_TOKENS_PER_MESSAGE + len("héllo".encode())
+    admin.quota(tenant["id"], tokens_per_minute=bound + 2)
+    c = client_for(gw, key["key"])
+    c.chat.completions.create(model="up", messages=[{"role": "user", "content": "héllo"}], max_tokens=2)
+    # settled at the real use (1 + 2 tokens), so the bound + 3 no longer fits in the minute
+    with pytest.raises(openai.RateLimitError) as e:
+        c.chat.completions.create(model="up", messages=[{"role": "user", "content": "héllo"}], max_tokens=3)
+    assert e.value.body["code"] == "tokens_per_minute"
+    assert int(e.value.response.headers["retry-after"]) >= 1
