@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from backends.local.block_manager import BlockManager, HashFn, sha256_block_hash
+from scheduler.fair_queue import FairQueue
 from scheduler.planner import Scheduler, SchedulerConfig
+from scheduler.queue import FCFSQueue, WaitQueue
 from scheduler.request import RequestStatus, SchedRequest
 
 BLOCK = 2
@@ -33,7 +35,7 @@ HASHES: dict[str, HashFn] = {
 
 op = st.one_of(
     # Few distinct prompts, so prefixes are shared and whole prompts repeat often.
-    st.tuples(st.just("add"), st.integers(0, 2), st.sampled_from([2, 3, 4, 6]), st.lists(st.integers(0, 1), max_size=2), st.integers(0, 1)),
+    st.tuples(st.just("add"), st.integers(0, 2), st.sampled_from([2, 3, 4, 6]), st.lists(st.integers(0, 1), max_size=2), st.integers(0, 1), st.integers(0, 2)),
     st.tuples(st.just("step"), st.integers(0, 2)),
     st.tuples(st.just("finish"), st.integers(0, 7)),
     st.tuples(st.just("abort"), st.integers(0, 7)),
@@ -41,16 +43,19 @@ op = st.one_of(
 
 
 class Harness:
-    def __init__(self, hash_fn: HashFn) -> None:
+    def __init__(self, hash_fn: HashFn, queue: WaitQueue) -> None:
         self.bm = BlockManager(NUM_BLOCKS, BLOCK, hash_fn=hash_fn)
-        self.s = Scheduler(SchedulerConfig(max_num_seqs=3, max_num_batched_tokens=5), self.bm)
+        self.s = Scheduler(SchedulerConfig(max_num_seqs=3, max_num_batched_tokens=5), self.bm, queue)
         self.kv: dict[int, tuple[str | None, tuple[int, ...]]] = {}  # slot -> what it holds
         self.n = 0
 
-    def add(self, prefix: int, keep: int, suffix: list[int], salt: int) -> None:
+    def add(self, prefix: int, keep: int, suffix: list[int], salt: int, priority: int) -> None:
         self.n += 1
         tokens = PREFIXES[prefix][:keep] + suffix
-        self.s.add_request(SchedRequest(f"r{self.n}", tokens, 4, arrival_time=float(self.n), cache_salt=SALTS[salt]))
+        self.s.add_request(SchedRequest(
+            f"r{self.n}", tokens, 4, tenant=SALTS[salt], priority=priority,
+            arrival_time=float(self.n), cache_salt=SALTS[salt],
+        ))
 
     def step(self, token: int) -> None:
         plan = self.s.schedule()
@@ -119,11 +124,17 @@ class Harness:
         assert self.bm.check_pool_whole() and self.bm.num_tracked_requests == 0
 
 
-@pytest.mark.parametrize("hash_name", sorted(HASHES))
+QUEUES = {"fcfs": FCFSQueue, "fair": FairQueue}
+
+
+@pytest.mark.parametrize(
+    ("hash_name", "queue_name"),
+    [(name, "fcfs") for name in sorted(HASHES)] + [("sha256", "fair"), ("constant", "fair")],
+)
 @settings(max_examples=60, deadline=None)
 @given(ops=st.lists(op, max_size=40))
-def test_random_mixes_keep_the_pool_consistent(hash_name: str, ops: list[tuple]) -> None:
-    h = Harness(HASHES[hash_name])
+def test_random_mixes_keep_the_pool_consistent(hash_name: str, queue_name: str, ops: list[tuple]) -> None:
+    h = Harness(HASHES[hash_name], QUEUES[queue_name]())
     for o in ops:
         if o[0] == "add":
             h.add(*o[1:])
