@@ -52,6 +52,7 @@ class Scheduler:
         self.running: list[SchedRequest] = []  # in admission order
         self.requests: dict[str, SchedRequest] = {}  # every unfinished request
         self.num_preemptions = 0  # cumulative, for metrics
+        self._decode_offset = 0  # round-robin start when decodes outnumber the token budget
 
     # ------------------------------------------------------------------ bookkeeping
     @property
@@ -125,6 +126,10 @@ class Scheduler:
                 decoding.append((request, 1))
             elif remaining > 1:
                 prefilling.append((request, remaining))
+        if len(decoding) > budget:  # rotate, or the same tail of `running` would always wait
+            k = self._decode_offset % len(decoding)
+            decoding = decoding[k:] + decoding[:k]
+            self._decode_offset = k + budget
         for request, remaining in decoding + prefilling:
             if budget == 0:
                 break
@@ -160,7 +165,8 @@ class Scheduler:
 
     def _admit(self, budget: int, scheduled: dict[str, ScheduledChunk]) -> int:
         kv, queue = self.kv, self.queue
-        threshold = self.config.long_prefill_token_threshold
+        chunked = self.config.enable_chunked_prefill
+        threshold = self.config.long_prefill_token_threshold if chunked else 0
         while budget > 0 and len(self.running) < self.config.max_num_seqs:
             request = queue.peek()
             if request is None:
@@ -170,15 +176,15 @@ class Scheduler:
             if threshold and num_new > threshold:
                 num_new = threshold
             if num_new > budget:
-                if not self.config.enable_chunked_prefill:
+                if not chunked:
                     break
                 num_new = budget
             request.num_computed_tokens = num_cached
             if not kv.allocate_slots(request, num_new):
                 request.num_computed_tokens = 0
                 break  # strict queue order: the head waits for blocks, nobody skips it
-            popped = queue.pop()
-            assert popped is request, "WaitQueue.pop() must return what peek() returned"
+            if queue.pop() is not request:
+                raise RuntimeError("WaitQueue.pop() must return what peek() returned")
             if request.status is RequestStatus.WAITING:  # count a hit once, not per resume
                 request.num_cached_tokens = num_cached
             request.status = RequestStatus.RUNNING
@@ -221,7 +227,9 @@ class Scheduler:
     def update_from_output(self, plan: StepPlan, sampled: dict[str, int]) -> None:
         """Advance each chunk's request by its tokens, append sampled tokens, cache full blocks.
 
-        A request aborted or finished while the step ran is skipped."""
+        A request aborted or finished while the step ran is skipped. A chunk that should have
+        sampled but got no token leaves its last token uncomputed, so the next step redoes it
+        and samples again (its KV is rewritten with the same values)."""
         kv, queue = self.kv, self.queue
         for chunk in plan.chunks:
             request = chunk.request
@@ -230,7 +238,9 @@ class Scheduler:
             request.num_computed_tokens += chunk.num_tokens
             if chunk.sample:
                 token = sampled.get(request.request_id)
-                if token is not None:
+                if token is None:
+                    request.num_computed_tokens -= 1
+                else:
                     request.output_token_ids.append(token)
                     queue.on_decode(request, 1)
             kv.cache_full_blocks(request)

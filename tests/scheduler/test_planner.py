@@ -79,6 +79,27 @@ def test_decodes_go_before_unfinished_prefills() -> None:
     assert [r.request_id for r in s.running] == ["long", "short"]  # admission order kept
 
 
+def test_decodes_rotate_when_they_outnumber_the_budget() -> None:
+    s = make(max_num_batched_tokens=3)
+    for i in range(3):
+        s.add_request(req(f"r{i}", 1, start=10 * i))
+    step(s)
+    s.config.max_num_batched_tokens = 2
+    assert [c.request.request_id for c in step(s).chunks] == ["r0", "r1"]
+    assert [c.request.request_id for c in step(s).chunks] == ["r2", "r0"]
+    assert [c.request.request_id for c in step(s).chunks] == ["r1", "r2"]
+
+
+def test_a_sample_without_a_token_is_redone_next_step() -> None:
+    s = make()
+    a = req("a", 5)
+    s.add_request(a)
+    s.update_from_output(s.schedule(), {})  # the engine produced no token for a
+    assert a.num_computed_tokens == 4 and a.output_token_ids == []
+    plan = s.schedule()
+    assert shape(plan) == [("a", 1, True)] and plan.chunks[0].start_pos == 4
+
+
 def test_max_num_seqs_limits_running_requests() -> None:
     s = make(max_num_seqs=2)
     for i in range(3):
