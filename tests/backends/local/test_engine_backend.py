@@ -1,0 +1,62 @@
+"""LocalBackend: the gateway's Backend protocol over an in-process engine."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from backends.base import Backend, GenerationRequest
+from backends.local.backend import LocalBackend
+from backends.local.engine import AsyncEngine, EngineConfig
+from backends.local.openai_api import APIError
+
+
+@pytest.fixture
+async def backend(tiny_model_dir: Path) -> AsyncIterator[LocalBackend]:
+    b = LocalBackend(AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=64, served_model_name="tiny")))
+    yield b
+    await b.aclose()
+
+
+def req(rid: str, kind: str = "chat", **body) -> GenerationRequest:
+    base = {"model": "tiny", "max_tokens": 6, "temperature": 0, "ignore_eos": True}
+    if kind == "chat":
+        base["messages"] = [{"role": "user", "content": "Merhaba"}]
+    else:
+        base["prompt"] = "Hello"
+    return GenerationRequest(request_id=rid, kind=kind, body={**base, **body}, tenant="acme")  # type: ignore[arg-type]
+
+
+async def test_complete_and_stream_agree(backend: LocalBackend) -> None:
+    typed: Backend = backend  # structural check for mypy: name, is_local, complete, stream, aclose
+    assert typed.is_local and backend.model_name == "tiny"
+    full = await backend.complete(req("a"))
+    assert full["object"] == "chat.completion" and full["usage"]["completion_tokens"] == 6
+    chunks = [c async for c in backend.stream(req("b"))]
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 6  # usage last
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert text == full["choices"][0]["message"]["content"]
+    comp = await backend.complete(req("c", "completion"))
+    assert comp["object"] == "text_completion" and comp["choices"][0]["finish_reason"] == "length"
+
+
+async def test_bad_request_raises_a_non_retryable_4xx(backend: LocalBackend) -> None:
+    with pytest.raises(APIError) as err:
+        await backend.complete(req("d", max_tokens=0))
+    assert err.value.status == 400 and not err.value.retryable
+    with pytest.raises(APIError) as err:
+        async for _ in backend.stream(req("e", "completion", prompt=[1, 10**6])):
+            pass
+    assert err.value.status == 400 and err.value.code == "invalid_value"
+
+
+async def test_leaving_a_stream_early_frees_the_request(backend: LocalBackend) -> None:
+    gen = backend.stream(req("f", max_tokens=200))
+    await gen.__anext__()
+    await gen.__anext__()
+    await gen.aclose()
+    full = await backend.complete(req("g"))  # the engine still serves
+    assert full["usage"]["completion_tokens"] == 6
+    assert backend.engine.num_unfinished == 0
