@@ -51,6 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--golden", default=None, help="golden set JSONL")
     ev.add_argument("--max-ppl-delta-pct", type=float, default=2.0)
     ev.add_argument("--max-pass-rate-drop", type=float, default=1.0, help="points")
+    ev.add_argument("--min-greedy-agreement", type=float, default=None,
+                    help="fail below this share of prompts with baseline-identical greedy output")
+    ev.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ev.add_argument("--ctx", type=int, default=256, help="perplexity window in tokens")
+    ev.add_argument("--max-heldout-tokens", type=int, default=None)
+    ev.add_argument("--max-tokens", type=int, default=32, help="greedy tokens per prompt")
+    ev.add_argument("--agreement-prompts", type=int, default=16,
+                    help="held-out snippets added to the golden prompts for greedy agreement")
+    ev.add_argument("--batch-size", type=int, default=8, help="sequences per forward pass")
+    ev.add_argument("--progress", default="auto", choices=["auto", "on", "off"])
+    ev.add_argument("-v", "--verbose", action="store_true", help="print each golden item's result")
     return parser
 
 

@@ -1,0 +1,96 @@
+"""`fairgate eval`: score an engine configuration against a baseline configuration.
+
+Both sides run through fairgate's own model runner. Three measurements:
+  (a) perplexity on held-out text (`--heldout`),
+  (b) pass rate on a golden set (`--golden`, JSONL; see golden.py),
+  (c) greedy agreement: the share of prompts (golden prompts plus held-out snippets) whose
+      greedy completion is token-identical to the baseline's, and where outputs first diverge.
+Prints a table, then one JSON line last; exits 1 when a threshold is crossed, so CI can gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from gateway.evaluation.golden import GoldenItem, GoldenSetError, load_golden
+from gateway.evaluation.report import SideResult, Thresholds, compare, format_table, json_line
+
+EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE = 0, 1, 2
+
+
+def agreement_prompts(text: str, count: int, max_chars: int = 200) -> list[str]:
+    """`count` evenly spaced paragraphs of the held-out text, cut to `max_chars`."""
+    paras = [p.strip("\n") for p in text.split("\n\n") if len(p.strip()) >= 40]
+    if count <= 0 or not paras:
+        return []
+    step = max(1, len(paras) // count)
+    return [p[:max_chars] for p in paras[::step][:count]]
+
+
+def run_side(name: str, options, heldout: str | None, golden: list[GoldenItem], prompts: list[str],
+             args: argparse.Namespace) -> SideResult:
+    # Imported here so `fairgate eval --help` and golden-set errors never load torch.
+    from gateway.evaluation.harness import Harness
+    from gateway.evaluation.progress import ProgressBar
+
+    gen_prompts = [g.prompt for g in golden] + prompts
+    max_tokens = [g.max_tokens or args.max_tokens for g in golden] + [args.max_tokens] * len(prompts)
+    stops = [g.stop for g in golden] + [[] for _ in prompts]
+    harness = Harness(options, max_seq_len=max(args.ctx + 1, 2 * args.max_tokens + 256),
+                      slots=args.batch_size)
+    result = SideResult(name=options.describe())
+    show = None if args.progress == "auto" else args.progress == "on"
+    if heldout is not None:
+        windows = harness.windows(heldout, args.ctx)
+        if args.max_heldout_tokens:
+            windows = windows[: max(1, args.max_heldout_tokens // args.ctx)]
+        with ProgressBar(len(windows), f"{name}: perplexity", enabled=show) as bar:
+            nll, count = harness.nll(windows, bar.update)
+        result.perplexity = math.exp(nll / count) if nll / count < 700 else float("inf")
+        result.heldout_tokens = count
+    if gen_prompts:
+        with ProgressBar(len(gen_prompts), f"{name}: greedy", enabled=show) as bar:
+            outs = harness.greedy(gen_prompts, max_tokens, stops, bar.update)
+        result.passed = [g.check(o.text) for g, o in zip(golden, outs[: len(golden)], strict=True)]
+        result.outputs = [o.token_ids for o in outs]
+    return result
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from gateway.evaluation.harness import EngineOptions
+
+    model = Path(args.model)
+    heldout_path = args.heldout or _default(model, "heldout.txt")
+    golden_path = args.golden or _default(model, "golden.jsonl")
+    if heldout_path is None and golden_path is None:
+        print("fairgate eval: give --heldout and/or --golden (or ship eval/ in the model folder)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        golden = load_golden(golden_path) if golden_path else []
+    except (GoldenSetError, OSError) as e:
+        print(f"fairgate eval: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    heldout = Path(heldout_path).read_text(encoding="utf-8") if heldout_path else None
+    prompts = agreement_prompts(heldout, args.agreement_prompts) if heldout else []
+    config = EngineOptions(model, args.dtype, args.device)
+    baseline = EngineOptions(Path(args.baseline_model or args.model), args.baseline_dtype, args.device)
+    # Baseline first: a crash in the candidate still shows what "good" looked like in the log.
+    base = run_side("baseline", baseline, heldout, golden, prompts, args)
+    cur = run_side("config", config, heldout, golden, prompts, args)
+    thresholds = Thresholds(args.max_ppl_delta_pct, args.max_pass_rate_drop, args.min_greedy_agreement)
+    metrics = compare(cur, base, thresholds)
+    if args.verbose:
+        for g, ok_b, ok_c in zip(golden, base.passed, cur.passed, strict=True):
+            print(f"  {g.id}: baseline {'pass' if ok_b else 'fail'}, config {'pass' if ok_c else 'fail'}")
+    print(format_table(metrics))
+    print(json_line(metrics), flush=True)
+    return EXIT_OK if metrics["passed"] else EXIT_THRESHOLD
+
+
+def _default(model: Path, name: str) -> str | None:
+    path = model / "eval" / name
+    return str(path) if path.is_file() else None

@@ -1,0 +1,1 @@
+"""Offline corpus, tokenizer and training of fairgate's demo model pair."""
