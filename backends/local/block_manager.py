@@ -135,6 +135,16 @@ class BlockManager:
     def can_ever_fit(self, num_tokens: int) -> bool:
         return -(-num_tokens // self.block_size) <= len(self._blocks)
 
+    def probe_prefix(self, token_ids: list[int], cache_salt: str | None = None, tenant: str = "default") -> int:
+        """Tokens of `token_ids` this pool holds cached (same rules as admission), changing
+        nothing: for routing a request to the replica that already has its prefix."""
+        probe = SchedRequest("\x00probe", list(token_ids), 1, tenant=tenant, cache_salt=cache_salt)
+        try:
+            return self.get_computed_tokens(probe)
+        finally:
+            self._hashes.pop(probe.request_id, None)
+            self._last_match = None
+
     # ------------------------------------------------------------------ KVCacheManager
     def block_table(self, request_id: str) -> list[int]:
         return self._tables.get(request_id, [])

@@ -244,3 +244,14 @@ def test_can_ever_fit_checks_pool_and_model_length() -> None:
     assert s.can_ever_fit(16) and not s.can_ever_fit(17)
     s = make(num_blocks=100, block_size=4, max_model_len=64)
     assert s.can_ever_fit(64) and not s.can_ever_fit(65)
+
+
+def test_duplicate_ids_and_bad_limits_are_refused() -> None:
+    import pytest
+
+    s = make()
+    s.add_request(req("a", 3))
+    with pytest.raises(ValueError):
+        s.add_request(req("a", 3))
+    with pytest.raises(ValueError):
+        SchedulerConfig(max_num_batched_tokens=0)

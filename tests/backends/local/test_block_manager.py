@@ -287,3 +287,16 @@ def test_a_lookup_is_not_reused_after_its_blocks_were_evicted() -> None:
     with pytest.raises(RuntimeError):  # never the stale blocks of the earlier lookup
         bm.allocate_slots(b, 1)
     assert bm.block_table("c") == [2, 1, 0] and bm.block_table("b") == []
+
+
+def test_probe_prefix_reports_cached_tokens_and_changes_nothing() -> None:
+    bm = BlockManager(8, block_size=2)
+    a = req("a", [1, 2, 3, 4, 5], salt="acme")
+    admit(bm, a)
+    compute(bm, a)
+    bm.free(a)
+    before = bm.free_block_ids()
+    assert bm.probe_prefix([1, 2, 3, 4, 9], cache_salt="acme") == 4
+    assert bm.probe_prefix([1, 2, 3, 4, 9], cache_salt="globex") == 0
+    assert bm.free_block_ids() == before and bm.num_tracked_requests == 0
+    assert bm.prefix_cache_queries == 5  # probes are not admissions
