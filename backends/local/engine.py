@@ -48,6 +48,7 @@ class AsyncEngine:
         wait_queue: Any = None,
     ) -> None:
         from backends.local.block_manager import BlockManager
+        from scheduler.fair_queue import FairQueue
         from scheduler.planner import Scheduler, SchedulerConfig
 
         config.validate()
@@ -86,7 +87,7 @@ class AsyncEngine:
                 max_model_len=self.max_model_len,
             ),
             self.block_manager,
-            queue=wait_queue,
+            queue=wait_queue if wait_queue is not None else FairQueue(),  # FCFSQueue() to opt out
         )
         self.fairness_weights: dict[str, float] = {}
         self.fairness_version: int | None = None
