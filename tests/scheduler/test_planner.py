@@ -255,3 +255,16 @@ def test_duplicate_ids_and_bad_limits_are_refused() -> None:
         s.add_request(req("a", 3))
     with pytest.raises(ValueError):
         SchedulerConfig(max_num_batched_tokens=0)
+
+
+def test_planner_and_block_manager_import_without_heavy_dependencies() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, scheduler.planner, scheduler.kv, backends.local.block_manager; "
+        "heavy = {'torch', 'starlette', 'sqlalchemy', 'httpx', 'redis'} & set(sys.modules); "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
