@@ -30,6 +30,9 @@ class SchedulerConfig:
     enable_chunked_prefill: bool = True
     # Caps one request's prefill chunk so a long prompt shares a step with others (0 = off).
     long_prefill_token_threshold: int = 0
+    # Blocks an admission must leave free, so running decodes can grow without preempting the
+    # request just admitted (its prefill would be wasted). 0 = admit while anything fits.
+    admission_watermark_blocks: int = 0
 
     def __post_init__(self) -> None:
         if self.max_num_seqs < 1 or self.max_num_batched_tokens < 1 or self.max_model_len < 1:
@@ -167,6 +170,8 @@ class Scheduler:
         kv, queue = self.kv, self.queue
         chunked = self.config.enable_chunked_prefill
         threshold = self.config.long_prefill_token_threshold if chunked else 0
+        watermark = self.config.admission_watermark_blocks
+        block_size = kv.block_size
         while budget > 0 and len(self.running) < self.config.max_num_seqs:
             request = queue.peek()
             if request is None:
@@ -179,6 +184,9 @@ class Scheduler:
                 if not chunked:
                     break
                 num_new = budget
+            # Conservative: counts cached blocks as if they came from the free queue too.
+            if watermark and kv.num_free_blocks - watermark < -(-(num_cached + num_new) // block_size):
+                break
             request.num_computed_tokens = num_cached
             if not kv.allocate_slots(request, num_new):
                 request.num_computed_tokens = 0

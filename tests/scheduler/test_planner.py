@@ -128,6 +128,16 @@ def test_long_prefill_threshold_lets_prompts_share_a_step() -> None:
     assert shape(step(s)) == [("a", 2, True), ("b", 2, True)]
 
 
+def test_admission_watermark_keeps_blocks_for_running_decodes() -> None:
+    s = make(num_blocks=5, block_size=2, admission_watermark_blocks=2)
+    s.add_request(req("a", 3))
+    s.add_request(req("b", 3, start=10))
+    assert shape(step(s)) == [("a", 3, True)]  # b's 2 blocks would leave 1 < 2 free
+    assert s.num_waiting == 1 and s.kv.num_free_blocks == 3
+    s.config.admission_watermark_blocks = 1
+    assert shape(step(s)) == [("a", 1, True), ("b", 3, True)]
+
+
 def test_cached_prefix_counts_as_computed_and_is_not_charged() -> None:
     q = RecordingQueue()
     s = make(queue=q, max_num_batched_tokens=64)
