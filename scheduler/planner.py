@@ -184,8 +184,13 @@ class Scheduler:
                 if not chunked:
                     break
                 num_new = budget
-            # Conservative: counts cached blocks as if they came from the free queue too.
-            if watermark and kv.num_free_blocks - watermark < -(-(num_cached + num_new) // block_size):
+            # Conservative: counts cached blocks as if they came from the free queue too. With
+            # nothing running there is nothing to protect, and waiting could stall forever.
+            if (
+                watermark
+                and self.running
+                and kv.num_free_blocks - watermark < -(-(num_cached + num_new) // block_size)
+            ):
                 break
             request.num_computed_tokens = num_cached
             if not kv.allocate_slots(request, num_new):

@@ -136,6 +136,9 @@ def test_admission_watermark_keeps_blocks_for_running_decodes() -> None:
     assert s.num_waiting == 1 and s.kv.num_free_blocks == 3
     s.config.admission_watermark_blocks = 1
     assert shape(step(s)) == [("a", 1, True), ("b", 3, True)]
+    s = make(num_blocks=3, block_size=2, admission_watermark_blocks=2)
+    s.add_request(req("c", 5))
+    assert shape(step(s)) == [("c", 5, True)]  # alone: admitted even below the watermark
 
 
 def test_cached_prefix_counts_as_computed_and_is_not_charged() -> None:
