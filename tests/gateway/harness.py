@@ -68,12 +68,32 @@ class GatewayThread:
         cfg = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="error",
                              access_log=False, lifespan="on")
         self.server = uvicorn.Server(cfg)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self._loop: Any = None
         self.url = f"http://127.0.0.1:{self.port}"
 
     @property
     def state(self) -> Any:
         return self.app.state
+
+    @property
+    def server_loop(self) -> Any:
+        """The gateway's event loop, for `asyncio.run_coroutine_threadsafe` on its state."""
+        return self._loop
+
+    def _run(self) -> None:
+        import asyncio
+
+        self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self.server.serve())
+        self._loop.close()
+
+    def call(self, coro: Any, timeout: float = 30) -> Any:
+        """Run a coroutine on the gateway's loop (its Redis connections live there)."""
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     def __enter__(self) -> GatewayThread:
         self.thread.start()

@@ -101,10 +101,21 @@ class UpstreamApp:
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream")]})
         obj = "chat.completion.chunk" if chat else "text_completion"
+        cut = asyncio.Event()
+
+        async def watch() -> None:  # uvicorn drops sends after a disconnect; notice it here
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            cut.set()
+
+        watcher = asyncio.get_running_loop().create_task(watch())
         try:
             for i, w in enumerate(words):
                 if b.token_delay_s:
                     await asyncio.sleep(b.token_delay_s)
+                if cut.is_set():
+                    self.cancelled_streams += 1
+                    return
                 piece = w if i == 0 else " " + w
                 choice = ({"index": 0, "delta": {"content": piece}, "finish_reason": None} if chat
                           else {"index": 0, "text": piece, "finish_reason": None})
@@ -116,9 +127,8 @@ class UpstreamApp:
                 await _event(send, {"id": rid, "object": obj, "model": model, "choices": [], "usage": usage})
             await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
             self.completed_streams += 1
-        except asyncio.CancelledError:
-            self.cancelled_streams += 1
-            raise
+        finally:
+            watcher.cancel()
 
 
 async def _json(send: Callable, status: int, obj: dict[str, Any]) -> None:

@@ -1,0 +1,119 @@
+"""Weights flow from the admin API through the gateway into an engine server's fair queue.
+
+Real parts on loopback: the gateway (uvicorn thread), an engine server (uvicorn thread) on a
+tiny model with one sequence slot, so the order requests finish in is the queue's order.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from backends.local.backend import LocalBackend
+from backends.local.engine import AsyncEngine, EngineConfig
+from backends.local.server import build_app
+from scheduler.fair_queue import FairQueue
+from tests.gateway.harness import free_port
+from tests.helpers.fair_order import completion_order
+
+SECRET = "fair-secret"
+
+
+class EngineServerThread:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        app = build_app(LocalBackend(engine, name="tiny"), control_secret=SECRET)
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                                    log_level="error", lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> EngineServerThread:
+        self.thread.start()
+        deadline = time.time() + 30
+        while not self.server.started:
+            assert time.time() < deadline and self.thread.is_alive(), "engine server did not start"
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+    def held(self) -> dict:
+        r = httpx.get(self.url + "/control/fairness", headers={"x-control-secret": SECRET})
+        assert r.status_code == 200
+        return r.json()
+
+
+@pytest.fixture
+def engine_server(tiny_model_dir: Path) -> Iterator[EngineServerThread]:
+    engine = AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=64, max_num_seqs=1))
+    with EngineServerThread(engine) as srv:
+        yield srv
+
+
+async def test_admin_weight_change_steers_the_engine_servers_next_admissions(
+    make_gateway, engine_server: EngineServerThread
+) -> None:
+    gw, admin = make_gateway(control_secret=SECRET, fairness_sync_interval_s=3600)
+    a, b = admin.tenant("alpha")["id"], admin.tenant("beta")["id"]
+    admin.backend("tiny", engine_server.url + "/v1", kind="local", model="tiny")
+    # registering the engine server pushed the weights at once
+    held = engine_server.held()
+    assert held["weights"] == {a: 1.0, b: 1.0} and held["version"] > 0
+    engine = engine_server.engine
+    queue = engine.scheduler.queue
+    assert isinstance(queue, FairQueue)
+
+    order = await completion_order(engine, [("a1", a), ("a2", a), ("b1", b), ("b2", b)], 20)
+    assert order == ["a1", "b1", "a2", "b2"]
+
+    r = admin.client.patch(f"/admin/tenants/{b}", json={"weight": 4})
+    assert r.status_code == 200, r.text
+    assert engine_server.held()["weights"] == {a: 1.0, b: 4.0}  # pushed before the reply
+    order = await completion_order(engine, [("a3", a), ("a4", a), ("b3", b), ("b4", b)], 80)
+    assert order == ["a3", "b3", "b4", "a4"]
+    assert queue.weight_of(b) == 4.0 and queue.weight_of("unknown-tenant") == 1.0
+
+    # a request through the gateway reaches the engine under its tenant's id
+    key = admin.key(a)["key"]
+    before = queue.counter(a)
+    r = httpx.post(gw.url + "/v1/completions", headers={"authorization": f"Bearer {key}"},
+                   json={"model": "tiny", "prompt": "hello there", "max_tokens": 3}, timeout=60)
+    assert r.status_code == 200, r.text
+    assert queue.counter(a) > before
+
+
+def test_sync_repushes_to_an_engine_that_lost_its_weights(
+    make_gateway, engine_server: EngineServerThread
+) -> None:
+    gw, admin = make_gateway(control_secret=SECRET, fairness_sync_interval_s=0.1)
+    t = admin.tenant("gamma", weight=2.5)["id"]
+    admin.backend("tiny", engine_server.url + "/v1", kind="local", model="tiny")
+    assert engine_server.held()["weights"] == {t: 2.5}
+    # as after a restart, with a clock far ahead: empty weights at a version above ours
+    future = engine_server.held()["version"] + 10**12
+    r = httpx.put(engine_server.url + "/control/fairness", headers={"x-control-secret": SECRET},
+                  json={"weights": {}, "version": future})
+    assert r.status_code == 200 and engine_server.held()["weights"] == {}
+    deadline = time.time() + 20
+    while engine_server.held()["weights"] != {t: 2.5}:
+        assert time.time() < deadline, "the sync task never re-pushed"
+        time.sleep(0.05)
+    assert engine_server.held()["version"] > future
+
+
+def test_control_needs_the_secret(engine_server: EngineServerThread) -> None:
+    url = engine_server.url + "/control/fairness"
+    assert httpx.put(url, json={"weights": {"x": 2}}).status_code == 401
+    assert httpx.put(url, json={"weights": {"x": 2}},
+                     headers={"x-control-secret": "wrong"}).status_code == 401
+    assert engine_server.held()["weights"] == {}
