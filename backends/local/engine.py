@@ -305,6 +305,7 @@ class AsyncEngine:
             self._drain_commands(block=True)
             return
         inputs = [self._runner_input(chunk) for chunk in plan.chunks]
+        started = time.perf_counter()
         try:
             sampled_list = self.runner.execute(inputs)
             if len(sampled_list) != len(inputs):
@@ -313,6 +314,8 @@ class AsyncEngine:
             log.exception("engine step failed; failing %d request(s)", len(inputs))
             self._fail([c.request.request_id for c in plan.chunks], f"engine error: {type(exc).__name__}")
             return
+        finally:
+            self._stats.busy_seconds += time.perf_counter() - started
         sampled = {
             chunk.request.request_id: tok
             for chunk, tok in zip(plan.chunks, sampled_list, strict=True)

@@ -41,6 +41,7 @@ class EngineStats:
     preemptions: int = 0
     steps: int = 0
     tokens_computed: int = 0  # prompt + decode tokens run through the model
+    busy_seconds: float = 0.0  # wall time inside the forward pass (runner.execute)
     generation_tokens: int = 0
     requests_added: int = 0
     requests_aborted: int = 0

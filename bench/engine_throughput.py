@@ -1,0 +1,235 @@
+"""End-to-end generation throughput: transformers one-at-a-time, transformers static batches,
+and the fairgate engine (continuous batching on the paged KV cache), on one mixed workload.
+
+Workload (fixed seed): N requests, prompt lengths uniform in [32, 512], output lengths uniform
+in [16, 256], ignore_eos, greedy. Models: random-weight Llamas written with transformers into a
+temp folder, fp32: "110m" (hidden 768, 12 layers, 12 heads, intermediate 3072, vocab 32000) and
+"5m" (hidden 192, 4 layers, 6 heads, intermediate 512, vocab 8000).
+
+tokens_per_s counts generated tokens. The roofline is the same count at the machine's fp32
+matmul rate (one large square matmul measured in this run) for the workload's necessary FLOPs:
+2 x block params x (prompt + generated) + 2 x lm_head params x generated + attention
+(4 x layers x hidden x context per token, causal). Static batches generate to the longest
+output in the batch, only each request's own tokens count.
+
+    python bench/engine_throughput.py [--quick] [--models 110m,5m] [--requests 64]
+Prints a table, then one JSON line (keys for the 110m model unprefixed, others prefixed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from backends.local.engine import AsyncEngine, EngineConfig  # noqa: E402
+from backends.local.types import SamplingParams  # noqa: E402
+
+MODELS = {
+    "110m": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=12,
+                 intermediate_size=3072, vocab_size=32000),
+    "5m": dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=6, num_key_value_heads=6,
+               intermediate_size=512, vocab_size=8000),
+}
+
+
+@dataclass(slots=True)
+class Req:
+    prompt: list[int]
+    max_tokens: int
+
+
+def make_model(path: Path, spec: dict) -> Path:
+    """A random Llama folder with a word-level tokenizer covering the whole vocabulary."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    vocab = spec["vocab_size"]
+    config = LlamaConfig(**spec, max_position_embeddings=1024, bos_token_id=1, eos_token_id=2,
+                         tie_word_embeddings=False, initializer_range=0.02)
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(config, dtype=torch.float32).save_pretrained(path)
+    tok = Tokenizer(models.WordLevel({f"w{i}": i for i in range(vocab)}, unk_token="w0"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    tok.save(str(path / "tokenizer.json"))
+    (path / "tokenizer_config.json").write_text(json.dumps({"bos_token": "w1", "eos_token": "w2"}))
+    return path
+
+
+def workload(n: int, vocab: int, prompt_range: tuple[int, int], out_range: tuple[int, int]) -> list[Req]:
+    rng = random.Random(1234)
+    return [
+        Req([rng.randrange(3, vocab) for _ in range(rng.randint(*prompt_range))], rng.randint(*out_range))
+        for _ in range(n)
+    ]
+
+
+def workload_flops(spec: dict, reqs: list[Req]) -> float:
+    h, layers, inter, vocab = spec["hidden_size"], spec["num_hidden_layers"], spec["intermediate_size"], spec["vocab_size"]
+    kv = h // spec["num_attention_heads"] * spec["num_key_value_heads"]
+    block = layers * (h * h * 2 + h * kv * 2 + 3 * h * inter)
+    flops = 0.0
+    for r in reqs:
+        p, g = len(r.prompt), r.max_tokens
+        contexts = (p * (p + 1)) // 2 + sum(range(p + 1, p + g))  # the last token is not fed back
+        fed = p + g - 1
+        flops += 2 * block * fed + 2 * h * vocab * g + 4 * layers * h * contexts
+    return flops
+
+
+def matmul_rate(n: int = 2048, reps: int = 6) -> float:
+    """Best-of fp32 FLOP/s of a large square matmul (the machine's practical peak)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best
+
+
+@torch.inference_mode()
+def hf_sequential(model, reqs: list[Req]) -> float:
+    t = time.perf_counter()
+    for r in reqs:
+        ids = torch.tensor([r.prompt])
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=r.max_tokens,
+                             min_new_tokens=r.max_tokens, do_sample=False, pad_token_id=0)
+        assert out.shape[1] == len(r.prompt) + r.max_tokens
+    return time.perf_counter() - t
+
+
+@torch.inference_mode()
+def hf_static(model, reqs: list[Req], batch: int = 16) -> float:
+    t = time.perf_counter()
+    for i in range(0, len(reqs), batch):
+        group = reqs[i : i + batch]
+        width = max(len(r.prompt) for r in group)
+        ids = torch.tensor([[0] * (width - len(r.prompt)) + r.prompt for r in group])  # left padding
+        mask = torch.tensor([[0] * (width - len(r.prompt)) + [1] * len(r.prompt) for r in group])
+        longest = max(r.max_tokens for r in group)
+        model.generate(ids, attention_mask=mask, max_new_tokens=longest, min_new_tokens=longest,
+                       do_sample=False, pad_token_id=0)
+    return time.perf_counter() - t
+
+
+async def engine_run(engine: AsyncEngine, reqs: list[Req]) -> tuple[float, list[float]]:
+    async def one(i: int, r: Req) -> float:
+        sampling = SamplingParams(max_tokens=r.max_tokens, temperature=0.0, ignore_eos=True)
+        t0 = time.perf_counter()
+        ttft = None
+        n = 0
+        async for delta in engine.add_request(f"b{i}", r.prompt, sampling):
+            if ttft is None:
+                ttft = time.perf_counter() - t0
+            n += len(delta.token_ids)
+        assert n == r.max_tokens, (n, r.max_tokens)
+        return ttft or 0.0
+
+    t = time.perf_counter()
+    ttfts = await asyncio.gather(*(one(i, r) for i, r in enumerate(reqs)))
+    return time.perf_counter() - t, list(ttfts)
+
+
+def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
+    from transformers import AutoModelForCausalLM
+
+    spec = MODELS[name]
+    path = make_model(tmp / name, spec)
+    n = args.requests or (16 if args.quick else 64)
+    prompt_range, out_range = ((32, 128), (8, 48)) if args.quick else ((32, 512), (16, 256))
+    reqs = workload(n, spec["vocab_size"], prompt_range, out_range)
+    gen = sum(r.max_tokens for r in reqs)
+    prompt = sum(len(r.prompt) for r in reqs)
+    res: dict = {"requests": n, "prompt_tokens": prompt, "generated_tokens": gen}
+
+    rate = matmul_rate()
+    res["matmul_gflops"] = rate / 1e9
+    res["roofline_tokens_per_s"] = gen / (workload_flops(spec, reqs) / rate)
+
+    warm = workload(2, spec["vocab_size"], (16, 32), (4, 8))
+    if not args.skip_hf:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        hf_sequential(model, warm)
+        res["hf_sequential_tokens_per_s"] = gen / hf_sequential(model, reqs)
+        res["hf_static_tokens_per_s"] = gen / hf_static(model, reqs)
+        del model
+
+    config = EngineConfig(str(path), max_num_seqs=args.max_num_seqs,
+                          max_num_batched_tokens=args.max_num_batched_tokens,
+                          kv_cache_memory=args.kv_cache_memory)
+    engine = AsyncEngine(config)
+
+    async def go() -> tuple[float, list[float], float, int]:
+        try:
+            await engine_run(engine, warm)
+            before = engine.stats()
+            wall, ttfts = await engine_run(engine, reqs)
+            return wall, ttfts, before.busy_seconds, before.steps
+        finally:
+            await engine.aclose()
+
+    wall, ttfts, busy0, steps0 = asyncio.run(go())
+    stats = engine.stats()
+    res["engine_tokens_per_s"] = gen / wall
+    res["engine_wall_s"] = wall
+    res["engine_busy_fraction"] = (stats.busy_seconds - busy0) / wall  # time inside runner.execute
+    res["engine_steps"] = stats.steps - steps0
+    res["engine_preemptions"] = stats.preemptions
+    res["engine_ttft_p50_s"] = sorted(ttfts)[len(ttfts) // 2]
+    if "hf_sequential_tokens_per_s" in res:
+        res["engine_vs_hf_sequential"] = res["engine_tokens_per_s"] / res["hf_sequential_tokens_per_s"]
+        res["engine_vs_hf_static"] = res["engine_tokens_per_s"] / res["hf_static_tokens_per_s"]
+    res["engine_vs_roofline"] = res["engine_tokens_per_s"] / res["roofline_tokens_per_s"]
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="16 short requests (smoke run)")
+    ap.add_argument("--models", default="110m,5m")
+    ap.add_argument("--requests", type=int, default=None)
+    ap.add_argument("--max-num-seqs", type=int, default=64)
+    ap.add_argument("--max-num-batched-tokens", type=int, default=512)
+    ap.add_argument("--kv-cache-memory", type=int, default=3 * 2**30)
+    ap.add_argument("--skip-hf", action="store_true", help="engine and roofline only (profiling)")
+    args = ap.parse_args()
+    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="fairgate-bench-") as tmp:
+        for name in names:
+            results[name] = run_model(name, args, Path(tmp))
+
+    cols = ["hf_sequential_tokens_per_s", "hf_static_tokens_per_s", "engine_tokens_per_s", "roofline_tokens_per_s"]
+    print(f"{'model':6} {'reqs':>5} {'gen tok':>8} {'hf seq':>9} {'hf static':>10} {'engine':>9} {'roofline':>9}"
+          f" {'vs seq':>7} {'vs static':>9} {'vs roof':>8} {'busy':>5}")
+    for name, r in results.items():
+        vals = [f"{r[c]:9.1f}" if c in r else f"{'-':>9}" for c in cols]
+        print(f"{name:6} {r['requests']:5d} {r['generated_tokens']:8d} {vals[0]} {vals[1]:>10} {vals[2]} {vals[3]}"
+              f" {r.get('engine_vs_hf_sequential', float('nan')):7.2f} {r.get('engine_vs_hf_static', float('nan')):9.2f}"
+              f" {r['engine_vs_roofline']:8.2f} {r['engine_busy_fraction']:5.2f}")
+    print("(tokens/s = generated tokens per second; busy = share of engine wall time inside the forward pass)")
+    flat: dict = {}
+    main_name = "110m" if "110m" in results else names[0]
+    for name, r in results.items():
+        prefix = "" if name == main_name else f"{name}_"
+        flat.update({f"{prefix}{k}": round(v, 4) if isinstance(v, float) else v for k, v in r.items()})
+    flat["model"] = main_name
+    flat["quick"] = args.quick
+    print(json.dumps(flat))
+
+
+if __name__ == "__main__":
+    main()
