@@ -69,9 +69,9 @@ async def test_16_concurrent_requests_with_chunked_prefill_equal_transformers(
     assert max(len(p) for p in prompts) > 24  # longer than the step budget: chunked
     lengths = [4 + (i * 3) % 11 for i in range(16)]
     outs = await asyncio.gather(
-        *(engine.generate(p, greedy(n), tenant=f"t{i % 3}") for i, (p, n) in enumerate(zip(prompts, lengths)))
+        *(engine.generate(p, greedy(n), tenant=f"t{i % 3}") for i, (p, n) in enumerate(zip(prompts, lengths, strict=True)))
     )
-    for p, n, out in zip(prompts, lengths, outs):
+    for p, n, out in zip(prompts, lengths, outs, strict=True):
         assert out.token_ids == hf_greedy(hf_model, p, n)
         assert out.usage.completion_tokens == n
 

@@ -43,10 +43,8 @@ async def test_abort_frees_blocks_at_once(tiny_model_dir: Path) -> None:
         stream = eng.add_request("long-2", list(range(5, 45)), greedy(200))
         await stream.__anext__()
         eng.abort("long-2")
-        last = None
-        async for last in stream:
-            pass
-        assert last is not None and last.finish_reason == "abort"
+        finals = [d async for d in stream if d.finished]
+        assert [d.finish_reason for d in finals] == ["abort"]
         await wait_idle(eng)
         assert eng.block_manager.check_pool_whole()
     finally:
@@ -132,10 +130,9 @@ async def test_no_leaks_under_thousands_of_requests_aborts_and_disconnects(tiny_
             del stream
             outcomes["dropped"] += 1
         else:
-            last = None
-            async for last in stream:
-                pass
-            assert last is not None and last.finished and last.finish_reason in ("stop", "length")
+            deltas = [d async for d in stream]
+            last = deltas[-1]
+            assert last.finished and last.finish_reason in ("stop", "length")
             assert 1 <= last.usage.completion_tokens <= sampling.max_tokens
             outcomes["done"] += 1
 
