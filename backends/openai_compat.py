@@ -83,7 +83,18 @@ class OpenAICompatBackend:
         path = "/chat/completions" if request.kind == "chat" else "/completions"
         return self._base + path, orjson.dumps(body)
 
-    async def _send(self, url: str, payload: bytes, stream: bool) -> httpx.Response:
+    def _request_headers(self, request: GenerationRequest) -> dict[str, str]:
+        # a local backend (a fairgate engine server) schedules by tenant and priority class:
+        # tell it who asks; external APIs never see tenant ids
+        if not self.is_local:
+            return self._headers
+        extra = {"x-tenant": request.tenant, "x-priority": request.priority}
+        if request.cache_salt:
+            extra["x-cache-salt"] = request.cache_salt
+        return {**self._headers, **extra}
+
+    async def _send(self, url: str, payload: bytes, stream: bool,
+                    headers: dict[str, str] | None = None) -> httpx.Response:
         """POST with retries; returns a response with a 2xx status (body not yet read if stream)."""
         last: BackendError | None = None
         for attempt in range(self._max_retries + 1):
@@ -92,7 +103,7 @@ class OpenAICompatBackend:
             if attempt:
                 await asyncio.sleep(self._backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random()))
             try:
-                req = self._client.build_request("POST", url, content=payload, headers=self._headers,
+                req = self._client.build_request("POST", url, content=payload, headers=headers or self._headers,
                                                  timeout=self._timeout)
                 resp = await self._client.send(req, stream=stream)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError,
@@ -122,7 +133,7 @@ class OpenAICompatBackend:
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
         url, payload = self._prepare(request, stream=False)
-        resp = await self._send(url, payload, stream=False)
+        resp = await self._send(url, payload, stream=False, headers=self._request_headers(request))
         try:
             return orjson.loads(resp.content)
         except orjson.JSONDecodeError:
@@ -130,7 +141,7 @@ class OpenAICompatBackend:
 
     async def stream(self, request: GenerationRequest) -> AsyncIterator[dict[str, Any]]:
         url, payload = self._prepare(request, stream=True)
-        resp = await self._send(url, payload, stream=True)
+        resp = await self._send(url, payload, stream=True, headers=self._request_headers(request))
         try:
             async for line in resp.aiter_lines():
                 if not line.startswith("data:"):

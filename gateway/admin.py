@@ -24,10 +24,9 @@ from starlette.routing import Route
 
 from gateway import admin_schemas as sch
 from gateway.errors import ApiError, error_response
-from gateway.fairness import push_weights
 from gateway.keys import generate_key
 from gateway.models import ApiKey, AuditEntry, BackendRow, QuotaPolicy, Tenant, utcnow
-from gateway.registry import load_backends
+from gateway.registry import refresh_if_stale
 from gateway.reports import parse_time, to_csv, usage_report
 
 Handler = Callable[[Request], Awaitable[Any]]
@@ -115,7 +114,7 @@ async def changed(request: Request, *, tenants: bool = False, backends: bool = F
     state.keys.clear()
     if backends:
         await load_backends(state)
-    if tenants:
+    if tenants or backends:  # a new engine server gets the weights at once
         await push_weights(state)
 
 
@@ -145,7 +144,7 @@ async def create_tenant(request: Request) -> Any:
         return tenant_out(t)
 
     out = await in_tx(request, run)
-    await changed(request, tenants=True)
+    await changed(request)
     return 201, out
 
 
@@ -174,7 +173,7 @@ async def update_tenant(request: Request) -> Any:
         return tenant_out(t)
 
     out = await in_tx(request, run)
-    await changed(request, tenants=True)
+    await changed(request)
     return out
 
 
@@ -187,7 +186,7 @@ async def disable_tenant(request: Request) -> Any:
         return tenant_out(t)
 
     out = await in_tx(request, run)
-    await changed(request, tenants=True)
+    await changed(request)
     return out
 
 
@@ -297,7 +296,7 @@ async def create_backend(request: Request) -> Any:
         return backend_out(b)
 
     out = await in_tx(request, run)
-    await changed(request, backends=True)
+    await changed(request)
     return 201, out
 
 
@@ -319,7 +318,7 @@ async def delete_backend(request: Request) -> Any:
         return out
 
     out = await in_tx(request, run)
-    await changed(request, backends=True)
+    await changed(request)
     return out
 
 

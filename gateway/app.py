@@ -21,9 +21,9 @@ from gateway import admin, openai_api
 from gateway.auth import KeyCache
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.errors import ApiError, error_response
-from gateway.fairness import push_weights
+from gateway.fairness import FairnessSync, push_weights
 from gateway.quota import QuotaStore
-from gateway.registry import load_backends, start_embedded_engine
+from gateway.registry import load_backends, start_embedded_engine, watch_config
 from gateway.settings import Settings
 from gateway.usage import UsageRecorder
 
@@ -66,9 +66,11 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
         st.backends = {}
         await load_backends(st)
         await push_weights(st)
+        st.fairness_sync = FairnessSync(st, settings.fairness_sync_interval_s).start()
         try:
             yield
         finally:
+            await st.fairness_sync.stop()
             await st.usage.stop()
             for backend in st.backends.values():
                 await backend.aclose()

@@ -38,6 +38,8 @@ class Settings(BaseSettings):
     usage_flush_interval_s: float = 0.05
     default_priority: str = "standard"
     log_level: str = "warning"
+    control_secret: str | None = None  # sent to engine servers' /control/* (their --control-secret)
+    fairness_sync_interval_s: float = 5.0  # re-push weights to engines that lost them (restart)
 
 
 def _read_file(path: str) -> dict[str, Any]:

@@ -28,7 +28,7 @@ SECRET = "fair-secret"
 class EngineServerThread:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        app = build_app(LocalBackend(engine, name="tiny"), control_secret=SECRET)
+        app = build_app(LocalBackend(engine, name="tiny", model_name="tiny"), control_secret=SECRET)
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
