@@ -1,0 +1,68 @@
+"""Whether a request's data must stay on local hardware: tenant setting, header, detectors.
+
+The three sources only ever add strictness: a tenant's `local_only` or an
+`X-Data-Classification: sensitive` header makes a request sensitive whatever the text says;
+`public` is accepted but loosens nothing (the detectors still run). If the detectors raise —
+a tenant's bad pattern, a bug — the request is sensitive: classification fails closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from policies.sensitivity import classify_parts
+
+HEADER_VALUES = ("sensitive", "public")
+RESIDENCY_VALUES = ("any", "local_only")
+
+
+@dataclass(slots=True, frozen=True)
+class SensitivityVerdict:
+    sensitive: bool
+    kinds: tuple[str, ...]  # detector kinds found (never the matched text)
+    reasons: tuple[str, ...]  # e.g. "tenant:local_only", "header:sensitive", "detector", "classification_failed"
+
+
+def parse_classification_header(value: str | None) -> str | None:
+    """Normalise `X-Data-Classification`; None when absent. Raises ValueError on other values."""
+    if value is None:
+        return None
+    v = value.strip().lower()
+    if v == "":
+        return None
+    if v not in HEADER_VALUES:
+        raise ValueError(
+            f"X-Data-Classification must be one of {', '.join(HEADER_VALUES)}, got {value[:40]!r}"
+        )
+    return v
+
+
+def assess(
+    texts: Sequence[str],
+    *,
+    data_residency: str = "any",
+    header: str | None = None,
+    patterns: Iterable[str] = (),
+    keywords: Iterable[str] = (),
+) -> SensitivityVerdict:
+    """Decide sensitivity for one request. `header` must already be parsed (see above).
+
+    An unknown `data_residency` counts as local_only: a typo in a tenant row must not open the
+    door to external APIs.
+    """
+    reasons: list[str] = []
+    if data_residency != "any":
+        reasons.append("tenant:local_only")
+    if header == "sensitive":
+        reasons.append("header:sensitive")
+    if reasons:
+        # Already confined to local backends; detection would change nothing but cost time.
+        return SensitivityVerdict(True, (), tuple(reasons))
+    try:
+        result = classify_parts(list(texts), patterns, keywords)
+    except Exception:  # noqa: BLE001 - any detector failure must fail closed
+        return SensitivityVerdict(True, (), ("classification_failed",))
+    if result.sensitive:
+        return SensitivityVerdict(True, result.kinds, ("detector",))
+    return SensitivityVerdict(False, (), ())
