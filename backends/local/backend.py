@@ -22,7 +22,7 @@ from backends.local.openai_api import (
     parse_request,
     usage_chunk,
 )
-from backends.local.output import RequestOutput, RequestRejected
+from backends.local.output import EngineStats, RequestOutput, RequestRejected
 
 
 class LocalBackend:
@@ -50,6 +50,14 @@ class LocalBackend:
 
     async def aclose(self) -> None:
         await self.engine.aclose()
+
+    # ------------------------------------------------------------------ engine control
+    def set_fairness(self, weights: dict[str, float], version: int | None = None) -> bool:
+        """Per-tenant fairness weights for the engine's fair queue (False: stale version)."""
+        return self.engine.set_fairness(weights, version)
+
+    def stats(self) -> EngineStats:
+        return self.engine.stats()
 
     # ------------------------------------------------------------------ building blocks
     def prepare(self, request: GenerationRequest) -> ParsedRequest:

@@ -264,7 +264,14 @@ class AsyncEngine:
         while True:
             if cmd[0] is _STOP:
                 return False
-            self._apply(cmd)
+            try:
+                self._apply(cmd)
+            except Exception:  # noqa: BLE001 - one bad command must not stop the engine
+                log.exception("engine command %r failed", cmd[0])
+                if cmd[0] == "add":
+                    _, sched, tracker, channel = cmd
+                    self._trackers.setdefault(sched.request_id, (tracker, channel, sched))
+                    self._fail([sched.request_id], "engine error while admitting the request")
             try:
                 cmd = self._commands.get_nowait()
             except queue.Empty:
@@ -298,7 +305,12 @@ class AsyncEngine:
                     log.exception("set_weights failed")
 
     def _step(self) -> None:
-        plan = self.scheduler.schedule()
+        try:
+            plan = self.scheduler.schedule()
+        except Exception:  # noqa: BLE001 - a planner bug: fail what is in flight, keep serving
+            log.exception("scheduling failed; failing %d request(s)", len(self._trackers))
+            self._fail(list(self._trackers), "engine error while scheduling")
+            return
         if plan.is_empty:
             # Nothing fits right now (e.g. every block is held); wait for commands briefly
             # instead of spinning.

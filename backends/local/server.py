@@ -76,10 +76,12 @@ def build_app(
             await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             watch.cancel()
-            if not work.done():  # the client left: cancelling aborts the request
+            if not work.done():  # the client left (or we were cancelled): abort the request
                 work.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await work
         if work.cancelled():
-            return Response(status_code=499)
+            return Response(status_code=499)  # nobody is listening; nginx's "client closed"
         return JSONResponse(work.result(), headers={"x-request-id": greq.request_id})
 
     async def _stream(request: Request, greq: GenerationRequest, parsed: Any) -> Response:

@@ -1,0 +1,58 @@
+"""The engine server app driven at the ASGI level, for what loopback HTTP cannot time exactly:
+a non-streaming client that disconnects while its request is generating."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from backends.local.backend import LocalBackend
+from backends.local.engine import AsyncEngine, EngineConfig
+from backends.local.server import build_app
+
+
+def http_scope(path: str, body: bytes) -> dict[str, Any]:
+    return {
+        "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
+        "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+        "root_path": "", "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80),
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+    }
+
+
+async def test_non_stream_disconnect_aborts_the_request(tiny_model_dir: Path) -> None:
+    engine = AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=64, served_model_name="tiny"))
+    app = build_app(LocalBackend(engine), close_backend=False)
+    body = json.dumps({"model": "tiny", "prompt": [5, 6, 7], "max_tokens": 400, "ignore_eos": True}).encode()
+    gone = asyncio.Event()
+    first = True
+
+    async def receive() -> dict[str, Any]:
+        nonlocal first
+        if first:
+            first = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    try:
+        task = asyncio.create_task(app(http_scope("/v1/completions", body), receive, send))
+        while engine.stats().generation_tokens == 0:
+            await asyncio.sleep(0.005)
+        gone.set()
+        await task
+        assert sent[0]["status"] == 499
+        while engine.num_unfinished:
+            await asyncio.sleep(0.005)
+        stats = engine.stats()
+        assert stats.requests_aborted == 1 and stats.generation_tokens < 400
+        assert engine.block_manager.check_pool_whole()
+    finally:
+        await engine.aclose()
