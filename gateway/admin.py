@@ -39,7 +39,8 @@ def _iso(dt: datetime | None) -> str | None:
 def tenant_out(t: Tenant) -> dict[str, Any]:
     return {"id": t.id, "object": "tenant", "name": t.name, "weight": t.weight,
             "priority_ceiling": t.priority_ceiling, "default_priority": t.default_priority,
-            "data_residency": t.data_residency, "disabled": t.disabled, "created_at": _iso(t.created_at)}
+            "data_residency": t.data_residency, "disabled": t.disabled, "created_at": _iso(t.created_at),
+            "prefix_cache_group": t.prefix_cache_group}
 
 
 def key_out(k: ApiKey) -> dict[str, Any]:
@@ -167,7 +168,7 @@ async def update_tenant(request: Request) -> Any:
     def run(s: Session) -> dict[str, Any]:
         t = _tenant(s, request.path_params["id"])
         for k, v in fields.items():
-            if v is not None:
+            if v is not None or k in sch.TENANT_NULLABLE:
                 setattr(t, k, v)
         audit(s, "tenant.update", "tenant", t.id, fields)
         return tenant_out(t)

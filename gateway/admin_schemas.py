@@ -21,12 +21,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False)
 
 
+# Tenants naming the same group share cached prefixes (an admin's explicit opt-in).
+CACHE_GROUP = r"^[A-Za-z0-9_.:-]{1,100}$"
+TENANT_NULLABLE = frozenset({"prefix_cache_group"})  # null in a PATCH clears these
+
+
 class TenantCreate(_Strict):
     name: str = Field(min_length=1, max_length=200)
     weight: float = Field(default=1.0, gt=0, le=1000)
     priority_ceiling: str = "standard"
     default_priority: str = "standard"
     data_residency: Residency = "any"
+    prefix_cache_group: str | None = Field(default=None, pattern=CACHE_GROUP)
     _check = field_validator("priority_ceiling", "default_priority")(_priority)
 
 
@@ -37,6 +43,7 @@ class TenantUpdate(_Strict):
     default_priority: str | None = None
     data_residency: Residency | None = None
     disabled: bool | None = None
+    prefix_cache_group: str | None = Field(default=None, pattern=CACHE_GROUP)
     _check = field_validator("priority_ceiling", "default_priority")(_priority)
 
 

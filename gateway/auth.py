@@ -38,6 +38,7 @@ class Principal:
     max_tokens_per_request: int | None
     allowed_models: frozenset[str] | None  # None: every model
     version: int
+    cache_salt: str = ""  # the engine's prefix-cache salt: the tenant id, or "group:<name>"
 
     def resolve_priority(self, requested: str | None) -> str:
         """The key's default, or the requested class capped at the key's ceiling.
@@ -93,7 +94,8 @@ def load_principal(session: Session, key_hash: str, version: int) -> Principal |
         default_priority=key.default_priority or tenant.default_priority, priority_ceiling=ceiling,
         scopes=[_limits(f"t:{tenant.id}", t_pol), _limits(f"k:{key.id}", k_pol)],
         max_tokens_per_request=min(per_req) if per_req else None,
-        allowed_models=allowed, version=version)
+        allowed_models=allowed, version=version,
+        cache_salt=f"group:{tenant.prefix_cache_group}" if tenant.prefix_cache_group else tenant.id)
 
 
 class KeyCache:

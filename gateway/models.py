@@ -47,6 +47,8 @@ class Tenant(Base):
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+    # Admin opt-in: tenants in the same group share cached prefixes (NULL: the tenant's own cache).
+    prefix_cache_group: Mapped[str | None] = mapped_column(String(100), nullable=True)
 
 
 class ApiKey(Base):

@@ -123,7 +123,7 @@ async def admit(state: Any, kind: str, scope: dict[str, Any], receive: Any) -> A
                            headers={"retry-after": str(d.retry_after_s)}) from None
         body[parsed.max_tokens_field] = max_tokens  # what we reserved is what may be generated
         gen = GenerationRequest(rid, kind, body, tenant=principal.tenant_id, priority=priority,  # type: ignore[arg-type]
-                                cache_salt=principal.tenant_id)
+                                cache_salt=principal.cache_salt or principal.tenant_id)
         return Admitted(rid, kind, principal, parsed, priority, decision, gen, t0)
     raise ApiError(503, "The gateway's configuration is changing; retry.", "config_changing")
 
