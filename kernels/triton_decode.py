@@ -136,8 +136,11 @@ def decode_attention(
     max_seq_len: int | None = None,
     num_splits: int | None = None,
     block_n: int | None = None,
+    num_warps: int = 4,
+    num_stages: int = 2,
 ) -> torch.Tensor:  # [num_seqs, num_heads, head_dim]
-    """`paged_decode_attention` with the tuning knobs exposed (tests force splits and tiles)."""
+    """`paged_decode_attention` with the tuning knobs exposed (tests force splits and tiles,
+    bench/kernels_gpu.py sweeps them)."""
     check_device(query, _decode_split_kernel)
     num_seqs, num_heads, head_dim = query.shape
     out = torch.empty_like(query)
@@ -178,7 +181,7 @@ def decode_attention(
         # tl.dot needs M >= 16 on tensor cores; padded query rows are masked out.
         BLOCK_G=max(16, triton.next_power_of_2(group)), BLOCK_D=block_d, BLOCK_N=block_n,
         DOT_DTYPE=dot_dtype, DOT_PRECISION=dot_precision,
-        num_warps=4, num_stages=2,
+        num_warps=num_warps, num_stages=num_stages,
     )
     if num_splits > 1:
         _decode_merge_kernel[(num_seqs, num_heads)](

@@ -95,6 +95,8 @@ def prefill_attention(
     max_query_len: int | None = None,
     block_m: int | None = None,
     block_n: int | None = None,
+    num_warps: int = 4,
+    num_stages: int = 2,
 ) -> torch.Tensor:  # [num_tokens, num_heads, head_dim]
     """`paged_prefill_attention` with the tile sizes exposed (tests use small tiles)."""
     check_device(query, _prefill_kernel)
@@ -125,7 +127,7 @@ def prefill_attention(
         GROUP=num_heads // num_kv_heads, HEAD_DIM=head_dim, BLOCK_SIZE=block_size,
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=triton.next_power_of_2(head_dim),
         DOT_DTYPE=dot_dtype, DOT_PRECISION=dot_precision,
-        num_warps=4, num_stages=2,
+        num_warps=num_warps, num_stages=num_stages,
     )
     return out
 
