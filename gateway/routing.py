@@ -1,21 +1,35 @@
 """The seam between the gateway's request path and the routing policy.
 
 The request path builds a `RouteRequest`, asks `Router.decide()`, then tries the returned
-backends in order. The sensitivity invariant (personal data → local backends only) is enforced
-here *and* again by the request path right before it calls a backend.
+backends in order. `decide` classifies the prompt (policies.residency: tenant setting, header,
+detectors; a detector failure counts as sensitive), scores complexity when a rule asks for it,
+evaluates the ordered rules (policies.routing) and audits the decision. The sensitivity
+invariant (personal data → local backends only) is enforced by the rule engine, checked once
+more here on the Backend objects' own `is_local`, and again by the request path right before
+it calls a backend.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from policies.complexity import complexity_score
+from policies.residency import assess, parse_classification_header
+from policies.routing import RouteFacts, RoutingError, Rule, evaluate
+
 if TYPE_CHECKING:
     from backends.base import Backend
+    from gateway.routing_audit import RoutingAuditWriter
+
+log = logging.getLogger("fairgate.routing")
 
 
 class NoRouteError(Exception):
-    """No backend may take this request. `status`: 404 unknown model, 503 nothing available."""
+    """No backend may take this request. `status`: 404 unknown model, 503 nothing available,
+    400 bad X-Data-Classification header."""
 
     def __init__(self, message: str, status: int = 503, code: str = "no_backend") -> None:
         super().__init__(message)
@@ -36,6 +50,7 @@ class RouteRequest:
     texts: list[str] = field(default_factory=list)  # message contents / prompt parts
     prompt_tokens: int | None = None
     tenant_patterns: list[str] = field(default_factory=list)
+    request_id: str | None = None  # for the audit row only
 
 
 @dataclass(slots=True)
@@ -47,22 +62,109 @@ class RouteDecision:
     finding_kinds: list[str] = field(default_factory=list)
 
 
-class Router:
-    """Minimal router: a model name or alias maps to one backend; local-only when sensitive.
+@dataclass(slots=True, frozen=True)
+class TenantDetectors:
+    """A tenant's own additions to the PII detectors."""
 
-    Replaced by the rule-based router of the routing issue behind the same `decide()`.
+    patterns: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+
+
+class Router:
+    """Rule-based router over a fixed set of backends (rebuilt when the configuration changes).
+
+    `backends`: name → Backend; `aliases`: model alias → backend name (used when no rule
+    matches); `rules`: ordered routing rules; `tenants`: tenant id → its own detectors;
+    `audit`: where decisions are recorded (None: not audited); `fail_closed`: treat every
+    request as sensitive (set when the routing configuration could not be loaded).
     """
 
-    def __init__(self, backends: dict[str, Backend], aliases: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        backends: dict[str, Backend],
+        aliases: dict[str, str] | None = None,
+        *,
+        rules: list[Rule] | None = None,
+        tenants: Mapping[str, TenantDetectors] | None = None,
+        audit: RoutingAuditWriter | None = None,
+        fail_closed: bool = False,
+    ) -> None:
         self.backends = backends
         self.aliases = aliases or {}
+        self.rules = list(rules or [])
+        self.tenants = dict(tenants or {})
+        self.audit = audit
+        self.fail_closed = fail_closed
+        self.locality = {name: bool(b.is_local) for name, b in backends.items()}
+        self._needs_complexity = any(r.match.max_complexity is not None for r in self.rules)
 
     def decide(self, request: RouteRequest) -> RouteDecision:
-        name = self.aliases.get(request.model, request.model)
-        backend = self.backends.get(name)
-        if backend is None:
-            raise NoRouteError(f"The model `{request.model}` does not exist", 404, "model_not_found")
-        sensitive = request.data_residency == "local_only" or request.classification_header == "sensitive"
-        if sensitive and not backend.is_local:
-            raise NoRouteError("No local backend can take this sensitive request", 503, "no_local_backend")
-        return RouteDecision([backend], sensitive, reason=f"model:{name}")
+        """Ordered backends for `request`, or NoRouteError (400 / 404 / 503)."""
+        try:
+            header = parse_classification_header(request.classification_header)
+        except ValueError as exc:
+            raise NoRouteError(str(exc), 400, "invalid_classification_header") from None
+        own = self.tenants.get(request.tenant_id, TenantDetectors())
+        verdict = assess(
+            request.texts,
+            data_residency="local_only" if self.fail_closed else request.data_residency,
+            header=header,
+            patterns=(*request.tenant_patterns, *own.patterns),
+            keywords=own.keywords,
+        )
+        complexity = None
+        if self._needs_complexity:
+            try:
+                complexity = complexity_score(request.texts, request.prompt_tokens)
+            except Exception:  # noqa: BLE001 - unknown complexity is never "simple"
+                complexity = None
+        facts = RouteFacts(
+            tenant=request.tenant_name, tenant_id=request.tenant_id, model=request.model,
+            sensitive=verdict.sensitive, priority=request.priority,
+            prompt_tokens=request.prompt_tokens, complexity=complexity,
+        )
+        try:
+            plan = evaluate(self.rules, facts, self.locality, aliases=self.aliases)
+        except RoutingError as exc:
+            self._record(request, verdict.sensitive, verdict.reasons, verdict.kinds, None, [], exc.code, exc.status)
+            raise NoRouteError(str(exc), exc.status, exc.code) from None
+        chosen = [self.backends[n] for n in plan.backends]
+        if verdict.sensitive:
+            # The Backend object has the last word on locality, whatever the rule engine saw.
+            chosen = [b for b in chosen if b.is_local]
+            if not chosen:
+                self._record(request, True, verdict.reasons, verdict.kinds, plan.rule_id, [],
+                             "no_local_backend", 503)
+                raise NoRouteError(_NO_LOCAL, 503, "no_local_backend")
+        reasons = (plan.reason, *verdict.reasons)
+        self._record(request, verdict.sensitive, verdict.reasons, verdict.kinds, plan.rule_id,
+                     [b.name for b in chosen], plan.reason, 200)
+        return RouteDecision(chosen, verdict.sensitive, ";".join(reasons), plan.rule_id, list(verdict.kinds))
+
+    def _record(
+        self, request: RouteRequest, sensitive: bool, reasons: tuple[str, ...], kinds: tuple[str, ...],
+        rule_id: str | None, backends: list[str], decision: str, status: int,
+    ) -> None:
+        if self.audit is None:
+            return
+        from gateway.routing_audit import AuditRecord
+
+        self.audit.record(AuditRecord(
+            tenant_id=request.tenant_id, model=request.model[:200], priority=request.priority,
+            sensitive=sensitive, reasons=list(reasons), finding_kinds=list(kinds), rule_id=rule_id,
+            backends=backends, decision=decision, status=status, request_id=request.request_id,
+        ))
+
+
+_NO_LOCAL = ("This request is classified as sensitive (personal data or a local-only tenant) and no "
+             "local backend can serve it; it was not sent to any external API")
+
+
+def sensitive_unavailable(err: Exception | None) -> NoRouteError:
+    """The error for a sensitive request whose local backends all failed (down, full, timed
+    out): a clear 503, and a statement that nothing was sent elsewhere."""
+    why = f" ({err})" if err is not None else ""
+    return NoRouteError(
+        "This request is classified as sensitive (personal data or a local-only tenant); the local "
+        f"backends that may serve it are unavailable{why}. It was not sent to any external API; "
+        "retry later.", 503, "local_backend_unavailable")

@@ -1,0 +1,188 @@
+"""Admin REST for routing (admin token, like the rest of /admin):
+
+    GET  /admin/routes                     → {"object": "routing_rules", "rules": [...]}
+    PUT  /admin/routes                     ← [rule, ...] or {"rules": [...]}; replaces the list
+    GET  /admin/tenants/{id}/sensitivity   → {"patterns": [...], "keywords": [...]}
+    PUT  /admin/tenants/{id}/sensitivity   ← {"patterns": [...], "keywords": [...]}
+    GET  /admin/routing/audit?tenant_id=&request_id=&limit=   → recent routing decisions
+
+A rule is {"id"?, "match": {tenant?, model?, sensitivity?, priority?, max_prompt_tokens?,
+min_prompt_tokens?, max_complexity?}, "backend", "fallbacks"}. A PUT is rejected with 400 and
+every problem listed when a rule names an unknown backend, or could match a sensitive request
+and names an external backend. Saved rules reach every replica through the config version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from starlette.requests import Request
+from starlette.routing import Route
+
+from gateway.admin import admin_route, audit, in_tx
+from gateway.errors import ApiError
+from gateway.models import BackendRow, Tenant
+from gateway.models_routing import RoutingAudit, TenantSensitivity
+from gateway.registry import load_backends
+from gateway.routing_store import read_rules, write_rules
+from policies.routing import validate_rules
+from policies.routing_schema import RuleSchemaError, parse_rules, rule_to_dict
+from policies.sensitivity import validate_tenant_patterns
+
+MAX_RULES = 500
+MAX_TENANT_TERMS = 200
+
+
+async def _json_body(request: Request) -> Any:
+    try:
+        return orjson.loads(await request.body() or b"null")
+    except orjson.JSONDecodeError:
+        raise ApiError(400, "The body is not valid JSON.", "invalid_json") from None
+
+
+def backend_locality(s: Session, state: Any) -> dict[str, bool]:
+    """Every enabled backend by name → is it local. The database is the source of truth (a
+    backend registered on another replica counts at once); the embedded engine is local."""
+    out = {b.name: b.kind == "local" for b in s.scalars(select(BackendRow).where(BackendRow.enabled.is_(True)))}
+    embedded = getattr(state, "embedded", None)
+    if embedded is not None:
+        out.setdefault(embedded.name, True)
+    return out
+
+
+@admin_route
+async def get_routes(request: Request) -> Any:
+    rules = await in_tx(request, read_rules)
+    return {"object": "routing_rules", "rules": [rule_to_dict(r) for r in rules]}
+
+
+@admin_route
+async def put_routes(request: Request) -> Any:
+    data = await _json_body(request)
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k != "object"}
+    try:
+        rules = parse_rules(data)
+    except RuleSchemaError as exc:
+        raise ApiError(400, "Invalid routing rules: " + "; ".join(exc.errors), "invalid_routing_rules") from None
+    if len(rules) > MAX_RULES:
+        raise ApiError(400, f"At most {MAX_RULES} routing rules.", "invalid_routing_rules")
+    state = request.app.state
+
+    def run(s: Session) -> list[dict[str, Any]]:
+        errors = validate_rules(rules, backend_locality(s, state))
+        if errors:
+            raise ApiError(400, "Invalid routing rules: " + "; ".join(errors), "invalid_routing_rules")
+        write_rules(s, rules)
+        audit(s, "routes.replace", "routes", "all", {"rules": [r.id for r in rules]})
+        return [rule_to_dict(r) for r in rules]
+
+    out = await in_tx(request, run)
+    await routing_changed(request)
+    return {"object": "routing_rules", "rules": out}
+
+
+async def routing_changed(request: Request) -> None:
+    """Bump the shared config version (other replicas rebuild their routers from it) and
+    rebuild this replica's router at once, so the admin's next request already sees the change."""
+    state = request.app.state
+    await state.quota.bump_version()
+    await load_backends(state)
+
+
+def _tenant_or_404(s: Session, tenant_id: str) -> Tenant:
+    t = s.get(Tenant, tenant_id)
+    if t is None:
+        raise ApiError(404, "No such tenant.", "not_found")
+    return t
+
+
+@admin_route
+async def get_sensitivity(request: Request) -> Any:
+    tid = request.path_params["id"]
+
+    def run(s: Session) -> dict[str, Any]:
+        _tenant_or_404(s, tid)
+        row = s.get(TenantSensitivity, tid)
+        return {"object": "tenant_sensitivity", "tenant_id": tid,
+                "patterns": list(row.patterns) if row else [], "keywords": list(row.keywords) if row else []}
+
+    return await in_tx(request, run)
+
+
+def _terms(body: dict[str, Any], key: str) -> list[str]:
+    v = body.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) and 0 < len(x) <= 500 for x in v):
+        raise ApiError(400, f"`{key}` must be a list of strings (1-500 characters each).", "invalid_value", key)
+    if len(v) > MAX_TENANT_TERMS:
+        raise ApiError(400, f"At most {MAX_TENANT_TERMS} {key}.", "invalid_value", key)
+    return v
+
+
+@admin_route
+async def put_sensitivity(request: Request) -> Any:
+    tid = request.path_params["id"]
+    body = await _json_body(request)
+    if not isinstance(body, dict) or set(body) - {"patterns", "keywords"}:
+        raise ApiError(400, "Expected {\"patterns\": [...], \"keywords\": [...]}.", "invalid_value")
+    patterns, keywords = _terms(body, "patterns"), _terms(body, "keywords")
+    errors = validate_tenant_patterns(patterns)
+    if errors:
+        raise ApiError(400, "; ".join(errors), "invalid_value", "patterns")
+
+    def run(s: Session) -> dict[str, Any]:
+        _tenant_or_404(s, tid)
+        row = s.get(TenantSensitivity, tid)
+        if row is None:
+            s.add(TenantSensitivity(tenant_id=tid, patterns=patterns, keywords=keywords))
+        else:
+            row.patterns, row.keywords = patterns, keywords
+        # counts only: the patterns themselves may describe confidential projects
+        audit(s, "tenant.sensitivity", "tenant", tid, {"patterns": len(patterns), "keywords": len(keywords)})
+        return {"object": "tenant_sensitivity", "tenant_id": tid, "patterns": patterns, "keywords": keywords}
+
+    out = await in_tx(request, run)
+    await routing_changed(request)
+    return out
+
+
+def audit_out(r: RoutingAudit) -> dict[str, Any]:
+    return {"id": r.id, "at": r.at.isoformat() + "Z", "request_id": r.request_id, "tenant_id": r.tenant_id,
+            "model": r.model, "priority": r.priority, "sensitive": r.sensitive, "reasons": r.reasons,
+            "finding_kinds": r.finding_kinds, "rule_id": r.rule_id, "backends": r.backends,
+            "decision": r.decision, "status": r.status}
+
+
+@admin_route
+async def list_routing_audit(request: Request) -> Any:
+    q = request.query_params
+    try:
+        limit = min(max(int(q.get("limit", "100")), 1), 1000)
+    except ValueError:
+        raise ApiError(400, "`limit` must be an integer.", "invalid_value", "limit") from None
+    writer = getattr(request.app.state, "routing_audit", None)
+    if writer is not None:
+        await writer.flush()  # include decisions still queued on this replica
+
+    def run(s: Session) -> list[dict[str, Any]]:
+        stmt = select(RoutingAudit).order_by(RoutingAudit.id.desc()).limit(limit)
+        if "tenant_id" in q:
+            stmt = stmt.where(RoutingAudit.tenant_id == q["tenant_id"])
+        if "request_id" in q:
+            stmt = stmt.where(RoutingAudit.request_id == q["request_id"])
+        return [audit_out(r) for r in s.scalars(stmt)]
+
+    return {"object": "list", "data": await in_tx(request, run)}
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/admin/routes", get_routes, methods=["GET"]),
+        Route("/admin/routes", put_routes, methods=["PUT"]),
+        Route("/admin/tenants/{id}/sensitivity", get_sensitivity, methods=["GET"]),
+        Route("/admin/tenants/{id}/sensitivity", put_sensitivity, methods=["PUT"]),
+        Route("/admin/routing/audit", list_routing_audit, methods=["GET"]),
+    ]
