@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway import admin, openai_api
+from gateway import admin, admin_routes, openai_api
 from gateway.auth import KeyCache
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.errors import ApiError, error_response
@@ -80,5 +80,5 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
             await st.quota.aclose()
             st.db.dispose()
 
-    routes = openai_api.routes() + admin.routes()
+    routes = openai_api.routes() + admin.routes() + admin_routes.routes()
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})

@@ -90,4 +90,6 @@ async def load_backends(state: Any) -> None:
 
 
 def build_router(state: Any) -> Router:
-    return Router(dict(state.backends))
+    from gateway.routing_store import build_router as build_rule_router  # the routing issue's rules
+
+    return build_rule_router(state)

@@ -20,7 +20,7 @@ from backends.base import Backend, BackendError, GenerationRequest
 from gateway.auth import Principal
 from gateway.errors import ApiError, send_error
 from gateway.quota import QuotaDenied, StaleConfig
-from gateway.routing import NoRouteError, RouteDecision, RouteRequest
+from gateway.routing import NoRouteError, RouteDecision, RouteRequest, sensitive_unavailable
 from gateway.usage import UsageEvent
 from gateway.validation import ParsedRequest, parse_body, validate
 
@@ -107,7 +107,7 @@ async def admit(state: Any, kind: str, scope: dict[str, Any], receive: Any) -> A
                 tenant_id=principal.tenant_id, tenant_name=principal.tenant_name, model=parsed.model,
                 priority=priority, data_residency=principal.data_residency,
                 classification_header=cls_header.decode().strip().lower() if cls_header else None,
-                texts=parsed.texts, prompt_tokens=parsed.prompt_tokens_bound))
+                texts=parsed.texts, prompt_tokens=parsed.prompt_tokens_bound, request_id=rid))
         except NoRouteError as exc:
             raise ApiError(exc.status, str(exc), exc.code, "model" if exc.status == 404 else None) from None
         price = state.prices.get(decision.backends[0].name) if decision.backends else None
@@ -142,6 +142,9 @@ def for_backend(gen: GenerationRequest, backend: Backend) -> GenerationRequest:
 
 
 def no_backend_error(adm: Admitted, err: BackendError | None) -> ApiError:
+    if adm.decision.sensitive and (err is None or err.status >= 500):  # local down or full: clear 503
+        e = sensitive_unavailable(err)
+        return ApiError(e.status, str(e), e.code)
     if err is None:
         return ApiError(503, "No local backend can take this sensitive request.", "no_local_backend")
     return ApiError(err.status if 400 <= err.status < 600 else 502, str(err),
