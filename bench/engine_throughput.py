@@ -167,9 +167,10 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
         res["hf_static_tokens_per_s"] = gen / hf_static(model, reqs)
         del model
 
+    # KV pool: room for the whole workload at once (as a GPU would have), unless given.
+    blocks = args.num_kv_blocks or sum(-(-(len(r.prompt) + r.max_tokens) // 16) for r in reqs) + 64
     config = EngineConfig(str(path), max_num_seqs=args.max_num_seqs,
-                          max_num_batched_tokens=args.max_num_batched_tokens,
-                          kv_cache_memory=args.kv_cache_memory)
+                          max_num_batched_tokens=args.max_num_batched_tokens, num_kv_blocks=blocks)
     engine = AsyncEngine(config)
 
     async def go() -> tuple[float, list[float], float, int]:
@@ -203,7 +204,7 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=None)
     ap.add_argument("--max-num-seqs", type=int, default=64)
     ap.add_argument("--max-num-batched-tokens", type=int, default=512)
-    ap.add_argument("--kv-cache-memory", type=int, default=3 * 2**30)
+    ap.add_argument("--num-kv-blocks", type=int, default=None, help="default: the whole workload fits")
     ap.add_argument("--skip-hf", action="store_true", help="engine and roofline only (profiling)")
     args = ap.parse_args()
     names = [m.strip() for m in args.models.split(",") if m.strip()]
