@@ -97,6 +97,9 @@ class AsyncEngine:
         self._lock = threading.Lock()
         self._trackers: dict[str, tuple[OutputTracker, StreamChannel, SchedRequest]] = {}
         self._closed = False
+        # Metrics hook (backends/local/metrics.py), called on the engine thread:
+        # on_scheduled(plan) each step, on_outputs(outputs) for each batch of deltas.
+        self.observer: Any = None
         self._thread = threading.Thread(target=self._run, name="fairgate-engine", daemon=True)
         self._thread.start()
 
@@ -316,6 +319,8 @@ class AsyncEngine:
             # instead of spinning.
             self._drain_commands(block=True)
             return
+        if self.observer is not None:
+            self.observer.on_scheduled(plan)
         inputs = [self._runner_input(chunk) for chunk in plan.chunks]
         started = time.perf_counter()
         try:
@@ -415,9 +420,10 @@ class AsyncEngine:
         with self._lock:
             self._live.pop(request_id, None)
 
-    @staticmethod
-    def _deliver(deliveries: list[tuple[StreamChannel, RequestOutput]]) -> None:
+    def _deliver(self, deliveries: list[tuple[StreamChannel, RequestOutput]]) -> None:
         """Hand deltas to their loops: one thread hop per loop per step, not per token."""
+        if self.observer is not None:
+            self.observer.on_outputs([out for _, out in deliveries])
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[StreamChannel, RequestOutput]]] = {}
         for channel, out in deliveries:
             by_loop.setdefault(channel.loop, []).append((channel, out))

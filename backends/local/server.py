@@ -1,8 +1,9 @@
 """`fairgate engine`: the paged engine behind an OpenAI-compatible HTTP API (Starlette + uvicorn).
 
 Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE), GET /v1/models,
-GET /health, GET /stats, GET|PUT /control/fairness. The gateway in front passes the tenant,
-priority class and cache salt in `X-Tenant`, `X-Priority`, `X-Cache-Salt`.
+GET /health, GET /stats, GET /metrics (Prometheus), GET|PUT /control/fairness. The gateway in
+front passes the tenant, priority class and cache salt in `X-Tenant`, `X-Priority`,
+`X-Cache-Salt`; `X-Prompt-Version` labels the prefix-cache metrics.
 
 Every refusal is an OpenAI error body with a 4xx status; a client that disconnects (stream or
 not) aborts its request, which frees its KV blocks at the next step.
@@ -29,6 +30,7 @@ from starlette.routing import Route
 
 from backends.base import GenerationRequest
 from backends.local.backend import LocalBackend
+from backends.local.metrics import ServerMetrics
 from backends.local.openai_api import APIError, error_body
 from scheduler.request import PRIORITY_CLASSES
 
@@ -44,6 +46,7 @@ def build_app(
     close_backend: bool = True,
 ) -> Starlette:
     """The engine server app. The backend's engine is closed on shutdown when `close_backend`."""
+    metrics = ServerMetrics(backend.engine, backend.model_name)  # GET /metrics, engine hooks
 
     async def completions(request: Request) -> Response:
         return await _generate(request, "completion")
@@ -63,6 +66,7 @@ def build_app(
                 cache_salt=request.headers.get("x-cache-salt") or None,
             )
             parsed = backend.prepare(greq)
+            metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body)
             if parsed.stream:
                 return await _stream(request, greq, parsed)
             return await _complete(request, greq, parsed)
@@ -161,6 +165,7 @@ def build_app(
         Route("/v1/models", models, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/stats", stats, methods=["GET"]),
+        Route("/metrics", metrics.endpoint, methods=["GET"]),
         Route("/control/fairness", fairness, methods=["GET", "PUT"]),
     ]
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
