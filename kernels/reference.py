@@ -8,6 +8,7 @@ block ids (use 0), they are masked by `seq_lens`.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 
 def write_kv(
@@ -33,9 +34,34 @@ def paged_decode_attention(
     max_seq_len: int | None = None,
 ) -> torch.Tensor:  # [num_seqs, num_heads, head_dim]
     """Attention of each sequence's newest token over its whole cached context."""
-    num_seqs, num_heads, head_dim = query.shape
+    num_seqs = query.shape[0]
     if num_seqs == 0:
         return query.new_empty(query.shape)
+    if query.device.type != "cpu":
+        return _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len)
+    # CPU: one sequence at a time. Its gathered K/V (< 1 MB for typical contexts) stays in
+    # cache for the two matmuls that follow, no padding to the longest context is computed,
+    # and no batch-sized temporary (page faults on every fresh large allocation) is made.
+    _, num_heads, head_dim = query.shape
+    block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
+    group = num_heads // num_kv_heads
+    out = torch.empty_like(query)
+    for i, ctx_len in enumerate(seq_lens.tolist()):
+        blocks = block_tables[i, : (ctx_len + block_size - 1) // block_size]
+        k = k_cache.index_select(0, blocks).view(-1, num_kv_heads, head_dim)[:ctx_len]  # [T, Hkv, D]
+        v = v_cache.index_select(0, blocks).view(-1, num_kv_heads, head_dim)[:ctx_len]
+        q = query[i].view(num_kv_heads, group, head_dim).float()  # [Hkv, G, D]
+        scores = torch.matmul(q, k.float().permute(1, 2, 0)).mul_(scale)  # [Hkv, G, T]
+        probs = torch.softmax(scores, dim=-1)
+        o = torch.matmul(probs, v.float().transpose(0, 1))  # [Hkv, G, D]
+        out[i] = o.view(num_heads, head_dim)
+    return out
+
+
+def _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len):
+    """Batched form of `paged_decode_attention` (no per-sequence loop, no host sync when
+    max_seq_len is given); pads every sequence to the longest context."""
+    num_seqs, num_heads, head_dim = query.shape
     block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
     group = num_heads // num_kv_heads
     if max_seq_len is None:
@@ -72,7 +98,6 @@ def paged_prefill_attention(
     num_tokens, num_heads, head_dim = query.shape
     out = torch.empty_like(query)
     block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
-    group = num_heads // num_kv_heads
     starts = query_start_loc.tolist()
     lens = seq_lens.tolist()
     for i, ctx_len in enumerate(lens):
@@ -80,16 +105,17 @@ def paged_prefill_attention(
         q_len = qe - qs
         if q_len == 0:
             continue
-        num_blocks = (ctx_len + block_size - 1) // block_size
-        blocks = block_tables[i, :num_blocks].long()
-        k = k_cache[blocks].reshape(-1, num_kv_heads, head_dim)[:ctx_len]  # [T, Hkv, D]
-        v = v_cache[blocks].reshape(-1, num_kv_heads, head_dim)[:ctx_len]
-        q = query[qs:qe].float().view(q_len, num_kv_heads, group, head_dim).permute(1, 2, 0, 3)
-        scores = torch.matmul(q, k.float().permute(1, 2, 0)[:, None]) * scale  # [Hkv, G, q, T]
-        q_pos = torch.arange(ctx_len - q_len, ctx_len, device=query.device)
-        k_pos = torch.arange(ctx_len, device=query.device)
-        scores.masked_fill_(k_pos[None, :] > q_pos[:, None], float("-inf"))
-        probs = torch.softmax(scores, dim=-1)
-        o = torch.matmul(probs, v.float().permute(1, 0, 2)[:, None])  # [Hkv, G, q, D]
-        out[qs:qe] = o.permute(2, 0, 1, 3).reshape(q_len, num_heads, head_dim).to(query.dtype)
+        blocks = block_tables[i, : (ctx_len + block_size - 1) // block_size]
+        k = k_cache.index_select(0, blocks).view(-1, num_kv_heads, head_dim)[:ctx_len]  # [T, Hkv, D]
+        v = v_cache.index_select(0, blocks).view(-1, num_kv_heads, head_dim)[:ctx_len]
+        q = query[qs:qe].float().transpose(0, 1)  # [H, q, D]
+        k, v = k.float().transpose(0, 1), v.float().transpose(0, 1)  # [Hkv, T, D]
+        if q_len == ctx_len:  # no cached prefix: plain causal (the fused kernel skips masked tiles)
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=True)
+        else:  # query j sits at position ctx_len - q_len + j and sees keys up to there
+            q_pos = torch.arange(ctx_len - q_len, ctx_len, device=query.device)
+            k_pos = torch.arange(ctx_len, device=query.device)
+            mask = k_pos[None, :] <= q_pos[:, None]  # [q, T], True = attend
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=True)
+        out[qs:qe] = o.transpose(0, 1).to(query.dtype)  # [q, H, D]
     return out
