@@ -107,7 +107,7 @@ async def admit(state: Any, kind: str, scope: dict[str, Any], receive: Any) -> A
                 tenant_id=principal.tenant_id, tenant_name=principal.tenant_name, model=parsed.model,
                 priority=priority, data_residency=principal.data_residency,
                 classification_header=cls_header.decode().strip().lower() if cls_header else None,
-                texts=parsed.texts, prompt_tokens=parsed.prompt_tokens_bound, request_id=rid))
+                texts=parsed.texts, prompt_tokens=parsed.prompt_tokens_bound, request_id=rid, body=body))
         except NoRouteError as exc:
             raise ApiError(exc.status, str(exc), exc.code, "model" if exc.status == 404 else None) from None
         price = state.prices.get(decision.backends[0].name) if decision.backends else None

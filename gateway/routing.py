@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from policies.complexity import complexity_score
+from policies.request_texts import inspectable_texts
 from policies.residency import assess, parse_classification_header
 from policies.routing import RouteFacts, RoutingError, Rule, evaluate
 
@@ -51,6 +52,10 @@ class RouteRequest:
     prompt_tokens: int | None = None
     tenant_patterns: list[str] = field(default_factory=list)
     request_id: str | None = None  # for the audit row only
+    # The whole request body as it will be forwarded. When given, every string in it is
+    # classified (tool arguments, names, ...) and non-text parts make the request sensitive;
+    # `texts` is then only a fallback for callers that have no body.
+    body: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -105,12 +110,16 @@ class Router:
         except ValueError as exc:
             raise NoRouteError(str(exc), 400, "invalid_classification_header") from None
         own = self.tenants.get(request.tenant_id, TenantDetectors())
+        texts, opaque = list(request.texts), False
+        if request.body is not None:
+            texts, opaque = inspectable_texts(request.body)
         verdict = assess(
-            request.texts,
+            texts,
             data_residency="local_only" if self.fail_closed else request.data_residency,
             header=header,
             patterns=(*request.tenant_patterns, *own.patterns),
             keywords=own.keywords,
+            opaque=opaque,
         )
         complexity = None
         if self._needs_complexity:

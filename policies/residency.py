@@ -21,7 +21,7 @@ RESIDENCY_VALUES = ("any", "local_only")
 class SensitivityVerdict:
     sensitive: bool
     kinds: tuple[str, ...]  # detector kinds found (never the matched text)
-    reasons: tuple[str, ...]  # e.g. "tenant:local_only", "header:sensitive", "detector", "classification_failed"
+    reasons: tuple[str, ...]  # e.g. "tenant:local_only", "header:sensitive", "detector", "classification_failed", "uninspectable_content"
 
 
 def parse_classification_header(value: str | None) -> str | None:
@@ -45,17 +45,21 @@ def assess(
     header: str | None = None,
     patterns: Iterable[str] = (),
     keywords: Iterable[str] = (),
+    opaque: bool = False,
 ) -> SensitivityVerdict:
     """Decide sensitivity for one request. `header` must already be parsed (see above).
 
     An unknown `data_residency` counts as local_only: a typo in a tenant row must not open the
-    door to external APIs.
+    door to external APIs. `opaque`: the request carries parts no text detector can read
+    (images, audio, token ids); it counts as sensitive.
     """
     reasons: list[str] = []
     if data_residency != "any":
         reasons.append("tenant:local_only")
     if header == "sensitive":
         reasons.append("header:sensitive")
+    if opaque:
+        reasons.append("uninspectable_content")
     if reasons:
         # Already confined to local backends; detection would change nothing but cost time.
         return SensitivityVerdict(True, (), tuple(reasons))

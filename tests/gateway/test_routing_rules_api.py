@@ -216,3 +216,23 @@ def _eventually(check, timeout_s: float = 10.0) -> bool:
             return True
         time.sleep(0.2)
     return False
+
+
+def test_personal_data_outside_message_text_and_images_stay_local(gw) -> None:
+    g, admin, local, ext = gw
+    assert put_routes(admin, STANDARD).status_code == 200
+    key = admin.key(admin.tenant()["id"])["key"]
+    headers = {"authorization": f"Bearer {key}"}
+    tool_call = {"model": "chat", "max_tokens": 2, "messages": [
+        {"role": "user", "content": "look this person up"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": f'{{"tckn": "{TCKN}"}}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "no record"}]}
+    image = {"model": "chat", "max_tokens": 2, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "what is in this scan?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}]}
+    for body in (tool_call, image, {**image, "messages": [{"role": "user", "content": "hi"}], "user": "ali@firma.com"}):
+        assert httpx.post(g.url + "/v1/chat/completions", json=body, headers=headers, timeout=30).status_code == 200
+    assert chats(ext) == [] and len(chats(local)) == 3
+    rows = admin.client.get("/admin/routing/audit").json()["data"]
+    assert {tuple(r["reasons"]) for r in rows} >= {("detector",), ("uninspectable_content",)}

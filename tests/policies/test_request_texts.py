@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from policies.request_texts import inspectable_texts
+from policies.sensitivity import classify_parts
+
+
+def test_collects_every_user_string_in_order() -> None:
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                                                   "function": {"name": "lookup", "arguments": '{"tc": "10000000146"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "found"}]},
+        ],
+        "user": "ali@firma.com",
+        "metadata": {"ref": 10000000146},
+        "stream": True,
+    }
+    texts, opaque = inspectable_texts(body)
+    assert not opaque
+    assert "m" not in texts and "system" not in texts  # protocol vocabulary is skipped
+    for expected in ("be brief", '{"tc": "10000000146"}', "found", "ali@firma.com", "10000000146"):
+        assert expected in texts
+    assert classify_parts(texts).kinds == ("email", "tckn")
+
+
+def test_message_contents_stay_adjacent_for_split_values() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "TC 100000"},
+                                        {"role": "user", "content": "00146 tamam"}]}
+    texts, _ = inspectable_texts(body)
+    assert texts == ["TC 100000", "00146 tamam"]
+    assert classify_parts(texts).kinds == ("tckn",)
+
+
+def test_data_bearing_keys_are_collected() -> None:
+    texts, _ = inspectable_texts({"metadata": {"ali@firma.com": "x", "plain": "y"}})
+    assert "ali@firma.com" in texts and "plain" not in texts
+
+
+def test_unreadable_parts_make_the_request_opaque() -> None:
+    image = {"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]}
+    assert inspectable_texts(image)[1]
+    assert inspectable_texts({"prompt": [101, 2023, 102]})[1]
+    deep: dict = {}
+    node = deep
+    for _ in range(40):
+        node["x"] = {}
+        node = node["x"]
+    assert inspectable_texts(deep)[1]
+    tools = {"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+             "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {}}}}
+    assert not inspectable_texts(tools)[1]
