@@ -142,7 +142,7 @@ def for_backend(gen: GenerationRequest, backend: Backend) -> GenerationRequest:
 
 
 def no_backend_error(adm: Admitted, err: BackendError | None) -> ApiError:
-    if adm.decision.sensitive and (err is None or err.status >= 500):  # local down or full: clear 503
+    if adm.decision.sensitive and (err is None or err.retryable or err.status >= 500):  # local down/full: 503
         e = sensitive_unavailable(err)
         return ApiError(e.status, str(e), e.code)
     if err is None:
