@@ -236,3 +236,13 @@ def test_personal_data_outside_message_text_and_images_stay_local(gw) -> None:
     assert chats(ext) == [] and len(chats(local)) == 3
     rows = admin.client.get("/admin/routing/audit").json()["data"]
     assert {tuple(r["reasons"]) for r in rows} >= {("detector",), ("uninspectable_content",)}
+
+
+def test_sensitive_with_local_full_is_a_clear_503(gw) -> None:
+    g, admin, local, ext = gw
+    assert put_routes(admin, STANDARD).status_code == 200
+    key = admin.key(admin.tenant()["id"])["key"]
+    local.behaviour.fail_next = [429]  # the local engine is full
+    r = chat(g, key, f"kimlik {TCKN}")
+    assert r.status_code == 503 and r.json()["error"]["code"] == "local_backend_unavailable"
+    assert chats(ext) == []
