@@ -54,7 +54,7 @@ _CANDIDATE = re.compile(rf"{_D}(?<!{_D}{{2}})[{_digit_ranges()}{_SEP_CHARS}]{{9,
 # Digit chain: 11+ digits, at most 3 separator characters between any two.
 _CHAIN = re.compile(rf"{_D}(?<!{_D}{{2}})(?:{_SEP}{{0,3}}{_D}){{10,}}")
 _GROUP = re.compile(r"[0-9]+")  # on folded chains
-_R = ("R", "r", "\uff32", "\uff52")  # an IBAN's "R" sits in the 4 characters before its digits
+_R = frozenset("Rr\uff32\uff52")  # an IBAN's "R" sits in the 4 characters before its digits
 _TR_BEFORE = re.compile(
     rf"(?<![^\W\d_])[Tt\uff34\uff54]{MESSAGE_JOIN}?[Rr\uff32\uff52]{_SEP}{{0,2}}\Z"
 )
@@ -77,8 +77,11 @@ def scan_numbers(text: str, blocked: list[tuple[int, int]], emit: Emit) -> None:
     mobiles: list[tuple[int, int]] = []
     for cand in _CANDIDATE.finditer(text):
         cs, ce = cand.span()
-        for m in _CHAIN.finditer(text, cs, ce):
-            start, end = m.span()
+        piece = cand.group()
+        # One contiguous run (most IDs and cards) is its own chain and cannot be a bare mobile.
+        whole = piece.isdigit()
+        chains = ((cs, ce, piece),) if whole else ((*m.span(), m.group()) for m in _CHAIN.finditer(text, cs, ce))
+        for start, end, chain_text in chains:
             near: list[tuple[int, int]] = []
             if blocked:
                 # Chains come in text order: walk the blocked spans alongside, keeping those
@@ -89,8 +92,9 @@ def scan_numbers(text: str, blocked: list[tuple[int, int]], emit: Emit) -> None:
                 if near and near[0][0] <= start and near[0][1] >= end:
                     continue
             if not _iban(text, start, end, near, emit, found):
-                _scan_chain(text, start, fold(m.group()), near, emit, found)
-        mobiles.extend(m.span() for m in _BARE_MOBILE.finditer(text, cs, ce))
+                _scan_chain(text, start, fold(chain_text), near, emit, found)
+        if not whole and ("5" in piece or not piece.isascii()):
+            mobiles.extend(m.span() for m in _BARE_MOBILE.finditer(text, cs, ce))
     for span in mobiles:
         if fold(text[span[0]]) == "5" and not _overlaps(span, found) and not _overlaps(span, blocked):
             emit("phone", span[0], span[1])
@@ -101,8 +105,7 @@ def _iban(
     found: list[tuple[int, int]],
 ) -> bool:
     """Handle a chain preceded by "TR"; True when the whole chain was the IBAN's digits."""
-    before = text[max(0, start - 4) : start]
-    if not any(r in before for r in _R):
+    if _R.isdisjoint(text[max(0, start - 4) : start]):
         return False
     tr = _TR_BEFORE.search(text, max(0, start - 5), start)
     body = _IBAN_BODY.match(text, start) if tr is not None else None
