@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from policies.complexity import complexity_score
@@ -101,7 +102,8 @@ class Router:
         self.audit = audit
         self.fail_closed = fail_closed
         self.locality = {name: bool(b.is_local) for name, b in backends.items()}
-        self._needs_complexity = any(r.match.max_complexity is not None for r in self.rules)
+        # Complexity is scored only for models some max_complexity rule can match ("auto").
+        self._complexity_models = [r.match.model for r in self.rules if r.match.max_complexity is not None]
 
     def decide(self, request: RouteRequest) -> RouteDecision:
         """Ordered backends for `request`, or NoRouteError (400 / 404 / 503)."""
@@ -122,7 +124,7 @@ class Router:
             opaque=opaque,
         )
         complexity = None
-        if self._needs_complexity:
+        if any(m is None or fnmatchcase(request.model, m) for m in self._complexity_models):
             try:
                 complexity = complexity_score(request.texts, request.prompt_tokens)
             except Exception:  # noqa: BLE001 - unknown complexity is never "simple"

@@ -2,8 +2,10 @@
 
 Not a model, a handful of signals any reviewer can check: long prompts, code, reasoning or
 maths vocabulary (English and Turkish), long conversations, several questions. The score is in
-[0, 1]; a routing rule's `max_complexity` compares against it. One regex pass per signal, so
-the cost stays a few microseconds per KB.
+[0, 1]; a routing rule's `max_complexity` compares against it.
+
+Speed: keyword signals are plain substring searches (C speed) on the lower-cased text, looked
+for only in the first 4 KB and last 2 KB; a case-insensitive regex alternation was ~50x slower.
 """
 
 from __future__ import annotations
@@ -12,15 +14,17 @@ import math
 import re
 from collections.abc import Sequence
 
-_REASONING = re.compile(
-    r"step by step|prove|proof|derive|analy[sz]e|analysis|explain why|trade-?offs?|optimi[sz]e|"
-    r"algorithm|architecture|design a|debug|refactor|compare|evaluate|"
-    r"adım adım|kanıtla|ispat|türet|analiz|neden|karşılaştır|optimize et|algoritma|mimari|tasarla|"
-    r"hata ayıkla|değerlendir",
-    re.IGNORECASE,
+REASONING = (
+    "step by step", "prove", "proof", "derive", "analyze", "analyse", "analysis", "explain why",
+    "trade-off", "tradeoff", "optimize", "optimise", "algorithm", "architecture", "design a",
+    "debug", "refactor", "compare", "evaluate",
+    "adım adım", "kanıtla", "ispat", "türet", "analiz", "neden", "karşılaştır", "optimize et",
+    "algoritma", "mimari", "tasarla", "hata ayıkla", "değerlendir",
 )
-_CODE = re.compile(r"```|\bdef |\bclass |\bfunction\b|\bimport |#include|=>|\};|SELECT .+ FROM", re.IGNORECASE)
-_MATH = re.compile(r"\\frac|\\sum|\\int|∫|∑|√|\b[a-z]\s*\^\s*\d|\d\s*[*/^]\s*\d|\bintegral\b|\bdenklem|\bequation", re.IGNORECASE)
+CODE = ("```", "def ", "class ", "function", "import ", "#include", "=>", "};", "select ")
+MATH = ("\\frac", "\\sum", "\\int", "∫", "∑", "√", "integral", "denklem", "equation")
+_ARITHMETIC = re.compile(r"[0-9]\s*[*/^]\s*[0-9]")
+_HEAD, _TAIL = 4096, 2048  # instructions sit at the start or the end of a prompt
 
 
 def complexity_score(texts: Sequence[str], prompt_tokens: int | None = None) -> float:
@@ -30,11 +34,12 @@ def complexity_score(texts: Sequence[str], prompt_tokens: int | None = None) -> 
     """
     text = "\n".join(texts)
     tokens = prompt_tokens if prompt_tokens is not None else len(text) / 4
-    # Length: 0 at ~50 tokens, 0.4 at ~2k tokens, saturating beyond ~8k.
+    # Length: 0 at ~50 tokens, 0.4 at ~2k tokens, capped at 0.5.
     length = 0.0 if tokens <= 50 else min(0.5, 0.4 * math.log(tokens / 50) / math.log(40))
-    reasoning = min(0.45, 0.15 * len(set(m.group().lower() for m in _REASONING.finditer(text))))
-    code = 0.25 if _CODE.search(text) else 0.0
-    maths = 0.15 if _MATH.search(text) else 0.0
+    sample = (text if len(text) <= _HEAD + _TAIL else text[:_HEAD] + "\n" + text[-_TAIL:]).lower()
+    reasoning = min(0.45, 0.15 * sum(1 for w in REASONING if w in sample))
+    code = 0.25 if any(w in sample for w in CODE) else 0.0
+    maths = 0.15 if any(w in sample for w in MATH) or _ARITHMETIC.search(sample) else 0.0
     turns = 0.1 if len(texts) > 6 else 0.0
-    questions = 0.1 if text.count("?") >= 3 else 0.0
+    questions = 0.1 if sample.count("?") >= 3 else 0.0
     return round(min(1.0, length + reasoning + code + maths + turns + questions), 4)
