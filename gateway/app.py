@@ -22,6 +22,7 @@ from gateway.auth import KeyCache
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.errors import ApiError, error_response
 from gateway.fairness import FairnessSync, push_weights
+from gateway.metrics import install_metrics, metrics_routes
 from gateway.quota import QuotaStore
 from gateway.registry import load_backends, start_embedded_engine, watch_config
 from gateway.settings import Settings
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
                                     timeout=settings.upstream_timeout_s)
         st.request_observers = []
         st.embedded = await asyncio.to_thread(start_embedded_engine, settings)
+        install_metrics(st)  # st.metrics for GET /metrics, fed through request_observers
         st.backends = {}
         await load_backends(st)
         await push_weights(st)
@@ -80,5 +82,5 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
             await st.quota.aclose()
             st.db.dispose()
 
-    routes = openai_api.routes() + admin.routes() + admin_routes.routes()
+    routes = openai_api.routes() + admin.routes() + admin_routes.routes() + metrics_routes()
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})

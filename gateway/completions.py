@@ -44,12 +44,16 @@ class CompletionsEndpoint:
 
 
 def _headers(adm: Admitted, base: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    return [*base, (b"x-request-id", adm.rid.encode()), (b"x-fairgate-priority", adm.priority.encode())]
+    # the gateway's own time so far: everything since arrival except waiting on backends
+    adm.overhead_ms = max(time.perf_counter() - adm.t0 - adm.backend_s, 0.0) * 1000
+    return [*base, (b"x-request-id", adm.rid.encode()), (b"x-fairgate-priority", adm.priority.encode()),
+            (b"x-fairgate-overhead-ms", b"%.3f" % adm.overhead_ms)]
 
 
 async def complete(state: Any, adm: Admitted, send: Any) -> None:
     err: BackendError | None = None
     for backend in allowed_backends(adm):
+        started = time.perf_counter()
         try:
             result = await backend.complete(for_backend(adm.gen, backend))
         except BackendError as exc:
@@ -60,6 +64,8 @@ async def complete(state: Any, adm: Admitted, send: Any) -> None:
         except Exception as exc:  # a backend bug must still end in one settle and one record
             err = BackendError(f"backend {backend.name} failed: {type(exc).__name__}", 502, True)
             continue
+        finally:
+            adm.backend_s += time.perf_counter() - started
         result["model"] = adm.parsed.model
         body = orjson.dumps(result)
         adm.ttft = time.perf_counter()
@@ -88,6 +94,7 @@ async def stream(state: Any, adm: Admitted, receive: Any, send: Any) -> None:
     gen = first = used = None
     for backend in allowed_backends(adm):
         candidate = backend.stream(for_backend(adm.gen, backend))
+        started = time.perf_counter()
         try:
             first = await anext(candidate)
         except StopAsyncIteration:
@@ -98,6 +105,8 @@ async def stream(state: Any, adm: Admitted, receive: Any, send: Any) -> None:
             if exc.retryable:
                 continue
             break
+        finally:
+            adm.backend_s += time.perf_counter() - started
         gen, used = candidate, backend
         break
     if gen is None or used is None:

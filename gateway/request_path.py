@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from backends.base import Backend, BackendError, GenerationRequest
+from backends.prompt_version import prompt_version
 from gateway.auth import Principal
 from gateway.errors import ApiError, send_error
 from gateway.quota import QuotaDenied, StaleConfig
@@ -43,6 +44,9 @@ class Admitted:
     t0: float
     ttft: float | None = None
 
+    backend_s: float = 0.0  # time spent waiting on backends before the first byte went out
+    overhead_ms: float | None = None  # gateway time to the first byte, backend_s excluded
+    prompt_version_header: bytes | None = None
 
 def bearer_token(headers: dict[bytes, bytes]) -> str:
     auth = headers.get(b"authorization", b"")
@@ -124,7 +128,8 @@ async def admit(state: Any, kind: str, scope: dict[str, Any], receive: Any) -> A
         body[parsed.max_tokens_field] = max_tokens  # what we reserved is what may be generated
         gen = GenerationRequest(rid, kind, body, tenant=principal.tenant_id, priority=priority,  # type: ignore[arg-type]
                                 cache_salt=principal.cache_salt or principal.tenant_id)
-        return Admitted(rid, kind, principal, parsed, priority, decision, gen, t0)
+        return Admitted(rid, kind, principal, parsed, priority, decision, gen, t0,
+                        prompt_version_header=headers.get(b"x-prompt-version"))
     raise ApiError(503, "The gateway's configuration is changing; retry.", "config_changing")
 
 
@@ -174,7 +179,18 @@ async def finish(state: Any, adm: Admitted, status: str, backend: str | None, ht
         model=adm.parsed.model, backend=backend, priority=adm.priority, status=status,
         stream=adm.parsed.stream, prompt_tokens=prompt, completion_tokens=completion,
         usage_estimated=estimated, cost=cost, http_status=http_status,
-        ttft_ms=None if adm.ttft is None else (adm.ttft - adm.t0) * 1000, latency_ms=(now - adm.t0) * 1000)
+        ttft_ms=None if adm.ttft is None else (adm.ttft - adm.t0) * 1000, latency_ms=(now - adm.t0) * 1000,
+        route=ROUTES.get(adm.kind, adm.kind), cached_tokens=_cached_tokens(usage), overhead_ms=adm.overhead_ms,
+        prompt_version=prompt_version(adm.prompt_version_header, adm.gen.body))
     state.usage.record(event)
     for observer in state.request_observers:
         observer(event)
+
+
+ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
+
+
+def _cached_tokens(usage: dict[str, Any] | None) -> int:
+    details = usage.get("prompt_tokens_details") if usage else None
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return cached if isinstance(cached, int) and cached >= 0 else 0

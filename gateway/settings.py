@@ -38,6 +38,7 @@ class Settings(BaseSettings):
     usage_flush_interval_s: float = 0.05
     default_priority: str = "standard"
     log_level: str = "warning"
+    metrics_token: str | None = None  # set → GET /metrics wants `Authorization: Bearer <it>`
     control_secret: str | None = None  # sent to engine servers' /control/* (their --control-secret)
     fairness_sync_interval_s: float = 5.0  # re-push weights to engines that lost them (restart)
 

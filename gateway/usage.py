@@ -38,6 +38,11 @@ class UsageEvent:
     ttft_ms: float | None
     latency_ms: float
     created_at: datetime = field(default_factory=utcnow)
+    # For metrics only (request observers), not stored: see _NOT_STORED.
+    route: str = ""  # the API route, e.g. /v1/chat/completions
+    cached_tokens: int = 0  # prompt tokens the backend served from its prefix cache
+    prompt_version: str = ""  # X-Prompt-Version or a hash of the system prompt, never its text
+    overhead_ms: float | None = None  # gateway time to the response's first byte, backend excluded
 
     @property
     def total_tokens(self) -> int:
@@ -45,8 +50,13 @@ class UsageEvent:
 
     def row(self) -> dict[str, Any]:
         d = asdict(self)
+        for name in _NOT_STORED:
+            del d[name]
         d["total_tokens"] = self.total_tokens
         return d
+
+
+_NOT_STORED = ("route", "cached_tokens", "prompt_version", "overhead_ms")
 
 
 def _insert_ignoring_duplicates(engine: Engine):  # type: ignore[no-untyped-def]
