@@ -39,7 +39,8 @@ def run_side(name: str, options, heldout: str | None, golden: list[GoldenItem], 
     gen_prompts = [g.prompt for g in golden] + prompts
     max_tokens = [g.max_tokens or args.max_tokens for g in golden] + [args.max_tokens] * len(prompts)
     stops = [g.stop for g in golden] + [[] for _ in prompts]
-    harness = Harness(options, max_seq_len=max(args.ctx + 1, 2 * args.max_tokens + 256),
+    # A slot must hold a perplexity window, or a (possibly left-cut) prompt plus its answer.
+    harness = Harness(options, max_seq_len=max([args.ctx + 1, *(n + 256 for n in max_tokens)]),
                       slots=args.batch_size)
     result = SideResult(name=options.describe())
     show = None if args.progress == "auto" else args.progress == "on"
@@ -56,6 +57,7 @@ def run_side(name: str, options, heldout: str | None, golden: list[GoldenItem], 
             outs = harness.greedy(gen_prompts, max_tokens, stops, bar.update)
         result.passed = [g.check(o.text) for g, o in zip(golden, outs[: len(golden)], strict=True)]
         result.outputs = [o.token_ids for o in outs]
+        result.texts = [o.text for o in outs]
     return result
 
 
@@ -84,8 +86,9 @@ def run_eval(args: argparse.Namespace) -> int:
     thresholds = Thresholds(args.max_ppl_delta_pct, args.max_pass_rate_drop, args.min_greedy_agreement)
     metrics = compare(cur, base, thresholds)
     if args.verbose:
-        for g, ok_b, ok_c in zip(golden, base.passed, cur.passed, strict=True):
-            print(f"  {g.id}: baseline {'pass' if ok_b else 'fail'}, config {'pass' if ok_c else 'fail'}")
+        for g, ok_b, ok_c, text in zip(golden, base.passed, cur.passed, cur.texts, strict=False):
+            verdict = f"baseline {'pass' if ok_b else 'fail'}, config {'pass' if ok_c else 'fail'}"
+            print(f"  {g.id}: {verdict}: {g.prompt[-40:]!r} -> {text!r}")
     print(format_table(metrics))
     print(json_line(metrics), flush=True)
     return EXIT_OK if metrics["passed"] else EXIT_THRESHOLD

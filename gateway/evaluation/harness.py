@@ -5,7 +5,7 @@ describe what `fairgate serve` would compute with the same options."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,20 +64,24 @@ class Harness:
         ctx = min(ctx, self.seq_len)
         return [ids[s: s + ctx + 1] for s in range(0, len(ids) - 1, ctx) if len(ids[s: s + ctx + 1]) > 1]
 
-    def nll(self, windows: list[list[int]], progress: Progress | None = None) -> tuple[float, int]:
-        """Summed negative log-likelihood (nats) of every predicted token, and their count."""
-        total, count = 0.0, 0
+    def window_logits(self, windows: list[list[int]]) -> Iterator[tuple[torch.Tensor, list[int]]]:
+        """(logits [len(w)-1, vocab] float32, labels w[1:]) per window, `slots` windows a pass."""
         for b in range(0, len(windows), self.slots):
             batch = windows[b: b + self.slots]
             inputs = [RunnerInput(f"ppl-{b + i}", w[:-1], 0, self._tables[i], False, self._greedy)
                       for i, w in enumerate(batch)]
             for w, logits in zip(batch, self.runner.forward_logits(inputs), strict=True):
-                labels = torch.tensor(w[1:], device=logits.device)
-                # [len-1, vocab] float32 logits -> summed token NLL
-                total += torch.nn.functional.cross_entropy(logits.float(), labels, reduction="sum").item()
-                count += len(labels)
+                yield logits.float(), w[1:]
+
+    def nll(self, windows: list[list[int]], progress: Progress | None = None) -> tuple[float, int]:
+        """Summed negative log-likelihood (nats) of every predicted token, and their count."""
+        total, count = 0.0, 0
+        for logits, labels in self.window_logits(windows):
+            target = torch.tensor(labels, device=logits.device)
+            total += torch.nn.functional.cross_entropy(logits, target, reduction="sum").item()
+            count += len(labels)
             if progress:
-                progress(len(batch))
+                progress(1)
         return total, count
 
     # --- greedy decoding ---------------------------------------------------------------

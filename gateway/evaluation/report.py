@@ -17,6 +17,7 @@ class SideResult:
     heldout_tokens: int = 0
     passed: list[bool] = field(default_factory=list)  # per golden item
     outputs: list[list[int]] = field(default_factory=list)  # greedy token ids per prompt
+    texts: list[str] = field(default_factory=list)  # greedy completions, cut at stops
 
     @property
     def pass_rate(self) -> float | None:
