@@ -1,7 +1,9 @@
 """Admin REST for routing (admin token, like the rest of /admin):
 
-    GET  /admin/routes                     → {"object": "routing_rules", "rules": [...]}
+    GET  /admin/routes                     → {"object": "routing_rules", "rules": [...], "problems": [...]}
     PUT  /admin/routes                     ← [rule, ...] or {"rules": [...]}; replaces the list
+    POST /admin/routes/explain             ← {"tenant_id"?, "priority"?, "classification"?,
+                                              "request": {...}} → the decision, nothing sent
     GET  /admin/tenants/{id}/sensitivity   → {"patterns": [...], "keywords": [...]}
     PUT  /admin/tenants/{id}/sensitivity   ← {"patterns": [...], "keywords": [...]}
     GET  /admin/routing/audit?tenant_id=&request_id=&limit=   → recent routing decisions
@@ -27,8 +29,9 @@ from gateway.errors import ApiError
 from gateway.models import BackendRow, Tenant
 from gateway.models_routing import RoutingAudit, TenantSensitivity
 from gateway.registry import load_backends
+from gateway.routing import NoRouteError, Router, RouteRequest
 from gateway.routing_store import read_rules, write_rules
-from policies.routing import validate_rules
+from policies.routing import Rule, validate_rules
 from policies.routing_schema import RuleSchemaError, parse_rules, rule_to_dict
 from policies.sensitivity import validate_tenant_patterns
 
@@ -55,8 +58,51 @@ def backend_locality(s: Session, state: Any) -> dict[str, bool]:
 
 @admin_route
 async def get_routes(request: Request) -> Any:
-    rules = await in_tx(request, read_rules)
-    return {"object": "routing_rules", "rules": [rule_to_dict(r) for r in rules]}
+    state = request.app.state
+
+    def run(s: Session) -> tuple[list[Rule], list[str]]:
+        rules = read_rules(s)
+        # Rules were valid when saved; a backend deleted or re-registered since shows up here.
+        return rules, validate_rules(rules, backend_locality(s, state))
+
+    rules, problems = await in_tx(request, run)
+    return {"object": "routing_rules", "rules": [rule_to_dict(r) for r in rules], "problems": problems}
+
+
+@admin_route
+async def explain_route(request: Request) -> Any:
+    """Dry run: where would this request go, and why? Nothing is sent, stored or audited."""
+    body = await _json_body(request)
+    if not isinstance(body, dict) or not isinstance(body.get("request"), dict):
+        raise ApiError(400, "Expected {\"tenant_id\"?, \"priority\"?, \"classification\"?, "
+                            "\"request\": {OpenAI request body}}.", "invalid_value", "request")
+    cls = body.get("classification")
+    if cls is not None and not isinstance(cls, str):
+        raise ApiError(400, "`classification` must be \"sensitive\" or \"public\".", "invalid_value", "classification")
+    state = request.app.state
+    tid = body.get("tenant_id")
+
+    def tenant(s: Session) -> Tenant | None:
+        return None if tid is None else _tenant_or_404(s, str(tid))
+
+    t = await in_tx(request, tenant)
+    live: Router = state.router
+    router = Router(live.backends, live.aliases, rules=live.rules, tenants=live.tenants,
+                    fail_closed=live.fail_closed)
+    model = body["request"].get("model")
+    req = RouteRequest(
+        tenant_id=t.id if t else "", tenant_name=t.name if t else "", model=str(model or ""),
+        priority=str(body.get("priority") or (t.default_priority if t else "standard")),
+        data_residency=t.data_residency if t else "any", classification_header=cls,
+        body=body["request"])
+    try:
+        d = router.decide(req)
+    except NoRouteError as exc:
+        return {"object": "route_explanation", "routed": False, "status": exc.status, "code": exc.code,
+                "message": str(exc)}
+    return {"object": "route_explanation", "routed": True, "backends": [b.name for b in d.backends],
+            "rule_id": d.rule_id, "sensitive": d.sensitive, "finding_kinds": d.finding_kinds,
+            "reason": d.reason}
 
 
 @admin_route
@@ -182,6 +228,7 @@ def routes() -> list[Route]:
     return [
         Route("/admin/routes", get_routes, methods=["GET"]),
         Route("/admin/routes", put_routes, methods=["PUT"]),
+        Route("/admin/routes/explain", explain_route, methods=["POST"]),
         Route("/admin/tenants/{id}/sensitivity", get_sensitivity, methods=["GET"]),
         Route("/admin/tenants/{id}/sensitivity", put_sensitivity, methods=["PUT"]),
         Route("/admin/routing/audit", list_routing_audit, methods=["GET"]),

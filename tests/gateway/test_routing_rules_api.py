@@ -246,3 +246,23 @@ def test_sensitive_with_local_full_is_a_clear_503(gw) -> None:
     r = chat(g, key, f"kimlik {TCKN}")
     assert r.status_code == 503 and r.json()["error"]["code"] == "local_backend_unavailable"
     assert chats(ext) == []
+
+
+def test_explain_is_a_dry_run_and_get_reports_stale_rules(gw) -> None:
+    g, admin, local, ext = gw
+    assert put_routes(admin, STANDARD).status_code == 200
+    t = admin.tenant()
+    r = admin.client.post("/admin/routes/explain", json={"tenant_id": t["id"], "request": {
+        "model": "chat", "messages": [{"role": "user", "content": f"no {TCKN}"}]}})
+    assert r.status_code == 200, r.text
+    assert r.json() | {"reason": None} == {"object": "route_explanation", "routed": True, "backends": ["local-llm"],
+                                           "rule_id": "pii-local", "sensitive": True, "finding_kinds": ["tckn"],
+                                           "reason": None}
+    r = admin.client.post("/admin/routes/explain", json={"request": {"model": "nope", "messages": []}})
+    assert r.json()["routed"] is False and r.json()["status"] == 404
+    assert admin.client.post("/admin/routes/explain", json={"request": "x"}).status_code == 400
+    assert chats(local) == [] and chats(ext) == []  # nothing was sent
+    assert admin.client.get("/admin/routes").json()["problems"] == []
+    assert admin.client.delete("/admin/backends/ext-gpt").status_code == 200
+    problems = admin.client.get("/admin/routes").json()["problems"]
+    assert problems and "unknown backend 'ext-gpt'" in problems[0]
