@@ -109,14 +109,14 @@ async def in_tx(request: Request, fn: Callable[[Session], Any]) -> Any:
     return await asyncio.to_thread(run)
 
 
-async def changed(request: Request, *, tenants: bool = False, backends: bool = False) -> None:
+async def changed(request: Request, **_: bool) -> None:
+    """Tell every replica: bump the version (their key caches and registries reload), and
+    rebuild here at once (backends, router, weights pushed to every engine, new ones too) so
+    this replica's next request already sees the change."""
     state = request.app.state
-    await state.quota.bump_version()
+    version = await state.quota.bump_version()
     state.keys.clear()
-    if backends:
-        await load_backends(state)
-    if tenants or backends:  # a new engine server gets the weights at once
-        await push_weights(state)
+    await refresh_if_stale(state, version)
 
 
 def _tenant(s: Session, tenant_id: str) -> Tenant:

@@ -66,12 +66,16 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
         st.embedded = await asyncio.to_thread(start_embedded_engine, settings)
         install_metrics(st)  # st.metrics for GET /metrics, fed through request_observers
         st.backends = {}
+        st.config_version = await st.quota.version()
+        st.config_lock = asyncio.Lock()
         await load_backends(st)
         await push_weights(st)
         st.fairness_sync = FairnessSync(st, settings.fairness_sync_interval_s).start()
+        watcher = asyncio.get_running_loop().create_task(watch_config(st), name="config-watcher")
         try:
             yield
         finally:
+            watcher.cancel()
             await st.fairness_sync.stop()
             await st.usage.stop()
             for backend in st.backends.values():

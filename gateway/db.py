@@ -53,6 +53,9 @@ def upgrade(url: str, revision: str = "heads") -> None:
     engine = make_engine(url)
     try:
         with engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                # replicas starting together must not run the same migration twice
+                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7261001)")
             cfg = alembic_config(url)
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, revision)

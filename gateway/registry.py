@@ -89,6 +89,33 @@ async def load_backends(state: Any) -> None:
     state.router = build_router(state)
 
 
+async def refresh_if_stale(state: Any, version: int | None = None) -> bool:
+    """Rebuild backends and push weights when the config version moved (an admin change on any
+    replica); the key cache reloads itself through the version check at admission."""
+    from gateway.fairness import push_weights
+
+    current = await state.quota.version() if version is None else version
+    if current == state.config_version:
+        return False
+    async with state.config_lock:  # one rebuild for a burst of requests that all noticed
+        if current == state.config_version:
+            return True
+        await load_backends(state)
+        await push_weights(state)
+        state.config_version = current
+    return True
+
+
+async def watch_config(state: Any, interval_s: float = 1.0) -> None:
+    """Background task: notice other replicas' admin changes within `interval_s`."""
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            await refresh_if_stale(state)
+        except Exception as exc:  # Redis or the database blinked: try again next round
+            log.warning("config refresh failed (%s)", type(exc).__name__)
+
+
 def build_router(state: Any) -> Router:
     from gateway.routing_store import build_router as build_rule_router  # the routing issue's rules
 

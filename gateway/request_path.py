@@ -21,6 +21,7 @@ from backends.prompt_version import prompt_version
 from gateway.auth import Principal
 from gateway.errors import ApiError, send_error
 from gateway.quota import QuotaDenied, StaleConfig
+from gateway.registry import refresh_if_stale
 from gateway.routing import NoRouteError, RouteDecision, RouteRequest, sensitive_unavailable
 from gateway.usage import UsageEvent
 from gateway.validation import ParsedRequest, parse_body, validate
@@ -43,10 +44,10 @@ class Admitted:
     gen: GenerationRequest
     t0: float
     ttft: float | None = None
-
     backend_s: float = 0.0  # time spent waiting on backends before the first byte went out
     overhead_ms: float | None = None  # gateway time to the first byte, backend_s excluded
     prompt_version_header: bytes | None = None
+
 
 def bearer_token(headers: dict[bytes, bytes]) -> str:
     auth = headers.get(b"authorization", b"")
@@ -113,6 +114,9 @@ async def admit(state: Any, kind: str, scope: dict[str, Any], receive: Any) -> A
                 classification_header=cls_header.decode().strip().lower() if cls_header else None,
                 texts=parsed.texts, prompt_tokens=parsed.prompt_tokens_bound, request_id=rid, body=body))
         except NoRouteError as exc:
+            # a backend registered through another replica a moment ago: refresh once, retry
+            if exc.status == 404 and attempt == 0 and await refresh_if_stale(state):
+                continue
             raise ApiError(exc.status, str(exc), exc.code, "model" if exc.status == 404 else None) from None
         price = state.prices.get(decision.backends[0].name) if decision.backends else None
         cost = price.cost(parsed.prompt_tokens_bound, max_tokens) if price else 0.0

@@ -116,14 +116,22 @@ class GatewayProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         full = {**os.environ, **env, "FAIRGATE_PORT": str(self.port), "FAIRGATE_HOST": "127.0.0.1"}
+        # a file, not a pipe: a full pipe nobody reads would block the server on its next log line
+        import tempfile
+
+        self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve"], cwd=ROOT, env=full,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                     stdout=subprocess.DEVNULL, stderr=self.log)
+
+    def log_tail(self, n: int = 4000) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")[-n:]
 
     def __enter__(self) -> GatewayProcess:
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"gateway exited: {self.proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                raise RuntimeError(f"gateway exited: {self.log_tail()}")
             try:
                 httpx.get(self.url + "/v1/models", timeout=1)
                 return self
@@ -138,8 +146,7 @@ class GatewayProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        if self.proc.stderr:
-            self.proc.stderr.close()
+        self.log.close()
 
 
 class Admin:
