@@ -40,20 +40,21 @@ def paged_decode_attention(
     if query.device.type != "cpu":
         return _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len)
     # CPU: one sequence at a time. Its gathered K/V (< 1 MB for typical contexts) stays in
-    # cache for the two matmuls that follow, no padding to the longest context is computed,
-    # and no batch-sized temporary (page faults on every fresh large allocation) is made.
+    # cache for the fused attention that follows, no padding to the longest context is
+    # computed, and no batch-sized temporary (page faults on every fresh large allocation) is made.
     _, num_heads, head_dim = query.shape
     block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
-    group = num_heads // num_kv_heads
+    gqa = num_heads != num_kv_heads
     out = torch.empty_like(query)
     for i, ctx_len in enumerate(seq_lens.tolist()):
         blocks = block_tables[i, : (ctx_len + block_size - 1) // block_size]
         k = k_cache.index_select(0, blocks).view(-1, num_kv_heads, head_dim)[:ctx_len]  # [T, Hkv, D]
         v = v_cache.index_select(0, blocks).view(-1, num_kv_heads, head_dim)[:ctx_len]
-        q = query[i].view(num_kv_heads, group, head_dim).float()  # [Hkv, G, D]
-        scores = torch.matmul(q, k.float().permute(1, 2, 0)).mul_(scale)  # [Hkv, G, T]
-        probs = torch.softmax(scores, dim=-1)
-        o = torch.matmul(probs, v.float().transpose(0, 1))  # [Hkv, G, D]
+        q = query[i].view(1, num_heads, 1, head_dim).float()
+        # 4-D inputs select the fused CPU flash kernel (3-D ones fall back to the math path).
+        o = F.scaled_dot_product_attention(
+            q, k.float().transpose(0, 1)[None], v.float().transpose(0, 1)[None], scale=scale, enable_gqa=gqa
+        )  # [1, H, 1, D]
         out[i] = o.view(num_heads, head_dim)
     return out
 
@@ -98,6 +99,7 @@ def paged_prefill_attention(
     num_tokens, num_heads, head_dim = query.shape
     out = torch.empty_like(query)
     block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
+    gqa = num_heads != num_kv_heads
     starts = query_start_loc.tolist()
     lens = seq_lens.tolist()
     for i, ctx_len in enumerate(lens):
@@ -108,14 +110,15 @@ def paged_prefill_attention(
         blocks = block_tables[i, : (ctx_len + block_size - 1) // block_size]
         k = k_cache.index_select(0, blocks).view(-1, num_kv_heads, head_dim)[:ctx_len]  # [T, Hkv, D]
         v = v_cache.index_select(0, blocks).view(-1, num_kv_heads, head_dim)[:ctx_len]
-        q = query[qs:qe].float().transpose(0, 1)  # [H, q, D]
-        k, v = k.float().transpose(0, 1), v.float().transpose(0, 1)  # [Hkv, T, D]
+        q = query[qs:qe].float().transpose(0, 1)[None]  # [1, H, q, D]; 4-D picks the flash kernel
+        k, v = k.float().transpose(0, 1)[None], v.float().transpose(0, 1)[None]  # [1, Hkv, T, D]
         if q_len == ctx_len:  # no cached prefix: plain causal (the fused kernel skips masked tiles)
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=True)
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
         else:  # query j sits at position ctx_len - q_len + j and sees keys up to there
             q_pos = torch.arange(ctx_len - q_len, ctx_len, device=query.device)
             k_pos = torch.arange(ctx_len, device=query.device)
             mask = k_pos[None, :] <= q_pos[:, None]  # [q, T], True = attend
-            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=True)
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
+        o = o[0]  # [H, q, D]
         out[qs:qe] = o.transpose(0, 1).to(query.dtype)  # [q, H, D]
     return out

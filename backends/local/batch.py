@@ -46,7 +46,7 @@ def build_step(
     inputs: Sequence[RunnerInput],
     block_size: int,
     max_model_len: int,
-    cos_sin_table: torch.Tensor,  # [max_positions, head_dim]
+    cos_sin_table: torch.Tensor,  # [max_positions, 2, head_dim]
     device: torch.device,
 ) -> StepBatch:
     """Order inputs (single-token ones first) and build ids, slots, positions and tables."""
@@ -86,7 +86,7 @@ def build_step(
     pos_t = torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)
     meta = AttentionMetadata(
         slot_mapping=torch.tensor(slots, dtype=torch.int64).to(device, non_blocking=True),
-        cos_sin=cos_sin_table.index_select(0, pos_t),  # [T, head_dim]
+        cos_sin=cos_sin_table.index_select(0, pos_t),  # [T, 2, head_dim]
         num_decodes=len(decodes),
         decode_block_tables=i32(_padded_tables([blocks_needed(i) for i in decodes])) if decodes else None,
         decode_seq_lens=i32(dec_lens) if decodes else None,

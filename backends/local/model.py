@@ -26,7 +26,7 @@ class AttentionMetadata:
     """
 
     slot_mapping: torch.Tensor  # [num_tokens] int64
-    cos_sin: torch.Tensor  # [num_tokens, head_dim], rows for each token's position
+    cos_sin: torch.Tensor  # [num_tokens, 2, head_dim], rows for each token's position
     num_decodes: int
     decode_block_tables: torch.Tensor | None  # [num_decodes, max_blocks] int32
     decode_seq_lens: torch.Tensor | None  # [num_decodes] int32
@@ -92,7 +92,7 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate_up = self.gate_up_proj(x)  # [T, 2 I]
         gate, up = gate_up[:, : self.intermediate], gate_up[:, self.intermediate :]
-        return self.down_proj(F.silu(gate) * up)  # SwiGLU
+        return self.down_proj(F.silu(gate).mul_(up))  # SwiGLU
 
 
 class RMSNorm(nn.Module):
@@ -114,8 +114,9 @@ class DecoderLayer(nn.Module):
         self.mlp = MLP(cfg)
 
     def forward(self, h: torch.Tensor, k_cache, v_cache, meta: AttentionMetadata) -> torch.Tensor:
-        h = h + self.attn(self.input_norm(h), k_cache, v_cache, meta)
-        return h + self.mlp(self.post_attn_norm(h))
+        # In-place residual adds: h is this step's own activation buffer (from the embedding).
+        h.add_(self.attn(self.input_norm(h), k_cache, v_cache, meta))
+        return h.add_(self.mlp(self.post_attn_norm(h)))
 
 
 class DecoderModel(nn.Module):

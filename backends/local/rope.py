@@ -47,17 +47,24 @@ def _llama3_scale(inv_freq: torch.Tensor, cfg: ModelConfig) -> torch.Tensor:
 
 
 def cos_sin_cache(cfg: ModelConfig, max_positions: int, dtype: torch.dtype, device) -> torch.Tensor:
-    """[max_positions, head_dim] table: cos in the first half, sin in the second."""
+    """[max_positions, 2, head_dim] table: row 0 = cos for both halves, row 1 = (-sin, sin).
+
+    Full-width, sign-folded rows let `apply_rope` rotate with one roll and two multiplies.
+    """
     inv_freq = inv_frequencies(cfg)  # [D/2]
     pos = torch.arange(max_positions, dtype=torch.int64).float()
     freqs = pos[:, None] * inv_freq[None, :]  # [P, D/2], fp32 like transformers
-    return torch.cat([freqs.cos(), freqs.sin()], dim=-1).to(dtype=dtype, device=device)
+    cos, sin = freqs.cos(), freqs.sin()
+    table = torch.stack([torch.cat([cos, cos], -1), torch.cat([-sin, sin], -1)], dim=1)  # [P, 2, D]
+    return table.to(dtype=dtype, device=device)
 
 
 def apply_rope(x: torch.Tensor, cos_sin: torch.Tensor) -> torch.Tensor:
-    """Rotate x [T, H, D] by cos_sin [T, D] (rows already gathered for each token's position)."""
+    """Rotate x [T, H, D] by cos_sin [T, 2, D] (rows already gathered for each token's position).
+
+    out = x * cos + rotate_half(x) * sin, where rotate_half(x) = (-x2, x1) = roll(x) * (-1, 1).
+    """
     half = x.shape[-1] // 2
-    cos = cos_sin[:, None, :half]  # [T, 1, D/2]
-    sin = cos_sin[:, None, half:]
-    x1, x2 = x[..., :half], x[..., half:]
-    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+    cos = cos_sin[:, None, 0]  # [T, 1, D]
+    signed_sin = cos_sin[:, None, 1]
+    return torch.addcmul(x * cos, torch.roll(x, shifts=half, dims=-1), signed_sin)
