@@ -11,8 +11,11 @@ Layout rules trade a little recall for precision and are deliberate:
 - TCKN: written whole or in groups of 2-3 digits (so "2024-8177876" is an order number);
 - phone: after the prefix (0, +90, 0090) the 10 digits are whole or grouped 3-7, 3-3-4,
   3-3-2-2 or 3-4-3;
-- card: one run, or groups of 3-6 digits joined by one kind of separator (so date ranges and
-  numbered lists that happen to pass Luhn are not cards);
+- card: first digit of a payment network (2-6, 9), not an ISBN-13, and one run or groups of
+  3-6 digits joined by one kind of separator (so date ranges and numbered lists that happen to
+  pass Luhn are not cards);
+- any number written "+<country> ..." with 11-15 digits is a phone (foreign numbers are
+  personal data too);
 - an IBAN-shaped string with a bad check is not re-read as a card or TCKN.
 """
 
@@ -63,6 +66,10 @@ _BARE_MOBILE = re.compile(
     rf"{_D}(?<![\d+\uff0b].){_D}{{2}}{_SEP}{{1,2}}{_D}{{3}}{_SEP}{{1,2}}"
     rf"(?:{_D}{{2}}{_SEP}{{1,2}}{_D}{{2}}|{_D}{{4}})(?!{_D})"
 )
+# Payment networks: 2 (Mastercard 2-series, Mir), 3 (Amex, JCB, Diners), 4 (Visa), 5 (Mastercard,
+# Maestro), 6 (Discover, UnionPay, Maestro), 9 (Troy). Leaving out 1/7/8 keeps millisecond
+# timestamps and trace ids that happen to pass Luhn from reading as cards.
+_CARD_FIRST = frozenset("234569")
 _PHONE_AREA = frozenset("23458")  # 2-4 landlines, 5 mobiles, 8 (0850 and the like)
 _PHONE_SHAPES = frozenset({(10,), (3, 7), (3, 3, 4), (3, 3, 2, 2), (3, 4, 3)})
 
@@ -185,15 +192,22 @@ def _window_kind(text: str, groups: list[Group], i: int, j: int, digits: str) ->
             return "tckn"
         if digits[0] == "0" and digits[1] in _PHONE_AREA and _phone_layout(groups, i, j, 1):
             return "phone"
-        return None
     if size == 12 and digits[0] == "9" and digits[1] == "0" and digits[2] in _PHONE_AREA:
         if "+" in fold(text[max(0, groups[i][0] - 2) : groups[i][0]]) and _phone_layout(groups, i, j, 2):
             return "phone"
     if size == 14 and digits.startswith("0090") and digits[4] in _PHONE_AREA:
         if _phone_layout(groups, i, j, 4):
             return "phone"
-    if size >= 13 and digits[0] != "0" and _card_layout(text, groups, i, j) and luhn_valid(digits):
+    if (
+        size >= 13
+        and digits[0] in _CARD_FIRST
+        and not (size == 13 and digits[:3] in ("978", "979"))  # ISBN-13
+        and _card_layout(text, groups, i, j)
+        and luhn_valid(digits)
+    ):
         return "card"
+    if size <= 15 and digits[0] != "0" and groups[i][0] > 0 and fold(text[groups[i][0] - 1]) == "+":
+        return "phone"  # any other country's number in international form: +<country> <number>
     return None
 
 

@@ -1,7 +1,7 @@
 """Personal-data (KVKK) detection: pure functions over prompt text, no I/O.
 
 `classify(text, patterns=(), keywords=())` finds Turkish national IDs (TCKN, both check digits),
-Turkish IBANs (mod-97), Turkish phone numbers (+90 / 0090 / 0 prefixes, and bare 5xx mobiles
+Turkish IBANs (mod-97; other countries' IBANs too), Turkish phone numbers (+90 / 0090 / 0 prefixes, and bare 5xx mobiles
 in their usual 3-3-2-2 / 3-3-4 shape), e-mail addresses, payment cards (13-19 digits, Luhn),
 and tenant-defined regular expressions and keywords. Each `Finding` names its kind and span;
 spans index the text as given (detectors match raw text and fold only matched pieces).
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from policies.digit_chains import scan_numbers
+from policies.iban import scan_foreign_ibans
 from policies.textnorm import MESSAGE_JOIN
 
 DETECTOR_KINDS = ("tckn", "iban", "phone", "card", "email", "pattern", "keyword")
@@ -78,9 +79,17 @@ def _classify(text: str, patterns: Iterable[str], keywords: Iterable[str]) -> Cl
         at = text.find(at_sign)
         while at != -1:
             at = _scan_email(text, at, at_sign, emails)
-    emails.sort()
+    blocked = list(emails)
     findings.extend(Finding("email", s, e) for s, e in emails)
-    scan_numbers(text, emails, lambda kind, s, e: findings.append(Finding(kind, s, e)))
+
+    def foreign_iban(start: int, end: int, valid: bool) -> None:
+        blocked.append((start, end))  # a bad IBAN's digits are not a card either
+        if valid:
+            findings.append(Finding("iban", start, end))
+
+    scan_foreign_ibans(text, foreign_iban)
+    blocked.sort()
+    scan_numbers(text, blocked, lambda kind, s, e: findings.append(Finding(kind, s, e)))
     for kind, rx in _compile_tenant(tuple(patterns), tuple(keywords)):
         for m in rx.finditer(text):
             if m.end() > m.start():

@@ -32,6 +32,9 @@ def spans(text: str, **kw: object) -> list[tuple[str, str]]:
         (f"kart {CARD}, skt 12/27", [("card", CARD)]),
         ("amex 3782-822463-10005", [("card", "3782-822463-10005")]),
         ("mail Ayse.Yilmaz+ik@firma.com.tr.", [("email", "Ayse.Yilmaz+ik@firma.com.tr")]),
+        ("pay GB29 NWBK 6016 1331 9268 19 now", [("iban", "GB29 NWBK 6016 1331 9268 19")]),
+        ("IBAN DE89370400440532013000.", [("iban", "DE89370400440532013000")]),
+        ("call +1 415 555 2671 or +44 20 7946 0958", [("phone", "1 415 555 2671"), ("phone", "44 20 7946 0958")]),
     ],
 )
 def test_detects_each_kind_with_its_span(text: str, expected: list[tuple[str, str]]) -> None:
@@ -52,6 +55,10 @@ def test_detects_each_kind_with_its_span(text: str, expected: list[tuple[str, st
         "numara 1234567890",  # 10 digits, no phone prefix
         "çağrı 05321234",  # too short
         "liste 1. 2. 3. 4. 5. 6. 7. 8. 9. 10. 11. 12.",
+        "IBAN DE89 3704 0044 0532 0130 01",  # bad mod-97: its digits are not a card either
+        "ts=1700000000123 and 1700000000000",  # ms timestamps (a card never starts with 1)
+        "ISBN 978-605-123-456-7",
+        "total = x + 12345678901",  # '+' with a space is arithmetic, not a phone
     ],
 )
 def test_hard_negatives(text: str) -> None:
