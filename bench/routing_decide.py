@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx  # noqa: E402
 
 from backends.openai_compat import OpenAICompatBackend  # noqa: E402
-from gateway.routing import RouteRequest, Router  # noqa: E402
+from gateway.routing import Router, RouteRequest  # noqa: E402
 from policies.routing import Rule, RuleMatch  # noqa: E402
 
 SENTENCE = "Geçen haftaki toplantıda ürün yol haritasını ve üçüncü çeyrek hedeflerini konuştuk. "
