@@ -62,9 +62,11 @@ _TR_BEFORE = re.compile(
     rf"(?<![^\W\d_])[Tt\uff34\uff54]{MESSAGE_JOIN}?[Rr\uff32\uff52]{_SEP}{{0,2}}\Z"
 )
 _IBAN_BODY = re.compile(rf"{_D}(?:{_SEP}{{0,2}}{_D}){{23}}(?!{_D})")
+# 5xx xxx xx xx / 5xx xxx xxxx; a message boundary may also split a group ("560 60" | "2 75 29").
+_DG = f"(?:{MESSAGE_JOIN}?{_D})"  # a digit that continues a group
 _BARE_MOBILE = re.compile(
-    rf"{_D}(?<![\d+\uff0b].){_D}{{2}}{_SEP}{{1,2}}{_D}{{3}}{_SEP}{{1,2}}"
-    rf"(?:{_D}{{2}}{_SEP}{{1,2}}{_D}{{2}}|{_D}{{4}})(?!{_D})"
+    rf"{_D}(?<![\d+\uff0b].){_DG}{{2}}{_SEP}{{1,2}}{_D}{_DG}{{2}}{_SEP}{{1,2}}"
+    rf"(?:{_D}{_DG}{_SEP}{{1,2}}{_D}{_DG}|{_D}{_DG}{{3}})(?!{_D})"
 )
 # Payment networks: 2 (Mastercard 2-series, Mir), 3 (Amex, JCB, Diners), 4 (Visa), 5 (Mastercard,
 # Maestro), 6 (Discover, UnionPay, Maestro), 9 (Troy). Leaving out 1/7/8 keeps millisecond
