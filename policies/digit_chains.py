@@ -1,11 +1,12 @@
-"""The numeric detectors: TCKN, TR IBAN, Turkish phones and payment cards in folded text.
+"""The numeric detectors: TCKN, TR IBAN, phones and payment cards, on raw text.
 
-One C-speed regex pass finds "digit chains": at least 11 digits, any two separated by at most
-three spaces, dots, dashes, parentheses or message boundaries. Prose, dates, amounts and short
-numbers never match, so Python code only ever looks at those chains. A chain preceded by "TR"
-is an IBAN candidate; any other chain is split into digit groups and every window of
+A C-speed regex finds candidates: runs of 11+ characters of digits (any script) and separators
+(spaces, dots, dashes, parentheses, message boundaries). Prose, dates, amounts and short numbers
+never match, so Python code only looks at candidates. Inside one, "digit chains" hold 11+
+digits with at most three separator characters between any two. A chain preceded by "TR" is an
+IBAN candidate; any other chain is split into digit groups (folded to ASCII) and every window of
 consecutive groups is checked by length, layout and check digits. Bare 10-digit mobiles
-(5xx xxx xx xx) have their own narrow regex.
+(5xx xxx xx xx) have their own narrow regex, run only inside candidates.
 
 Layout rules trade a little recall for precision and are deliberate:
 - TCKN: written whole or in groups of 2-3 digits (so "2024-8177876" is an order number);

@@ -1,14 +1,14 @@
 """Personal-data (KVKK) detection: pure functions over prompt text, no I/O.
 
-`classify(text, patterns=(), keywords=())` finds Turkish national IDs (TCKN, both check digits),
-Turkish IBANs (mod-97; other countries' IBANs too), Turkish phone numbers (+90 / 0090 / 0 prefixes, and bare 5xx mobiles
-in their usual 3-3-2-2 / 3-3-4 shape), e-mail addresses, payment cards (13-19 digits, Luhn),
-and tenant-defined regular expressions and keywords. Each `Finding` names its kind and span;
-spans index the text as given (detectors match raw text and fold only matched pieces).
-Findings never carry the matched text, so they are safe to log and audit.
+`classify(text, patterns=(), keywords=())` finds Turkish national IDs (TCKN, both check
+digits), IBANs (Turkish and other countries', mod-97), phone numbers (Turkish +90 / 0090 / 0
+prefixes, bare 5xx mobiles in their usual shapes, any "+<country>" number), e-mail addresses,
+payment cards (13-19 digits, Luhn) and tenant-defined regular expressions and keywords. Each
+`Finding` names its kind and span; spans index the text as given (detectors match raw text and
+fold only matched pieces). Findings never carry the matched text, so they are safe to audit.
 
-Speed: ordinary prose costs a few C-speed regex scans; Python code runs only on digit chains
-of 11+ digits (see `digit_chains`) and around each '@'.
+Speed: ordinary prose costs a few C-speed regex scans; Python code runs only on digit runs of
+11+ characters (see `digit_chains`), around each '@' and on IBAN-shaped strings.
 """
 
 from __future__ import annotations
