@@ -266,3 +266,20 @@ def test_explain_is_a_dry_run_and_get_reports_stale_rules(gw) -> None:
     assert admin.client.delete("/admin/backends/ext-gpt").status_code == 200
     problems = admin.client.get("/admin/routes").json()["problems"]
     assert problems and "unknown backend 'ext-gpt'" in problems[0]
+
+
+def test_rules_and_audit_on_postgresql(make_gateway, upstream) -> None:
+    """The same tables and JSON columns on PostgreSQL (migration 0002_routing)."""
+    g, admin = make_gateway(db="postgres")
+    rules = [{"id": "all-up", "match": {"model": "chat", "sensitivity": "public", "max_prompt_tokens": 4000},
+              "backend": "up"}]
+    assert put_routes(admin, rules).status_code == 200
+    assert admin.client.get("/admin/routes").json()["rules"] == [{**rules[0], "fallbacks": []}]
+    t = admin.tenant()
+    key = admin.key(t["id"])["key"]
+    assert chat(g, key, "hello there").status_code == 200
+    r = chat(g, key, f"kimlik {TCKN}")  # "up" is external: refused, not leaked
+    assert r.status_code == 503 and r.json()["error"]["code"] == "no_local_backend"
+    rows = admin.client.get("/admin/routing/audit", params={"tenant_id": t["id"]}).json()["data"]
+    assert [(x["rule_id"], x["status"], x["finding_kinds"]) for x in rows] == [
+        (None, 503, ["tckn"]), ("all-up", 200, [])]
