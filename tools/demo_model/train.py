@@ -1,7 +1,8 @@
 """Train fairgate's demo model pair on one CPU core: a small Llama target and a tiny draft.
 
     python -m tools.demo_model.train --probe          # tokens/s of each model, then exit
-    nohup python -m tools.demo_model.train --target-steps 2400 --draft-steps 1200 &
+    nohup python -m tools.demo_model.train &     # defaults: 400 draft + 800 target steps
+    python -m tools.demo_model.model_card --samples   # add greedy samples to the model card
 
 Steps: build the corpus (build_corpus.py), train a byte-level BPE (tokenizer.py), train the
 draft, then the target, saving the target every --save-every steps so a usable model exists
@@ -144,7 +145,8 @@ def train_model(name: str, model, data: np.ndarray, args, steps: int, lr: float,
     model.train()
     started, loss_avg = time.time(), None
     stream = batches(data, args.batch, args.ctx, data_seed)
-    for step, xy in zip(range(steps), stream, strict=False):
+    stop_after = min(steps, getattr(args, "stop_after", None) or steps)
+    for step, xy in zip(range(stop_after), stream, strict=False):
         for group in opt.param_groups:
             group["lr"] = lr_at(step)
         loss = _loss(model, xy)
@@ -174,11 +176,13 @@ def main() -> None:
     ap.add_argument("--vocab-size", type=int, default=6144)
     ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--target-steps", type=int, default=1200)
-    ap.add_argument("--draft-steps", type=int, default=600)
+    ap.add_argument("--target-steps", type=int, default=800)
+    ap.add_argument("--draft-steps", type=int, default=400)
     ap.add_argument("--target-lr", type=float, default=2e-3)
     ap.add_argument("--draft-lr", type=float, default=3e-3)
-    ap.add_argument("--save-every", type=int, default=300)
+    ap.add_argument("--save-every", type=int, default=200)
+    ap.add_argument("--stop-after", type=int, default=None,
+                    help="end the target early at this step, keeping the --target-steps schedule")
     ap.add_argument("--log-every", type=int, default=25)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--probe", action="store_true", help="measure tokens/s for ~20 steps each")
@@ -242,12 +246,16 @@ def main() -> None:
         draft_ppl=draft_ppl,
         greedy_agreement=greedy_agreement(served_target, served_draft, held_ids, args.ctx, 65536),
         train_minutes=(time.time() - t0) / 60,
-        target_arch=TARGET, draft_arch=DRAFT,
+        target_arch=TARGET, draft_arch=DRAFT, target_steps=args.target_steps,
+        draft_steps=args.draft_steps, batch=args.batch, target_lr=args.target_lr,
+        draft_lr=args.draft_lr, agreement_tokens=min(65536, len(held_ids)),
     )
     log(json.dumps(metrics))
-    model_card.write_cards(args.target_out, args.draft_out, metrics)
     eval_dir = args.target_out / "eval"
     eval_dir.mkdir(exist_ok=True)
+    # The held-out split travels with the model, so `fairgate eval` finds it by itself.
+    (eval_dir / "heldout.txt").write_text(held_text, encoding="utf-8")
+    model_card.write_cards(args.target_out, args.draft_out, metrics)
     (eval_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     log("done")
 
