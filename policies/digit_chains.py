@@ -146,7 +146,7 @@ def _scan_chain(
             found.append((offset, offset + len(chain)))
         return
     groups = [(m.start() + offset, m.end() + offset, m.group()) for m in _GROUP.finditer(chain)]
-    mine: list[tuple[int, int]] = []
+    mine: list[tuple[tuple[int, int], str]] = []
     _scan_groups(text, groups, blocked, mine)
     if MESSAGE_JOIN in chain:
         glued: list[Group] = []
@@ -155,7 +155,13 @@ def _scan_chain(
                 glued[-1] = (glued[-1][0], g[1], glued[-1][2] + g[2])
             else:
                 glued.append(g)
-        _scan_groups(text, glued, blocked + [s for s, _ in mine], mine)
+        _scan_groups(text, glued, blocked, mine)
+        # Both readings found something: keep the longest findings that do not overlap.
+        kept: list[tuple[tuple[int, int], str]] = []
+        for span, kind in sorted(mine, key=lambda f: f[0][0] - f[0][1]):
+            if not _overlaps(span, [k for k, _ in kept]):
+                kept.append((span, kind))
+        mine = kept
     for span, kind in mine:
         emit(kind, span[0], span[1])
         found.append(span)
