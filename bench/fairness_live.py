@@ -1,0 +1,339 @@
+"""Live fairness: a real engine server on CPU behind the real gateway, two tenants, the flooder
+sending 4x the light tenant's load; the engine's wait queue FCFS vs the fair queue (VTC).
+
+For each queue: start `fairgate engine`-equivalent server (this script's `--serve-engine`
+mode, so the queue can be chosen) and `fairgate serve` (SQLite, no embedded engine), create
+the tenants "light" and "flood" with one key each through the admin API, register the engine
+as a local backend, then run two open-loop phases through the gateway:
+
+  alone   the light tenant only, Poisson at `light_rate`
+  flood   the light tenant as before, plus the flooder at 4 x light_rate
+
+Rates come from a calibration through the whole path (closed loop, as many streams as the
+engine has sequence slots): light = 0.3 x capacity, flood = 1.2 x capacity, so with the
+flooder the engine is overloaded (1.5x) while the light tenant asks for less than its fair
+half. TTFT is measured by the client (first streamed chunk); a request still without a token
+when the phase ends counts with its waiting time so far (a lower bound: starvation shows).
+Throughput is the engine's generated tokens per second during the flood phase (/stats).
+
+    python bench/fairness_live.py [--duration 20] [--model DIR]
+
+Prints a table; the last line is JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+ADMIN, SECRET = "live-admin-token", "live-control-secret"
+# big enough that the engine, not the HTTP path, is the bottleneck on a few CPU cores
+SMALL = dict(hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
+             num_attention_heads=8, num_key_value_heads=4)
+
+
+# ---------------------------------------------------------------------- the two servers
+def serve_engine(args: argparse.Namespace) -> int:
+    """Child mode: the engine server app with the chosen wait queue on a free port."""
+    import socket
+
+    import uvicorn
+
+    from backends.local.backend import LocalBackend
+    from backends.local.engine import AsyncEngine, EngineConfig
+    from backends.local.server import build_app
+    from scheduler.fair_queue import FairQueue
+    from scheduler.queue import FCFSQueue
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(256)
+
+    async def serve() -> None:
+        queue = FCFSQueue() if args.serve_engine == "fcfs" else FairQueue()
+        cfg = EngineConfig(args.model, num_kv_blocks=args.num_kv_blocks, max_num_seqs=args.max_num_seqs,
+                           max_num_batched_tokens=args.max_num_batched_tokens)
+        engine = AsyncEngine(cfg, wait_queue=queue)
+        app = build_app(LocalBackend(engine, name="live", model_name="live"), control_secret=SECRET)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+        await server.serve(sockets=[sock])
+
+    asyncio.run(serve())
+    return 0
+
+
+@dataclass(slots=True)
+class Proc:
+    popen: subprocess.Popen
+    url: str
+
+    def stop(self) -> None:
+        self.popen.terminate()
+        try:
+            self.popen.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait()
+
+
+def start_engine(queue: str, args: argparse.Namespace) -> Proc:
+    cmd = [sys.executable, __file__, "--serve-engine", queue, "--model", args.model,
+           "--max-num-seqs", str(args.max_num_seqs), "--num-kv-blocks", str(args.num_kv_blocks),
+           "--max-num-batched-tokens", str(args.max_num_batched_tokens)]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = p.stdout.readline()  # type: ignore[union-attr]
+    if not line.startswith("listening on "):
+        p.kill()
+        raise RuntimeError("engine server did not start")
+    return Proc(p, line.split(" on ", 1)[1].strip())
+
+
+def start_gateway(workdir: str) -> Proc:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FAIRGATE_DATABASE_URL": f"sqlite:///{workdir}/gw.db",
+           "FAIRGATE_ADMIN_TOKEN": ADMIN, "FAIRGATE_EMBEDDED_ENGINE": "false",
+           "FAIRGATE_CONTROL_SECRET": SECRET, "FAIRGATE_HOST": "127.0.0.1", "FAIRGATE_PORT": str(port)}
+    log = open(Path(workdir) / "gateway.log", "w")  # noqa: SIM115 - lives as long as the process
+    p = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve"], cwd=workdir, env=env,
+                         stdout=log, stderr=log)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 180
+    while time.time() < deadline and p.poll() is None:
+        try:
+            httpx.get(url + "/v1/models", timeout=2)
+            return Proc(p, url)
+        except httpx.TransportError:
+            time.sleep(0.3)
+    p.kill()
+    raise RuntimeError(f"gateway did not start: {(Path(workdir) / 'gateway.log').read_text()[-1500:]}")
+
+
+def setup_tenants(gw: str, engine: str) -> dict[str, str]:
+    """Tenants light and flood with a key each; the engine as local backend "live"."""
+    with httpx.Client(base_url=gw, headers={"authorization": f"Bearer {ADMIN}"}, timeout=30) as c:
+        keys = {}
+        for name in ("light", "flood"):
+            tid = c.post("/admin/tenants", json={"name": name}).raise_for_status().json()["id"]
+            keys[name] = c.post(f"/admin/tenants/{tid}/keys", json={}).raise_for_status().json()["key"]
+        c.post("/admin/backends", json={"name": "live", "base_url": engine + "/v1", "kind": "local",
+                                        "model": "live"}).raise_for_status()
+    return keys
+
+
+# ---------------------------------------------------------------------- load
+@dataclass(slots=True)
+class Phase:
+    ttft: dict[str, list[float]] = field(default_factory=dict)
+    done: dict[str, int] = field(default_factory=dict)
+    errors: int = 0
+    tokens_per_s: float = 0.0
+    wall_s: float = 0.0
+
+
+async def one_request(client: httpx.AsyncClient, key: str, prompt: list[int], max_tokens: int) -> float:
+    """Stream one completion; return its TTFT (first chunk). Raises on an HTTP error."""
+    body = {"model": "live", "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+            "ignore_eos": True, "stream": True}
+    start = time.perf_counter()
+    ttft = -1.0
+    async with client.stream("POST", "/v1/completions", json=body,
+                             headers={"authorization": f"Bearer {key}"}) as r:
+        if r.status_code != 200:
+            await r.aread()
+            raise RuntimeError(f"{r.status_code}: {r.text[:200]}")
+        async for line in r.aiter_lines():
+            if ttft < 0 and line.startswith("data:") and '"choices":[{' in line:
+                ttft = time.perf_counter() - start
+    return ttft
+
+
+async def engine_tokens(engine: str) -> int:
+    async with httpx.AsyncClient() as c:
+        return int((await c.get(engine + "/stats")).json()["generation_tokens"])
+
+
+async def wait_drained(engine: str) -> None:
+    async with httpx.AsyncClient() as c:
+        for _ in range(600):
+            s = (await c.get(engine + "/stats")).json()
+            if s["running"] == 0 and s["waiting"] == 0:
+                return
+            await asyncio.sleep(0.1)
+
+
+async def run_phase(gw: str, engine: str, keys: dict[str, str], rates: dict[str, float],
+                    duration: float, args: argparse.Namespace, seed: int) -> Phase:
+    """Open-loop Poisson arrivals per tenant for `duration` s; then cancel what is left."""
+    phase = Phase(ttft={t: [] for t in rates}, done=dict.fromkeys(rates, 0))
+    limits = httpx.Limits(max_connections=4000, max_keepalive_connections=500)
+    async with httpx.AsyncClient(base_url=gw, limits=limits, timeout=600) as client:
+        pending: dict[asyncio.Task, tuple[str, float]] = {}
+
+        async def tenant_loop(tenant: str, rate: float) -> None:
+            rng = random.Random(f"{seed}:{tenant}")
+            t_next = time.perf_counter()
+            while True:
+                t_next += rng.expovariate(rate)
+                await asyncio.sleep(max(0.0, t_next - time.perf_counter()))
+                if time.perf_counter() >= end:
+                    return
+                prompt = [rng.randrange(10, 400) for _ in range(args.prompt_tokens)]
+                task = asyncio.create_task(one_request(client, keys[tenant], prompt, args.max_tokens))
+                pending[task] = (tenant, time.perf_counter())
+                task.add_done_callback(collect)
+
+        def collect(task: asyncio.Task) -> None:
+            if task.cancelled() or task not in pending:
+                return  # cancelled at the end of the phase: already counted
+            tenant, _ = pending.pop(task)
+            if task.exception() is not None:
+                phase.errors += 1
+                return
+            phase.ttft[tenant].append(task.result())
+            phase.done[tenant] += 1
+
+        tokens0, start = await engine_tokens(engine), time.perf_counter()
+        end = start + duration
+        await asyncio.gather(*(tenant_loop(t, r) for t, r in rates.items()))
+        phase.wall_s = time.perf_counter() - start
+        phase.tokens_per_s = (await engine_tokens(engine) - tokens0) / phase.wall_s
+        now = time.perf_counter()
+        for task, (tenant, t0) in list(pending.items()):
+            if not task.done():
+                # no token yet (or still streaming): starved ones count with their wait so far
+                pending.pop(task)
+                task.cancel()
+                phase.ttft[tenant].append(now - t0)
+        await asyncio.sleep(0.2)
+    await wait_drained(engine)
+    return phase
+
+
+async def calibrate(gw: str, engine: str, key: str, args: argparse.Namespace) -> float:
+    """Requests per second the whole path completes with every sequence slot busy."""
+    async with httpx.AsyncClient(base_url=gw, timeout=600) as client:
+        count = 0
+        end = time.perf_counter() + args.calibrate_s
+
+        async def worker(i: int) -> None:
+            nonlocal count
+            rng = random.Random(i)
+            while time.perf_counter() < end:
+                await one_request(client, key, [rng.randrange(10, 400) for _ in range(args.prompt_tokens)],
+                                  args.max_tokens)
+                count += 1
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(i) for i in range(args.max_num_seqs * 2)))
+        rate = count / (time.perf_counter() - start)
+    await wait_drained(engine)
+    return rate
+
+
+# ---------------------------------------------------------------------- report
+def p(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, int(-(-len(s) * q // 100)) - 1))]
+
+
+def run(args: argparse.Namespace) -> dict:
+    workdir = tempfile.mkdtemp(prefix="fairness-live-")
+    if args.model is None:
+        from tests.helpers.tiny_models import make_tiny_model
+
+        args.model = str(make_tiny_model(Path(workdir) / "model", "llama", **SMALL))
+    results: dict[str, dict[str, Phase]] = {}
+    capacity = 0.0
+    for queue in ("vtc", "fcfs"):
+        engine = start_engine(queue, args)
+        gw = None
+        try:
+            gw = start_gateway(tempfile.mkdtemp(dir=workdir))
+            keys = setup_tenants(gw.url, engine.url)
+            if not capacity:
+                capacity = asyncio.run(calibrate(gw.url, engine.url, keys["flood"], args))
+            light = args.light_share * capacity
+            results[queue] = {
+                "alone": asyncio.run(run_phase(gw.url, engine.url, keys, {"light": light},
+                                               args.duration, args, 1)),
+                "flood": asyncio.run(run_phase(gw.url, engine.url, keys,
+                                               {"light": light, "flood": 4 * light},
+                                               args.duration, args, 2)),
+            }
+        finally:
+            if gw is not None:
+                gw.stop()
+            engine.stop()
+
+    print(f"capacity {capacity:.1f} req/s; light {args.light_share * capacity:.2f} req/s, "
+          f"flood {4 * args.light_share * capacity:.2f} req/s; {args.duration:.0f} s per phase")
+    print(f"{'queue':<6}{'phase':<7}{'tenant':<7}{'reqs':>6}{'ttft p50':>10}{'ttft p99':>10}"
+          f"{'errors':>8}{'tok/s':>8}")
+    for queue, phases in results.items():
+        for name, ph in phases.items():
+            for tenant, ttfts in ph.ttft.items():
+                print(f"{queue:<6}{name:<7}{tenant:<7}{len(ttfts):>6}{p(ttfts, 50):>10.3f}"
+                      f"{p(ttfts, 99):>10.3f}{ph.errors:>8}{ph.tokens_per_s:>8.0f}")
+    v, f = results["vtc"], results["fcfs"]
+    alone = p(v["alone"].ttft["light"], 99)
+    summary = {
+        "capacity_req_s": round(capacity, 2),
+        "light_alone_ttft_p99_s": round(alone, 4),
+        "fcfs_light_alone_ttft_p99_s": round(p(f["alone"].ttft["light"], 99), 4),
+        "vtc_light_ttft_p99_s": round(p(v["flood"].ttft["light"], 99), 4),
+        "fcfs_light_ttft_p99_s": round(p(f["flood"].ttft["light"], 99), 4),
+        "vtc_light_ttft_p50_s": round(p(v["flood"].ttft["light"], 50), 4),
+        "fcfs_light_ttft_p50_s": round(p(f["flood"].ttft["light"], 50), 4),
+        "vtc_throughput_tok_s": round(v["flood"].tokens_per_s, 1),
+        "fcfs_throughput_tok_s": round(f["flood"].tokens_per_s, 1),
+        "errors": sum(ph.errors for phs in results.values() for ph in phs.values()),
+    }
+    summary["vtc_vs_alone"] = round(summary["vtc_light_ttft_p99_s"] / max(alone, 1e-9), 2)
+    summary["fcfs_vs_alone"] = round(summary["fcfs_light_ttft_p99_s"] / max(alone, 1e-9), 2)
+    summary["throughput_ratio"] = round(
+        summary["vtc_throughput_tok_s"] / max(summary["fcfs_throughput_tok_s"], 1e-9), 3)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=None, help="model folder (default: a small random Llama)")
+    ap.add_argument("--duration", type=float, default=20.0, help="seconds per phase")
+    ap.add_argument("--calibrate-s", type=float, default=6.0)
+    ap.add_argument("--light-share", type=float, default=0.3, help="light rate / capacity")
+    ap.add_argument("--prompt-tokens", type=int, default=24)
+    ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--max-num-seqs", type=int, default=8)
+    ap.add_argument("--num-kv-blocks", type=int, default=256)
+    ap.add_argument("--max-num-batched-tokens", type=int, default=256)
+    ap.add_argument("--serve-engine", choices=["fcfs", "vtc"], default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.serve_engine:
+        return serve_engine(args)
+    print(json.dumps(run(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
