@@ -31,6 +31,9 @@ import torch  # noqa: E402
 
 HEADS, KV_HEADS, HEAD_DIM, BLOCK = 32, 8, 128, 16  # Llama-3-8B attention layout
 TARGET_FRACTION = 0.70
+# correctness shapes: contexts ending mid-block and past several splits; prefill prompts and chunks
+CHECK_DECODE_LENS = [1, 37, 1000, 2053, 4099]
+CHECK_PREFILL = ([1, 300, 64, 517], [1, 300, 1000, 2053])  # (new tokens, context incl. them)
 
 
 def _fail_without_cuda() -> None:
@@ -75,7 +78,7 @@ def check_kernels(device: torch.device) -> list[dict]:
              (32, 128, 4, torch.bfloat16)]
     for block_size, head_dim, group, dtype in cases:
         gen = torch.Generator().manual_seed(block_size + head_dim + group)
-        lens = [1, 37, 1000, 2053, 4099]
+        lens = CHECK_DECODE_LENS
         kv = random_paged_kv(lens, 2, head_dim, block_size, dtype, device, gen)
         scale = head_dim**-0.5
         q = torch.randn(len(lens), 2 * group, head_dim, generator=gen).to(dtype).to(device)
@@ -84,7 +87,7 @@ def check_kernels(device: torch.device) -> list[dict]:
             out = decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, scale,
                                    num_splits=splits)
             rows.append(_compare(f"decode bs{block_size} d{head_dim} g{group} splits={splits}", out, ref, TOLERANCE))
-        q_lens, ctx = [1, 300, 64, 517], [1, 300, 1000, 2053]  # prompts and chunks after a prefix
+        q_lens, ctx = CHECK_PREFILL
         kv = random_paged_kv(ctx, 2, head_dim, block_size, dtype, device, gen)
         starts = torch.tensor([0, *torch.tensor(q_lens).cumsum(0).tolist()], dtype=torch.int32, device=device)
         q = torch.randn(sum(q_lens), 2 * group, head_dim, generator=gen).to(dtype).to(device)
@@ -275,7 +278,7 @@ def _table(title: str, rows: list[dict]) -> None:
     print(f"\n== {title}")
     if not rows:
         return
-    cols = list(rows[0])
+    cols = list(dict.fromkeys(c for r in rows for c in r))  # union of keys, first-seen order
     cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     print("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)))
