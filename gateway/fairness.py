@@ -7,6 +7,11 @@ A `FairnessSync` task re-reads the weights every few seconds and re-pushes to an
 whose weights differ, so an engine that restarted (or was unreachable during a push) gets
 the current weights as soon as it is back.
 
+Budgets. A tenant that has used `NEAR_BUDGET` of a daily or monthly token (or cost) budget
+is pushed `NEAR_BUDGET_FACTOR` times its weight: it keeps being served, but yields to tenants
+with room left, rather than burning the rest of its budget at full speed. The sync task
+notices the crossing within one interval.
+
 Versions. Engines drop a push older than what they hold, so a slow push cannot undo a newer
 one. Versions are wall-clock microseconds, so they keep growing across gateway restarts and
 replicas; when an engine holds a higher version (another replica's clock runs ahead) and
@@ -24,10 +29,14 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from gateway.models import BackendRow, Tenant
+from gateway.models import BackendRow, QuotaPolicy, Tenant
+from gateway.quota import COST_UNIT
 
 log = logging.getLogger("fairgate.fairness")
 PUSH_TIMEOUT_S = 2.0
+NEAR_BUDGET = 0.9
+NEAR_BUDGET_FACTOR = 0.5
+_BUDGETS = (("daily_tokens", 1), ("monthly_tokens", 1), ("monthly_cost", COST_UNIT))
 
 
 def control_url(base_url: str) -> str:
@@ -44,22 +53,52 @@ def _next_version(app_state: Any) -> int:
     return version
 
 
-async def _load(app_state: Any) -> tuple[dict[str, float], list[str]]:
-    """Every enabled tenant's weight (keyed by tenant id, the engine's tenant name) and the
-    control URLs of the enabled engine servers."""
+async def budget_used(quota: Any, budgets: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Per tenant, the largest used fraction of its daily/monthly budgets (from the store)."""
+    used: dict[str, float] = {}
+    for tenant, limits in budgets.items():
+        counters = await quota.counters(f"t:{tenant}")
+        used[tenant] = max(
+            (counters.get(name, 0) / (limit * unit) for name, unit in _BUDGETS
+             if (limit := limits.get(name))),
+            default=0.0,
+        )
+    return used
 
-    def run() -> tuple[dict[str, float], list[str]]:
+
+def budget_scaled(weights: dict[str, float], used: dict[str, float]) -> dict[str, float]:
+    """Weights with the near-budget tenants' lowered."""
+    return {t: w * NEAR_BUDGET_FACTOR if used.get(t, 0.0) >= NEAR_BUDGET else w
+            for t, w in weights.items()}
+
+
+async def _load(app_state: Any) -> tuple[dict[str, float], list[str]]:
+    """Every enabled tenant's weight (keyed by tenant id, the engine's tenant name), lowered
+    near its budget, and the control URLs of the enabled engine servers."""
+
+    def run() -> tuple[dict[str, float], dict[str, dict[str, float]], list[str]]:
         with app_state.sessions() as s:
             rows = s.execute(select(Tenant.id, Tenant.weight).where(Tenant.disabled.is_(False)))
             weights = {tid: float(w) for tid, w in rows}
+            budgets = {
+                p.tenant_id: {name: getattr(p, name) for name, _ in _BUDGETS}
+                for p in s.scalars(select(QuotaPolicy).where(QuotaPolicy.key_id.is_(None)))
+                if p.tenant_id in weights and any(getattr(p, name) for name, _ in _BUDGETS)
+            }
             urls = s.scalars(
                 select(BackendRow.base_url).where(
                     BackendRow.enabled.is_(True), BackendRow.kind == "local"
                 )
             )
-            return weights, sorted({control_url(u) for u in urls})
+            return weights, budgets, sorted({control_url(u) for u in urls})
 
-    return await asyncio.to_thread(run)
+    weights, budgets, urls = await asyncio.to_thread(run)
+    if budgets:
+        try:
+            weights = budget_scaled(weights, await budget_used(app_state.quota, budgets))
+        except Exception as exc:  # noqa: BLE001 - Redis blinked: push the plain weights
+            log.warning("budget check for fairness weights failed (%s)", type(exc).__name__)
+    return weights, urls
 
 
 def _headers(app_state: Any) -> dict[str, str]:

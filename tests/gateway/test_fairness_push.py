@@ -6,6 +6,7 @@ tiny model with one sequence slot, so the order requests finish in is the queue'
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ import uvicorn
 from backends.local.backend import LocalBackend
 from backends.local.engine import AsyncEngine, EngineConfig
 from backends.local.server import build_app
+from gateway.quota import ScopeLimits
 from scheduler.fair_queue import FairQueue
 from tests.gateway.harness import free_port
 from tests.helpers.fair_order import completion_order
@@ -109,6 +111,28 @@ def test_sync_repushes_to_an_engine_that_lost_its_weights(
         assert time.time() < deadline, "the sync task never re-pushed"
         time.sleep(0.05)
     assert engine_server.held()["version"] > future
+
+
+def test_tenant_near_its_budget_is_pushed_a_lower_weight(
+    make_gateway, engine_server: EngineServerThread
+) -> None:
+    gw, admin = make_gateway(control_secret=SECRET, fairness_sync_interval_s=0.1)
+    t = admin.tenant("delta", weight=2.0)["id"]
+    admin.quota(t, daily_tokens=1000)
+    admin.backend("tiny", engine_server.url + "/v1", kind="local", model="tiny")
+    assert engine_server.held()["weights"] == {t: 2.0}
+    store = gw.state.quota  # the in-process store: plain Python, safe to drive from here
+
+    async def spend(tokens: int) -> None:
+        scope = ScopeLimits(f"t:{t}", daily_tokens=1000)
+        await store.reserve("r", [scope], tokens, 0.0, await store.version())
+        await store.settle("r", tokens, 0.0)
+
+    asyncio.run(spend(950))
+    deadline = time.time() + 20
+    while engine_server.held()["weights"] != {t: 1.0}:
+        assert time.time() < deadline, "the near-budget weight was never pushed"
+        time.sleep(0.05)
 
 
 def test_control_needs_the_secret(engine_server: EngineServerThread) -> None:
