@@ -6,6 +6,9 @@ Which implementation runs is chosen per call from FAIRGATE_KERNELS:
 - `reference`: always the torch reference.
 Triton is imported lazily, on the first call that wants it: CPU-only processes never pay for it,
 and TRITON_INTERPRET set by a test's conftest still takes effect.
+
+Tests: `python -m pytest -q tests/kernels` (Triton under the interpreter on CPU, real kernels on
+CUDA). GPU check and timings: `python bench/kernels_gpu.py`.
 """
 
 from __future__ import annotations

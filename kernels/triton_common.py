@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -48,9 +50,16 @@ def dot_config(cache_dtype: torch.dtype, kernel: object) -> tuple[tl.dtype, str]
 
 
 def sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of `device` (the split heuristics size grids by it)."""
     if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return _cuda_sm_count(index)
     return 4  # interpreter: a handful of programs is plenty
+
+
+@functools.cache
+def _cuda_sm_count(index: int) -> int:  # queried once per device, not once per kernel call
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def cdiv(a: int, b: int) -> int:
