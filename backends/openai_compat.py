@@ -1,9 +1,9 @@
 """An OpenAI-compatible server as a `Backend`: external APIs, vLLM, TGI, another fairgate.
 
-One shared keep-alive `httpx.AsyncClient` per gateway. Retries with backoff on 429/5xx and
-connection errors, but only before the first byte reached the caller; a small circuit breaker
-per backend stops hammering an upstream that keeps failing. The upstream API key is held in a
-private attribute and kept out of repr, logs and errors.
+Calls go over the gateway's shared keep-alive `HTTP1Pool` (backends/http1.py). Retries with
+backoff on 429/5xx and connection errors, but only before the first byte reached the caller; a
+small circuit breaker per backend stops hammering an upstream that keeps failing. The upstream
+API key is held in a private header blob and kept out of repr, logs and errors.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import orjson
 
 from backends.base import BackendError, GenerationRequest
+from backends.http1 import HTTP1Pool, HTTPError, Origin, Response
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
@@ -50,7 +50,7 @@ class CircuitBreaker:
 
 
 class OpenAICompatBackend:
-    def __init__(self, name: str, base_url: str, client: httpx.AsyncClient, *, model: str | None = None,
+    def __init__(self, name: str, base_url: str, pool: HTTP1Pool, *, model: str | None = None,
                  api_key: str | None = None, is_local: bool = False, timeout_s: float = 60.0,
                  max_retries: int = 2, backoff_s: float = 0.05,
                  breaker: CircuitBreaker | None = None) -> None:
@@ -58,11 +58,12 @@ class OpenAICompatBackend:
         self.is_local = is_local
         self.model = model
         self._base = base_url.rstrip("/")
-        self._client = client
-        self._headers = {"content-type": "application/json"}
+        self._origin = Origin.parse(self._base)
+        self._pool = pool
+        self._headers = b"Content-Type: application/json\r\n"
         if api_key:
-            self._headers["authorization"] = f"Bearer {api_key}"
-        self._timeout = httpx.Timeout(timeout_s, connect=min(5.0, timeout_s))
+            self._headers += f"Authorization: Bearer {api_key}\r\n".encode()
+        self._timeout = timeout_s
         self._max_retries = max_retries
         self._backoff_s = backoff_s
         self.breaker = breaker or CircuitBreaker()
@@ -81,21 +82,23 @@ class OpenAICompatBackend:
             body.pop("stream_options", None)
             body["stream"] = False
         path = "/chat/completions" if request.kind == "chat" else "/completions"
-        return self._base + path, orjson.dumps(body)
+        return path, orjson.dumps(body)
 
-    def _request_headers(self, request: GenerationRequest) -> dict[str, str]:
-        # a local backend (a fairgate engine server) schedules by tenant and priority class:
-        # tell it who asks; external APIs never see tenant ids
+    def _request_headers(self, request: GenerationRequest) -> bytes:
+        # A local backend (a fairgate engine server) schedules by tenant and priority class,
+        # so tell it who asks; external APIs never see tenant ids. Values go into raw header
+        # bytes: anything but printable ASCII is dropped (no header injection).
         if not self.is_local:
             return self._headers
-        extra = {"x-tenant": request.tenant, "x-priority": request.priority}
-        if request.cache_salt:
-            extra["x-cache-salt"] = request.cache_salt
-        return {**self._headers, **extra}
+        extra = b""
+        for name, value in (("X-Tenant", request.tenant), ("X-Priority", request.priority),
+                            ("X-Cache-Salt", request.cache_salt)):
+            if value and value.isascii() and value.isprintable():
+                extra += f"{name}: {value}\r\n".encode()
+        return self._headers + extra
 
-    async def _send(self, url: str, payload: bytes, stream: bool,
-                    headers: dict[str, str] | None = None) -> httpx.Response:
-        """POST with retries; returns a response with a 2xx status (body not yet read if stream)."""
+    async def _send(self, path: str, payload: bytes, headers: bytes | None = None) -> Response:
+        """POST with retries; returns a 2xx response whose body is not read yet."""
         last: BackendError | None = None
         for attempt in range(self._max_retries + 1):
             if not self.breaker.allow():
@@ -103,70 +106,75 @@ class OpenAICompatBackend:
             if attempt:
                 await asyncio.sleep(self._backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random()))
             try:
-                req = self._client.build_request("POST", url, content=payload, headers=headers or self._headers,
-                                                 timeout=self._timeout)
-                resp = await self._client.send(req, stream=stream)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError,
-                    httpx.ReadError, httpx.WriteError, httpx.PoolTimeout) as exc:
+                resp = await self._pool.post(self._origin, path, headers or self._headers, payload, self._timeout)
+            except HTTPError as exc:
                 self.breaker.failure()
-                last = BackendError(f"backend {self.name} unreachable: {type(exc).__name__}", 502, True)
-                continue
-            except httpx.TimeoutException:
-                self.breaker.failure()
-                raise BackendError(f"backend {self.name} timed out", 504, True) from None
-            if resp.status_code < 400:
+                if exc.before_response:
+                    last = BackendError(f"backend {self.name} unreachable: {exc}", 502, True)
+                    continue
+                # the upstream may have started work: do not resend here, a fallback may try
+                raise BackendError(f"backend {self.name} failed: {exc}", 504 if "timed out" in str(exc) else 502,
+                                   True) from None
+            if resp.status < 400:
                 self.breaker.success()
                 return resp
-            await resp.aread()
-            await resp.aclose()
-            message = _upstream_message(resp)
-            if resp.status_code in RETRY_STATUSES:
+            try:
+                data = await resp.read()
+            except HTTPError:
+                data = b""
+            message = _upstream_message(data, resp.status)
+            if resp.status in RETRY_STATUSES:
                 self.breaker.failure()
-                last = BackendError(f"backend {self.name} answered {resp.status_code}: {message}",
-                                    resp.status_code, True)
+                last = BackendError(f"backend {self.name} answered {resp.status}: {message}", resp.status, True)
                 continue
             # the request itself is bad (400, 401, 404...): no retry, no fallback
             self.breaker.success()
-            raise BackendError(f"backend {self.name} refused the request: {message}", resp.status_code, False)
+            raise BackendError(f"backend {self.name} refused the request: {message}", resp.status, False)
         assert last is not None
         raise last
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
-        url, payload = self._prepare(request, stream=False)
-        resp = await self._send(url, payload, stream=False, headers=self._request_headers(request))
+        path, payload = self._prepare(request, stream=False)
+        resp = await self._send(path, payload, self._request_headers(request))
         try:
-            return orjson.loads(resp.content)
+            return orjson.loads(await resp.read())
+        except HTTPError as exc:
+            raise BackendError(f"backend {self.name} failed mid-response: {exc}", 502, True) from None
         except orjson.JSONDecodeError:
             raise BackendError(f"backend {self.name} sent invalid JSON", 502, True) from None
 
     async def stream(self, request: GenerationRequest) -> AsyncIterator[dict[str, Any]]:
-        url, payload = self._prepare(request, stream=True)
-        resp = await self._send(url, payload, stream=True, headers=self._request_headers(request))
+        path, payload = self._prepare(request, stream=True)
+        resp = await self._send(path, payload, self._request_headers(request))
+        buf = b""
         try:
-            async for line in resp.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    break
-                try:
-                    yield orjson.loads(data)
-                except orjson.JSONDecodeError:
-                    raise BackendError(f"backend {self.name} sent an invalid chunk", 502, False) from None
-        except httpx.HTTPError as exc:
-            raise BackendError(f"backend {self.name} stream broke: {type(exc).__name__}", 502, False) from None
+            async for data in resp.iter_bytes():
+                buf += data
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    if not line.startswith(b"data:"):
+                        continue
+                    item = line[5:].strip()
+                    if item == b"[DONE]":
+                        return
+                    try:
+                        yield orjson.loads(item)
+                    except orjson.JSONDecodeError:
+                        raise BackendError(f"backend {self.name} sent an invalid chunk", 502, False) from None
+        except HTTPError as exc:
+            raise BackendError(f"backend {self.name} stream broke: {exc}", 502, False) from None
         finally:
-            await resp.aclose()
+            resp.close()
 
     async def aclose(self) -> None:
-        return None  # the shared client belongs to the gateway
+        return None  # the shared pool belongs to the gateway
 
 
-def _upstream_message(resp: httpx.Response) -> str:
+def _upstream_message(data: bytes, status: int) -> str:
     """The upstream's error message, short; never echoes request headers."""
     try:
-        err = orjson.loads(resp.content).get("error")
+        err = orjson.loads(data).get("error")
         msg = err.get("message") if isinstance(err, dict) else str(err)
     except Exception:
-        msg = resp.text
-    return (msg or resp.reason_phrase)[:300]
+        msg = data.decode("utf-8", "replace")
+    return (msg or f"HTTP {status}")[:300]

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from backends.http1 import HTTP1Pool
 from gateway import admin, admin_routes, openai_api
 from gateway.auth import KeyCache
 from gateway.db import make_engine, make_sessionmaker, upgrade
@@ -60,6 +61,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
         st.keys = KeyCache(st.sessions, st.quota)
         st.usage = UsageRecorder(st.db, settings.usage_batch_size, settings.usage_flush_interval_s)
         st.usage.start()
+        st.upstream_pool = HTTP1Pool()  # backends' calls: the lean client, see backends/http1.py
         st.http = httpx.AsyncClient(limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
                                     timeout=settings.upstream_timeout_s)
         st.request_observers = []
@@ -83,6 +85,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
             if st.embedded is not None and st.embedded.name not in st.backends:
                 await st.embedded.aclose()
             await st.http.aclose()
+            await st.upstream_pool.aclose()
             await st.quota.aclose()
             st.db.dispose()
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from backends.base import Backend
+from backends.http1 import HTTP1Pool
 from backends.openai_compat import OpenAICompatBackend
 from gateway.models import BackendRow
 from gateway.routing import Router
@@ -55,11 +55,11 @@ def start_embedded_engine(settings: Settings) -> Backend | None:
     return backend
 
 
-def _make_backend(row: BackendRow, client: httpx.AsyncClient, settings: Settings) -> Backend:
+def _make_backend(row: BackendRow, pool: HTTP1Pool, settings: Settings) -> Backend:
     # a "local" backend is a fairgate engine server on company hardware: same protocol,
     # but personal data may go there
     return OpenAICompatBackend(
-        row.name, row.base_url, client, model=row.model, api_key=row.api_key or settings.upstream_api_key,
+        row.name, row.base_url, pool, model=row.model, api_key=row.api_key or settings.upstream_api_key,
         is_local=row.kind == "local", timeout_s=settings.upstream_timeout_s,
         max_retries=settings.upstream_max_retries)
 
@@ -76,7 +76,7 @@ async def load_backends(state: Any) -> None:
     prices: dict[str, Price] = {}
     old: dict[str, Backend] = getattr(state, "backends", {})
     for row in await asyncio.to_thread(rows):
-        backends[row.name] = _make_backend(row, state.http, state.settings)
+        backends[row.name] = _make_backend(row, state.upstream_pool, state.settings)
         prices[row.name] = Price(row.input_cost_per_mtok, row.output_cost_per_mtok)
     if state.embedded is not None:
         backends.setdefault(state.embedded.name, state.embedded)

@@ -7,19 +7,16 @@ reserved, exactly one settle and one usage record follow, whatever happens after
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from backends.base import Backend, BackendError, GenerationRequest
 from backends.prompt_version import prompt_version
 from gateway.auth import Principal
-from gateway.errors import ApiError, send_error
+from gateway.errors import ApiError
 from gateway.quota import QuotaDenied, StaleConfig
 from gateway.registry import refresh_if_stale
 from gateway.routing import NoRouteError, RouteDecision, RouteRequest, sensitive_unavailable

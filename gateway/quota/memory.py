@@ -10,7 +10,15 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-from gateway.quota import COST_UNIT, QuotaDenied, ScopeLimits, StaleConfig, period_tags, retry_after_for, scope_kind
+from gateway.quota import (
+    COST_UNIT,
+    QuotaDenied,
+    ScopeLimits,
+    StaleConfig,
+    period_tags,
+    retry_after_for,
+    scope_kind,
+)
 
 WINDOW_MS = 60_000
 

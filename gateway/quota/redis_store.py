@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import redis.asyncio as aioredis
 
-from gateway.quota import COST_UNIT, QuotaDenied, ScopeLimits, StaleConfig, period_tags, retry_after_for, scope_kind
+from gateway.quota import (
+    COST_UNIT,
+    QuotaDenied,
+    ScopeLimits,
+    StaleConfig,
+    period_tags,
+    retry_after_for,
+    scope_kind,
+)
 
 # ARGV: prefix, rid, version, ttl_ms, day, month, tokens, cost, nscopes, then 7 per scope:
 # scope id, rpm, tpm, concurrent, daily, monthly, monthly cost (-1 = unlimited).

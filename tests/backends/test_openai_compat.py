@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from backends.base import BackendError, GenerationRequest
+from backends.http1 import HTTP1Pool
 from backends.openai_compat import CircuitBreaker, OpenAICompatBackend
 from tests.helpers.upstream import UpstreamServer
 
@@ -18,8 +18,9 @@ def upstream():
 
 @pytest.fixture
 async def client():
-    async with httpx.AsyncClient() as c:
-        yield c
+    pool = HTTP1Pool()
+    yield pool
+    await pool.aclose()
 
 
 def chat(max_tokens: int = 3, **extra) -> GenerationRequest:

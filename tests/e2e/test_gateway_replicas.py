@@ -13,7 +13,14 @@ import pytest
 
 from gateway.db import upgrade
 from gateway.validation import validate
-from tests.gateway.harness import ADMIN_TOKEN, REDIS_URL, Admin, GatewayProcess, pg_database, redis_prefix
+from tests.gateway.harness import (
+    ADMIN_TOKEN,
+    REDIS_URL,
+    Admin,
+    GatewayProcess,
+    pg_database,
+    redis_prefix,
+)
 from tests.helpers.upstream import UpstreamServer
 
 MAX_TOKENS = 4

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from gateway.settings import Settings
-from tests.gateway.harness import ADMIN_TOKEN, REDIS_URL, Admin, GatewayThread, pg_database, redis_prefix
+from tests.gateway.harness import (
+    ADMIN_TOKEN,
+    REDIS_URL,
+    Admin,
+    GatewayThread,
+    pg_database,
+    redis_prefix,
+)
 from tests.helpers.upstream import UpstreamServer
 
 

@@ -81,7 +81,7 @@ class FixedRoute(Router):
 def test_fallback_on_retryable_error_before_first_byte(make_gateway, upstream):
     gw, admin = make_gateway()
     key = admin.key(admin.tenant()["id"])["key"]
-    dead = OpenAICompatBackend("dead", _dead_url(), gw.state.http, max_retries=0)
+    dead = OpenAICompatBackend("dead", _dead_url(), gw.state.upstream_pool, max_retries=0)
     gw.state.router = FixedRoute([dead, gw.state.backends["up"]])
     h = {"authorization": f"Bearer {key}"}
     body = {"model": "up", "messages": [{"role": "user", "content": "x"}], "max_tokens": 2}
