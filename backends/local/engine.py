@@ -15,10 +15,12 @@ message). An exception inside a step fails only the requests in that step (finis
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import queue
 import threading
 import time
+import uuid
 from typing import Any
 
 from backends.local.engine_config import EngineConfig
@@ -161,7 +163,7 @@ class AsyncEngine:
     ) -> RequestOutput:
         """Run one request to the end; return one `RequestOutput` holding everything."""
         ids = self.tokenizer.encode(prompt) if isinstance(prompt, str) else list(prompt)
-        request_id = request_id or f"gen-{id(ids):x}-{time.monotonic_ns()}"
+        request_id = request_id or f"gen-{uuid.uuid4().hex}"
         final: RequestOutput | None = None
         async with self.add_request(request_id, ids, sampling, **kwargs) as stream:
             async for delta in stream:
@@ -187,15 +189,17 @@ class AsyncEngine:
         return True
 
     def stats(self) -> EngineStats:
-        """A snapshot for metrics (read without locks: each field is a plain int)."""
-        s = self._stats
-        s.running = self.scheduler.num_running
-        s.waiting = self.scheduler.num_waiting
-        s.kv_blocks_used = self.block_manager.num_used_blocks
-        s.prefix_cache_queries = self.block_manager.prefix_cache_queries
-        s.prefix_cache_hits = self.block_manager.prefix_cache_hits
-        s.preemptions = self.scheduler.num_preemptions
-        return EngineStats(**{f: getattr(s, f) for f in EngineStats.__slots__})
+        """A snapshot for metrics, from any thread (no locks: every field is one plain read)."""
+        bm = self.block_manager
+        return dataclasses.replace(
+            self._stats,
+            running=self.scheduler.num_running,
+            waiting=self.scheduler.num_waiting,
+            kv_blocks_used=bm.num_used_blocks,
+            prefix_cache_queries=bm.prefix_cache_queries,
+            prefix_cache_hits=bm.prefix_cache_hits,
+            preemptions=self.scheduler.num_preemptions,
+        )
 
     @property
     def num_unfinished(self) -> int:
