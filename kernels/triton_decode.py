@@ -27,13 +27,13 @@ def _decode_split_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, seq_lens_ptr,
     out_ptr, part_out_ptr, part_lse_ptr,
     qk_scale,  # softmax scale * log2(e)
-    tokens_per_split,
+    num_splits,  # runtime, so a growing context does not compile a new variant per split count
     stride_q_s, stride_q_h,  # query: [num_seqs, num_heads, head_dim]
     stride_k_b, stride_k_t, stride_k_h,  # k_cache: [num_blocks, block_size, Hkv, D]
     stride_v_b, stride_v_t, stride_v_h,
     stride_bt_s,  # block_tables: [num_seqs, max_blocks]
     stride_o_s, stride_o_h,  # out: [num_seqs, num_heads, head_dim]
-    NUM_SPLITS: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
+    ONE_SPLIT: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
     BLOCK_SIZE: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
     BLOCK_N: tl.constexpr, DOT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
 ):
@@ -41,6 +41,9 @@ def _decode_split_kernel(
     kv_head = tl.program_id(1)
     split = tl.program_id(2)
     seq_len = tl.load(seq_lens_ptr + seq)
+    # Each sequence cuts its own context into num_splits tile-aligned chunks, so a batch of
+    # mixed lengths keeps every split busy instead of leaving short sequences' splits empty.
+    tokens_per_split = tl.cdiv(tl.cdiv(seq_len, num_splits), BLOCK_N) * BLOCK_N
     start = split * tokens_per_split
     end = tl.minimum(start + tokens_per_split, seq_len)
 
@@ -81,12 +84,12 @@ def _decode_split_kernel(
     # An empty split (or a zero-length sequence) has l_sum == 0: give it weight 0, not NaN.
     out = acc / tl.where(l_sum > 0, l_sum, 1.0)[:, None]
     out_mask = mask_g[:, None] & mask_d[None, :]
-    if NUM_SPLITS == 1:
+    if ONE_SPLIT:
         o_ptrs = out_ptr + seq.to(tl.int64) * stride_o_s + heads[:, None] * stride_o_h + offs_d[None, :]
         tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=out_mask)
     else:
-        # part_out: [num_seqs, num_heads, NUM_SPLITS, HEAD_DIM] fp32, part_lse: [S, H, NUM_SPLITS]
-        row = (seq.to(tl.int64) * (GROUP * tl.num_programs(1)) + heads) * NUM_SPLITS + split  # [BG]
+        # part_out: [num_seqs, num_heads, num_splits, HEAD_DIM] fp32, part_lse: [S, H, num_splits]
+        row = (seq.to(tl.int64) * (GROUP * tl.num_programs(1)) + heads) * num_splits + split  # [BG]
         tl.store(part_out_ptr + row[:, None] * HEAD_DIM + offs_d[None, :], out, mask=out_mask)
         lse = tl.where(l_sum > 0, m + tl.log2(tl.where(l_sum > 0, l_sum, 1.0)), float("-inf"))
         tl.store(part_lse_ptr + row, lse, mask=mask_g)
@@ -96,16 +99,17 @@ def _decode_split_kernel(
 def _decode_merge_kernel(
     part_out_ptr, part_lse_ptr, out_ptr,
     stride_o_s, stride_o_h,
-    NUM_SPLITS: tl.constexpr, HEAD_DIM: tl.constexpr,
+    num_splits,
+    HEAD_DIM: tl.constexpr,
     BLOCK_SPLITS: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
     seq = tl.program_id(0)
     head = tl.program_id(1)
     offs_s = tl.arange(0, BLOCK_SPLITS)
     offs_d = tl.arange(0, BLOCK_D)
-    mask_s = offs_s < NUM_SPLITS
+    mask_s = offs_s < num_splits
     mask_d = offs_d < HEAD_DIM
-    row = (seq.to(tl.int64) * tl.num_programs(1) + head) * NUM_SPLITS + offs_s  # [BS]
+    row = (seq.to(tl.int64) * tl.num_programs(1) + head) * num_splits + offs_s  # [BS]
     lse = tl.load(part_lse_ptr + row, mask=mask_s, other=float("-inf"))
     parts = tl.load(part_out_ptr + row[:, None] * HEAD_DIM + offs_d[None, :],
                     mask=mask_s[:, None] & mask_d[None, :], other=0.0)  # [BS, BD]
@@ -158,8 +162,7 @@ def decode_attention(
         num_splits = choose_num_splits(num_seqs, num_kv_heads, max_seq_len, query.device)
     if block_n is None:
         block_n = 64 if head_dim <= 128 else 32
-    tokens_per_split = cdiv(cdiv(max_seq_len, num_splits), block_n) * block_n
-    num_splits = cdiv(max_seq_len, tokens_per_split)  # drop splits that would start past the end
+    num_splits = min(num_splits, cdiv(max_seq_len, block_n))  # at least one tile per split
     block_d = triton.next_power_of_2(head_dim)
     if num_splits > 1:
         part_out = torch.empty(num_seqs, num_heads, num_splits, head_dim,
@@ -167,17 +170,17 @@ def decode_attention(
         part_lse = torch.empty(num_seqs, num_heads, num_splits, dtype=torch.float32,
                                device=query.device)
     else:
-        part_out = part_lse = out  # unused by the kernel when NUM_SPLITS == 1
+        part_out = part_lse = out  # unused by the kernel when ONE_SPLIT
     _decode_split_kernel[(num_seqs, num_kv_heads, num_splits)](
         query, k_cache, v_cache, block_tables, seq_lens,
         out, part_out, part_lse,
-        scale * _LOG2E, tokens_per_split,
+        scale * _LOG2E, num_splits,
         query.stride(0), query.stride(1),
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
         block_tables.stride(0),
         out.stride(0), out.stride(1),
-        NUM_SPLITS=num_splits, GROUP=group, HEAD_DIM=head_dim, BLOCK_SIZE=block_size,
+        ONE_SPLIT=num_splits == 1, GROUP=group, HEAD_DIM=head_dim, BLOCK_SIZE=block_size,
         # tl.dot needs M >= 16 on tensor cores; padded query rows are masked out.
         BLOCK_G=max(16, triton.next_power_of_2(group)), BLOCK_D=block_d, BLOCK_N=block_n,
         DOT_DTYPE=dot_dtype, DOT_PRECISION=dot_precision,
@@ -185,8 +188,8 @@ def decode_attention(
     )
     if num_splits > 1:
         _decode_merge_kernel[(num_seqs, num_heads)](
-            part_out, part_lse, out, out.stride(0), out.stride(1),
-            NUM_SPLITS=num_splits, HEAD_DIM=head_dim,
+            part_out, part_lse, out, out.stride(0), out.stride(1), num_splits,
+            HEAD_DIM=head_dim,
             BLOCK_SPLITS=triton.next_power_of_2(num_splits), BLOCK_D=block_d,
             num_warps=1,
         )

@@ -87,7 +87,7 @@ def test_decode_default_tiles_and_strided_query(device):
 
 
 def test_decode_short_sequence_with_empty_splits(device):
-    """Splits sized for the longest sequence leave a short one with empty splits: weight 0."""
+    """A context shorter than num_splits tiles leaves empty splits: they must weigh 0, not NaN."""
     gen = torch.Generator().manual_seed(3)
     lens = [1, 100]
     kv = random_paged_kv(lens, 1, 64, 16, torch.float32, device, gen)
