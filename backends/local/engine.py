@@ -76,10 +76,14 @@ class AsyncEngine:
             runner.num_kv_blocks, runner.block_size, enable_prefix_caching=config.enable_prefix_caching
         )
         # Cap the context at what the pool can hold, so an admitted request can always finish.
-        limits = [runner.max_model_len, runner.num_kv_blocks * runner.block_size]
+        kv_tokens = runner.num_kv_blocks * runner.block_size
+        limits = [runner.max_model_len, kv_tokens]
         if config.max_model_len is not None:
             limits.append(config.max_model_len)
         self.max_model_len: int = min(limits)
+        self._kv_limited = self.max_model_len == kv_tokens and kv_tokens < runner.max_model_len
+        if self.max_model_len < (config.max_model_len or runner.max_model_len):
+            log.warning("max_model_len capped at %d tokens: the KV pool holds no more", self.max_model_len)
         self.vocab_size: int = int(runner.config.vocab_size)
         self.eos_token_ids = frozenset(runner.eos_token_ids)
         self.scheduler = Scheduler(
@@ -230,8 +234,9 @@ class AsyncEngine:
         if not ids:
             raise RequestRejected("the prompt is empty", "invalid_value", param="prompt")
         if len(ids) >= self.max_model_len:
+            why = " (all the KV cache can hold)" if self._kv_limited else ""
             raise RequestRejected(
-                f"This model's maximum context length is {self.max_model_len} tokens, but the "
+                f"This model's maximum context length is {self.max_model_len} tokens{why}, but the "
                 f"prompt has {len(ids)} tokens, which leaves no room for a completion.",
                 "context_length_exceeded",
                 param="prompt",

@@ -198,3 +198,17 @@ async def test_duplicate_request_id_is_rejected(engine: AsyncEngine) -> None:
         with pytest.raises(RequestRejected):
             engine.add_request("dup", [1, 2, 3], greedy(5))
         await first.__anext__()
+
+
+async def test_prompt_that_can_never_fit_the_kv_pool_is_refused(tiny_model_dir: Path) -> None:
+    eng = AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=3, block_size=16))
+    try:
+        assert eng.max_model_len == 48  # the pool, not the model's 512, is the limit
+        with pytest.raises(RequestRejected) as err:
+            eng.add_request("huge", list(range(5, 65)), greedy(4))
+        assert err.value.code == "context_length_exceeded" and "KV cache" in str(err.value)
+        out = await eng.generate(list(range(5, 45)), greedy(50))  # fits: capped at the pool
+        assert out.finish_reason == "length" and out.usage.completion_tokens == 8
+        assert eng.block_manager.check_pool_whole()
+    finally:
+        await eng.aclose()
