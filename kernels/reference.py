@@ -39,24 +39,70 @@ def paged_decode_attention(
         return query.new_empty(query.shape)
     if query.device.type != "cpu":
         return _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len)
-    # CPU: one sequence at a time. Its gathered K/V (< 1 MB for typical contexts) stays in
-    # cache for the fused attention that follows, no padding to the longest context is
-    # computed, and no batch-sized temporary (page faults on every fresh large allocation) is made.
+    # CPU: one sequence at a time, so no batch-sized temporary is made (page faults on every
+    # fresh large allocation) and no padding to the longest context is computed. A table's
+    # leading run of consecutive block ids (a prompt allocated in one go) is read in place as a
+    # view; only the scattered rest is gathered, and the two partial results are merged by
+    # their log-sum-exp, so most of the context is read from the cache exactly once.
     _, num_heads, head_dim = query.shape
     block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
-    gqa = num_heads != num_kv_heads
+    group = num_heads // num_kv_heads
+    lens = seq_lens.tolist()
+    max_blocks = (max(lens) + block_size - 1) // block_size
+    tables = block_tables[:, :max_blocks]
+    # leading-run length per sequence: 1 + number of leading +1 steps in the block ids
+    steps = (tables[:, 1:] - tables[:, :-1]) == 1  # [S, nb - 1]
+    lead_runs = (1 + steps.to(torch.int32).cumprod(dim=1).sum(dim=1)).tolist()
     out = torch.empty_like(query)
-    for i, ctx_len in enumerate(seq_lens.tolist()):
-        blocks = block_tables[i, : (ctx_len + block_size - 1) // block_size]
-        k = k_cache.index_select(0, blocks).view(-1, num_kv_heads, head_dim)[:ctx_len]  # [T, Hkv, D]
-        v = v_cache.index_select(0, blocks).view(-1, num_kv_heads, head_dim)[:ctx_len]
-        q = query[i].view(1, num_heads, 1, head_dim).float()
-        # 4-D inputs select the fused CPU flash kernel (3-D ones fall back to the math path).
-        o = F.scaled_dot_product_attention(
-            q, k.float().transpose(0, 1)[None], v.float().transpose(0, 1)[None], scale=scale, enable_gqa=gqa
-        )  # [1, H, 1, D]
+    for i, ctx_len in enumerate(lens):
+        num_blocks = (ctx_len + block_size - 1) // block_size
+        run = min(lead_runs[i], num_blocks)
+        # The G query heads sharing a KV head act as G queries of that head: no K/V repeat.
+        q = query[i].view(1, num_kv_heads, group, head_dim).float()
+        if run < _MIN_VIEW_RUN or _flash_with_lse is None:
+            run = 0  # too short to be worth a separate pass: gather everything
+        parts = []
+        if run:
+            first = int(tables[i, 0])
+            n_view = min(run * block_size, ctx_len)
+            k = k_cache[first : first + run].view(-1, num_kv_heads, head_dim)[:n_view]  # [T1, Hkv, D]
+            v = v_cache[first : first + run].view(-1, num_kv_heads, head_dim)[:n_view]
+            parts.append((k, v))
+        if run < num_blocks:
+            rest = tables[i, run:num_blocks]
+            n_rest = ctx_len - run * block_size
+            k = k_cache.index_select(0, rest).view(-1, num_kv_heads, head_dim)[:n_rest]  # [T2, Hkv, D]
+            v = v_cache.index_select(0, rest).view(-1, num_kv_heads, head_dim)[:n_rest]
+            parts.append((k, v))
+        if len(parts) == 1:
+            k, v = parts[0]
+            o = F.scaled_dot_product_attention(
+                q, k.float().transpose(0, 1)[None], v.float().transpose(0, 1)[None], scale=scale
+            )  # [1, Hkv, G, D]; 4-D inputs select the fused CPU flash kernel
+        else:
+            o = _merge_by_lse(q, parts, scale)
         out[i] = o.view(num_heads, head_dim)
     return out
+
+
+# Below this many consecutive leading blocks, a second attention pass costs more than a gather.
+_MIN_VIEW_RUN = 4
+_flash_with_lse = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
+def _merge_by_lse(q: torch.Tensor, parts, scale: float) -> torch.Tensor:
+    """Attention over the concatenation of `parts` ((k, v) [T_i, Hkv, D] each) without
+    concatenating them: softmax-weighted partial outputs combined by their log-sum-exp."""
+    outs, lses = [], []
+    for k, v in parts:
+        o, lse = _flash_with_lse(
+            q, k.float().transpose(0, 1)[None], v.float().transpose(0, 1)[None], 0.0, False, scale=scale
+        )  # o [1, Hkv, G, D], lse [1, Hkv, G]
+        outs.append(o)
+        lses.append(lse)
+    lse = torch.stack(lses)  # [P, 1, Hkv, G]
+    weights = torch.softmax(lse, dim=0).unsqueeze(-1)  # [P, 1, Hkv, G, 1]
+    return (torch.stack(outs) * weights).sum(dim=0)  # [1, Hkv, G, D]
 
 
 def _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len):
@@ -108,8 +154,13 @@ def paged_prefill_attention(
         if q_len == 0:
             continue
         blocks = block_tables[i, : (ctx_len + block_size - 1) // block_size]
-        k = k_cache.index_select(0, blocks).view(-1, num_kv_heads, head_dim)[:ctx_len]  # [T, Hkv, D]
-        v = v_cache.index_select(0, blocks).view(-1, num_kv_heads, head_dim)[:ctx_len]
+        first, last = int(blocks[0]), int(blocks[-1])
+        if last - first == len(blocks) - 1 and bool((blocks[1:] - blocks[:-1] == 1).all()):
+            k_blocks, v_blocks = k_cache[first : last + 1], v_cache[first : last + 1]  # in place
+        else:
+            k_blocks, v_blocks = k_cache.index_select(0, blocks), v_cache.index_select(0, blocks)
+        k = k_blocks.view(-1, num_kv_heads, head_dim)[:ctx_len]  # [T, Hkv, D]
+        v = v_blocks.view(-1, num_kv_heads, head_dim)[:ctx_len]
         q = query[qs:qe].float().transpose(0, 1)[None]  # [1, H, q, D]; 4-D picks the flash kernel
         k, v = k.float().transpose(0, 1)[None], v.float().transpose(0, 1)[None]  # [1, Hkv, T, D]
         if q_len == ctx_len:  # no cached prefix: plain causal (the fused kernel skips masked tiles)

@@ -11,17 +11,23 @@ from kernels import reference
 BS, HKV, H, D = 4, 2, 6, 8  # GQA group of 3
 
 
-def _paged(lens: list[int], seed: int = 0):
-    """Random caches, shuffled block tables, and each sequence's contiguous K/V for checking."""
+def _paged(lens: list[int], seed: int = 0, runs: list[int] | None = None):
+    """Random caches, block tables, and each sequence's contiguous K/V for checking.
+
+    Sequence i's table starts with `runs[i]` consecutive block ids (0 = all shuffled).
+    """
     g = torch.Generator().manual_seed(seed)
+    runs = runs or [0] * len(lens)
     num_blocks = sum((n + BS - 1) // BS for n in lens) + 3
     k_cache = torch.randn(num_blocks, BS, HKV, D, generator=g)
     v_cache = torch.randn(num_blocks, BS, HKV, D, generator=g)
-    free = list(range(num_blocks))
+    contiguous = list(range(sum(runs)))
+    free = list(range(sum(runs), num_blocks))
     random.Random(seed).shuffle(free)
     tables, dense = [], []
-    for n in lens:
-        t = [free.pop() for _ in range((n + BS - 1) // BS)]
+    for n, run in zip(lens, runs, strict=True):
+        nb = (n + BS - 1) // BS
+        t = [contiguous.pop(0) for _ in range(run)] + [free.pop() for _ in range(nb - run)]
         tables.append(t)
         idx = torch.tensor(t)
         dense.append((k_cache[idx].reshape(-1, HKV, D)[:n], v_cache[idx].reshape(-1, HKV, D)[:n]))
@@ -53,10 +59,24 @@ def test_decode_matches_dense_and_padded_form():
     torch.testing.assert_close(out, padded, atol=1e-5, rtol=1e-5)
 
 
+def test_decode_reads_leading_runs_in_place():
+    """Tables that start with consecutive ids take the view + gathered-tail path (merged by
+    log-sum-exp); a fully consecutive table is read as one view."""
+    lens = [40, 33, 29, 64, 17, 21]
+    runs = [10, 5, 4, 16, 3, 0]  # full run, run + tail, exact threshold, full, short, none
+    k_cache, v_cache, bt, dense = _paged(lens, seed=3, runs=runs)
+    assert bt[0, :10].tolist() == list(range(10))
+    q = torch.randn(len(lens), H, D)
+    sl = torch.tensor(lens, dtype=torch.int32)
+    out = reference.paged_decode_attention(q, k_cache, v_cache, bt, sl, 0.2)
+    for i, (k, v) in enumerate(dense):
+        torch.testing.assert_close(out[i], _dense(q[i : i + 1], k, v, 0.2)[0], atol=1e-5, rtol=1e-5)
+
+
 def test_prefill_full_and_with_cached_prefix():
     lens = [9, 13, 1, 8]  # context lengths
     q_lens = [9, 5, 1, 1]  # whole prompt, a chunk after 8 cached, single tokens
-    k_cache, v_cache, bt, dense = _paged(lens, seed=1)
+    k_cache, v_cache, bt, dense = _paged(lens, seed=1, runs=[3, 0, 0, 2])  # 1st and 4th in place
     q = torch.randn(sum(q_lens), H, D)
     qsl = torch.tensor([0, 9, 14, 15, 16], dtype=torch.int32)
     out = reference.paged_prefill_attention(

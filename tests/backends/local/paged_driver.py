@@ -27,11 +27,14 @@ class _Seq:
 
 
 class PagedDriver:
-    def __init__(self, runner: ModelRunner, chunk: int = 5, seed: int = 0, stop_at_eos: bool = True) -> None:
+    def __init__(
+        self, runner: ModelRunner, chunk: int = 5, seed: int | None = 0, stop_at_eos: bool = True
+    ) -> None:
         self.runner = runner
         self.chunk = chunk
-        self.free = list(range(runner.num_kv_blocks))
-        random.Random(seed).shuffle(self.free)  # block ids neither contiguous nor ordered
+        self.free = list(range(runner.num_kv_blocks))[::-1]  # pop() hands out 0, 1, 2, ...
+        if seed is not None:
+            random.Random(seed).shuffle(self.free)  # block ids neither contiguous nor ordered
         self.stop_ids = set(runner.eos_token_ids) if stop_at_eos else set()
         self.steps = 0
         self.max_batch = 0

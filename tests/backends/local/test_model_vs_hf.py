@@ -87,6 +87,15 @@ def test_greedy_batched_chunked_matches_generate(model_dir):
     assert ours == expected
 
 
+def test_greedy_with_consecutive_blocks_matches_generate(tiny_model_dir):
+    """In-order block ids: long prompts get consecutive runs (read in place by the CPU kernels)."""
+    runner = ModelRunner(tiny_model_dir, num_kv_blocks=96, block_size=4)
+    hf = _hf(tiny_model_dir)
+    prompts = _prompts(runner.config.vocab_size, 6, 20, 60, seed=4)
+    expected = [_hf_greedy(hf, p, 10) for p in prompts]
+    assert PagedDriver(runner, chunk=64, seed=None).generate(prompts, 10, stagger=1) == expected
+
+
 def test_llama3_rope_scaling_changes_the_model(tiny_llama3_dir):
     """Guard against the scaled-rope test passing vacuously: default rope gives other logits."""
     from backends.local.rope import inv_frequencies
