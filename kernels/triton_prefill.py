@@ -4,7 +4,8 @@ Same contract as `kernels.reference.paged_prefill_attention`: each sequence's ne
 varlen in `query`) attend causally to its cached prefix and to themselves, whose K/V are already
 in the cache. One program owns a tile of BLOCK_M new tokens of one sequence for one query head
 and streams that sequence's K/V tiles through an online softmax (flash-attention style). Tiles
-entirely after the tile's last query position are never visited, so causal work is halved.
+entirely after the tile's last query position are never visited (causal work is halved), and
+tiles entirely before its first row skip the causal mask.
 """
 
 from __future__ import annotations
@@ -16,6 +17,42 @@ import triton.language as tl
 from kernels.triton_common import cdiv, check_device, dot_config
 
 _LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _attend_keys(
+    q, m, l_sum, acc, q_pos,  # q [BM, BD]; running max, sum [BM]; acc [BM, BD]; q_pos [BM]
+    k_cache_ptr, v_cache_ptr, table_row, kv_head, lo, hi, qk_scale,
+    stride_k_b, stride_k_t, stride_k_h, stride_v_b, stride_v_t, stride_v_h,
+    HEAD_DIM: tl.constexpr, BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr, DOT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    CAUSAL_MASK: tl.constexpr,
+):
+    """Online-softmax update of (m, l_sum, acc) with keys lo .. hi-1 of one sequence."""
+    offs_d = tl.arange(0, BLOCK_D)
+    mask_d = offs_d < HEAD_DIM
+    for n0 in range(lo, hi, BLOCK_N):
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        mask_n = offs_n < hi
+        block = tl.load(table_row + offs_n // BLOCK_SIZE, mask=mask_n, other=0).to(tl.int64)
+        in_block = offs_n % BLOCK_SIZE
+        k_rows = block * stride_k_b + in_block * stride_k_t + kv_head * stride_k_h  # [BN]
+        v_rows = block * stride_v_b + in_block * stride_v_t + kv_head * stride_v_h
+        kv_mask = mask_n[:, None] & mask_d[None, :]
+        k = tl.load(k_cache_ptr + k_rows[:, None] + offs_d[None, :], mask=kv_mask, other=0.0)
+        s = tl.dot(q, tl.trans(k.to(DOT_DTYPE)), input_precision=DOT_PRECISION) * qk_scale
+        if CAUSAL_MASK:  # only the tiles that straddle the diagonal or the context end
+            visible = mask_n[None, :] & (offs_n[None, :] <= q_pos[:, None])  # [BM, BN]
+            s = tl.where(visible, s, float("-inf"))
+        m_new = tl.maximum(m, tl.max(s, axis=1))
+        p = tl.exp2(s - m_new[:, None])
+        alpha = tl.exp2(m - m_new)
+        l_sum = l_sum * alpha + tl.sum(p, axis=1)
+        v = tl.load(v_cache_ptr + v_rows[:, None] + offs_d[None, :], mask=kv_mask, other=0.0)
+        pv = tl.dot(p.to(DOT_DTYPE), v.to(DOT_DTYPE), input_precision=DOT_PRECISION)  # [BM, BD]
+        acc = acc * alpha[:, None] + pv
+        m = m_new
+    return m, l_sum, acc
 
 
 @triton.jit
@@ -45,7 +82,8 @@ def _prefill_kernel(
     offs_d = tl.arange(0, BLOCK_D)
     mask_m = offs_m < q_len
     mask_d = offs_d < HEAD_DIM
-    q_pos = ctx_len - q_len + offs_m  # [BM] absolute positions of the new tokens
+    first_pos = ctx_len - q_len + tile * BLOCK_M  # absolute position of the tile's first row
+    q_pos = first_pos + tl.arange(0, BLOCK_M)  # [BM]
     tokens = (q_start + offs_m).to(tl.int64)
     q_ptrs = q_ptr + tokens[:, None] * stride_q_t + head * stride_q_h + offs_d[None, :]
     q = tl.load(q_ptrs, mask=mask_m[:, None] & mask_d[None, :], other=0.0)
@@ -55,29 +93,21 @@ def _prefill_kernel(
     l_sum = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     table_row = block_tables_ptr + seq.to(tl.int64) * stride_bt_s
-    # Keys past the tile's last query position are masked for every row: skip them.
-    kv_end = tl.minimum(ctx_len, ctx_len - q_len + (tile + 1) * BLOCK_M)
-    for n0 in range(0, kv_end, BLOCK_N):
-        # Key 0 is visible to every row, so m is finite after the first tile: no NaN below.
-        offs_n = n0 + tl.arange(0, BLOCK_N)
-        mask_n = offs_n < kv_end
-        block = tl.load(table_row + offs_n // BLOCK_SIZE, mask=mask_n, other=0).to(tl.int64)
-        in_block = offs_n % BLOCK_SIZE
-        k_rows = block * stride_k_b + in_block * stride_k_t + kv_head * stride_k_h  # [BN]
-        v_rows = block * stride_v_b + in_block * stride_v_t + kv_head * stride_v_h
-        kv_mask = mask_n[:, None] & mask_d[None, :]
-        k = tl.load(k_cache_ptr + k_rows[:, None] + offs_d[None, :], mask=kv_mask, other=0.0)
-        s = tl.dot(q, tl.trans(k.to(DOT_DTYPE)), input_precision=DOT_PRECISION) * qk_scale
-        visible = mask_n[None, :] & (offs_n[None, :] <= q_pos[:, None])  # [BM, BN] causal
-        s = tl.where(visible, s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, axis=1))
-        p = tl.exp2(s - m_new[:, None])
-        alpha = tl.exp2(m - m_new)
-        l_sum = l_sum * alpha + tl.sum(p, axis=1)
-        v = tl.load(v_cache_ptr + v_rows[:, None] + offs_d[None, :], mask=kv_mask, other=0.0)
-        pv = tl.dot(p.to(DOT_DTYPE), v.to(DOT_DTYPE), input_precision=DOT_PRECISION)  # [., BD]
-        acc = acc * alpha[:, None] + pv
-        m = m_new
+    # Keys before the tile's first row are visible to every row: whole tiles of them need no
+    # mask. Keys past its last row are visible to none: never visited. Whichever phase runs
+    # first starts at a key every row sees, so m is finite from then on (no NaN).
+    full_end = (first_pos // BLOCK_N) * BLOCK_N
+    kv_end = tl.minimum(ctx_len, first_pos + BLOCK_M)
+    m, l_sum, acc = _attend_keys(
+        q, m, l_sum, acc, q_pos, k_cache_ptr, v_cache_ptr, table_row, kv_head, 0, full_end,
+        qk_scale, stride_k_b, stride_k_t, stride_k_h, stride_v_b, stride_v_t, stride_v_h,
+        HEAD_DIM, BLOCK_SIZE, BLOCK_N, BLOCK_D, DOT_DTYPE, DOT_PRECISION, CAUSAL_MASK=False,
+    )
+    m, l_sum, acc = _attend_keys(
+        q, m, l_sum, acc, q_pos, k_cache_ptr, v_cache_ptr, table_row, kv_head, full_end, kv_end,
+        qk_scale, stride_k_b, stride_k_t, stride_k_h, stride_v_b, stride_v_t, stride_v_h,
+        HEAD_DIM, BLOCK_SIZE, BLOCK_N, BLOCK_D, DOT_DTYPE, DOT_PRECISION, CAUSAL_MASK=True,
+    )
 
     out = acc / l_sum[:, None]
     o_ptrs = out_ptr + tokens[:, None] * stride_o_t + head * stride_o_h + offs_d[None, :]
