@@ -52,6 +52,9 @@ def serve_engine(args: argparse.Namespace) -> int:
     import socket
 
     import uvicorn
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
 
     from backends.local.backend import LocalBackend
     from backends.local.engine import AsyncEngine, EngineConfig
@@ -69,6 +72,20 @@ def serve_engine(args: argparse.Namespace) -> int:
                            max_num_batched_tokens=args.max_num_batched_tokens)
         engine = AsyncEngine(cfg, wait_queue=queue)
         app = build_app(LocalBackend(engine, name="live", model_name="live"), control_secret=SECRET)
+
+        async def tenants(request: Request) -> JSONResponse:  # which tenants the engine saw
+            return JSONResponse(sorted({r.tenant for r in engine.scheduler.requests.values()}
+                                       | set(seen)))
+
+        seen: set[str] = set()
+        add = engine.add_request
+
+        def add_and_note(*a, **kw):  # type: ignore[no-untyped-def]
+            seen.add(kw.get("tenant", "default"))
+            return add(*a, **kw)
+
+        engine.add_request = add_and_note  # type: ignore[method-assign]
+        app.router.routes.append(Route("/bench/tenants", tenants))
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
         await server.serve(sockets=[sock])
@@ -147,16 +164,29 @@ class Phase:
     errors: int = 0
     tokens_per_s: float = 0.0
     wall_s: float = 0.0
+    runs: int = 0
 
 
-async def one_request(client: httpx.AsyncClient, key: str, prompt: list[int], max_tokens: int) -> float:
+def merge(into: Phase, ph: Phase) -> None:
+    """Pool one run's samples into `into`; throughput is the mean over runs."""
+    for tenant, ttfts in ph.ttft.items():
+        into.ttft.setdefault(tenant, []).extend(ttfts)
+        into.done[tenant] = into.done.get(tenant, 0) + ph.done[tenant]
+    into.errors += ph.errors
+    into.tokens_per_s = (into.tokens_per_s * into.runs + ph.tokens_per_s) / (into.runs + 1)
+    into.wall_s += ph.wall_s
+    into.runs += 1
+
+
+async def one_request(client: httpx.AsyncClient, auth: dict[str, str], prompt: list[int],
+                      max_tokens: int) -> float:
     """Stream one completion; return its TTFT (first chunk). Raises on an HTTP error."""
     body = {"model": "live", "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
             "ignore_eos": True, "stream": True}
     start = time.perf_counter()
     ttft = -1.0
     async with client.stream("POST", "/v1/completions", json=body,
-                             headers={"authorization": f"Bearer {key}"}) as r:
+                             headers=auth) as r:
         if r.status_code != 200:
             await r.aread()
             raise RuntimeError(f"{r.status_code}: {r.text[:200]}")
@@ -180,7 +210,7 @@ async def wait_drained(engine: str) -> None:
             await asyncio.sleep(0.1)
 
 
-async def run_phase(gw: str, engine: str, keys: dict[str, str], rates: dict[str, float],
+async def run_phase(gw: str, engine: str, keys: dict[str, dict[str, str]], rates: dict[str, float],
                     duration: float, args: argparse.Namespace, seed: int) -> Phase:
     """Open-loop Poisson arrivals per tenant for `duration` s; then cancel what is left."""
     phase = Phase(ttft={t: [] for t in rates}, done=dict.fromkeys(rates, 0))
@@ -228,7 +258,7 @@ async def run_phase(gw: str, engine: str, keys: dict[str, str], rates: dict[str,
     return phase
 
 
-async def calibrate(gw: str, engine: str, key: str, args: argparse.Namespace) -> float:
+async def calibrate(gw: str, engine: str, key: dict[str, str], args: argparse.Namespace) -> float:
     """Requests per second the whole path completes with every sequence slot busy."""
     async with httpx.AsyncClient(base_url=gw, timeout=600) as client:
         count = 0
@@ -263,29 +293,40 @@ def run(args: argparse.Namespace) -> dict:
         from tests.helpers.tiny_models import make_tiny_model
 
         args.model = str(make_tiny_model(Path(workdir) / "model", "llama", **SMALL))
-    results: dict[str, dict[str, Phase]] = {}
+    results: dict[str, dict[str, Phase]] = {q: {"alone": Phase(), "flood": Phase()} for q in ("vtc", "fcfs")}
+    seen: dict[str, list[str]] = {}
     capacity = 0.0
-    for queue in ("vtc", "fcfs"):
+    # ABBA...: the machine's other load drifts; alternating spreads it over both queues
+    order = [q for i in range(args.repeats) for q in (("vtc", "fcfs") if i % 2 == 0 else ("fcfs", "vtc"))]
+    for queue in order:
         engine = start_engine(queue, args)
         gw = None
         try:
-            gw = start_gateway(tempfile.mkdtemp(dir=workdir))
-            keys = setup_tenants(gw.url, engine.url)
+            gw = None if args.direct else start_gateway(tempfile.mkdtemp(dir=workdir))
+            if args.direct:  # straight to the engine server, naming the tenant ourselves
+                entry = engine.url
+                keys = {t: {"x-tenant": t} for t in ("light", "flood")}
+            else:
+                entry = gw.url
+                keys = {t: {"authorization": f"Bearer {k}"}
+                        for t, k in setup_tenants(gw.url, engine.url).items()}
             if not capacity:
-                capacity = asyncio.run(calibrate(gw.url, engine.url, keys["flood"], args))
+                capacity = asyncio.run(calibrate(entry, engine.url, keys["flood"], args))
             light = args.light_share * capacity
-            results[queue] = {
-                "alone": asyncio.run(run_phase(gw.url, engine.url, keys, {"light": light},
-                                               args.duration, args, 1)),
-                "flood": asyncio.run(run_phase(gw.url, engine.url, keys,
-                                               {"light": light, "flood": 4 * light},
-                                               args.duration, args, 2)),
-            }
+            seed = 100 * results[queue]["alone"].runs  # both queues see the same arrivals
+            merge(results[queue]["alone"], asyncio.run(
+                run_phase(entry, engine.url, keys, {"light": light}, args.duration, args, seed)))
+            merge(results[queue]["flood"], asyncio.run(
+                run_phase(entry, engine.url, keys, {"light": light, "flood": 4 * light},
+                          args.duration, args, seed + 1)))
+            seen[queue] = httpx.get(engine.url + "/bench/tenants").json()
         finally:
             if gw is not None:
                 gw.stop()
             engine.stop()
 
+    print(f"path: {'client -> engine server' if args.direct else 'client -> gateway -> engine server'}"
+          f"; tenants the engine saw: {seen}")
     print(f"capacity {capacity:.1f} req/s; light {args.light_share * capacity:.2f} req/s, "
           f"flood {4 * args.light_share * capacity:.2f} req/s; {args.duration:.0f} s per phase")
     print(f"{'queue':<6}{'phase':<7}{'tenant':<7}{'reqs':>6}{'ttft p50':>10}{'ttft p99':>10}"
@@ -307,6 +348,8 @@ def run(args: argparse.Namespace) -> dict:
         "fcfs_light_ttft_p50_s": round(p(f["flood"].ttft["light"], 50), 4),
         "vtc_throughput_tok_s": round(v["flood"].tokens_per_s, 1),
         "fcfs_throughput_tok_s": round(f["flood"].tokens_per_s, 1),
+        "path": "direct" if args.direct else "gateway",
+        "tenants_seen": sorted(set(seen["vtc"]) - {"default"}),
         "errors": sum(ph.errors for phs in results.values() for ph in phs.values()),
     }
     summary["vtc_vs_alone"] = round(summary["vtc_light_ttft_p99_s"] / max(alone, 1e-9), 2)
@@ -321,12 +364,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None, help="model folder (default: a small random Llama)")
     ap.add_argument("--duration", type=float, default=20.0, help="seconds per phase")
     ap.add_argument("--calibrate-s", type=float, default=6.0)
-    ap.add_argument("--light-share", type=float, default=0.3, help="light rate / capacity")
+    ap.add_argument("--light-share", type=float, default=0.35, help="light rate / capacity")
+    ap.add_argument("--repeats", type=int, default=2, help="rounds, alternating the queues' order")
     ap.add_argument("--prompt-tokens", type=int, default=24)
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--max-num-seqs", type=int, default=8)
     ap.add_argument("--num-kv-blocks", type=int, default=256)
     ap.add_argument("--max-num-batched-tokens", type=int, default=256)
+    ap.add_argument("--direct", action="store_true", help="skip the gateway (engine scheduling only)")
     ap.add_argument("--serve-engine", choices=["fcfs", "vtc"], default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve_engine:
