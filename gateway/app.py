@@ -68,7 +68,10 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
         st.embedded = await asyncio.to_thread(start_embedded_engine, settings)
         install_metrics(st)  # st.metrics for GET /metrics, fed through request_observers
         st.backends = {}
-        st.config_version = await st.quota.version()
+        try:
+            st.config_version = await st.quota.version()
+        except Exception:  # Redis down at start: serve 503s until it is back, then catch up
+            st.config_version = -1
         st.config_lock = asyncio.Lock()
         await load_backends(st)
         await push_weights(st)

@@ -7,6 +7,7 @@ the handler then settles and records usage up to the cut, like any other ending.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
@@ -25,6 +26,8 @@ from gateway.request_path import (
     no_backend_error,
 )
 
+log = logging.getLogger("fairgate.request")
+
 
 class CompletionsEndpoint:
     def __init__(self, kind: str) -> None:
@@ -36,6 +39,11 @@ class CompletionsEndpoint:
             adm = await admit(state, self.kind, scope, receive)
         except ApiError as err:
             await send_error(send, err)
+            return
+        except Exception as exc:  # e.g. the key store or Redis is down: nothing was reserved
+            log.warning("admission failed (%s)", type(exc).__name__)
+            await send_error(send, ApiError(503, "The gateway cannot admit requests right now; retry.",
+                                            "service_unavailable", headers={"retry-after": "1"}))
             return
         if adm.parsed.stream:
             await stream(state, adm, receive, send)

@@ -126,6 +126,10 @@ async def admit(state: Any, kind: str, scope: dict[str, Any], receive: Any) -> A
             raise ApiError(429, f"Rate limit reached for this {d.scope}: {d.limit}. "
                                 f"Retry after {d.retry_after_s} s.", d.limit,
                            headers={"retry-after": str(d.retry_after_s)}) from None
+        except Exception as exc:  # the quota store is down: fail closed, never admit unchecked
+            log.warning("quota store unavailable (%s)", type(exc).__name__)
+            raise ApiError(503, "The quota service is unavailable; retry shortly.", "quota_unavailable",
+                           headers={"retry-after": "1"}) from None
         body[parsed.max_tokens_field] = max_tokens  # what we reserved is what may be generated
         gen = GenerationRequest(rid, kind, body, tenant=principal.tenant_id, priority=priority,  # type: ignore[arg-type]
                                 cache_salt=principal.cache_salt or principal.tenant_id)

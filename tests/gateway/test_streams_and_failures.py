@@ -133,3 +133,18 @@ def test_usage_is_retried_while_the_table_is_unavailable(make_gateway):
         conn.execute(text("ALTER TABLE usage_records_away RENAME TO usage_records"))
     wait_for(lambda: gw.state.usage.written == 3, timeout=30)
     assert len(rows(gw)) == 3 and len({r.request_id for r in rows(gw)}) == 3
+
+
+def test_quota_store_down_fails_closed_with_503(tmp_path):
+    from gateway.settings import Settings
+    from tests.gateway.harness import ADMIN_TOKEN, GatewayThread
+
+    dead = _dead_url().split("//")[1].split("/")[0]
+    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/down.db",
+                        embedded_engine=False, redis_url=f"redis://{dead}/0")
+    with GatewayThread(settings) as gw:
+        r = httpx.post(gw.url + "/v1/chat/completions", headers={"authorization": "Bearer fg-anything"},
+                       json={"model": "up", "messages": [{"role": "user", "content": "x"}]})
+        assert r.status_code == 503 and r.json()["error"]["code"] == "service_unavailable"
+        assert r.headers["retry-after"] == "1"
+        assert rows(gw) == []
