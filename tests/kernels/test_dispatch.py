@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
 from types import SimpleNamespace
@@ -82,3 +83,15 @@ def test_forced_triton_runs_the_triton_kernel_on_cpu(monkeypatch):
     assert calls == [1]
     assert torch.equal(k_cache[1, 1, 0], key[0, 0]) and torch.equal(v_cache[1, 1, 0], 2 * key[0, 0])
     assert int((k_cache != 0).sum()) == 64
+
+
+@pytest.mark.parametrize("name", ["write_kv", "paged_decode_attention", "paged_prefill_attention"])
+def test_triton_ops_have_the_reference_signatures(name):
+    pytest.importorskip("triton")
+    from kernels import triton_ops
+
+    def params(fn):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+    assert params(getattr(triton_ops, name)) == params(getattr(reference, name))
+    assert params(getattr(kernels, name)) == params(getattr(reference, name))
