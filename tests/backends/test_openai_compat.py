@@ -104,3 +104,13 @@ def test_breaker_half_opens_after_cooldown():
     assert br.allow()  # cooldown of 0: the trial goes through
     br.success()
     assert br.opened_at is None and br.failures == 0
+
+
+async def test_only_local_backends_hear_the_tenant(upstream, client):
+    req = GenerationRequest("r9", "chat", {"model": "m", "messages": [{"role": "user", "content": "x"}],
+                                           "max_tokens": 1}, tenant="t-1", priority="batch", cache_salt="t-1")
+    await OpenAICompatBackend("eng", upstream.base_url, client, is_local=True).complete(req)
+    h = upstream.app.headers[-1]
+    assert (h["x-tenant"], h["x-priority"], h["x-cache-salt"]) == ("t-1", "batch", "t-1")
+    await OpenAICompatBackend("ext", upstream.base_url, client).complete(req)
+    assert "x-tenant" not in upstream.app.headers[-1] and "x-cache-salt" not in upstream.app.headers[-1]
