@@ -147,7 +147,7 @@ def decode_attention(
     bench/kernels_gpu.py sweeps them)."""
     check_device(query, _decode_split_kernel)
     num_seqs, num_heads, head_dim = query.shape
-    out = torch.empty_like(query)
+    out = query.new_empty(query.shape)  # contiguous: the kernels store with head_dim stride 1
     if num_seqs == 0:
         return out
     _, block_size, num_kv_heads, _ = k_cache.shape

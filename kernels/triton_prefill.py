@@ -131,7 +131,7 @@ def prefill_attention(
     """`paged_prefill_attention` with the tile sizes exposed (tests use small tiles)."""
     check_device(query, _prefill_kernel)
     num_tokens, num_heads, head_dim = query.shape
-    out = torch.empty_like(query)
+    out = query.new_empty(query.shape)  # contiguous: the kernels store with head_dim stride 1
     num_seqs = seq_lens.shape[0]
     if num_tokens == 0 or num_seqs == 0:
         return out
