@@ -147,3 +147,16 @@ def test_admin_validation_errors(make_gateway):
 def test_bad_admin_tokens(make_gateway, bad):
     gw, admin = make_gateway()
     assert httpx.get(gw.url + "/admin/tenants", headers={"authorization": bad}).status_code == 401
+
+
+def test_key_quota_applies_to_that_key_only(make_gateway):
+    gw, admin = make_gateway(redis=True)
+    t = admin.tenant()
+    k1, k2 = admin.key(t["id"]), admin.key(t["id"])
+    r = admin.client.put(f"/admin/keys/{k1['prefix']}/quota", json={"requests_per_minute": 1})
+    assert r.status_code == 200 and r.json()["key_prefix"] == k1["prefix"]
+    assert chat(gw, k1["key"]).status_code == 200
+    limited = chat(gw, k1["key"])
+    assert limited.status_code == 429 and limited.json()["error"]["code"] == "requests_per_minute"
+    assert "key" in limited.json()["error"]["message"]
+    assert chat(gw, k2["key"]).status_code == 200  # the tenant's other key is not limited
