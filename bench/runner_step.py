@@ -1,7 +1,7 @@
 """Model-runner step time on CPU for a ~110M-parameter Llama (fp32).
 
-Cases: 48 decodes (contexts 32..512) + one 256-token prefill chunk, 64 decodes alone, and the
-prefill chunk alone. Reports step time, tokens/s, the model's matmul GFLOP/s in the step, and
+Cases: 48 decodes (prompt 32..512 + 1..128 generated tokens) + one 256-token prefill chunk,
+64 decodes alone, and the prefill chunk alone. Reports step time, tokens/s, the model's matmul GFLOP/s in the step, and
 the machine's fp32 matmul roofline (a large square matmul). Last line: JSON.
 
     python bench/runner_step.py [--steps 5] [--model-dir /tmp/fairgate-bench-llama110m]
@@ -56,19 +56,31 @@ def linear_flops(runner: ModelRunner, tokens: int, sampled: int) -> float:
 
 
 def make_case(runner: ModelRunner, decodes: int, prefill: int, seed: int = 0) -> list[RunnerInput]:
+    """Decodes with a prompt of 32..512 tokens in consecutive blocks (allocated in one go, as the
+    block manager does) plus 0..128 generated tokens in scattered blocks (allocated one by one
+    between other sequences); the prefill chunk's blocks are consecutive."""
     rng = random.Random(seed)
-    bs, free = runner.block_size, list(range(runner.num_kv_blocks))
-    rng.shuffle(free)
+    bs = runner.block_size
+    scattered = list(range(runner.num_kv_blocks // 2, runner.num_kv_blocks))
+    rng.shuffle(scattered)
+    next_block = 0
+
+    def consecutive(count: int) -> list[int]:
+        nonlocal next_block
+        next_block += count
+        return list(range(next_block - count, next_block))
+
     greedy = SamplingParams(temperature=0.0)
     inputs = []
     for i in range(decodes):
-        ctx = rng.randint(32, 512)
-        table = [free.pop() for _ in range((ctx + bs - 1) // bs)]
-        inputs.append(RunnerInput(f"d{i}", [rng.randrange(32000)], ctx - 1, table, True, greedy, 1))
+        prompt, generated = rng.randint(32, 512), rng.randint(1, 128)
+        table = consecutive(prompt // bs)
+        table += [scattered.pop() for _ in range((prompt + generated + bs - 1) // bs - len(table))]
+        ctx = prompt + generated
+        inputs.append(RunnerInput(f"d{i}", [rng.randrange(32000)], ctx - 1, table, True, greedy, generated))
     if prefill:
-        table = [free.pop() for _ in range((prefill + bs - 1) // bs)]
         ids = [rng.randrange(32000) for _ in range(prefill)]
-        inputs.append(RunnerInput("p", ids, 0, table, True, greedy))
+        inputs.append(RunnerInput("p", ids, 0, consecutive((prefill + bs - 1) // bs), True, greedy))
     return inputs
 
 
@@ -87,14 +99,16 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--model-dir", type=Path, default=Path("/tmp/fairgate-bench-llama110m"))
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
+    ap.add_argument("--kv-cache-dtype", default=None, help="e.g. bfloat16 (default: model dtype)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    runner = ModelRunner(ensure_model(args.model_dir), num_kv_blocks=2048)
+    runner = ModelRunner(ensure_model(args.model_dir), num_kv_blocks=2048, kv_cache_dtype=args.kv_cache_dtype)
     torch.nn.init.normal_(runner.kv_cache)  # realistic values; zeros could hit fast paths
     peak, peak_cpu = matmul_roofline()
     threads = torch.get_num_threads()
-    rows, result = [], {"threads": threads, "matmul_roofline_gflops": round(peak, 1),
+    rows, result = [], {"threads": threads, "kv_cache_dtype": str(runner.kv_cache_dtype),
+                        "matmul_roofline_gflops": round(peak, 1),
                         "matmul_roofline_gflops_cpu_time": round(peak_cpu, 1)}
     for name, dec, pre in [("48 decode + 256 prefill", 48, 256), ("64 decode", 64, 0), ("256 prefill", 0, 256)]:
         inputs = make_case(runner, dec, pre)

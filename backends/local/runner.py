@@ -45,7 +45,7 @@ class ModelRunner:
 
     KV pool: per layer one K and one V tensor [num_kv_blocks, block_size, num_kv_heads, head_dim].
     Size it with `num_kv_blocks`, or `kv_cache_memory` bytes; by default 512 MiB on CPU and
-    90% of the free GPU memory after the weights on CUDA.
+    90% of the free GPU memory after the weights on CUDA. `kv_cache_dtype` defaults to `dtype`.
     """
 
     def __init__(
@@ -57,11 +57,17 @@ class ModelRunner:
         num_kv_blocks: int | None = None,
         kv_cache_memory: int | None = None,
         seed: int | None = None,
+        kv_cache_dtype: str | torch.dtype | None = None,
     ) -> None:
         self.model_dir = Path(model_dir)
         self.config = ModelConfig.from_dir(self.model_dir)
         self.device = torch.device(device)
         self.dtype = resolve_dtype(dtype, self.config, self.device)
+        # A narrower KV pool (e.g. bfloat16 under float32 weights) holds twice the tokens in
+        # the same memory; attention still computes in float32.
+        self.kv_cache_dtype = self.dtype if kv_cache_dtype is None else resolve_dtype(
+            kv_cache_dtype, self.config, self.device
+        )
         self.block_size = block_size
         self.max_model_len = self.config.max_model_len
         self.eos_token_ids = self.config.eos_token_ids
@@ -74,7 +80,7 @@ class ModelRunner:
         # [layers, K|V, blocks, block_size, kv_heads, head_dim]; each [l, 0|1] view is contiguous.
         self.kv_cache = torch.zeros(
             cfg.num_layers, 2, self.num_kv_blocks, block_size, cfg.num_kv_heads, cfg.head_dim,
-            dtype=self.dtype, device=self.device,
+            dtype=self.kv_cache_dtype, device=self.device,
         )
         self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_layers)]
         generator = torch.Generator(device="cpu")
@@ -84,15 +90,15 @@ class ModelRunner:
             generator.seed()
         self.sampler = Sampler(generator)
         log.info(
-            "model runner: %s, %d layers, dtype %s on %s, %d KV blocks x %d tokens, %s",
+            "model runner: %s, %d layers, dtype %s on %s, %d KV blocks x %d tokens (%s), %s",
             cfg.model_type, cfg.num_layers, self.dtype, self.device, self.num_kv_blocks,
-            block_size, kernels.describe_backend(self.device),
+            block_size, self.kv_cache_dtype, kernels.describe_backend(self.device),
         )
 
     @property
     def kv_block_bytes(self) -> int:
         cfg = self.config
-        elem = torch.empty((), dtype=self.dtype).element_size()
+        elem = torch.empty((), dtype=self.kv_cache_dtype).element_size()
         return 2 * cfg.num_layers * self.block_size * cfg.num_kv_heads * cfg.head_dim * elem
 
     def _kv_blocks(self, num_kv_blocks: int | None, kv_cache_memory: int | None) -> int:

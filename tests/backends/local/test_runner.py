@@ -77,3 +77,18 @@ def test_seeded_sampling_through_runner_is_reproducible(tiny_model_dir):
         inp = RunnerInput("a", [7, 8, 9], 0, [5], True, params, num_output_tokens=3)
         outs.append(r.execute([other, inp] if runner_seed == 1 else [inp])[-1])
     assert outs[0] == outs[1]
+
+
+def test_bfloat16_kv_cache_stays_close(tiny_model_dir):
+    """A bf16 KV pool under fp32 weights: half the bytes, logits within bf16 rounding."""
+    exact = ModelRunner(tiny_model_dir, num_kv_blocks=8)
+    narrow = ModelRunner(tiny_model_dir, num_kv_blocks=8, kv_cache_dtype="bfloat16")
+    assert narrow.kv_cache.dtype == torch.bfloat16 and narrow.kv_block_bytes * 2 == exact.kv_block_bytes
+    prompt = list(range(5, 45))
+    inp = RunnerInput("a", prompt, 0, [6, 1, 3], False, GREEDY)
+    a, b = exact.forward_logits([inp])[0], narrow.forward_logits([inp])[0]
+    assert not torch.equal(a, b)
+    torch.testing.assert_close(b, a, atol=0.1, rtol=0.05)
+    # decode steps read the narrow cache back
+    step = RunnerInput("a", [7], 40, [6, 1, 3], False, GREEDY)
+    torch.testing.assert_close(narrow.forward_logits([step])[0], exact.forward_logits([step])[0], atol=0.1, rtol=0.05)
