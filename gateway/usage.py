@@ -8,8 +8,9 @@ request twice; when the database is down the batch stays queued and is retried w
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -49,14 +50,18 @@ class UsageEvent:
         return self.prompt_tokens + self.completion_tokens
 
     def row(self) -> dict[str, Any]:
-        d = asdict(self)
-        for name in _NOT_STORED:
-            del d[name]
+        # plain getattr, not dataclasses.asdict: asdict deep-copies and costs ~10x more
+        d = {name: getattr(self, name) for name in _stored_fields()}
         d["total_tokens"] = self.total_tokens
         return d
 
 
 _NOT_STORED = ("route", "cached_tokens", "prompt_version", "overhead_ms")
+
+
+@functools.cache
+def _stored_fields() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(UsageEvent) if f.name not in _NOT_STORED)
 
 
 def _insert_ignoring_duplicates(engine: Engine):  # type: ignore[no-untyped-def]

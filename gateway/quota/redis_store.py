@@ -7,7 +7,7 @@ Windows use Redis' own clock (TIME), so replicas with skewed clocks still agree.
 
 from __future__ import annotations
 
-import redis.asyncio as aioredis
+import time
 
 from gateway.quota import (
     COST_UNIT,
@@ -18,6 +18,7 @@ from gateway.quota import (
     retry_after_for,
     scope_kind,
 )
+from gateway.quota.resp import RespClient, Script
 
 # ARGV: prefix, rid, version, ttl_ms, day, month, tokens, cost, nscopes, then 7 per scope:
 # scope id, rpm, tpm, concurrent, daily, monthly, monthly cost (-1 = unlimited).
@@ -140,24 +141,21 @@ return 1
 
 class RedisQuotaStore:
     def __init__(self, url: str, prefix: str = "fairgate", reservation_ttl_s: int = 900) -> None:
-        # a blocking pool queues callers for a connection instead of failing under bursts
-        pool = aioredis.BlockingConnectionPool.from_url(
-            url, max_connections=64, timeout=30, decode_responses=True)
-        self._redis = aioredis.Redis(connection_pool=pool)
+        self._redis = RespClient(url)
         self._prefix = prefix
         self._ttl_ms = reservation_ttl_s * 1000
-        self._reserve = self._redis.register_script(RESERVE)
-        self._settle = self._redis.register_script(SETTLE)
+        self._reserve = Script(self._redis, RESERVE)
+        self._settle = Script(self._redis, SETTLE)
 
     async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
                       cost: float, version: int) -> None:
         day, month = period_tags()
-        args: list[object] = [self._prefix, reservation_id, str(version), self._ttl_ms, day, month,
+        args: list[object] = [self._prefix, reservation_id, version, self._ttl_ms, day, month,
                               tokens, int(cost * COST_UNIT), len(scopes)]
         for limits in scopes:
             args.append(limits.scope)
             args.extend(limits.as_ints())
-        result = await self._reserve(args=args)
+        result = await self._reserve(args)
         if result[0] == 0:
             return
         if result[0] == 2:
@@ -166,35 +164,25 @@ class RedisQuotaStore:
         raise QuotaDenied(limit, scope_kind(scope), retry_after_for(limit, wait_ms))
 
     async def settle(self, reservation_id: str, tokens: int, cost: float) -> bool:
-        done = await self._settle(args=[self._prefix, reservation_id, tokens, int(cost * COST_UNIT)])
+        done = await self._settle([self._prefix, reservation_id, tokens, int(cost * COST_UNIT)])
         return bool(done)
 
     async def version(self) -> int:
-        return int(await self._redis.get(f"{self._prefix}:ver") or 0)
+        return int(await self._redis.execute("GET", f"{self._prefix}:ver") or 0)
 
     async def bump_version(self) -> int:
-        return int(await self._redis.incr(f"{self._prefix}:ver"))
+        return int(await self._redis.execute("INCR", f"{self._prefix}:ver"))
 
     async def counters(self, scope: str) -> dict[str, int]:
         s = f"{self._prefix}:q:{scope}"
         day, month = period_tags()
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.zcount(f"{s}:rpm", f"({_now_ms() - 60000}", "+inf")
-            pipe.get(f"{s}:tpms")
-            pipe.zcount(f"{s}:conc", f"({_now_ms()}", "+inf")
-            pipe.get(f"{s}:d:{day}")
-            pipe.get(f"{s}:m:{month}")
-            pipe.get(f"{s}:c:{month}")
-            rpm, tpms, conc, d, m, c = await pipe.execute()
+        now = int(time.time() * 1000)
+        ex = self._redis.execute
+        rpm = await ex("ZCOUNT", f"{s}:rpm", f"({now - 60000}", "+inf")
+        conc = await ex("ZCOUNT", f"{s}:conc", f"({now}", "+inf")
+        tpms, d, m, c = await ex("MGET", f"{s}:tpms", f"{s}:d:{day}", f"{s}:m:{month}", f"{s}:c:{month}")
         return {"requests": int(rpm), "tokens": int(tpms or 0), "concurrent": int(conc),
                 "daily_tokens": int(d or 0), "monthly_tokens": int(m or 0), "monthly_cost": int(c or 0)}
 
     async def aclose(self) -> None:
         await self._redis.aclose()
-        await self._redis.connection_pool.disconnect()
-
-
-def _now_ms() -> int:
-    import time
-
-    return int(time.time() * 1000)
