@@ -136,7 +136,10 @@ def build_app(
 
     async def fairness(request: Request) -> Response:
         secret = control_secret or os.environ.get("FAIRGATE_CONTROL_SECRET")
-        if secret and not _secret_ok(request, secret):
+        if not secret:  # closed unless configured: weights steer every tenant's service
+            return _error(APIError("control API disabled: start the engine with --control-secret",
+                                   403, "permission_error", "control_disabled"))
+        if not _secret_ok(request, secret):
             return _error(APIError("invalid control secret", 401, "authentication_error", "invalid_secret"))
         engine = backend.engine
         if request.method == "PUT":

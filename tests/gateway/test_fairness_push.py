@@ -28,9 +28,9 @@ SECRET = "fair-secret"
 
 
 class EngineServerThread:
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, secret: str | None = SECRET) -> None:
         self.engine = engine
-        app = build_app(LocalBackend(engine, name="tiny", model_name="tiny"), control_secret=SECRET)
+        app = build_app(LocalBackend(engine, name="tiny", model_name="tiny"), control_secret=secret)
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
@@ -105,7 +105,7 @@ def test_sync_repushes_to_an_engine_that_lost_its_weights(
     future = engine_server.held()["version"] + 10**12
     r = httpx.put(engine_server.url + "/control/fairness", headers={"x-control-secret": SECRET},
                   json={"weights": {}, "version": future})
-    assert r.status_code == 200 and engine_server.held()["weights"] == {}
+    assert r.status_code == 200 and r.json()["weights"] == {}  # (the sync may undo it any moment)
     deadline = time.time() + 20
     while engine_server.held()["weights"] != {t: 2.5}:
         assert time.time() < deadline, "the sync task never re-pushed"
@@ -141,3 +141,13 @@ def test_control_needs_the_secret(engine_server: EngineServerThread) -> None:
     assert httpx.put(url, json={"weights": {"x": 2}},
                      headers={"x-control-secret": "wrong"}).status_code == 401
     assert engine_server.held()["weights"] == {}
+
+
+def test_control_is_closed_without_a_configured_secret(tiny_model_dir: Path, monkeypatch) -> None:
+    monkeypatch.delenv("FAIRGATE_CONTROL_SECRET", raising=False)
+    engine = AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=16))
+    srv = EngineServerThread(engine, secret=None)
+    with srv:
+        r = httpx.put(srv.url + "/control/fairness", json={"weights": {"x": 2}})
+        assert r.status_code == 403 and r.json()["error"]["code"] == "control_disabled"
+    assert engine.fairness_weights == {}
