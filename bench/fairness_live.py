@@ -9,10 +9,10 @@ as a local backend, then run two open-loop phases through the gateway:
   alone   the light tenant only, Poisson at `light_rate`
   flood   the light tenant as before, plus the flooder at 4 x light_rate
 
-Rates come from a calibration through the whole path (closed loop, as many streams as the
-engine has sequence slots): light = 0.3 x capacity, flood = 1.2 x capacity, so with the
-flooder the engine is overloaded (1.5x) while the light tenant asks for less than its fair
-half. TTFT is measured by the client (first streamed chunk); a request still without a token
+Rates come from a calibration through the whole path (closed loop, four streams per sequence
+slot): light = 0.25 x capacity, flood = 1.0 x capacity, so with the flooder the engine is
+overloaded (1.25x) while the light tenant asks for half its fair share. Two rounds, the
+queues' order alternating (vtc fcfs fcfs vtc), both queues seeing the same arrivals. TTFT is measured by the client (first streamed chunk); a request still without a token
 when the phase ends counts with its waiting time so far (a lower bound: starvation shows).
 Throughput is the engine's generated tokens per second during the flood phase (/stats).
 
@@ -273,7 +273,8 @@ async def calibrate(gw: str, engine: str, key: dict[str, str], args: argparse.Na
                 count += 1
 
         start = time.perf_counter()
-        await asyncio.gather(*(worker(i) for i in range(args.max_num_seqs * 2)))
+        # 4 streams per slot: a queue and many open connections, as under the flood
+        await asyncio.gather(*(worker(i) for i in range(args.max_num_seqs * 4)))
         rate = count / (time.perf_counter() - start)
     await wait_drained(engine)
     return rate
@@ -364,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None, help="model folder (default: a small random Llama)")
     ap.add_argument("--duration", type=float, default=20.0, help="seconds per phase")
     ap.add_argument("--calibrate-s", type=float, default=6.0)
-    ap.add_argument("--light-share", type=float, default=0.35, help="light rate / capacity")
+    ap.add_argument("--light-share", type=float, default=0.25, help="light rate / capacity")
     ap.add_argument("--repeats", type=int, default=2, help="rounds, alternating the queues' order")
     ap.add_argument("--prompt-tokens", type=int, default=24)
     ap.add_argument("--max-tokens", type=int, default=16)
