@@ -129,7 +129,7 @@ class DecoderModel(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
-        self.cos_sin: torch.Tensor | None = None  # set by `prepare`
+        self.cos_sin: torch.Tensor | None = None  # [max_positions, 2, head_dim], set by from_state_dict
 
     @classmethod
     def from_state_dict(
