@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -97,11 +98,24 @@ def _count_and_strip(chunk: dict[str, Any], kind: str) -> int:
     return 0
 
 
+async def _one_by_one(gen: AsyncIterator[dict[str, Any]]) -> AsyncIterator[list[dict[str, Any]]]:
+    try:
+        async for chunk in gen:
+            yield [chunk]
+    finally:
+        await gen.aclose()  # e.g. the local engine aborts the request when its stream closes
+
+
+def _batches(backend: Any, request: Any) -> AsyncIterator[list[dict[str, Any]]]:
+    fast = getattr(backend, "stream_batches", None)
+    return fast(request) if fast is not None else _one_by_one(backend.stream(request))
+
+
 async def stream(state: Any, adm: Admitted, receive: Any, send: Any) -> None:
     err: BackendError | None = None
     gen = first = used = None
     for backend in allowed_backends(adm):
-        candidate = backend.stream(for_backend(adm.gen, backend))
+        candidate = _batches(backend, for_backend(adm.gen, backend))
         started = time.perf_counter()
         try:
             first = await anext(candidate)
@@ -143,21 +157,24 @@ async def stream(state: Any, adm: Admitted, receive: Any, send: Any) -> None:
     status, http_status = "finished", 200
     try:
         await send({"type": "http.response.start", "status": 200, "headers": _headers(adm, SSE_HEADERS)})
-        chunk = first
-        while chunk is not None:
-            if chunk.get("usage"):
-                usage = chunk["usage"]
-            if not include_usage:
-                chunk.pop("usage", None)
-            if chunk.get("choices") or include_usage:
-                seen += _count_and_strip(chunk, adm.kind)
-                chunk["id"] = adm.rid
-                chunk["model"] = adm.parsed.model
-                await send({"type": "http.response.body", "body": b"data: " + orjson.dumps(chunk) + b"\n\n",
-                            "more_body": True})
+        batch = first
+        while batch is not None:
+            out = []
+            for chunk in batch:
+                if chunk.get("usage"):
+                    usage = chunk["usage"]
+                if not include_usage:
+                    chunk.pop("usage", None)
+                if chunk.get("choices") or include_usage:
+                    seen += _count_and_strip(chunk, adm.kind)
+                    chunk["id"] = adm.rid
+                    chunk["model"] = adm.parsed.model
+                    out.append(b"data: " + orjson.dumps(chunk) + b"\n\n")
+            if out:  # what arrived together leaves together: one write, not one per chunk
+                await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
                 if adm.ttft is None:
                     adm.ttft = time.perf_counter()
-            chunk = await anext(gen, None)
+            batch = await anext(gen, None)
         flags["done"] = True
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
     except asyncio.CancelledError:
