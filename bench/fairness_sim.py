@@ -21,7 +21,7 @@ import json
 import random
 import sys
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 
@@ -57,6 +57,7 @@ class TenantLoad:
     prompt: tuple[int, int] = (64, 192)  # uniform length range, tokens
     output: tuple[int, int] = (32, 96)
     windows: tuple[tuple[float, float], ...] = ()  # active periods; () = the whole run
+    priority: int = 1  # class rank, 0 = highest
 
 
 @dataclass(slots=True)
@@ -179,6 +180,7 @@ def simulate(scenario: Scenario, kind: str, cfg: SimConfig | None = None) -> Sim
         make_queue(kind, scenario, cfg),
     )
     names = [t.name for t in scenario.tenants]
+    ranks = {t.name: t.priority for t in scenario.tenants}
     tracker = GapTracker({t.name: t.weight for t in scenario.tenants})
     w_in, w_out = cfg.fairness.input_weight, cfg.fairness.output_weight
     service = dict.fromkeys(names, 0.0)
@@ -195,7 +197,7 @@ def simulate(scenario: Scenario, kind: str, cfg: SimConfig | None = None) -> Sim
             t, tenant, n_in, n_out = pending[i]
             rid = f"{tenant}-{i}"
             sched.add_request(SchedRequest(rid, [(i + k) % 997 for k in range(n_in)], n_out,
-                                           tenant=tenant, arrival_time=t))
+                                           tenant=tenant, priority=ranks[tenant], arrival_time=t))
             queued.add(rid)
             waiting[tenant] += 1
             i += 1
@@ -262,6 +264,12 @@ def scenarios(duration: float) -> list[Scenario]:
     ]
 
 
+def classes(duration: float) -> Scenario:
+    """An interactive tenant and a batch tenant, both offering more than the whole engine."""
+    return Scenario("classes", [TenantLoad("inter", 40, priority=0),
+                                TenantLoad("batch", 40, priority=2)], duration)
+
+
 def light_alone(duration: float) -> Scenario:
     return Scenario("light_alone", [TenantLoad("light", 6)], duration)
 
@@ -271,6 +279,10 @@ def run_all(duration: float, cfg: SimConfig | None = None) -> tuple[list[SimResu
     cfg = cfg or SimConfig()
     results = [simulate(s, k, cfg) for s in scenarios(duration) for k in ("vtc", "fcfs")]
     alone = simulate(light_alone(duration), "vtc", cfg)
+    # priority classes: the batch class gets its reserved share, and nothing without one
+    reserved = simulate(classes(duration), "vtc", cfg)
+    unreserved = simulate(classes(duration), "vtc",
+                          replace(cfg, fairness=replace(cfg.fairness, reserved_shares={})))
     by = {(r.scenario, r.queue): r for r in results}
     backlogged = ("equal", "weighted_1_2", "on_off")
     flood_v, flood_f = by["flood_4x", "vtc"], by["flood_4x", "fcfs"]
@@ -291,6 +303,9 @@ def run_all(duration: float, cfg: SimConfig | None = None) -> tuple[list[SimResu
         "fcfs_return_ttft_s": by["on_off", "fcfs"].first_ttft_after("b", d2),
         "vtc_throughput_tok_s": flood_v.throughput,
         "fcfs_throughput_tok_s": flood_f.throughput,
+        "batch_reserved_share": cfg.fairness.reserved_shares.get(2, 0.0),
+        "batch_share": reserved.service["batch"] / sum(reserved.service.values()),
+        "batch_share_unreserved": unreserved.service["batch"] / sum(unreserved.service.values()),
     }
     summary = {k: round(v, 4) for k, v in summary.items()}
     summary["ok"] = (
@@ -298,7 +313,8 @@ def run_all(duration: float, cfg: SimConfig | None = None) -> tuple[list[SimResu
         and summary["weight_share_error"] <= 0.10
         and summary["fcfs_light_ttft_p99_s"] >= 5 * summary["vtc_light_ttft_p99_s"]
     )
-    return results + [alone], summary
+    reserved.queue, unreserved.queue = "vtc", "vtc-0"  # (no reserved share)
+    return results + [alone, reserved, unreserved], summary
 
 
 def print_report(results: list[SimResult], summary: dict) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -10,6 +11,7 @@ from bench.fairness_sim import (
     Scenario,
     SimConfig,
     TenantLoad,
+    classes,
     main,
     percentile,
     scenarios,
@@ -56,6 +58,18 @@ def test_returning_tenant_is_served_at_once_but_banks_no_credit(runs) -> None:
     assert vtc.first_ttft_after("b", back) * 10 < fcfs.first_ttft_after("b", back)
     # idle time is not credit: while both are backlogged their service stays level
     assert vtc.max_gap <= vtc_bound(scenarios(DURATION)[3], SimConfig())
+
+
+def test_a_lower_class_gets_its_reserved_share_and_no_more() -> None:
+    cfg = SimConfig()
+    share = cfg.fairness.reserved_shares[2]
+    reserved = simulate(classes(DURATION), "vtc", cfg)
+    plain = simulate(classes(DURATION), "vtc",
+                     replace(cfg, fairness=replace(cfg.fairness, reserved_shares={})))
+    batch = reserved.service["batch"] / sum(reserved.service.values())
+    unreserved = plain.service["batch"] / sum(plain.service.values())
+    # without a reservation batch only gets the gaps before interactive's backlog builds
+    assert unreserved < share <= batch < 2 * share
 
 
 def test_runs_repeat_exactly() -> None:
