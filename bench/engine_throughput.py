@@ -12,7 +12,7 @@ matmul rate (one large square matmul measured in this run) for the workload's ne
 (4 x layers x hidden x context per token, causal). Static batches generate to the longest
 output in the batch, only each request's own tokens count.
 
-    python bench/engine_throughput.py [--quick] [--models 110m,5m] [--requests 64]
+    python bench/engine_throughput.py [--quick] [--models 110m,5m] [--requests 64] [--threads N]
 Prints a table, then one JSON line (keys for the 110m model unprefixed, others prefixed).
 """
 
@@ -206,7 +206,12 @@ def main() -> None:
     ap.add_argument("--max-num-batched-tokens", type=int, default=512)
     ap.add_argument("--num-kv-blocks", type=int, default=None, help="default: the whole workload fits")
     ap.add_argument("--skip-hf", action="store_true", help="engine and roofline only (profiling)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch threads for every contender (default: torch's choice); 1 is steadier "
+                         "on a shared machine, where spinning thread pools lose their slices")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     results = {}
     with tempfile.TemporaryDirectory(prefix="fairgate-bench-") as tmp:
@@ -228,6 +233,7 @@ def main() -> None:
         prefix = "" if name == main_name else f"{name}_"
         flat.update({f"{prefix}{k}": round(v, 4) if isinstance(v, float) else v for k, v in r.items()})
     flat["model"] = main_name
+    flat["torch_threads"] = torch.get_num_threads()
     flat["quick"] = args.quick
     print(json.dumps(flat))
 

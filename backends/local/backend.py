@@ -110,6 +110,8 @@ class LocalBackend:
             )
         except RequestRejected as exc:
             raise APIError(str(exc), code=exc.code, param=exc.param) from None
+        except RuntimeError as exc:  # the engine is closed (shutting down): try another backend
+            raise APIError(str(exc), status=503, type="server_error", code="engine_unavailable") from None
 
 
 def _raise_if_failed(out: RequestOutput) -> None:

@@ -111,6 +111,9 @@ def _refuse_unsupported(kind: Kind, body: dict[str, Any]) -> None:
             raise APIError("suffix is not supported", param="suffix")
     if body.get("tools") or body.get("functions"):
         raise APIError("tool calling is not supported by this engine", param="tools")
+    fmt = body.get("response_format")
+    if fmt is not None and fmt != {"type": "text"}:
+        raise APIError("only response_format {\"type\": \"text\"} is supported", param="response_format")
     for name in ("presence_penalty", "frequency_penalty"):
         value = _opt(body, name, float)
         if value:

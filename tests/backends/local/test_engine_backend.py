@@ -60,3 +60,11 @@ async def test_leaving_a_stream_early_frees_the_request(backend: LocalBackend) -
     full = await backend.complete(req("g"))  # the engine still serves
     assert full["usage"]["completion_tokens"] == 6
     assert backend.engine.num_unfinished == 0
+
+
+async def test_closed_engine_is_a_retryable_503(tiny_model_dir: Path) -> None:
+    b = LocalBackend(AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=16, served_model_name="tiny")))
+    await b.aclose()
+    with pytest.raises(APIError) as err:
+        await b.complete(req("h"))
+    assert err.value.status == 503 and err.value.retryable

@@ -85,6 +85,7 @@ def test_chat_uses_the_template_and_max_completion_tokens(info: ModelInfo) -> No
         ("chat", chat(logprobs=True), 400, None, "logprobs"),
         ("chat", chat(top_logprobs=2), 400, None, "logprobs"),
         ("chat", chat(tools=[{"type": "function"}]), 400, None, "tools"),
+        ("chat", chat(response_format={"type": "json_object"}), 400, None, "response_format"),
         ("chat", chat(max_tokens=0), 400, "invalid_value", "max_tokens"),
         ("chat", chat(max_completion_tokens=-3), 400, "invalid_value", "max_tokens"),
         ("chat", chat(max_tokens="10"), 400, None, "max_tokens"),
