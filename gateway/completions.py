@@ -76,6 +76,7 @@ async def complete(state: Any, adm: Admitted, send: Any) -> None:
         finally:
             adm.backend_s += time.perf_counter() - started
         result["model"] = adm.parsed.model
+        result["id"] = adm.rid  # the id usage records and logs know it by
         body = orjson.dumps(result)
         adm.ttft = time.perf_counter()
         await send({"type": "http.response.start", "status": 200,
