@@ -75,8 +75,9 @@ def test_disabled_tenant_is_refused(make_gateway):
     assert chat(gw, k["key"]).status_code == 401
 
 
-def test_tenant_reads_only_its_own_usage(make_gateway):
-    gw, admin = make_gateway()
+@pytest.mark.parametrize("db", ["sqlite", "postgres"])
+def test_tenant_reads_only_its_own_usage(make_gateway, db):
+    gw, admin = make_gateway(db=db)
     a, b = admin.tenant(name="alpha"), admin.tenant(name="beta")
     ka, kb = admin.key(a["id"])["key"], admin.key(b["id"])["key"]
     for _ in range(2):
