@@ -115,6 +115,12 @@ async def admit(state: Any, kind: str, scope: dict[str, Any], receive: Any) -> A
             if exc.status == 404 and attempt == 0 and await refresh_if_stale(state):
                 continue
             raise ApiError(exc.status, str(exc), exc.code, "model" if exc.status == 404 else None) from None
+        if parsed.max_tokens is None and decision.backends:
+            # no max_tokens asked: what we reserve is sent as the limit, so keep it inside the
+            # model's context or a small local model would refuse a request the client never sized
+            ctx = _context_len(decision.backends[0])
+            if ctx is not None:
+                max_tokens = max(1, min(max_tokens, ctx - parsed.prompt_tokens_bound))
         price = state.prices.get(decision.backends[0].name) if decision.backends else None
         cost = price.cost(parsed.prompt_tokens_bound, max_tokens) if price else 0.0
         try:
@@ -136,6 +142,12 @@ async def admit(state: Any, kind: str, scope: dict[str, Any], receive: Any) -> A
         return Admitted(rid, kind, principal, parsed, priority, decision, gen, t0,
                         prompt_version_header=headers.get(b"x-prompt-version"))
     raise ApiError(503, "The gateway's configuration is changing; retry.", "config_changing")
+
+
+def _context_len(backend: Backend) -> int | None:
+    info = getattr(backend, "info", None)  # the local engine's ModelInfo
+    n = getattr(info, "max_model_len", None)
+    return n if isinstance(n, int) else None
 
 
 def allowed_backends(adm: Admitted) -> list[Backend]:

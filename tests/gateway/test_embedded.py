@@ -30,4 +30,8 @@ def test_embedded_engine_serves_and_gets_weights(tmp_path, tiny_model_dir):
         assert r.status_code == 200, r.text
         body = r.json()
         assert body["model"] == name and body["usage"]["completion_tokens"] <= 3
+        # no max_tokens: the reserved default is kept inside the tiny model's context
+        r = httpx.post(gw.url + "/v1/chat/completions", headers=h, timeout=120, json={
+            "model": name, "messages": [{"role": "user", "content": "merhaba"}], "temperature": 0})
+        assert r.status_code == 200, r.text
         admin.close()
