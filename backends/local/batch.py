@@ -24,10 +24,12 @@ class StepBatch:
     token_count: list[int]  # per caller input: number of new tokens
 
 
-def _check(inp: RunnerInput, block_size: int, max_model_len: int) -> None:
+def _check(inp: RunnerInput, block_size: int, max_model_len: int, vocab_size: int) -> None:
     end = inp.start_pos + len(inp.token_ids)
     if not inp.token_ids:
         raise ValueError(f"request {inp.request_id}: no tokens to run")
+    if min(inp.token_ids) < 0 or max(inp.token_ids) >= vocab_size:
+        raise ValueError(f"request {inp.request_id}: token id outside the vocabulary (0..{vocab_size - 1})")
     if end > max_model_len:
         raise ValueError(f"request {inp.request_id}: length {end} exceeds max_model_len {max_model_len}")
     if len(inp.block_table) * block_size < end:
@@ -48,10 +50,15 @@ def build_step(
     max_model_len: int,
     cos_sin_table: torch.Tensor,  # [max_positions, 2, head_dim]
     device: torch.device,
+    vocab_size: int,
 ) -> StepBatch:
-    """Order inputs (single-token ones first) and build ids, slots, positions and tables."""
+    """Order inputs (single-token ones first) and build ids, slots, positions and tables.
+
+    Raises ValueError for an input the model cannot run (empty, past max_model_len, a block
+    table too short, a token id outside the vocabulary) before anything is written.
+    """
     for inp in inputs:
-        _check(inp, block_size, max_model_len)
+        _check(inp, block_size, max_model_len, vocab_size)
     decodes = [i for i, inp in enumerate(inputs) if len(inp.token_ids) == 1]
     prefills = [i for i, inp in enumerate(inputs) if len(inp.token_ids) > 1]
     order = decodes + prefills

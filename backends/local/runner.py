@@ -116,12 +116,18 @@ class ModelRunner:
             raise ValueError("KV cache too small: not even one block fits")
         return int(blocks)
 
+    def _build(self, inputs: list[RunnerInput]):
+        return build_step(
+            inputs, self.block_size, self.max_model_len, self.model.cos_sin, self.device,
+            self.config.vocab_size,
+        )
+
     @torch.inference_mode()
     def execute(self, inputs: list[RunnerInput]) -> list[int | None]:
         """Run one step; return the sampled token per input with `sample=True`, else None."""
         if not inputs:
             return []
-        step = build_step(inputs, self.block_size, self.max_model_len, self.model.cos_sin, self.device)
+        step = self._build(inputs)
         hidden = self.model(step.input_ids, self.kv_caches, step.meta)  # [T, hidden]
         sampling = [i for i, inp in enumerate(inputs) if inp.sample]
         if not sampling:
@@ -146,6 +152,6 @@ class ModelRunner:
         """
         if not inputs:
             return []
-        step = build_step(inputs, self.block_size, self.max_model_len, self.model.cos_sin, self.device)
+        step = self._build(inputs)
         logits = self.model.compute_logits(self.model(step.input_ids, self.kv_caches, step.meta))
         return [logits[s : s + n] for s, n in zip(step.token_start, step.token_count, strict=True)]

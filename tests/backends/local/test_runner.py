@@ -41,6 +41,10 @@ def test_bad_inputs_are_rejected(tiny_model_dir):
         r.execute([RunnerInput("a", list(range(20)), 0, [1], True, GREEDY)])
     with pytest.raises(ValueError, match="exceeds max_model_len"):
         r.execute([RunnerInput("a", [1, 2], 511, list(range(4)) * 8, True, GREEDY)])
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        r.execute([RunnerInput("a", [1, 512], 0, [1], True, GREEDY)])
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        r.execute([RunnerInput("a", [-1], 0, [1], True, GREEDY)])
     with pytest.raises(ValueError, match="no tokens"):
         r.execute([RunnerInput("a", [], 0, [1], True, GREEDY)])
     with pytest.raises(ValueError, match="dtype"):
