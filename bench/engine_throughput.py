@@ -143,6 +143,12 @@ async def engine_run(engine: AsyncEngine, reqs: list[Req]) -> tuple[float, list[
     return time.perf_counter() - t, list(ttfts)
 
 
+def progress(name: str, res: dict) -> None:
+    """Partial results on stderr, so a long run that is cut short still says something."""
+    print(f"[{name}] " + json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in res.items()}),
+          file=sys.stderr, flush=True)
+
+
 def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
     from transformers import AutoModelForCausalLM
 
@@ -164,7 +170,9 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
         hf_sequential(model, warm)
         res["hf_sequential_tokens_per_s"] = gen / hf_sequential(model, reqs)
+        progress(name, res)
         res["hf_static_tokens_per_s"] = gen / hf_static(model, reqs)
+        progress(name, res)
         del model
 
     # KV pool: room for the whole workload at once (as a GPU would have), unless given.
@@ -194,6 +202,7 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
         res["engine_vs_hf_sequential"] = res["engine_tokens_per_s"] / res["hf_sequential_tokens_per_s"]
         res["engine_vs_hf_static"] = res["engine_tokens_per_s"] / res["hf_static_tokens_per_s"]
     res["engine_vs_roofline"] = res["engine_tokens_per_s"] / res["roofline_tokens_per_s"]
+    progress(name, res)
     return res
 
 
