@@ -110,8 +110,8 @@ Reproduce: `{_command(m)}`.
 | **fairgate-demo** | **{m['target_ppl']:.2f}** |
 
 Draft and target pick the same greedy next token on {m['greedy_agreement'] * 100:.1f}% of
-held-out positions (the first {m['agreement_tokens']:,} held-out tokens): the ceiling on what
-speculative decoding with `fairgate-demo-draft` can accept.
+held-out positions (the first {m['agreement_tokens']:,} held-out tokens): roughly the per-token
+acceptance rate greedy speculative decoding with `fairgate-demo-draft` can expect.
 
 {_samples(m)}`eval/golden.jsonl` is a small golden set (Python idioms and Turkish strings) for
 `fairgate eval --model models/fairgate-demo` (which finds `eval/` by itself).
