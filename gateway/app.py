@@ -16,7 +16,8 @@ import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from backends.http1 import HTTP1Pool
 from gateway import admin, admin_routes, openai_api
@@ -45,6 +46,11 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
     return error_response(ApiError(exc.status_code, str(exc.detail), code))
+
+
+async def _health(request: Request) -> JSONResponse:
+    """Liveness for load balancers: no auth, no database round trip, no prompt data."""
+    return JSONResponse({"status": "ok"})
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Starlette:
@@ -97,5 +103,6 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
             await st.quota.aclose()
             st.db.dispose()
 
-    routes = openai_api.routes() + admin.routes() + admin_routes.routes() + metrics_routes()
+    routes = [Route("/health", _health, methods=["GET"])]
+    routes += openai_api.routes() + admin.routes() + admin_routes.routes() + metrics_routes()
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
