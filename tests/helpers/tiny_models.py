@@ -13,19 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-BOS, EOS, PAD = "<s>", "</s>", "<pad>"
-
-# Roles outside the list hit raise_exception, so tests can check the sandboxed error path.
-CHAT_TEMPLATE = (
-    "{{ bos_token }}"
-    "{% for message in messages %}"
-    "{% if message['role'] not in ['system', 'user', 'assistant'] %}"
-    "{{ raise_exception('unknown role: ' + message['role']) }}"
-    "{% endif %}"
-    "<|{{ message['role'] }}|>\n{{ message['content'] }}{{ eos_token }}\n"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
-)
+# The demo model's special tokens and chat template, so tests exercise what the project ships
+# (unknown roles hit raise_exception: tests check the sandboxed error path).
+from tools.demo_model.tokenizer import BOS, CHAT_TEMPLATE, EOS, PAD
 
 _CORPUS = """\
 The quick brown fox jumps over the lazy dog. A gateway sends each request to the right model.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 
-# Same shape as the test helpers' template: role tags, content, EOS after each message.
+# Role tags, content, EOS after each message; the tests' tiny models use this template too.
 CHAT_TEMPLATE = (
     "{{ bos_token }}"
     "{% for message in messages %}"
