@@ -97,5 +97,6 @@ def test_audit_rows_written_without_prompt_text(tmp_path, backends) -> None:
     assert rows["req-1"].status == 200 and rows["req-1"].rule_id == "pii"
     assert rows["req-2"].status == 503 and rows["req-2"].decision == "no_local_backend"
     assert rows["req-2"].reasons == ["tenant:local_only"]
-    assert "4111" not in str([tuple(r) for r in rows.values()])
+    stored = str([tuple(r) for r in rows.values()])  # timestamps may hold any 4 digits: check it all
+    assert "4111 1111 1111 1111" not in stored and "kart" not in stored
     engine.dispose()
