@@ -177,9 +177,21 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
 
     # KV pool: room for the whole workload at once (as a GPU would have), unless given.
     blocks = args.num_kv_blocks or sum(-(-(len(r.prompt) + r.max_tokens) // 16) for r in reqs) + 64
-    config = EngineConfig(str(path), max_num_seqs=args.max_num_seqs,
-                          max_num_batched_tokens=args.max_num_batched_tokens, num_kv_blocks=blocks)
-    engine = AsyncEngine(config)
+    runs = [("engine", "auto")] + [(f"engine_{d}_kv", d) for d in args.also_kv_dtype.split(",") if d]
+    for key, kv_dtype in runs:
+        config = EngineConfig(str(path), max_num_seqs=args.max_num_seqs, kv_cache_dtype=kv_dtype,
+                              max_num_batched_tokens=args.max_num_batched_tokens, num_kv_blocks=blocks)
+        res.update(engine_figures(key, AsyncEngine(config), reqs, warm, gen))
+        if "hf_sequential_tokens_per_s" in res:
+            res[f"{key}_vs_hf_sequential"] = res[f"{key}_tokens_per_s"] / res["hf_sequential_tokens_per_s"]
+            res[f"{key}_vs_hf_static"] = res[f"{key}_tokens_per_s"] / res["hf_static_tokens_per_s"]
+        res[f"{key}_vs_roofline"] = res[f"{key}_tokens_per_s"] / res["roofline_tokens_per_s"]
+        progress(name, res)
+    return res
+
+
+def engine_figures(key: str, engine: AsyncEngine, reqs: list[Req], warm: list[Req], gen: int) -> dict:
+    """One timed pass of the workload through `engine` (after a warm-up), then close it."""
 
     async def go() -> tuple[float, list[float], float, int]:
         try:
@@ -192,18 +204,14 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
 
     wall, ttfts, busy0, steps0 = asyncio.run(go())
     stats = engine.stats()
-    res["engine_tokens_per_s"] = gen / wall
-    res["engine_wall_s"] = wall
-    res["engine_busy_fraction"] = (stats.busy_seconds - busy0) / wall  # time inside runner.execute
-    res["engine_steps"] = stats.steps - steps0
-    res["engine_preemptions"] = stats.preemptions
-    res["engine_ttft_p50_s"] = sorted(ttfts)[len(ttfts) // 2]
-    if "hf_sequential_tokens_per_s" in res:
-        res["engine_vs_hf_sequential"] = res["engine_tokens_per_s"] / res["hf_sequential_tokens_per_s"]
-        res["engine_vs_hf_static"] = res["engine_tokens_per_s"] / res["hf_static_tokens_per_s"]
-    res["engine_vs_roofline"] = res["engine_tokens_per_s"] / res["roofline_tokens_per_s"]
-    progress(name, res)
-    return res
+    return {
+        f"{key}_tokens_per_s": gen / wall,
+        f"{key}_wall_s": wall,
+        f"{key}_busy_fraction": (stats.busy_seconds - busy0) / wall,  # time inside runner.execute
+        f"{key}_steps": stats.steps - steps0,
+        f"{key}_preemptions": stats.preemptions,
+        f"{key}_ttft_p50_s": sorted(ttfts)[len(ttfts) // 2],
+    }
 
 
 def main() -> None:
@@ -215,6 +223,9 @@ def main() -> None:
     ap.add_argument("--max-num-batched-tokens", type=int, default=512)
     ap.add_argument("--num-kv-blocks", type=int, default=None, help="default: the whole workload fits")
     ap.add_argument("--skip-hf", action="store_true", help="engine and roofline only (profiling)")
+    ap.add_argument("--also-kv-dtype", default="float16",
+                    help="comma list of KV-cache dtypes to run the engine with as well, after the default"
+                         " (the weights' dtype); float16 is llama.cpp's default KV type. '' for none")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch threads for every contender (default: torch's choice); 1 is steadier "
                          "on a shared machine, where spinning thread pools lose their slices")
@@ -227,14 +238,19 @@ def main() -> None:
         for name in names:
             results[name] = run_model(name, args, Path(tmp))
 
-    cols = ["hf_sequential_tokens_per_s", "hf_static_tokens_per_s", "engine_tokens_per_s", "roofline_tokens_per_s"]
-    print(f"{'model':6} {'reqs':>5} {'gen tok':>8} {'hf seq':>9} {'hf static':>10} {'engine':>9} {'roofline':>9}"
+    print(f"{'model':6} {'engine':16} {'gen tok':>8} {'hf seq':>8} {'hf static':>9} {'engine':>8} {'roofline':>8}"
           f" {'vs seq':>7} {'vs static':>9} {'vs roof':>8} {'busy':>5}")
     for name, r in results.items():
-        vals = [f"{r[c]:9.1f}" if c in r else f"{'-':>9}" for c in cols]
-        print(f"{name:6} {r['requests']:5d} {r['generated_tokens']:8d} {vals[0]} {vals[1]:>10} {vals[2]} {vals[3]}"
-              f" {r.get('engine_vs_hf_sequential', float('nan')):7.2f} {r.get('engine_vs_hf_static', float('nan')):9.2f}"
-              f" {r['engine_vs_roofline']:8.2f} {r['engine_busy_fraction']:5.2f}")
+        def cell(key: str, width: int, digits: int = 1, r: dict = r) -> str:
+            return f"{r[key]:{width}.{digits}f}" if key in r else f"{'-':>{width}}"
+
+        for key in [k[: -len("_tokens_per_s")] for k in r if k.startswith("engine") and k.endswith("_tokens_per_s")]:
+            label = "KV " + (key.split("_")[1] if key != "engine" else "= weights")
+            print(f"{name:6} {label:16} {r['generated_tokens']:8d} {cell('hf_sequential_tokens_per_s', 8)}"
+                  f" {cell('hf_static_tokens_per_s', 9)} {cell(f'{key}_tokens_per_s', 8)}"
+                  f" {cell('roofline_tokens_per_s', 8)} {cell(f'{key}_vs_hf_sequential', 7, 2)}"
+                  f" {cell(f'{key}_vs_hf_static', 9, 2)} {cell(f'{key}_vs_roofline', 8, 2)}"
+                  f" {cell(f'{key}_busy_fraction', 5, 2)}")
     print("(tokens/s = generated tokens per second; busy = share of engine wall time inside the forward pass)")
     flat: dict = {}
     main_name = "110m" if "110m" in results else names[0]

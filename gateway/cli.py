@@ -14,6 +14,8 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8100, help="0 picks a free port (printed)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
+    p.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"],
+                   help="auto = the weights' dtype; a 16-bit cache holds twice the tokens and reads half the bytes")
     p.add_argument("--block-size", type=int, default=16)
     kv = p.add_mutually_exclusive_group()
     kv.add_argument("--num-kv-blocks", type=int, default=None)

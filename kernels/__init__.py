@@ -1,11 +1,14 @@
 """Kernels for the paged engine. The engine calls only these dispatch functions.
 
 Which implementation runs is chosen per call from FAIRGATE_KERNELS:
-- `auto` (default): Triton for CUDA tensors when triton imports, the torch reference otherwise;
+- `auto` (default): Triton for CUDA tensors when triton imports; on the CPU the native kernels
+  (`cpu_ops`: cpu_attention.c, built with the system C compiler at first use) when they build;
+  the torch reference otherwise;
+- `native`: always the native CPU kernels (an error when they cannot build);
 - `triton`: always Triton (CPU tensors need TRITON_INTERPRET=1 set before the first Triton call);
 - `reference`: always the torch reference.
-Triton is imported lazily, on the first call that wants it: CPU-only processes never pay for it,
-and TRITON_INTERPRET set by a test's conftest still takes effect.
+Triton and the native library load lazily, on the first call that wants them: CPU-only
+processes never pay for triton, and TRITON_INTERPRET set by a test's conftest still takes effect.
 
 Tests: `python -m pytest -q tests/kernels` (Triton under the interpreter on CPU, real kernels on
 CUDA). GPU check and timings: `python bench/kernels_gpu.py`.
@@ -25,7 +28,7 @@ from kernels import reference
 
 log = logging.getLogger(__name__)
 
-KERNEL_MODES = ("auto", "triton", "reference")
+KERNEL_MODES = ("auto", "native", "triton", "reference")
 
 
 def kernel_mode() -> str:
@@ -53,9 +56,26 @@ def triton_available() -> bool:
     return _load_triton()[0] is not None
 
 
+@functools.cache
+def _load_native() -> tuple[ModuleType | None, str | None]:
+    """The native CPU kernel set once; (module, None) or (None, why not)."""
+    from kernels import cpu_native
+
+    if cpu_native.load() is None:
+        return None, "the native CPU kernels did not build (see the warning above)"
+    return importlib.import_module("kernels.cpu_ops"), None
+
+
 def _impl(t: torch.Tensor) -> ModuleType:
     mode = kernel_mode()
-    if mode == "reference" or (mode == "auto" and not t.is_cuda):
+    if mode == "reference":
+        return reference
+    if mode == "native" or (mode == "auto" and not t.is_cuda):
+        ops, why = _load_native()
+        if ops is not None:
+            return ops
+        if mode == "native":
+            raise RuntimeError(f"FAIRGATE_KERNELS=native but {why}")
         return reference
     ops, why = _load_triton()
     if ops is not None:
@@ -84,12 +104,30 @@ def paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_l
     )
 
 
+def pack_linears(model: torch.nn.Module, device: torch.device | str) -> int:
+    """Swap a CPU model's float32 linears for pre-packed ones (`kernels.cpu_linear`) where the
+    native CPU path is chosen; return how many were packed (0 on CUDA or FAIRGATE_KERNELS=reference)."""
+    mode = kernel_mode()
+    if torch.device(device).type != "cpu" or mode not in ("auto", "native"):
+        return 0
+    from kernels.cpu_linear import pack_linears as pack
+
+    return pack(model)
+
+
 def describe_backend(device: torch.device | str) -> str:
     """One line for the startup log: which kernel path a device will use."""
     mode = kernel_mode()
     is_cuda = torch.device(device).type == "cuda"
-    if mode == "reference" or (mode == "auto" and not is_cuda):
+    if mode == "reference":
         return "torch reference kernels" + (" (FAIRGATE_KERNELS=reference)" if is_cuda else "")
+    if mode == "native" or (mode == "auto" and not is_cuda):
+        ops, why = _load_native()
+        if ops is not None:
+            return "native CPU kernels"
+        if mode == "native":
+            return f"none: FAIRGATE_KERNELS=native but {why}"
+        return f"torch reference kernels ({why})"
     ops, why = _load_triton()
     if ops is None and mode == "triton":
         return f"none: FAIRGATE_KERNELS=triton but triton is unavailable ({why})"

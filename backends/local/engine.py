@@ -62,6 +62,7 @@ class AsyncEngine:
                 config.model,
                 device=config.device,
                 dtype=config.dtype,
+                kv_cache_dtype=None if config.kv_cache_dtype == "auto" else config.kv_cache_dtype,
                 block_size=config.block_size,
                 num_kv_blocks=config.num_kv_blocks,
                 kv_cache_memory=config.kv_cache_memory,

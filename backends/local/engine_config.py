@@ -18,6 +18,7 @@ class EngineConfig:
     model: str
     device: str = "cpu"
     dtype: str = "auto"
+    kv_cache_dtype: str = "auto"  # "auto" = the weights' dtype; float16/bfloat16 halve the KV memory and traffic
     block_size: int = 16
     num_kv_blocks: int | None = None
     kv_cache_memory: int | None = None
@@ -46,6 +47,7 @@ class EngineConfig:
             model=args.model,
             device=args.device,
             dtype=args.dtype,
+            kv_cache_dtype=args.kv_cache_dtype,
             block_size=args.block_size,
             num_kv_blocks=args.num_kv_blocks,
             kv_cache_memory=args.kv_cache_memory,

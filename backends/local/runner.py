@@ -74,6 +74,7 @@ class ModelRunner:
         state = load_weights(self.model_dir, self.config, self.dtype, self.device)
         self.model = DecoderModel.from_state_dict(self.config, state, self.max_model_len)
         del state
+        self.packed_linears = kernels.pack_linears(self.model, self.device)
 
         self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
         cfg = self.config
@@ -90,9 +91,10 @@ class ModelRunner:
             generator.seed()
         self.sampler = Sampler(generator)
         log.info(
-            "model runner: %s, %d layers, dtype %s on %s, %d KV blocks x %d tokens (%s), %s",
+            "model runner: %s, %d layers, dtype %s on %s, %d KV blocks x %d tokens (%s), %s,"
+            " %d packed linears",
             cfg.model_type, cfg.num_layers, self.dtype, self.device, self.num_kv_blocks,
-            block_size, self.kv_cache_dtype, kernels.describe_backend(self.device),
+            block_size, self.kv_cache_dtype, kernels.describe_backend(self.device), self.packed_linears,
         )
 
     @property

@@ -17,11 +17,27 @@ CPU = SimpleNamespace(is_cuda=False)
 CUDA = SimpleNamespace(is_cuda=True)  # _impl only asks the tensor where it lives
 
 
-def test_auto_uses_reference_on_cpu_without_importing_triton(monkeypatch):
+def test_auto_on_cpu_uses_native_kernels_without_importing_triton(monkeypatch):
     monkeypatch.delenv("FAIRGATE_KERNELS", raising=False)
     monkeypatch.setattr(kernels, "_load_triton", lambda: pytest.fail("triton must not load"))
+    from kernels import cpu_ops
+
+    assert kernels._impl(CPU) is cpu_ops
+    assert kernels.describe_backend("cpu") == "native CPU kernels"
+    monkeypatch.setattr(kernels, "_load_native", lambda: (None, "no compiler"))
     assert kernels._impl(CPU) is reference
-    assert kernels.describe_backend("cpu") == "torch reference kernels"
+    assert kernels.describe_backend("cpu") == "torch reference kernels (no compiler)"
+
+
+def test_reference_mode_packs_nothing_and_auto_packs_cpu_linears(monkeypatch):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    monkeypatch.setenv("FAIRGATE_KERNELS", "reference")
+    assert kernels.pack_linears(model, "cpu") == 0 and type(model[0]) is torch.nn.Linear
+    monkeypatch.setenv("FAIRGATE_KERNELS", "auto")
+    assert kernels.pack_linears(model, "cuda") == 0  # only the CPU path packs
+    from kernels.cpu_linear import packing_available
+
+    assert kernels.pack_linears(model, "cpu") == (1 if packing_available() else 0)
 
 
 def test_reference_mode_wins_even_on_cuda(monkeypatch):

@@ -1,0 +1,283 @@
+/* Paged decode attention for CPUs: one query token per sequence over its cached context.
+ *
+ * Built at first use by kernels/cpu_native.py (cc -O3 -march=native -fopenmp) and called
+ * through ctypes, so it needs no torch headers; the OpenMP runtime is the one torch loaded.
+ *
+ * Cache layout (K and V alike): [num_blocks, block_size, num_kv_heads, head_dim], elements
+ * float32, bfloat16 or float16 (kv_dtype 0, 1, 2). Blocks are read in place: no gather, no
+ * padding, each cached element is read exactly once per call. Work is split into items of
+ * (sequence, run of KV heads) so that short batches still keep every thread busy; an item
+ * reads its rows of a block as contiguous head_dim vectors.
+ *
+ * Per item: pass 1 computes every score (q . k) into a scratch row, pass 2 takes the
+ * softmax, pass 3 accumulates the probability-weighted V rows. Scores and sums are float32.
+ */
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+enum { KV_F32 = 0, KV_BF16 = 1, KV_F16 = 2 };
+
+/* 16 float32 lanes: GCC lowers these to whatever vector unit -march=native has (one AVX-512
+ * register, two AVX2 ones, four NEON ones). */
+typedef float vf16 __attribute__((vector_size(64), aligned(4)));
+typedef uint16_t vu16 __attribute__((vector_size(32), aligned(2)));
+typedef uint32_t vu32 __attribute__((vector_size(64)));
+typedef _Float16 vh16 __attribute__((vector_size(32), aligned(2)));
+#define LANES 16
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Lanes d .. d+15 of a K or V row, widened to float32. `kv_dtype` is a constant at every call
+ * site (the item function is inlined once per dtype), so the branches fold away. */
+ALWAYS_INLINE vf16 load16(const void *row, int d, int kv_dtype)
+{
+    if (kv_dtype == KV_F32)
+        return *(const vf16 *)((const float *)row + d);
+    if (kv_dtype == KV_BF16)
+        return (vf16)(__builtin_convertvector(*(const vu16 *)((const uint16_t *)row + d), vu32) << 16);
+#if defined(__AVX512F__)
+    /* GCC scalarises the generic half-to-float conversion; the x86 one is one instruction. */
+    return (vf16)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + d)));
+#elif defined(__F16C__)
+    const __m128i *src = (const __m128i *)((const uint16_t *)row + d);
+    const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(src)), hi = _mm256_cvtph_ps(_mm_loadu_si128(src + 1));
+    vf16 both;
+    memcpy(&both, &lo, sizeof lo);
+    memcpy((char *)&both + sizeof lo, &hi, sizeof hi);
+    return both;
+#else
+    return __builtin_convertvector(*(const vh16 *)((const _Float16 *)row + d), vf16);
+#endif
+}
+
+/* Pairwise sums of x's lanes into lanes 0-7 and of y's into lanes 8-15. Four rounds of it
+ * turn 16 per-token accumulators into one vector whose lane j is token j's dot product. */
+ALWAYS_INLINE vf16 fold(vf16 x, vf16 y)
+{
+    return __builtin_shufflevector(x, y, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+         + __builtin_shufflevector(x, y, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+
+ALWAYS_INLINE vf16 fold16(const vf16 *a)
+{
+    vf16 b[8], c[4], d[2];
+    for (int i = 0; i < 8; i++)
+        b[i] = fold(a[2 * i], a[2 * i + 1]);
+    for (int i = 0; i < 4; i++)
+        c[i] = fold(b[2 * i], b[2 * i + 1]);
+    for (int i = 0; i < 2; i++)
+        d[i] = fold(c[2 * i], c[2 * i + 1]);
+    return fold(d[0], d[1]);
+}
+
+typedef int32_t vi32 __attribute__((vector_size(64)));
+
+/* Lane-wise mask ? a : b, with mask lanes all ones or all zeros (C has no vector ?:). */
+ALWAYS_INLINE vf16 select16(vi32 mask, vf16 a, vf16 b)
+{
+    return (vf16)(((vi32)a & mask) | ((vi32)b & ~mask));
+}
+
+/* e^x for x <= 0 (softmax inputs once the max is taken off): 2^(x log2 e) split into an
+ * integer power n, put straight into the exponent bits, and a degree-7 Taylor polynomial of
+ * the fraction f in [-0.5, 0.5] (truncation error below 1e-8). Below -87 the result is 0. */
+ALWAYS_INLINE vf16 exp16(vf16 x)
+{
+    const vf16 lowest = (vf16){0} - 87.0f;
+    const vi32 underflow = x < lowest;
+    x = select16(underflow, lowest, x);
+    const vf16 t = x * 1.44269504088896341f;
+    const vi32 n = __builtin_convertvector(t - 0.5f, vi32); /* t <= 0: truncation rounds to nearest */
+    const vf16 f = t - __builtin_convertvector(n, vf16);
+    vf16 p = f * 1.525273380405984e-05f;
+    p = p + 1.5403530393381606e-04f;
+    p = p * f + 1.3333558146428443e-03f;
+    p = p * f + 9.618129107628477e-03f;
+    p = p * f + 5.550410866482158e-02f;
+    p = p * f + 2.402265069591007e-01f;
+    p = p * f + 6.931471805599453e-01f;
+    p = p * f + 1.0f;
+    const vf16 scale = (vf16)((n + 127) << 23);
+    const vf16 zero = {0};
+    return select16(underflow, zero, p * scale);
+}
+
+/* Attention of one sequence's query heads [head_begin*group, head_end*group) over its
+ * `ctx_len` cached tokens. Scratch: `scores` holds width * ctx_len floats and `partial`
+ * width * LANES vectors (width = query heads in the item). head_dim is a multiple of LANES;
+ * 64 and 128 reach here as constants.
+ *
+ * Both passes walk a block in memory order (token, then head), so the cache lines stream
+ * in sequence. Pass 1 leaves each (head, token) product as a 16-lane partial and folds sixteen
+ * tokens' partials at once (one horizontal reduction per 16 tokens instead of per token);
+ * pass 3 accumulates into the output rows, which stay in L1. */
+ALWAYS_INLINE void attend_item(
+    const float *query, const void *k_cache, const void *v_cache, const int32_t *table,
+    int ctx_len, float *out, int num_heads, int num_kv_heads, const int head_dim, int block_size,
+    float scale, const int kv_dtype, int head_begin, int head_end, float *scores, vf16 *partial)
+{
+    const int group = num_heads / num_kv_heads;
+    const int width = (head_end - head_begin) * group;
+    const int chunks = head_dim / LANES;
+    const size_t row_bytes = (kv_dtype == KV_F32 ? 4 : 2) * (size_t)head_dim;
+    const size_t block_bytes = (size_t)block_size * num_kv_heads * row_bytes;
+    const float *q0 = query + (int64_t)head_begin * group * head_dim;
+    float *o0 = out + (int64_t)head_begin * group * head_dim;
+    const int num_blocks = (ctx_len + block_size - 1) / block_size;
+
+    /* pass 1: scores[w * ctx_len + t] = scale * q_w . k_t */
+    for (int b = 0; b < num_blocks; b++) {
+        const char *block = (const char *)k_cache + (size_t)table[b] * block_bytes;
+        const int n = ctx_len - b * block_size < block_size ? ctx_len - b * block_size : block_size;
+        for (int j0 = 0; j0 < n; j0 += LANES) {
+            const int m = n - j0 < LANES ? n - j0 : LANES;
+            for (int j = 0; j < m; j++) {
+                const char *row = block + ((size_t)(j0 + j) * num_kv_heads + head_begin) * row_bytes;
+                for (int h = 0; h < head_end - head_begin; h++, row += row_bytes) {
+                    for (int g = 0; g < group; g++) {
+                        const float *q = q0 + (int64_t)(h * group + g) * head_dim;
+                        vf16 acc = *(const vf16 *)q * load16(row, 0, kv_dtype);
+                        for (int c = 1; c < chunks; c++)
+                            acc += *(const vf16 *)(q + c * LANES) * load16(row, c * LANES, kv_dtype);
+                        partial[(h * group + g) * LANES + j] = acc;
+                    }
+                }
+            }
+            for (int w = 0; w < width; w++) {
+                vf16 *acc = partial + w * LANES;
+                for (int j = m; j < LANES; j++)
+                    acc[j] = (vf16){0};
+                const vf16 dots = fold16(acc) * scale;
+                float *dst = scores + (int64_t)w * ctx_len + b * block_size + j0;
+                if (m == LANES)
+                    *(vf16 *)dst = dots;
+                else
+                    for (int j = 0; j < m; j++)
+                        dst[j] = dots[j];
+            }
+        }
+    }
+    /* pass 2: softmax per query head, in place */
+    for (int w = 0; w < width; w++) {
+        float *s = scores + (int64_t)w * ctx_len;
+        float peak = -INFINITY;
+        for (int t = 0; t < ctx_len; t++)
+            peak = s[t] > peak ? s[t] : peak;
+        float total = 0.0f;
+        int t = 0;
+        for (; t + LANES <= ctx_len; t += LANES) {
+            vf16 e = exp16(*(vf16 *)(s + t) - peak);
+            *(vf16 *)(s + t) = e;
+            for (int i = 0; i < LANES; i++)
+                total += e[i];
+        }
+        for (; t < ctx_len; t++) {
+            s[t] = expf(s[t] - peak);
+            total += s[t];
+        }
+        const float inv = 1.0f / total;
+        for (t = 0; t < ctx_len; t++)
+            s[t] *= inv;
+        memset(o0 + (int64_t)w * head_dim, 0, sizeof(float) * head_dim);
+    }
+    /* pass 3: out_w = sum_t p_w,t * v_t */
+    for (int b = 0; b < num_blocks; b++) {
+        const char *block = (const char *)v_cache + (size_t)table[b] * block_bytes;
+        const int n = ctx_len - b * block_size < block_size ? ctx_len - b * block_size : block_size;
+        for (int j = 0; j < n; j++) {
+            const char *row = block + ((size_t)j * num_kv_heads + head_begin) * row_bytes;
+            const int t = b * block_size + j;
+            for (int h = 0; h < head_end - head_begin; h++, row += row_bytes) {
+                for (int g = 0; g < group; g++) {
+                    const int w = h * group + g;
+                    const float p = scores[(int64_t)w * ctx_len + t];
+                    vf16 *o = (vf16 *)(o0 + (int64_t)w * head_dim);
+                    for (int c = 0; c < chunks; c++)
+                        o[c] += p * load16(row, c * LANES, kv_dtype);
+                }
+            }
+        }
+    }
+}
+
+static void attend_item_any(
+    const float *query, const void *k_cache, const void *v_cache, const int32_t *table,
+    int ctx_len, float *out, int num_heads, int num_kv_heads, int head_dim, int block_size,
+    float scale, int kv_dtype, int head_begin, int head_end, float *scores, vf16 *partial)
+{
+#define ATTEND(D, T) attend_item(query, k_cache, v_cache, table, ctx_len, out, num_heads, num_kv_heads, \
+                                 D, block_size, scale, T, head_begin, head_end, scores, partial)
+#define BY_DIM(T)              \
+    do {                       \
+        if (head_dim == 64)    \
+            ATTEND(64, T);     \
+        else if (head_dim == 128) \
+            ATTEND(128, T);    \
+        else                   \
+            ATTEND(head_dim, T); \
+    } while (0)
+    switch (kv_dtype) {
+    case KV_F32:
+        BY_DIM(KV_F32);
+        break;
+    case KV_BF16:
+        BY_DIM(KV_BF16);
+        break;
+    default:
+        BY_DIM(KV_F16);
+    }
+#undef BY_DIM
+#undef ATTEND
+}
+
+/* query, out: [num_seqs, num_heads, head_dim] float32, contiguous.
+ * block_tables: [num_seqs, table_stride] int32; seq_lens: [num_seqs] int32 (>= 1).
+ * Returns 0, or -1 when scratch memory could not be had (out is then undefined). */
+int paged_decode_attention(
+    const float *query, const void *k_cache, const void *v_cache, const int32_t *block_tables,
+    int64_t table_stride, const int32_t *seq_lens, float *out, int num_seqs, int num_heads,
+    int num_kv_heads, int head_dim, int block_size, float scale, int kv_dtype, int num_threads)
+{
+    int max_len = 0;
+    for (int i = 0; i < num_seqs; i++)
+        max_len = seq_lens[i] > max_len ? seq_lens[i] : max_len;
+    /* Split heads only when sequences alone are too few to feed every thread. */
+    int splits = 1;
+    while (splits < num_kv_heads && num_seqs * splits < 4 * num_threads)
+        splits++;
+    const int heads_per_item = (num_kv_heads + splits - 1) / splits;
+    splits = (num_kv_heads + heads_per_item - 1) / heads_per_item;
+    const int num_items = num_seqs * splits;
+    const int group = num_heads / num_kv_heads;
+    int failed = 0;
+
+#pragma omp parallel num_threads(num_threads) reduction(| : failed)
+    {
+        const size_t width = (size_t)heads_per_item * group;
+        float *scores = malloc(sizeof(float) * width * (max_len > 0 ? max_len : 1));
+        vf16 *partial = aligned_alloc(64, sizeof(vf16) * width * LANES);
+        /* Every thread meets the worksharing loop, scratch or not (a skipped one deadlocks). */
+#pragma omp for schedule(dynamic, 1)
+        for (int item = 0; item < num_items; item++) {
+            if (!scores || !partial) {
+                failed = 1;
+                continue;
+            }
+            const int seq = item / splits;
+            const int head_begin = (item % splits) * heads_per_item;
+            const int head_end = head_begin + heads_per_item < num_kv_heads ? head_begin + heads_per_item : num_kv_heads;
+            attend_item_any(query + (int64_t)seq * num_heads * head_dim, k_cache, v_cache,
+                        block_tables + (int64_t)seq * table_stride, seq_lens[seq],
+                        out + (int64_t)seq * num_heads * head_dim, num_heads, num_kv_heads,
+                        head_dim, block_size, scale, kv_dtype, head_begin, head_end, scores, partial);
+        }
+        free(scores);
+        free(partial);
+    }
+    return failed ? -1 : 0;
+}

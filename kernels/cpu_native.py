@@ -1,0 +1,136 @@
+"""The native CPU kernels (cpu_attention.c): built with the system C compiler at first use,
+loaded with ctypes, called on torch tensors' memory.
+
+The library is cached under $FAIRGATE_KERNEL_CACHE (default ~/.cache/fairgate/kernels), keyed
+by the source, the compiler, its flags and this CPU's feature flags (it is built for the
+CPU it runs on). Builds go to a temporary name and are renamed into place, so concurrent
+processes never load a half-written file. No compiler, or a failed build, means `load()`
+returns None and the caller keeps the torch reference path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+from kernels import reference
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("cpu_attention.c")
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
+KV_DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
+LANES = 16  # head_dim must be a multiple (cpu_attention.c's vector width)
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("FAIRGATE_KERNEL_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "fairgate" / "kernels"
+
+
+def _cpu_flags() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _compiler() -> str | None:
+    return shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+
+
+@functools.cache
+def load() -> ctypes.CDLL | None:
+    """The built library, or None (logged once) when it cannot be built or loaded here."""
+    try:
+        return _load()
+    except Exception as exc:  # noqa: BLE001 - any failure means "use the torch path"
+        log.warning("native CPU kernels unavailable (%s: %s); using the torch reference", type(exc).__name__, exc)
+        return None
+
+
+def _load() -> ctypes.CDLL:
+    cc = _compiler()
+    if cc is None:
+        raise RuntimeError("no C compiler (cc or gcc) on PATH")
+    source = SOURCE.read_bytes()
+    key = hashlib.sha256(b"\0".join([source, cc.encode(), " ".join(FLAGS).encode(),
+                                     platform.machine().encode(), _cpu_flags().encode()])).hexdigest()[:16]
+    target = cache_dir() / f"cpu_attention-{key}.so"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+        os.close(fd)
+        try:
+            done = subprocess.run([cc, *FLAGS, str(SOURCE), "-o", tmp, "-lm"], capture_output=True, text=True,
+                                  timeout=120, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"{cc} failed: {done.stderr.strip()[-400:]}")
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        log.info("built native CPU kernels: %s", target)
+    # torch is imported above, so the library's libgomp.so.1 resolves to the OpenMP runtime
+    # torch already loaded: one thread pool, not two competing for the cores.
+    lib = ctypes.CDLL(str(target))
+    fn = lib.paged_decode_attention
+    fn.restype = ctypes.c_int
+    p, i32, i64, f32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float
+    fn.argtypes = [p, p, p, p, i64, p, p, i32, i32, i32, i32, i32, f32, i32, i32]
+    return lib
+
+
+def paged_decode_attention(
+    query: torch.Tensor,  # [num_seqs, num_heads, head_dim]
+    k_cache: torch.Tensor,  # [num_blocks, block_size, num_kv_heads, head_dim]
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
+    seq_lens: torch.Tensor,  # [num_seqs] int32, >= 1
+    scale: float,
+    max_seq_len: int | None = None,
+) -> torch.Tensor:  # [num_seqs, num_heads, head_dim]
+    """Same contract as `kernels.reference.paged_decode_attention`; the library must load."""
+    num_seqs, num_heads, head_dim = query.shape
+    if num_seqs == 0:
+        return query.new_empty(query.shape)
+    if head_dim % LANES:  # the kernel works in 16-lane vectors; odd sizes take the torch path
+        return reference.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len)
+    lib = load()
+    if lib is None:
+        raise RuntimeError("native CPU kernels are not available")
+    _, block_size, num_kv_heads, cache_dim = k_cache.shape
+    if (
+        k_cache.device.type != "cpu" or not k_cache.is_contiguous() or not v_cache.is_contiguous()
+        or v_cache.shape != k_cache.shape or v_cache.dtype != k_cache.dtype or cache_dim != head_dim
+        or num_heads % num_kv_heads or k_cache.dtype not in KV_DTYPE_CODES
+    ):
+        raise ValueError("paged_decode_attention: cache tensors do not match the native kernel's layout")
+    q = query.to(torch.float32).contiguous()
+    tables = block_tables.to(torch.int32).contiguous()
+    lens = seq_lens.to(torch.int32).contiguous()
+    out = torch.empty_like(q)
+    rc = lib.paged_decode_attention(
+        q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), tables.data_ptr(), tables.stride(0),
+        lens.data_ptr(), out.data_ptr(), num_seqs, num_heads, num_kv_heads, head_dim, block_size,
+        scale, KV_DTYPE_CODES[k_cache.dtype], torch.get_num_threads(),
+    )
+    if rc != 0:
+        raise MemoryError("paged_decode_attention: no scratch memory")
+    return out if query.dtype == torch.float32 else out.to(query.dtype)
