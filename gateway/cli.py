@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--baseline-model", default=None)
     ev.add_argument("--dtype", default="float32")
     ev.add_argument("--baseline-dtype", default="float32")
+    ev.add_argument("--kv-cache-dtype", default=None, choices=["float32", "float16", "bfloat16"],
+                    help="KV cache of the candidate (default: its weights' dtype)")
+    ev.add_argument("--baseline-kv-cache-dtype", default=None, choices=["float32", "float16", "bfloat16"])
     ev.add_argument("--heldout", default=None, help="held-out text file for perplexity")
     ev.add_argument("--golden", default=None, help="golden set JSONL")
     ev.add_argument("--max-ppl-delta-pct", type=float, default=2.0)

@@ -27,9 +27,11 @@ class EngineOptions:
     model_dir: Path
     dtype: str = "float32"
     device: str = "cpu"
+    kv_cache_dtype: str | None = None  # None = the weights' dtype
 
     def describe(self) -> str:
-        return f"{self.model_dir.name} ({self.dtype}, {self.device})"
+        kv = f", KV {self.kv_cache_dtype}" if self.kv_cache_dtype else ""
+        return f"{self.model_dir.name} ({self.dtype}{kv}, {self.device})"
 
 
 @dataclass(slots=True)
@@ -53,7 +55,8 @@ class Harness:
         per_slot = math.ceil(self.seq_len / block_size)
         self.slots = slots
         self.runner = ModelRunner(options.model_dir, device=options.device, dtype=options.dtype,
-                                  block_size=block_size, num_kv_blocks=per_slot * slots, seed=0)
+                                  block_size=block_size, num_kv_blocks=per_slot * slots, seed=0,
+                                  kv_cache_dtype=options.kv_cache_dtype)
         self._tables = [list(range(i * per_slot, (i + 1) * per_slot)) for i in range(slots)]
         self._greedy = SamplingParams(temperature=0.0)
 

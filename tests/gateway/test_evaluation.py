@@ -157,6 +157,18 @@ def test_eval_of_the_engine_against_itself_is_identical(
     assert m["heldout_tokens"] > 30 and "PASS" in table and "perplexity" in table
 
 
+def test_eval_of_a_16_bit_kv_cache_measures_a_small_delta(
+    tiny_model_dir: Path, eval_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    heldout, golden = eval_files
+    code, m, table = _eval(capsys, "--model", str(tiny_model_dir), "--kv-cache-dtype", "float16",
+                           "--heldout", str(heldout), "--golden", str(golden))
+    assert code == 0, table
+    assert "KV float16" in table
+    assert m["perplexity"] != m["baseline_perplexity"]  # the KV really is rounded to 16 bits
+    assert abs(m["perplexity_delta_pct"]) < 0.5
+
+
 def _perturbed_copy(src: Path, dst: Path) -> Path:
     """The same model with the output projection sharpened and jittered: a broken config."""
     shutil.copytree(src, dst)
