@@ -72,9 +72,14 @@ def _load() -> ctypes.CDLL:
     source = SOURCE.read_bytes()
     key = hashlib.sha256(b"\0".join([source, cc.encode(), " ".join(FLAGS).encode(),
                                      platform.machine().encode(), _cpu_flags().encode()])).hexdigest()[:16]
-    target = cache_dir() / f"cpu_attention-{key}.so"
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # e.g. a read-only home: a private folder in the temp dir will do
+        folder = Path(tempfile.gettempdir()) / f"fairgate-kernels-{os.getuid()}"
+        folder.mkdir(mode=0o700, exist_ok=True)
+    target = folder / f"cpu_attention-{key}.so"
     if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
         os.close(fd)
         try:
