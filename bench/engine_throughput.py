@@ -13,6 +13,7 @@ matmul rate (one large square matmul measured in this run) for the workload's ne
 output in the batch, only each request's own tokens count.
 
     python bench/engine_throughput.py [--quick] [--models 110m,5m] [--requests 64] [--threads N]
+        [--also-kv-dtype float16] [--llama-cpp LLAMA_DIR [--llama-cpp-kv f16,f32]]
 Prints a table, then one JSON line (keys for the 110m model unprefixed, others prefixed).
 """
 
@@ -187,6 +188,14 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
             res[f"{key}_vs_hf_static"] = res[f"{key}_tokens_per_s"] / res["hf_static_tokens_per_s"]
         res[f"{key}_vs_roofline"] = res[f"{key}_tokens_per_s"] / res["roofline_tokens_per_s"]
         progress(name, res)
+    if args.llama_cpp:
+        from bench import llamacpp_peer
+
+        for kv in args.llama_cpp_kv.split(","):
+            rate = llamacpp_peer.run(Path(args.llama_cpp), path, reqs, warm, torch.get_num_threads(), kv_type=kv)
+            res[f"llamacpp_{kv}_kv_tokens_per_s"] = rate
+            res[f"engine_vs_llamacpp_{kv}_kv"] = res["engine_tokens_per_s"] / rate
+            progress(name, res)
     return res
 
 
@@ -229,6 +238,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None,
                     help="torch threads for every contender (default: torch's choice); 1 is steadier "
                          "on a shared machine, where spinning thread pools lose their slices")
+    ap.add_argument("--llama-cpp", default=None, metavar="DIR",
+                    help="a llama.cpp source tree with a built llama-server: run it as a peer (bench/llamacpp_peer.py)")
+    ap.add_argument("--llama-cpp-kv", default="f16,f32", help="its KV cache types to run (f16 is its default)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

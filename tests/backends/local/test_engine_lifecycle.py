@@ -183,3 +183,20 @@ async def test_set_fairness_reaches_the_fair_queue(tiny_model_dir: Path) -> None
         assert queue.version == 5 and queue.weight_of("acme") == 3.0
     finally:
         await eng.aclose()
+
+
+async def test_a_float16_kv_cache_from_the_cli_flags_serves_like_the_float32_one(tiny_model_dir: Path) -> None:
+    from gateway.cli import build_parser
+
+    args = build_parser().parse_args(["engine", "--model", str(tiny_model_dir), "--kv-cache-dtype", "float16",
+                                      "--num-kv-blocks", "32"])
+    engines = [AsyncEngine(EngineConfig.from_args(args)), AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=32))]
+    try:
+        assert str(engines[0].runner.kv_cache.dtype) == "torch.float16"
+        assert str(engines[1].runner.kv_cache.dtype) == "torch.float32"
+        outs = [await e.generate(list(range(5, 30)), greedy(12)) for e in engines]
+        assert len(outs[0].token_ids) == 12
+        assert outs[0].token_ids == outs[1].token_ids  # the tiny model's margins outlast 16-bit rounding
+    finally:
+        for e in engines:
+            await e.aclose()
