@@ -263,6 +263,13 @@ def main() -> None:
                   f" {cell('roofline_tokens_per_s', 8)} {cell(f'{key}_vs_hf_sequential', 7, 2)}"
                   f" {cell(f'{key}_vs_hf_static', 9, 2)} {cell(f'{key}_vs_roofline', 8, 2)}"
                   f" {cell(f'{key}_busy_fraction', 5, 2)}")
+        for key in [k for k in r if k.startswith("llamacpp_") and k.endswith("_tokens_per_s")]:
+            rate, label = r[key], "llama.cpp KV " + key.split("_")[1]
+            ratios = [rate / r[k] if k in r else float("nan")
+                      for k in ("hf_sequential_tokens_per_s", "hf_static_tokens_per_s", "roofline_tokens_per_s")]
+            print(f"{name:6} {label:16} {r['generated_tokens']:8d} {cell('hf_sequential_tokens_per_s', 8)}"
+                  f" {cell('hf_static_tokens_per_s', 9)} {rate:8.1f} {cell('roofline_tokens_per_s', 8)}"
+                  f" {ratios[0]:7.2f} {ratios[1]:9.2f} {ratios[2]:8.2f} {'-':>5}")
     print("(tokens/s = generated tokens per second; busy = share of engine wall time inside the forward pass)")
     flat: dict = {}
     main_name = "110m" if "110m" in results else names[0]

@@ -8,8 +8,8 @@ and `gguf-py`) and a built `llama-server`:
     cmake --build LLAMA/build --target llama-server -j
     python bench/engine_throughput.py --llama-cpp LLAMA
 
-The bench model's word-level tokenizer has no llama.cpp counterpart, so the GGUF gets a "none"
-vocabulary of the same size: prompts go in as token ids, which is what the bench sends anyway.
+The bench model's word-level tokenizer has no llama.cpp counterpart, so the GGUF gets a plain
+list of the same pieces; prompts go in as token ids, which is what the bench sends anyway.
 """
 
 from __future__ import annotations
@@ -29,9 +29,17 @@ root = sys.argv[1]
 sys.path[:0] = [root, root + "/gguf-py"]
 from conversion import llama
 
-def set_vocab(self):  # ids only: a vocabulary of the right size with no strings
-    self.gguf_writer.add_tokenizer_model("none")
-    self.gguf_writer.add_vocab_size(self.hparams["vocab_size"])
+def set_vocab(self):  # the bench tokenizer's pieces "w0".."wN" as a plain sentencepiece-style list
+    n = self.hparams["vocab_size"]
+    w = self.gguf_writer
+    w.add_tokenizer_model("llama")
+    w.add_tokenizer_pre("default")
+    w.add_token_list([f"w{i}".encode() for i in range(n)])
+    w.add_token_scores([0.0] * n)
+    w.add_token_types([1] * n)  # normal tokens
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
 
 llama.LlamaModel.set_vocab = set_vocab
 sys.argv = ["convert_hf_to_gguf.py", sys.argv[2], "--outtype", "f32", "--outfile", sys.argv[3]]
