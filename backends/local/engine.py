@@ -23,11 +23,12 @@ import time
 import uuid
 from typing import Any
 
+from backends.local.admission import AdmissionLimits, check_request
 from backends.local.engine_config import EngineConfig
 from backends.local.engine_stream import RequestStream, StreamChannel
 from backends.local.output import EngineStats, OutputTracker, RequestOutput, RequestRejected
 from backends.local.types import RunnerInput, SamplingParams
-from scheduler.request import SchedRequest, priority_rank
+from scheduler.request import SchedRequest
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +83,11 @@ class AsyncEngine:
         if config.max_model_len is not None:
             limits.append(config.max_model_len)
         self.max_model_len: int = min(limits)
-        self._kv_limited = self.max_model_len == kv_tokens and kv_tokens < runner.max_model_len
+        kv_limited = self.max_model_len == kv_tokens and kv_tokens < runner.max_model_len
         if self.max_model_len < (config.max_model_len or runner.max_model_len):
             log.warning("max_model_len capped at %d tokens: the KV pool holds no more", self.max_model_len)
         self.vocab_size: int = int(runner.config.vocab_size)
+        self.admission = AdmissionLimits(self.max_model_len, self.vocab_size, kv_limited)
         self.eos_token_ids = frozenset(runner.eos_token_ids)
         self.scheduler = Scheduler(
             SchedulerConfig(
@@ -127,7 +129,7 @@ class AsyncEngine:
         """
         if self._closed:
             raise RuntimeError("engine is closed")
-        rank = self._validate(prompt_token_ids, sampling, priority)
+        rank = check_request(prompt_token_ids, sampling, priority, self.admission)
         max_tokens = min(sampling.max_tokens, self.max_model_len - len(prompt_token_ids))
         sched = SchedRequest(
             request_id=request_id,
@@ -224,35 +226,6 @@ class AsyncEngine:
             self._closed = True
             self._commands.put((_STOP,))
             self._thread.join()
-
-    # ------------------------------------------------------------------ admission checks
-    def _validate(self, ids: list[int], sampling: SamplingParams, priority: str | int) -> int:
-        try:
-            sampling.validate()
-            rank = priority_rank(priority)
-        except ValueError as exc:
-            raise RequestRejected(str(exc), "invalid_value") from None
-        if not ids:
-            raise RequestRejected("the prompt is empty", "invalid_value", param="prompt")
-        if len(ids) >= self.max_model_len:
-            why = " (all the KV cache can hold)" if self._kv_limited else ""
-            raise RequestRejected(
-                f"This model's maximum context length is {self.max_model_len} tokens{why}, but the "
-                f"prompt has {len(ids)} tokens, which leaves no room for a completion.",
-                "context_length_exceeded",
-                param="prompt",
-            )
-        for t in ids:
-            if type(t) is not int or not 0 <= t < self.vocab_size:
-                raise RequestRejected(
-                    f"prompt token id {t!r} is outside the vocabulary (0..{self.vocab_size - 1})",
-                    "invalid_value",
-                    param="prompt",
-                )
-        for t in sampling.stop_token_ids:
-            if type(t) is not int or t < 0:
-                raise RequestRejected(f"invalid stop token id {t!r}", "invalid_value", param="stop_token_ids")
-        return rank
 
     # ------------------------------------------------------------------ engine thread
     def _run(self) -> None:
@@ -431,17 +404,8 @@ class AsyncEngine:
             self._live.pop(request_id, None)
 
     def _deliver(self, deliveries: list[tuple[StreamChannel, RequestOutput]]) -> None:
-        """Hand deltas to their loops: one thread hop per loop per step, not per token."""
         if self.observer is not None:
             self.observer.on_outputs([out for _, out in deliveries])
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[StreamChannel, RequestOutput]]] = {}
-        for channel, out in deliveries:
-            by_loop.setdefault(channel.loop, []).append((channel, out))
-        for loop, items in by_loop.items():
-            try:
-                loop.call_soon_threadsafe(StreamChannel.deliver_many, items)
-            except RuntimeError:  # the consumer's loop is gone; nothing to tell it
-                pass
-
+        StreamChannel.send_all(deliveries)
 
 __all__ = ["AsyncEngine", "EngineConfig", "EngineStats", "RequestRejected", "RequestStream"]

@@ -45,6 +45,18 @@ class StreamChannel:
         for channel, out in items:
             channel.put(out)
 
+    @staticmethod
+    def send_all(deliveries: list[tuple[StreamChannel, RequestOutput]]) -> None:
+        """From the engine thread: hand deltas to their loops, one thread hop per loop per step."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[StreamChannel, RequestOutput]]] = {}
+        for channel, out in deliveries:
+            by_loop.setdefault(channel.loop, []).append((channel, out))
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(StreamChannel.deliver_many, items)
+            except RuntimeError:  # the consumer's loop is gone; nothing to tell it
+                pass
+
 
 class RequestStream:
     """Async iterator of a request's `RequestOutput` deltas; the last one is finished.
