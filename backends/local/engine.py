@@ -28,6 +28,7 @@ from backends.local.engine_config import EngineConfig
 from backends.local.engine_stream import RequestStream, StreamChannel
 from backends.local.output import EngineStats, OutputTracker, RequestOutput, RequestRejected
 from backends.local.types import RunnerInput, SamplingParams
+from scheduler.fairness import is_stale
 from scheduler.request import SchedRequest
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class AsyncEngine:
     ) -> None:
         from backends.local.block_manager import BlockManager
         from scheduler.fair_queue import FairQueue
-        from scheduler.planner import Scheduler, SchedulerConfig
+        from scheduler.scheduler import Scheduler, SchedulerConfig
 
         config.validate()
         self.config = config
@@ -186,7 +187,7 @@ class AsyncEngine:
 
         A push older than the current `version` is stale and ignored (returns False), so
         pushes racing from several gateway replicas cannot roll weights back."""
-        if version is not None and self.fairness_version is not None and version < self.fairness_version:
+        if is_stale(version, self.fairness_version):
             return False
         if version is None:
             version = (self.fairness_version or 0) + 1
@@ -312,12 +313,12 @@ class AsyncEngine:
                 raise RuntimeError(f"runner returned {len(sampled_list)} results for {len(inputs)} inputs")
         except Exception as exc:  # noqa: BLE001 - fail this step's requests, keep serving
             log.exception("engine step failed; failing %d request(s)", len(inputs))
-            self._fail([c.request.request_id for c in plan.chunks], f"engine error: {type(exc).__name__}")
+            self._fail([c.request_id for c in plan.chunks], f"engine error: {type(exc).__name__}")
             return
         finally:
             self._stats.busy_seconds += time.perf_counter() - started
         sampled = {
-            chunk.request.request_id: tok
+            chunk.request_id: tok
             for chunk, tok in zip(plan.chunks, sampled_list, strict=True)
             if tok is not None
         }
@@ -346,8 +347,8 @@ class AsyncEngine:
         self._deliver(deliveries)
 
     def _runner_input(self, chunk: Any) -> RunnerInput:
-        req: SchedRequest = chunk.request
-        start, n = req.num_computed_tokens, chunk.num_tokens
+        tracker, _, req = self._trackers[chunk.request_id]
+        start, n = chunk.start_pos, chunk.num_tokens
         n_prompt = len(req.prompt_token_ids)
         if start >= n_prompt:  # decode (or recompute of generated tokens): no list concat
             token_ids = req.output_token_ids[start - n_prompt : start - n_prompt + n]
@@ -361,7 +362,7 @@ class AsyncEngine:
             start_pos=start,
             block_table=chunk.block_table,
             sample=chunk.sample,
-            sampling=self._trackers[req.request_id][0].sampling,
+            sampling=tracker.sampling,
             num_output_tokens=len(req.output_token_ids),
         )
 

@@ -141,8 +141,7 @@ class EngineRequestMetrics:
     def _scheduled(self, plan: StepPlan) -> None:
         live = self._live
         now = time.monotonic()
-        for chunk in plan.chunks:
-            request = chunk.request
+        for request in plan.new_requests:
             if request.request_id not in live:
                 try:
                     priority = PRIORITY_CLASSES[request.priority]

@@ -1,4 +1,4 @@
-"""The continuous-batching step planner.
+"""The continuous-batching scheduler: plans each engine step.
 
 Each step: running requests first (decodes before unfinished prefills, each decode one token,
 a prefill one chunk), then admissions in the wait queue's order, all under a token budget,
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduler.kv import KVCacheManager
-from scheduler.plan import ScheduledChunk, StepPlan
+from scheduler.plan import NewRequest, ScheduledChunk, StepPlan
 from scheduler.queue import FCFSQueue, WaitQueue
 from scheduler.request import RequestStatus, SchedRequest
 
@@ -43,7 +43,8 @@ class Scheduler:
     """Plans steps; the engine runs them and reports back.
 
     Engine loop: `plan = schedule()` -> run the plan -> `update_from_output(plan, sampled)`
-    -> check stop conditions -> `finish_request()` for the finished ones.
+    -> check stop conditions -> `finish_request()` for the finished ones. The plan holds ids
+    and counts only; the scheduler keeps the request objects (`requests`).
     """
 
     def __init__(
@@ -56,6 +57,7 @@ class Scheduler:
         self.requests: dict[str, SchedRequest] = {}  # every unfinished request
         self.num_preemptions = 0  # cumulative, for metrics
         self._decode_offset = 0  # round-robin start when decodes outnumber the token budget
+        self._in_flight: dict[str, SchedRequest] = {}  # the last plan's requests, by id
 
     # ------------------------------------------------------------------ bookkeeping
     @property
@@ -69,18 +71,8 @@ class Scheduler:
     def has_unfinished_requests(self) -> bool:
         return bool(self.requests)
 
-    def get_request(self, request_id: str) -> SchedRequest | None:
-        return self.requests.get(request_id)
-
-    def can_ever_fit(self, num_tokens: int) -> bool:
-        """Whether a request reaching `num_tokens` tokens could ever run; reject it otherwise."""
-        if num_tokens > self.config.max_model_len:
-            return False
-        if not self.config.enable_chunked_prefill and num_tokens > self.config.max_num_batched_tokens:
-            return False
-        return -(-num_tokens // self.kv.block_size) <= self.kv.num_blocks
-
     def add_request(self, request: SchedRequest) -> None:
+        """Queue a new request; a duplicate id raises ValueError."""
         if request.request_id in self.requests:
             raise ValueError(f"duplicate request id {request.request_id!r}")
         request.status = RequestStatus.WAITING
@@ -96,6 +88,7 @@ class Scheduler:
         return request
 
     def finish_request(self, request_id: str) -> None:
+        """Retire a request that met a stop condition; unknown ids are ignored."""
         request = self.requests.get(request_id)
         if request is not None:
             self._retire(request)
@@ -111,13 +104,50 @@ class Scheduler:
 
     # ------------------------------------------------------------------ the step
     def schedule(self) -> StepPlan:
-        budget = self.config.max_num_batched_tokens
+        """Plan one step: running requests first, then admissions, under the token budget."""
+        self._in_flight = {}
+        scheduled: dict[str, ScheduledChunk] = {}
+        plan = StepPlan()
+        budget = self._schedule_running(self.config.max_num_batched_tokens, scheduled, plan.preempted)
+        # Admissions. None after a preemption: the pool is already short of blocks.
+        if not plan.preempted:
+            budget = self._admit(budget, scheduled, plan.new_requests)
+        plan.chunks = list(scheduled.values())
+        plan.num_batched_tokens = self.config.max_num_batched_tokens - budget
+        return plan
+
+    def _schedule_running(self, budget: int, scheduled: dict[str, ScheduledChunk], preempted: list[str]) -> int:
+        """One chunk per running request while the budget lasts, preempting for blocks."""
         threshold = self.config.long_prefill_token_threshold
         kv = self.kv
-        scheduled: dict[str, ScheduledChunk] = {}
-        preempted: list[SchedRequest] = []
+        for request, remaining in self._running_order(budget):
+            if budget == 0:
+                break
+            if request.status is not RequestStatus.RUNNING:
+                continue  # preempted earlier in this step
+            num_new = remaining
+            if threshold and num_new > threshold:
+                num_new = threshold
+            if num_new > budget:
+                num_new = budget
+            while not kv.allocate_slots(request, num_new):
+                victim = self.queue.choose_victim(self.running)
+                budget += self._preempt(victim, scheduled)
+                preempted.append(victim.request_id)
+                if victim is request:
+                    break
+            else:
+                budget -= num_new
+                if request.num_computed_tokens < len(request.prompt_token_ids):
+                    self._charge_prefill(request, num_new)
+                self._add_chunk(scheduled, request, num_new, num_new == remaining)
+                continue
+            break  # the request preempted itself: nothing else can be made to fit
+        return budget
 
-        # Decodes first, then prefills that are mid-way: a long prompt never delays a token.
+    def _running_order(self, budget: int) -> list[tuple[SchedRequest, int]]:
+        """Running requests with their uncomputed tokens: decodes first, then prefills that
+        are mid-way, so a long prompt never delays a token."""
         decoding: list[tuple[SchedRequest, int]] = []
         prefilling: list[tuple[SchedRequest, int]] = []
         for request in self.running:
@@ -133,40 +163,9 @@ class Scheduler:
             k = self._decode_offset % len(decoding)
             decoding = decoding[k:] + decoding[:k]
             self._decode_offset = k + budget
-        for request, remaining in decoding + prefilling:
-            if budget == 0:
-                break
-            if request.status is not RequestStatus.RUNNING:
-                continue  # preempted earlier in this step
-            num_new = remaining
-            if threshold and num_new > threshold:
-                num_new = threshold
-            if num_new > budget:
-                num_new = budget
-            while not kv.allocate_slots(request, num_new):
-                victim = self.queue.choose_victim(self.running)
-                budget += self._preempt(victim, scheduled)
-                preempted.append(victim)
-                if victim is request:
-                    break
-            else:
-                budget -= num_new
-                scheduled[request.request_id] = ScheduledChunk(
-                    request, num_new, list(kv.block_table(request.request_id)), num_new == remaining
-                )
-                if request.num_computed_tokens < len(request.prompt_token_ids):
-                    self._charge_prefill(request, num_new)
-                continue
-            break  # the request preempted itself: nothing else can be made to fit
+        return decoding + prefilling
 
-        # Admissions. None after a preemption: the pool is already short of blocks.
-        if not preempted:
-            budget = self._admit(budget, scheduled)
-
-        chunks = list(scheduled.values())
-        return StepPlan(chunks, preempted, self.config.max_num_batched_tokens - budget)
-
-    def _admit(self, budget: int, scheduled: dict[str, ScheduledChunk]) -> int:
+    def _admit(self, budget: int, scheduled: dict[str, ScheduledChunk], new: list[NewRequest]) -> int:
         kv, queue = self.kv, self.queue
         chunked = self.config.enable_chunked_prefill
         threshold = self.config.long_prefill_token_threshold if chunked else 0
@@ -200,10 +199,11 @@ class Scheduler:
                 raise RuntimeError("WaitQueue.pop() must return what peek() returned")
             if request.status is RequestStatus.WAITING:  # count a hit once, not per resume
                 request.num_cached_tokens = num_cached
+                new.append(NewRequest(request.request_id, request.tenant, request.priority, request.arrival_time))
             request.status = RequestStatus.RUNNING
             self.running.append(request)
             self._charge_prefill(request, num_new)
-            scheduled[request.request_id] = self._chunk(request, num_new)
+            self._add_chunk(scheduled, request, num_new, num_cached + num_new == request.num_tokens)
             budget -= num_new
         return budget
 
@@ -217,13 +217,14 @@ class Scheduler:
         if num_prompt > 0:
             self.queue.on_prefill(request, num_prompt)
 
-    def _chunk(self, request: SchedRequest, num_new: int) -> ScheduledChunk:
-        return ScheduledChunk(
-            request,
-            num_new,
-            list(self.kv.block_table(request.request_id)),
-            request.num_computed_tokens + num_new == request.num_tokens,
+    def _add_chunk(
+        self, scheduled: dict[str, ScheduledChunk], request: SchedRequest, num_new: int, sample: bool
+    ) -> None:
+        rid = request.request_id
+        scheduled[rid] = ScheduledChunk(
+            rid, request.num_computed_tokens, num_new, list(self.kv.block_table(rid)), sample
         )
+        self._in_flight[rid] = request
 
     def _preempt(self, victim: SchedRequest, scheduled: dict[str, ScheduledChunk]) -> int:
         """Recompute-preempt `victim`; returns the budget its withdrawn chunk gives back."""
@@ -234,6 +235,7 @@ class Scheduler:
         victim.num_preemptions += 1
         self.num_preemptions += 1
         self.queue.push_front(victim)
+        self._in_flight.pop(victim.request_id, None)
         chunk = scheduled.pop(victim.request_id, None)
         return chunk.num_tokens if chunk is not None else 0
 
@@ -243,10 +245,10 @@ class Scheduler:
         A request aborted or finished while the step ran is skipped. A chunk that should have
         sampled but got no token leaves its last token uncomputed, so the next step redoes it
         and samples again (its KV is rewritten with the same values)."""
-        kv, queue = self.kv, self.queue
+        kv, queue, in_flight = self.kv, self.queue, self._in_flight
         for chunk in plan.chunks:
-            request = chunk.request
-            if request.status is not RequestStatus.RUNNING:
+            request = in_flight.get(chunk.request_id)
+            if request is None or request.status is not RequestStatus.RUNNING:
                 continue
             request.num_computed_tokens += chunk.num_tokens
             if chunk.sample:
