@@ -31,9 +31,9 @@ from backends.local.block_manager import BlockManager  # noqa: E402
 from scheduler.fair_queue import FairQueue  # noqa: E402
 from scheduler.fairness import FairnessConfig, FairnessWeights  # noqa: E402
 from scheduler.plan import StepPlan  # noqa: E402
-from scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 from scheduler.queue import FCFSQueue, WaitQueue  # noqa: E402
 from scheduler.request import RequestStatus, SchedRequest  # noqa: E402
+from scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 
 
 @dataclass(slots=True)

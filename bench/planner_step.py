@@ -18,8 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backends.local.block_manager import BlockManager  # noqa: E402
-from scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 from scheduler.request import SchedRequest  # noqa: E402
+from scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 
 
 def decode_steady_state(running: int, steps: int, prompt: int, block_size: int) -> tuple[float, float]:

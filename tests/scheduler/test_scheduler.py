@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from backends.local.block_manager import BlockManager
 from scheduler.plan import StepPlan
-from scheduler.scheduler import Scheduler, SchedulerConfig
 from scheduler.queue import FCFSQueue
 from scheduler.request import RequestStatus, SchedRequest
+from scheduler.scheduler import Scheduler, SchedulerConfig
 
 
 class RecordingQueue(FCFSQueue):

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from backends.local.block_manager import BlockManager, HashFn, sha256_block_hash
 from scheduler.fair_queue import FairQueue
-from scheduler.scheduler import Scheduler, SchedulerConfig
 from scheduler.queue import FCFSQueue, WaitQueue
 from scheduler.request import RequestStatus, SchedRequest
+from scheduler.scheduler import Scheduler, SchedulerConfig
 
 BLOCK = 2
 NUM_BLOCKS = 6
