@@ -21,11 +21,29 @@ if TYPE_CHECKING:
 class ModelExecutor(Protocol):
     """Runs one step's inputs on the paged KV cache (`backends.local.runner.ModelRunner`)."""
 
-    config: ModelConfig  # the checkpoint's config (vocab_size is what the engine reads)
-    block_size: int  # tokens per KV block
-    num_kv_blocks: int  # blocks in the KV pool
-    max_model_len: int  # the model's own context limit
-    eos_token_ids: Sequence[int]
+    # Read-only (properties), so a runner may store narrower types (a tuple of eos ids).
+    @property
+    def config(self) -> ModelConfig:
+        """The checkpoint's config (the engine reads `vocab_size`)."""
+        ...
+
+    @property
+    def block_size(self) -> int:
+        """Tokens per KV block."""
+        ...
+
+    @property
+    def num_kv_blocks(self) -> int:
+        """Blocks in the KV pool."""
+        ...
+
+    @property
+    def max_model_len(self) -> int:
+        """The model's own context limit."""
+        ...
+
+    @property
+    def eos_token_ids(self) -> Sequence[int]: ...
 
     def execute(self, inputs: list[RunnerInput]) -> list[int | None]:
         """The sampled token per input with `sample=True`, None for the others, in order."""
