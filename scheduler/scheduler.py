@@ -39,6 +39,10 @@ class SchedulerConfig:
             raise ValueError("scheduler limits must be positive")
 
 
+# request id -> its chunk while a step is planned
+_Scheduled = dict[str, ScheduledChunk]
+
+
 class Scheduler:
     """Plans steps; the engine runs them and reports back.
 
@@ -57,7 +61,6 @@ class Scheduler:
         self.requests: dict[str, SchedRequest] = {}  # every unfinished request
         self.num_preemptions = 0  # cumulative, for metrics
         self._decode_offset = 0  # round-robin start when decodes outnumber the token budget
-        self._in_flight: dict[str, SchedRequest] = {}  # the last plan's requests, by id
 
     # ------------------------------------------------------------------ bookkeeping
     @property
@@ -105,8 +108,7 @@ class Scheduler:
     # ------------------------------------------------------------------ the step
     def schedule(self) -> StepPlan:
         """Plan one step: running requests first, then admissions, under the token budget."""
-        self._in_flight = {}
-        scheduled: dict[str, ScheduledChunk] = {}
+        scheduled: _Scheduled = {}
         plan = StepPlan()
         budget = self._schedule_running(self.config.max_num_batched_tokens, scheduled, plan.preempted)
         # Admissions. None after a preemption: the pool is already short of blocks.
@@ -116,7 +118,7 @@ class Scheduler:
         plan.num_batched_tokens = self.config.max_num_batched_tokens - budget
         return plan
 
-    def _schedule_running(self, budget: int, scheduled: dict[str, ScheduledChunk], preempted: list[str]) -> int:
+    def _schedule_running(self, budget: int, scheduled: _Scheduled, preempted: list[str]) -> int:
         """One chunk per running request while the budget lasts, preempting for blocks."""
         threshold = self.config.long_prefill_token_threshold
         kv = self.kv
@@ -138,9 +140,11 @@ class Scheduler:
                     break
             else:
                 budget -= num_new
-                if request.num_computed_tokens < len(request.prompt_token_ids):
+                start = request.num_computed_tokens
+                if start < len(request.prompt_token_ids):
                     self._charge_prefill(request, num_new)
-                self._add_chunk(scheduled, request, num_new, num_new == remaining)
+                rid = request.request_id
+                scheduled[rid] = ScheduledChunk(rid, start, num_new, list(kv.block_table(rid)), num_new == remaining)
                 continue
             break  # the request preempted itself: nothing else can be made to fit
         return budget
@@ -165,7 +169,7 @@ class Scheduler:
             self._decode_offset = k + budget
         return decoding + prefilling
 
-    def _admit(self, budget: int, scheduled: dict[str, ScheduledChunk], new: list[NewRequest]) -> int:
+    def _admit(self, budget: int, scheduled: _Scheduled, new: list[NewRequest]) -> int:
         kv, queue = self.kv, self.queue
         chunked = self.config.enable_chunked_prefill
         threshold = self.config.long_prefill_token_threshold if chunked else 0
@@ -203,7 +207,9 @@ class Scheduler:
             request.status = RequestStatus.RUNNING
             self.running.append(request)
             self._charge_prefill(request, num_new)
-            self._add_chunk(scheduled, request, num_new, num_cached + num_new == request.num_tokens)
+            rid = request.request_id
+            sample = num_cached + num_new == request.num_tokens
+            scheduled[rid] = ScheduledChunk(rid, num_cached, num_new, list(kv.block_table(rid)), sample)
             budget -= num_new
         return budget
 
@@ -217,16 +223,7 @@ class Scheduler:
         if num_prompt > 0:
             self.queue.on_prefill(request, num_prompt)
 
-    def _add_chunk(
-        self, scheduled: dict[str, ScheduledChunk], request: SchedRequest, num_new: int, sample: bool
-    ) -> None:
-        rid = request.request_id
-        scheduled[rid] = ScheduledChunk(
-            rid, request.num_computed_tokens, num_new, list(self.kv.block_table(rid)), sample
-        )
-        self._in_flight[rid] = request
-
-    def _preempt(self, victim: SchedRequest, scheduled: dict[str, ScheduledChunk]) -> int:
+    def _preempt(self, victim: SchedRequest, scheduled: _Scheduled) -> int:
         """Recompute-preempt `victim`; returns the budget its withdrawn chunk gives back."""
         self.running.remove(victim)
         self.kv.free(victim)
@@ -235,7 +232,6 @@ class Scheduler:
         victim.num_preemptions += 1
         self.num_preemptions += 1
         self.queue.push_front(victim)
-        self._in_flight.pop(victim.request_id, None)
         chunk = scheduled.pop(victim.request_id, None)
         return chunk.num_tokens if chunk is not None else 0
 
@@ -245,9 +241,10 @@ class Scheduler:
         A request aborted or finished while the step ran is skipped. A chunk that should have
         sampled but got no token leaves its last token uncomputed, so the next step redoes it
         and samples again (its KV is rewritten with the same values)."""
-        kv, queue, in_flight = self.kv, self.queue, self._in_flight
+        kv, queue, requests = self.kv, self.queue, self.requests
         for chunk in plan.chunks:
-            request = in_flight.get(chunk.request_id)
+            request = requests.get(chunk.request_id)
+            # gone (finished, aborted) or not running (a new request under a reused id)
             if request is None or request.status is not RequestStatus.RUNNING:
                 continue
             request.num_computed_tokens += chunk.num_tokens
