@@ -222,8 +222,7 @@ class EngineStatsCollector(Collector):
             ("fairgate_preemptions", "Requests preempted (KV dropped, recomputed later).", s.preemptions),
             ("fairgate_prefix_cache_evictions", "Cached blocks evicted to make room.", bm.num_evictions),
             ("fairgate_engine_steps", "Engine steps run.", s.steps),
-            ("fairgate_engine_busy_seconds", "Time inside the model's forward passes.",
-             getattr(s, "busy_seconds", 0.0)),
+            ("fairgate_engine_busy_seconds", "Time inside the model's forward passes.", s.busy_seconds),
         ):
             c = CounterMetricFamily(name, help_, labels=["model"])
             c.add_metric(labels, value)
