@@ -31,9 +31,9 @@ from backends.local.block_manager import BlockManager  # noqa: E402
 from scheduler.fair_queue import FairQueue  # noqa: E402
 from scheduler.fairness import FairnessConfig, FairnessWeights  # noqa: E402
 from scheduler.plan import StepPlan  # noqa: E402
-from scheduler.planner import Scheduler, SchedulerConfig  # noqa: E402
 from scheduler.queue import FCFSQueue, WaitQueue  # noqa: E402
 from scheduler.request import RequestStatus, SchedRequest  # noqa: E402
+from scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 
 
 @dataclass(slots=True)
@@ -208,20 +208,20 @@ def simulate(scenario: Scenario, kind: str, cfg: SimConfig | None = None) -> Sim
             now = pending[i][0]
             continue
         for chunk in plan.chunks:
-            r = chunk.request
+            r = sched.requests[chunk.request_id]
             if r.request_id in queued:
                 queued.discard(r.request_id)
                 waiting[r.tenant] -= 1
             if not r.num_preemptions:  # recompute is not service (and is not charged)
                 start = chunk.start_pos
                 service[r.tenant] += w_in * max(0, min(start + chunk.num_tokens, r.num_prompt_tokens) - start)
-        for r in plan.preempted:
-            queued.add(r.request_id)
-            waiting[r.tenant] += 1
+        for rid in plan.preempted:
+            queued.add(rid)
+            waiting[sched.requests[rid].tenant] += 1
         now += cfg.cost.step_time(plan)
-        sched.update_from_output(plan, {c.request.request_id: 7 for c in plan.chunks if c.sample})
+        sched.update_from_output(plan, {c.request_id: 7 for c in plan.chunks if c.sample})
         for chunk in plan.chunks:
-            r = chunk.request
+            r = sched.requests[chunk.request_id]
             if not chunk.sample or r.status is not RequestStatus.RUNNING:
                 continue
             service[r.tenant] += w_out

@@ -168,7 +168,7 @@ def _scan_chain(
 
 
 def _scan_groups(
-    text: str, groups: list[Group], blocked: list[tuple[int, int]], out: list
+    text: str, groups: list[Group], blocked: list[tuple[int, int]], out: list[tuple[tuple[int, int], str]]
 ) -> None:
     """Every window of consecutive groups; the longest valid window starting at each group
     wins, and the scan continues after it."""
