@@ -10,6 +10,7 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+from gateway.config_bus import MemoryConfigBus
 from gateway.quota import (
     COST_UNIT,
     QuotaDenied,
@@ -56,11 +57,11 @@ class _Reservation:
 
 
 class MemoryQuotaStore:
-    def __init__(self, reservation_ttl_s: int = 900) -> None:
+    def __init__(self, reservation_ttl_s: int = 900, bus: MemoryConfigBus | None = None) -> None:
         self._ttl_ms = reservation_ttl_s * 1000
         self._scopes: dict[str, _Scope] = {}
         self._reservations: OrderedDict[str, _Reservation] = OrderedDict()
-        self._version = 0
+        self._bus = bus or MemoryConfigBus()
 
     @staticmethod
     def _now() -> int:
@@ -68,7 +69,7 @@ class MemoryQuotaStore:
 
     async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
                       cost: float, version: int) -> None:
-        if version != self._version:
+        if version != self._bus.current:
             raise StaleConfig()
         now = self._now()
         while self._reservations:  # forget reservations nobody settled (their TTL passed)
@@ -135,12 +136,9 @@ class MemoryQuotaStore:
                 st.token_sum += dt
         return True
 
-    async def version(self) -> int:
-        return self._version
-
-    async def bump_version(self) -> int:
-        self._version += 1
-        return self._version
+    def config_bus(self) -> MemoryConfigBus:
+        """The config version this store checks at every reserve."""
+        return self._bus
 
     async def counters(self, scope: str) -> dict[str, int]:
         st = self._scopes.get(scope) or _Scope()
