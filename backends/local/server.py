@@ -53,36 +53,62 @@ def build_app(
     close_backend: bool = True,
 ) -> Starlette:
     """The engine server app. The backend's engine is closed on shutdown when `close_backend`."""
-    metrics = ServerMetrics(backend.engine, backend.model_name)  # GET /metrics, engine hooks
+    server = EngineServer(backend, control_secret, max_body_bytes)
 
-    async def completions(request: Request) -> Response:
-        return await _generate(request, "completion")
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        if close_backend:
+            await backend.aclose()
 
-    async def chat(request: Request) -> Response:
-        return await _generate(request, "chat")
+    routes = [
+        Route("/v1/completions", server.completions, methods=["POST"]),
+        Route("/v1/chat/completions", server.chat, methods=["POST"]),
+        Route("/v1/models", server.models, methods=["GET"]),
+        Route("/health", server.health, methods=["GET"]),
+        Route("/stats", server.stats, methods=["GET"]),
+        Route("/metrics", server.metrics.endpoint, methods=["GET"]),
+        Route("/control/fairness", server.fairness, methods=["GET", "PUT"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
 
-    async def _generate(request: Request, kind: Kind) -> Response:
+
+class EngineServer:
+    """The engine server's routes over one `LocalBackend`."""
+
+    def __init__(self, backend: LocalBackend, control_secret: str | None, max_body_bytes: int) -> None:
+        self.backend = backend
+        self.control_secret = control_secret
+        self.max_body_bytes = max_body_bytes
+        self.metrics = ServerMetrics(backend.engine, backend.model_name)  # GET /metrics, engine hooks
+
+    async def completions(self, request: Request) -> Response:
+        return await self._generate(request, "completion")
+
+    async def chat(self, request: Request) -> Response:
+        return await self._generate(request, "chat")
+
+    async def _generate(self, request: Request, kind: Kind) -> Response:
         try:
-            body = await _read_json(request, max_body_bytes)
-            rid = uuid.uuid4().hex
+            body = await _read_json(request, self.max_body_bytes)
             greq = GenerationRequest(
-                request_id=rid,
+                request_id=uuid.uuid4().hex,
                 kind=kind,
                 body=body,
                 tenant=request.headers.get("x-tenant") or "default",
                 priority=_priority(request.headers.get("x-priority")),
                 cache_salt=request.headers.get("x-cache-salt") or None,
             )
-            prepared = parse_for_engine(kind, body, backend.info)
-            metrics.tag(rid, request.headers.get("x-prompt-version"), body)
+            prepared = parse_for_engine(kind, body, self.backend.info)
+            self.metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body)
             if prepared.stream:
-                return await _stream(request, greq, prepared)
-            return await _complete(request, greq, prepared)
+                return await self._stream(greq, prepared)
+            return await self._complete(request, greq, prepared)
         except WireError as exc:
             return error_response(exc)
 
-    async def _complete(request: Request, greq: GenerationRequest, prepared: EngineRequest) -> Response:
-        work = asyncio.ensure_future(backend.complete_prepared(prepared, greq))
+    async def _complete(self, request: Request, greq: GenerationRequest, prepared: EngineRequest) -> Response:
+        work = asyncio.ensure_future(self.backend.complete_prepared(prepared, greq))
         watch = asyncio.ensure_future(_wait_disconnect(request))
         try:
             await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
@@ -96,8 +122,8 @@ def build_app(
             return Response(status_code=499)  # nobody is listening; nginx's "client closed"
         return JSONResponse(work.result(), headers={"x-request-id": greq.request_id})
 
-    async def _stream(request: Request, greq: GenerationRequest, prepared: EngineRequest) -> Response:
-        batches = backend.stream_prepared(prepared, greq, include_usage=prepared.include_usage)
+    async def _stream(self, greq: GenerationRequest, prepared: EngineRequest) -> Response:
+        batches = self.backend.stream_prepared(prepared, greq, include_usage=prepared.include_usage)
         try:
             first = await batches.__anext__()  # admission errors become a plain 4xx here
         except WireError:
@@ -119,66 +145,38 @@ def build_app(
             events(), media_type="text/event-stream", headers={"x-request-id": greq.request_id}
         )
 
-    async def models(request: Request) -> Response:
-        return JSONResponse(
-            {
-                "object": "list",
-                "data": [
-                    {
-                        "id": backend.model_name,
-                        "object": "model",
-                        "created": 0,
-                        "owned_by": "fairgate",
-                        "max_model_len": backend.engine.max_model_len,
-                    }
-                ],
-            }
-        )
+    async def models(self, request: Request) -> Response:
+        model = {"id": self.backend.model_name, "object": "model", "created": 0, "owned_by": "fairgate",
+                 "max_model_len": self.backend.engine.max_model_len}
+        return JSONResponse({"object": "list", "data": [model]})
 
-    async def health(request: Request) -> Response:
+    async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
-    async def stats(request: Request) -> Response:
-        s = backend.engine.stats()
+    async def stats(self, request: Request) -> Response:
+        s = self.backend.engine.stats()
         return JSONResponse({f: getattr(s, f) for f in type(s).__slots__})
 
-    async def fairness(request: Request) -> Response:
-        secret = control_secret or os.environ.get("FAIRGATE_CONTROL_SECRET")
+    async def fairness(self, request: Request) -> Response:
+        secret = self.control_secret or os.environ.get("FAIRGATE_CONTROL_SECRET")
         if not secret:  # closed unless configured: weights steer every tenant's service
             return error_response(WireError(403, "control API disabled: start the engine with --control-secret",
                                             "control_disabled"))
         if not _secret_ok(request, secret):
             return error_response(WireError(401, "invalid control secret", "invalid_secret"))
-        engine = backend.engine
+        engine = self.backend.engine
         if request.method == "PUT":
             try:
-                body = await _read_json(request, max_body_bytes)
-                weights, version = _fairness_body(body)
+                weights, version = _fairness_body(await _read_json(request, self.max_body_bytes))
             except WireError as exc:
                 return error_response(exc)
             engine.set_fairness(weights, version)
         return JSONResponse({"weights": engine.fairness_weights, "version": engine.fairness_version})
 
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        return error_response(WireError(exc.status_code, str(exc.detail)))
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        if close_backend:
-            await backend.aclose()
-
-    routes = [
-        Route("/v1/completions", completions, methods=["POST"]),
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/v1/models", models, methods=["GET"]),
-        Route("/health", health, methods=["GET"]),
-        Route("/stats", stats, methods=["GET"]),
-        Route("/metrics", metrics.endpoint, methods=["GET"]),
-        Route("/control/fairness", fairness, methods=["GET", "PUT"]),
-    ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return error_response(WireError(exc.status_code, str(exc.detail)))
 
 
 # ---------------------------------------------------------------------- request helpers

@@ -56,6 +56,25 @@ class _Reservation:
     expires: int
 
 
+def _denial(st: _Scope, limits: ScopeLimits, tokens: int, cost_units: int, day: str, month: str,
+            now: int) -> tuple[str, int] | None:
+    """The first limit this reservation would break in one scope, and the wait in ms; None: fits."""
+    rpm, tpm, conc, daily, monthly, cbud = limits.as_ints()
+    if rpm >= 0 and len(st.requests) >= rpm:
+        return "requests_per_minute", st.requests[0][0] + WINDOW_MS - now if st.requests else WINDOW_MS
+    if tpm >= 0 and st.token_sum + tokens > tpm:
+        return "tokens_per_minute", st.token_log[0][0] + WINDOW_MS - now if st.token_log else WINDOW_MS
+    if conc >= 0 and len(st.concurrent) >= conc:
+        return "max_concurrent", 1000
+    if daily >= 0 and st.daily.get(day, 0) + tokens > daily:
+        return "daily_tokens", 1000
+    if monthly >= 0 and st.monthly.get(month, 0) + tokens > monthly:
+        return "monthly_tokens", 1000
+    if cbud >= 0 and st.cost.get(month, 0) + cost_units > cbud:
+        return "monthly_cost", 1000
+    return None
+
+
 class MemoryQuotaStore:
     def __init__(self, reservation_ttl_s: int = 900, bus: MemoryConfigBus | None = None) -> None:
         self._ttl_ms = reservation_ttl_s * 1000
@@ -82,24 +101,10 @@ class MemoryQuotaStore:
         for limits in scopes:
             st = self._scopes.setdefault(limits.scope, _Scope())
             st.expire(now)
-            rpm, tpm, conc, daily, monthly, cbud = limits.as_ints()
-            denied, wait = None, 1000
-            if rpm >= 0 and len(st.requests) >= rpm:
-                denied = "requests_per_minute"
-                wait = st.requests[0][0] + WINDOW_MS - now if st.requests else WINDOW_MS
-            elif tpm >= 0 and st.token_sum + tokens > tpm:
-                denied = "tokens_per_minute"
-                wait = st.token_log[0][0] + WINDOW_MS - now if st.token_log else WINDOW_MS
-            elif conc >= 0 and len(st.concurrent) >= conc:
-                denied = "max_concurrent"
-            elif daily >= 0 and st.daily.get(day, 0) + tokens > daily:
-                denied = "daily_tokens"
-            elif monthly >= 0 and st.monthly.get(month, 0) + tokens > monthly:
-                denied = "monthly_tokens"
-            elif cbud >= 0 and st.cost.get(month, 0) + cost_units > cbud:
-                denied = "monthly_cost"
+            denied = _denial(st, limits, tokens, cost_units, day, month, now)
             if denied:
-                raise QuotaDenied(denied, scope_kind(limits.scope), retry_after_for(denied, wait))
+                limit, wait = denied
+                raise QuotaDenied(limit, scope_kind(limits.scope), retry_after_for(limit, wait))
         for limits in scopes:
             st = self._scopes[limits.scope]
             rpm, tpm, conc, *_ = limits.as_ints()
