@@ -16,7 +16,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from backends.base import GenerationRequest, Kind
@@ -69,10 +69,10 @@ class Incoming:
     """What admission read from the request before any policy ran."""
 
     kind: Kind
-    token: str
-    headers: dict[bytes, bytes]
-    body: dict[str, Any]
-    parsed: WireRequest
+    token: str = field(repr=False)  # never in a log line
+    headers: dict[bytes, bytes] = field(repr=False)
+    body: dict[str, Any] = field(repr=False)  # the prompt: never in a log line
+    parsed: WireRequest = field(repr=False)
     request_id: str  # bare id; responses carry `rid`
     t0: float
 

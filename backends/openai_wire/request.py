@@ -30,7 +30,8 @@ _INT_FIELDS = ("seed", "top_k", "logprobs", "top_logprobs")
 
 @dataclass(slots=True)
 class WireRequest:
-    """The validated fields of one body; `body` itself is left as the client sent it."""
+    """The validated fields of one body; `body` itself is left as the client sent it. The repr
+    leaves out everything that holds prompt text."""
 
     kind: Kind
     model: str | None  # None only where the model may be omitted (the engine server)
@@ -39,15 +40,15 @@ class WireRequest:
     has_stream_options: bool
     max_tokens: int | None
     max_tokens_field: str  # which field carries it: "max_tokens" or "max_completion_tokens"
-    texts: list[str]  # message contents / prompt text, for classification and the bound
+    texts: list[str] = field(repr=False)  # message contents / prompt text: classification, the bound
     prompt_tokens_bound: int
-    messages: list[dict[str, Any]] = field(default_factory=list)  # chat only
-    prompt: str | list[int] = ""  # completion only; a batch of one is unwrapped
+    messages: list[dict[str, Any]] = field(default_factory=list, repr=False)  # chat only
+    prompt: str | list[int] = field(default="", repr=False)  # completion; a batch of one unwrapped
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None
     seed: int | None = None
-    stop: list[str] = field(default_factory=list)
+    stop: list[str] = field(default_factory=list, repr=False)
 
 
 def is_int(v: Any) -> bool:

@@ -131,3 +131,9 @@ def test_sse_framing_and_text_count() -> None:
     assert chunk_text_count({"choices": [{"text": ""}]}, "completion") == 0
     end = sse_stream_error("broke")
     assert end.endswith(SSE_DONE) and orjson.loads(end[6:-len(SSE_DONE) - 2])["error"]["code"] == "upstream_error"
+
+
+def test_repr_never_shows_the_prompt() -> None:
+    p = parse_request("chat", {"model": "m", "messages": [{"role": "user", "content": "TCKN 10000000146"}],
+                               "stop": ["secret-stop"]})
+    assert "10000000146" not in repr(p) and "secret-stop" not in repr(p) and "model='m'" in repr(p)
