@@ -9,7 +9,7 @@ same to the gateway.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -97,7 +97,7 @@ class Backend(Protocol):
         """The full OpenAI response object (non-streaming), with `usage`."""
         ...
 
-    def stream_batches(self, request: GenerationRequest) -> AsyncIterator[list[Chunk]]:
+    def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
         """OpenAI chunk objects in batches (what arrived together leaves together); a chunk
         with `usage` comes last whatever the client asked. Closing the iterator ends the work."""
         ...

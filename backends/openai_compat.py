@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import orjson
@@ -150,17 +150,19 @@ class OpenAICompatBackend:
         path, payload = self._prepare(request, stream=False)
         resp = await self._send(path, payload, self._request_headers(request))
         try:
-            result = orjson.loads(await resp.read())
+            result: Any = orjson.loads(await resp.read())
         except HTTPError as exc:
             raise BackendError(f"backend {self.name} failed mid-response: {exc}", 502, True) from None
         except orjson.JSONDecodeError:
             raise BackendError(f"backend {self.name} sent invalid JSON", 502, True) from None
+        if not isinstance(result, dict):
+            raise BackendError(f"backend {self.name} sent a response that is not an object", 502, True)
         rid, model = _identity(request)
-        if isinstance(result, dict) and rid is not None:
+        if rid is not None:
             result["id"], result["model"] = rid, model
         return result
 
-    async def stream_batches(self, request: GenerationRequest) -> AsyncIterator[list[Chunk]]:
+    async def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
         """The chunks as they arrive, grouped by network read, so the gateway can forward
         whatever came in one packet with one write."""
         path, payload = self._prepare(request, stream=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,7 @@ from gateway.settlement import finish
 from gateway.state import GatewayState
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
-Batches = AsyncIterator[list[Chunk]]
+Batches = AsyncGenerator[list[Chunk], None]
 
 
 @dataclass(slots=True)

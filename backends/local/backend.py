@@ -7,12 +7,13 @@ engine and a `fairgate engine` process give the same answers for the same body.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from backends.base import Capabilities, Chunk, GenerationRequest
 from backends.local.engine import AsyncEngine
 from backends.local.engine_config import EngineConfig
+from backends.local.engine_stream import RequestStream
 from backends.local.output import EngineStats, RequestOutput, RequestRejected
 from backends.local.prepare import EngineRequest, ModelInfo, prepare
 from backends.openai_wire import WireError, chunk, full_response, parse_request, usage_chunk
@@ -44,7 +45,7 @@ class LocalBackend:
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
         return await self.complete_prepared(self.prepare(request), request)
 
-    async def stream_batches(self, request: GenerationRequest) -> AsyncIterator[list[Chunk]]:
+    async def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
         batches = self.stream_prepared(self.prepare(request), request, include_usage=True)
         try:
             async for batch in batches:
@@ -84,7 +85,7 @@ class LocalBackend:
 
     async def stream_prepared(
         self, prepared: EngineRequest, request: GenerationRequest, include_usage: bool
-    ) -> AsyncIterator[list[Chunk]]:
+    ) -> AsyncGenerator[list[Chunk], None]:
         """Chunks, one batch per engine delta; the usage chunk (empty choices) comes last when
         `include_usage`. An engine failure mid-stream raises `WireError` (5xx) after the chunks
         sent so far."""
@@ -105,7 +106,7 @@ class LocalBackend:
                     batch.append(usage_chunk(kind, rid, model, created, delta.usage))
                 yield batch
 
-    def _start(self, prepared: EngineRequest, request: GenerationRequest):  # -> RequestStream
+    def _start(self, prepared: EngineRequest, request: GenerationRequest) -> RequestStream:
         try:
             return self.engine.add_request(
                 request.request_id,
