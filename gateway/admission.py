@@ -12,7 +12,6 @@ principal predates an admin change: reload it). `admit` holds the retry policy.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 import uuid
@@ -126,11 +125,11 @@ async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -
     cost = reserve_price(state, decision, parsed, max_tokens)
     rid = response_id(req.kind, req.request_id)
     await reserve(state, rid, principal, parsed.prompt_tokens_bound + max_tokens, cost)
-    req.body[parsed.max_tokens_field] = max_tokens  # what we reserved is what may be generated
+    # what we reserved is what may be generated: the limit travels in the body and the reading
+    req.body[parsed.max_tokens_field] = parsed.max_tokens = max_tokens
     gen = GenerationRequest(
         req.request_id, req.kind, req.body, tenant=principal.tenant_id, priority=priority,
-        cache_salt=principal.cache_salt or principal.tenant_id,
-        parsed=dataclasses.replace(parsed, max_tokens=max_tokens), model=parsed.model)
+        cache_salt=principal.cache_salt or principal.tenant_id, parsed=parsed, model=parsed.model)
     return Admitted(rid, req.kind, principal, parsed, priority, decision, gen, req.t0,
                     prompt_version_header=req.headers.get(b"x-prompt-version"))
 
