@@ -182,11 +182,8 @@ class OpenAICompatBackend:
                         if batch:
                             yield batch
                         return
-                    try:
-                        chunk = orjson.loads(item)
-                    except orjson.JSONDecodeError:
-                        raise BackendError(f"backend {self.name} sent an invalid chunk", 502, False) from None
-                    if isinstance(chunk, dict) and rid is not None:
+                    chunk = self._chunk(item)
+                    if rid is not None:
                         chunk["id"], chunk["model"] = rid, model  # the gateway's names, set once
                     batch.append(chunk)
                 if batch:
@@ -195,6 +192,15 @@ class OpenAICompatBackend:
             raise BackendError(f"backend {self.name} stream broke: {exc}", 502, False) from None
         finally:
             resp.close()
+
+    def _chunk(self, item: bytes) -> Chunk:
+        try:
+            chunk = orjson.loads(item)
+        except orjson.JSONDecodeError:
+            chunk = None
+        if not isinstance(chunk, dict):
+            raise BackendError(f"backend {self.name} sent an invalid chunk", 502, False)
+        return chunk
 
     async def aclose(self) -> None:
         return None  # the shared pool belongs to the gateway
