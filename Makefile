@@ -25,4 +25,4 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy scheduler policies
+	$(BIN)/mypy

@@ -105,7 +105,7 @@ class Router:
         # Complexity is scored only for models some max_complexity rule can match ("auto").
         self._complexity_models = [r.match.model for r in self.rules if r.match.max_complexity is not None]
 
-    def decide(self, request: RouteRequest) -> RouteDecision:
+    async def decide(self, request: RouteRequest) -> RouteDecision:
         """Ordered backends for `request`, or NoRouteError (400 / 404 / 503)."""
         try:
             header = parse_classification_header(request.classification_header)

@@ -16,8 +16,8 @@ from datetime import datetime
 
 from sqlalchemy import Engine, insert
 
-from gateway.models import utcnow
-from gateway.models_routing import RoutingAudit
+from gateway.tables import utcnow
+from gateway.tables_routing import RoutingAudit
 
 log = logging.getLogger("fairgate.routing")
 
