@@ -14,11 +14,12 @@ from backends.base import Capabilities, Chunk, GenerationRequest
 from backends.local.engine import AsyncEngine
 from backends.local.engine_config import EngineConfig
 from backends.local.engine_stream import RequestStream
+from backends.local.logprobs_wire import TokenText, chat_logprobs, completion_logprobs, merge_completion_logprobs
 from backends.local.output import EngineStats, RequestOutput, RequestRejected
 from backends.local.prepare import EngineRequest, ModelInfo, prepare
 from backends.openai_wire import WireError, chunk, full_response, parse_request, usage_chunk
 
-CAPABILITIES = Capabilities(tenant_scheduling=True, cache_salt=True, logprobs=False, tools=False)
+CAPABILITIES = Capabilities(tenant_scheduling=True, cache_salt=True, logprobs=True, tools=False)
 
 
 class LocalBackend:
@@ -31,7 +32,7 @@ class LocalBackend:
         self.engine = engine
         self.name = name
         self.model_name = model_name or engine.config.served_model_name or _folder_name(engine.config.model)
-        self.info = ModelInfo(self.model_name, engine.max_model_len, engine.tokenizer)
+        self.info = ModelInfo(self.model_name, engine.max_model_len, engine.tokenizer, engine.vocab_size)
 
     @property
     def context_length(self) -> int:
@@ -81,7 +82,12 @@ class LocalBackend:
                     final.merge(delta)
         assert final is not None
         _raise_if_failed(final)
-        return full_response(prepared.kind, request.request_id, request.model or prepared.model, final)
+        response = full_response(prepared.kind, request.request_id, request.model or prepared.model, final)
+        choice = response["choices"][0]
+        if prepared.echo_text is not None:
+            choice["text"] = prepared.echo_text + choice["text"]
+        choice["logprobs"] = self._logprobs(prepared, final, echo=True)
+        return response
 
     async def stream_prepared(
         self, prepared: EngineRequest, request: GenerationRequest, include_usage: bool
@@ -91,22 +97,48 @@ class LocalBackend:
         sent so far."""
         kind, rid, model = prepared.kind, request.request_id, request.model or prepared.model
         created = int(time.time())
+        want_logprobs = prepared.sampling.logprobs is not None
         async with self._start(prepared, request) as stream:
             if kind == "chat":
                 yield [chunk(kind, rid, model, created, "", first=True)]
+            echo = prepared.echo_text is not None
             async for delta in stream:
                 _raise_if_failed(delta)
+                batch = []
+                if delta.text or echo or (want_logprobs and delta.token_ids):
+                    piece = chunk(kind, rid, model, created, (prepared.echo_text or "") + delta.text if echo else delta.text)
+                    piece["choices"][0]["logprobs"] = self._logprobs(prepared, delta, echo)
+                    batch.append(piece)
+                    echo = False
                 if not delta.finished:
-                    if delta.text:
-                        yield [chunk(kind, rid, model, created, delta.text)]
+                    if batch:
+                        yield batch
                     continue
-                batch = [chunk(kind, rid, model, created, delta.text)] if delta.text else []
                 batch.append(chunk(kind, rid, model, created, None if kind == "chat" else "", delta.finish_reason))
                 if include_usage:
                     batch.append(usage_chunk(kind, rid, model, created, delta.usage))
                 yield batch
 
+    def _logprobs(self, prepared: EngineRequest, out: RequestOutput, echo: bool) -> dict[str, Any] | None:
+        """The choice's `logprobs` object for the tokens of `out` (with `echo`, the prompt's first)."""
+        if prepared.sampling.logprobs is None:
+            return None
+        text = TokenText(self.engine.tokenizer.decode)
+        entries = out.logprobs or []
+        if prepared.kind == "chat":
+            return chat_logprobs(text, entries)
+        if not echo or out.prompt_logprobs is None:
+            return completion_logprobs(text, out.token_ids, entries)
+        prompt = completion_logprobs(text, prepared.prompt_token_ids, out.prompt_logprobs)
+        offset = prompt["text_offset"][-1] + len(prompt["tokens"][-1])
+        return merge_completion_logprobs(prompt, completion_logprobs(text, out.token_ids, entries, offset))
+
     def _start(self, prepared: EngineRequest, request: GenerationRequest) -> RequestStream:
+        # Prompt logprobs need every prompt position computed: no prefix-cache hits (a salt
+        # of its own), as vLLM does.
+        salt = request.cache_salt
+        if prepared.sampling.prompt_logprobs is not None:
+            salt = f"prompt-logprobs-{request.request_id}"
         try:
             return self.engine.add_request(
                 request.request_id,
@@ -114,7 +146,7 @@ class LocalBackend:
                 prepared.sampling,
                 tenant=request.tenant,
                 priority=request.priority,
-                cache_salt=request.cache_salt,
+                cache_salt=salt,
             )
         except RequestRejected as exc:
             raise WireError(400, str(exc), exc.code, exc.param) from None

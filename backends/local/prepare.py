@@ -2,8 +2,9 @@
 tokenizer and chat template) and `SamplingParams`.
 
 `parse_request` (backends/openai_wire) has already checked types and shapes; this step adds
-what only this engine knows: the served model's name, its context length, and the fields it
-cannot honour (n > 1, logprobs, tools, ...), which are refused by name rather than ignored.
+what only this engine knows: the served model's name, its context length and vocabulary, and
+the fields it cannot honour (tools, response_format, ...), which are refused by name rather
+than ignored. Penalties, bias and logprobs fields are read in sampling_fields.py.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from backends.base import Kind
+from backends.local.sampling_fields import read_sampling_fields
 from backends.local.types import SamplingParams
 from backends.openai_wire import (
     WireError,
@@ -29,6 +31,7 @@ from backends.openai_wire.request import is_int
 class PromptTokenizer(Protocol):
     def encode(self, text: str) -> list[int]: ...
     def encode_chat(self, messages: list[dict[str, Any]]) -> list[int]: ...
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
 
 
 @dataclass(slots=True)
@@ -38,6 +41,7 @@ class ModelInfo:
     name: str
     max_model_len: int
     tokenizer: PromptTokenizer
+    vocab_size: int | None = None  # None: token ids are checked at admission only
 
 
 @dataclass(slots=True)
@@ -50,6 +54,7 @@ class EngineRequest:
     sampling: SamplingParams
     stream: bool
     include_usage: bool
+    echo_text: str | None = None  # completions with echo: the prompt text, returned first
 
 
 def parse_for_engine(kind: Kind, body: Any, info: ModelInfo) -> EngineRequest:
@@ -69,29 +74,32 @@ def prepare(wire: WireRequest, body: dict[str, Any], info: ModelInfo) -> EngineR
         raise bad_value("stream_options is only allowed when stream is true", "stream_options")
     _refuse_unsupported(wire.kind, body)
     ids = _chat_prompt(wire, info) if wire.kind == "chat" else _completion_prompt(wire, info)
-    sampling = _sampling(wire, body, len(ids), info.max_model_len)
-    return EngineRequest(wire.kind, wire.model or info.name, ids, sampling, wire.stream, wire.include_usage)
+    sampling = _sampling(wire, body, len(ids), info)
+    echo_text = None
+    if wire.kind == "completion" and body.get("echo"):
+        echo_text = wire.prompt if isinstance(wire.prompt, str) else info.tokenizer.decode(ids)
+    return EngineRequest(wire.kind, wire.model or info.name, ids, sampling, wire.stream, wire.include_usage,
+                         echo_text)
 
 
 def _refuse_unsupported(kind: Kind, body: dict[str, Any]) -> None:
     best_of = _opt(body, "best_of", int)
     if best_of is not None and best_of != 1:
         raise bad_value("best_of is not supported", "best_of")
-    if body.get("logprobs") not in (None, False) or body.get("top_logprobs") not in (None, 0):
-        raise bad_value("logprobs are not supported by this engine", "logprobs")
-    if kind == "completion":
-        if body.get("echo"):
-            raise bad_value("echo is not supported", "echo")
-        if body.get("suffix") not in (None, ""):
-            raise bad_value("suffix is not supported", "suffix")
+    if kind == "completion" and body.get("suffix") not in (None, ""):
+        raise bad_value("suffix is not supported", "suffix")
     if body.get("tools") or body.get("functions"):
         raise bad_value("tool calling is not supported by this engine", "tools")
     fmt = body.get("response_format")
     if fmt is not None and fmt != {"type": "text"}:
         raise bad_value("only response_format {\"type\": \"text\"} is supported", "response_format")
-    for name in ("presence_penalty", "frequency_penalty"):
-        if body.get(name):
-            raise bad_value(f"{name} is not supported (only 0)", name)
+    for name in _VLLM_UNSUPPORTED:
+        if body.get(name) is not None:
+            raise bad_value(f"{name} is not supported by this engine", name)
+
+
+_VLLM_UNSUPPORTED = ("guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
+                     "prompt_logprobs", "allowed_token_ids", "bad_words", "truncate_prompt_tokens")
 
 
 def _completion_prompt(wire: WireRequest, info: ModelInfo) -> list[int]:
@@ -125,11 +133,11 @@ def _message_text(content: Any, i: int) -> str:
     return "".join(part["text"] for part in content)
 
 
-def _sampling(wire: WireRequest, body: dict[str, Any], n_prompt: int, max_model_len: int) -> SamplingParams:
+def _sampling(wire: WireRequest, body: dict[str, Any], n_prompt: int, info: ModelInfo) -> SamplingParams:
     max_tokens = wire.max_tokens
     if max_tokens is None:
-        max_tokens = completion_room(max_model_len, n_prompt)
-    check_completion_fits(n_prompt, max_tokens, max_model_len)
+        max_tokens = completion_room(info.max_model_len, n_prompt)
+    check_completion_fits(n_prompt, max_tokens, info.max_model_len)
     if wire.temperature is not None and not 0 <= wire.temperature <= 2:
         raise bad_value("temperature must be between 0 and 2", "temperature")
     if wire.top_p is not None and not 0 < wire.top_p <= 1:
@@ -142,6 +150,9 @@ def _sampling(wire: WireRequest, body: dict[str, Any], n_prompt: int, max_model_
     if not isinstance(stop_ids, list) or not all(is_int(t) and t >= 0 for t in stop_ids):
         raise bad_value("stop_token_ids must be a list of token ids", "stop_token_ids")
     _opt(body, "user", str)  # accepted and ignored
+    extra = read_sampling_fields(wire.kind, body, info.vocab_size)
+    if extra.min_tokens > max_tokens:
+        raise bad_value("min_tokens must not exceed max_tokens", "min_tokens")
     return SamplingParams(
         max_tokens=max_tokens,
         temperature=1.0 if wire.temperature is None else wire.temperature,
@@ -151,6 +162,14 @@ def _sampling(wire: WireRequest, body: dict[str, Any], n_prompt: int, max_model_
         stop=list(wire.stop),
         stop_token_ids=list(stop_ids),
         ignore_eos=bool(_opt(body, "ignore_eos", bool)),
+        presence_penalty=extra.presence_penalty,
+        frequency_penalty=extra.frequency_penalty,
+        repetition_penalty=extra.repetition_penalty,
+        logit_bias=extra.logit_bias,
+        min_p=extra.min_p,
+        min_tokens=extra.min_tokens,
+        logprobs=extra.logprobs,
+        prompt_logprobs=extra.prompt_logprobs,
     )
 
 

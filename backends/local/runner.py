@@ -12,8 +12,9 @@ from backends.local.batch import build_step
 from backends.local.config import ModelConfig
 from backends.local.loader import load_weights
 from backends.local.model import DecoderModel
-from backends.local.sampling import Sampler
-from backends.local.types import RunnerInput
+from backends.local.logprobs import prompt_logprobs
+from backends.local.sampling import Sampler, sample_batch
+from backends.local.types import RunnerInput, SampleResult
 
 log = logging.getLogger(__name__)
 
@@ -125,26 +126,41 @@ class ModelRunner:
         )
 
     @torch.inference_mode()
-    def execute(self, inputs: list[RunnerInput]) -> list[int | None]:
-        """Run one step; return the sampled token per input with `sample=True`, else None."""
+    def execute(self, inputs: list[RunnerInput]) -> list[int | SampleResult | None]:
+        """Run one step; per input the sampled token (`sample=True`) or None. An input whose
+        request asked for logprobs or prompt logprobs gets a `SampleResult` instead of an int."""
         if not inputs:
             return []
         step = self._build(inputs)
         hidden = self.model(step.input_ids, self.kv_caches, step.meta)  # [T, hidden]
+        out: list[int | SampleResult | None] = [None] * len(inputs)
         sampling = [i for i, inp in enumerate(inputs) if inp.sample]
-        if not sampling:
-            return [None] * len(inputs)
-        # Logits only for the last token of each sampling input.
-        rows = [step.token_start[i] + step.token_count[i] - 1 for i in sampling]
-        rows_t = torch.tensor(rows, dtype=torch.int64, device=self.device)
-        logits = self.model.compute_logits(hidden.index_select(0, rows_t))  # [S, vocab]
-        tokens = self.sampler(
-            logits, [inputs[i].sampling for i in sampling], [inputs[i].num_output_tokens for i in sampling]
-        )
-        out: list[int | None] = [None] * len(inputs)
-        for i, tok in zip(sampling, tokens, strict=True):
-            out[i] = tok
+        if sampling:
+            # Logits only for the last token of each sampling input.
+            rows = [step.token_start[i] + step.token_count[i] - 1 for i in sampling]
+            rows_t = torch.tensor(rows, dtype=torch.int64, device=self.device)
+            logits = self.model.compute_logits(hidden.index_select(0, rows_t))  # [S, vocab]
+            tokens = sample_batch(self.sampler, logits, [inputs[i] for i in sampling], self.eos_token_ids)
+            for i, tok in zip(sampling, tokens, strict=True):
+                out[i] = tok
+        self._add_prompt_logprobs(inputs, hidden, step.token_start, out)
         return out
+
+    def _add_prompt_logprobs(self, inputs: list[RunnerInput], hidden: torch.Tensor, token_start: list[int],
+                             out: list[int | SampleResult | None]) -> None:
+        """Prompt logprobs (echo) from this step's hidden states of prompt chunks: the logits
+        head over their rows only, no extra forward pass."""
+        for i, inp in enumerate(inputs):
+            k = inp.sampling.prompt_logprobs
+            if k is None or inp.start_pos >= len(inp.prompt_token_ids) - 1:
+                continue
+            start = token_start[i]
+            logits = self.model.compute_logits(hidden[start : start + len(inp.token_ids)])  # [n, vocab]
+            entries = prompt_logprobs(logits, inp.prompt_token_ids, inp.start_pos, k)
+            res = out[i]
+            if not isinstance(res, SampleResult):
+                res = out[i] = SampleResult(res)
+            res.prompt_logprobs = entries
 
     @torch.inference_mode()
     def forward_logits(self, inputs: list[RunnerInput]) -> list[torch.Tensor]:

@@ -1,4 +1,5 @@
-"""Batched token sampling: greedy, temperature, top-k, top-p, per-request seeds.
+"""Batched token sampling: logits processors, greedy, temperature, top-k, top-p, min-p,
+per-request seeds, and the sampled tokens' logprobs.
 
 Every row draws with one uniform number through the inverse CDF of its filtered distribution.
 A seeded request takes that number from a generator seeded by (seed, tokens generated so far),
@@ -12,7 +13,9 @@ from collections.abc import Sequence
 
 import torch
 
-from backends.local.types import SamplingParams
+from backends.local.logits_processors import apply_logits_processors
+from backends.local.logprobs import token_logprobs
+from backends.local.types import RunnerInput, SamplingParams, SampleResult
 
 _MASK64 = (1 << 64) - 1
 
@@ -69,6 +72,10 @@ class Sampler:
             mass_before = probs.cumsum(dim=-1) - probs  # [N, V]
             # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
             probs = probs.masked_fill(mass_before >= top_ps[:, None], 0.0)
+        if any(p.min_p > 0 for p in params):
+            min_ps = torch.tensor([p.min_p for p in params], dtype=probs.dtype, device=device)  # [N]
+            top = probs.max(dim=-1, keepdim=True).values  # [N, 1]; the top token always stays
+            probs = probs.masked_fill(probs < min_ps[:, None] * top, 0.0)
         # float64 so u * total stays below the last cumulative value (never past the support).
         cdf = probs.double().cumsum(dim=-1)  # [N, V], unnormalised when top-p removed mass
 
@@ -86,3 +93,26 @@ class Sampler:
                 gen = torch.Generator().manual_seed(_mix_seed(p.seed, step))
                 u[i] = torch.rand(1, generator=gen, dtype=torch.float64)[0]
         return u
+
+
+def sample_batch(
+    sampler: Sampler,
+    logits: torch.Tensor,  # [N, V] float32, one row per sampling input; processed in place
+    inputs: Sequence[RunnerInput],
+    eos_token_ids: Sequence[int],
+) -> list[int] | list[SampleResult]:
+    """Process, sample and (when any row asks) take logprobs for one step's sampling rows.
+
+    Returns plain token ids when no row asked for logprobs, else one `SampleResult` per row
+    (rows that did not ask carry `logprobs=None`).
+    """
+    params = [inp.sampling for inp in inputs]
+    apply_logits_processors(
+        logits, params, [inp.prompt_token_ids for inp in inputs], [inp.output_token_ids for inp in inputs],
+        eos_token_ids,
+    )
+    tokens = sampler.sample(logits, params, [inp.num_output_tokens for inp in inputs])  # [N]
+    if all(p.logprobs is None for p in params):
+        return tokens.tolist()
+    entries = token_logprobs(logits, tokens, [p.logprobs or 0 for p in params])
+    return [SampleResult(e.token_id, e if p.logprobs is not None else None) for e, p in zip(entries, params, strict=True)]

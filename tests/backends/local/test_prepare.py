@@ -79,8 +79,8 @@ def test_chat_uses_the_template_and_max_completion_tokens(info: ModelInfo) -> No
         ("chat", chat(messages=[{"role": "user", "content": [{"type": "image_url"}]}]), 400, None, "messages"),
         ("chat", chat(messages=[{"role": "wizard", "content": "x"}]), 400, None, "messages"),
         ("chat", chat(n=2), 400, None, "n"),
-        ("chat", chat(logprobs=True), 400, None, "logprobs"),
-        ("chat", chat(top_logprobs=2), 400, None, "logprobs"),
+        ("chat", chat(logprobs=1), 400, None, "logprobs"),  # chat takes a boolean
+        ("chat", chat(top_logprobs=2), 400, None, "top_logprobs"),  # without logprobs
         ("chat", chat(tools=[{"type": "function"}]), 400, None, "tools"),
         ("chat", chat(response_format={"type": "json_object"}), 400, None, "response_format"),
         ("chat", chat(max_tokens=0), 400, "invalid_value", "max_tokens"),
@@ -99,7 +99,7 @@ def test_chat_uses_the_template_and_max_completion_tokens(info: ModelInfo) -> No
         ("chat", chat(stream="yes"), 400, None, "stream"),
         ("chat", chat(stream_options={"include_usage": True}), 400, None, "stream_options"),
         ("chat", chat(stream=True, stream_options={"include_usage": "y"}), 400, None, "stream_options.include_usage"),
-        ("chat", chat(frequency_penalty=0.5), 400, None, "frequency_penalty"),
+        ("chat", chat(frequency_penalty=2.5), 400, None, "frequency_penalty"),
         ("chat", chat(seed="1"), 400, None, "seed"),
         ("completion", completion(prompt=""), 400, None, "prompt"),
         ("completion", completion(prompt=[]), 400, None, "prompt"),
@@ -109,8 +109,8 @@ def test_chat_uses_the_template_and_max_completion_tokens(info: ModelInfo) -> No
         ("completion", completion(prompt={"text": "x"}), 400, None, "prompt"),
         ("completion", completion(prompt=list(range(3, 3 + MAX_LEN))), 400, "context_length_exceeded", "prompt"),
         ("completion", completion(prompt="Hello " * 200), 400, "context_length_exceeded", "prompt"),
-        ("completion", completion(logprobs=2), 400, None, "logprobs"),
-        ("completion", completion(echo=True), 400, None, "echo"),
+        ("completion", completion(logprobs=21), 400, None, "logprobs"),
+        ("completion", completion(echo="yes"), 400, None, "echo"),
         ("completion", completion(best_of=3), 400, None, "best_of"),
     ],
 )
