@@ -14,7 +14,12 @@ from backends.base import Capabilities, Chunk, GenerationRequest
 from backends.local.engine import AsyncEngine
 from backends.local.engine_config import EngineConfig
 from backends.local.engine_stream import RequestStream
-from backends.local.logprobs_wire import TokenText, chat_logprobs, completion_logprobs, merge_completion_logprobs
+from backends.local.logprobs_wire import (
+    TokenText,
+    chat_logprobs,
+    completion_logprobs,
+    merge_completion_logprobs,
+)
 from backends.local.output import EngineStats, RequestOutput, RequestRejected
 from backends.local.prepare import EngineRequest, ModelInfo, prepare
 from backends.openai_wire import WireError, chunk, full_response, parse_request, usage_chunk

@@ -162,14 +162,7 @@ def _sampling(wire: WireRequest, body: dict[str, Any], n_prompt: int, info: Mode
         stop=list(wire.stop),
         stop_token_ids=list(stop_ids),
         ignore_eos=bool(_opt(body, "ignore_eos", bool)),
-        presence_penalty=extra.presence_penalty,
-        frequency_penalty=extra.frequency_penalty,
-        repetition_penalty=extra.repetition_penalty,
-        logit_bias=extra.logit_bias,
-        min_p=extra.min_p,
-        min_tokens=extra.min_tokens,
-        logprobs=extra.logprobs,
-        prompt_logprobs=extra.prompt_logprobs,
+        **extra.params_kwargs(),
     )
 
 

@@ -11,8 +11,8 @@ import kernels
 from backends.local.batch import build_step
 from backends.local.config import ModelConfig
 from backends.local.loader import load_weights
-from backends.local.model import DecoderModel
 from backends.local.logprobs import prompt_logprobs
+from backends.local.model import DecoderModel
 from backends.local.sampling import Sampler, sample_batch
 from backends.local.types import RunnerInput, SampleResult
 

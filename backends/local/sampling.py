@@ -15,7 +15,7 @@ import torch
 
 from backends.local.logits_processors import apply_logits_processors
 from backends.local.logprobs import token_logprobs
-from backends.local.types import RunnerInput, SamplingParams, SampleResult
+from backends.local.types import RunnerInput, SampleResult, SamplingParams
 
 _MASK64 = (1 << 64) - 1
 

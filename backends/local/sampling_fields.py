@@ -9,7 +9,7 @@ the field.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from backends.base import Kind
@@ -33,6 +33,10 @@ class SamplingFields:
     logprobs: int | None = None
     prompt_logprobs: int | None = None
     echo: bool = False
+
+    def params_kwargs(self) -> dict[str, Any]:
+        """The `SamplingParams` keyword arguments these fields set (echo is the response's)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "echo"}
 
 
 def read_sampling_fields(kind: Kind, body: dict[str, Any], vocab_size: int | None) -> SamplingFields:
