@@ -122,9 +122,10 @@ async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -
     decision = await route(state, req, principal, priority)
     if parsed.max_tokens is None:
         max_tokens = clamp_to_context(decision, parsed, max_tokens)
-    cost = reserve_price(state, decision, parsed, max_tokens)
+    completion_bound = max_tokens * parsed.num_choices  # every choice may run to max_tokens
+    cost = reserve_price(state, decision, parsed, completion_bound)
     rid = response_id(req.kind, req.request_id)
-    await reserve(state, rid, principal, parsed.prompt_tokens_bound + max_tokens, cost)
+    await reserve(state, rid, principal, parsed.prompt_tokens_bound + completion_bound, cost)
     # what we reserved is what may be generated: the limit travels in the body and the reading
     req.body[parsed.max_tokens_field] = parsed.max_tokens = max_tokens
     gen = GenerationRequest(

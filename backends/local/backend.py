@@ -11,18 +11,21 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from backends.base import Capabilities, Chunk, GenerationRequest
+from backends.local.choice_format import ChoiceFormatter
+from backends.local.choices import Choice, plan_choices, run_choices, total_usage
 from backends.local.engine import AsyncEngine
 from backends.local.engine_config import EngineConfig
 from backends.local.engine_stream import RequestStream
-from backends.local.logprobs_wire import (
-    TokenText,
-    chat_logprobs,
-    completion_logprobs,
-    merge_completion_logprobs,
-)
 from backends.local.output import EngineStats, RequestOutput, RequestRejected
 from backends.local.prepare import EngineRequest, ModelInfo, prepare
-from backends.openai_wire import WireError, chunk, full_response, parse_request, usage_chunk
+from backends.openai_wire import (
+    WireError,
+    chunk,
+    full_response,
+    parse_request,
+    usage_chunk,
+    usage_dict,
+)
 
 CAPABILITIES = Capabilities(tenant_scheduling=True, cache_salt=True, logprobs=True, tools=False)
 
@@ -78,20 +81,21 @@ class LocalBackend:
         return prepare(wire, request.body, self.info)
 
     async def complete_prepared(self, prepared: EngineRequest, request: GenerationRequest) -> dict[str, Any]:
-        final: RequestOutput | None = None
-        async with self._start(prepared, request) as stream:
-            async for delta in stream:
-                if final is None:
-                    final = delta
-                else:
-                    final.merge(delta)
-        assert final is not None
-        _raise_if_failed(final)
-        response = full_response(prepared.kind, request.request_id, request.model or prepared.model, final)
-        choice = response["choices"][0]
-        if prepared.echo_text is not None:
-            choice["text"] = prepared.echo_text + choice["text"]
-        choice["logprobs"] = self._logprobs(prepared, final, echo=True)
+        choices = self._choices(prepared, request)
+        finals: dict[int, RequestOutput] = {}
+        async for choice, delta in run_choices(choices, lambda c: self._start(c, prepared, request)):
+            if choice.index in finals:
+                finals[choice.index].merge(delta)
+            else:
+                finals[choice.index] = delta
+        for out in finals.values():
+            _raise_if_failed(out)
+        fmt = ChoiceFormatter(prepared, self.engine.tokenizer.decode)
+        response = full_response(prepared.kind, request.request_id, request.model or prepared.model,
+                                 finals[0])
+        response["choices"] = [fmt.full_choice(c, finals[c.index], finals) for c in choices]
+        if len(choices) > 1:
+            response["usage"] = usage_dict(total_usage(choices, finals))
         return response
 
     async def stream_prepared(
@@ -102,53 +106,42 @@ class LocalBackend:
         sent so far."""
         kind, rid, model = prepared.kind, request.request_id, request.model or prepared.model
         created = int(time.time())
-        want_logprobs = prepared.sampling.logprobs is not None
-        async with self._start(prepared, request) as stream:
+        choices = self._choices(prepared, request)
+        fmt = ChoiceFormatter(prepared, self.engine.tokenizer.decode)
+        finals: dict[int, RequestOutput] = {}
+        deltas = run_choices(choices, lambda c: self._start(c, prepared, request))
+        try:
             if kind == "chat":
-                yield [chunk(kind, rid, model, created, "", first=True)]
-            echo = prepared.echo_text is not None
-            async for delta in stream:
+                yield [_indexed(chunk(kind, rid, model, created, "", first=True), c.index) for c in choices]
+            async for choice, delta in deltas:
                 _raise_if_failed(delta)
-                batch = []
-                if delta.text or echo or (want_logprobs and delta.token_ids):
-                    piece = chunk(kind, rid, model, created, (prepared.echo_text or "") + delta.text if echo else delta.text)
-                    piece["choices"][0]["logprobs"] = self._logprobs(prepared, delta, echo)
-                    batch.append(piece)
-                    echo = False
-                if not delta.finished:
-                    if batch:
-                        yield batch
-                    continue
-                batch.append(chunk(kind, rid, model, created, None if kind == "chat" else "", delta.finish_reason))
-                if include_usage:
-                    batch.append(usage_chunk(kind, rid, model, created, delta.usage))
-                yield batch
+                batch = fmt.stream_pieces(choice, delta, rid, model, created)
+                if delta.finished:
+                    finals[choice.index] = delta
+                    if include_usage and len(finals) == len(choices):
+                        usage = total_usage(choices, finals) if len(choices) > 1 else delta.usage
+                        batch.append(usage_chunk(kind, rid, model, created, usage))
+                if batch:
+                    yield batch
+        finally:
+            await deltas.aclose()
 
-    def _logprobs(self, prepared: EngineRequest, out: RequestOutput, echo: bool) -> dict[str, Any] | None:
-        """The choice's `logprobs` object for the tokens of `out` (with `echo`, the prompt's first)."""
-        if prepared.sampling.logprobs is None:
-            return None
-        text = TokenText(self.engine.tokenizer.decode)
-        entries = out.logprobs or []
-        if prepared.kind == "chat":
-            return chat_logprobs(text, entries)
-        if not echo or out.prompt_logprobs is None:
-            return completion_logprobs(text, out.token_ids, entries)
-        prompt = completion_logprobs(text, prepared.prompt_token_ids, out.prompt_logprobs)
-        offset = prompt["text_offset"][-1] + len(prompt["tokens"][-1])
-        return merge_completion_logprobs(prompt, completion_logprobs(text, out.token_ids, entries, offset))
+    def _choices(self, prepared: EngineRequest, request: GenerationRequest) -> list[Choice]:
+        return plan_choices(request.request_id, prepared.prompt_batch or [prepared.prompt_token_ids], prepared.n,
+                            prepared.sampling)
 
-    def _start(self, prepared: EngineRequest, request: GenerationRequest) -> RequestStream:
-        # Prompt logprobs need every prompt position computed: no prefix-cache hits (a salt
-        # of its own), as vLLM does.
+    def _start(self, choice: Choice, prepared: EngineRequest, request: GenerationRequest) -> RequestStream:
+        # Prompt logprobs need every prompt position computed: no prefix-cache hits from other
+        # requests (a salt of the request's own, as vLLM turns the cache off); its own choices
+        # still share the blocks.
         salt = request.cache_salt
         if prepared.sampling.prompt_logprobs is not None:
             salt = f"prompt-logprobs-{request.request_id}"
         try:
             return self.engine.add_request(
-                request.request_id,
-                prepared.prompt_token_ids,
-                prepared.sampling,
+                choice.request_id,
+                choice.prompt_token_ids,
+                choice.sampling,
                 tenant=request.tenant,
                 priority=request.priority,
                 cache_salt=salt,
@@ -157,6 +150,11 @@ class LocalBackend:
             raise WireError(400, str(exc), exc.code, exc.param) from None
         except RuntimeError as exc:  # the engine is closed (shutting down): try another backend
             raise WireError(503, str(exc), "engine_unavailable") from None
+
+
+def _indexed(piece: Chunk, index: int) -> Chunk:
+    piece["choices"][0]["index"] = index
+    return piece
 
 
 def _raise_if_failed(out: RequestOutput) -> None:

@@ -10,7 +10,7 @@ than ignored. Penalties, bias and logprobs fields are read in sampling_fields.py
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from backends.base import Kind
@@ -55,6 +55,11 @@ class EngineRequest:
     stream: bool
     include_usage: bool
     echo_text: str | None = None  # completions with echo: the prompt text, returned first
+    # Completions with a batch of prompts: every prompt's ids (the first is prompt_token_ids)
+    # and echo text; n choices each.
+    prompt_batch: list[list[int]] = field(default_factory=list)
+    echo_batch: list[str] = field(default_factory=list)
+    n: int = 1
 
 
 def parse_for_engine(kind: Kind, body: Any, info: ModelInfo) -> EngineRequest:
@@ -73,13 +78,17 @@ def prepare(wire: WireRequest, body: dict[str, Any], info: ModelInfo) -> EngineR
     if wire.has_stream_options and not wire.stream:
         raise bad_value("stream_options is only allowed when stream is true", "stream_options")
     _refuse_unsupported(wire.kind, body)
-    ids = _chat_prompt(wire, info) if wire.kind == "chat" else _completion_prompt(wire, info)
-    sampling = _sampling(wire, body, len(ids), info)
-    echo_text = None
+    if wire.kind == "chat":
+        batch = [_chat_prompt(wire, info)]
+    else:
+        batch = [_completion_prompt(p, info) for p in (wire.prompts or [wire.prompt])]
+    sampling = _sampling(wire, body, max(len(ids) for ids in batch), info)
+    echoes: list[str] = []
     if wire.kind == "completion" and body.get("echo"):
-        echo_text = wire.prompt if isinstance(wire.prompt, str) else info.tokenizer.decode(ids)
-    return EngineRequest(wire.kind, wire.model or info.name, ids, sampling, wire.stream, wire.include_usage,
-                         echo_text)
+        echoes = [p if isinstance(p, str) else info.tokenizer.decode(ids)
+                  for p, ids in zip(wire.prompts or [wire.prompt], batch, strict=True)]
+    return EngineRequest(wire.kind, wire.model or info.name, batch[0], sampling, wire.stream, wire.include_usage,
+                         echoes[0] if echoes else None, batch, echoes, wire.n)
 
 
 def _refuse_unsupported(kind: Kind, body: dict[str, Any]) -> None:
@@ -102,13 +111,13 @@ _VLLM_UNSUPPORTED = ("guided_json", "guided_regex", "guided_choice", "guided_gra
                      "prompt_logprobs", "allowed_token_ids", "bad_words", "truncate_prompt_tokens")
 
 
-def _completion_prompt(wire: WireRequest, info: ModelInfo) -> list[int]:
-    if isinstance(wire.prompt, str):
-        if not wire.prompt:
+def _completion_prompt(prompt: str | list[int], info: ModelInfo) -> list[int]:
+    if isinstance(prompt, str):
+        if not prompt:
             raise bad_value("prompt must not be empty", "prompt")
-        ids = info.tokenizer.encode(wire.prompt)
+        ids = info.tokenizer.encode(prompt)
     else:
-        ids = list(wire.prompt)
+        ids = list(prompt)
     check_prompt_fits(len(ids), info.max_model_len, "prompt")
     return ids
 

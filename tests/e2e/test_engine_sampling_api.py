@@ -4,7 +4,6 @@ httpx and lm-eval's `local-completions` model; logprobs checked against transfor
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -12,23 +11,8 @@ import openai
 import pytest
 import torch
 
-from tests.helpers.engine_proc import engine_server
-
 transformers = pytest.importorskip("transformers")
 DATA = Path(__file__).parent / "data" / "tiny_mc.jsonl"
-
-
-@pytest.fixture(scope="module")
-def server(tiny_model_dir: Path) -> Iterator[str]:
-    with engine_server(tiny_model_dir, "--served-model-name", "tiny", "--num-kv-blocks", "96",
-                       "--max-model-len", "256", "--max-num-batched-tokens", "64") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def client(server: str) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=server + "/v1", api_key="unused", max_retries=0, timeout=120) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

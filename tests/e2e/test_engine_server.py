@@ -104,7 +104,7 @@ BAD = [
     ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": 5}]}, {}, 400, None),
     ("/v1/chat/completions", {"model": "tiny", "messages": [], "max_tokens": 3}, {}, 400, None),
     ("/v1/chat/completions", {"model": "nope", "messages": [{"role": "user", "content": "x"}]}, {}, 404, "model_not_found"),
-    ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "n": 3}, {}, 400, None),
+    ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "n": 0}, {}, 400, None),
     ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "logprobs": 1}, {}, 400, None),
     ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 0}, {}, 400, "invalid_value"),
     ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}]}, {"X-Priority": "vip"}, 400, "invalid_value"),

@@ -78,7 +78,7 @@ def test_chat_uses_the_template_and_max_completion_tokens(info: ModelInfo) -> No
         ("chat", chat(messages=[{"content": "no role"}]), 400, None, "messages"),
         ("chat", chat(messages=[{"role": "user", "content": [{"type": "image_url"}]}]), 400, None, "messages"),
         ("chat", chat(messages=[{"role": "wizard", "content": "x"}]), 400, None, "messages"),
-        ("chat", chat(n=2), 400, None, "n"),
+        ("chat", chat(n=0), 400, None, "n"),
         ("chat", chat(logprobs=1), 400, None, "logprobs"),  # chat takes a boolean
         ("chat", chat(top_logprobs=2), 400, None, "top_logprobs"),  # without logprobs
         ("chat", chat(tools=[{"type": "function"}]), 400, None, "tools"),
@@ -104,7 +104,7 @@ def test_chat_uses_the_template_and_max_completion_tokens(info: ModelInfo) -> No
         ("completion", completion(prompt=""), 400, None, "prompt"),
         ("completion", completion(prompt=[]), 400, None, "prompt"),
         ("completion", {"model": "tiny"}, 400, None, "prompt"),
-        ("completion", completion(prompt=["a", "b"]), 400, None, "prompt"),
+        ("completion", completion(prompt=["a", []]), 400, None, "prompt"),
         ("completion", completion(prompt=[1, "a"]), 400, None, "prompt"),
         ("completion", completion(prompt={"text": "x"}), 400, None, "prompt"),
         ("completion", completion(prompt=list(range(3, 3 + MAX_LEN))), 400, "context_length_exceeded", "prompt"),
