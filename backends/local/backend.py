@@ -6,6 +6,7 @@ engine and a `fairgate engine` process give the same answers for the same body.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -18,6 +19,7 @@ from backends.local.engine_config import EngineConfig
 from backends.local.engine_stream import RequestStream
 from backends.local.output import EngineStats, RequestOutput, RequestRejected
 from backends.local.prepare import EngineRequest, ModelInfo, prepare
+from backends.local.structured import GrammarState, StructuredCompiler
 from backends.openai_wire import (
     WireError,
     chunk,
@@ -40,7 +42,8 @@ class LocalBackend:
         self.engine = engine
         self.name = name
         self.model_name = model_name or engine.config.served_model_name or _folder_name(engine.config.model)
-        self.info = ModelInfo(self.model_name, engine.max_model_len, engine.tokenizer, engine.vocab_size)
+        self.info = ModelInfo(self.model_name, engine.max_model_len, engine.tokenizer, engine.vocab_size,
+                              _grammar_compiler(engine))
 
     @property
     def context_length(self) -> int:
@@ -137,11 +140,14 @@ class LocalBackend:
         salt = request.cache_salt
         if prepared.sampling.prompt_logprobs is not None:
             salt = f"prompt-logprobs-{request.request_id}"
+        sampling = choice.sampling
+        if sampling.grammar is not None:  # each choice walks the grammar on its own
+            sampling = dataclasses.replace(sampling, grammar_state=GrammarState(sampling.grammar))
         try:
             return self.engine.add_request(
                 choice.request_id,
                 choice.prompt_token_ids,
-                choice.sampling,
+                sampling,
                 tenant=request.tenant,
                 priority=request.priority,
                 cache_salt=salt,
@@ -150,6 +156,15 @@ class LocalBackend:
             raise WireError(400, str(exc), exc.code, exc.param) from None
         except RuntimeError as exc:  # the engine is closed (shutting down): try another backend
             raise WireError(503, str(exc), "engine_unavailable") from None
+
+
+def _grammar_compiler(engine: AsyncEngine) -> StructuredCompiler | None:
+    """The engine's grammar compiler; None when the tokenizer cannot tell its vocabulary."""
+    tok = engine.tokenizer
+    if not hasattr(tok, "to_json") or not hasattr(tok, "get_vocab"):
+        return None
+    return StructuredCompiler(tok.to_json(), tok.get_vocab(), engine.vocab_size, engine.eos_token_ids,
+                              lambda ids: tok.decode(ids, skip_special_tokens=False))
 
 
 def _indexed(piece: Chunk, index: int) -> Chunk:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from backends.base import Kind
 from backends.local.sampling_fields import read_sampling_fields
+from backends.local.structured import StructuredCompiler, read_grammar_request
 from backends.local.types import SamplingParams
 from backends.openai_wire import (
     WireError,
@@ -42,6 +43,7 @@ class ModelInfo:
     max_model_len: int
     tokenizer: PromptTokenizer
     vocab_size: int | None = None  # None: token ids are checked at admission only
+    grammars: StructuredCompiler | None = None  # None: structured output is refused
 
 
 @dataclass(slots=True)
@@ -83,6 +85,11 @@ def prepare(wire: WireRequest, body: dict[str, Any], info: ModelInfo) -> EngineR
     else:
         batch = [_completion_prompt(p, info) for p in (wire.prompts or [wire.prompt])]
     sampling = _sampling(wire, body, max(len(ids) for ids in batch), info)
+    grammar = read_grammar_request(body)
+    if grammar is not None:
+        if info.grammars is None:
+            raise bad_value("structured output is not available on this engine", grammar.param)
+        sampling.grammar = info.grammars.compile(grammar)
     echoes: list[str] = []
     if wire.kind == "completion" and body.get("echo"):
         echoes = [p if isinstance(p, str) else info.tokenizer.decode(ids)
@@ -99,16 +106,12 @@ def _refuse_unsupported(kind: Kind, body: dict[str, Any]) -> None:
         raise bad_value("suffix is not supported", "suffix")
     if body.get("tools") or body.get("functions"):
         raise bad_value("tool calling is not supported by this engine", "tools")
-    fmt = body.get("response_format")
-    if fmt is not None and fmt != {"type": "text"}:
-        raise bad_value("only response_format {\"type\": \"text\"} is supported", "response_format")
     for name in _VLLM_UNSUPPORTED:
         if body.get(name) is not None:
             raise bad_value(f"{name} is not supported by this engine", name)
 
 
-_VLLM_UNSUPPORTED = ("guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
-                     "prompt_logprobs", "allowed_token_ids", "bad_words", "truncate_prompt_tokens")
+_VLLM_UNSUPPORTED = ("guided_grammar", "guided_decoding_backend", "prompt_logprobs", "allowed_token_ids", "bad_words", "truncate_prompt_tokens")
 
 
 def _completion_prompt(prompt: str | list[int], info: ModelInfo) -> list[int]:

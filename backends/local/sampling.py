@@ -15,6 +15,7 @@ import torch
 
 from backends.local.logits_processors import apply_logits_processors
 from backends.local.logprobs import token_logprobs
+from backends.local.structured import apply_grammar_masks
 from backends.local.types import RunnerInput, SampleResult, SamplingParams
 
 _MASK64 = (1 << 64) - 1
@@ -111,6 +112,8 @@ def sample_batch(
         logits, params, [inp.prompt_token_ids for inp in inputs], [inp.output_token_ids for inp in inputs],
         eos_token_ids,
     )
+    if any(p.grammar_state is not None for p in params):
+        apply_grammar_masks(logits, [p.grammar_state for p in params], [inp.output_token_ids for inp in inputs])
     tokens = sampler.sample(logits, params, [inp.num_output_tokens for inp in inputs])  # [N]
     if all(p.logprobs is None for p in params):
         return tokens.tolist()

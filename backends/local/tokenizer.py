@@ -73,6 +73,14 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return self._tok.get_vocab_size(with_added_tokens=True)
 
+    def to_json(self) -> str:
+        """tokenizer.json as text (grammar engines read its vocabulary type from it)."""
+        return self._tok.to_str()
+
+    def get_vocab(self) -> dict[str, int]:
+        """Token string (in the tokenizer's own encoding, e.g. byte-level) -> id."""
+        return self._tok.get_vocab(with_added_tokens=True)
+
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         return self._tok.encode(text, add_special_tokens=add_special_tokens).ids
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -26,6 +27,8 @@ class SamplingParams:
     min_tokens: int = 0  # eos and stop_token_ids are forbidden before this many tokens
     logprobs: int | None = None  # None: none; k: the chosen token's logprob and the top k
     prompt_logprobs: int | None = None  # None: none; k: each prompt token's logprob and the top k
+    grammar: Any = None  # structured output: an xgrammar CompiledGrammar (shared by the choices)
+    grammar_state: Any = None  # this sequence's structured.GrammarState (one per engine request)
 
     @property
     def greedy(self) -> bool:
@@ -35,7 +38,7 @@ class SamplingParams:
     def needs_processing(self) -> bool:
         """True when a logits processor changes this row (logits_processors.py)."""
         return bool(self.presence_penalty or self.frequency_penalty or self.repetition_penalty != 1.0
-                    or self.logit_bias or self.min_tokens)
+                    or self.logit_bias or self.min_tokens or self.grammar_state is not None)
 
     def validate(self) -> None:
         """Raise ValueError with a user-facing message on a bad value."""
