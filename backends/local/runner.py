@@ -14,6 +14,7 @@ from backends.local.loader import load_weights
 from backends.local.logprobs import prompt_logprobs
 from backends.local.model import DecoderModel
 from backends.local.sampling import Sampler, sample_batch
+from backends.local.structured import GrammarMasker
 from backends.local.types import RunnerInput, SampleResult
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ class ModelRunner:
         else:
             generator.seed()
         self.sampler = Sampler(generator)
+        self.grammar_masker = GrammarMasker()  # structured output masks, filled during the forward
         log.info(
             "model runner: %s, %d layers, dtype %s on %s, %d KV blocks x %d tokens (%s), %s,"
             " %d packed linears",
@@ -132,15 +134,17 @@ class ModelRunner:
         if not inputs:
             return []
         step = self._build(inputs)
+        sampling = [i for i, inp in enumerate(inputs) if inp.sample]
+        masks = self.grammar_masker.start([inputs[i].sampling.grammar_state for i in sampling],
+                                          [inputs[i].output_token_ids for i in sampling], self.config.vocab_size)
         hidden = self.model(step.input_ids, self.kv_caches, step.meta)  # [T, hidden]
         out: list[int | SampleResult | None] = [None] * len(inputs)
-        sampling = [i for i, inp in enumerate(inputs) if inp.sample]
         if sampling:
             # Logits only for the last token of each sampling input.
             rows = [step.token_start[i] + step.token_count[i] - 1 for i in sampling]
             rows_t = torch.tensor(rows, dtype=torch.int64, device=self.device)
             logits = self.model.compute_logits(hidden.index_select(0, rows_t))  # [S, vocab]
-            tokens = sample_batch(self.sampler, logits, [inputs[i] for i in sampling], self.eos_token_ids)
+            tokens = sample_batch(self.sampler, logits, [inputs[i] for i in sampling], self.eos_token_ids, masks)
             for i, tok in zip(sampling, tokens, strict=True):
                 out[i] = tok
         self._add_prompt_logprobs(inputs, hidden, step.token_start, out)

@@ -10,12 +10,13 @@ batch or the step. Stop conditions (eos, stop strings, max_tokens) are the engin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future
 
 import torch
 
 from backends.local.logits_processors import apply_logits_processors
 from backends.local.logprobs import token_logprobs
-from backends.local.structured import apply_grammar_masks
+from backends.local.structured import GrammarMasks, fill_grammar_masks
 from backends.local.types import RunnerInput, SampleResult, SamplingParams
 
 _MASK64 = (1 << 64) - 1
@@ -101,19 +102,24 @@ def sample_batch(
     logits: torch.Tensor,  # [N, V] float32, one row per sampling input; processed in place
     inputs: Sequence[RunnerInput],
     eos_token_ids: Sequence[int],
+    grammar_masks: Future[GrammarMasks] | None = None,
 ) -> list[int] | list[SampleResult]:
     """Process, sample and (when any row asks) take logprobs for one step's sampling rows.
 
     Returns plain token ids when no row asked for logprobs, else one `SampleResult` per row
-    (rows that did not ask carry `logprobs=None`).
+    (rows that did not ask carry `logprobs=None`). `grammar_masks`: the step's structured
+    output masks (GrammarMasker.start, filled while the forward pass ran); None fills them here.
     """
     params = [inp.sampling for inp in inputs]
     apply_logits_processors(
         logits, params, [inp.prompt_token_ids for inp in inputs], [inp.output_token_ids for inp in inputs],
         eos_token_ids,
     )
-    if any(p.grammar_state is not None for p in params):
-        apply_grammar_masks(logits, [p.grammar_state for p in params], [inp.output_token_ids for inp in inputs])
+    if grammar_masks is not None:
+        grammar_masks.result().apply(logits)
+    elif any(p.grammar_state is not None for p in params):
+        states = [p.grammar_state for p in params]
+        fill_grammar_masks(states, [inp.output_token_ids for inp in inputs], logits.shape[1]).apply(logits)
     tokens = sampler.sample(logits, params, [inp.num_output_tokens for inp in inputs])  # [N]
     if all(p.logprobs is None for p in params):
         return tokens.tolist()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,13 +54,13 @@ class StructuredCompiler:
                                  stop_token_ids=list(eos_ids), add_prefix_space=meta["add_prefix_space"])
         self.vocab_size = vocab_size
         self._compiler = xgr.GrammarCompiler(info, max_threads=1)
-        controls = [i for t, i in vocab.items() if i < vocab_size and any(ord(ch) < 0x20 for ch in decode([i]))]
-        self.control_tokens = torch.tensor(sorted(controls), dtype=torch.int64)  # [C]
+        controls = [i for i in vocab.values() if i < vocab_size and any(ord(ch) < 0x20 for ch in decode([i]))]
+        self.no_controls = _allowed_bits(vocab_size, controls)  # [ceil(V / 32)] int32
 
     def compile(self, req: GrammarRequest) -> CompiledRequest:
         """Compile (a JSON grammar also forbids control-character tokens)."""
         grammar = self._compile(req)
-        return CompiledRequest(grammar, self.control_tokens if req.kind == "json" else None)
+        return CompiledRequest(grammar, self.no_controls if req.kind == "json" else None)
 
     def _compile(self, req: GrammarRequest) -> xgr.CompiledGrammar:
         """Compile; a grammar the engine cannot build is the client's 400 naming the field."""
@@ -81,17 +82,25 @@ class CompiledRequest:
     """A compiled grammar plus tokens it forbids outright; shared by a request's choices."""
 
     grammar: xgr.CompiledGrammar
-    banned: torch.Tensor | None  # [B] token ids, or None
+    allowed_bits: torch.Tensor | None  # [ceil(V / 32)] int32 ANDed into every mask, or None
+
+
+def _allowed_bits(vocab_size: int, banned: Sequence[int]) -> torch.Tensor:
+    """A bitmask row (xgrammar's layout: bit j of word w is token 32w + j) with `banned` cleared."""
+    words = [0xFFFFFFFF] * ((vocab_size + 31) // 32)
+    for token in banned:
+        words[token // 32] &= ~(1 << (token % 32)) & 0xFFFFFFFF
+    return torch.tensor([w - (1 << 32) if w >= 1 << 31 else w for w in words], dtype=torch.int32)
 
 
 class GrammarState:
     """One sequence's position in its grammar; used on the engine thread only."""
 
-    __slots__ = ("matcher", "banned", "num_accepted", "failed")
+    __slots__ = ("matcher", "allowed_bits", "num_accepted", "failed")
 
     def __init__(self, compiled: CompiledRequest) -> None:
         self.matcher = xgr.GrammarMatcher(compiled.grammar, max_rollback_tokens=MAX_ROLLBACK)
-        self.banned = compiled.banned
+        self.allowed_bits = compiled.allowed_bits
         self.num_accepted = 0
         self.failed = False  # a token the grammar refused got in (e.g. ignore_eos): stop masking
 
@@ -108,31 +117,53 @@ class GrammarState:
 
     def fill(self, bitmask: torch.Tensor, row: int) -> None:
         self.matcher.fill_next_token_bitmask(bitmask, row)
+        if self.allowed_bits is not None:
+            bitmask[row] &= self.allowed_bits
 
 
-def apply_grammar_masks(
-    logits: torch.Tensor,  # [N, V] float32, masked in place
-    states: Sequence[GrammarState | None],
-    output_ids: Sequence[Sequence[int]],
-) -> None:
-    """-inf on every token the row's grammar forbids next; rows without a grammar untouched."""
+@dataclass(slots=True)
+class GrammarMasks:
+    """The token masks of one step's grammar rows, filled (maybe on the masker's thread)."""
+
+    bitmask: torch.Tensor  # [N, ceil(V / 32)] int32; 0 bits are forbidden tokens
+    rows: list[int]  # rows that have a mask
+
+    def apply(self, logits: torch.Tensor) -> None:  # logits [N, V] float32, masked in place
+        if self.rows:
+            xgr.apply_token_bitmask_inplace(logits, self.bitmask.to(logits.device), indices=self.rows)
+
+
+def fill_grammar_masks(states: Sequence[GrammarState | None], output_ids: Sequence[Sequence[int]],
+                       vocab_size: int) -> GrammarMasks:
+    """Sync each row's grammar with its sequence and fill its mask; rows without one untouched."""
     rows = []
     for i, state in enumerate(states):
         if state is None or state.failed:
             continue
         state.sync(output_ids[i])
-        if not state.failed:
+        if not state.failed and not state.matcher.is_terminated():  # terminated: nothing left to mask
             rows.append(i)
-    if not rows:
-        return
-    bitmask = xgr.allocate_token_bitmask(logits.shape[0], logits.shape[1])  # [N, ceil(V / 32)] int32
+    bitmask = xgr.allocate_token_bitmask(len(states), vocab_size)  # [N, ceil(V / 32)] int32
     for i in rows:
         states[i].fill(bitmask, i)  # type: ignore[union-attr]
-    xgr.apply_token_bitmask_inplace(logits, bitmask.to(logits.device), indices=rows)
-    for i in rows:
-        banned = states[i].banned  # type: ignore[union-attr]
-        if banned is not None and banned.numel():
-            logits[i, banned.to(logits.device)] = float("-inf")
+    return GrammarMasks(bitmask, rows)
+
+
+class GrammarMasker:
+    """Fills a step's masks on a worker thread while the forward pass runs (torch releases the
+    GIL), so the grammar's CPU time hides behind the model's; `start` returns None when no row
+    has a grammar."""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+
+    def start(self, states: Sequence[GrammarState | None], output_ids: Sequence[Sequence[int]],
+              vocab_size: int) -> Future[GrammarMasks] | None:
+        if all(s is None for s in states):
+            return None
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="fairgate-grammar")
+        return self._pool.submit(fill_grammar_masks, list(states), list(output_ids), vocab_size)
 
 
 def read_grammar_request(body: dict[str, Any]) -> GrammarRequest | None:
