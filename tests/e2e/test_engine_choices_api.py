@@ -93,3 +93,11 @@ def test_bad_choices_are_400_and_nothing_runs(server: str, body: dict, param: st
     assert r.json()["error"]["param"] == param
     s = stats(server)
     assert s["running"] == 0 and s["kv_blocks_used"] == 0
+
+
+def test_retrieve_the_served_model(client: openai.OpenAI) -> None:
+    m = client.models.retrieve("tiny")
+    assert m.id == "tiny" and m.owned_by == "fairgate"
+    with pytest.raises(openai.NotFoundError) as err:
+        client.models.retrieve("other")
+    assert err.value.body["code"] == "model_not_found"
