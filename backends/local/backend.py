@@ -29,7 +29,8 @@ from backends.openai_wire import (
     usage_dict,
 )
 
-CAPABILITIES = Capabilities(tenant_scheduling=True, cache_salt=True, logprobs=True, tools=False)
+CAPABILITIES = Capabilities(tenant_scheduling=True, cache_salt=True, logprobs=True, tools=False,
+                            response_format=True, n=True, batched_prompts=True)
 
 
 class LocalBackend:
