@@ -125,9 +125,22 @@ def _completion_prompt(prompt: str | list[int], info: ModelInfo) -> list[int]:
     return ids
 
 
+_MESSAGE_FIELDS = ("name", "tool_calls", "tool_call_id")  # what templates read besides role/content
+
+
+def _template_message(m: dict[str, Any], i: int) -> dict[str, Any]:
+    """A message as the chat template sees it (as transformers passes it): text content, the
+    tool fields kept, and OpenAI's `developer` role as `system` (what open models know)."""
+    out: dict[str, Any] = {"role": "system" if m["role"] == "developer" else m["role"],
+                           "content": _message_text(m.get("content"), i)}
+    for key in _MESSAGE_FIELDS:
+        if m.get(key) is not None:
+            out[key] = m[key]
+    return out
+
+
 def _chat_prompt(wire: WireRequest, info: ModelInfo) -> list[int]:
-    clean = [{"role": m["role"], "content": _message_text(m.get("content"), i)}
-             for i, m in enumerate(wire.messages)]
+    clean = [_template_message(m, i) for i, m in enumerate(wire.messages)]
     try:
         ids = info.tokenizer.encode_chat(clean)
     except Exception as exc:  # noqa: BLE001 - template errors (e.g. raise_exception) are the client's

@@ -110,7 +110,7 @@ def test_penalties_change_greedy_output_and_min_tokens_holds(client: openai.Open
         ("/v1/completions", {"min_p": 1.5}, "min_p"),
         ("/v1/completions", {"min_tokens": -1}, "min_tokens"),
         ("/v1/completions", {"min_tokens": 50, "max_tokens": 4}, "min_tokens"),
-        ("/v1/completions", {"guided_json": {"type": "object"}}, "guided_json"),
+        ("/v1/completions", {"guided_grammar": "root ::= \"x\""}, "guided_grammar"),
     ],
 )
 def test_bad_sampling_fields_are_400(server: str, path: str, extra: dict, param: str) -> None:
