@@ -29,7 +29,7 @@ from backends.openai_wire import (
     usage_dict,
 )
 
-CAPABILITIES = Capabilities(tenant_scheduling=True, cache_salt=True, logprobs=True, tools=False,
+CAPABILITIES = Capabilities(tenant_scheduling=True, cache_salt=True, logprobs=True, tools=True,
                             response_format=True, n=True, batched_prompts=True)
 
 
@@ -44,7 +44,7 @@ class LocalBackend:
         self.name = name
         self.model_name = model_name or engine.config.served_model_name or _folder_name(engine.config.model)
         self.info = ModelInfo(self.model_name, engine.max_model_len, engine.tokenizer, engine.vocab_size,
-                              _grammar_compiler(engine))
+                              _grammar_compiler(engine), engine.config.tool_call_parser)
 
     @property
     def context_length(self) -> int:

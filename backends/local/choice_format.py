@@ -2,7 +2,9 @@
 finish reasons, for the full response and for streamed chunks.
 
 A prompt's echoed logprobs come from its first choice: the siblings map the prompt's cached
-blocks and so never compute those positions themselves (choices.py).
+blocks and so never compute those positions themselves (choices.py). With tools, a streamed
+reply is held until it ends (a call cannot be told from text before), then sent as content or as
+OpenAI tool-call deltas.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class ChoiceFormatter:
         self.text = TokenText(decode)
         self._echoed: set[int] = set()  # streamed choices whose echo went out
         self._prompt_lps: dict[int, list[TokenLogprobs | None]] = {}  # prompt index -> its first choice's
+        self._held: dict[int, str] = {}  # choice -> reply text held back (tools)
 
     def full_choice(self, choice: Choice, out: RequestOutput, finals: dict[int, RequestOutput]) -> dict[str, Any]:
         """The choice object of the non-streaming response."""
@@ -39,17 +42,32 @@ class ChoiceFormatter:
         if leader is not None and leader.prompt_logprobs is not None:
             self._prompt_lps[choice.prompt_index] = leader.prompt_logprobs
         result: dict[str, Any] = {"index": choice.index}
+        finish = out.finish_reason
         if self.prepared.kind == "chat":
-            result["message"] = {"role": "assistant", "content": out.text}
+            result["message"], finish = self._message(out.text, finish)
         else:
             result["text"] = self._echo(choice) + out.text
-        result.update(logprobs=self._logprobs(choice, out, echo=True), finish_reason=out.finish_reason,
+        result.update(logprobs=self._logprobs(choice, out, echo=True), finish_reason=finish,
                       stop_reason=out.stop_reason)
         return result
+
+    def _message(self, text: str, finish: str | None) -> tuple[dict[str, Any], str | None]:
+        """The assistant message (tool calls parsed out when the request has tools)."""
+        plan = self.prepared.tools
+        if plan is None or not plan.parses:
+            return {"role": "assistant", "content": text}, finish
+        content, calls = plan.parse(text)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if not calls:
+            return message, finish
+        message["tool_calls"] = [c.to_openai() for c in calls]
+        return message, "tool_calls" if finish == "stop" else finish
 
     def stream_pieces(self, choice: Choice, delta: RequestOutput, rid: str, model: str, created: int) -> list[Chunk]:
         """The chunks for one delta of one choice (maybe none), its finish chunk included."""
         kind = self.prepared.kind
+        if self.prepared.tools is not None and self.prepared.tools.parses:
+            return self._held_pieces(choice, delta, rid, model, created)
         if choice.leads and delta.prompt_logprobs is not None:
             self._prompt_lps[choice.prompt_index] = delta.prompt_logprobs
         echo = kind == "completion" and choice.index not in self._echoed and bool(self.prepared.echo_batch)
@@ -65,6 +83,21 @@ class ChoiceFormatter:
             last["choices"][0]["index"] = choice.index
             pieces.append(last)
         return pieces
+
+    def _held_pieces(self, choice: Choice, delta: RequestOutput, rid: str, model: str, created: int) -> list[Chunk]:
+        """Tools: hold the reply; at its end one delta of content or of tool calls, then the finish."""
+        self._held[choice.index] = self._held.get(choice.index, "") + delta.text
+        if not delta.finished:
+            return []
+        message, finish = self._message(self._held.pop(choice.index), delta.finish_reason)
+        piece = chunk("chat", rid, model, created, message["content"])
+        if "tool_calls" in message:
+            piece["choices"][0]["delta"]["tool_calls"] = [
+                {"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+        last = chunk("chat", rid, model, created, None, finish)
+        for c in (piece, last):
+            c["choices"][0]["index"] = choice.index
+        return [piece, last]
 
     def _echo(self, choice: Choice) -> str:
         batch = self.prepared.echo_batch

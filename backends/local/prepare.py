@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from backends.base import Kind
 from backends.local.sampling_fields import read_sampling_fields
-from backends.local.structured import StructuredCompiler, read_grammar_request
+from backends.local.structured import GrammarRequest, StructuredCompiler, read_grammar_request
+from backends.local.tools import ToolPlan, read_tools
 from backends.local.types import SamplingParams
 from backends.openai_wire import (
     WireError,
@@ -31,7 +32,7 @@ from backends.openai_wire.request import is_int
 
 class PromptTokenizer(Protocol):
     def encode(self, text: str) -> list[int]: ...
-    def encode_chat(self, messages: list[dict[str, Any]]) -> list[int]: ...
+    def encode_chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> list[int]: ...
     def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
 
 
@@ -44,6 +45,7 @@ class ModelInfo:
     tokenizer: PromptTokenizer
     vocab_size: int | None = None  # None: token ids are checked at admission only
     grammars: StructuredCompiler | None = None  # None: structured output is refused
+    tool_parser: str = "hermes"  # how the model writes tool calls (tool_parsers.PARSERS)
 
 
 @dataclass(slots=True)
@@ -62,6 +64,7 @@ class EngineRequest:
     prompt_batch: list[list[int]] = field(default_factory=list)
     echo_batch: list[str] = field(default_factory=list)
     n: int = 1
+    tools: ToolPlan | None = None  # chat with `tools`: how replies become tool calls
 
 
 def parse_for_engine(kind: Kind, body: Any, info: ModelInfo) -> EngineRequest:
@@ -80,22 +83,31 @@ def prepare(wire: WireRequest, body: dict[str, Any], info: ModelInfo) -> EngineR
     if wire.has_stream_options and not wire.stream:
         raise bad_value("stream_options is only allowed when stream is true", "stream_options")
     _refuse_unsupported(wire.kind, body)
+    plan, tool_grammar = read_tools(body, info.tool_parser) if wire.kind == "chat" else (None, None)
     if wire.kind == "chat":
-        batch = [_chat_prompt(wire, info)]
+        batch = [_chat_prompt(wire, info, plan.tools if plan else None)]
     else:
         batch = [_completion_prompt(p, info) for p in (wire.prompts or [wire.prompt])]
     sampling = _sampling(wire, body, max(len(ids) for ids in batch), info)
-    grammar = read_grammar_request(body)
-    if grammar is not None:
-        if info.grammars is None:
-            raise bad_value("structured output is not available on this engine", grammar.param)
-        sampling.grammar = info.grammars.compile(grammar)
+    sampling.grammar = _grammar(read_grammar_request(body), tool_grammar, info)
     echoes: list[str] = []
     if wire.kind == "completion" and body.get("echo"):
         echoes = [p if isinstance(p, str) else info.tokenizer.decode(ids)
                   for p, ids in zip(wire.prompts or [wire.prompt], batch, strict=True)]
     return EngineRequest(wire.kind, wire.model or info.name, batch[0], sampling, wire.stream, wire.include_usage,
-                         echoes[0] if echoes else None, batch, echoes, wire.n)
+                         echoes[0] if echoes else None, batch, echoes, wire.n, plan)
+
+
+def _grammar(fmt: GrammarRequest | None, tools: GrammarRequest | None, info: ModelInfo) -> Any:
+    """The compiled grammar of a structured-output or forced-tool request (None: free text)."""
+    if fmt is not None and tools is not None:
+        raise bad_value("a forced tool call and response_format cannot be combined", "tool_choice")
+    grammar = fmt or tools
+    if grammar is None:
+        return None
+    if info.grammars is None:
+        raise bad_value("structured output is not available on this engine", grammar.param)
+    return info.grammars.compile(grammar)
 
 
 def _refuse_unsupported(kind: Kind, body: dict[str, Any]) -> None:
@@ -104,8 +116,8 @@ def _refuse_unsupported(kind: Kind, body: dict[str, Any]) -> None:
         raise bad_value("best_of is not supported", "best_of")
     if kind == "completion" and body.get("suffix") not in (None, ""):
         raise bad_value("suffix is not supported", "suffix")
-    if body.get("tools") or body.get("functions"):
-        raise bad_value("tool calling is not supported by this engine", "tools")
+    if kind == "completion" and body.get("tools") is not None:
+        raise bad_value("tools apply to chat completions", "tools")
     for name in _VLLM_UNSUPPORTED:
         if body.get(name) is not None:
             raise bad_value(f"{name} is not supported by this engine", name)
@@ -139,10 +151,10 @@ def _template_message(m: dict[str, Any], i: int) -> dict[str, Any]:
     return out
 
 
-def _chat_prompt(wire: WireRequest, info: ModelInfo) -> list[int]:
+def _chat_prompt(wire: WireRequest, info: ModelInfo, tools: list[dict[str, Any]] | None) -> list[int]:
     clean = [_template_message(m, i) for i, m in enumerate(wire.messages)]
     try:
-        ids = info.tokenizer.encode_chat(clean)
+        ids = info.tokenizer.encode_chat(clean, tools=tools) if tools else info.tokenizer.encode_chat(clean)
     except Exception as exc:  # noqa: BLE001 - template errors (e.g. raise_exception) are the client's
         raise bad_value(f"could not apply the chat template: {exc}", "messages") from None
     check_prompt_fits(len(ids), info.max_model_len, "messages")
