@@ -38,7 +38,7 @@ def test_embedded_engine_serves_and_gets_weights(tmp_path, tiny_model_dir):
         admin.close()
 
 
-def test_embedded_engine_takes_the_new_fields_and_refuses_what_it_cannot_before_reserving(tmp_path, tiny_model_dir):
+def test_embedded_engine_takes_the_new_fields_and_refuses_bad_ones(tmp_path, tiny_model_dir):
     import asyncio
 
     import openai
@@ -52,13 +52,14 @@ def test_embedded_engine_takes_the_new_fields_and_refuses_what_it_cannot_before_
         key = admin.key(t["id"])["key"]
         with openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=120) as c:
             msgs = [{"role": "user", "content": "merhaba"}]
-            with_tools = dict(model=name, messages=msgs, max_tokens=3,
-                              tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])
-            with pytest.raises(openai.BadRequestError) as err:
-                c.chat.completions.create(**with_tools)
-            assert err.value.body["code"] == "unsupported_parameter" and err.value.body["param"] == "tools"
+            for bad in ({"logit_bias": {"5": 500}}, {"top_logprobs": 30, "logprobs": True}, {"min_p": 2},
+                        {"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "nope"}}}},
+                        {"tools": [{"type": "function", "function": {"name": ""}}]}, {"n": 0}):
+                with pytest.raises(openai.BadRequestError) as err:
+                    c.chat.completions.create(model=name, messages=msgs, max_tokens=3, extra_body=bad)
+                assert err.value.body["param"] == next(iter(bad)) or err.value.body["param"] == "top_logprobs"
             counters = asyncio.run_coroutine_threadsafe(gw.state.quota.counters(f"t:{t['id']}"), gw.server_loop)
-            assert counters.result(10)["requests"] == 0  # refused before anything was reserved
+            assert counters.result(10)["daily_tokens"] == 0  # every refusal released what it held
             r = c.chat.completions.create(model=name, messages=msgs, max_tokens=3, n=2, logprobs=True,
                                           top_logprobs=2, seed=1)
             assert [ch.index for ch in r.choices] == [0, 1] and r.usage.completion_tokens == 6
