@@ -66,7 +66,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
         st.sessions = make_sessionmaker(st.db)
         st.quota = make_quota_store(settings)
         st.keys = KeyCache(st.sessions, st.quota)
-        st.usage = UsageRecorder(st.db, settings.usage_batch_size, settings.usage_flush_interval_s)
+        st.usage = UsageRecorder.from_settings(st.db, settings)
         st.usage.start()
         st.upstream_pool = HTTP1Pool()  # backends' calls: the lean client, see backends/http1.py
         st.http = httpx.AsyncClient(limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
