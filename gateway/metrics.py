@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -125,6 +125,9 @@ def install_metrics(state: Any) -> GatewayMetrics:
     metrics = GatewayMetrics(registry)
     state.metrics = metrics
     state.request_observers.append(metrics.observe)
+    pending = Gauge("fairgate_usage_pending_rows", "Usage rows not yet in the database (queued in memory "
+                    "or journaled to the local file while the database is unreachable).", registry=registry)
+    pending.set_function(state.usage.pending_rows)
     engine = getattr(state.embedded, "engine", None)
     if engine is not None:
         registry.register(EngineStatsCollector(engine, state.embedded.model_name))

@@ -84,6 +84,9 @@ async def admit(state: Any, kind: str, scope: dict[str, Any], receive: Any) -> A
         raise ApiError(401, "Incorrect API key provided.", "invalid_api_key")
     body = parse_body(await read_body(receive, headers, state.settings.max_body_bytes))
     parsed = validate(kind, body)
+    if not state.usage.accepting():  # usage could not be kept (usage_on_db_unavailable): reserve nothing
+        raise ApiError(503, "Usage cannot be recorded right now (database unavailable); retry shortly.",
+                       "usage_unavailable", headers={"retry-after": "1"})
     prio_header = headers.get(b"x-priority")
     cls_header = headers.get(b"x-data-classification")
     rid = ("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex

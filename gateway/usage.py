@@ -213,6 +213,9 @@ class UsageRecorder:
         """Write the journal's rows (idempotent by request id); the number of rows stored."""
         events = [clean_event(event_from_row(r)) for r in self.journal.take()]
         n = len(events)
+        if not n:  # nothing journaled (refuse mode): is the database back?
+            with self._engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
         for i in range(0, n, 500):
             self._write(events[i:i + 500])
         self.journal.done()
@@ -222,7 +225,7 @@ class UsageRecorder:
         delay = 0.1
         while True:
             await asyncio.sleep(delay)
-            if not self.journal.rows:
+            if self.db_up and not self.journal.rows:
                 delay = 0.2
                 continue
             try:
@@ -234,7 +237,8 @@ class UsageRecorder:
                 continue
             delay = 0.1
             self._set_db_up(True)
-            log.warning("usage journal replayed: %d rows", n)
+            if n:
+                log.warning("usage journal replayed: %d rows", n)
 
     async def flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until everything recorded so far is written; False on timeout."""

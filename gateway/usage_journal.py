@@ -28,16 +28,18 @@ class UsageJournal:
         self._lock = threading.Lock()  # appends (event loop) against the replay's move (thread)
         self.rows = sum(_count_lines(p) for p in (self.path, self.replaying))
         self.size = sum(p.stat().st_size for p in (self.path, self.replaying) if p.exists())
+        self._refused = False  # an append did not fit: full until a replay frees space
 
     @property
     def full(self) -> bool:
-        return self.size >= self.max_bytes
+        return self._refused or self.size >= self.max_bytes
 
     def append(self, rows: list[dict[str, Any]]) -> bool:
         """Write `rows` durably; False (nothing written) when they would not fit."""
         data = b"".join(json.dumps(r, ensure_ascii=True, default=str).encode() + b"\n" for r in rows)
         with self._lock:
             if self.size + len(data) > self.max_bytes:
+                self._refused = True
                 return False
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
@@ -72,6 +74,7 @@ class UsageJournal:
             self.replaying.unlink(missing_ok=True)
             self.size -= size
             self.rows = max(0, self.rows - lines)
+            self._refused = False
 
 
 def _count_lines(path: Path) -> int:
