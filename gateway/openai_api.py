@@ -18,7 +18,11 @@ from gateway.request_path import bearer_token
 
 async def _principal(request: Request) -> Principal:
     token = bearer_token({k: v for k, v in request.scope["headers"]})
-    principal = await request.app.state.keys.fresh(token)
+    try:
+        principal = await request.app.state.keys.fresh(token)
+    except Exception as exc:  # the key check needs the quota store's config version: fail closed
+        raise ApiError(503, "The quota service is unavailable; retry shortly.", "quota_unavailable",
+                       headers={"retry-after": "1"}) from exc
     if principal is None:
         raise ApiError(401, "Incorrect API key provided.", "invalid_api_key")
     return principal

@@ -32,6 +32,9 @@ class ParsedRequest:
     prompt_tokens_bound: int
 
 
+MAX_TOKENS = 2**31 - 1  # no model generates more; fits every token column and quota counter
+
+
 def _bad(message: str, param: str | None = None) -> ApiError:
     return ApiError(400, message, "invalid_value" if param else "invalid_request", param)
 
@@ -112,6 +115,8 @@ def validate(kind: str, body: dict[str, Any]) -> ParsedRequest:
     max_tokens = body.get(field)
     if max_tokens is not None and (not _is_int(max_tokens) or max_tokens < 1):
         raise _bad(f"`{field}` must be a positive integer", field)
+    if max_tokens is not None and max_tokens > MAX_TOKENS:  # what the quota counters can hold exactly
+        raise _bad(f"`{field}` is {max_tokens}; it must be at most {MAX_TOKENS}", field)
     n = body.get("n")
     if n is not None and n != 1:
         raise _bad("only n=1 is supported", "n")

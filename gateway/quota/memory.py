@@ -11,14 +11,16 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from gateway.quota import (
-    COST_UNIT,
     QuotaDenied,
     ScopeLimits,
     StaleConfig,
+    clamp_amount,
+    cost_units,
     period_tags,
     retry_after_for,
     scope_kind,
 )
+from gateway.quota.heartbeat import ReservationHeartbeat
 
 WINDOW_MS = 60_000
 
@@ -45,6 +47,25 @@ class _Scope:
             del self.concurrent[rid]
 
 
+def _denial(st: _Scope, limits: ScopeLimits, tokens: int, units: int, day: str, month: str,
+            now: int) -> tuple[str, int] | None:
+    """(the limit this scope is over, ms until its window frees) or None."""
+    rpm, tpm, conc, daily, monthly, cbud = limits.as_ints()
+    if rpm >= 0 and len(st.requests) >= rpm:
+        return "requests_per_minute", st.requests[0][0] + WINDOW_MS - now if st.requests else WINDOW_MS
+    if tpm >= 0 and st.token_sum + tokens > tpm:
+        return "tokens_per_minute", st.token_log[0][0] + WINDOW_MS - now if st.token_log else WINDOW_MS
+    if conc >= 0 and len(st.concurrent) >= conc:
+        return "max_concurrent", 1000
+    if daily >= 0 and st.daily.get(day, 0) + tokens > daily:
+        return "daily_tokens", 1000
+    if monthly >= 0 and st.monthly.get(month, 0) + tokens > monthly:
+        return "monthly_tokens", 1000
+    if cbud >= 0 and st.cost.get(month, 0) + units > cbud:
+        return "monthly_cost", 1000
+    return None
+
+
 @dataclass(slots=True)
 class _Reservation:
     scopes: list[str]
@@ -56,11 +77,15 @@ class _Reservation:
 
 
 class MemoryQuotaStore:
-    def __init__(self, reservation_ttl_s: int = 900) -> None:
+    """Reservations expire after `reservation_ttl_s` unless renewed by the heartbeat, as in
+    the Redis store (here the process holding them is the only one that could die with them)."""
+
+    def __init__(self, reservation_ttl_s: int = 30) -> None:
         self._ttl_ms = reservation_ttl_s * 1000
         self._scopes: dict[str, _Scope] = {}
         self._reservations: OrderedDict[str, _Reservation] = OrderedDict()
         self._version = 0
+        self.heartbeat = ReservationHeartbeat(self._renew, reservation_ttl_s)
 
     @staticmethod
     def _now() -> int:
@@ -77,51 +102,54 @@ class MemoryQuotaStore:
                 break
             del self._reservations[rid]
         day, month = period_tags(now / 1000)
-        cost_units = int(cost * COST_UNIT)
-        for limits in scopes:
+        tokens, units = clamp_amount(tokens), cost_units(cost)
+        for limits in scopes:  # every check before any write, as in the Lua script
             st = self._scopes.setdefault(limits.scope, _Scope())
             st.expire(now)
-            rpm, tpm, conc, daily, monthly, cbud = limits.as_ints()
-            denied, wait = None, 1000
-            if rpm >= 0 and len(st.requests) >= rpm:
-                denied = "requests_per_minute"
-                wait = st.requests[0][0] + WINDOW_MS - now if st.requests else WINDOW_MS
-            elif tpm >= 0 and st.token_sum + tokens > tpm:
-                denied = "tokens_per_minute"
-                wait = st.token_log[0][0] + WINDOW_MS - now if st.token_log else WINDOW_MS
-            elif conc >= 0 and len(st.concurrent) >= conc:
-                denied = "max_concurrent"
-            elif daily >= 0 and st.daily.get(day, 0) + tokens > daily:
-                denied = "daily_tokens"
-            elif monthly >= 0 and st.monthly.get(month, 0) + tokens > monthly:
-                denied = "monthly_tokens"
-            elif cbud >= 0 and st.cost.get(month, 0) + cost_units > cbud:
-                denied = "monthly_cost"
+            denied = _denial(st, limits, tokens, units, day, month, now)
             if denied:
-                raise QuotaDenied(denied, scope_kind(limits.scope), retry_after_for(denied, wait))
+                raise QuotaDenied(denied[0], scope_kind(limits.scope), retry_after_for(*denied))
         for limits in scopes:
-            st = self._scopes[limits.scope]
-            rpm, tpm, conc, *_ = limits.as_ints()
-            if rpm >= 0:
-                st.requests.append((now, reservation_id))
-            if tpm >= 0:
-                st.token_log.append((now, reservation_id))
-                st.token_amounts[reservation_id] = tokens
-                st.token_sum += tokens
-            if conc >= 0:
-                st.concurrent[reservation_id] = now + self._ttl_ms
-            st.daily[day] = st.daily.get(day, 0) + tokens
-            st.monthly[month] = st.monthly.get(month, 0) + tokens
-            st.cost[month] = st.cost.get(month, 0) + cost_units
+            self._take(self._scopes[limits.scope], limits, reservation_id, tokens, units, day, month, now)
         self._reservations[reservation_id] = _Reservation(
-            [s.scope for s in scopes], tokens, cost_units, day, month, now + self._ttl_ms)
+            [s.scope for s in scopes], tokens, units, day, month, now + self._ttl_ms)
+        self.heartbeat.add(reservation_id)
+
+    def _take(self, st: _Scope, limits: ScopeLimits, rid: str, tokens: int, units: int, day: str,
+              month: str, now: int) -> None:
+        rpm, tpm, conc, *_ = limits.as_ints()
+        if rpm >= 0:
+            st.requests.append((now, rid))
+        if tpm >= 0:
+            st.token_log.append((now, rid))
+            st.token_amounts[rid] = tokens
+            st.token_sum += tokens
+        if conc >= 0:
+            st.concurrent[rid] = now + self._ttl_ms
+        st.daily[day] = st.daily.get(day, 0) + tokens
+        st.monthly[month] = st.monthly.get(month, 0) + tokens
+        st.cost[month] = st.cost.get(month, 0) + units
+
+    async def _renew(self, reservation_ids: list[str]) -> None:
+        expires = self._now() + self._ttl_ms
+        for rid in reservation_ids:
+            res = self._reservations.get(rid)
+            if res is None:
+                continue
+            res.expires = expires
+            self._reservations.move_to_end(rid)  # keep the dict in expiry order
+            for scope in res.scopes:
+                st = self._scopes.get(scope)
+                if st is not None and rid in st.concurrent:
+                    st.concurrent[rid] = expires
 
     async def settle(self, reservation_id: str, tokens: int, cost: float) -> bool:
+        self.heartbeat.discard(reservation_id)
         res = self._reservations.pop(reservation_id, None)
         if res is None:
             return False
-        dt = tokens - res.tokens
-        dc = int(cost * COST_UNIT) - res.cost
+        dt = clamp_amount(tokens) - res.tokens
+        dc = cost_units(cost) - res.cost
         for scope in res.scopes:
             st = self._scopes.get(scope)
             if st is None:
@@ -151,4 +179,4 @@ class MemoryQuotaStore:
                 "monthly_tokens": st.monthly.get(month, 0), "monthly_cost": st.cost.get(month, 0)}
 
     async def aclose(self) -> None:
-        return None
+        await self.heartbeat.aclose()
