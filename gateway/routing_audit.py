@@ -81,6 +81,7 @@ class RoutingAuditWriter:
         self._batches.on_failure = self._on_failure
         self._batches.on_success = self._on_success
         self._down = False
+        self.recorded = 0  # rows handed over: written + quarantined + pending
         self.written = 0
         self.quarantined = 0
         atexit.register(_flush_at_exit, weakref.ref(self))
@@ -95,6 +96,7 @@ class RoutingAuditWriter:
 
     def record(self, rec: AuditRecord) -> None:
         """Queue one row (called on the hot path)."""
+        self.recorded += 1
         self._batches.add(clean_record(rec))
         if self._batches.running:
             return

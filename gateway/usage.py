@@ -132,6 +132,7 @@ class UsageRecorder:
         self._replayer: asyncio.Task[None] | None = None
         self.db_up = True
         self.replay_failures = 0
+        self.recorded = 0  # rows handed over (written + quarantined + pending, once all settle)
         self.written = 0
         self.quarantined = 0
 
@@ -158,6 +159,7 @@ class UsageRecorder:
         return not self.journal.full
 
     def record(self, event: UsageEvent) -> None:
+        self.recorded += 1
         self._loop.add(clean_event(event))
 
     def start(self) -> None:

@@ -10,7 +10,7 @@ import time
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from gateway.db import make_engine, upgrade
 from gateway.models import UsageRecord
@@ -18,34 +18,10 @@ from gateway.models_routing import RoutingAudit
 from gateway.routing_audit import AuditRecord, RoutingAuditWriter
 from gateway.row_writer import QuarantinedRow
 from gateway.settings import Settings
-from gateway.usage import UsageEvent, UsageRecorder
+from gateway.usage import UsageRecorder
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread, pg_database
+from tests.helpers.rows import count, event, wait_for
 from tests.helpers.tcp_proxy import TcpProxy
-
-
-def wait_for(pred, timeout=20.0) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
-
-
-def count(url: str, table, *where) -> int:
-    engine = make_engine(url)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
-    finally:
-        engine.dispose()
-
-
-def event(rid: str, **kw) -> UsageEvent:
-    values = dict(request_id=rid, tenant_id="t1", key_prefix="fg-x", model="m", backend="b",
-                  priority="standard", status="finished", stream=False, prompt_tokens=1, completion_tokens=2,
-                  usage_estimated=False, cost=0.0, http_status=200, ttft_ms=None, latency_ms=1.0)
-    return UsageEvent(**(values | kw))
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from gateway.models import UsageRecord
 from gateway.settings import Settings
 from gateway.usage import UsageRecorder
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread, pg_database
-from tests.gateway.test_row_safety import count, event, wait_for
+from tests.helpers.rows import count, event, wait_for
 from tests.helpers.tcp_proxy import TcpProxy
 
 
