@@ -43,6 +43,17 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _max_tokens(body: dict[str, Any]) -> tuple[str, int | None]:
+    """Which field carries the limit, and its value (None: not given)."""
+    field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
+    max_tokens = body.get(field)
+    if max_tokens is not None and (not _is_int(max_tokens) or max_tokens < 1):
+        raise _bad(f"`{field}` must be a positive integer", field)
+    if max_tokens is not None and max_tokens > MAX_TOKENS:  # what the quota counters can hold exactly
+        raise _bad(f"`{field}` is {max_tokens}; it must be at most {MAX_TOKENS}", field)
+    return field, max_tokens
+
+
 def parse_body(raw: bytes) -> dict[str, Any]:
     try:
         body = orjson.loads(raw)
@@ -111,12 +122,7 @@ def validate(kind: str, body: dict[str, Any]) -> ParsedRequest:
     opts = body.get("stream_options")
     if opts is not None and not (isinstance(opts, dict) and isinstance(opts.get("include_usage", False), bool)):
         raise _bad("`stream_options` must be an object with a boolean include_usage", "stream_options")
-    field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
-    max_tokens = body.get(field)
-    if max_tokens is not None and (not _is_int(max_tokens) or max_tokens < 1):
-        raise _bad(f"`{field}` must be a positive integer", field)
-    if max_tokens is not None and max_tokens > MAX_TOKENS:  # what the quota counters can hold exactly
-        raise _bad(f"`{field}` is {max_tokens}; it must be at most {MAX_TOKENS}", field)
+    field, max_tokens = _max_tokens(body)
     n = body.get("n")
     if n is not None and n != 1:
         raise _bad("only n=1 is supported", "n")

@@ -14,7 +14,14 @@ from gateway.db import upgrade
 from gateway.models import UsageRecord
 from gateway.models_routing import RoutingAudit
 from gateway.settings import Settings
-from tests.gateway.harness import ADMIN_TOKEN, REDIS_URL, Admin, GatewayThread, pg_database, redis_prefix
+from tests.gateway.harness import (
+    ADMIN_TOKEN,
+    REDIS_URL,
+    Admin,
+    GatewayThread,
+    pg_database,
+    redis_prefix,
+)
 from tests.helpers.rows import count, wait_for
 from tests.helpers.tcp_proxy import TcpProxy
 
