@@ -188,8 +188,6 @@ class UsageRecorder:
         rows = [e.row() for e in self._loop.pending]
         if self.journal.append(rows):  # durable on disk now: the memory copy can go
             self._loop.pending.clear()
-        elif self.journal.full:
-            log.error("usage journal %s is full; refusing new requests", self.journal.path)
 
     def _on_success(self) -> None:
         self._set_db_up(True)

@@ -39,17 +39,27 @@ class UsageJournal:
         data = b"".join(json.dumps(r, ensure_ascii=True, default=str).encode() + b"\n" for r in rows)
         with self._lock:
             if self.size + len(data) > self.max_bytes:
-                self._refused = True
-                return False
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                return self._refuse(f"full ({self.size} of {self.max_bytes} bytes)")
             try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            self.size += len(data)
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                try:
+                    written = os.write(fd, data)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as exc:  # not writable, disk full: a partial line is skipped at replay
+                return self._refuse(f"not writable ({exc.strerror})")
+            self.size += written
+            if written < len(data):
+                return self._refuse("short write")
             self.rows += len(rows)
         return True
+
+    def _refuse(self, why: str) -> bool:
+        if not self._refused:
+            log.error("usage journal %s is %s; new requests are refused until it is replayed", self.path, why)
+        self._refused = True
+        return False
 
     def take(self) -> list[dict[str, Any]]:
         """The rows to replay: an unfinished earlier replay's, or the journal moved aside."""

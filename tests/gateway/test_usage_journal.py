@@ -152,3 +152,27 @@ def test_a_full_journal_stops_admission_instead_of_dropping(pg_proxy, tmp_path):
 
     accepting, pending, journaled = asyncio.run(run())
     assert not accepting and pending == 40 and 0 < journaled < 40
+
+
+def test_an_unwritable_journal_refuses_admission_and_keeps_rows_in_memory(pg_proxy, tmp_path):
+    direct, via_proxy, proxy = pg_proxy
+    proxy.cut()
+
+    async def run() -> tuple[bool, int, bool, int]:
+        rec = UsageRecorder(make_engine(via_proxy), interval_s=0.01, max_backoff_s=0.2,
+                            journal_path=str(tmp_path / "no-such-dir" / "usage.journal"))
+        rec.start()
+        for i in range(5):
+            rec.record(event(f"u{i}"))
+        await asyncio.sleep(0.5)
+        refused = (rec.accepting(), rec.pending_rows())
+        proxy.restore()
+        for _ in range(200):
+            if rec.written == 5:
+                break
+            await asyncio.sleep(0.05)
+        await rec.stop()
+        return (*refused, rec.accepting(), rec.written)
+
+    assert asyncio.run(run()) == (False, 5, True, 5)
+    assert count(direct, UsageRecord) == 5
