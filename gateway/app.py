@@ -94,6 +94,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
             watcher.cancel()
             await st.fairness_sync.stop()
             await st.usage.stop()
+            if getattr(st, "routing_audit", None) is not None:  # built with the first router
+                await st.routing_audit.stop()
             for backend in st.backends.values():
                 await backend.aclose()
             if st.embedded is not None and st.embedded.name not in st.backends:

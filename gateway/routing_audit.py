@@ -22,7 +22,7 @@ from sqlalchemy import Connection, Engine, insert
 
 from gateway.models import utcnow
 from gateway.models_routing import RoutingAudit
-from gateway.row_writer import BatchLoop, clean_text, column_widths, write_rows
+from gateway.row_writer import BatchLoop, WriteCounts, clean_text, column_widths, write_rows
 
 log = logging.getLogger("fairgate.routing")
 
@@ -82,9 +82,16 @@ class RoutingAuditWriter:
         self._batches.on_success = self._on_success
         self._down = False
         self.recorded = 0  # rows handed over: written + quarantined + pending
-        self.written = 0
-        self.quarantined = 0
+        self._counts = WriteCounts()
         atexit.register(_flush_at_exit, weakref.ref(self))
+
+    @property
+    def written(self) -> int:
+        return self._counts.written
+
+    @property
+    def quarantined(self) -> int:
+        return self._counts.quarantined
 
     @property
     def failures(self) -> int:
@@ -115,6 +122,12 @@ class RoutingAuditWriter:
             return not self._batches.pending
         return await self._batches.flush(timeout_s)
 
+    async def stop(self, timeout_s: float = 10.0) -> None:
+        """At shutdown: write what is queued (rows the database does not take within
+        `timeout_s` are tried once more by the atexit hook)."""
+        if not await self._batches.stop(timeout_s):
+            log.error("routing audit writer stopped with %d rows unwritten", self.pending)
+
     def _on_failure(self, exc: Exception) -> None:
         if not self._down:
             self._down = True
@@ -127,10 +140,7 @@ class RoutingAuditWriter:
             log.warning("routing audit database reachable again")
 
     def _write(self, batch: list[AuditRecord]) -> None:
-        written, quarantined = write_rows(self.engine, "routing_audit", batch, _insert, _as_dict,
-                                          lambda r: r.request_id)
-        self.written += written
-        self.quarantined += quarantined
+        write_rows(self.engine, "routing_audit", batch, _insert, _as_dict, lambda r: r.request_id, self._counts)
 
     def _write_sync(self) -> None:
         """Write what is queued now, from a thread or at exit (no retry: the loop retries)."""

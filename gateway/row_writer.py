@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -57,35 +58,42 @@ def _payload(row: dict[str, Any]) -> str:
     return json.dumps(row, default=str, ensure_ascii=True)[:1_000_000]
 
 
+@dataclass(slots=True)
+class WriteCounts:
+    """Rows stored and rows quarantined so far (kept by the caller across attempts)."""
+
+    written: int = 0
+    quarantined: int = 0
+
+
 def write_rows(engine: Engine, source: str, rows: list[T], insert_rows: Callable[[Connection, list[T]], None],
-               as_dict: Callable[[T], dict[str, Any]], key_of: Callable[[T], str | None]) -> tuple[int, int]:
-    """Insert `rows`; returns (written, quarantined). Raises when the database is unavailable.
+               as_dict: Callable[[T], dict[str, Any]], key_of: Callable[[T], str | None],
+               counts: WriteCounts) -> None:
+    """Insert `rows`, adding to `counts`. Raises when the database is unavailable.
 
     Rows are removed from `rows` as they are stored, so after a raise only the rest remains to
-    be retried (the row-by-row pass may have stored some)."""
+    be retried (the row-by-row pass may have stored some, and counted them)."""
     if not rows:
-        return 0, 0
+        return
     try:
         with engine.begin() as conn:
             insert_rows(conn, rows)
-        n = len(rows)
+        counts.written += len(rows)
         rows.clear()
-        return n, 0
+        return
     except REFUSED as exc:
         log.warning("%s: a batch of %d rows was refused (%s); writing row by row",
                     source, len(rows), type(exc).__name__)
-    written = quarantined = 0
     while rows:
         row = rows[0]
         try:
             with engine.begin() as conn:
                 insert_rows(conn, [row])
-            written += 1
+            counts.written += 1
         except REFUSED as exc:
             _quarantine(engine, source, key_of(row), exc, as_dict(row))
-            quarantined += 1
+            counts.quarantined += 1
         rows.pop(0)
-    return written, quarantined
 
 
 def _quarantine(engine: Engine, source: str, key: str | None, exc: Exception, row: dict[str, Any]) -> None:

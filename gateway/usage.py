@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine
 
 from gateway.models import UsageRecord, utcnow
-from gateway.row_writer import BatchLoop, clean_text, column_widths, write_rows
+from gateway.row_writer import BatchLoop, WriteCounts, clean_text, column_widths, write_rows
 from gateway.usage_journal import UsageJournal
 
 if TYPE_CHECKING:
@@ -133,14 +133,21 @@ class UsageRecorder:
         self.db_up = True
         self.replay_failures = 0
         self.recorded = 0  # rows handed over (written + quarantined + pending, once all settle)
-        self.written = 0
-        self.quarantined = 0
+        self._counts = WriteCounts()
 
     @classmethod
     def from_settings(cls, engine: Engine, settings: Settings) -> UsageRecorder:
         return cls(engine, settings.usage_batch_size, settings.usage_flush_interval_s,
                    on_db_unavailable=settings.usage_on_db_unavailable,
                    journal_path=settings.usage_journal_path, journal_max_bytes=settings.usage_journal_max_bytes)
+
+    @property
+    def written(self) -> int:
+        return self._counts.written
+
+    @property
+    def quarantined(self) -> int:
+        return self._counts.quarantined
 
     @property
     def failures(self) -> int:
@@ -204,10 +211,8 @@ class UsageRecorder:
         conn.exec_driver_sql(self._sql, rows)
 
     def _write(self, batch: list[UsageEvent]) -> None:
-        written, quarantined = write_rows(self._engine, "usage_records", batch, self._insert,
-                                          UsageEvent.row, lambda e: e.request_id)
-        self.written += written
-        self.quarantined += quarantined
+        write_rows(self._engine, "usage_records", batch, self._insert, UsageEvent.row, lambda e: e.request_id,
+                   self._counts)
 
     def _replay(self) -> int:
         """Write the journal's rows (idempotent by request id); the number of rows stored."""
