@@ -7,32 +7,27 @@ every replica reloads its cached keys and limits before its next admission.
 from __future__ import annotations
 
 import asyncio
-import functools
-import hmac
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import select
-from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway import admin_schemas as sch
-from gateway.errors import ApiError, error_response
+from gateway.admin_http import admin_route
+from gateway.errors import ApiError
 from gateway.keys import generate_key
 from gateway.models import ApiKey, AuditEntry, BackendRow, QuotaPolicy, Tenant, utcnow
 from gateway.registry import refresh_if_stale
 from gateway.reports import parse_time, to_csv, usage_report
 
-Handler = Callable[[Request], Awaitable[Any]]
 log = logging.getLogger("fairgate.admin")
-MAX_PATH_ID = 200  # the widest id column (names); anything longer cannot match a row
 
 
 def _iso(dt: datetime | None) -> str | None:
@@ -66,53 +61,6 @@ def backend_out(b: BackendRow) -> dict[str, Any]:
 
 def audit(s: Session, action: str, target_type: str, target_id: str, detail: dict[str, Any] | None = None) -> None:
     s.add(AuditEntry(action=action, target_type=target_type, target_id=target_id, detail=detail))
-
-
-def _check_auth(request: Request) -> None:
-    token = request.app.state.settings.admin_token
-    auth = request.headers.get("authorization", "")
-    if not token:
-        raise ApiError(403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.", "admin_disabled")
-    if not auth.startswith("Bearer ") or not hmac.compare_digest(auth[7:].strip().encode(), token.encode()):
-        raise ApiError(401, "This route needs the admin token.", "invalid_admin_token")
-
-
-def _check_path(request: Request) -> None:
-    """Ids in the path are client text too: a NUL (`%00`) or an overlong one is a 400."""
-    for name, value in request.path_params.items():
-        if not isinstance(value, str):
-            continue
-        if "\x00" in value or len(value) > MAX_PATH_ID:
-            raise ApiError(400, f"`{name}` in the path must be at most {MAX_PATH_ID} characters, without NUL.",
-                           "invalid_value", name)
-
-
-def admin_route(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
-    """Check the admin token and the path, run the handler, turn ApiError / database errors
-    into OpenAI-format responses (never a plain-text 500)."""
-
-    @functools.wraps(fn)
-    async def wrapper(request: Request) -> Response:
-        try:
-            _check_auth(request)
-            _check_path(request)
-            out = await fn(request)
-        except ApiError as err:
-            return error_response(err)
-        except IntegrityError:
-            return error_response(ApiError(409, "That conflicts with an existing record (duplicate name?).",
-                                           "conflict"))
-        except DataError:  # a value the schema let through but a column cannot hold
-            return error_response(ApiError(400, "A value does not fit its field.", "invalid_value"))
-        except Exception as exc:
-            log.exception("admin %s %s failed (%s)", request.method, request.url.path, type(exc).__name__)
-            return error_response(ApiError(500, "The admin request failed; see the gateway log.", "internal_error"))
-        if isinstance(out, Response):
-            return out
-        status, obj = out if isinstance(out, tuple) else (200, out)
-        return Response(orjson.dumps(obj), status, media_type="application/json")
-
-    return wrapper
 
 
 async def body_of(request: Request, model: type[BaseModel]) -> Any:

@@ -90,3 +90,20 @@ def test_with_redis_gone_a_committed_change_is_a_201_and_models_is_a_503(upstrea
 
             time.sleep(0.1)
         assert deadline, "the gateway did not come back after Redis"
+
+
+def test_with_the_database_gone_admin_calls_are_a_503(upstream, tmp_path):
+    with contextlib.ExitStack() as es:
+        db = es.enter_context(pg_database())
+        proxy = es.enter_context(TcpProxy("127.0.0.1", 5432))
+        settings = Settings(admin_token=ADMIN_TOKEN, database_url=db.replace(":5432/", f":{proxy.port}/"),
+                            embedded_engine=False, usage_journal_path=str(tmp_path / "j"))
+        gw = es.enter_context(GatewayThread(settings))
+        admin = Admin(gw.url)
+        es.callback(admin.close)
+        assert admin.client.get("/admin/tenants").status_code == 200
+        proxy.cut()
+        err = openai_error(admin.client.get("/admin/tenants"), 503)
+        assert err["code"] == "database_unavailable"
+        proxy.restore()
+        assert admin.client.get("/admin/tenants").status_code == 200
