@@ -26,6 +26,7 @@ class UsageJournal:
         self.replaying = self.path.with_name(self.path.name + ".replaying")
         self.max_bytes = max_bytes
         self._lock = threading.Lock()  # appends (event loop) against the replay's move (thread)
+        _end_torn_line(self.path)
         self.rows = sum(_count_lines(p) for p in (self.path, self.replaying))
         self.size = sum(p.stat().st_size for p in (self.path, self.replaying) if p.exists())
         self._refused = False  # an append did not fit: full until a replay frees space
@@ -85,6 +86,19 @@ class UsageJournal:
             self.size -= size
             self.rows = max(0, self.rows - lines)
             self._refused = False
+
+
+def _end_torn_line(path: Path) -> None:
+    """A crash mid-append leaves a line without its newline: end it, so the next row appended
+    starts a line of its own (the torn one is skipped at replay; it was never acknowledged)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) != b"\n":
+            f.write(b"\n")
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def _count_lines(path: Path) -> int:

@@ -176,3 +176,19 @@ def test_an_unwritable_journal_refuses_admission_and_keeps_rows_in_memory(pg_pro
 
     assert asyncio.run(run()) == (False, 5, True, 5)
     assert count(direct, UsageRecord) == 5
+
+
+def test_a_line_torn_by_a_crash_is_skipped_and_the_rest_replayed(tmp_path):
+    from gateway.usage_journal import UsageJournal
+
+    j = UsageJournal(tmp_path / "u.journal", 1 << 20)
+    assert j.append([{"request_id": "a"}, {"request_id": "b"}])
+    with (tmp_path / "u.journal").open("ab") as f:
+        f.write(b'{"request_id": "c", "tena')  # the process died mid-append: never acknowledged
+    reopened = UsageJournal(tmp_path / "u.journal", 1 << 20)
+    assert reopened.rows == 3  # counted by lines, so the gauge never under-reports
+    assert reopened.append([{"request_id": "d"}])  # on a line of its own, not glued to the torn one
+    assert [r["request_id"] for r in reopened.take()] == ["a", "b", "d"]
+    reopened.done()
+    assert (reopened.rows, reopened.size, reopened.full) == (0, 0, False)  # counted by lines: 4 - 4
+    assert not any(tmp_path.iterdir())
