@@ -19,8 +19,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, insert
+from sqlalchemy.dialects import postgresql, sqlite
 
-from gateway.models import utcnow
+from gateway.models import new_id, utcnow
 from gateway.models_routing import RoutingAudit
 from gateway.row_writer import BatchLoop, WriteCounts, clean_text, column_widths, write_rows
 
@@ -41,6 +42,7 @@ class AuditRecord:
     status: int
     request_id: str | None = None
     at: datetime = field(default_factory=utcnow)
+    entry_id: str = field(default_factory=new_id)  # makes a retried insert idempotent
 
 
 @functools.cache
@@ -62,7 +64,15 @@ def clean_record(rec: AuditRecord) -> AuditRecord:
 
 
 def _insert(conn: Connection, rows: list[AuditRecord]) -> None:
-    conn.execute(insert(RoutingAudit), [asdict(r) for r in rows])
+    # ON CONFLICT on entry_id: a batch whose commit went through but whose answer was lost
+    # (the connection cut at that moment) is retried without writing its rows twice
+    dialect = conn.dialect.name
+    if dialect in ("postgresql", "sqlite"):
+        module = postgresql if dialect == "postgresql" else sqlite
+        stmt = module.insert(RoutingAudit).on_conflict_do_nothing(index_elements=["entry_id"])
+    else:
+        stmt = insert(RoutingAudit)
+    conn.execute(stmt, [asdict(r) for r in rows])
 
 
 def _as_dict(rec: AuditRecord) -> dict[str, Any]:

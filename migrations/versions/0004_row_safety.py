@@ -1,4 +1,5 @@
-"""Quarantine for rows the database refused; 64-bit quota limits.
+"""Quarantine for rows the database refused; 64-bit quota limits; an idempotency key for
+routing audit rows.
 
 Revision ID: 0004_row_safety
 Revises: 0003_prefix_cache_group
@@ -31,9 +32,15 @@ def upgrade() -> None:
     with op.batch_alter_table("quota_policies") as batch:  # batch: SQLite cannot alter in place
         for name in LIMITS:
             batch.alter_column(name, type_=sa.BigInteger, existing_type=sa.Integer, existing_nullable=True)
+    with op.batch_alter_table("routing_audit") as batch:
+        batch.add_column(sa.Column("entry_id", sa.String(32), nullable=True))
+        batch.create_index("ix_routing_audit_entry_id", ["entry_id"], unique=True)
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("routing_audit") as batch:
+        batch.drop_index("ix_routing_audit_entry_id")
+        batch.drop_column("entry_id")
     with op.batch_alter_table("quota_policies") as batch:
         for name in LIMITS:
             batch.alter_column(name, type_=sa.Integer, existing_type=sa.BigInteger, existing_nullable=True)
