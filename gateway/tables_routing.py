@@ -50,5 +50,7 @@ class RoutingAudit(Base):
     backends: Mapped[list[str]] = mapped_column(JSON)  # candidates in order; [] when rejected
     decision: Mapped[str] = mapped_column(String(200))  # "rule:<id>", "model:<name>" or the error code
     status: Mapped[int] = mapped_column(Integer)  # 200 routed, else the error's HTTP status
+    # Made by the writer: a batch retried after a commit whose answer was lost inserts nothing twice.
+    entry_id: Mapped[str | None] = mapped_column(String(32), nullable=True, unique=True, index=True)
 
     __table_args__ = (Index("ix_routing_audit_tenant_at", "tenant_id", "at"),)
