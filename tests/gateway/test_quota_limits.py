@@ -43,7 +43,7 @@ def test_limits_beyond_the_store_are_unlimited_not_doubles():
 
 async def test_huge_amounts_are_clamped_and_still_refused_by_a_finite_limit(short_ttl_store):
     store = short_ttl_store
-    v = await store.version()
+    v = await store.config_bus().version()
     await store.reserve("big", [ScopeLimits("t:a", max_concurrent=3, requests_per_minute=10)], 10**17, 1e308, v)
     assert (await store.counters("t:a"))["daily_tokens"] == MAX_AMOUNT
     with pytest.raises(QuotaDenied) as denied:
@@ -74,7 +74,7 @@ async def test_the_reserve_script_writes_nothing_it_does_not_admit():
 
 async def test_a_live_replica_renews_its_slots_and_a_dead_one_loses_them(short_ttl_store):
     store = short_ttl_store
-    v = await store.version()
+    v = await store.config_bus().version()
     one = [ScopeLimits("t:c", max_concurrent=1)]
     await store.reserve("held", one, 1, 0.0, v)
     await asyncio.sleep(2.5)  # 2.5 TTLs: only the heartbeat keeps it
