@@ -11,7 +11,11 @@ original text.
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from dataclasses import dataclass
+
+import numpy as np
 
 # Chat messages are joined with this private-use character before detection, so a number split
 # across two messages is still read as one number.
@@ -60,3 +64,93 @@ def fold(text: str) -> str:
     Meant for short matched pieces; the table only grows by characters actually seen.
     """
     return text if text.isascii() else text.translate(_TABLE)
+
+
+# --- Whole-text normalisation (before detection) -------------------------------------------
+# Invisible characters (format Cf: bidi controls, U+2061-2064, zero-width, soft hyphen; combining
+# Mn: CGJ, variation selectors, accents of decomposed letters) are dropped, so one of them between
+# two digit groups no longer ends a number. Compatibility digits (superscript, mathematical,
+# full-width, other scripts) fold to ASCII. Spans found on the normalised text map back with
+# `Normalized.to_original`.
+
+
+def _class_body(cps: list[int]) -> str:
+    ranges: list[list[int]] = []
+    for cp in cps:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+
+
+def _tables() -> tuple[re.Pattern[str], re.Pattern[str], dict[int, str], list[int]]:
+    drop: list[int] = []
+    fold_cps: list[int] = []
+    table: dict[int, str] = {}
+    for cp in range(0x80, 0x110000):
+        ch = chr(cp)
+        cat = unicodedata.category(ch)
+        if cat in ("Cf", "Mn", "Me") and ch != MESSAGE_JOIN:
+            drop.append(cp)
+            continue
+        value = _TABLE.get(cp)
+        digit = unicodedata.digit(ch, None)
+        if digit is not None and digit < 10:
+            value = str(digit)
+        elif cp in (0x00B7, 0x2024, 0x2027, 0x30FB):  # middle dots, one-dot leader
+            value = "."
+        if value is not None and value != ch and len(value) == 1:
+            fold_cps.append(cp)
+            table[cp] = value
+    return (re.compile("[" + _class_body(drop) + "]+"),
+            re.compile("[" + _class_body(fold_cps) + "]+"), table, drop)
+
+
+_DROPPED = "\U0010ffff"  # marks a dropped character while its offsets are computed
+_DROP, _FOLD_RUN, _NORM_TABLE, _DROP_CPS = _tables()
+_DROP_AND_FOLD: dict[int, str | None] = {**_NORM_TABLE, **dict.fromkeys(_DROP_CPS)}
+_MARK_DROPPED = dict.fromkeys(_DROP_CPS, _DROPPED)
+
+
+@dataclass(slots=True)
+class Normalized:
+    """`text` with invisible characters dropped and digits folded; `original` is what it came
+    from (None when nothing was dropped, so offsets are the same)."""
+
+    text: str
+    original: str | None = None
+    _keys: np.ndarray | None = None  # normalised index at which each dropped character sat
+
+    def to_original(self, start: int, end: int) -> tuple[int, int]:
+        """Map a span of the normalised text back onto the original text."""
+        if self.original is None:
+            return start, end
+        s = start + self._shift(start)
+        return (s, end + self._shift(end - 1)) if end > start else (s, s)
+
+    def _shift(self, i: int) -> int:
+        """Characters dropped before the character at normalised index `i`."""
+        if self._keys is None:  # computed on the first finding only: most texts have none
+            self._keys = _dropped_keys(self.original or "")
+        return int(np.searchsorted(self._keys, i, side="right"))
+
+
+def _dropped_keys(original: str) -> np.ndarray:
+    if _DROPPED in original:  # cannot mark: the slow, exact way
+        pos = [i for i, ch in enumerate(original) if _DROP.fullmatch(ch)]
+        dropped = np.array(pos, dtype=np.int64)
+    else:
+        marked = original.translate(_MARK_DROPPED)
+        arr = np.frombuffer(marked.encode("utf-32-le"), dtype="<u4")
+        dropped = np.flatnonzero(arr == ord(_DROPPED))
+    return dropped - np.arange(len(dropped))
+
+
+def normalize(text: str) -> Normalized:
+    """Drop invisible characters and fold digits (linear; ASCII text is returned as is)."""
+    if text.isascii():
+        return Normalized(text)
+    if _DROP.search(text) is None:
+        return Normalized(_FOLD_RUN.sub(lambda m: m.group().translate(_NORM_TABLE), text))
+    return Normalized(text.translate(_DROP_AND_FOLD), text)  # one C pass drops and folds
