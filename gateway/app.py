@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from backends.http1 import HTTP1Pool
-from gateway import admin, admin_routes, openai_api
+from gateway import admin, admin_classify, admin_routes, openai_api
 from gateway.auth import KeyCache
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.errors import ApiError, error_response
@@ -105,4 +105,5 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
 
     routes = [Route("/health", _health, methods=["GET"])]
     routes += openai_api.routes() + admin.routes() + admin_routes.routes() + metrics_routes()
+    routes += admin_classify.routes()
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})

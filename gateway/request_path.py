@@ -105,7 +105,7 @@ async def admit(state: Any, kind: str, scope: dict[str, Any], receive: Any) -> A
                                 f"of {limit} tokens per request.", "max_tokens_exceeded", parsed.max_tokens_field)
         max_tokens = parsed.max_tokens or min(state.settings.default_max_tokens, limit or 1 << 30)
         try:
-            decision = state.router.decide(RouteRequest(
+            decision = await state.router.decide(RouteRequest(
                 tenant_id=principal.tenant_id, tenant_name=principal.tenant_name, model=parsed.model,
                 priority=priority, data_residency=principal.data_residency,
                 classification_header=cls_header.decode().strip().lower() if cls_header else None,

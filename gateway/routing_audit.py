@@ -13,6 +13,7 @@ import logging
 import weakref
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Engine, insert
 
@@ -35,6 +36,7 @@ class AuditRecord:
     decision: str
     status: int
     request_id: str | None = None
+    finding_spans: list[list[Any]] = field(default_factory=list)  # [kind, start, end]: offsets, never text
     at: datetime = field(default_factory=utcnow)
 
 

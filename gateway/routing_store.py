@@ -17,6 +17,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from gateway.models_routing import RoutingRuleRow, TenantSensitivity
+from gateway.classification import classifier_for
 from gateway.routing import Router, TenantDetectors
 from gateway.routing_audit import RoutingAuditWriter
 from policies.routing import Rule
@@ -68,6 +69,7 @@ def build_router(state: Any, aliases: Mapping[str, str] | None = None) -> Router
     except Exception as exc:  # noqa: BLE001 - fail closed, keep serving local traffic
         log.error("routing configuration could not be loaded (%s); treating all requests as "
                   "sensitive until it can", type(exc).__name__)
-        return Router(dict(state.backends), dict(aliases or {}), audit=audit, fail_closed=True)
+        return Router(dict(state.backends), dict(aliases or {}), audit=audit, fail_closed=True,
+                      classifier=classifier_for(state))
     return Router(dict(state.backends), dict(aliases or {}), rules=config.rules,
-                  tenants=config.tenants, audit=audit)
+                  tenants=config.tenants, audit=audit, classifier=classifier_for(state))
