@@ -32,13 +32,26 @@ def person_name_spans(text: str, start: int = 0, end: int | None = None) -> list
     out: list[tuple[int, int]] = []
     for m in NAME.finditer(text, start, len(text) if end is None else end):
         words = list(_TOKEN.finditer(m.group()))
-        for k in range(len(words), 1, -1):  # the longest prefix that is a name
-            if is_person_name([w.group() for w in words[:k]]):
-                e = m.start() + words[k - 1].end()
-                if not STREET.match(text, _skip_space(text, e)):
-                    out.append((m.start(), e))
-                break
+        first = 0
+        while first < len(words) - 1:
+            span = _name_at(text, m.start(), words, first)
+            if span is None:
+                first += 1
+                continue
+            out.append(span[:2])
+            first = span[2]
     return out
+
+
+def _name_at(text: str, base: int, words: list[re.Match[str]], first: int) -> tuple[int, int, int] | None:
+    """The longest name starting at word `first` (not a street's name): (start, end, next word)."""
+    for k in range(min(len(words), first + 3), first + 1, -1):
+        if is_person_name([w.group() for w in words[first:k]]):
+            end = base + words[k - 1].end()
+            if STREET.match(text, _skip_space(text, end)):
+                return None
+            return base + words[first].start(), end, k
+    return None
 
 
 def _skip_space(text: str, i: int) -> int:

@@ -15,7 +15,7 @@ from policies.digit_chains import scan_numbers
 from policies.emails import find_emails
 from policies.encodings import decoded_runs
 from policies.iban import scan_foreign_ibans
-from policies.identifiers import find_identifiers
+from policies.identifiers import find_identifiers, vkn_spans
 from policies.special_categories import SPECIAL_KINDS, find_special
 from policies.textnorm import MESSAGE_JOIN, normalize
 
@@ -40,6 +40,10 @@ def detect(text: str, depth: int = 0) -> list[Span]:
             out.append(("iban", start, end))
 
     scan_foreign_ibans(text, foreign_iban)
+    for start, end, valid in vkn_spans(text):
+        blocked.append((start, end))
+        if valid:
+            out.append(("vkn", start, end))
     blocked.sort()
     scan_numbers(text, blocked, lambda kind, s, e: out.append((kind, s, e)), MAX_FINDINGS)
     if MESSAGE_JOIN in text:

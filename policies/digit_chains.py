@@ -144,7 +144,8 @@ def _window_kind(chain: _Chain, i: int, j: int, digits: str) -> str | None:
         ok = digits[0] == "5" and not before.endswith(("+", "#"))
         return "phone" if ok and _phone_layout(chain, i, j, 0) else None
     if size == 11:
-        if tckn_valid(digits) and _layout_ok(chain, i, j, _tckn_shape) and not _ipv4(chain, i, j):
+        if tckn_valid(digits) and _layout_ok(chain, i, j, _tckn_shape) and not _ipv4(chain, i, j) \
+                and not _amount(chain, i, j) and not _continues(chain, i, j):
             return "tckn"
         if digits[0] == "0" and digits[1] in _PHONE_AREA and _phone_layout(chain, i, j, 1):
             return "phone"
@@ -159,6 +160,7 @@ def _window_kind(chain: _Chain, i: int, j: int, digits: str) -> str | None:
         and digits[0] in _CARD_FIRST
         and not (size == 13 and digits[:3] in ("978", "979"))  # ISBN-13
         and _layout_ok(chain, i, j, _card_shape)
+        and not _continues(chain, i, j)
         and luhn_valid(digits)
     ):
         return "card"
@@ -195,10 +197,41 @@ def _card_shape(shape: list[int]) -> bool:
     return all(n == 4 for n in shape[:-1]) and 1 <= shape[-1] <= 4
 
 
+def _gap(chain: _Chain, k: int) -> str:
+    """The separator text after group k."""
+    return chain.text[chain.ends[k] : chain.starts[k + 1]]
+
+
+def _continues(chain: _Chain, i: int, j: int) -> bool:
+    """The number goes on before group i or past group j with the separator used inside the
+    window: the window is part of a longer number (an order id, a bad card)."""
+    if i == j:
+        return False
+    inner = _gap(chain, i)
+    if inner == MESSAGE_JOIN:
+        return False
+    after = j + 1 < len(chain.starts) and _gap(chain, j) == inner
+    before = i > 0 and _gap(chain, i - 1) == inner
+    return after or before
+
+
+_CURRENCY = re.compile(r"[ \t]?(?:TL|₺|TRY|USD|EUR|lira|\$|€)", re.IGNORECASE)
+
+
+def _amount(chain: _Chain, i: int, j: int) -> bool:
+    """1.234.567,89 (TL): thousands groups with a decimal comma, or a currency right after."""
+    if _CURRENCY.match(chain.text, chain.ends[j]):
+        return True
+    gaps = [_gap(chain, k) for k in range(i, j)]
+    return bool(gaps) and gaps[-1] == "," and all(g == "." for g in gaps[:-1]) and \
+        chain.ends[j] - chain.starts[j] == 2
+
+
 def _ipv4(chain: _Chain, i: int, j: int) -> bool:
     if j - i != 3 or any(chain.text[chain.ends[k] : chain.starts[k + 1]] != "." for k in range(i, j)):
         return False
-    return all(int(chain.digits(k)) <= 255 for k in range(i, j + 1))
+    octets = [chain.digits(k) for k in range(i, j + 1)]
+    return all(int(o) <= 255 and (o == "0" or o[0] != "0") for o in octets)
 
 
 def _phone_layout(chain: _Chain, i: int, j: int, prefix: int) -> bool:

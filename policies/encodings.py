@@ -13,7 +13,7 @@ import re
 from urllib.parse import unquote
 
 MAX_DECODED = 64 * 1024
-_B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_B64 = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
 _HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,}(?![0-9A-Fa-f])")
 _URL = re.compile(r"[^\s<>\"']{0,200}%[0-9A-Fa-f]{2}[^\s<>\"']{0,400}")
 _HTML = re.compile(r"(?:&#?[0-9A-Za-z]{1,8};[^<>&\n]{0,20}){2,}")
@@ -88,4 +88,13 @@ def words_to_digits(run: str) -> str:
         last = order
     if value is not None:
         groups.append(str(value))
-    return " ".join(groups)
+    # digits spelled one at a time ("bir sıfır sıfır") are one number; composed ones keep groups
+    out: list[str] = []
+    glue = False  # the last group is a run of single spelled digits
+    for g in groups:
+        if len(g) == 1 and glue:
+            out[-1] += g
+        else:
+            out.append(g)
+            glue = len(g) == 1
+    return " ".join(out)

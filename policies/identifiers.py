@@ -20,7 +20,7 @@ _PASSPORT = re.compile(
     re.IGNORECASE,
 )
 _PLATE = re.compile(
-    rf"(?<!\w)(?:plaka|plate|araç|aracı|aracın|aracım|license plate)\w*{_GAP}"
+    rf"(?<!\w)(?i:plaka|plate|araç|aracı|aracın|aracım|license plate)\w*{_GAP}"
     r"(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?[A-Z]{1,3}[ \t-]?[0-9]{2,4})(?![0-9])",
 )
 _MONTHS = ("ocak|şubat|mart|nisan|mayıs|haziran|temmuz|ağustos|eylül|ekim|kasım|aralık|january|february|"
@@ -48,12 +48,15 @@ def vkn_valid(digits: str) -> bool:
     return (10 - total % 10) % 10 == int(digits[9])
 
 
+def vkn_spans(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, valid) of every number written after a tax-number context word; even a bad
+    one is a tax number, not a phone."""
+    return [(*m.span(1), vkn_valid(re.sub(r"[^0-9]", "", m.group(1)))) for m in _VKN.finditer(text)]
+
+
 def find_identifiers(text: str, limit: int = 16) -> list[tuple[str, int, int]]:
-    """("vkn" | "passport" | "plate" | "birth_date", start, end) findings."""
+    """("passport" | "plate" | "birth_date", start, end) findings."""
     out: list[tuple[str, int, int]] = []
-    for m in _VKN.finditer(text):
-        if vkn_valid(re.sub(r"[^0-9]", "", m.group(1))):
-            out.append(("vkn", *m.span(1)))
     for kind, rx in (("passport", _PASSPORT), ("plate", _PLATE), ("birth_date", _BIRTH)):
         for m in rx.finditer(text):
             group = 1 if m.group(1) is not None else 2

@@ -20,7 +20,7 @@ _TERMS = {
               "cancer|diabetes|diabetic|depression|schizophrenia|chemotherapy|dialysis|epilepsy|hepatitis",
     "religion": "müslüman|hristiyan|hıristiyan|yahudi|alevi|sünni|ateist|budist|yehova şahidi|deist|"
                 "muslim|christian|jewish|atheist|buddhist|hindu|catholic|protestant",
-    "ethnicity": "kürt|ermeni|süryani|çerkez|etnik kökeni|kurdish|armenian|ethnic origin",
+    "ethnicity": "=kürt|ermeni|süryani|çerkez|etnik kökeni|kurdish|armenian|ethnic origin",
     "politics": "parti üyesi|partisi üyesi|partili|oy verdi|oy verdim|oy vereceğim|siyasi görüşü|"
                 "political views|voted for|party member",
     "union": "sendika üyesi|sendikalı|sendikaya üye|union member|trade union",
@@ -38,7 +38,10 @@ _LOOSE = {"ı": "[ıiIİ]", "i": "[iıİI]", "ş": "[şsŞS]", "s": "[sşSŞ]", 
 
 
 def _loose(term: str) -> str:
-    """A term whose Turkish letters also match their dotless / accentless forms."""
+    """A term whose Turkish letters also match their dotless / accentless forms; "=" before a
+    term keeps its letters exact ("Kürt" is an ethnic origin, "Kurt" a common surname)."""
+    if term.startswith("="):
+        return "".join(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c) for c in term[1:])
     return "".join(_LOOSE.get(c, re.escape(c)) for c in term)
 
 
@@ -46,7 +49,7 @@ _CATEGORY = re.compile(
     "|".join(f"(?P<{k}>(?<!\\w)(?:{'|'.join(_loose(t) for t in v.split('|'))}))" for k, v in _TERMS.items()),
     re.IGNORECASE,
 )
-_SUFFIX_1P = re.compile(r"\w{0,8}?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)")  # diyabetim, hastasıyım, Kürdüm
+_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)")  # diyabetim, hastasıyım, Kürdüm
 _ROLE = re.compile(
     r"(?<!\w)(?:hastam[ıi]z|hastan[ıi]z|çal[ıi]şan[ıi]m[ıi]z|personelimiz|müşterimiz|öğrencimiz|üyemiz|"
     r"danışan[ıi]m[ıi]z|eşim|annem|babam|oğlum|kızım|kardeşim|arkadaşım|komşum|ben|benim|bende|"
