@@ -60,10 +60,14 @@ def _skip_space(text: str, i: int) -> int:
     return i
 
 
-def find_person_addresses(text: str, limit: int = 16) -> list[tuple[str, int, int]]:
-    """("person_address", start, end) for every address tied to a person."""
+def find_person_addresses(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[tuple[str, int, int]]:
+    """("person_address", start, end) for every address tied to a person; `hits`: where the
+    trigger pass saw a street marker."""
     out: list[tuple[str, int, int]] = []
-    for m in STREET.finditer(text):
+    for start, _ in hits:
+        m = STREET.match(text, start)
+        if m is None:
+            continue
         end = _address_end(text, m.end())
         if end is None:
             continue

@@ -18,11 +18,13 @@ from policies.iban import scan_foreign_ibans
 from policies.identifiers import find_identifiers, vkn_spans
 from policies.special_categories import SPECIAL_KINDS, find_special
 from policies.textnorm import MESSAGE_JOIN, normalize
+from policies.triggers import find_triggers
 
 STRUCTURED_KINDS = ("tckn", "iban", "phone", "card", "email")
 IDENTIFIER_KINDS = ("vkn", "passport", "plate", "birth_date")
+# "unscannable": a text with thousands of triggers (not prose), kept local without a full scan
 DETECTOR_KINDS = (*STRUCTURED_KINDS, *IDENTIFIER_KINDS, "person_address", *SPECIAL_KINDS,
-                  "pattern", "keyword")
+                  "unscannable", "pattern", "keyword")
 MAX_FINDINGS = 64  # one finding keeps a request local; more only cost time
 Span = tuple[str, int, int]
 _SHORT_RUN = re.compile(r"[0-9](?:[ .\-]?[0-9]){1,9}")
@@ -31,7 +33,10 @@ _SHORT_RUN = re.compile(r"[0-9](?:[ .\-]?[0-9]){1,9}")
 def detect(text: str, depth: int = 0) -> list[Span]:
     """(kind, start, end) findings on normalised `text`. `depth` > 0: a decoded run, not
     decoded again."""
-    out: list[Span] = [("email", s, e) for s, e in find_emails(text, MAX_FINDINGS)]
+    hits, overflow = find_triggers(text)
+    if overflow:  # not prose: scanning every trigger would cost too much; keep it local
+        return [("unscannable", 0, len(text))]
+    out: list[Span] = [("email", s, e) for s, e in find_emails(text, hits["email"], MAX_FINDINGS)]
     blocked = [(s, e) for _, s, e in out]
 
     def foreign_iban(start: int, end: int, valid: bool) -> None:
@@ -39,8 +44,8 @@ def detect(text: str, depth: int = 0) -> list[Span]:
         if valid:
             out.append(("iban", start, end))
 
-    scan_foreign_ibans(text, foreign_iban)
-    for start, end, valid in vkn_spans(text):
+    scan_foreign_ibans(text, foreign_iban, hits["iban"])
+    for start, end, valid in vkn_spans(text, hits["ident"]):
         blocked.append((start, end))
         if valid:
             out.append(("vkn", start, end))
@@ -48,11 +53,11 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     scan_numbers(text, blocked, lambda kind, s, e: out.append((kind, s, e)), MAX_FINDINGS)
     if MESSAGE_JOIN in text:
         out += split_tckns(text)
-    out += find_identifiers(text)
-    out += find_person_addresses(text)
-    out += find_special(text)
+    out += find_identifiers(text, hits["ident"])
+    out += find_person_addresses(text, hits["street"])
+    out += find_special(text, hits["special"])
     if depth == 0 and len(out) < MAX_FINDINGS:
-        for start, end, decoded in decoded_runs(text):
+        for start, end, decoded in decoded_runs(text, hits["encoded"], hits["words"]):
             inner = detect(normalize(decoded).text, depth + 1)
             out += [(kind, start, end) for kind in {k for k, _, _ in inner}]
     return out

@@ -22,25 +22,32 @@ layouts are read both ways. Long chains (a flood of "1 1 1 ...") are prefiltered
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from policies.checksums import iban_tr_valid, luhn_valid, tckn_valid
-from policies.digit_windows import long_chain
+from policies.digit_windows import numeric_chains
 from policies.textnorm import MESSAGE_JOIN
 
 Emit = Callable[[str, int, int], None]
 
 SEP_CHARS = " \t\n\r.-()/,:|" + MESSAGE_JOIN
 _SEP = "[" + re.escape(SEP_CHARS) + "]"
-_CHAIN = re.compile(rf"[0-9](?:{_SEP}{{0,5}}[0-9]){{9,}}")
+_J = MESSAGE_JOIN
+# What may stand between two digit groups of one number: up to five spaces, tabs, line breaks,
+# . - ( ) / , : and message boundaries, or one bare '|' -- so a table's cell border " | " does
+# not join the numbers of two cells.
+_GAP_CHARS = "[" + re.escape(" \t\n\r.-()/,:" + MESSAGE_JOIN) + "]"
+_CHAIN = re.compile(rf"[0-9](?:[0-9]|(?:{_GAP_CHARS}{{1,5}}|\|)[0-9]){{9,}}")
 _GROUP = re.compile(r"[0-9]+")
 _TR_BEFORE = re.compile(rf"(?<![^\W\d_])[Tt]{MESSAGE_JOIN}?[Rr]{_SEP}{{0,2}}\Z")
 _CARD_FIRST = frozenset("234569")
 _PHONE_AREA = frozenset("23458")  # 2-4 landlines, 5 mobiles, 8 (0850 and the like)
 _PHONE_SHAPES = frozenset({(10,), (3, 7), (3, 3, 4), (3, 3, 2, 2), (3, 4, 3)})
-_PYTHON_CHARS = 240  # longer chains are prefiltered with numpy
+_PYTHON_CHARS = 3000  # more chain text than this is prefiltered with numpy (measured crossover)
+_PYTHON_DIGITS = 2000  # a text with more digits goes straight to numpy
 
 
 @dataclass(slots=True)
@@ -48,8 +55,8 @@ class _Chain:
     """Digit groups of one chain: group k spans text[starts[k]:ends[k]]."""
 
     text: str
-    starts: Sequence[int]  # a list, or a numpy array for a long chain
-    ends: Sequence[int]
+    starts: list[int]
+    ends: list[int]
 
     def digits(self, k: int) -> str:
         return self.text[self.starts[k] : self.ends[k]]
@@ -65,37 +72,59 @@ def scan_numbers(text: str, blocked: list[tuple[int, int]], emit: Emit, limit: i
     `blocked`: spans already explained (e-mails, foreign IBANs); windows touching them are skipped.
     """
     found = 0
-    for m in _CHAIN.finditer(text):
-        start, end = m.span()
-        if any(bs <= start and end <= be for bs, be in blocked):
+    for chain, starts in _chains(text):
+        if any(bs <= chain.starts[0] and chain.ends[-1] <= be for bs, be in blocked):
             continue
-        if end - start <= _PYTHON_CHARS:
-            groups = [g.span() for g in _GROUP.finditer(text, start, end)]
-            chain = _Chain(text, [g[0] for g in groups], [g[1] for g in groups])
-            starts: Iterable[int] = range(len(groups))
-        else:  # a long chain: numpy finds the few windows worth a closer look
-            gs, ge, starts = long_chain(text, start, end)
-            chain = _Chain(text, gs, ge)
-        for kind, s, e in _scan_chain(chain, starts, blocked):
+        for kind, s, e in _scan_chain(chain, starts, blocked, limit - found):
             emit(kind, s, e)
             found += 1
             if found >= limit:
                 return
 
 
+def _chains(text: str) -> Iterator[tuple[_Chain, Iterable[int]]]:
+    """Each chain with the start groups worth checking: all of them for a few short chains
+    (found by regex), else those numpy's prefilter keeps (plus a first group right after '+',
+    and every chain after "TR" for its IBAN check)."""
+    digits = sum(text.count(d) for d in "0123456789")
+    if digits < 10:
+        return
+    spans = [m.span() for m in _CHAIN.finditer(text)] if digits <= _PYTHON_DIGITS else None
+    if spans is not None and sum(e - s for s, e in spans) <= _PYTHON_CHARS:
+        for start, end in spans:
+            groups = [g.span() for g in _GROUP.finditer(text, start, end)]
+            yield _Chain(text, [g[0] for g in groups], [g[1] for g in groups]), range(len(groups))
+        return
+    nc = numeric_chains(text)
+    bounds = [*nc.firsts.tolist(), len(nc.starts)]
+    cands = nc.candidates.tolist()
+    # only chains with a candidate window, or right after "+"/"TR", get Python work
+    visit = sorted({bisect.bisect_right(bounds, i) - 1 for i in cands} | set(nc.prefixed.tolist()))
+    for c in visit:
+        start = nc.spans[c][0]
+        a, b = bounds[c], bounds[c + 1]
+        lo, hi = bisect.bisect_left(cands, a), bisect.bisect_left(cands, b)
+        starts = [i - a for i in cands[lo:hi]]
+        if "+" in text[max(0, start - 2) : start] and (not starts or starts[0] != 0):
+            starts.insert(0, 0)
+        yield _Chain(text, nc.starts[a:b].tolist(), nc.ends[a:b].tolist()), starts
+
+
 def _scan_chain(
-    chain: _Chain, starts: Iterable[int], blocked: list[tuple[int, int]]
+    chain: _Chain, starts: Iterable[int], blocked: list[tuple[int, int]], limit: int
 ) -> list[tuple[str, int, int]]:
     out: list[tuple[str, int, int]] = []
     skip_to = _iban(chain, out)
     for i in starts:
+        if len(out) >= limit:
+            break
         if i < skip_to:
             continue
         best = _best_window(chain, i)
         if best is None:
             continue
         j, kind = best
-        span = (int(chain.starts[i]), int(chain.ends[j]))
+        span = (chain.starts[i], chain.ends[j])
         if any(span[0] < be and bs < span[1] for bs, be in blocked):
             continue
         out.append((kind, *span))
@@ -115,7 +144,7 @@ def _iban(chain: _Chain, out: list[tuple[str, int, int]]) -> int:
         digits += chain.digits(j)
         if len(digits) == 24:
             if iban_tr_valid(digits):
-                out.append(("iban", tr.start(), int(chain.ends[j])))
+                out.append(("iban", tr.start(), chain.ends[j]))
             return j + 1
         if len(digits) > 24:
             return 0
@@ -125,16 +154,33 @@ def _iban(chain: _Chain, out: list[tuple[str, int, int]]) -> int:
 def _best_window(chain: _Chain, i: int) -> tuple[int, str] | None:
     """The longest valid window of groups starting at group `i`: (last group, kind)."""
     best: tuple[int, str] | None = None
+    text, starts, ends = chain.text, chain.starts, chain.ends
     digits = ""
-    for j in range(i, min(i + 19, len(chain.starts))):
-        digits += chain.digits(j)
-        if len(digits) > 19:
+    plus = "+" in text[max(0, starts[i] - 2) : starts[i]]
+    for j in range(i, min(i + 19, len(starts))):
+        digits += text[starts[j] : ends[j]]
+        size = len(digits)
+        if size > 19:
             break
-        if len(digits) >= 10:
+        # cheap necessary conditions first: most windows fail them without a function call
+        if size >= 10 and (plus or _may_be(digits, size)):
             kind = _window_kind(chain, i, j, digits)
             if kind is not None:
                 best = (j, kind)
     return best
+
+
+def _may_be(digits: str, size: int) -> bool:
+    """A necessary condition for some kind at this size (prefix or check digits)."""
+    d0 = digits[0]
+    if size == 10:
+        return d0 == "5"
+    if size == 11:
+        return d0 == "0" or tckn_valid(digits)
+    if size == 12:
+        return False  # only "+90 ...", which `plus` lets through
+    card = d0 in _CARD_FIRST and luhn_valid(digits)
+    return card or (size == 14 and d0 == "0")
 
 
 def _window_kind(chain: _Chain, i: int, j: int, digits: str) -> str | None:

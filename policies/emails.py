@@ -1,9 +1,9 @@
 """E-mail addresses, plain and obfuscated (`ali [at] ornek [dot] com`, `(at)`, ` at `, ` @ `,
 `%40`), matched outward from each "at" marker on normalised text.
 
-Cost is linear: the local part is matched on the reversed text (at most 64 characters, and
-never past the previous marker), the domain forward with a bounded pattern, so a megabyte of
-`a@a@a@` costs one short match per '@'. Obfuscated forms need a known top-level domain, so
+Cost is linear: only markers found by the trigger pass (`triggers`: a local-part character, the
+marker, a dotted domain) are looked at; the local part is matched on the reversed text (at most
+64 characters, never past the previous address), the domain forward with a bounded pattern. Obfuscated forms need a known top-level domain, so
 "look at the office. Then" is not an address.
 """
 
@@ -26,7 +26,6 @@ _MARKER = re.compile(
     rf"(?=[\w\-{_J}]{{1,63}}{_DOT})",
     re.IGNORECASE,
 )
-_AT = re.compile(r"[aAeE][tT]")
 # Local part, read backwards from the marker (the reversed text's match, reversed).
 _LOCAL_REV = re.compile(rf"[\w.+%\-{_J}]{{1,64}}")
 _PLAIN_DOMAIN = re.compile(rf"[\w\-{_J}]{{1,63}}(?:\.[\w\-{_J}]{{1,63}}){{1,8}}")
@@ -38,25 +37,24 @@ KNOWN_TLDS = frozenset(
 )
 
 
-def find_emails(text: str, limit: int = 64) -> list[tuple[int, int]]:
-    """Spans of e-mail addresses in normalised `text` (at most `limit`)."""
+def find_emails(text: str, hits: list[tuple[int, int]], limit: int = 64) -> list[tuple[int, int]]:
+    """Spans of e-mail addresses in normalised `text` (at most `limit`); `hits`: where the
+    trigger pass saw an "at" marker with a local part before it and a domain after."""
     out: list[tuple[int, int]] = []
-    if "@" not in text and "%40" not in text and "\uff20" not in text and _AT.search(text) is None:
-        return out
     rev = ""
-    pos = 0
-    while len(out) < limit:
-        m = _MARKER.search(text, pos)
-        if m is None:
+    for s, e in hits:
+        if len(out) >= limit:
             break
+        if out and s < out[-1][1]:
+            continue  # inside the address just found
+        m = _MARKER.search(text, max(0, s - 2), min(len(text), e + 700))
+        if m is None or m.start() > e:
+            continue
         if not rev:
             rev = text[::-1]
         span = _address(text, rev, m, out[-1][1] if out else 0)
-        if span is None:
-            pos = m.end()
-            continue
-        out.append(span)
-        pos = span[1]
+        if span is not None:
+            out.append(span)
     return out
 
 

@@ -13,34 +13,65 @@ import re
 from urllib.parse import unquote
 
 MAX_DECODED = 64 * 1024
-_B64 = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
-_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,}(?![0-9A-Fa-f])")
-_URL = re.compile(r"[^\s<>\"']{0,200}%[0-9A-Fa-f]{2}[^\s<>\"']{0,400}")
+_HEX = re.compile(r"[0-9A-Fa-f]+")
+_B64_LIKE = re.compile(r"[0-9+/]|[a-z][A-Z]")  # a digit, '+', '/' or a case change: not prose
+_URL_RUN = re.compile(r"[^\s<>\"']{1,600}")
 _HTML = re.compile(r"(?:&#?[0-9A-Za-z]{1,8};[^<>&\n]{0,20}){2,}")
 _UNITS = {"sıfır": 0, "bir": 1, "iki": 2, "üç": 3, "dört": 4, "beş": 5, "altı": 6, "yedi": 7,
-          "sekiz": 8, "dokuz": 9}
+          "sekiz": 8, "dokuz": 9, "sifir": 0, "uc": 3, "dort": 4, "bes": 5, "alti": 6}
 _TENS = {"on": 10, "yirmi": 20, "otuz": 30, "kırk": 40, "elli": 50, "altmış": 60, "yetmiş": 70,
-         "seksen": 80, "doksan": 90}
-_NUMBER_WORD = "|".join(sorted([*_UNITS, *_TENS, "yüz"], key=len, reverse=True))
-_WORDS_RUN = re.compile(rf"(?<!\w)(?:(?:{_NUMBER_WORD})[ \t,\-]+){{3,}}(?:{_NUMBER_WORD})(?!\w)", re.IGNORECASE)
+         "seksen": 80, "doksan": 90, "kirk": 40, "altmis": 60, "yetmis": 70}
 
 
-def decoded_runs(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, decoded text) for encoded runs, decoded size bounded in total."""
+def decoded_runs(text: str, encoded: list[tuple[int, int]], words: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+    """(start, end, decoded text) for encoded runs, decoded size bounded in total. `encoded`:
+    the trigger pass's base64/hex runs, '%XX' and '&...;' places; `words`: number-word runs."""
     out: list[tuple[int, int, str]] = []
     budget = MAX_DECODED
-    for rx, decode in ((_B64, _b64), (_HEX, _hex), (_URL, unquote), (_HTML, html.unescape)):
-        for m in rx.finditer(text):
-            if budget <= 0:
-                return out
-            piece = m.group()[:budget]
-            value = decode(piece)
-            if value and value != piece:
-                out.append((m.start(), m.end(), value))
-                budget -= len(value)
-    for m in _WORDS_RUN.finditer(text):
-        out.append((m.start(), m.end(), words_to_digits(m.group())))
+    last_end = -1
+    for s, e in encoded:
+        if budget <= 0:
+            break
+        if s < last_end:
+            continue  # inside the run just decoded
+        run = _run(text, s, e)
+        if run is None:
+            continue
+        start, end, value = run
+        last_end = end
+        if value:
+            out.append((start, end, value[:budget]))
+            budget -= len(value)
+    out += [(s, e, words_to_digits(text[s:e])) for s, e in words]
     return out
+
+
+def _run(text: str, s: int, e: int) -> tuple[int, int, str | None] | None:
+    """The encoded run a trigger belongs to, and its decoded text (None: not decodable)."""
+    c = text[s]
+    if c == "%":
+        lo = s
+        while lo > max(0, s - 200) and not text[lo - 1].isspace() and text[lo - 1] not in "<>\"'":
+            lo -= 1
+        m = _URL_RUN.match(text, lo)
+        end = m.end() if m else e
+        piece = text[lo:end][:MAX_DECODED]
+        value = unquote(piece)
+        return lo, end, value if value != piece else None
+    if c == "&":
+        m = _HTML.match(text, s)
+        if m is None:
+            return None
+        value = html.unescape(m.group()[:MAX_DECODED])
+        return s, m.end(), value if value != m.group() else None
+    piece = text[s:e][:MAX_DECODED]
+    if len(piece) % 2 == 0 and _HEX.fullmatch(piece):
+        value = _hex(piece)
+        if value:
+            return s, e, value
+    if not _B64_LIKE.search(piece):
+        return s, e, None  # one long word, not base64
+    return s, e, _b64(piece)
 
 
 def _printable(raw: bytes) -> str | None:
@@ -71,7 +102,7 @@ def words_to_digits(run: str) -> str:
     groups: list[str] = []
     value, last = None, 99  # last: order of the last word (0 units, 1 tens, 2 hundreds)
     for word in re.findall(r"\w+", run.replace("I", "ı").replace("İ", "i").lower()):
-        if word == "yüz":
+        if word in ("yüz", "yuz"):
             order, add = 2, None
         elif word in _TENS:
             order, add = 1, _TENS[word]

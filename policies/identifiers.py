@@ -48,19 +48,33 @@ def vkn_valid(digits: str) -> bool:
     return (10 - total % 10) % 10 == int(digits[9])
 
 
-def vkn_spans(text: str) -> list[tuple[int, int, bool]]:
+def _windows(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Merged windows around context triggers: 40 characters before, 80 after."""
+    out: list[tuple[int, int]] = []
+    for s, e in hits:
+        lo, hi = max(0, s - 40), min(len(text), e + 80)
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def vkn_spans(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
     """(start, end, valid) of every number written after a tax-number context word; even a bad
-    one is a tax number, not a phone."""
-    return [(*m.span(1), vkn_valid(re.sub(r"[^0-9]", "", m.group(1)))) for m in _VKN.finditer(text)]
+    one is a tax number, not a phone. `hits`: the trigger pass's context words."""
+    return [(*m.span(1), vkn_valid(re.sub(r"[^0-9]", "", m.group(1))))
+            for lo, hi in _windows(text, hits) for m in _VKN.finditer(text, lo, hi)]
 
 
-def find_identifiers(text: str, limit: int = 16) -> list[tuple[str, int, int]]:
-    """("passport" | "plate" | "birth_date", start, end) findings."""
+def find_identifiers(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[tuple[str, int, int]]:
+    """("passport" | "plate" | "birth_date", start, end) findings near the context triggers."""
     out: list[tuple[str, int, int]] = []
-    for kind, rx in (("passport", _PASSPORT), ("plate", _PLATE), ("birth_date", _BIRTH)):
-        for m in rx.finditer(text):
-            group = 1 if m.group(1) is not None else 2
-            out.append((kind, *m.span(group)))
-            if len(out) >= limit:
-                return out
+    for lo, hi in _windows(text, hits):
+        for kind, rx in (("passport", _PASSPORT), ("plate", _PLATE), ("birth_date", _BIRTH)):
+            for m in rx.finditer(text, lo, hi):
+                group = 1 if m.group(1) is not None else 2
+                out.append((kind, *m.span(group)))
+                if len(out) >= limit:
+                    return out
     return out

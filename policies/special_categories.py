@@ -13,40 +13,11 @@ from __future__ import annotations
 import re
 
 from policies.addresses import person_name_spans
+from policies.special_categories_terms import TERMS, loose
 
-_TERMS = {
-    "health": "hiv|aids|diyabet|şeker hastası|kanser|lösemi|depresyon|şizofreni|bipolar|epilepsi|hepatit|"
-              "tüberküloz|verem|kemoterapi|diyaliz|alzheimer|parkinson|otizm|antidepresan|psikiyatrik|"
-              "cancer|diabetes|diabetic|depression|schizophrenia|chemotherapy|dialysis|epilepsy|hepatitis",
-    "religion": "müslüman|hristiyan|hıristiyan|yahudi|alevi|sünni|ateist|budist|yehova şahidi|deist|"
-                "muslim|christian|jewish|atheist|buddhist|hindu|catholic|protestant",
-    "ethnicity": "=kürt|ermeni|süryani|çerkez|etnik kökeni|kurdish|armenian|ethnic origin",
-    "politics": "parti üyesi|partisi üyesi|partili|oy verdi|oy verdim|oy vereceğim|siyasi görüşü|"
-                "political views|voted for|party member",
-    "union": "sendika üyesi|sendikalı|sendikaya üye|union member|trade union",
-    "sexual_life": "eşcinsel|lezbiyen|biseksüel|transseksüel|cinsel yönelimi|homosexual|lesbian|bisexual|"
-                   "sexual orientation",
-    "criminal": "sabıka kaydı|sabıkalı|adli sicil kaydı|hükümlü|hapis cezası aldı|cezaevinde|"
-                "criminal record|convicted|prison sentence",
-    "biometric": "parmak izi|yüz tanıma verisi|retina taraması|iris taraması|biyometrik veri|"
-                 "fingerprint|face scan|biometric data",
-    "genetic": "dna testi|genetik test|gen testi|brca|genetic test|dna test",
-}
-SPECIAL_KINDS = tuple(_TERMS)
-_LOOSE = {"ı": "[ıiIİ]", "i": "[iıİI]", "ş": "[şsŞS]", "s": "[sşSŞ]", "ğ": "[ğgĞG]", "ü": "[üuÜU]",
-          "ö": "[öoÖO]", "ç": "[çcÇC]", " ": r"[ \t]+"}
-
-
-def _loose(term: str) -> str:
-    """A term whose Turkish letters also match their dotless / accentless forms; "=" before a
-    term keeps its letters exact ("Kürt" is an ethnic origin, "Kurt" a common surname)."""
-    if term.startswith("="):
-        return "".join(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c) for c in term[1:])
-    return "".join(_LOOSE.get(c, re.escape(c)) for c in term)
-
-
+SPECIAL_KINDS = tuple(TERMS)
 _CATEGORY = re.compile(
-    "|".join(f"(?P<{k}>(?<!\\w)(?:{'|'.join(_loose(t) for t in v.split('|'))}))" for k, v in _TERMS.items()),
+    "|".join(f"(?P<{k}>(?<!\\w)(?:{'|'.join(loose(t) for t in v.split('|'))}))" for k, v in TERMS.items()),
     re.IGNORECASE,
 )
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)")  # diyabetim, hastasıyım, Kürdüm
@@ -62,10 +33,14 @@ _EN_1P = re.compile(r"(?<!\w)(?:I am|I'm|I have|I've been|I was|my|diagnosed)(?:
 _SENTENCE_END = re.compile(r"[.!?\n](?:[ \t]|\Z)")
 
 
-def find_special(text: str, limit: int = 16) -> list[tuple[str, int, int]]:
-    """(category, start, end) for every special-category term tied to a person."""
+def find_special(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[tuple[str, int, int]]:
+    """(category, start, end) for every special-category term tied to a person; `hits`: where
+    the trigger pass saw a term."""
     out: list[tuple[str, int, int]] = []
-    for m in _CATEGORY.finditer(text):
+    for start, _ in hits:
+        m = _CATEGORY.match(text, start)
+        if m is None:
+            continue
         kind = m.lastgroup or "health"
         if _tied_to_person(text, m.start(), m.end()):
             out.append((kind, m.start(), m.end()))
