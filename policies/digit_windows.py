@@ -67,9 +67,7 @@ def numeric_chains(text: str) -> NumericChains:
     if len(gs) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return NumericChains([], empty, empty, empty, empty, empty)
-    digits = (arr[isd] - 48).astype(np.int32)
-    if len(digits) != int(lens.sum()):
-        digits = digits[_digit_mask(gs, ge, isd)]
+    digits = _group_digits(arr, gs, lens)
     hard = np.zeros(len(gs), dtype=bool)  # hard[k]: group k+1 starts another chain
     hard[:-1] = chain_id[1:] != chain_id[:-1]
     firsts = np.flatnonzero(np.concatenate(([True], hard[:-1])))
@@ -84,13 +82,12 @@ def numeric_chains(text: str) -> NumericChains:
     return NumericChains(spans, gs, ge, firsts, cands, prefixed)
 
 
-def _digit_mask(gs: np.ndarray, ge: np.ndarray, isd: np.ndarray) -> np.ndarray:
-    """Which of the text's digits belong to the kept groups (a group's end is never another's
-    start: groups are separated by at least one non-digit)."""
-    delta = np.zeros(len(isd) + 1, dtype=np.int8)
-    delta[gs] = 1
-    delta[ge] = -1
-    return (np.cumsum(delta[:-1]) > 0)[isd]
+def _group_digits(arr: np.ndarray, gs: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """The digits of the kept groups, concatenated (cost: the digits, not the whole text)."""
+    before = np.zeros(len(lens), dtype=np.int64)
+    before[1:] = np.cumsum(lens)[:-1]
+    idx = np.arange(int(lens.sum())) + np.repeat(gs - before, lens)
+    return (arr[idx] - 48).astype(np.int32)
 
 
 def _candidates(lens: np.ndarray, digits: np.ndarray, layout: bool, hard: np.ndarray) -> np.ndarray:

@@ -110,7 +110,7 @@ _DROP, _NORM_TABLE, _DROP_CPS = _tables()
 _DROP_AND_FOLD: dict[int, str | None] = {**_NORM_TABLE, **dict.fromkeys(_DROP_CPS)}
 # Characters that need neither dropping nor folding: ASCII, Latin-1 letters and signs (not the
 # soft hyphen, no-break space, superscript digits or middle dot), Latin Extended-A (Turkish
-# letters), typographic quotes, the ellipsis and the lira sign. A text made only of these (most
+# letters), typographic quotes, the ellipsis, the lira sign and the message boundary. A text made only of these (most
 # prompts) is returned as is after one fast scan.
 _MARK_DROPPED = dict.fromkeys(_DROP_CPS, _DROPPED)
 
@@ -120,7 +120,7 @@ def _unusual_dfa() -> re2._Regexp:
     opts = re2.Options()
     opts.log_errors = False
     return re2.compile(r"[^\x00-\x7f\x{a1}-\x{ac}\x{ae}-\x{b1}\x{b4}-\x{b6}\x{b8}\x{ba}-\x{17f}"
-                       r"\x{2018}-\x{201f}\x{2026}\x{20ba}]+", opts)
+                       r"\x{2018}-\x{201f}\x{2026}\x{20ba}\x{e000}]+", opts)
 
 
 _UNUSUAL_DFA = _unusual_dfa()
