@@ -65,7 +65,7 @@ def make_vkn(r: random.Random, valid: bool = True) -> str:
             return v
 
 
-def _positive(r: random.Random, kind: str) -> tuple[str, int, int]:
+def positive_sentence(r: random.Random, kind: str) -> tuple[str, int, int]:
     """(sentence, label start, label end) for one new-kind positive."""
     if kind == "vkn":
         x = make_vkn(r)
@@ -136,7 +136,7 @@ def make_kvkk_sample(r: random.Random) -> Sample:
                 pre = r.choice(["Bilgi: ", "Kayıt ", "Lütfen kontrol et: ", "Data: "])
                 sentence, s0, e0 = f"{pre}{value} tamam.", len(pre), len(pre) + len(value)
             else:
-                sentence, s0, e0 = _positive(r, kind)
+                sentence, s0, e0 = positive_sentence(r, kind)
             labels.append((kind, len(text) + s0, len(text) + e0))
             text += sentence
         else:
