@@ -101,6 +101,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
             await st.http.aclose()
             await st.upstream_pool.aclose()
             await st.quota.aclose()
+            if getattr(st, "classifier", None) is not None:
+                st.classifier.close()  # the detectors' worker processes
             st.db.dispose()
 
     routes = [Route("/health", _health, methods=["GET"])]
