@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
+from gateway.classification import Classifier
 from policies.complexity import complexity_score
 from policies.request_texts import inspectable_texts
 from policies.residency import SensitivityVerdict, parse_classification_header
 from policies.routing import RouteFacts, RoutingError, Rule, evaluate
-
-from gateway.classification import Classifier
 
 if TYPE_CHECKING:
     from backends.base import Backend

@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from gateway.models_routing import RoutingRuleRow, TenantSensitivity
 from gateway.classification import classifier_for
+from gateway.models_routing import RoutingRuleRow, TenantSensitivity
 from gateway.routing import Router, TenantDetectors
 from gateway.routing_audit import RoutingAuditWriter
 from policies.routing import Rule
