@@ -1,63 +1,105 @@
-"""The protocol every backend speaks to the gateway.
+"""The contract every backend keeps with the gateway.
 
-The gateway has already authenticated, reserved quota, classified and routed the request;
-a backend only generates. Bodies and chunks are OpenAI JSON (dicts), so the local engine,
-an external API and another fairgate look the same to the gateway.
+The gateway has already authenticated, parsed, reserved quota, classified and routed the
+request; a backend only generates. Responses and chunks are OpenAI JSON objects (dicts) that
+already carry the gateway's response id and the model name the client asked for, so the gateway
+forwards them without rewriting. The local engine, an external API and another fairgate look the
+same to the gateway.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from backends.openai_wire.request import WireRequest
+
+Kind = Literal["chat", "completion"]
+Chunk = dict[str, Any]
 
 
 class BackendError(Exception):
     """A backend could not serve the request.
 
     `status` is the HTTP status to show the client (or that the upstream answered);
-    `retryable` says whether a fallback backend may be tried.
+    `retryable` says whether a fallback backend may be tried; `code` and `param` are the
+    OpenAI error code and offending field when the backend knows them.
     """
 
-    def __init__(self, message: str, status: int = 502, retryable: bool = True) -> None:
+    def __init__(self, message: str, status: int = 502, retryable: bool = True, *,
+                 code: str | None = None, param: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        self.code = code
+        self.param = param
+
+
+@dataclass(slots=True, frozen=True)
+class Capabilities:
+    """What a backend honours beyond plain text generation."""
+
+    tenant_scheduling: bool = False  # schedules by tenant and priority class (X-Tenant, X-Priority)
+    cache_salt: bool = False  # keeps tenants' prefix caches apart (X-Cache-Salt)
+    logprobs: bool = True  # returns logprobs when asked
+    tools: bool = True  # tool / function calling, response_format
 
 
 @dataclass(slots=True)
 class GenerationRequest:
     """One request as handed to a backend.
 
-    `body` is the validated OpenAI request body (chat: `messages`; completion: `prompt`),
-    with `model` already rewritten to the backend's own model name.
+    `body` is the client's OpenAI request body (chat: `messages`; completion: `prompt`) and
+    `parsed` its validated reading (None: the backend parses `body` itself). `request_id` is the
+    bare id: responses are `chatcmpl-<id>` / `cmpl-<id>`. `model` is the name responses carry
+    (what the client asked for); each backend sends its own model name upstream.
     """
 
     request_id: str
-    kind: Literal["chat", "completion"]
+    kind: Kind
     body: dict[str, Any]
     tenant: str = "default"
     priority: str = "standard"
     cache_salt: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    parsed: WireRequest | None = None
+    model: str | None = None
 
 
 class Backend(Protocol):
     """A place that generates tokens.
 
     `is_local` is True only for backends on the company's own hardware (the in-process
-    engine, fairgate engine servers); personal data may go only to those.
+    engine, fairgate engine servers); personal data may go only to those. `context_length` is
+    prompt + completion tokens the model takes (None: unknown, e.g. an external API).
     """
 
-    name: str
-    is_local: bool
+    @property
+    def name(self) -> str: ...
 
-    async def complete(self, request: GenerationRequest) -> dict[str, Any]:
-        """Return the full OpenAI response object (non-streaming), with `usage`."""
+    @property
+    def model_name(self) -> str | None:
+        """The model this backend serves / sends upstream (None: the client's name as is)."""
         ...
 
-    def stream(self, request: GenerationRequest) -> AsyncIterator[dict[str, Any]]:
-        """Yield OpenAI chunk objects; the last one carries `usage` (include_usage is forced)."""
+    @property
+    def is_local(self) -> bool: ...
+
+    @property
+    def context_length(self) -> int | None: ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    async def complete(self, request: GenerationRequest) -> dict[str, Any]:
+        """The full OpenAI response object (non-streaming), with `usage`."""
+        ...
+
+    def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+        """OpenAI chunk objects in batches (what arrived together leaves together); a chunk
+        with `usage` comes last whatever the client asked. Closing the iterator ends the work."""
         ...
 
     async def aclose(self) -> None: ...

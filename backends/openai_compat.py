@@ -11,15 +11,18 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import orjson
 
-from backends.base import BackendError, GenerationRequest
+from backends.base import BackendError, Capabilities, Chunk, GenerationRequest
 from backends.http1 import HTTP1Pool, HTTPError, Origin, Response
+from backends.openai_wire.responses import response_id
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# a fairgate engine server (or a vLLM we feed): it schedules by tenant and salts caches
+LOCAL_ENGINE = Capabilities(tenant_scheduling=True, cache_salt=True)
 
 
 class CircuitBreaker:
@@ -50,6 +53,11 @@ class CircuitBreaker:
 
 
 class OpenAICompatBackend:
+    """`model`: the name sent upstream (None: the client's). `is_local`: a fairgate engine
+    server on company hardware, which also schedules by tenant and keeps cache salts apart."""
+
+    context_length: int | None = None  # not known for an upstream API
+
     def __init__(self, name: str, base_url: str, pool: HTTP1Pool, *, model: str | None = None,
                  api_key: str | None = None, is_local: bool = False, timeout_s: float = 60.0,
                  max_retries: int = 2, backoff_s: float = 0.05,
@@ -67,6 +75,11 @@ class OpenAICompatBackend:
         self._max_retries = max_retries
         self._backoff_s = backoff_s
         self.breaker = breaker or CircuitBreaker()
+        self.capabilities = LOCAL_ENGINE if is_local else Capabilities()
+
+    @property
+    def model_name(self) -> str | None:
+        return self.model
 
     def __repr__(self) -> str:
         return f"OpenAICompatBackend(name={self.name!r}, base_url={self._base!r}, is_local={self.is_local})"
@@ -137,26 +150,24 @@ class OpenAICompatBackend:
         path, payload = self._prepare(request, stream=False)
         resp = await self._send(path, payload, self._request_headers(request))
         try:
-            return orjson.loads(await resp.read())
+            result: Any = orjson.loads(await resp.read())
         except HTTPError as exc:
             raise BackendError(f"backend {self.name} failed mid-response: {exc}", 502, True) from None
         except orjson.JSONDecodeError:
             raise BackendError(f"backend {self.name} sent invalid JSON", 502, True) from None
+        if not isinstance(result, dict):
+            raise BackendError(f"backend {self.name} sent a response that is not an object", 502, True)
+        rid, model = _identity(request)
+        if rid is not None:
+            result["id"], result["model"] = rid, model
+        return result
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[dict[str, Any]]:
-        batches = self.stream_batches(request)
-        try:
-            async for batch in batches:
-                for chunk in batch:
-                    yield chunk
-        finally:
-            await batches.aclose()
-
-    async def stream_batches(self, request: GenerationRequest) -> AsyncIterator[list[dict[str, Any]]]:
+    async def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
         """The chunks as they arrive, grouped by network read, so the gateway can forward
-        whatever came in one packet with one write (a fast path beside the protocol's `stream`)."""
+        whatever came in one packet with one write."""
         path, payload = self._prepare(request, stream=True)
         resp = await self._send(path, payload, self._request_headers(request))
+        rid, model = _identity(request)
         buf = b""
         try:
             async for data in resp.iter_bytes():
@@ -171,10 +182,10 @@ class OpenAICompatBackend:
                         if batch:
                             yield batch
                         return
-                    try:
-                        batch.append(orjson.loads(item))
-                    except orjson.JSONDecodeError:
-                        raise BackendError(f"backend {self.name} sent an invalid chunk", 502, False) from None
+                    chunk = self._chunk(item)
+                    if rid is not None:
+                        chunk["id"], chunk["model"] = rid, model  # the gateway's names, set once
+                    batch.append(chunk)
                 if batch:
                     yield batch
         except HTTPError as exc:
@@ -182,8 +193,24 @@ class OpenAICompatBackend:
         finally:
             resp.close()
 
+    def _chunk(self, item: bytes) -> Chunk:
+        try:
+            chunk = orjson.loads(item)
+        except orjson.JSONDecodeError:
+            chunk = None
+        if not isinstance(chunk, dict):
+            raise BackendError(f"backend {self.name} sent an invalid chunk", 502, False)
+        return chunk
+
     async def aclose(self) -> None:
         return None  # the shared pool belongs to the gateway
+
+
+def _identity(request: GenerationRequest) -> tuple[str | None, str | None]:
+    """The response id and model name the client sees, when the gateway gave them."""
+    if request.model is None:
+        return None, None
+    return response_id(request.kind, request.request_id), request.model
 
 
 def _upstream_message(data: bytes, status: int) -> str:

@@ -31,9 +31,9 @@ from backends.local.block_manager import BlockManager  # noqa: E402
 from scheduler.fair_queue import FairQueue  # noqa: E402
 from scheduler.fairness import FairnessConfig, FairnessWeights  # noqa: E402
 from scheduler.plan import StepPlan  # noqa: E402
-from scheduler.planner import Scheduler, SchedulerConfig  # noqa: E402
 from scheduler.queue import FCFSQueue, WaitQueue  # noqa: E402
 from scheduler.request import RequestStatus, SchedRequest  # noqa: E402
+from scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 
 
 @dataclass(slots=True)
@@ -170,6 +170,49 @@ def make_queue(kind: str, scenario: Scenario, cfg: SimConfig) -> WaitQueue:
     return FairQueue(cfg.fairness, weights)
 
 
+@dataclass(slots=True)
+class _Books:
+    """What one simulated run counts per tenant while it steps."""
+
+    names: list[str]
+    service: dict[str, float]
+    waiting: dict[str, int]
+    ttft: dict[str, list[tuple[float, float]]]
+    queued: set[str] = field(default_factory=set)
+    generated: int = 0
+
+    @classmethod
+    def for_tenants(cls, names: list[str]) -> _Books:
+        return cls(names, dict.fromkeys(names, 0.0), dict.fromkeys(names, 0), {n: [] for n in names})
+
+    def scheduled(self, sched: Scheduler, plan: StepPlan, w_in: float) -> None:
+        """Prefill service of a planned step; requests leaving or re-entering the queue."""
+        for chunk in plan.chunks:
+            r = sched.requests[chunk.request_id]
+            if r.request_id in self.queued:
+                self.queued.discard(r.request_id)
+                self.waiting[r.tenant] -= 1
+            if not r.num_preemptions:  # recompute is not service (and is not charged)
+                start = chunk.start_pos
+                self.service[r.tenant] += w_in * max(0, min(start + chunk.num_tokens, r.num_prompt_tokens) - start)
+        for rid in plan.preempted:
+            self.queued.add(rid)
+            self.waiting[sched.requests[rid].tenant] += 1
+
+    def sampled(self, sched: Scheduler, plan: StepPlan, w_out: float, now: float) -> None:
+        """Decode service, first-token times and finished requests after a step ran."""
+        for chunk in plan.chunks:
+            r = sched.requests[chunk.request_id]
+            if not chunk.sample or r.status is not RequestStatus.RUNNING:
+                continue
+            self.service[r.tenant] += w_out
+            self.generated += 1
+            if len(r.output_token_ids) == 1 and not r.num_preemptions:
+                self.ttft[r.tenant].append((r.arrival_time, now - r.arrival_time))
+            if len(r.output_token_ids) >= r.max_tokens:
+                sched.finish_request(r.request_id)
+
+
 def simulate(scenario: Scenario, kind: str, cfg: SimConfig | None = None) -> SimResult:
     """Run `scenario` under queue `kind` ("vtc" or "fcfs") until its duration ends."""
     cfg = cfg or SimConfig()
@@ -182,15 +225,11 @@ def simulate(scenario: Scenario, kind: str, cfg: SimConfig | None = None) -> Sim
     names = [t.name for t in scenario.tenants]
     ranks = {t.name: t.priority for t in scenario.tenants}
     tracker = GapTracker({t.name: t.weight for t in scenario.tenants})
-    w_in, w_out = cfg.fairness.input_weight, cfg.fairness.output_weight
-    service = dict.fromkeys(names, 0.0)
-    waiting = dict.fromkeys(names, 0)
-    queued: set[str] = set()
-    ttft: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    books = _Books.for_tenants(names)
     timeline: list[tuple[float, dict[str, float]]] = []
     next_sample, sample_every = 0.0, scenario.duration / cfg.samples
     pending = arrivals(scenario, cfg.seed)
-    i, now, generated = 0, 0.0, 0
+    i, now = 0, 0.0
 
     while now < scenario.duration:
         while i < len(pending) and pending[i][0] <= now:
@@ -198,8 +237,8 @@ def simulate(scenario: Scenario, kind: str, cfg: SimConfig | None = None) -> Sim
             rid = f"{tenant}-{i}"
             sched.add_request(SchedRequest(rid, [(i + k) % 997 for k in range(n_in)], n_out,
                                            tenant=tenant, priority=ranks[tenant], arrival_time=t))
-            queued.add(rid)
-            waiting[tenant] += 1
+            books.queued.add(rid)
+            books.waiting[tenant] += 1
             i += 1
         plan = sched.schedule() if sched.has_unfinished_requests() else StepPlan()
         if plan.is_empty:  # idle: jump to the next arrival
@@ -207,39 +246,20 @@ def simulate(scenario: Scenario, kind: str, cfg: SimConfig | None = None) -> Sim
                 break
             now = pending[i][0]
             continue
-        for chunk in plan.chunks:
-            r = chunk.request
-            if r.request_id in queued:
-                queued.discard(r.request_id)
-                waiting[r.tenant] -= 1
-            if not r.num_preemptions:  # recompute is not service (and is not charged)
-                start = chunk.start_pos
-                service[r.tenant] += w_in * max(0, min(start + chunk.num_tokens, r.num_prompt_tokens) - start)
-        for r in plan.preempted:
-            queued.add(r.request_id)
-            waiting[r.tenant] += 1
+        books.scheduled(sched, plan, cfg.fairness.input_weight)
         now += cfg.cost.step_time(plan)
-        sched.update_from_output(plan, {c.request.request_id: 7 for c in plan.chunks if c.sample})
-        for chunk in plan.chunks:
-            r = chunk.request
-            if not chunk.sample or r.status is not RequestStatus.RUNNING:
-                continue
-            service[r.tenant] += w_out
-            generated += 1
-            if len(r.output_token_ids) == 1 and not r.num_preemptions:
-                ttft[r.tenant].append((r.arrival_time, now - r.arrival_time))
-            if len(r.output_token_ids) >= r.max_tokens:
-                sched.finish_request(r.request_id)
-        tracker.observe([n for n in names if waiting[n]], service)
+        sched.update_from_output(plan, {c.request_id: 7 for c in plan.chunks if c.sample})
+        books.sampled(sched, plan, cfg.fairness.output_weight, now)
+        tracker.observe([n for n in names if books.waiting[n]], books.service)
         if now >= next_sample:
-            timeline.append((now, dict(service)))
+            timeline.append((now, dict(books.service)))
             next_sample += sample_every
 
     for r in sched.requests.values():  # starved requests count too, as a lower bound
         if not r.output_token_ids:
-            ttft[r.tenant].append((r.arrival_time, now - r.arrival_time))
-    return SimResult(scenario.name, kind, timeline, ttft, service, tracker.max_gap,
-                     tracker.share_error(), generated, now)
+            books.ttft[r.tenant].append((r.arrival_time, now - r.arrival_time))
+    return SimResult(scenario.name, kind, timeline, books.ttft, books.service, tracker.max_gap,
+                     tracker.share_error(), books.generated, now)
 
 
 def percentile(values: list[float], q: float) -> float:

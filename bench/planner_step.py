@@ -18,8 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backends.local.block_manager import BlockManager  # noqa: E402
-from scheduler.planner import Scheduler, SchedulerConfig  # noqa: E402
 from scheduler.request import SchedRequest  # noqa: E402
+from scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 
 
 def decode_steady_state(running: int, steps: int, prompt: int, block_size: int) -> tuple[float, float]:
@@ -35,12 +35,12 @@ def decode_steady_state(running: int, steps: int, prompt: int, block_size: int) 
         sched.add_request(SchedRequest(f"r{i}", shared + tail, 1 << 20, arrival_time=float(i), cache_salt="t"))
     while any(r.num_computed_tokens < r.num_prompt_tokens for r in sched.requests.values()):
         plan = sched.schedule()  # prefill phase, not timed
-        sched.update_from_output(plan, {c.request.request_id: 1 for c in plan.chunks if c.sample})
+        sched.update_from_output(plan, {c.request_id: 1 for c in plan.chunks if c.sample})
     assert sched.num_running == running
     t0, c0 = time.perf_counter(), time.process_time()
     for step in range(steps):
         plan = sched.schedule()
-        sched.update_from_output(plan, {c.request.request_id: step for c in plan.chunks})
+        sched.update_from_output(plan, {c.request_id: step for c in plan.chunks})
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert len(plan.chunks) == running and not plan.preempted
     return wall / steps * 1e6, cpu / steps * 1e6

@@ -22,12 +22,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from backends.openai_wire import WireError, error_response
 from gateway import admin_schemas as sch
-from gateway.errors import ApiError, error_response
 from gateway.keys import generate_key
-from gateway.models import ApiKey, AuditEntry, BackendRow, QuotaPolicy, Tenant, utcnow
 from gateway.registry import refresh_if_stale
 from gateway.reports import parse_time, to_csv, usage_report
+from gateway.state import state_of
+from gateway.tables import ApiKey, AuditEntry, BackendRow, QuotaPolicy, Tenant, utcnow
 
 Handler = Callable[[Request], Awaitable[Any]]
 
@@ -66,22 +67,22 @@ def audit(s: Session, action: str, target_type: str, target_id: str, detail: dic
 
 
 def admin_route(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
-    """Check the admin token, run the handler, turn ApiError / IntegrityError into responses."""
+    """Check the admin token, run the handler, turn WireError / IntegrityError into responses."""
 
     @functools.wraps(fn)
     async def wrapper(request: Request) -> Response:
-        token = request.app.state.settings.admin_token
+        token = state_of(request.app).settings.admin_token
         auth = request.headers.get("authorization", "")
         try:
             if not token:
-                raise ApiError(403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.", "admin_disabled")
+                raise WireError(403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.", "admin_disabled")
             if not auth.startswith("Bearer ") or not hmac.compare_digest(auth[7:].strip().encode(), token.encode()):
-                raise ApiError(401, "This route needs the admin token.", "invalid_admin_token")
+                raise WireError(401, "This route needs the admin token.", "invalid_admin_token")
             out = await fn(request)
-        except ApiError as err:
+        except WireError as err:
             return error_response(err)
         except IntegrityError:
-            return error_response(ApiError(409, "That conflicts with an existing record (duplicate name?).",
+            return error_response(WireError(409, "That conflicts with an existing record (duplicate name?).",
                                            "conflict"))
         if isinstance(out, Response):
             return out
@@ -98,12 +99,12 @@ async def body_of(request: Request, model: type[BaseModel]) -> Any:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or None
-        raise ApiError(400, f"{where or 'body'}: {first['msg']}", "invalid_value", where) from None
+        raise WireError(400, f"{where or 'body'}: {first['msg']}", "invalid_value", where) from None
 
 
 async def in_tx(request: Request, fn: Callable[[Session], Any]) -> Any:
     def run() -> Any:
-        with request.app.state.sessions.begin() as s:
+        with state_of(request.app).sessions.begin() as s:
             return fn(s)
 
     return await asyncio.to_thread(run)
@@ -113,8 +114,8 @@ async def changed(request: Request, **_: bool) -> None:
     """Tell every replica: bump the version (their key caches and registries reload), and
     rebuild here at once (backends, router, weights pushed to every engine, new ones too) so
     this replica's next request already sees the change."""
-    state = request.app.state
-    version = await state.quota.bump_version()
+    state = state_of(request.app)
+    version = await state.config.bump()
     state.keys.clear()
     await refresh_if_stale(state, version)
 
@@ -122,14 +123,14 @@ async def changed(request: Request, **_: bool) -> None:
 def _tenant(s: Session, tenant_id: str) -> Tenant:
     t = s.get(Tenant, tenant_id)
     if t is None:
-        raise ApiError(404, f"No tenant {tenant_id!r}.", "not_found")
+        raise WireError(404, f"No tenant {tenant_id!r}.", "not_found")
     return t
 
 
 def _key(s: Session, prefix: str) -> ApiKey:
     k = s.scalars(select(ApiKey).where(ApiKey.prefix == prefix)).first()
     if k is None:
-        raise ApiError(404, f"No key with prefix {prefix!r}.", "not_found")
+        raise WireError(404, f"No key with prefix {prefix!r}.", "not_found")
     return k
 
 
@@ -312,7 +313,7 @@ async def delete_backend(request: Request) -> Any:
     def run(s: Session) -> dict[str, Any]:
         b = s.scalars(select(BackendRow).where(BackendRow.name == request.path_params["name"])).first()
         if b is None:
-            raise ApiError(404, "No such backend.", "not_found")
+            raise WireError(404, "No such backend.", "not_found")
         out = backend_out(b)
         s.delete(b)
         audit(s, "backend.delete", "backend", b.name)
@@ -329,7 +330,7 @@ async def admin_usage(request: Request) -> Any:
     start, end = parse_time(q.get("from"), "from"), parse_time(q.get("to"), "to")
     group_by, fmt = q.get("group_by", "day"), q.get("format", "json")
     if fmt not in ("json", "csv"):
-        raise ApiError(400, "`format` must be json or csv", "invalid_value", "format")
+        raise WireError(400, "`format` must be json or csv", "invalid_value", "format")
     rows = await in_tx(request, lambda s: usage_report(s, q.get("tenant") or None, start, end, group_by))
     if fmt == "csv":
         return Response(to_csv(rows), media_type="text/csv")

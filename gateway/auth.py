@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from gateway.config_bus import ConfigBus
 from gateway.keys import hash_key
-from gateway.models import ApiKey, QuotaPolicy, Tenant
-from gateway.quota import QuotaStore, ScopeLimits
+from gateway.quota import ScopeLimits
+from gateway.tables import ApiKey, QuotaPolicy, Tenant
 from scheduler.request import PRIORITY_CLASSES, PRIORITY_RANKS
 
 NEGATIVE_TTL_S = 2.0  # unknown keys: spare the database from a flood of bad tokens
@@ -99,9 +100,9 @@ def load_principal(session: Session, key_hash: str, version: int) -> Principal |
 
 
 class KeyCache:
-    def __init__(self, sessions: sessionmaker[Session], store: QuotaStore) -> None:
+    def __init__(self, sessions: sessionmaker[Session], bus: ConfigBus) -> None:
         self._sessions = sessions
-        self._store = store
+        self._bus = bus
         self._entries: dict[str, Principal] = {}
         self._unknown: dict[str, float] = {}
 
@@ -118,7 +119,7 @@ class KeyCache:
     async def reload(self, token: str) -> Principal | None:
         """Load from the database; read the version first so a racing change marks us stale."""
         digest = hash_key(token)
-        version = await self._store.version()
+        version = await self._bus.version()
 
         def load() -> Principal | None:
             with self._sessions() as session:
@@ -139,7 +140,7 @@ class KeyCache:
         """Authenticate and make sure the entry matches the current version (one store read);
         for routes that reserve nothing, e.g. /v1/models and /v1/usage."""
         principal = await self.authenticate(token)
-        if principal is not None and principal.version != await self._store.version():
+        if principal is not None and principal.version != await self._bus.version():
             principal = await self.reload(token)
         return principal
 

@@ -7,10 +7,8 @@ A `FairnessSync` task re-reads the weights every few seconds and re-pushes to an
 whose weights differ, so an engine that restarted (or was unreachable during a push) gets
 the current weights as soon as it is back.
 
-Budgets. A tenant that has used `NEAR_BUDGET` of a daily or monthly token (or cost) budget
-is pushed `NEAR_BUDGET_FACTOR` times its weight: it keeps being served, but yields to tenants
-with room left, rather than burning the rest of its budget at full speed. The sync task
-notices the crossing within one interval.
+Budgets. A tenant near a daily or monthly budget is pushed a lower weight (the rule lives in
+policies/budget_weights.py); the sync task notices the crossing within one interval.
 
 Versions. Engines drop a push older than what they hold, so a slow push cannot undo a newer
 one. Versions are wall-clock microseconds, so they keep growing across gateway restarts and
@@ -24,19 +22,21 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx
 from sqlalchemy import select
 
-from gateway.models import BackendRow, QuotaPolicy, Tenant
-from gateway.quota import COST_UNIT
+from gateway.quota import COST_UNIT, QuotaStore
+from gateway.tables import BackendRow, QuotaPolicy, Tenant
+from policies.budget_weights import budget_scaled, used_fraction
+
+if TYPE_CHECKING:
+    from backends.local.backend import LocalBackend
+    from gateway.state import GatewayState
 
 log = logging.getLogger("fairgate.fairness")
 PUSH_TIMEOUT_S = 2.0
-NEAR_BUDGET = 0.9
-NEAR_BUDGET_FACTOR = 0.5
-_BUDGETS = (("daily_tokens", 1), ("monthly_tokens", 1), ("monthly_cost", COST_UNIT))
 
 
 def control_url(base_url: str) -> str:
@@ -47,43 +47,30 @@ def control_url(base_url: str) -> str:
     return root + "/control/fairness"
 
 
-def _next_version(app_state: Any) -> int:
-    version = max(time.time_ns() // 1000, getattr(app_state, "fairness_version", 0) + 1)
+def _next_version(app_state: GatewayState) -> int:
+    version = max(time.time_ns() // 1000, app_state.fairness_version + 1)
     app_state.fairness_version = version
     return version
 
 
-async def budget_used(quota: Any, budgets: dict[str, dict[str, float]]) -> dict[str, float]:
+async def budget_used(quota: QuotaStore, budgets: dict[str, dict[str, float | None]]) -> dict[str, float]:
     """Per tenant, the largest used fraction of its daily/monthly budgets (from the store)."""
-    used: dict[str, float] = {}
-    for tenant, limits in budgets.items():
-        counters = await quota.counters(f"t:{tenant}")
-        used[tenant] = max(
-            (counters.get(name, 0) / (limit * unit) for name, unit in _BUDGETS
-             if (limit := limits.get(name))),
-            default=0.0,
-        )
-    return used
+    return {tenant: used_fraction(await quota.counters(f"t:{tenant}"), limits, COST_UNIT)
+            for tenant, limits in budgets.items()}
 
 
-def budget_scaled(weights: dict[str, float], used: dict[str, float]) -> dict[str, float]:
-    """Weights with the near-budget tenants' lowered."""
-    return {t: w * NEAR_BUDGET_FACTOR if used.get(t, 0.0) >= NEAR_BUDGET else w
-            for t, w in weights.items()}
-
-
-async def _load(app_state: Any) -> tuple[dict[str, float], list[str]]:
+async def _load(app_state: GatewayState) -> tuple[dict[str, float], list[str]]:
     """Every enabled tenant's weight (keyed by tenant id, the engine's tenant name), lowered
     near its budget, and the control URLs of the enabled engine servers."""
 
-    def run() -> tuple[dict[str, float], dict[str, dict[str, float]], list[str]]:
+    def run() -> tuple[dict[str, float], dict[str, dict[str, float | None]], list[str]]:
         with app_state.sessions() as s:
             rows = s.execute(select(Tenant.id, Tenant.weight).where(Tenant.disabled.is_(False)))
             weights = {tid: float(w) for tid, w in rows}
             budgets = {
-                p.tenant_id: {name: getattr(p, name) for name, _ in _BUDGETS}
+                p.tenant_id: limits
                 for p in s.scalars(select(QuotaPolicy).where(QuotaPolicy.key_id.is_(None)))
-                if p.tenant_id in weights and any(getattr(p, name) for name, _ in _BUDGETS)
+                if p.tenant_id in weights and any((limits := _budget_limits(p)).values())
             }
             urls = s.scalars(
                 select(BackendRow.base_url).where(
@@ -101,12 +88,16 @@ async def _load(app_state: Any) -> tuple[dict[str, float], list[str]]:
     return weights, urls
 
 
-def _headers(app_state: Any) -> dict[str, str]:
-    secret = getattr(app_state.settings, "control_secret", None)
+def _budget_limits(p: QuotaPolicy) -> dict[str, float | None]:
+    return {"daily_tokens": p.daily_tokens, "monthly_tokens": p.monthly_tokens, "monthly_cost": p.monthly_cost}
+
+
+def _headers(app_state: GatewayState) -> dict[str, str]:
+    secret = app_state.settings.control_secret
     return {"x-control-secret": secret} if secret else {}
 
 
-async def _put(app_state: Any, url: str, weights: dict[str, float], version: int) -> bool:
+async def _put(app_state: GatewayState, url: str, weights: dict[str, float], version: int) -> bool:
     """PUT the weights; True when the engine holds them afterwards."""
     client: httpx.AsyncClient = app_state.http
     body = {"weights": weights, "version": version}
@@ -127,21 +118,20 @@ async def _put(app_state: Any, url: str, weights: dict[str, float], version: int
         return False
 
 
-def _set_in_process(engine: Any, weights: dict[str, float], version: int) -> None:
+def _set_in_process(backend: LocalBackend, weights: dict[str, float], version: int) -> None:
+    engine = backend.engine
     if not engine.set_fairness(weights, version):
         engine.set_fairness(weights, (engine.fairness_version or 0) + 1)
 
 
-async def push_weights(app_state: Any) -> dict[str, float]:
+async def push_weights(app_state: GatewayState) -> dict[str, float]:
     """Hand the current weights to every engine; returns the map. Never raises for an engine
     that is down: the sync task retries it."""
     weights, urls = await _load(app_state)
     version = _next_version(app_state)
     app_state.fairness_weights = weights
-    for backend in app_state.backends.values():
-        engine = getattr(backend, "engine", None)
-        if engine is not None and hasattr(engine, "set_fairness"):
-            _set_in_process(engine, weights, version)
+    if app_state.embedded is not None:  # the one in-process engine; the others are servers
+        _set_in_process(app_state.embedded, weights, version)
     await asyncio.gather(*(_put(app_state, url, weights, version) for url in urls))
     return weights
 
@@ -149,7 +139,7 @@ async def push_weights(app_state: Any) -> dict[str, float]:
 class FairnessSync:
     """Re-push to engines whose weights differ from the database's, every `interval_s`."""
 
-    def __init__(self, app_state: Any, interval_s: float = 5.0) -> None:
+    def __init__(self, app_state: GatewayState, interval_s: float = 5.0) -> None:
         self.state = app_state
         self.interval_s = interval_s
         self.pushes = 0  # re-pushes made (for tests and logs)
@@ -176,17 +166,14 @@ class FairnessSync:
                     stale.append(url)
             except (httpx.HTTPError, ValueError):
                 pass  # still down: try again next round
-        in_process = [
-            b.engine for b in self.state.backends.values()
-            if hasattr(getattr(b, "engine", None), "set_fairness")
-            and b.engine.fairness_weights != weights
-        ]
+        embedded = self.state.embedded
+        in_process = [embedded] if embedded is not None and embedded.engine.fairness_weights != weights else []
         if not stale and not in_process:
             return 0
         version = _next_version(self.state)
         self.state.fairness_weights = weights
-        for engine in in_process:
-            _set_in_process(engine, weights, version)
+        for backend in in_process:
+            _set_in_process(backend, weights, version)
         done = await asyncio.gather(*(_put(self.state, u, weights, version) for u in stale))
         self.pushes += sum(done) + len(in_process)
         return sum(done) + len(in_process)

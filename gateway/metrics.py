@@ -21,7 +21,7 @@ set; then it wants `Authorization: Bearer <that token>`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.requests import Request
@@ -36,7 +36,11 @@ from backends.local.metrics import (
     metrics_response,
 )
 from backends.prompt_version import NONE, LabelCap
+from gateway.state import state_of
 from gateway.usage import UsageEvent
+
+if TYPE_CHECKING:
+    from backends.local.backend import LocalBackend
 
 LABELS = ("tenant", "route", "backend", "model", "priority")
 OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.0075, 0.01,
@@ -118,23 +122,20 @@ class GatewayMetrics:
         pc[1].inc(e.cached_tokens)
 
 
-def install_metrics(state: Any) -> GatewayMetrics:
-    """Build the app's registry and metrics, hook them into `state.request_observers`, add the
-    embedded engine's gauges. Call in the lifespan, after the embedded engine started."""
+def make_metrics(embedded: LocalBackend | None) -> GatewayMetrics:
+    """The app's registry and metrics, with the embedded engine's gauges. The lifespan feeds
+    `metrics.observe` every finished request (GatewayState.request_observers)."""
     registry = CollectorRegistry()
     metrics = GatewayMetrics(registry)
-    state.metrics = metrics
-    state.request_observers.append(metrics.observe)
-    engine = getattr(state.embedded, "engine", None)
-    if engine is not None:
-        registry.register(EngineStatsCollector(engine, state.embedded.model_name))
+    if embedded is not None:
+        registry.register(EngineStatsCollector(embedded.engine, embedded.model_name))
     return metrics
 
 
 async def metrics_endpoint(request: Request) -> Response:
-    state = request.app.state
-    token = getattr(state.settings, "metrics_token", None)
-    return metrics_response(state.metrics.registry, request.headers.get("authorization"), token)
+    state = state_of(request.app)
+    return metrics_response(state.metrics.registry, request.headers.get("authorization"),
+                            state.settings.metrics_token)
 
 
 def metrics_routes() -> list[Route]:

@@ -8,17 +8,20 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
 
 from backends.base import Backend
 from backends.http1 import HTTP1Pool
 from backends.openai_compat import OpenAICompatBackend
-from gateway.models import BackendRow
 from gateway.routing import Router
 from gateway.settings import Settings
+from gateway.tables import BackendRow
+
+if TYPE_CHECKING:
+    from backends.local.backend import LocalBackend
+    from gateway.state import GatewayState
 
 log = logging.getLogger("fairgate.registry")
 DEMO_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "fairgate-demo"
@@ -41,7 +44,7 @@ def embedded_model_dir(settings: Settings) -> str | None:
     return str(DEMO_MODEL_DIR) if (DEMO_MODEL_DIR / "config.json").exists() else None
 
 
-def start_embedded_engine(settings: Settings) -> Backend | None:
+def start_embedded_engine(settings: Settings) -> LocalBackend | None:
     """The in-process engine on the configured model folder, or None if there is none."""
     folder = embedded_model_dir(settings)
     if folder is None:
@@ -64,17 +67,16 @@ def _make_backend(row: BackendRow, pool: HTTP1Pool, settings: Settings) -> Backe
         max_retries=settings.upstream_max_retries)
 
 
-async def load_backends(state: Any) -> None:
+async def load_backends(state: GatewayState) -> None:
     """(Re)build `state.backends`, `state.prices` and `state.router` from the database."""
 
     def rows() -> list[BackendRow]:
-        sessions: sessionmaker[Session] = state.sessions
-        with sessions() as s:
+        with state.sessions() as s:
             return list(s.scalars(select(BackendRow).where(BackendRow.enabled.is_(True))))
 
     backends: dict[str, Backend] = {}
     prices: dict[str, Price] = {}
-    old: dict[str, Backend] = getattr(state, "backends", {})
+    old = state.backends
     for row in await asyncio.to_thread(rows):
         backends[row.name] = _make_backend(row, state.upstream_pool, state.settings)
         prices[row.name] = Price(row.input_cost_per_mtok, row.output_cost_per_mtok)
@@ -89,12 +91,12 @@ async def load_backends(state: Any) -> None:
     state.router = build_router(state)
 
 
-async def refresh_if_stale(state: Any, version: int | None = None) -> bool:
+async def refresh_if_stale(state: GatewayState, version: int | None = None) -> bool:
     """Rebuild backends and push weights when the config version moved (an admin change on any
     replica); the key cache reloads itself through the version check at admission."""
     from gateway.fairness import push_weights
 
-    current = await state.quota.version() if version is None else version
+    current = await state.config.version() if version is None else version
     if current == state.config_version:
         return False
     async with state.config_lock:  # one rebuild for a burst of requests that all noticed
@@ -106,7 +108,7 @@ async def refresh_if_stale(state: Any, version: int | None = None) -> bool:
     return True
 
 
-async def watch_config(state: Any, interval_s: float = 1.0) -> None:
+async def watch_config(state: GatewayState, interval_s: float = 1.0) -> None:
     """Background task: notice other replicas' admin changes within `interval_s`."""
     while True:
         await asyncio.sleep(interval_s)
@@ -116,7 +118,7 @@ async def watch_config(state: Any, interval_s: float = 1.0) -> None:
             log.warning("config refresh failed (%s)", type(exc).__name__)
 
 
-def build_router(state: Any) -> Router:
+def build_router(state: GatewayState) -> Router:
     from gateway.routing_store import build_router as build_rule_router  # the routing issue's rules
 
     return build_rule_router(state)

@@ -10,8 +10,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from gateway.errors import ApiError
-from gateway.models import UsageRecord
+from backends.openai_wire import WireError
+from gateway.tables import UsageRecord
 
 GROUPS = ("hour", "day", "model", "backend", "priority")
 COLUMNS = ("tenant_id", "group", "requests", "prompt_tokens", "completion_tokens", "total_tokens", "cost")
@@ -23,7 +23,7 @@ def parse_time(value: str | None, name: str) -> datetime | None:
     try:
         dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise ApiError(400, f"`{name}` must be an ISO 8601 date or time", "invalid_value", name) from None
+        raise WireError(400, f"`{name}` must be an ISO 8601 date or time", "invalid_value", name) from None
     if dt.tzinfo is not None:
         dt = dt.astimezone(UTC).replace(tzinfo=None)  # rows are stored as naive UTC
     return dt
@@ -44,7 +44,7 @@ def usage_report(session: Session, tenant_id: str | None, start: datetime | None
                  group_by: str) -> list[dict[str, Any]]:
     """Rows of COLUMNS, ordered by tenant then group; `end` is exclusive."""
     if group_by not in GROUPS:
-        raise ApiError(400, f"`group_by` must be one of {', '.join(GROUPS)}", "invalid_value", "group_by")
+        raise WireError(400, f"`group_by` must be one of {', '.join(GROUPS)}", "invalid_value", "group_by")
     g = _group_expr(session, group_by).label("grp")
     q = select(UsageRecord.tenant_id, g, func.count(), func.sum(UsageRecord.prompt_tokens),
                func.sum(UsageRecord.completion_tokens), func.sum(UsageRecord.total_tokens),

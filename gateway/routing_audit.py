@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlalchemy import Engine, insert
 
-from gateway.models import utcnow
-from gateway.models_routing import RoutingAudit
+from gateway.tables import utcnow
+from gateway.tables_routing import RoutingAudit
 
 log = logging.getLogger("fairgate.routing")
 

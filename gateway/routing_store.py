@@ -11,17 +11,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from gateway.classification import classifier_for
-from gateway.models_routing import RoutingRuleRow, TenantSensitivity
 from gateway.routing import Router, TenantDetectors
 from gateway.routing_audit import RoutingAuditWriter
+from gateway.tables_routing import RoutingRuleRow, TenantSensitivity
 from policies.routing import Rule
 from policies.routing_schema import parse_rules, rule_to_dict
+
+if TYPE_CHECKING:
+    from gateway.state import GatewayState
 
 log = logging.getLogger("fairgate.routing")
 
@@ -58,11 +61,11 @@ def load_config(sessions: sessionmaker[Session]) -> RoutingConfig:
     return RoutingConfig(rules, tenants)
 
 
-def build_router(state: Any, aliases: Mapping[str, str] | None = None) -> Router:
+def build_router(state: GatewayState, aliases: Mapping[str, str] | None = None) -> Router:
     """The Router for `state.backends` with the stored rules (a short synchronous read, done
     only when the configuration changed). Keeps one audit writer per app across rebuilds."""
-    audit = getattr(state, "routing_audit", None)
-    if audit is None and getattr(state, "db", None) is not None:
+    audit = state.routing_audit
+    if audit is None:
         audit = state.routing_audit = RoutingAuditWriter(state.db)
     try:
         config = load_config(state.sessions)

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from gateway.models import utcnow
+from gateway.tables import utcnow
 
 log = logging.getLogger("fairgate.usage")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 
 from gateway.db import make_engine
-from gateway.models import Base
+from gateway.tables import Base
 
 config = context.config
 target_metadata = Base.metadata

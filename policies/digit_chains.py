@@ -265,10 +265,11 @@ _CURRENCY = re.compile(r"[ \t]?(?:TL|₺|TRY|USD|EUR|lira|\$|€)", re.IGNORECAS
 
 
 def _amount(chain: _Chain, i: int, j: int) -> bool:
-    """1.234.567,89 (TL): thousands groups with a decimal comma, or a currency right after."""
-    if _CURRENCY.match(chain.text, chain.ends[j]):
-        return True
+    """1.234.567,89 or 319.951.307 TL: groups joined by '.' or ',' with a decimal comma or a
+    currency right after (a whole number before "TL" is still read as an ID)."""
     gaps = [_gap(chain, k) for k in range(i, j)]
+    if gaps and all(g in (".", ",") for g in gaps) and _CURRENCY.match(chain.text, chain.ends[j]):
+        return True
     return bool(gaps) and gaps[-1] == "," and all(g == "." for g in gaps[:-1]) and \
         chain.ends[j] - chain.starts[j] == 2
 

@@ -64,7 +64,7 @@ def _parse_rule(i: int, raw: Any, errors: list[str]) -> Rule | None:
         errors.append(f"{where}: fallbacks must be a list of backend names")
         ok = False
     match = _parse_match(where, raw.get("match", {}), errors)
-    if not ok or match is None or extra:
+    if not ok or match is None or extra or not isinstance(backend, str):  # (ok covers the type)
         return None
     return Rule(rid.strip(), match, backend, tuple(fallbacks))
 

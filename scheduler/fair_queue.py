@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from scheduler.fairness import FairnessConfig, FairnessWeights
+from scheduler.fairness import FairnessConfig, FairnessWeights, is_stale
 from scheduler.request import SchedRequest
 
 
@@ -73,7 +73,8 @@ class FairQueue:
         return self.apply_weights(FairnessWeights(weights, version, default_weight))
 
     def apply_weights(self, weights: FairnessWeights) -> bool:
-        if weights.version < self._weights.version:
+        """Use `weights` from the next admission on; False (and no change) when stale."""
+        if is_stale(weights.version, self._weights.version):
             return False
         # counters stay: they are past service already divided by the weight of the time,
         # so a new weight only changes how fast each tenant's counter grows from now on

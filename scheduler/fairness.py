@@ -13,6 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def is_stale(version: int | None, current: int | None) -> bool:
+    """The one stale-weights rule: a push older than the current version is ignored.
+
+    The same version is accepted again (a re-push after an engine reconnect is harmless);
+    None on either side (no version given, nothing applied yet) is never stale."""
+    return version is not None and current is not None and version < current
+
+
 def _check_weight(name: str, value: float) -> float:
     value = float(value)
     if not math.isfinite(value) or value <= 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from typing import Protocol
 
 from scheduler.request import SchedRequest
@@ -13,7 +14,8 @@ class WaitQueue(Protocol):
 
     The planner calls `peek()` to see who is next, `pop()` once it admitted that request,
     `push_front()` for a preempted request (it keeps its place), and the `on_*` hooks so a
-    fair queue can charge service. `remove()` drops an aborted request.
+    fair queue can charge service. `remove()` drops an aborted request. `set_weights()`
+    takes the gateway's per-tenant fairness weights (a queue without weights ignores them).
     """
 
     def push(self, request: SchedRequest) -> None: ...
@@ -25,6 +27,7 @@ class WaitQueue(Protocol):
     def on_prefill(self, request: SchedRequest, num_tokens: int) -> None: ...
     def on_decode(self, request: SchedRequest, num_tokens: int) -> None: ...
     def choose_victim(self, running: list[SchedRequest]) -> SchedRequest: ...
+    def set_weights(self, weights: Mapping[str, float], version: int | None = None) -> bool: ...
 
 
 class FCFSQueue:
@@ -64,3 +67,7 @@ class FCFSQueue:
     def choose_victim(self, running: list[SchedRequest]) -> SchedRequest:
         """Preempt from the lowest class first, then the most recently arrived."""
         return max(running, key=lambda r: (r.priority, r.arrival_time))
+
+    def set_weights(self, weights: Mapping[str, float], version: int | None = None) -> bool:
+        """FCFS has no weights: accepted and ignored."""
+        return True

@@ -63,7 +63,3 @@ class SchedRequest:
     @property
     def all_token_ids(self) -> list[int]:
         return self.prompt_token_ids + self.output_token_ids
-
-    @property
-    def is_prefilling(self) -> bool:
-        return self.num_computed_tokens < self.num_tokens - 1 or not self.output_token_ids

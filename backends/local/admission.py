@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from backends.local.output import RequestRejected
 from backends.local.types import SamplingParams
+from backends.openai_wire.context import completion_room, prompt_too_long
 from scheduler.request import priority_rank
 
 
@@ -29,14 +30,10 @@ def check_request(ids: list[int], sampling: SamplingParams, priority: str | int,
         raise RequestRejected(str(exc), "invalid_value") from None
     if not ids:
         raise RequestRejected("the prompt is empty", "invalid_value", param="prompt")
-    if len(ids) >= limits.max_model_len:
+    if completion_room(limits.max_model_len, len(ids)) < 1:
         why = " (all the KV cache can hold)" if limits.kv_limited else ""
-        raise RequestRejected(
-            f"This model's maximum context length is {limits.max_model_len} tokens{why}, but the "
-            f"prompt has {len(ids)} tokens, which leaves no room for a completion.",
-            "context_length_exceeded",
-            param="prompt",
-        )
+        raise RequestRejected(prompt_too_long(len(ids), limits.max_model_len, why),
+                              "context_length_exceeded", param="prompt")
     for t in ids:
         if type(t) is not int or not 0 <= t < limits.vocab_size:
             raise RequestRejected(

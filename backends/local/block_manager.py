@@ -1,59 +1,26 @@
-"""Paged KV-cache bookkeeping: fixed-size blocks, reference counts, prefix caching.
+"""Per-request KV-cache bookkeeping over a `BlockPool`: block tables, prefix lookup, caching.
 
-Pure Python (no torch) so the planner's tests run in milliseconds; the model runner owns the
-memory, this module only says which block ids hold which tokens.
+Pure Python (no torch) so the planner's tests run in milliseconds. Implements
+`scheduler.kv.KVCacheManager`; the pool (block_pool.py) owns reference counts, the free queue
+and the hash map, this module owns what belongs to one request: its block table, its chained
+block hashes and how many of its blocks are registered in the cache.
 
 Prefix caching. A block that is full of computed KV gets a chained hash
 `H(parent_hash, token ids, extra)`; `extra` is the request's cache salt (or, when the engine
-gave none, its tenant), so one tenant never hits another's prefix. `_cached` maps hash -> block.
-A hash is only an index: each cached block keeps its token ids, its extra and the identity
-(`cache_id`) of the cached block before it, and a lookup accepts a block only when all three
-match, so a hash collision can never hand out a block holding other tokens or context.
+gave none, its tenant), so one tenant never hits another's prefix.
 
-Free queue. One LRU-ordered queue holds every block with no references. Uncached blocks sit at
-the head (they are worth nothing), cached ones are appended at the tail when released, a
-request's last block first, so its prefix head outlives its tail. Allocation takes from the
-head; taking a cached block evicts it (its hash is dropped). A referenced block is never in the
-queue, hence never evicted.
+Block layout of one request (block_size 4, 10 tokens computed, 3 more scheduled):
+
+    table:  [ b7 ][ b2 ][ b9 ][ b4 ]
+    tokens:  0..3  4..7  8..11 12..    <- blocks 0-1 full (cached once computed), 2-3 partial
 """
 
 from __future__ import annotations
 
-import hashlib
-from array import array
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass
-
+from backends.local.block_pool import BlockHash, BlockPool, HashFn, KVBlock, sha256_block_hash
 from scheduler.request import SchedRequest
 
-BlockHash = Hashable
-# (parent hash or None for the first block, the block's token ids, extra key) -> hash
-HashFn = Callable[[BlockHash | None, tuple[int, ...], str], BlockHash]
-
-
-def sha256_block_hash(parent: BlockHash | None, token_ids: tuple[int, ...], extra: str) -> bytes:
-    """Stable across processes (unlike `hash()`), so replicas can compare prefixes."""
-    h = hashlib.sha256()
-    h.update(parent if isinstance(parent, bytes) else b"")
-    salt = extra.encode()
-    h.update(len(salt).to_bytes(4, "little"))
-    h.update(salt)
-    h.update(array("q", token_ids).tobytes())
-    return h.digest()
-
-
-@dataclass(slots=True, eq=False)
-class KVBlock:
-    """One block of the pool. `cache_id` > 0 while it is registered in the prefix cache."""
-
-    block_id: int
-    ref_count: int = 0
-    block_hash: BlockHash | None = None
-    cache_id: int = 0
-    parent_cache_id: int = 0  # cache_id of the block before it in its sequence (0: first block)
-    token_ids: tuple[int, ...] = ()
-    extra: str = ""
+__all__ = ["BlockManager", "HashFn", "KVBlock", "sha256_block_hash"]
 
 
 class BlockManager:
@@ -71,69 +38,67 @@ class BlockManager:
         self.block_size = block_size
         self.enable_prefix_caching = enable_prefix_caching
         self._hash_fn = hash_fn
-        self._blocks = [KVBlock(i) for i in range(num_blocks)]
-        self._free: OrderedDict[int, KVBlock] = OrderedDict((b.block_id, b) for b in self._blocks)
-        self._cached: dict[BlockHash, KVBlock] = {}
-        self._next_cache_id = 1
+        self.pool = BlockPool(num_blocks)
         self._tables: dict[str, list[int]] = {}
         self._hashes: dict[str, list[BlockHash]] = {}  # per request, full blocks, computed lazily
         self._num_registered: dict[str, int] = {}  # leading blocks of a table already in cache
-        # Cumulative counters, in tokens / blocks, for the engine's metrics.
+        # Cumulative counters, in tokens, for the engine's metrics.
         self.prefix_cache_queries = 0
         self.prefix_cache_hits = 0
-        self.num_evictions = 0
         # The last lookup, reused by the admission right after it unless a block was evicted since.
         self._last_match: tuple[str, int, list[KVBlock]] | None = None
 
     # ------------------------------------------------------------------ sizes and stats
     @property
     def num_blocks(self) -> int:
-        return len(self._blocks)
+        return self.pool.num_blocks
 
     @property
     def num_free_blocks(self) -> int:
-        return len(self._free)
+        return self.pool.num_free_blocks
 
     @property
     def num_used_blocks(self) -> int:
-        return len(self._blocks) - len(self._free)
+        return self.pool.num_blocks - self.pool.num_free_blocks
 
     @property
     def usage(self) -> float:
         """Fraction of blocks referenced by some request (the KV-usage gauge)."""
-        return self.num_used_blocks / len(self._blocks)
+        return self.num_used_blocks / self.pool.num_blocks
 
     @property
     def num_cached_blocks(self) -> int:
-        return len(self._cached)
+        return self.pool.num_cached_blocks
+
+    @property
+    def num_evictions(self) -> int:
+        return self.pool.num_evictions
 
     def free_block_ids(self) -> list[int]:
         """Free queue, head (next to be allocated) first."""
-        return list(self._free)
+        return self.pool.free_block_ids()
 
     def ref_count(self, block_id: int) -> int:
-        return self._blocks[block_id].ref_count
+        return self.pool.blocks[block_id].ref_count
 
     def cached_tokens_of(self, block_id: int) -> tuple[int, ...] | None:
         """Token ids a cached block holds, None when the block is not in the prefix cache."""
-        block = self._blocks[block_id]
+        block = self.pool.blocks[block_id]
         return block.token_ids if block.cache_id else None
 
     def check_pool_whole(self) -> bool:
         """True when no request holds a block and every block is free (leak check)."""
+        pool = self.pool
         return (
             not self._tables
-            and len(self._free) == len(self._blocks)
-            and all(b.ref_count == 0 for b in self._blocks)
+            and pool.num_free_blocks == pool.num_blocks
+            and all(b.ref_count == 0 for b in pool.blocks)
         )
 
     @property
     def num_tracked_requests(self) -> int:
         """Requests with per-request state (a table or lookup hashes); `free` drops it."""
         return len(self._tables.keys() | self._hashes.keys() | self._num_registered.keys())
-
-    def can_ever_fit(self, num_tokens: int) -> bool:
-        return -(-num_tokens // self.block_size) <= len(self._blocks)
 
     def probe_prefix(self, token_ids: list[int], cache_salt: str | None = None, tenant: str = "default") -> int:
         """Tokens of `token_ids` this pool holds cached (same rules as admission), changing
@@ -154,7 +119,7 @@ class BlockManager:
             return 0
         # Never the whole sequence: its last token must be computed to get logits.
         matched = self._match_prefix(request, (request.num_tokens - 1) // self.block_size)
-        self._last_match = (request.request_id, self.num_evictions, matched)
+        self._last_match = (request.request_id, self.pool.num_evictions, matched)
         return len(matched) * self.block_size
 
     def allocate_slots(self, request: SchedRequest, num_new_tokens: int) -> bool:
@@ -164,10 +129,11 @@ class BlockManager:
             missing = need - len(table)
             if missing <= 0:
                 return True
-            if missing > len(self._free):
+            pool = self.pool
+            if missing > pool.num_free_blocks:
                 return False
             for _ in range(missing):
-                table.append(self._take_free().block_id)
+                table.append(pool.get_new_block().block_id)
             return True
         return self._admit(request, need)
 
@@ -176,20 +142,8 @@ class BlockManager:
         table = self._tables.pop(rid, None)
         self._hashes.pop(rid, None)
         self._num_registered.pop(rid, None)
-        if table is None:
-            return
-        uncached: list[KVBlock] = []
-        for block_id in reversed(table):
-            block = self._blocks[block_id]
-            block.ref_count -= 1
-            if block.ref_count == 0:
-                if block.cache_id:
-                    self._free[block_id] = block  # tail: most recently used
-                else:
-                    uncached.append(block)
-        for block in uncached:  # reversed twice: the head keeps table order
-            self._free[block.block_id] = block
-            self._free.move_to_end(block.block_id, last=False)
+        if table is not None:
+            self.pool.free_blocks(table)
 
     def cache_full_blocks(self, request: SchedRequest) -> None:
         if not self.enable_prefix_caching:
@@ -202,51 +156,48 @@ class BlockManager:
         table = self._tables.get(rid)
         if table is None:
             return
-        hashes = self._block_hashes(request, num_full)
-        extra = self._extra(request)
-        parent_id = self._blocks[table[done - 1]].cache_id if done else 0
-        dropped: list[KVBlock] = []
-        for i in range(done, num_full):
-            block = self._blocks[table[i]]
-            existing = self._cached.get(hashes[i])
-            if existing is block:  # a prefix-cache hit, already registered
-                parent_id = block.cache_id
-                continue
-            tokens = self._block_tokens(request, i)
-            if existing is None:
-                block.block_hash, block.token_ids, block.extra = hashes[i], tokens, extra
-                block.parent_cache_id = parent_id
-                block.cache_id = self._next_cache_id
-                self._next_cache_id += 1
-                self._cached[hashes[i]] = block
-            elif self._same_content(existing, parent_id, tokens, extra):
-                # Another request computed the same block first: share its copy, drop ours.
-                self._touch(existing)
-                table[i] = existing.block_id
-                block.ref_count -= 1  # uncached and ours alone: it drops to 0
-                dropped.append(block)
-                block = existing
-            else:
-                # A real hash collision: keep the first owner, stop caching this sequence.
-                num_full = len(self._blocks) + 1
-                break
-            parent_id = block.cache_id
-        self._num_registered[rid] = num_full
-        for block in reversed(dropped):  # to the head, in table order, like `free`
-            self._free[block.block_id] = block
-            self._free.move_to_end(block.block_id, last=False)
+        self._num_registered[rid] = self._register(request, table, done, num_full)
 
     def reset_prefix_cache(self) -> bool:
         """Forget every cached prefix. Refused (False) while any request holds blocks."""
         if self._tables:
             return False
-        for block in self._cached.values():
-            self._uncache(block)
-        self._cached.clear()
+        self.pool.reset_cache()
         self._last_match = None
         return True
 
     # ------------------------------------------------------------------ internals
+    def _register(self, request: SchedRequest, table: list[int], done: int, num_full: int) -> int:
+        """Cache blocks `done .. num_full - 1` of `table`; return how many are registered now."""
+        pool = self.pool
+        hashes = self._block_hashes(request, num_full)
+        extra = self._extra(request)
+        parent_id = pool.blocks[table[done - 1]].cache_id if done else 0
+        dropped: list[int] = []
+        for i in range(done, num_full):
+            block = pool.blocks[table[i]]
+            existing = pool.lookup(hashes[i])
+            if existing is block:  # a prefix-cache hit, already registered
+                parent_id = block.cache_id
+                continue
+            tokens = self._block_tokens(request, i)
+            if existing is None:
+                pool.cache(block, hashes[i], tokens, extra, parent_id)
+            elif existing.holds(parent_id, tokens, extra):
+                # Another request computed the same block first: share its copy, drop ours
+                # (uncached and ours alone: it goes back to the free queue's head).
+                pool.touch(existing)
+                table[i] = existing.block_id
+                dropped.append(block.block_id)
+                block = existing
+            else:
+                # A real hash collision: keep the first owner, stop caching this sequence.
+                num_full = pool.num_blocks + 1
+                break
+            parent_id = block.cache_id
+        pool.free_blocks(dropped)
+        return num_full
+
     def _extra(self, request: SchedRequest) -> str:
         # Salt and tenant live in separate namespaces so neither can impersonate the other.
         if request.cache_salt is not None:
@@ -275,10 +226,6 @@ class BlockManager:
                 hashes.append(parent)
         return hashes
 
-    @staticmethod
-    def _same_content(block: KVBlock, parent_id: int, tokens: tuple[int, ...], extra: str) -> bool:
-        return block.parent_cache_id == parent_id and block.token_ids == tokens and block.extra == extra
-
     def _match_prefix(self, request: SchedRequest, max_blocks: int) -> list[KVBlock]:
         """Cached blocks holding the request's first tokens, verified block by block."""
         if max_blocks <= 0:
@@ -288,19 +235,18 @@ class BlockManager:
         matched: list[KVBlock] = []
         parent_id = 0
         for i in range(max_blocks):
-            block = self._cached.get(hashes[i])
-            if block is None or not self._same_content(
-                block, parent_id, self._block_tokens(request, i), extra
-            ):
+            block = self.pool.lookup(hashes[i])
+            if block is None or not block.holds(parent_id, self._block_tokens(request, i), extra):
                 break
             matched.append(block)
             parent_id = block.cache_id
         return matched
 
     def _admit(self, request: SchedRequest, need: int) -> bool:
+        pool = self.pool
         num_hit = request.num_computed_tokens // self.block_size
         last, self._last_match = self._last_match, None
-        if last is not None and last[0] == request.request_id and last[1] == self.num_evictions:
+        if last is not None and last[0] == request.request_id and last[1] == pool.num_evictions:
             hits = last[2][:num_hit]
         else:
             hits = self._match_prefix(request, num_hit) if self.enable_prefix_caching else []
@@ -311,36 +257,16 @@ class BlockManager:
             )
         # Hit blocks nobody references sit in the free queue: touching them uses it up too.
         num_idle_hits = sum(1 for b in hits if b.ref_count == 0)
-        if need - len(hits) + num_idle_hits > len(self._free):
+        if need - len(hits) + num_idle_hits > pool.num_free_blocks:
             return False
         for block in hits:
-            self._touch(block)
+            pool.touch(block)
         table = [b.block_id for b in hits]
         for _ in range(need - len(hits)):
-            table.append(self._take_free().block_id)
+            table.append(pool.get_new_block().block_id)
         self._tables[request.request_id] = table
         self._num_registered[request.request_id] = len(hits)
         if self.enable_prefix_caching:
             self.prefix_cache_queries += request.num_tokens
             self.prefix_cache_hits += request.num_computed_tokens
         return True
-
-    def _touch(self, block: KVBlock) -> None:
-        if block.ref_count == 0:
-            del self._free[block.block_id]
-        block.ref_count += 1
-
-    def _take_free(self) -> KVBlock:
-        _, block = self._free.popitem(last=False)
-        if block.cache_id:
-            if self._cached.get(block.block_hash) is block:
-                del self._cached[block.block_hash]
-            self._uncache(block)
-            self.num_evictions += 1
-        block.ref_count = 1
-        return block
-
-    @staticmethod
-    def _uncache(block: KVBlock) -> None:
-        block.block_hash, block.cache_id, block.parent_cache_id = None, 0, 0
-        block.token_ids, block.extra = (), ""

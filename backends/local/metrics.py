@@ -141,8 +141,7 @@ class EngineRequestMetrics:
     def _scheduled(self, plan: StepPlan) -> None:
         live = self._live
         now = time.monotonic()
-        for chunk in plan.chunks:
-            request = chunk.request
+        for request in plan.new_requests:
             if request.request_id not in live:
                 try:
                     priority = PRIORITY_CLASSES[request.priority]
@@ -223,8 +222,7 @@ class EngineStatsCollector(Collector):
             ("fairgate_preemptions", "Requests preempted (KV dropped, recomputed later).", s.preemptions),
             ("fairgate_prefix_cache_evictions", "Cached blocks evicted to make room.", bm.num_evictions),
             ("fairgate_engine_steps", "Engine steps run.", s.steps),
-            ("fairgate_engine_busy_seconds", "Time inside the model's forward passes.",
-             getattr(s, "busy_seconds", 0.0)),
+            ("fairgate_engine_busy_seconds", "Time inside the model's forward passes.", s.busy_seconds),
         ):
             c = CounterMetricFamily(name, help_, labels=["model"])
             c.add_metric(labels, value)

@@ -21,17 +21,24 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from backends.base import GenerationRequest
+from backends.base import GenerationRequest, Kind
 from backends.local.backend import LocalBackend
 from backends.local.metrics import ServerMetrics
-from backends.local.openai_api import APIError, error_body
+from backends.local.prepare import EngineRequest, parse_for_engine
+from backends.openai_wire import (
+    SSE_DONE,
+    WireError,
+    bad_value,
+    error_response,
+    read_json_object,
+    sse,
+)
 from scheduler.request import PRIORITY_CLASSES
 
 log = logging.getLogger(__name__)
@@ -46,17 +53,44 @@ def build_app(
     close_backend: bool = True,
 ) -> Starlette:
     """The engine server app. The backend's engine is closed on shutdown when `close_backend`."""
-    metrics = ServerMetrics(backend.engine, backend.model_name)  # GET /metrics, engine hooks
+    server = EngineServer(backend, control_secret, max_body_bytes)
 
-    async def completions(request: Request) -> Response:
-        return await _generate(request, "completion")
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        if close_backend:
+            await backend.aclose()
 
-    async def chat(request: Request) -> Response:
-        return await _generate(request, "chat")
+    routes = [
+        Route("/v1/completions", server.completions, methods=["POST"]),
+        Route("/v1/chat/completions", server.chat, methods=["POST"]),
+        Route("/v1/models", server.models, methods=["GET"]),
+        Route("/health", server.health, methods=["GET"]),
+        Route("/stats", server.stats, methods=["GET"]),
+        Route("/metrics", server.metrics.endpoint, methods=["GET"]),
+        Route("/control/fairness", server.fairness, methods=["GET", "PUT"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
 
-    async def _generate(request: Request, kind: Any) -> Response:
+
+class EngineServer:
+    """The engine server's routes over one `LocalBackend`."""
+
+    def __init__(self, backend: LocalBackend, control_secret: str | None, max_body_bytes: int) -> None:
+        self.backend = backend
+        self.control_secret = control_secret
+        self.max_body_bytes = max_body_bytes
+        self.metrics = ServerMetrics(backend.engine, backend.model_name)  # GET /metrics, engine hooks
+
+    async def completions(self, request: Request) -> Response:
+        return await self._generate(request, "completion")
+
+    async def chat(self, request: Request) -> Response:
+        return await self._generate(request, "chat")
+
+    async def _generate(self, request: Request, kind: Kind) -> Response:
         try:
-            body = await _read_json(request, max_body_bytes)
+            body = await _read_json(request, self.max_body_bytes)
             greq = GenerationRequest(
                 request_id=uuid.uuid4().hex,
                 kind=kind,
@@ -65,16 +99,16 @@ def build_app(
                 priority=_priority(request.headers.get("x-priority")),
                 cache_salt=request.headers.get("x-cache-salt") or None,
             )
-            parsed = backend.prepare(greq)
-            metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body)
-            if parsed.stream:
-                return await _stream(request, greq, parsed)
-            return await _complete(request, greq, parsed)
-        except APIError as exc:
-            return _error(exc)
+            prepared = parse_for_engine(kind, body, self.backend.info)
+            self.metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body)
+            if prepared.stream:
+                return await self._stream(greq, prepared)
+            return await self._complete(request, greq, prepared)
+        except WireError as exc:
+            return error_response(exc)
 
-    async def _complete(request: Request, greq: GenerationRequest, parsed: Any) -> Response:
-        work = asyncio.ensure_future(backend.complete_parsed(parsed, greq))
+    async def _complete(self, request: Request, greq: GenerationRequest, prepared: EngineRequest) -> Response:
+        work = asyncio.ensure_future(self.backend.complete_prepared(prepared, greq))
         watch = asyncio.ensure_future(_wait_disconnect(request))
         try:
             await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
@@ -88,119 +122,74 @@ def build_app(
             return Response(status_code=499)  # nobody is listening; nginx's "client closed"
         return JSONResponse(work.result(), headers={"x-request-id": greq.request_id})
 
-    async def _stream(request: Request, greq: GenerationRequest, parsed: Any) -> Response:
-        chunks = backend.stream_parsed(parsed, greq, include_usage=parsed.include_usage)
+    async def _stream(self, greq: GenerationRequest, prepared: EngineRequest) -> Response:
+        batches = self.backend.stream_prepared(prepared, greq, include_usage=prepared.include_usage)
         try:
-            first = await chunks.__anext__()  # admission errors become a plain 4xx here
-        except APIError:
-            await chunks.aclose()
+            first = await batches.__anext__()  # admission errors become a plain 4xx here
+        except WireError:
+            await batches.aclose()
             raise
 
-        async def sse() -> AsyncIterator[bytes]:
+        async def events() -> AsyncIterator[bytes]:
             try:
-                yield _sse(first)
-                async for c in chunks:
-                    yield _sse(c)
-            except APIError as exc:  # failed mid-stream: tell the client in-band
-                yield _sse(exc.body())
+                yield b"".join(sse(c) for c in first)
+                async for batch in batches:
+                    yield b"".join(sse(c) for c in batch)
+            except WireError as exc:  # failed mid-stream: tell the client in-band
+                yield sse(exc.body())
             finally:
-                await chunks.aclose()  # on disconnect: aborts the request
-            yield b"data: [DONE]\n\n"
+                await batches.aclose()  # on disconnect: aborts the request
+            yield SSE_DONE
 
         return StreamingResponse(
-            sse(), media_type="text/event-stream", headers={"x-request-id": greq.request_id}
+            events(), media_type="text/event-stream", headers={"x-request-id": greq.request_id}
         )
 
-    async def models(request: Request) -> Response:
-        return JSONResponse(
-            {
-                "object": "list",
-                "data": [
-                    {
-                        "id": backend.model_name,
-                        "object": "model",
-                        "created": 0,
-                        "owned_by": "fairgate",
-                        "max_model_len": backend.engine.max_model_len,
-                    }
-                ],
-            }
-        )
+    async def models(self, request: Request) -> Response:
+        model = {"id": self.backend.model_name, "object": "model", "created": 0, "owned_by": "fairgate",
+                 "max_model_len": self.backend.engine.max_model_len}
+        return JSONResponse({"object": "list", "data": [model]})
 
-    async def health(request: Request) -> Response:
+    async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
-    async def stats(request: Request) -> Response:
-        s = backend.engine.stats()
+    async def stats(self, request: Request) -> Response:
+        s = self.backend.engine.stats()
         return JSONResponse({f: getattr(s, f) for f in type(s).__slots__})
 
-    async def fairness(request: Request) -> Response:
-        secret = control_secret or os.environ.get("FAIRGATE_CONTROL_SECRET")
+    async def fairness(self, request: Request) -> Response:
+        secret = self.control_secret or os.environ.get("FAIRGATE_CONTROL_SECRET")
         if not secret:  # closed unless configured: weights steer every tenant's service
-            return _error(APIError("control API disabled: start the engine with --control-secret",
-                                   403, "permission_error", "control_disabled"))
+            return error_response(WireError(403, "control API disabled: start the engine with --control-secret",
+                                            "control_disabled"))
         if not _secret_ok(request, secret):
-            return _error(APIError("invalid control secret", 401, "authentication_error", "invalid_secret"))
-        engine = backend.engine
+            return error_response(WireError(401, "invalid control secret", "invalid_secret"))
+        engine = self.backend.engine
         if request.method == "PUT":
             try:
-                body = await _read_json(request, max_body_bytes)
-                weights, version = _fairness_body(body)
-            except APIError as exc:
-                return _error(exc)
+                weights, version = _fairness_body(await _read_json(request, self.max_body_bytes))
+            except WireError as exc:
+                return error_response(exc)
             engine.set_fairness(weights, version)
         return JSONResponse({"weights": engine.fairness_weights, "version": engine.fairness_version})
 
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        kind = "not_found" if exc.status_code == 404 else "invalid_request_error"
-        return JSONResponse(error_body(str(exc.detail), kind, None), status_code=exc.status_code)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        if close_backend:
-            await backend.aclose()
-
-    routes = [
-        Route("/v1/completions", completions, methods=["POST"]),
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/v1/models", models, methods=["GET"]),
-        Route("/health", health, methods=["GET"]),
-        Route("/stats", stats, methods=["GET"]),
-        Route("/metrics", metrics.endpoint, methods=["GET"]),
-        Route("/control/fairness", fairness, methods=["GET", "PUT"]),
-    ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return error_response(WireError(exc.status_code, str(exc.detail)))
 
 
 # ---------------------------------------------------------------------- request helpers
-async def _read_json(request: Request, limit: int) -> Any:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise APIError(f"request body is larger than {limit} bytes", 413, code="body_too_large")
-    raw = bytearray()
-    async for part in request.stream():
-        raw += part
-        if len(raw) > limit:
-            raise APIError(f"request body is larger than {limit} bytes", 413, code="body_too_large")
-    try:
-        text = bytes(raw).decode("utf-8")
-    except UnicodeDecodeError:
-        raise APIError("request body is not valid UTF-8", code="invalid_encoding") from None
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise APIError(f"request body is not valid JSON: {exc}", code="invalid_json") from None
+async def _read_json(request: Request, limit: int) -> dict[str, Any]:
+    # engine clients know an oversized body by this code
+    return await read_json_object(request.receive, dict(request.scope["headers"]), limit, "body_too_large")
 
 
 def _priority(header: str | None) -> str:
     if not header:
         return "standard"
     if header not in PRIORITY_CLASSES:
-        raise APIError(
-            f"X-Priority must be one of {', '.join(PRIORITY_CLASSES)}", code="invalid_value", param="X-Priority"
-        )
+        raise bad_value(f"X-Priority must be one of {', '.join(PRIORITY_CLASSES)}", "X-Priority")
     return header
 
 
@@ -210,10 +199,10 @@ def _fairness_body(body: Any) -> tuple[dict[str, float], int | None]:
         isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool) and v > 0
         for k, v in weights.items()
     ):
-        raise APIError("weights must be an object of tenant -> positive number", param="weights")
+        raise WireError(400, "weights must be an object of tenant -> positive number", param="weights")
     version = body.get("version")
     if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
-        raise APIError("version must be an integer", param="version")
+        raise WireError(400, "version must be an integer", param="version")
     return {k: float(v) for k, v in weights.items()}, version
 
 
@@ -232,14 +221,6 @@ async def _wait_disconnect(request: Request) -> None:
         message = await request.receive()
         if message["type"] == "http.disconnect":
             return
-
-
-def _sse(obj: dict[str, Any]) -> bytes:
-    return b"data: " + orjson.dumps(obj) + b"\n\n"
-
-
-def _error(exc: APIError) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.status)
 
 
 # ---------------------------------------------------------------------- `fairgate engine`

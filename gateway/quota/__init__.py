@@ -11,7 +11,10 @@ from __future__ import annotations
 import calendar
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from gateway.config_bus import ConfigBus
 
 # Lua and the memory store both use -1 for "no limit"
 UNLIMITED = -1
@@ -83,11 +86,9 @@ class QuotaStore(Protocol):
         """Replace the reservation by what was used. Idempotent: False if already settled."""
         ...
 
-    async def version(self) -> int:
-        """The config version; admin changes bump it so every replica reloads its cache."""
+    def config_bus(self) -> ConfigBus:
+        """The config version `reserve` checks (gateway.config_bus), on this store's connection."""
         ...
-
-    async def bump_version(self) -> int: ...
 
     async def counters(self, scope: str) -> dict[str, int]:
         """Current usage in a scope (for tests and reports): requests/tokens in the window,

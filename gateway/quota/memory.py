@@ -10,6 +10,7 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+from gateway.config_bus import MemoryConfigBus
 from gateway.quota import (
     COST_UNIT,
     QuotaDenied,
@@ -55,12 +56,31 @@ class _Reservation:
     expires: int
 
 
+def _denial(st: _Scope, limits: ScopeLimits, tokens: int, cost_units: int, day: str, month: str,
+            now: int) -> tuple[str, int] | None:
+    """The first limit this reservation would break in one scope, and the wait in ms; None: fits."""
+    rpm, tpm, conc, daily, monthly, cbud = limits.as_ints()
+    if rpm >= 0 and len(st.requests) >= rpm:
+        return "requests_per_minute", st.requests[0][0] + WINDOW_MS - now if st.requests else WINDOW_MS
+    if tpm >= 0 and st.token_sum + tokens > tpm:
+        return "tokens_per_minute", st.token_log[0][0] + WINDOW_MS - now if st.token_log else WINDOW_MS
+    if conc >= 0 and len(st.concurrent) >= conc:
+        return "max_concurrent", 1000
+    if daily >= 0 and st.daily.get(day, 0) + tokens > daily:
+        return "daily_tokens", 1000
+    if monthly >= 0 and st.monthly.get(month, 0) + tokens > monthly:
+        return "monthly_tokens", 1000
+    if cbud >= 0 and st.cost.get(month, 0) + cost_units > cbud:
+        return "monthly_cost", 1000
+    return None
+
+
 class MemoryQuotaStore:
-    def __init__(self, reservation_ttl_s: int = 900) -> None:
+    def __init__(self, reservation_ttl_s: int = 900, bus: MemoryConfigBus | None = None) -> None:
         self._ttl_ms = reservation_ttl_s * 1000
         self._scopes: dict[str, _Scope] = {}
         self._reservations: OrderedDict[str, _Reservation] = OrderedDict()
-        self._version = 0
+        self._bus = bus or MemoryConfigBus()
 
     @staticmethod
     def _now() -> int:
@@ -68,7 +88,7 @@ class MemoryQuotaStore:
 
     async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
                       cost: float, version: int) -> None:
-        if version != self._version:
+        if version != self._bus.current:
             raise StaleConfig()
         now = self._now()
         while self._reservations:  # forget reservations nobody settled (their TTL passed)
@@ -81,24 +101,10 @@ class MemoryQuotaStore:
         for limits in scopes:
             st = self._scopes.setdefault(limits.scope, _Scope())
             st.expire(now)
-            rpm, tpm, conc, daily, monthly, cbud = limits.as_ints()
-            denied, wait = None, 1000
-            if rpm >= 0 and len(st.requests) >= rpm:
-                denied = "requests_per_minute"
-                wait = st.requests[0][0] + WINDOW_MS - now if st.requests else WINDOW_MS
-            elif tpm >= 0 and st.token_sum + tokens > tpm:
-                denied = "tokens_per_minute"
-                wait = st.token_log[0][0] + WINDOW_MS - now if st.token_log else WINDOW_MS
-            elif conc >= 0 and len(st.concurrent) >= conc:
-                denied = "max_concurrent"
-            elif daily >= 0 and st.daily.get(day, 0) + tokens > daily:
-                denied = "daily_tokens"
-            elif monthly >= 0 and st.monthly.get(month, 0) + tokens > monthly:
-                denied = "monthly_tokens"
-            elif cbud >= 0 and st.cost.get(month, 0) + cost_units > cbud:
-                denied = "monthly_cost"
+            denied = _denial(st, limits, tokens, cost_units, day, month, now)
             if denied:
-                raise QuotaDenied(denied, scope_kind(limits.scope), retry_after_for(denied, wait))
+                limit, wait = denied
+                raise QuotaDenied(limit, scope_kind(limits.scope), retry_after_for(limit, wait))
         for limits in scopes:
             st = self._scopes[limits.scope]
             rpm, tpm, conc, *_ = limits.as_ints()
@@ -135,12 +141,9 @@ class MemoryQuotaStore:
                 st.token_sum += dt
         return True
 
-    async def version(self) -> int:
-        return self._version
-
-    async def bump_version(self) -> int:
-        self._version += 1
-        return self._version
+    def config_bus(self) -> MemoryConfigBus:
+        """The config version this store checks at every reserve."""
+        return self._bus
 
     async def counters(self, scope: str) -> dict[str, int]:
         st = self._scopes.get(scope) or _Scope()

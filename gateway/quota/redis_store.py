@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from gateway.config_bus import RedisConfigBus
 from gateway.quota import (
     COST_UNIT,
     QuotaDenied,
@@ -167,11 +168,9 @@ class RedisQuotaStore:
         done = await self._settle([self._prefix, reservation_id, tokens, int(cost * COST_UNIT)])
         return bool(done)
 
-    async def version(self) -> int:
-        return int(await self._redis.execute("GET", f"{self._prefix}:ver") or 0)
-
-    async def bump_version(self) -> int:
-        return int(await self._redis.execute("INCR", f"{self._prefix}:ver"))
+    def config_bus(self) -> RedisConfigBus:
+        """The config version on this store's connection (the reserve script checks it)."""
+        return RedisConfigBus(self._redis, self._prefix)
 
     async def counters(self, scope: str) -> dict[str, int]:
         s = f"{self._prefix}:q:{scope}"

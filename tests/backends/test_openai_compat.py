@@ -42,7 +42,7 @@ async def test_complete_rewrites_model_and_sends_key(upstream, client):
 
 async def test_stream_forces_usage_and_yields_chunks(upstream, client):
     b = OpenAICompatBackend("ext", upstream.base_url, client)
-    chunks = [c async for c in b.stream(chat(max_tokens=2))]
+    chunks = [c async for batch in b.stream_batches(chat(max_tokens=2)) for c in batch]
     text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
     assert text == "w0 w1"
     assert chunks[-1]["usage"]["completion_tokens"] == 2
@@ -75,7 +75,7 @@ async def test_client_errors_are_not_retried(upstream, client):
     upstream.behaviour.fail_next[:] = [400, 400]
     b = OpenAICompatBackend("ext", upstream.base_url, client, max_retries=2, backoff_s=0.001)
     with pytest.raises(BackendError) as e:
-        [c async for c in b.stream(chat())]
+        [c async for batch in b.stream_batches(chat()) for c in batch]
     assert e.value.status == 400 and not e.value.retryable
     assert upstream.behaviour.fail_next == [400]
     upstream.behaviour.fail_next.clear()

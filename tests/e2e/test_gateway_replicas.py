@@ -11,8 +11,8 @@ import httpx
 import psycopg
 import pytest
 
+from backends.openai_wire import parse_request
 from gateway.db import upgrade
-from gateway.validation import validate
 from tests.gateway.harness import (
     ADMIN_TOKEN,
     REDIS_URL,
@@ -32,7 +32,7 @@ def fleet():
     with contextlib.ExitStack() as es:
         # the upstream reports exactly the gateway's prompt bound, so reserved == used
         up = es.enter_context(UpstreamServer())
-        up.behaviour.prompt_tokens_of = lambda body: validate("chat", body).prompt_tokens_bound
+        up.behaviour.prompt_tokens_of = lambda body: parse_request("chat", body).prompt_tokens_bound
         url = es.enter_context(pg_database())
         upgrade(url)
         prefix = es.enter_context(redis_prefix())
@@ -85,7 +85,7 @@ def test_requests_per_minute_exact_across_replicas(fleet):
 
 def test_token_budget_exact_across_replicas(fleet):
     a, b, admin, db_url = fleet
-    per_request = validate("chat", dict(BODY)).prompt_tokens_bound + MAX_TOKENS
+    per_request = parse_request("chat", dict(BODY)).prompt_tokens_bound + MAX_TOKENS
     budget = 50 * per_request
     t = admin.tenant()
     admin.quota(t["id"], daily_tokens=budget)

@@ -22,6 +22,7 @@ import uvicorn
 
 from gateway.app import create_app
 from gateway.settings import Settings
+from gateway.state import GatewayState, state_of
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -73,8 +74,8 @@ class GatewayThread:
         self.url = f"http://127.0.0.1:{self.port}"
 
     @property
-    def state(self) -> Any:
-        return self.app.state
+    def state(self) -> GatewayState:
+        return state_of(self.app)
 
     @property
     def server_loop(self) -> Any:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from gateway.fairness import NEAR_BUDGET_FACTOR, budget_scaled, budget_used
+from gateway.fairness import budget_used
 from gateway.quota import ScopeLimits
 from gateway.quota.memory import MemoryQuotaStore
+from policies.budget_weights import NEAR_BUDGET_FACTOR, budget_scaled
 
 
 async def spend(store: MemoryQuotaStore, tenant: str, tokens: int, cost: float = 0.0) -> None:
     rid = f"{tenant}-{tokens}-{cost}"
-    await store.reserve(rid, [ScopeLimits(f"t:{tenant}")], tokens, cost, await store.version())
+    await store.reserve(rid, [ScopeLimits(f"t:{tenant}")], tokens, cost, await store.config_bus().version())
     await store.settle(rid, tokens, cost)
 
 

@@ -125,7 +125,7 @@ def test_tenant_near_its_budget_is_pushed_a_lower_weight(
 
     async def spend(tokens: int) -> None:
         scope = ScopeLimits(f"t:{t}", daily_tokens=1000)
-        await store.reserve("r", [scope], tokens, 0.0, await store.version())
+        await store.reserve("r", [scope], tokens, 0.0, await store.config_bus().version())
         await store.settle("r", tokens, 0.0)
 
     asyncio.run(spend(950))

@@ -12,7 +12,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
 from gateway.db import make_engine, upgrade
-from gateway.models import Base
+from gateway.tables import Base
 from tests.gateway.harness import ROOT, pg_database
 
 MINE = {"tenants", "api_keys", "quota_policies", "priority_classes", "backends", "usage_records", "audit_log"}

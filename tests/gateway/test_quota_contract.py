@@ -107,8 +107,8 @@ async def test_monthly_cost_budget(store):
 
 
 async def test_stale_version_is_refused_until_reloaded(store):
-    v = await store.version()
-    assert await store.bump_version() == v + 1
+    v = await store.config_bus().version()
+    assert await store.config_bus().bump() == v + 1
     with pytest.raises(StaleConfig):
         await store.reserve(rid(), [ScopeLimits("t:a")], 1, 0.0, v)
     await store.reserve(rid(), [ScopeLimits("t:a")], 1, 0.0, v + 1)

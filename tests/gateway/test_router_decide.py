@@ -3,17 +3,15 @@ Backend objects' own locality, fail-closed paths, and what reaches the audit wri
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 import pytest
 from sqlalchemy import select
 
 from backends.openai_compat import OpenAICompatBackend
 from gateway.db import make_engine, upgrade
-from gateway.models_routing import RoutingAudit
 from gateway.routing import NoRouteError, Router, RouteRequest, TenantDetectors
 from gateway.routing_audit import RoutingAuditWriter
+from gateway.tables_routing import RoutingAudit
 from policies.routing import Rule, RuleMatch
 
 
@@ -27,9 +25,6 @@ def backends():
     yield out
 
 
-run = asyncio.run
-
-
 def req(text: str, **kw: object) -> RouteRequest:
     base: dict[str, object] = {"tenant_id": "t1", "tenant_name": "acme", "model": "chat",
                                "priority": "standard", "texts": [text]}
@@ -41,62 +36,62 @@ RULES = [Rule("pii", RuleMatch(sensitivity="sensitive"), "loc"),
          Rule("pub", RuleMatch(sensitivity="public"), "ext", ("loc",))]
 
 
-def test_decide_routes_by_sensitivity(backends) -> None:
+async def test_decide_routes_by_sensitivity(backends) -> None:
     r = Router(backends, rules=RULES)
-    d = run(r.decide(req("hello")))
+    d = await r.decide(req("hello"))
     assert [b.name for b in d.backends] == ["ext", "loc"] and not d.sensitive and d.rule_id == "pub"
-    d = run(r.decide(req("IBAN TR33 0006 1005 1978 6457 8413 26")))
+    d = await r.decide(req("IBAN TR33 0006 1005 1978 6457 8413 26"))
     assert [b.name for b in d.backends] == ["loc"] and d.sensitive and d.finding_kinds == ["iban"]
     assert d.reason == "rule:pii;detector"
 
 
-def test_body_is_classified_not_only_texts(backends) -> None:
+async def test_body_is_classified_not_only_texts(backends) -> None:
     r = Router(backends, rules=RULES)
     body = {"model": "chat", "messages": [{"role": "user", "content": "hi"}], "user": "ali@firma.com"}
-    assert run(r.decide(req("hi", body=body))).sensitive
+    assert (await r.decide(req("hi", body=body))).sensitive
     image = {"model": "chat", "messages": [{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "https://example.org/x.png"}}]}]}
-    d = run(r.decide(req("", body=image)))
+    d = await r.decide(req("", body=image))
     assert d.sensitive and "uninspectable_content" in d.reason
 
 
-def test_fail_closed_paths(backends) -> None:
+async def test_fail_closed_paths(backends) -> None:
     r = Router(backends, rules=RULES, tenants={"t1": TenantDetectors(patterns=("(broken",))})
-    d = run(r.decide(req("hello")))
+    d = await r.decide(req("hello"))
     assert d.sensitive and "classification_failed" in d.reason and [b.name for b in d.backends] == ["loc"]
     closed = Router(backends, rules=RULES, fail_closed=True)
-    assert run(closed.decide(req("hello"))).sensitive
+    assert (await closed.decide(req("hello"))).sensitive
     only_ext = Router({"ext": backends["ext"]}, rules=[Rule("pub", RuleMatch(sensitivity="public"), "ext")])
     with pytest.raises(NoRouteError) as exc:
-        run(only_ext.decide(req("hello", data_residency="local_only")))
+        await only_ext.decide(req("hello", data_residency="local_only"))
     assert exc.value.status == 503 and exc.value.code == "no_local_backend"
     with pytest.raises(NoRouteError) as exc:
-        run(only_ext.decide(req("hello", classification_header="secret")))
+        await only_ext.decide(req("hello", classification_header="secret"))
     assert exc.value.status == 400
 
 
-def test_seam_compatible_constructor_and_aliases(backends) -> None:
+async def test_seam_compatible_constructor_and_aliases(backends) -> None:
     r = Router(backends, {"fast": "ext"})
-    assert [b.name for b in run(r.decide(req("hi", model="fast"))).backends] == ["ext"]
+    assert [b.name for b in (await r.decide(req("hi", model="fast"))).backends] == ["ext"]
     with pytest.raises(NoRouteError) as exc:
-        run(r.decide(req("kimlik 10000000146", model="fast")))
+        await r.decide(req("kimlik 10000000146", model="fast"))
     assert exc.value.code == "no_local_backend"
     with pytest.raises(NoRouteError) as exc:
-        run(r.decide(req("hi", model="nope")))
+        await r.decide(req("hi", model="nope"))
     assert exc.value.status == 404
 
 
-def test_audit_rows_written_without_prompt_text(tmp_path, backends) -> None:
+async def test_audit_rows_written_without_prompt_text(tmp_path, backends) -> None:
     url = f"sqlite:///{tmp_path}/a.db"
     upgrade(url)
     engine = make_engine(url)
     writer = RoutingAuditWriter(engine)
     r = Router(backends, rules=RULES, audit=writer)
-    run(r.decide(req("kart 4111 1111 1111 1111", request_id="req-1")))  # no running loop: written now
+    await r.decide(req("kart 4111 1111 1111 1111", request_id="req-1"))
     with pytest.raises(NoRouteError):
-        run(Router({"ext": backends["ext"]}, audit=writer).decide(req("x", model="ext", data_residency="local_only",
-                                                                   request_id="req-2")))
-    run(writer.flush())  # decide ran inside an event loop: its rows are batched, write them now
+        await Router({"ext": backends["ext"]}, audit=writer).decide(req("x", model="ext", data_residency="local_only",
+                                                                   request_id="req-2"))
+    await writer.flush()  # inside a loop the writer batches: write what is queued now
     with engine.connect() as conn:
         rows = {row.request_id: row for row in conn.execute(select(RoutingAudit))}
     assert rows["req-1"].finding_kinds == ["card"] and rows["req-1"].backends == ["loc"]

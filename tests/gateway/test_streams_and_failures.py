@@ -10,8 +10,8 @@ import httpx
 from sqlalchemy import select, text
 
 from backends.openai_compat import OpenAICompatBackend
-from gateway.models import UsageRecord
 from gateway.routing import RouteDecision, Router
+from gateway.tables import UsageRecord
 
 
 def rows(gw) -> list[UsageRecord]:
@@ -74,7 +74,7 @@ class FixedRoute(Router):
         self.order = backends
         self.sensitive = sensitive
 
-    def decide(self, request):
+    async def decide(self, request):
         return RouteDecision(list(self.order), self.sensitive, reason="test")
 
 

@@ -61,19 +61,16 @@ class UpstreamApp:
                 await send({"type": "lifespan.startup.complete"})
             await send({"type": "lifespan.shutdown.complete"})
             return
-        chunks = []
-        while True:
-            msg = await receive()
-            chunks.append(msg.get("body", b""))
-            if not msg.get("more_body"):
-                break
+        await self._http(scope, receive, send, await _read_all(receive))
+
+    async def _http(self, scope: dict, receive: Callable, send: Callable, raw: bytes) -> None:
         path = scope["path"]
         hdrs = {k.decode(): v.decode() for k, v in scope["headers"]}
         b = self.behaviour
         if path.endswith("/models"):
             return await _json(send, 200, {"object": "list", "data": [{"id": "up-model", "object": "model"}]})
         try:
-            body = orjson.loads(b"".join(chunks))
+            body = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return await _json(send, 400, {"error": {"message": "bad json", "type": "invalid_request_error"}})
         if b.record:
@@ -98,6 +95,12 @@ class UpstreamApp:
             obj = "chat.completion" if chat else "text_completion"
             return await _json(send, 200, {"id": rid, "object": obj, "created": int(time.time()),
                                            "model": model, "choices": [choice], "usage": usage})
+        await self._stream(receive, send, body, chat, words, usage, rid)
+
+    async def _stream(self, receive: Callable, send: Callable, body: dict[str, Any], chat: bool,
+                      words: list[str], usage: dict[str, int], rid: str) -> None:
+        b = self.behaviour
+        model = body.get("model", "up-model")
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream")]})
         obj = "chat.completion.chunk" if chat else "text_completion"
@@ -129,6 +132,15 @@ class UpstreamApp:
             self.completed_streams += 1
         finally:
             watcher.cancel()
+
+
+async def _read_all(receive: Callable) -> bytes:
+    chunks = []
+    while True:
+        msg = await receive()
+        chunks.append(msg.get("body", b""))
+        if not msg.get("more_body"):
+            return b"".join(chunks)
 
 
 async def _json(send: Callable, status: int, obj: dict[str, Any]) -> None:

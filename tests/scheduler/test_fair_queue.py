@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.fair_queue import FairQueue
-from scheduler.fairness import FairnessConfig, FairnessWeights
+from scheduler.fairness import FairnessConfig, FairnessWeights, is_stale
 from scheduler.request import SchedRequest
 
 
@@ -207,3 +207,9 @@ def test_weights_wire_form_round_trip_and_errors() -> None:
             FairnessWeights.from_json(bad)
     with pytest.raises(ValueError):
         FairnessConfig(reserved_shares={1: 0.6, 2: 0.5})
+
+
+def test_the_stale_weights_rule() -> None:
+    assert is_stale(4, 5)
+    assert not is_stale(5, 5)  # a re-push of the same version is accepted
+    assert not is_stale(6, 5) and not is_stale(None, 5) and not is_stale(3, None)

@@ -10,7 +10,7 @@ import pytest
 from backends.base import Backend, GenerationRequest
 from backends.local.backend import LocalBackend
 from backends.local.engine import AsyncEngine, EngineConfig
-from backends.local.openai_api import APIError
+from backends.openai_wire import WireError as APIError
 
 
 @pytest.fixture
@@ -30,11 +30,11 @@ def req(rid: str, kind: str = "chat", **body) -> GenerationRequest:
 
 
 async def test_complete_and_stream_agree(backend: LocalBackend) -> None:
-    typed: Backend = backend  # structural check for mypy: name, is_local, complete, stream, aclose
+    typed: Backend = backend  # structural check for mypy: the Backend contract
     assert typed.is_local and backend.model_name == "tiny"
     full = await backend.complete(req("a"))
     assert full["object"] == "chat.completion" and full["usage"]["completion_tokens"] == 6
-    chunks = [c async for c in backend.stream(req("b"))]
+    chunks = [c async for batch in backend.stream_batches(req("b")) for c in batch]
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 6  # usage last
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
     assert text == full["choices"][0]["message"]["content"]
@@ -47,13 +47,13 @@ async def test_bad_request_raises_a_non_retryable_4xx(backend: LocalBackend) -> 
         await backend.complete(req("d", max_tokens=0))
     assert err.value.status == 400 and not err.value.retryable
     with pytest.raises(APIError) as err:
-        async for _ in backend.stream(req("e", "completion", prompt=[1, 10**6])):
+        async for _ in backend.stream_batches(req("e", "completion", prompt=[1, 10**6])):
             pass
     assert err.value.status == 400 and err.value.code == "invalid_value"
 
 
 async def test_leaving_a_stream_early_frees_the_request(backend: LocalBackend) -> None:
-    gen = backend.stream(req("f", max_tokens=200))
+    gen = backend.stream_batches(req("f", max_tokens=200))
     await gen.__anext__()
     await gen.__anext__()
     await gen.aclose()

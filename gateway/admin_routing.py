@@ -24,13 +24,14 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.routing import Route
 
+from backends.openai_wire import WireError
 from gateway.admin import admin_route, audit, in_tx
-from gateway.errors import ApiError
-from gateway.models import BackendRow, Tenant
-from gateway.models_routing import RoutingAudit, TenantSensitivity
 from gateway.registry import load_backends
 from gateway.routing import NoRouteError, Router, RouteRequest
 from gateway.routing_store import read_rules, write_rules
+from gateway.state import GatewayState, state_of
+from gateway.tables import BackendRow, Tenant
+from gateway.tables_routing import RoutingAudit, TenantSensitivity
 from policies.routing import Rule, validate_rules
 from policies.routing_schema import RuleSchemaError, parse_rules, rule_to_dict
 from policies.sensitivity import validate_tenant_patterns
@@ -43,22 +44,21 @@ async def _json_body(request: Request) -> Any:
     try:
         return orjson.loads(await request.body() or b"null")
     except orjson.JSONDecodeError:
-        raise ApiError(400, "The body is not valid JSON.", "invalid_json") from None
+        raise WireError(400, "The body is not valid JSON.", "invalid_json") from None
 
 
-def backend_locality(s: Session, state: Any) -> dict[str, bool]:
+def backend_locality(s: Session, state: GatewayState) -> dict[str, bool]:
     """Every enabled backend by name → is it local. The database is the source of truth (a
     backend registered on another replica counts at once); the embedded engine is local."""
     out = {b.name: b.kind == "local" for b in s.scalars(select(BackendRow).where(BackendRow.enabled.is_(True)))}
-    embedded = getattr(state, "embedded", None)
-    if embedded is not None:
-        out.setdefault(embedded.name, True)
+    if state.embedded is not None:
+        out.setdefault(state.embedded.name, True)
     return out
 
 
 @admin_route
 async def get_routes(request: Request) -> Any:
-    state = request.app.state
+    state = state_of(request.app)
 
     def run(s: Session) -> tuple[list[Rule], list[str]]:
         rules = read_rules(s)
@@ -74,12 +74,12 @@ async def explain_route(request: Request) -> Any:
     """Dry run: where would this request go, and why? Nothing is sent, stored or audited."""
     body = await _json_body(request)
     if not isinstance(body, dict) or not isinstance(body.get("request"), dict):
-        raise ApiError(400, "Expected {\"tenant_id\"?, \"priority\"?, \"classification\"?, "
+        raise WireError(400, "Expected {\"tenant_id\"?, \"priority\"?, \"classification\"?, "
                             "\"request\": {OpenAI request body}}.", "invalid_value", "request")
     cls = body.get("classification")
     if cls is not None and not isinstance(cls, str):
-        raise ApiError(400, "`classification` must be \"sensitive\" or \"public\".", "invalid_value", "classification")
-    state = request.app.state
+        raise WireError(400, "`classification` must be \"sensitive\" or \"public\".", "invalid_value", "classification")
+    state = state_of(request.app)
     tid = body.get("tenant_id")
 
     def tenant(s: Session) -> Tenant | None:
@@ -113,15 +113,15 @@ async def put_routes(request: Request) -> Any:
     try:
         rules = parse_rules(data)
     except RuleSchemaError as exc:
-        raise ApiError(400, "Invalid routing rules: " + "; ".join(exc.errors), "invalid_routing_rules") from None
+        raise WireError(400, "Invalid routing rules: " + "; ".join(exc.errors), "invalid_routing_rules") from None
     if len(rules) > MAX_RULES:
-        raise ApiError(400, f"At most {MAX_RULES} routing rules.", "invalid_routing_rules")
-    state = request.app.state
+        raise WireError(400, f"At most {MAX_RULES} routing rules.", "invalid_routing_rules")
+    state = state_of(request.app)
 
     def run(s: Session) -> list[dict[str, Any]]:
         errors = validate_rules(rules, backend_locality(s, state))
         if errors:
-            raise ApiError(400, "Invalid routing rules: " + "; ".join(errors), "invalid_routing_rules")
+            raise WireError(400, "Invalid routing rules: " + "; ".join(errors), "invalid_routing_rules")
         write_rules(s, rules)
         audit(s, "routes.replace", "routes", "all", {"rules": [r.id for r in rules]})
         return [rule_to_dict(r) for r in rules]
@@ -134,15 +134,15 @@ async def put_routes(request: Request) -> Any:
 async def routing_changed(request: Request) -> None:
     """Bump the shared config version (other replicas rebuild their routers from it) and
     rebuild this replica's router at once, so the admin's next request already sees the change."""
-    state = request.app.state
-    await state.quota.bump_version()
+    state = state_of(request.app)
+    await state.config.bump()
     await load_backends(state)
 
 
 def _tenant_or_404(s: Session, tenant_id: str) -> Tenant:
     t = s.get(Tenant, tenant_id)
     if t is None:
-        raise ApiError(404, "No such tenant.", "not_found")
+        raise WireError(404, "No such tenant.", "not_found")
     return t
 
 
@@ -162,9 +162,9 @@ async def get_sensitivity(request: Request) -> Any:
 def _terms(body: dict[str, Any], key: str) -> list[str]:
     v = body.get(key, [])
     if not isinstance(v, list) or not all(isinstance(x, str) and 0 < len(x) <= 500 for x in v):
-        raise ApiError(400, f"`{key}` must be a list of strings (1-500 characters each).", "invalid_value", key)
+        raise WireError(400, f"`{key}` must be a list of strings (1-500 characters each).", "invalid_value", key)
     if len(v) > MAX_TENANT_TERMS:
-        raise ApiError(400, f"At most {MAX_TENANT_TERMS} {key}.", "invalid_value", key)
+        raise WireError(400, f"At most {MAX_TENANT_TERMS} {key}.", "invalid_value", key)
     return v
 
 
@@ -173,11 +173,11 @@ async def put_sensitivity(request: Request) -> Any:
     tid = request.path_params["id"]
     body = await _json_body(request)
     if not isinstance(body, dict) or set(body) - {"patterns", "keywords"}:
-        raise ApiError(400, "Expected {\"patterns\": [...], \"keywords\": [...]}.", "invalid_value")
+        raise WireError(400, "Expected {\"patterns\": [...], \"keywords\": [...]}.", "invalid_value")
     patterns, keywords = _terms(body, "patterns"), _terms(body, "keywords")
     errors = validate_tenant_patterns(patterns)
     if errors:
-        raise ApiError(400, "; ".join(errors), "invalid_value", "patterns")
+        raise WireError(400, "; ".join(errors), "invalid_value", "patterns")
 
     def run(s: Session) -> dict[str, Any]:
         _tenant_or_404(s, tid)
@@ -209,8 +209,8 @@ async def list_routing_audit(request: Request) -> Any:
     try:
         limit = min(max(int(q.get("limit", "100")), 1), 1000)
     except ValueError:
-        raise ApiError(400, "`limit` must be an integer.", "invalid_value", "limit") from None
-    writer = getattr(request.app.state, "routing_audit", None)
+        raise WireError(400, "`limit` must be an integer.", "invalid_value", "limit") from None
+    writer = state_of(request.app).routing_audit
     if writer is not None:
         await writer.flush()  # include decisions still queued on this replica
 

@@ -1,4 +1,4 @@
-"""The continuous-batching step planner.
+"""The continuous-batching scheduler: plans each engine step.
 
 Each step: running requests first (decodes before unfinished prefills, each decode one token,
 a prefill one chunk), then admissions in the wait queue's order, all under a token budget,
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduler.kv import KVCacheManager
-from scheduler.plan import ScheduledChunk, StepPlan
+from scheduler.plan import NewRequest, ScheduledChunk, StepPlan
 from scheduler.queue import FCFSQueue, WaitQueue
 from scheduler.request import RequestStatus, SchedRequest
 
@@ -39,11 +39,16 @@ class SchedulerConfig:
             raise ValueError("scheduler limits must be positive")
 
 
+# request id -> its chunk while a step is planned
+_Scheduled = dict[str, ScheduledChunk]
+
+
 class Scheduler:
     """Plans steps; the engine runs them and reports back.
 
     Engine loop: `plan = schedule()` -> run the plan -> `update_from_output(plan, sampled)`
-    -> check stop conditions -> `finish_request()` for the finished ones.
+    -> check stop conditions -> `finish_request()` for the finished ones. The plan holds ids
+    and counts only; the scheduler keeps the request objects (`requests`).
     """
 
     def __init__(
@@ -69,18 +74,8 @@ class Scheduler:
     def has_unfinished_requests(self) -> bool:
         return bool(self.requests)
 
-    def get_request(self, request_id: str) -> SchedRequest | None:
-        return self.requests.get(request_id)
-
-    def can_ever_fit(self, num_tokens: int) -> bool:
-        """Whether a request reaching `num_tokens` tokens could ever run; reject it otherwise."""
-        if num_tokens > self.config.max_model_len:
-            return False
-        if not self.config.enable_chunked_prefill and num_tokens > self.config.max_num_batched_tokens:
-            return False
-        return -(-num_tokens // self.kv.block_size) <= self.kv.num_blocks
-
     def add_request(self, request: SchedRequest) -> None:
+        """Queue a new request; a duplicate id raises ValueError."""
         if request.request_id in self.requests:
             raise ValueError(f"duplicate request id {request.request_id!r}")
         request.status = RequestStatus.WAITING
@@ -96,6 +91,7 @@ class Scheduler:
         return request
 
     def finish_request(self, request_id: str) -> None:
+        """Retire a request that met a stop condition; unknown ids are ignored."""
         request = self.requests.get(request_id)
         if request is not None:
             self._retire(request)
@@ -111,13 +107,51 @@ class Scheduler:
 
     # ------------------------------------------------------------------ the step
     def schedule(self) -> StepPlan:
-        budget = self.config.max_num_batched_tokens
+        """Plan one step: running requests first, then admissions, under the token budget."""
+        scheduled: _Scheduled = {}
+        plan = StepPlan()
+        budget = self._schedule_running(self.config.max_num_batched_tokens, scheduled, plan.preempted)
+        # Admissions. None after a preemption: the pool is already short of blocks.
+        if not plan.preempted:
+            budget = self._admit(budget, scheduled, plan.new_requests)
+        plan.chunks = list(scheduled.values())
+        plan.num_batched_tokens = self.config.max_num_batched_tokens - budget
+        return plan
+
+    def _schedule_running(self, budget: int, scheduled: _Scheduled, preempted: list[str]) -> int:
+        """One chunk per running request while the budget lasts, preempting for blocks."""
         threshold = self.config.long_prefill_token_threshold
         kv = self.kv
-        scheduled: dict[str, ScheduledChunk] = {}
-        preempted: list[SchedRequest] = []
+        for request, remaining in self._running_order(budget):
+            if budget == 0:
+                break
+            if request.status is not RequestStatus.RUNNING:
+                continue  # preempted earlier in this step
+            num_new = remaining
+            if threshold and num_new > threshold:
+                num_new = threshold
+            if num_new > budget:
+                num_new = budget
+            while not kv.allocate_slots(request, num_new):
+                victim = self.queue.choose_victim(self.running)
+                budget += self._preempt(victim, scheduled)
+                preempted.append(victim.request_id)
+                if victim is request:
+                    break
+            else:
+                budget -= num_new
+                start = request.num_computed_tokens
+                if start < len(request.prompt_token_ids):
+                    self._charge_prefill(request, num_new)
+                rid = request.request_id
+                scheduled[rid] = ScheduledChunk(rid, start, num_new, list(kv.block_table(rid)), num_new == remaining)
+                continue
+            break  # the request preempted itself: nothing else can be made to fit
+        return budget
 
-        # Decodes first, then prefills that are mid-way: a long prompt never delays a token.
+    def _running_order(self, budget: int) -> list[tuple[SchedRequest, int]]:
+        """Running requests with their uncomputed tokens: decodes first, then prefills that
+        are mid-way, so a long prompt never delays a token."""
         decoding: list[tuple[SchedRequest, int]] = []
         prefilling: list[tuple[SchedRequest, int]] = []
         for request in self.running:
@@ -133,40 +167,9 @@ class Scheduler:
             k = self._decode_offset % len(decoding)
             decoding = decoding[k:] + decoding[:k]
             self._decode_offset = k + budget
-        for request, remaining in decoding + prefilling:
-            if budget == 0:
-                break
-            if request.status is not RequestStatus.RUNNING:
-                continue  # preempted earlier in this step
-            num_new = remaining
-            if threshold and num_new > threshold:
-                num_new = threshold
-            if num_new > budget:
-                num_new = budget
-            while not kv.allocate_slots(request, num_new):
-                victim = self.queue.choose_victim(self.running)
-                budget += self._preempt(victim, scheduled)
-                preempted.append(victim)
-                if victim is request:
-                    break
-            else:
-                budget -= num_new
-                scheduled[request.request_id] = ScheduledChunk(
-                    request, num_new, list(kv.block_table(request.request_id)), num_new == remaining
-                )
-                if request.num_computed_tokens < len(request.prompt_token_ids):
-                    self._charge_prefill(request, num_new)
-                continue
-            break  # the request preempted itself: nothing else can be made to fit
+        return decoding + prefilling
 
-        # Admissions. None after a preemption: the pool is already short of blocks.
-        if not preempted:
-            budget = self._admit(budget, scheduled)
-
-        chunks = list(scheduled.values())
-        return StepPlan(chunks, preempted, self.config.max_num_batched_tokens - budget)
-
-    def _admit(self, budget: int, scheduled: dict[str, ScheduledChunk]) -> int:
+    def _admit(self, budget: int, scheduled: _Scheduled, new: list[NewRequest]) -> int:
         kv, queue = self.kv, self.queue
         chunked = self.config.enable_chunked_prefill
         threshold = self.config.long_prefill_token_threshold if chunked else 0
@@ -200,10 +203,13 @@ class Scheduler:
                 raise RuntimeError("WaitQueue.pop() must return what peek() returned")
             if request.status is RequestStatus.WAITING:  # count a hit once, not per resume
                 request.num_cached_tokens = num_cached
+                new.append(NewRequest(request.request_id, request.tenant, request.priority, request.arrival_time))
             request.status = RequestStatus.RUNNING
             self.running.append(request)
             self._charge_prefill(request, num_new)
-            scheduled[request.request_id] = self._chunk(request, num_new)
+            rid = request.request_id
+            sample = num_cached + num_new == request.num_tokens
+            scheduled[rid] = ScheduledChunk(rid, num_cached, num_new, list(kv.block_table(rid)), sample)
             budget -= num_new
         return budget
 
@@ -217,15 +223,7 @@ class Scheduler:
         if num_prompt > 0:
             self.queue.on_prefill(request, num_prompt)
 
-    def _chunk(self, request: SchedRequest, num_new: int) -> ScheduledChunk:
-        return ScheduledChunk(
-            request,
-            num_new,
-            list(self.kv.block_table(request.request_id)),
-            request.num_computed_tokens + num_new == request.num_tokens,
-        )
-
-    def _preempt(self, victim: SchedRequest, scheduled: dict[str, ScheduledChunk]) -> int:
+    def _preempt(self, victim: SchedRequest, scheduled: _Scheduled) -> int:
         """Recompute-preempt `victim`; returns the budget its withdrawn chunk gives back."""
         self.running.remove(victim)
         self.kv.free(victim)
@@ -243,10 +241,11 @@ class Scheduler:
         A request aborted or finished while the step ran is skipped. A chunk that should have
         sampled but got no token leaves its last token uncomputed, so the next step redoes it
         and samples again (its KV is rewritten with the same values)."""
-        kv, queue = self.kv, self.queue
+        kv, queue, requests = self.kv, self.queue, self.requests
         for chunk in plan.chunks:
-            request = chunk.request
-            if request.status is not RequestStatus.RUNNING:
+            request = requests.get(chunk.request_id)
+            # gone (finished, aborted) or not running (a new request under a reused id)
+            if request is None or request.status is not RequestStatus.RUNNING:
                 continue
             request.num_computed_tokens += chunk.num_tokens
             if chunk.sample:

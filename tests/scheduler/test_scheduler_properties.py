@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from backends.local.block_manager import BlockManager, HashFn, sha256_block_hash
 from scheduler.fair_queue import FairQueue
-from scheduler.planner import Scheduler, SchedulerConfig
 from scheduler.queue import FCFSQueue, WaitQueue
 from scheduler.request import RequestStatus, SchedRequest
+from scheduler.scheduler import Scheduler, SchedulerConfig
 
 BLOCK = 2
 NUM_BLOCKS = 6
@@ -60,11 +60,11 @@ class Harness:
     def step(self, token: int) -> None:
         plan = self.s.schedule()
         assert plan.num_batched_tokens == sum(c.num_tokens for c in plan.chunks) <= 5
-        assert len({id(c.request) for c in plan.chunks}) == len(plan.chunks)
+        assert len({c.request_id for c in plan.chunks}) == len(plan.chunks)
         assert all(c.num_tokens >= 1 for c in plan.chunks)  # a sampled token needs logits
         for chunk in plan.chunks:
-            self.run_chunk(chunk.request, chunk.num_tokens, chunk.block_table)
-        self.s.update_from_output(plan, {c.request.request_id: token for c in plan.chunks if c.sample})
+            self.run_chunk(self.s.requests[chunk.request_id], chunk.num_tokens, chunk.block_table)
+        self.s.update_from_output(plan, {c.request_id: token for c in plan.chunks if c.sample})
         for r in list(self.s.running):
             if r.num_tokens >= MAX_LEN or len(r.output_token_ids) >= r.max_tokens:
                 self.s.finish_request(r.request_id)

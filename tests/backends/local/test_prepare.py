@@ -1,4 +1,5 @@
-"""OpenAI body parsing and formatting for the local engine (real tokenizer, no engine)."""
+"""The engine server's reading of OpenAI bodies (wire parse + engine step) and the wire's
+formatting (real tokenizer, no engine)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,12 @@ from typing import Any
 
 import pytest
 
-from backends.local.openai_api import (
-    APIError,
-    ModelInfo,
-    chunk,
-    full_response,
-    parse_request,
-    usage_chunk,
-)
 from backends.local.output import RequestOutput, Usage
+from backends.local.prepare import ModelInfo
+from backends.local.prepare import parse_for_engine as parse_request
 from backends.local.tokenizer import Tokenizer
+from backends.openai_wire import WireError as APIError
+from backends.openai_wire import chunk, full_response, usage_chunk
 
 MAX_LEN = 64
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from backends.local.block_manager import BlockManager
 from scheduler.plan import StepPlan
-from scheduler.planner import Scheduler, SchedulerConfig
 from scheduler.queue import FCFSQueue
 from scheduler.request import RequestStatus, SchedRequest
+from scheduler.scheduler import Scheduler, SchedulerConfig
 
 
 class RecordingQueue(FCFSQueue):
@@ -33,12 +33,12 @@ def req(rid: str, n: int, start: int = 0, arrival: float = 0.0, priority: int = 
 
 def step(s: Scheduler, token: int = 7) -> StepPlan:
     plan = s.schedule()
-    s.update_from_output(plan, {c.request.request_id: token for c in plan.chunks if c.sample})
+    s.update_from_output(plan, {c.request_id: token for c in plan.chunks if c.sample})
     return plan
 
 
 def shape(plan: StepPlan) -> list[tuple[str, int, bool]]:
-    return [(c.request.request_id, c.num_tokens, c.sample) for c in plan.chunks]
+    return [(c.request_id, c.num_tokens, c.sample) for c in plan.chunks]
 
 
 def test_chunked_prefill_across_steps_within_the_budget() -> None:
@@ -85,9 +85,9 @@ def test_decodes_rotate_when_they_outnumber_the_budget() -> None:
         s.add_request(req(f"r{i}", 1, start=10 * i))
     step(s)
     s.config.max_num_batched_tokens = 2
-    assert [c.request.request_id for c in step(s).chunks] == ["r0", "r1"]
-    assert [c.request.request_id for c in step(s).chunks] == ["r2", "r0"]
-    assert [c.request.request_id for c in step(s).chunks] == ["r1", "r2"]
+    assert [c.request_id for c in step(s).chunks] == ["r0", "r1"]
+    assert [c.request_id for c in step(s).chunks] == ["r2", "r0"]
+    assert [c.request_id for c in step(s).chunks] == ["r1", "r2"]
 
 
 def test_a_sample_without_a_token_is_redone_next_step() -> None:
@@ -104,7 +104,7 @@ def test_max_num_seqs_limits_running_requests() -> None:
     s = make(max_num_seqs=2)
     for i in range(3):
         s.add_request(req(f"r{i}", 3, start=10 * i))
-    assert [c.request.request_id for c in step(s).chunks] == ["r0", "r1"]
+    assert [c.request_id for c in step(s).chunks] == ["r0", "r1"]
     assert s.num_running == 2 and s.num_waiting == 1
     s.finish_request("r0")
     assert shape(step(s)) == [("r1", 1, True), ("r2", 3, True)]
@@ -116,7 +116,6 @@ def test_without_chunked_prefill_a_prompt_waits_for_a_whole_budget() -> None:
     s.add_request(req("b", 5, start=50))
     assert shape(step(s)) == [("a", 5, True)]
     assert shape(step(s)) == [("a", 1, True), ("b", 5, True)]
-    assert not s.can_ever_fit(9) and s.can_ever_fit(8)
 
 
 def test_long_prefill_threshold_lets_prompts_share_a_step() -> None:
@@ -180,7 +179,7 @@ def test_preemption_by_recompute_and_resume_in_order() -> None:
     step(s, token=40)  # both prefilled, each sampled one token
     assert s.kv.num_free_blocks == 0
     plan = s.schedule()  # a's decode needs a 3rd block: b, the latest arrival, goes
-    assert plan.preempted == [b] and shape(plan) == [("a", 1, True)]
+    assert plan.preempted == ["b"] and shape(plan) == [("a", 1, True)]
     assert b.status is RequestStatus.PREEMPTED and b.num_computed_tokens == 0
     assert b.output_token_ids == [40] and b.num_preemptions == 1 and s.num_preemptions == 1
     assert s.queue.peek() is b and s.num_running == 1
@@ -203,7 +202,7 @@ def test_a_request_that_is_its_own_victim_stops_the_step() -> None:
     s.add_request(b)
     step(s)  # a: 4 tokens in 2 blocks, b: 3 tokens, 1 block so far
     plan = s.schedule()  # a fits; b's decode needs a block and b is the latest arrival
-    assert plan.preempted == [b] and shape(plan) == [("a", 1, True)]
+    assert plan.preempted == ["b"] and shape(plan) == [("a", 1, True)]
     assert s.queue.peek() is b and s.kv.block_table("b") == []
 
 
@@ -218,7 +217,7 @@ def test_victim_already_scheduled_this_step_gives_its_budget_back() -> None:
     s.add_request(b)
     step(s)
     plan = s.schedule()  # a decodes in its blocks, b needs one: a (already scheduled) goes
-    assert plan.preempted == [a] and shape(plan) == [("b", 1, True)]
+    assert plan.preempted == ["a"] and shape(plan) == [("b", 1, True)]
     assert plan.num_batched_tokens == 1 and plan.chunks[0].block_table == [2, 3, 1]
 
 
@@ -246,17 +245,10 @@ def test_engine_loop_leaves_the_pool_whole() -> None:
             break
         plan = step(s)
         for c in plan.chunks:
-            if len(c.request.output_token_ids) >= 6:
-                s.finish_request(c.request.request_id)
+            if len(s.requests[c.request_id].output_token_ids) >= 6:
+                s.finish_request(c.request_id)
     assert not s.has_unfinished_requests()
     assert s.kv.check_pool_whole() and s.kv.num_tracked_requests == 0
-
-
-def test_can_ever_fit_checks_pool_and_model_length() -> None:
-    s = make(num_blocks=4, block_size=4, max_model_len=64)
-    assert s.can_ever_fit(16) and not s.can_ever_fit(17)
-    s = make(num_blocks=100, block_size=4, max_model_len=64)
-    assert s.can_ever_fit(64) and not s.can_ever_fit(65)
 
 
 def test_duplicate_ids_and_bad_limits_are_refused() -> None:
@@ -276,7 +268,7 @@ def test_planner_and_block_manager_import_without_heavy_dependencies() -> None:
     from pathlib import Path
 
     code = (
-        "import sys, scheduler.planner, scheduler.kv, backends.local.block_manager; "
+        "import sys, scheduler.scheduler, scheduler.kv, backends.local.block_manager; "
         "heavy = {'torch', 'starlette', 'sqlalchemy', 'httpx', 'redis'} & set(sys.modules); "
         "assert not heavy, heavy"
     )

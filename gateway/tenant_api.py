@@ -9,18 +9,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from backends.openai_wire import WireError, error_response
+from gateway.admission import bearer_token
 from gateway.auth import Principal
 from gateway.completions import CompletionsEndpoint
-from gateway.errors import ApiError, error_response
 from gateway.reports import parse_time, to_csv, usage_report
-from gateway.request_path import bearer_token
+from gateway.state import state_of
 
 
 async def _principal(request: Request) -> Principal:
     token = bearer_token({k: v for k, v in request.scope["headers"]})
-    principal = await request.app.state.keys.fresh(token)
+    principal = await state_of(request.app).keys.fresh(token)
     if principal is None:
-        raise ApiError(401, "Incorrect API key provided.", "invalid_api_key")
+        raise WireError(401, "Incorrect API key provided.", "invalid_api_key")
     return principal
 
 
@@ -31,9 +32,9 @@ def _json(obj: object, status: int = 200) -> Response:
 async def list_models(request: Request) -> Response:
     try:
         principal = await _principal(request)
-    except ApiError as err:
+    except WireError as err:
         return error_response(err)
-    names = [n for n in request.app.state.backends if principal.may_use(n)]
+    names = [n for n in state_of(request.app).backends if principal.may_use(n)]
     return _json({"object": "list", "data": [
         {"id": n, "object": "model", "created": 0, "owned_by": "fairgate"} for n in sorted(names)]})
 
@@ -44,16 +45,16 @@ async def own_usage(request: Request) -> Response:
         principal = await _principal(request)
         q = request.query_params
         if q.get("tenant") not in (None, "", principal.tenant_id):
-            raise ApiError(403, "A tenant key may only read its own usage.", "forbidden", "tenant")
+            raise WireError(403, "A tenant key may only read its own usage.", "forbidden", "tenant")
         start, end = parse_time(q.get("from"), "from"), parse_time(q.get("to"), "to")
         group_by = q.get("group_by", "day")
 
         def run() -> list[dict]:
-            with request.app.state.sessions() as s:
+            with state_of(request.app).sessions() as s:
                 return usage_report(s, principal.tenant_id, start, end, group_by)
 
         rows = await asyncio.to_thread(run)
-    except ApiError as err:
+    except WireError as err:
         return error_response(err)
     if q.get("format") == "csv":
         return Response(to_csv(rows), media_type="text/csv")

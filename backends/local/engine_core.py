@@ -1,0 +1,184 @@
+"""The engine's synchronous core: one step is schedule -> execute -> update -> outputs.
+
+No threads, no asyncio, no delivery: `EngineCore.step()` returns the `RequestOutput` deltas the
+step produced, and `AsyncEngine` (engine.py) runs it on its thread, feeds it commands, applies
+the error policy (a `StepFailed` names the requests to fail) and delivers the deltas. The core
+owns the scheduler (and through it the block manager), the model executor and one
+`OutputTracker` per unfinished request.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from backends.local.engine_factory import EngineParts
+from backends.local.output import EngineStats, FinishReason, OutputTracker, RequestOutput
+from backends.local.protocols import EngineObserver
+from backends.local.types import RunnerInput
+from scheduler.plan import ScheduledChunk, StepPlan
+from scheduler.request import SchedRequest
+
+log = logging.getLogger(__name__)
+
+
+class StepFailed(Exception):
+    """A step could not finish; fail `request_ids` with `message`, the others keep running."""
+
+    def __init__(self, request_ids: list[str], message: str) -> None:
+        super().__init__(message)
+        self.request_ids = request_ids
+        self.message = message
+
+
+@dataclass(slots=True)
+class StepResult:
+    outputs: list[RequestOutput]  # deltas to deliver, finished ones included
+    ran: bool  # False: nothing could be scheduled (e.g. every block held); wait for a command
+
+
+@dataclass(slots=True)
+class LiveRequest:
+    sched: SchedRequest  # the scheduler's view: token ids and how many have KV
+    tracker: OutputTracker  # text so far and the stop checks
+
+
+class EngineCore:
+    """Steps one model. Call everything from one thread (it holds no locks)."""
+
+    def __init__(self, parts: EngineParts) -> None:
+        self.scheduler = parts.scheduler
+        self.runner = parts.runner
+        self.stats = EngineStats(kv_blocks_total=parts.runner.num_kv_blocks)
+        self.observer: EngineObserver | None = None
+        self._live: dict[str, LiveRequest] = {}
+
+    @property
+    def has_unfinished(self) -> bool:
+        return bool(self._live)
+
+    # ------------------------------------------------------------------ the step
+    def step(self) -> StepResult:
+        """Run one step; raises `StepFailed` when scheduling or the forward pass fails."""
+        plan = self._schedule()
+        if plan.is_empty:
+            return StepResult([], ran=False)
+        sampled = self._execute(plan)
+        self.scheduler.update_from_output(plan, sampled)
+        self._count(plan, sampled)
+        return StepResult(self._outputs(sampled), ran=True)
+
+    def _schedule(self) -> StepPlan:
+        try:
+            plan = self.scheduler.schedule()
+        except Exception as exc:  # a planner bug: fail what is in flight, keep serving
+            raise StepFailed(list(self._live), "engine error while scheduling") from exc
+        if self.observer is not None and not plan.is_empty:
+            self.observer.on_scheduled(plan)
+        return plan
+
+    def _execute(self, plan: StepPlan) -> dict[str, int]:
+        """Run the plan; return the sampled token per request that sampled one."""
+        inputs = [self._runner_input(chunk) for chunk in plan.chunks]
+        started = time.perf_counter()
+        try:
+            sampled = self.runner.execute(inputs)
+            if len(sampled) != len(inputs):
+                raise RuntimeError(f"runner returned {len(sampled)} results for {len(inputs)} inputs")
+        except Exception as exc:  # fail this step's requests, keep serving
+            raise StepFailed([c.request_id for c in plan.chunks], f"engine error: {type(exc).__name__}") from exc
+        finally:
+            self.stats.busy_seconds += time.perf_counter() - started
+        return {c.request_id: tok for c, tok in zip(plan.chunks, sampled, strict=True) if tok is not None}
+
+    def _runner_input(self, chunk: ScheduledChunk) -> RunnerInput:
+        live = self._live[chunk.request_id]
+        req = live.sched
+        start, n = chunk.start_pos, chunk.num_tokens
+        n_prompt = len(req.prompt_token_ids)
+        if start >= n_prompt:  # decode (or recompute of generated tokens): no list concat
+            token_ids = req.output_token_ids[start - n_prompt : start - n_prompt + n]
+        elif start + n <= n_prompt:
+            token_ids = req.prompt_token_ids[start : start + n]
+        else:
+            token_ids = (req.prompt_token_ids + req.output_token_ids)[start : start + n]
+        return RunnerInput(
+            request_id=chunk.request_id,
+            token_ids=token_ids,
+            start_pos=start,
+            block_table=chunk.block_table,
+            sample=chunk.sample,
+            sampling=live.tracker.sampling,
+            num_output_tokens=len(req.output_token_ids),
+        )
+
+    def _count(self, plan: StepPlan, sampled: dict[str, int]) -> None:
+        stats = self.stats
+        stats.steps += 1
+        stats.tokens_computed += plan.num_batched_tokens
+        stats.generation_tokens += len(sampled)
+
+    def _outputs(self, sampled: dict[str, int]) -> list[RequestOutput]:
+        """Detokenize and stop-check the sampled tokens; retire finished requests."""
+        outputs: list[RequestOutput] = []
+        for request_id, token_id in sampled.items():
+            live = self._live.get(request_id)
+            if live is None:
+                continue
+            try:
+                out = live.tracker.process([token_id], live.sched.num_cached_tokens)
+            except Exception:  # e.g. a detokenizer bug: fail only this request
+                log.exception("output processing failed for one request")
+                outputs += self.fail([request_id], "engine error while decoding output")
+                continue
+            if out.finished:
+                del self._live[request_id]
+                self.scheduler.finish_request(request_id)
+            if out.token_ids or out.text or out.finished:
+                outputs.append(out)
+        return outputs
+
+    # ------------------------------------------------------------------ commands
+    def add(self, request: SchedRequest, tracker: OutputTracker) -> None:
+        """Queue a request; its tracker is registered first, so `fail` can close it."""
+        self._live[request.request_id] = LiveRequest(request, tracker)
+        self.scheduler.add_request(request)
+        self.stats.requests_added += 1
+
+    def abort(self, request_id: str) -> RequestOutput | None:
+        """Drop a request now; its last delta (finish_reason "abort"), None if unknown."""
+        live = self._live.pop(request_id, None)
+        if live is None:
+            return None
+        self.scheduler.abort_request(request_id)
+        self.stats.requests_aborted += 1
+        return live.tracker.finish("abort", live.sched.num_cached_tokens)
+
+    def set_weights(self, weights: Mapping[str, float], version: int) -> None:
+        self.scheduler.queue.set_weights(weights, version=version)
+
+    def fail(self, request_ids: list[str], message: str) -> list[RequestOutput]:
+        """Finish these requests with finish_reason "error"; their last deltas."""
+        outputs = []
+        for request_id in request_ids:
+            live = self._live.pop(request_id, None)
+            if live is None:
+                continue
+            try:
+                self.scheduler.abort_request(request_id)
+            except Exception:  # noqa: BLE001
+                log.exception("abort after a failed step also failed")
+            self.stats.requests_failed += 1
+            outputs.append(live.tracker.finish("error", live.sched.num_cached_tokens, message))
+        return outputs
+
+    def finish_all(self, reason: FinishReason, message: str) -> list[RequestOutput]:
+        """Close every unfinished request (the engine is stopping); their last deltas."""
+        outputs = [
+            live.tracker.finish(reason, live.sched.num_cached_tokens, message) for live in self._live.values()
+        ]
+        self._live.clear()
+        return outputs
+

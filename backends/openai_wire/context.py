@@ -1,0 +1,34 @@
+"""The context-length rule, once: a prompt must leave room for at least one completion token,
+and prompt + max_tokens must fit the model's context."""
+
+from __future__ import annotations
+
+from backends.openai_wire.errors import WireError
+
+
+def completion_room(context_length: int, prompt_tokens: int) -> int:
+    """Completion tokens that still fit after the prompt (may be <= 0)."""
+    return context_length - prompt_tokens
+
+
+def prompt_too_long(prompt_tokens: int, context_length: int, why: str = "") -> str:
+    """The message for a prompt that leaves no room; `why` qualifies the limit (e.g. KV pool)."""
+    return (f"This model's maximum context length is {context_length} tokens{why}, but the prompt has "
+            f"{prompt_tokens} tokens, which leaves no room for a completion. Please shorten the prompt.")
+
+
+def check_prompt_fits(prompt_tokens: int, context_length: int, param: str = "prompt") -> None:
+    """Raise the 400 `context_length_exceeded` when the prompt alone fills the context."""
+    if completion_room(context_length, prompt_tokens) < 1:
+        raise WireError(400, prompt_too_long(prompt_tokens, context_length), "context_length_exceeded", param)
+
+
+def check_completion_fits(prompt_tokens: int, max_tokens: int, context_length: int) -> None:
+    """Raise the 400 `context_length_exceeded` when prompt + max_tokens is over the context."""
+    if max_tokens > completion_room(context_length, prompt_tokens):
+        raise WireError(
+            400,
+            f"This model's maximum context length is {context_length} tokens. However, you "
+            f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the prompt, {max_tokens} "
+            "for the completion). Please reduce the prompt or max_tokens.",
+            "context_length_exceeded", "max_tokens")

@@ -1,0 +1,185 @@
+"""One reading of an OpenAI request body, shared by the gateway and the engine server.
+
+`parse_request` checks every field either side reads (types, shapes, n=1) by hand — no
+pydantic on the hot path — and returns a `WireRequest` that travels with the body. Fields it
+does not know pass through untouched; what a particular backend cannot honour is refused by
+that backend (e.g. backends/local/prepare.py).
+
+`prompt_tokens_bound` is a cheap upper bound on the prompt's tokens for the quota reservation:
+byte-level BPE tokenizers never make more tokens than UTF-8 bytes, plus a few template tokens
+per message. It over-reserves; settlement reconciles with the backend's count.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from backends.base import Kind
+from backends.openai_wire.errors import WireError, bad_value
+
+TEMPLATE_TOKENS_PER_MESSAGE = 8
+TEMPLATE_TOKENS_BASE = 16
+
+_NUMBER_FIELDS = ("temperature", "top_p", "frequency_penalty", "presence_penalty")
+_INT_FIELDS = ("seed", "top_k", "logprobs", "top_logprobs")
+
+
+@dataclass(slots=True)
+class WireRequest:
+    """The validated fields of one body; `body` itself is left as the client sent it. The repr
+    leaves out everything that holds prompt text."""
+
+    kind: Kind
+    model: str | None  # None only where the model may be omitted (the engine server)
+    stream: bool
+    include_usage: bool
+    has_stream_options: bool
+    max_tokens: int | None
+    max_tokens_field: str  # which field carries it: "max_tokens" or "max_completion_tokens"
+    texts: list[str] = field(repr=False)  # message contents / prompt text: classification, the bound
+    prompt_tokens_bound: int
+    messages: list[dict[str, Any]] = field(default_factory=list, repr=False)  # chat only
+    prompt: str | list[int] = field(default="", repr=False)  # completion; a batch of one unwrapped
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+    stop: list[str] = field(default_factory=list, repr=False)
+
+
+def is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireRequest:
+    """Validate an OpenAI chat or completion body; raise `WireError` (400) on a missing or
+    wrongly typed field."""
+    if not isinstance(body, dict):
+        raise WireError(400, "The request body must be a JSON object.", "invalid_json")
+    model = _model(body, require_model)
+    if kind == "chat":
+        messages, texts, extra = _messages(body.get("messages"))
+        prompt: str | list[int] = ""
+    else:
+        messages = []
+        prompt, texts, extra = _prompt(body.get("prompt"))
+    stream, include_usage = _stream(body)
+    max_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
+    max_tokens = body.get(max_field)
+    if max_tokens is not None and (not is_int(max_tokens) or max_tokens < 1):
+        raise bad_value(f"`{max_field}` must be a positive integer", "max_tokens")
+    n = body.get("n")
+    if n is not None and n != 1:
+        raise bad_value("only n=1 is supported; send one request per completion", "n")
+    _check_types(body)
+    bound = TEMPLATE_TOKENS_BASE + extra + sum(len(t.encode()) for t in texts)
+    return WireRequest(
+        kind, model, stream, include_usage, body.get("stream_options") is not None, max_tokens, max_field,
+        texts, bound, messages, prompt, _float(body, "temperature"), _float(body, "top_p"),
+        body.get("top_k"), body.get("seed"), _stop(body.get("stop")))
+
+
+def _model(body: dict[str, Any], required: bool) -> str | None:
+    model = body.get("model")
+    if model is None and not required:
+        return None
+    if not isinstance(model, str) or not model:
+        raise bad_value("`model` is required and must be a string", "model")
+    return model
+
+
+def _messages(messages: Any) -> tuple[list[dict[str, Any]], list[str], int]:
+    """The messages, their texts, and the bound's extra tokens (template, non-text parts)."""
+    if not isinstance(messages, list) or not messages:
+        raise bad_value("`messages` must be a non-empty list of message objects", "messages")
+    texts: list[str] = []
+    extra = 0
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise bad_value(f"messages[{i}] must be an object with a string `role`", "messages")
+        extra += _content_texts(m.get("content"), i, texts) + TEMPLATE_TOKENS_PER_MESSAGE
+        if "tool_calls" in m:
+            extra += len(orjson.dumps(m["tool_calls"]))
+    return messages, texts, extra
+
+
+def _content_texts(content: Any, i: int, texts: list[str]) -> int:
+    """Append one message's texts; return the bytes to count for its non-text parts."""
+    if content is None:
+        return 0
+    if isinstance(content, str):
+        texts.append(content)
+        return 0
+    if not isinstance(content, list):
+        raise bad_value(f"messages[{i}].content must be a string, a list of parts, or null", "messages")
+    extra = 0
+    for part in content:
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise bad_value(f"messages[{i}].content parts must be objects with a type", "messages")
+        if part["type"] == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        else:
+            extra += len(orjson.dumps(part))
+    return extra
+
+
+def _prompt(prompt: Any) -> tuple[str | list[int], list[str], int]:
+    """The prompt (text or token ids), its texts, and the bound's extra tokens."""
+    if prompt is None:
+        raise bad_value("`prompt` is required", "prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
+        prompt = prompt[0]  # a batch of one
+    if isinstance(prompt, str):
+        return prompt, [prompt], 0
+    if not isinstance(prompt, list) or not prompt:
+        raise bad_value("`prompt` must be a non-empty string or list of token ids", "prompt")
+    if all(is_int(t) for t in prompt):
+        return prompt, [], len(prompt)  # token ids count themselves
+    if all(isinstance(p, str | list) for p in prompt):
+        raise bad_value("batched prompts are not supported; send one prompt per request", "prompt")
+    raise bad_value("`prompt` must be a string or a list of token ids", "prompt")
+
+
+def _stream(body: dict[str, Any]) -> tuple[bool, bool]:
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        raise bad_value("`stream` must be a boolean", "stream")
+    opts = body.get("stream_options")
+    if opts is None:
+        return bool(stream), False
+    if not isinstance(opts, dict):
+        raise bad_value("`stream_options` must be an object", "stream_options")
+    include = opts.get("include_usage")
+    if include is not None and not isinstance(include, bool):
+        raise bad_value("`stream_options.include_usage` must be a boolean", "stream_options.include_usage")
+    return bool(stream), bool(include)
+
+
+def _check_types(body: dict[str, Any]) -> None:
+    for name in _NUMBER_FIELDS:
+        v = body.get(name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
+            raise bad_value(f"`{name}` must be a number", name)
+    for name in _INT_FIELDS:
+        v = body.get(name)
+        if v is not None and not is_int(v) and not (name == "logprobs" and isinstance(v, bool)):
+            raise bad_value(f"`{name}` must be an integer", name)
+
+
+def _float(body: dict[str, Any], name: str) -> float | None:
+    v = body.get(name)
+    return None if v is None else float(v)
+
+
+def _stop(stop: Any) -> list[str]:
+    if stop is None:
+        return []
+    if isinstance(stop, str):
+        return [stop]
+    if isinstance(stop, list) and all(isinstance(s, str) for s in stop):
+        return list(stop)
+    raise bad_value("`stop` must be a string or a list of strings", "stop")

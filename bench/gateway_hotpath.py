@@ -1,0 +1,129 @@
+"""CPU per request of the gateway's own request path, in process and without a network: the
+completions endpoint (auth, parse, route, quota, backend call, response, settle, usage row)
+driven as an ASGI callable against an instant in-process backend. A low-noise companion to
+bench/gateway_overhead.py, which measures the same path through real sockets and `hey`.
+
+The in-process quota store and a SQLite file stand in for Redis and PostgreSQL, so the number
+is the gateway's Python, not its I/O. Prints a table, then one JSON line.
+
+    python bench/gateway_hotpath.py [--requests 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from collections.abc import AsyncGenerator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx  # noqa: E402
+import orjson  # noqa: E402
+
+from backends.base import Capabilities, Chunk, GenerationRequest  # noqa: E402
+from backends.openai_wire import response_id  # noqa: E402
+from gateway.app import create_app  # noqa: E402
+from gateway.routing import Router  # noqa: E402
+from gateway.settings import Settings  # noqa: E402
+from gateway.state import state_of  # noqa: E402
+
+PROMPT = [{"role": "user", "content": "Say hello in five words"}]
+USAGE = {"prompt_tokens": 5, "completion_tokens": 8, "total_tokens": 13}
+
+
+class InstantBackend:
+    """Answers at once: eight one-word chunks, or the whole text."""
+
+    name = "up"
+    model_name = None
+    is_local = False
+    context_length = None
+    capabilities = Capabilities()
+
+    async def complete(self, request: GenerationRequest) -> dict[str, Any]:
+        return {"id": response_id(request.kind, request.request_id), "object": "chat.completion", "created": 0,
+                "model": request.model, "usage": USAGE, "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "w0 w1 w2"}, "finish_reason": "stop"}]}
+
+    async def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+        rid = response_id(request.kind, request.request_id)
+        for i in range(8):
+            yield [{"id": rid, "object": "chat.completion.chunk", "created": 0, "model": request.model,
+                    "choices": [{"index": 0, "delta": {"content": f" w{i}"}, "finish_reason": None}]}]
+        yield [{"id": rid, "object": "chat.completion.chunk", "created": 0, "model": request.model,
+                "choices": [], "usage": USAGE}]
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def measure(app: Any, key: str, stream: bool, n: int) -> float:
+    """Microseconds of process CPU per request, after a warm-up."""
+    endpoint = next(r for r in app.routes if getattr(r, "path", "") == "/v1/chat/completions").app
+    body = orjson.dumps({"model": "up", "messages": PROMPT, "max_tokens": 8, "stream": stream})
+    scope = {"type": "http", "app": app, "path": "/v1/chat/completions", "method": "POST",
+             "headers": [(b"authorization", f"Bearer {key}".encode()), (b"content-length", b"%d" % len(body))]}
+
+    async def one() -> None:
+        pending = [{"type": "http.request", "body": body, "more_body": False}]
+        done = asyncio.Event()
+
+        async def receive() -> dict[str, Any]:
+            if pending:
+                return pending.pop()
+            await done.wait()  # the client stays until the answer is complete
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and message["status"] != 200:
+                raise RuntimeError(f"status {message['status']}")
+
+        await endpoint(scope, receive, send)
+        done.set()
+
+    for _ in range(min(n, 300)):
+        await one()
+    t0 = time.process_time()
+    for _ in range(n):
+        await one()
+    return (time.process_time() - t0) / n * 1e6
+
+
+async def run(n: int) -> dict[str, float]:
+    tmp = tempfile.mkdtemp(prefix="fg-hotpath-")
+    settings = Settings(database_url=f"sqlite:///{tmp}/gateway.db", admin_token="bench", redis_url=None,
+                        embedded_engine=False)
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gw",
+                                     headers={"authorization": "Bearer bench"}) as admin:
+            tenant = (await admin.post("/admin/tenants", json={"name": "bench"})).json()
+            key = (await admin.post(f"/admin/tenants/{tenant['id']}/keys", json={})).json()["key"]
+        state = state_of(app)
+        backend = InstantBackend()
+        state.backends = {"up": backend}
+        state.router = Router({"up": backend}, {"up": "up"})
+        return {"json_us_per_req": round(await measure(app, key, False, n), 1),
+                "stream_us_per_req": round(await measure(app, key, True, n), 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=3000)
+    args = ap.parse_args()
+    result = asyncio.run(run(args.requests))
+    print(f"{'answer':8s} {'cpu us/request':>15s}")
+    print(f"{'json':8s} {result['json_us_per_req']:15.1f}")
+    print(f"{'stream':8s} {result['stream_us_per_req']:15.1f}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""Admission: from raw request to a request that holds a quota reservation.
+
+    authenticate → read + parse body → resolve priority → model access → max_tokens limit
+                 → route (await) → context clamp → price → reserve
+
+Each step is a small function that returns a value or raises `WireError` with nothing
+reserved. Two things send admission round again, each with its own exception: `RouteRefresh`
+(the model is unknown here, but a backend may have been registered through another replica a
+moment ago: rebuild the registry once) and `StaleConfig` (the quota store saw that the cached
+principal predates an admin change: reload it). `admit` holds the retry policy.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from backends.base import GenerationRequest, Kind
+from backends.openai_wire import (
+    WireError,
+    WireRequest,
+    completion_room,
+    parse_request,
+    read_json_object,
+)
+from backends.openai_wire.responses import response_id
+from backends.types import Receive, Scope
+from gateway.auth import Principal
+from gateway.quota import QuotaDenied, StaleConfig
+from gateway.registry import refresh_if_stale
+from gateway.routing import NoRouteError, RouteDecision, RouteRequest
+from gateway.state import GatewayState
+
+log = logging.getLogger("fairgate.request")
+MAX_ATTEMPTS = 3  # one pass, plus retries after a route refresh or a stale principal
+
+
+@dataclass(slots=True)
+class Admitted:
+    """A request that holds a reservation; `finish` (gateway.settlement) must run exactly once."""
+
+    rid: str  # the response id ("chatcmpl-…"): usage rows, logs and the client know it by this
+    kind: Kind
+    principal: Principal
+    parsed: WireRequest
+    priority: str
+    decision: RouteDecision
+    gen: GenerationRequest
+    t0: float
+    ttft: float | None = None
+    backend_s: float = 0.0  # time spent waiting on backends before the first byte went out
+    overhead_ms: float | None = None  # gateway time to the first byte, backend_s excluded
+    prompt_version_header: bytes | None = None
+
+    def response_headers(self) -> list[tuple[bytes, bytes]]:
+        """The gateway's own response headers. Fixes the overhead: everything since arrival
+        except waiting on backends."""
+        self.overhead_ms = max(time.perf_counter() - self.t0 - self.backend_s, 0.0) * 1000
+        return [(b"x-request-id", self.rid.encode()), (b"x-fairgate-priority", self.priority.encode()),
+                (b"x-fairgate-overhead-ms", b"%.3f" % self.overhead_ms)]
+
+
+@dataclass(slots=True)
+class Incoming:
+    """What admission read from the request before any policy ran."""
+
+    kind: Kind
+    token: str = field(repr=False)  # never in a log line
+    headers: dict[bytes, bytes] = field(repr=False)
+    body: dict[str, Any] = field(repr=False)  # the prompt: never in a log line
+    parsed: WireRequest = field(repr=False)
+    request_id: str  # bare id; responses carry `rid`
+    t0: float
+
+
+class RouteRefresh(Exception):
+    """The router does not know the model; refreshing the registry may change that."""
+
+    def __init__(self, error: WireError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def bearer_token(headers: dict[bytes, bytes]) -> str:
+    auth = headers.get(b"authorization", b"")
+    if not auth.startswith(b"Bearer ") or len(auth) < 8:
+        raise WireError(401, "You didn't provide an API key. Send it as `Authorization: Bearer <key>`.",
+                        "missing_api_key")
+    return auth[7:].decode("latin-1").strip()
+
+
+async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive) -> Admitted:
+    """Authenticate, validate, route and reserve; raises WireError with nothing reserved."""
+    t0 = time.perf_counter()
+    headers = dict(scope["headers"])
+    token = bearer_token(headers)
+    principal = await authenticate(state, token, reload=False)
+    body = await read_json_object(receive, headers, state.settings.max_body_bytes)
+    incoming = Incoming(kind, token, headers, body, parse_request(kind, body), uuid.uuid4().hex, t0)
+    for attempt in range(MAX_ATTEMPTS):
+        if attempt:  # an admin change happened since this principal was cached
+            principal = await authenticate(state, token, reload=True)
+        try:
+            return await admit_once(state, incoming, principal)
+        except RouteRefresh as exc:
+            if attempt > 0 or not await refresh_if_stale(state):
+                raise exc.error from None
+        except StaleConfig:
+            continue
+    raise WireError(503, "The gateway's configuration is changing; retry.", "config_changing")
+
+
+async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -> Admitted:
+    """One pass of the pipeline under one principal and one registry."""
+    parsed = req.parsed
+    priority = resolve_priority(principal, req.headers)
+    check_model_access(principal, parsed)
+    max_tokens = max_tokens_limit(state, principal, parsed)
+    decision = await route(state, req, principal, priority)
+    if parsed.max_tokens is None:
+        max_tokens = clamp_to_context(decision, parsed, max_tokens)
+    cost = reserve_price(state, decision, parsed, max_tokens)
+    rid = response_id(req.kind, req.request_id)
+    await reserve(state, rid, principal, parsed.prompt_tokens_bound + max_tokens, cost)
+    # what we reserved is what may be generated: the limit travels in the body and the reading
+    req.body[parsed.max_tokens_field] = parsed.max_tokens = max_tokens
+    gen = GenerationRequest(
+        req.request_id, req.kind, req.body, tenant=principal.tenant_id, priority=priority,
+        cache_salt=principal.cache_salt or principal.tenant_id, parsed=parsed, model=parsed.model)
+    return Admitted(rid, req.kind, principal, parsed, priority, decision, gen, req.t0,
+                    prompt_version_header=req.headers.get(b"x-prompt-version"))
+
+
+async def authenticate(state: GatewayState, token: str, *, reload: bool) -> Principal:
+    principal = await (state.keys.reload(token) if reload else state.keys.authenticate(token))
+    if principal is None:
+        raise WireError(401, "Incorrect API key provided.", "invalid_api_key")
+    return principal
+
+
+def resolve_priority(principal: Principal, headers: dict[bytes, bytes]) -> str:
+    asked = headers.get(b"x-priority")
+    try:
+        return principal.resolve_priority(asked.decode() if asked else None)
+    except ValueError as exc:
+        raise WireError(400, str(exc), "invalid_priority", "X-Priority") from None
+
+
+def check_model_access(principal: Principal, parsed: WireRequest) -> None:
+    assert parsed.model is not None  # the gateway parses with require_model
+    if not principal.may_use(parsed.model):
+        raise WireError(404, f"The model `{parsed.model}` does not exist or you do not have access to it.",
+                        "model_not_found", "model")
+
+
+def max_tokens_limit(state: GatewayState, principal: Principal, parsed: WireRequest) -> int:
+    """The completion tokens to reserve: what was asked (within the key's limit) or the default."""
+    limit = principal.max_tokens_per_request
+    if parsed.max_tokens is not None and limit is not None and parsed.max_tokens > limit:
+        raise WireError(400, f"`{parsed.max_tokens_field}` is {parsed.max_tokens}, over this key's limit "
+                             f"of {limit} tokens per request.", "max_tokens_exceeded", parsed.max_tokens_field)
+    return parsed.max_tokens or min(state.settings.default_max_tokens, limit or 1 << 30)
+
+
+async def route(state: GatewayState, req: Incoming, principal: Principal, priority: str) -> RouteDecision:
+    cls = req.headers.get(b"x-data-classification")
+    assert req.parsed.model is not None
+    try:
+        return await state.router.decide(RouteRequest(
+            tenant_id=principal.tenant_id, tenant_name=principal.tenant_name, model=req.parsed.model,
+            priority=priority, data_residency=principal.data_residency,
+            classification_header=cls.decode().strip().lower() if cls else None,
+            texts=req.parsed.texts, prompt_tokens=req.parsed.prompt_tokens_bound,
+            request_id=response_id(req.kind, req.request_id), body=req.body))
+    except NoRouteError as exc:
+        error = WireError(exc.status, str(exc), exc.code, "model" if exc.status == 404 else None)
+        if exc.status == 404:
+            raise RouteRefresh(error) from None
+        raise error from None
+
+
+def clamp_to_context(decision: RouteDecision, parsed: WireRequest, max_tokens: int) -> int:
+    """No max_tokens asked: what we reserve is sent as the limit, so keep it inside the model's
+    context or a small local model would refuse a request the client never sized."""
+    ctx = decision.backends[0].context_length if decision.backends else None
+    if ctx is None:
+        return max_tokens
+    return max(1, min(max_tokens, completion_room(ctx, parsed.prompt_tokens_bound)))
+
+
+def reserve_price(state: GatewayState, decision: RouteDecision, parsed: WireRequest, max_tokens: int) -> float:
+    price = state.prices.get(decision.backends[0].name) if decision.backends else None
+    return price.cost(parsed.prompt_tokens_bound, max_tokens) if price else 0.0
+
+
+async def reserve(state: GatewayState, rid: str, principal: Principal, tokens: int, cost: float) -> None:
+    """Check-and-reserve in every scope; StaleConfig passes up to `admit`'s retry."""
+    try:
+        await state.quota.reserve(rid, principal.scopes, tokens, cost, principal.version)
+    except StaleConfig:
+        raise
+    except QuotaDenied as d:
+        raise WireError(429, f"Rate limit reached for this {d.scope}: {d.limit}. Retry after {d.retry_after_s} s.",
+                        d.limit, headers={"retry-after": str(d.retry_after_s)}) from None
+    except Exception as exc:  # the quota store is down: fail closed, never admit unchecked
+        log.warning("quota store unavailable (%s)", type(exc).__name__)
+        raise WireError(503, "The quota service is unavailable; retry shortly.", "quota_unavailable",
+                        headers={"retry-after": "1"}) from None

@@ -1,0 +1,59 @@
+"""Settlement: once a reserved request ends (answered, failed, cut off), replace the reservation
+by what was used and record one usage row. Runs exactly once per admitted request."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from backends.prompt_version import prompt_version
+from gateway.admission import Admitted
+from gateway.state import GatewayState
+from gateway.usage import UsageEvent
+
+log = logging.getLogger("fairgate.request")
+ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
+
+
+async def finish(state: GatewayState, adm: Admitted, status: str, backend: str | None, http_status: int,
+                 usage: dict[str, Any] | None, completion_seen: int = 0) -> None:
+    """Settle the reservation with what was used and queue the usage record (exactly once).
+
+    `usage` is the backend's usage object (None: unknown, so the prompt bound and the text
+    chunks seen stand in for it, marked estimated)."""
+    prompt, completion, estimated = _used_tokens(adm, backend, usage, completion_seen)
+    price = state.prices.get(backend) if backend else None
+    cost = price.cost(prompt, completion) if price else 0.0
+    try:
+        await state.quota.settle(adm.rid, prompt + completion, cost)
+    except Exception as exc:  # the reservation's TTL releases it; the usage row still counts
+        log.warning("settle failed for a request (%s)", type(exc).__name__)
+    now = time.perf_counter()
+    event = UsageEvent(
+        request_id=adm.rid, tenant_id=adm.principal.tenant_id, key_prefix=adm.principal.prefix,
+        model=adm.parsed.model or "", backend=backend, priority=adm.priority, status=status,
+        stream=adm.parsed.stream, prompt_tokens=prompt, completion_tokens=completion,
+        usage_estimated=estimated, cost=cost, http_status=http_status,
+        ttft_ms=None if adm.ttft is None else (adm.ttft - adm.t0) * 1000, latency_ms=(now - adm.t0) * 1000,
+        route=ROUTES.get(adm.kind, adm.kind), cached_tokens=_cached_tokens(usage), overhead_ms=adm.overhead_ms,
+        prompt_version=prompt_version(adm.prompt_version_header, adm.gen.body))
+    state.usage.record(event)
+    for observer in state.request_observers:
+        observer(event)
+
+
+def _used_tokens(adm: Admitted, backend: str | None, usage: dict[str, Any] | None,
+                 completion_seen: int) -> tuple[int, int, bool]:
+    """(prompt, completion, estimated)."""
+    prompt = usage.get("prompt_tokens") if usage else None
+    if not isinstance(prompt, int):
+        return (adm.parsed.prompt_tokens_bound if backend is not None else 0), completion_seen, True
+    assert usage is not None
+    return prompt, int(usage.get("completion_tokens") or 0), False
+
+
+def _cached_tokens(usage: dict[str, Any] | None) -> int:
+    details = usage.get("prompt_tokens_details") if usage else None
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return cached if isinstance(cached, int) and cached >= 0 else 0

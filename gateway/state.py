@@ -1,0 +1,66 @@
+"""Everything the gateway holds while it runs, built once in the app's lifespan (gateway.app).
+
+Handlers reach it through `state_of(app)`; background tasks get it passed in. Fields that
+change at run time (`backends`, `prices`, `router`, the versions) are replaced whole by
+gateway.registry when the configuration moves, never edited in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gateway.routing import Router
+
+if TYPE_CHECKING:
+    import httpx
+    from sqlalchemy import Engine
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from backends.base import Backend
+    from backends.http1 import HTTP1Pool
+    from backends.local.backend import LocalBackend
+    from gateway.auth import KeyCache
+    from gateway.classification import Classifier
+    from gateway.config_bus import ConfigBus
+    from gateway.fairness import FairnessSync
+    from gateway.metrics import GatewayMetrics
+    from gateway.quota import QuotaStore
+    from gateway.registry import Price
+    from gateway.routing_audit import RoutingAuditWriter
+    from gateway.settings import Settings
+    from gateway.usage import UsageEvent, UsageRecorder
+
+
+@dataclass(slots=True)
+class GatewayState:
+    settings: Settings
+    db: Engine
+    sessions: sessionmaker[Session]
+    quota: QuotaStore
+    config: ConfigBus  # the cluster's config version (admin changes bump it)
+    keys: KeyCache
+    usage: UsageRecorder
+    upstream_pool: HTTP1Pool  # backends' calls: the lean client, see backends/http1.py
+    http: httpx.AsyncClient  # admin-side calls (fairness pushes)
+    embedded: LocalBackend | None  # the in-process engine, if any
+    metrics: GatewayMetrics
+    request_observers: list[Callable[[UsageEvent], None]] = field(default_factory=list)
+    backends: dict[str, Backend] = field(default_factory=dict)  # name → Backend
+    prices: dict[str, Price] = field(default_factory=dict)  # backend name → price
+    router: Router = field(default_factory=lambda: Router({}))
+    routing_audit: RoutingAuditWriter | None = None
+    classifier: Classifier | None = None  # detectors in capped worker processes (gateway.classification)
+    config_version: int = -1  # the version backends/router were built under (-1: not yet)
+    config_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    fairness_sync: FairnessSync | None = None
+    fairness_version: int = 0
+    fairness_weights: dict[str, float] = field(default_factory=dict)
+
+
+def state_of(app: Any) -> GatewayState:
+    """The running app's state (set by the lifespan)."""
+    state: GatewayState = app.state.gateway
+    return state
