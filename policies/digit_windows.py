@@ -186,14 +186,16 @@ class _PrefixCounts:
     @staticmethod
     def none(prefix: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """No flagged group among groups lo..hi-1."""
-        return prefix[hi] - prefix[lo] == 0
+        out: np.ndarray = prefix[hi] - prefix[lo] == 0
+        return out
 
 
 def _tckn(digits: np.ndarray, s: np.ndarray) -> np.ndarray:
     w = digits[s[:, None] + np.arange(11)[None, :]]  # [m, 11]
     odd = w[:, 0:9:2].sum(axis=1)
     even = w[:, 1:8:2].sum(axis=1)
-    return (w[:, 0] != 0) & ((odd * 7 - even) % 10 == w[:, 9]) & ((odd + even + w[:, 9]) % 10 == w[:, 10])
+    out: np.ndarray = (w[:, 0] != 0) & ((odd * 7 - even) % 10 == w[:, 9]) & ((odd + even + w[:, 9]) % 10 == w[:, 10])
+    return out
 
 
 def _luhn(digits: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -205,4 +207,5 @@ def _luhn(digits: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     last = (e - 1) % 2  # the last digit is taken as is, the one before it doubled, ...
     total = np.where(last == 0, plain[0][e] - plain[0][s] + dbl[1][e] - dbl[1][s],
                      plain[1][e] - plain[1][s] + dbl[0][e] - dbl[0][s])
-    return total % 10 == 0
+    out: np.ndarray = total % 10 == 0
+    return out

@@ -66,9 +66,9 @@ def _run(text: str, s: int, e: int) -> tuple[int, int, str | None] | None:
         return s, m.end(), value if value != m.group() else None
     piece = text[s:e][:MAX_DECODED]
     if len(piece) % 2 == 0 and _HEX.fullmatch(piece):
-        value = _hex(piece)
-        if value:
-            return s, e, value
+        hex_value = _hex(piece)
+        if hex_value:
+            return s, e, hex_value
     if not _B64_LIKE.search(piece):
         return s, e, None  # one long word, not base64
     return s, e, _b64(piece)

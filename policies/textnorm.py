@@ -167,7 +167,8 @@ def normalize(text: str) -> Normalized:
     data = text.encode("utf-8", "surrogatepass")
     if _UNUSUAL_DFA.search(data) is None:
         return Normalized(text)  # ordinary Turkish or Latin text: nothing to drop or fold
-    pieces, last = [], 0
+    pieces: list[str] = []
+    last = 0
     for n, m in enumerate(_UNUSUAL_DFA.finditer(data)):
         if n > 64:  # many runs: one C pass over the whole text is cheaper
             out = text.translate(_DROP_AND_FOLD)
