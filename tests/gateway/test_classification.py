@@ -23,7 +23,7 @@ def _count(c: Classifier, reason: str) -> float:
 
 
 def test_timeout_and_errors_fail_closed_and_are_counted() -> None:
-    c = Classifier(timeout_s=1e-9, workers=1)
+    c = Classifier(timeout_s=1e-9, workers=1, inline_chars=0)
     slow = ["1 " * 300_000]
     v = asyncio.run(c.assess(slow))
     assert v.sensitive and v.reasons == ("classification_timeout",) and _count(c, "timeout") == 1
