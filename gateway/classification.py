@@ -8,7 +8,7 @@ whose detectors raise, is treated as sensitive (local backends only) and counted
 `fairgate_classification_fail_closed_total{reason="timeout"|"error"}`. The pool is small and
 bounded: a flood of pathological prompts queues there (and times out closed) instead of
 stalling every other request, stream and `/health` on the event loop. Worker processes start
-once (forkserver, detectors preloaded); the time cap counts from when they are ready.
+once (spawned, detectors warmed up); the time cap counts from when they are ready.
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ class Classifier:
     def _start(self) -> concurrent.futures.Executor:
         if self.processes:
             try:
-                ctx = multiprocessing.get_context("forkserver")
-                ctx.set_forkserver_preload(["policies.residency"])
+                # spawn: workers are the gateway's own children and exit with it (a worker's
+                # queue read fails once the parent is gone); no fork of a threaded process
+                ctx = multiprocessing.get_context("spawn")
                 pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=ctx)
                 self._ready = pool.submit(_warm)
                 return pool
