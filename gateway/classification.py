@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import multiprocessing
+import os
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -59,10 +61,11 @@ class Classifier:
     def _start(self) -> concurrent.futures.Executor:
         if self.processes:
             try:
-                # spawn: workers are the gateway's own children and exit with it (a worker's
-                # queue read fails once the parent is gone); no fork of a threaded process
+                # spawn, not fork: the gateway runs threads. Workers watch their parent and exit
+                # when it is gone (killed gateways must not leave detector processes behind)
                 ctx = multiprocessing.get_context("spawn")
-                pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=ctx)
+                pool = concurrent.futures.ProcessPoolExecutor(
+                    self.workers, mp_context=ctx, initializer=_watch_parent, initargs=(os.getpid(),))
                 self._ready = pool.submit(_warm)
                 return pool
             except (OSError, ValueError):  # no process support here: threads still work
@@ -116,6 +119,18 @@ class Classifier:
 
 def _assess(texts: list[str], kwargs: dict[str, Any]) -> SensitivityVerdict:
     return assess(texts, **kwargs)
+
+
+def _watch_parent(parent: int) -> None:
+    """In each worker: exit as soon as the gateway process that started it is gone (a queue
+    read alone would wait forever, the worker holding the queue's other end itself)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="fairgate-parent-watch", daemon=True).start()
 
 
 def _warm() -> bool:
