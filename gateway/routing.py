@@ -85,7 +85,8 @@ class Router:
     matches); `rules`: ordered routing rules; `tenants`: tenant id → its own detectors;
     `audit`: where decisions are recorded (None: not audited); `fail_closed`: treat every
     request as sensitive (set when the routing configuration could not be loaded);
-    `classifier`: runs the detectors in worker threads with a time cap (a private one if None).
+    `classifier`: runs the detectors off the event loop with a time cap, failing closed
+    (gateway.classification; a private thread-pool one if None).
     """
 
     def __init__(
@@ -154,7 +155,7 @@ class Router:
         reasons = (plan.reason, *verdict.reasons)
         self._record(request, verdict, plan.rule_id, [b.name for b in chosen], plan.reason, 200)
         return RouteDecision(chosen, verdict.sensitive, ";".join(reasons), plan.rule_id, list(verdict.kinds),
-                             [tuple(s) for s in verdict.spans])
+                             list(verdict.spans))
 
     def _record(
         self, request: RouteRequest, verdict: SensitivityVerdict, rule_id: str | None,
