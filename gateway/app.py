@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from backends.http1 import HTTP1Pool
 from backends.openai_wire import WireError, error_response
-from gateway import admin, admin_routing, tenant_api
+from gateway import admin, admin_classify, admin_routing, tenant_api
 from gateway.auth import KeyCache
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.fairness import FairnessSync, push_weights
@@ -91,6 +91,8 @@ async def _close_state(st: GatewayState) -> None:
     await st.http.aclose()
     await st.upstream_pool.aclose()
     await st.quota.aclose()
+    if st.classifier is not None:
+        st.classifier.close()  # the detectors' worker processes
     st.db.dispose()
 
 
@@ -114,4 +116,5 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
 
     routes = [Route("/health", _health, methods=["GET"])]
     routes += tenant_api.routes() + admin.routes() + admin_routing.routes() + metrics_routes()
+    routes += admin_classify.routes()
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})

@@ -41,6 +41,7 @@ class AuditRecord:
     decision: str
     status: int
     request_id: str | None = None
+    finding_spans: list[list[Any]] = field(default_factory=list)  # [kind, start, end]: offsets, never text
     at: datetime = field(default_factory=utcnow)
     entry_id: str = field(default_factory=new_id)  # makes a retried insert idempotent
 
