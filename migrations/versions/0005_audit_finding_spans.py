@@ -1,8 +1,8 @@
 """Routing audit: `finding_spans`, where in the request each detector finding sat (kind and
 offsets, never the text).
 
-Revision ID: 0004_audit_finding_spans
-Revises: 0003_prefix_cache_group
+Revision ID: 0005_audit_finding_spans
+Revises: 0004_row_safety
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004_audit_finding_spans"
-down_revision = "0003_prefix_cache_group"
+revision = "0005_audit_finding_spans"
+down_revision = "0004_row_safety"
 branch_labels = None
 depends_on = None
 
