@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_db_command(args) or 0
     if args.command == "eval":
-        from gateway.evaluation import run_eval
+        from backends.local.evaluation import run_eval
 
         return run_eval(args) or 0
     return 2

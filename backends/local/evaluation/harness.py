@@ -12,10 +12,10 @@ from pathlib import Path
 import torch
 
 from backends.local.config import ModelConfig
+from backends.local.evaluation.golden import cut_at_stop
 from backends.local.runner import ModelRunner
 from backends.local.tokenizer import Tokenizer
 from backends.local.types import RunnerInput, SamplingParams
-from gateway.evaluation.golden import cut_at_stop
 
 Progress = Callable[[int], None]
 
