@@ -134,3 +134,15 @@ def describe_backend(device: torch.device | str) -> str:
     if ops is None:
         return f"torch reference kernels (triton unavailable: {why})"
     return "triton kernels" + ("" if is_cuda else " (forced on CPU: FAIRGATE_KERNELS=triton)")
+
+
+def weight_only_linear(x: torch.Tensor, qw, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """See `kernels.reference.quant_linear` (QuantLinear's path off the native CPU kernel)."""
+    impl = _impl(x)
+    fn = getattr(impl, "quant_linear", None)
+    return (fn or reference.quant_linear)(x, qw, bias)
+
+
+def native_quant_linears(device: torch.device | str) -> bool:
+    """Whether QuantLinear layers on `device` run the native CPU kernel (FAIRGATE_KERNELS allowing)."""
+    return torch.device(device).type == "cpu" and kernel_mode() in ("auto", "native")

@@ -1,4 +1,4 @@
-"""The native CPU kernels (cpu_attention.c): built with the system C compiler at first use,
+"""The native CPU kernels (cpu_attention.c, cpu_quant.c): each built with the system C compiler at first use,
 loaded with ctypes, called on torch tensors' memory.
 
 The library is cached under $FAIRGATE_KERNEL_CACHE (default ~/.cache/fairgate/kernels), keyed
@@ -28,6 +28,7 @@ from kernels import reference
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("cpu_attention.c")
+QUANT_SOURCE = Path(__file__).with_name("cpu_quant.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
 KV_DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 LANES = 16  # head_dim must be a multiple (cpu_attention.c's vector width)
@@ -57,7 +58,7 @@ def _compiler() -> str | None:
 
 @functools.cache
 def load() -> ctypes.CDLL | None:
-    """The built library, or None (logged once) when it cannot be built or loaded here."""
+    """The built attention library, or None (logged once) when it cannot be built or loaded here."""
     try:
         return _load()
     except Exception as exc:  # noqa: BLE001 - any failure means "use the torch path"
@@ -66,10 +67,35 @@ def load() -> ctypes.CDLL | None:
 
 
 def _load() -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(_build(SOURCE)))
+    fn = lib.paged_decode_attention
+    fn.restype = ctypes.c_int
+    p, i32, i64, f32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float
+    fn.argtypes = [p, p, p, p, i64, p, p, i32, i32, i32, i32, i32, f32, i32, i32]
+    return lib
+
+
+@functools.cache
+def load_quant() -> ctypes.CDLL | None:
+    """The built quantized-linear library (cpu_quant.c), or None (logged once)."""
+    try:
+        lib = ctypes.CDLL(str(_build(QUANT_SOURCE)))
+    except Exception as exc:  # noqa: BLE001 - any failure means "use the torch path"
+        log.warning("native quantized linears unavailable (%s: %s)", type(exc).__name__, exc)
+        return None
+    fn = lib.quant_linear
+    fn.restype = None
+    p, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
+    fn.argtypes = [p, i64, p, p, p, p, p, i64, i32, i32, i32, i32, i32, i32]
+    return lib
+
+
+def _build(source_path: Path) -> Path:
+    """Compile `source_path` for this CPU once (cached by content); return the library's path."""
     cc = _compiler()
     if cc is None:
         raise RuntimeError("no C compiler (cc or gcc) on PATH")
-    source = SOURCE.read_bytes()
+    source = source_path.read_bytes()
     key = hashlib.sha256(b"\0".join([source, cc.encode(), " ".join(FLAGS).encode(),
                                      platform.machine().encode(), _cpu_flags().encode()])).hexdigest()[:16]
     folder = cache_dir()
@@ -78,12 +104,12 @@ def _load() -> ctypes.CDLL:
     except OSError:  # e.g. a read-only home: a private folder in the temp dir will do
         folder = Path(tempfile.gettempdir()) / f"fairgate-kernels-{os.getuid()}"
         folder.mkdir(mode=0o700, exist_ok=True)
-    target = folder / f"cpu_attention-{key}.so"
+    target = folder / f"{source_path.stem}-{key}.so"
     if not target.exists():
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
         os.close(fd)
         try:
-            done = subprocess.run([cc, *FLAGS, str(SOURCE), "-o", tmp, "-lm"], capture_output=True, text=True,
+            done = subprocess.run([cc, *FLAGS, str(source_path), "-o", tmp, "-lm"], capture_output=True, text=True,
                                   timeout=120, check=False)
             if done.returncode != 0:
                 raise RuntimeError(f"{cc} failed: {done.stderr.strip()[-400:]}")
@@ -94,12 +120,7 @@ def _load() -> ctypes.CDLL:
         log.info("built native CPU kernels: %s", target)
     # torch is imported above, so the library's libgomp.so.1 resolves to the OpenMP runtime
     # torch already loaded: one thread pool, not two competing for the cores.
-    lib = ctypes.CDLL(str(target))
-    fn = lib.paged_decode_attention
-    fn.restype = ctypes.c_int
-    p, i32, i64, f32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float
-    fn.argtypes = [p, p, p, p, i64, p, p, i32, i32, i32, i32, i32, f32, i32, i32]
-    return lib
+    return target
 
 
 def paged_decode_attention(

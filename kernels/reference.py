@@ -173,3 +173,15 @@ def paged_prefill_attention(
         o = o[0]  # [H, q, D]
         out[qs:qe] = o.transpose(0, 1).to(query.dtype)  # [q, H, D]
     return out
+
+
+def quant_linear(x: torch.Tensor, qw, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """y = x W^T + b for a weight-only quantized W (`kernels.quant_format.QuantizedWeight`).
+
+    x [..., K] -> [..., N]; math in float32, result in x's dtype. Reference only: it rebuilds
+    the float weight on every call, which the native and Triton kernels never do.
+    """
+    from kernels.quant_format import dequantize_weight
+
+    y = F.linear(x.float(), dequantize_weight(qw), None if bias is None else bias.float())
+    return y.to(x.dtype)

@@ -133,11 +133,19 @@ class DecoderModel(nn.Module):
 
     @classmethod
     def from_state_dict(
-        cls, cfg: ModelConfig, state: dict[str, torch.Tensor], max_positions: int
+        cls, cfg: ModelConfig, state: dict[str, torch.Tensor], max_positions: int,
+        modules: dict[str, nn.Module] | None = None,
     ) -> DecoderModel:
-        """Build without allocating random weights, then adopt `state` (from `loader`)."""
+        """Build without allocating random weights, then adopt `state` (from `loader`).
+
+        `modules` replaces submodules by dotted name before the weights load (quantized
+        linears, whose tensors are then not in `state`).
+        """
         with torch.device("meta"):
             model = cls(cfg)
+        for name, module in (modules or {}).items():
+            parent, _, leaf = name.rpartition(".")
+            setattr(model.get_submodule(parent), leaf, module)
         model.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
         if cfg.tie_word_embeddings:
             model.lm_head.weight = model.embed_tokens.weight

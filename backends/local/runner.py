@@ -12,8 +12,10 @@ from backends.local.batch import build_step
 from backends.local.config import ModelConfig
 from backends.local.loader import load_weights
 from backends.local.model import DecoderModel
+from backends.local.quantization import quantized_linears, weight_bytes
 from backends.local.sampling import Sampler
 from backends.local.types import RunnerInput
+from kernels.quant_format import QuantMethod
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,8 @@ class ModelRunner:
     KV pool: per layer one K and one V tensor [num_kv_blocks, block_size, num_kv_heads, head_dim].
     Size it with `num_kv_blocks`, or `kv_cache_memory` bytes; by default 512 MiB on CPU and
     90% of the free GPU memory after the weights on CUDA. `kv_cache_dtype` defaults to `dtype`.
+    `quantization` ("int8", "int4", "int4-gN") quantizes the decoder linears of a float folder as
+    it loads; None keeps what the folder holds (a `fairgate quantize` folder stays quantized).
     """
 
     def __init__(
@@ -58,6 +62,7 @@ class ModelRunner:
         kv_cache_memory: int | None = None,
         seed: int | None = None,
         kv_cache_dtype: str | torch.dtype | None = None,
+        quantization: str | None = None,
     ) -> None:
         self.model_dir = Path(model_dir)
         self.config = ModelConfig.from_dir(self.model_dir)
@@ -71,9 +76,13 @@ class ModelRunner:
         self.block_size = block_size
         self.max_model_len = self.config.max_model_len
         self.eos_token_ids = self.config.eos_token_ids
+        self.quantization = self._quantization_method(quantization)
         state = load_weights(self.model_dir, self.config, self.dtype, self.device)
-        self.model = DecoderModel.from_state_dict(self.config, state, self.max_model_len)
-        del state
+        linears = None if self.quantization is None else quantized_linears(
+            state, self.config.num_layers, self.quantization, self.config.quantization is not None,
+            self.device)
+        self.model = DecoderModel.from_state_dict(self.config, state, self.max_model_len, linears)
+        del state, linears
         self.packed_linears = kernels.pack_linears(self.model, self.device)
 
         self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
@@ -90,12 +99,28 @@ class ModelRunner:
         else:
             generator.seed()
         self.sampler = Sampler(generator)
+        self.weight_bytes = weight_bytes(self.model)
         log.info(
-            "model runner: %s, %d layers, dtype %s on %s, %d KV blocks x %d tokens (%s), %s,"
-            " %d packed linears",
-            cfg.model_type, cfg.num_layers, self.dtype, self.device, self.num_kv_blocks,
-            block_size, self.kv_cache_dtype, kernels.describe_backend(self.device), self.packed_linears,
+            "model runner: %s, %d layers, dtype %s on %s, weights %s (%.1f MiB), %d KV blocks x %d"
+            " tokens (%s), %s, %d packed linears",
+            cfg.model_type, cfg.num_layers, self.dtype, self.device, self.quantization_name,
+            self.weight_bytes / 2**20, self.num_kv_blocks, block_size, self.kv_cache_dtype,
+            kernels.describe_backend(self.device), self.packed_linears,
         )
+
+    @property
+    def quantization_name(self) -> str:
+        """The weights' quantization for logs, metrics and the model list: "int8", "int4-g64", "none"."""
+        return "none" if self.quantization is None else self.quantization.name
+
+    def _quantization_method(self, requested: str | None) -> QuantMethod | None:
+        saved = self.config.quantization
+        if requested in (None, "", "none"):
+            return None if saved is None else QuantMethod.parse(saved)
+        method = QuantMethod.parse(requested)
+        if saved is not None and QuantMethod.parse(saved) != method:
+            raise ValueError(f"{self.model_dir} is saved as {saved}; it cannot load as {method.name}")
+        return method
 
     @property
     def kv_block_bytes(self) -> int:

@@ -84,9 +84,9 @@ def run_eval(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     heldout = Path(heldout_path).read_text(encoding="utf-8") if heldout_path else None
     prompts = agreement_prompts(heldout, args.agreement_prompts) if heldout else []
-    config = EngineOptions(model, args.dtype, args.device, args.kv_cache_dtype)
+    config = EngineOptions(model, args.dtype, args.device, args.kv_cache_dtype, args.quantization)
     baseline = EngineOptions(Path(args.baseline_model or args.model), args.baseline_dtype, args.device,
-                             args.baseline_kv_cache_dtype)
+                             args.baseline_kv_cache_dtype, args.baseline_quantization)
     # Baseline first: a crash in the candidate still shows what "good" looked like in the log.
     base = run_side("baseline", baseline, heldout, golden, prompts, args)
     cur = run_side("config", config, heldout, golden, prompts, args)
