@@ -85,22 +85,33 @@ def _impl(t: torch.Tensor) -> ModuleType:
     return reference  # auto on CUDA without triton: warned once by _load_triton
 
 
-def write_kv(key, value, k_cache, v_cache, slot_mapping) -> None:
-    """See `kernels.reference.write_kv`."""
-    _impl(key).write_kv(key, value, k_cache, v_cache, slot_mapping)
+def write_kv(key, value, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=None) -> None:
+    """See `kernels.reference.write_kv` (scales only for a quantized cache, `kernels.kv_quant`)."""
+    if k_scale is None:
+        _impl(key).write_kv(key, value, k_cache, v_cache, slot_mapping)
+    else:
+        _impl(key).write_kv(key, value, k_cache, v_cache, slot_mapping, k_scale, v_scale)
 
 
-def paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len=None):
+def paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len=None,
+                           k_scale=None, v_scale=None):
     """See `kernels.reference.paged_decode_attention`."""
-    return _impl(query).paged_decode_attention(
-        query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len
+    impl = _impl(query)
+    if k_scale is None:
+        return impl.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len)
+    return impl.paged_decode_attention(
+        query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len, k_scale, v_scale
     )
 
 
-def paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale):
+def paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale,
+                            k_scale=None, v_scale=None):
     """See `kernels.reference.paged_prefill_attention`."""
-    return _impl(query).paged_prefill_attention(
-        query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale
+    impl = _impl(query)
+    if k_scale is None:
+        return impl.paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale)
+    return impl.paged_prefill_attention(
+        query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale, k_scale, v_scale
     )
 
 

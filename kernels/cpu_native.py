@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 SOURCE = Path(__file__).with_name("cpu_attention.c")
 QUANT_SOURCE = Path(__file__).with_name("cpu_quant.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
-KV_DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
+KV_DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2, torch.int8: 3, torch.uint8: 4}
 LANES = 16  # head_dim must be a multiple (cpu_attention.c's vector width)
 
 
@@ -71,7 +71,7 @@ def _load() -> ctypes.CDLL:
     fn = lib.paged_decode_attention
     fn.restype = ctypes.c_int
     p, i32, i64, f32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float
-    fn.argtypes = [p, p, p, p, i64, p, p, i32, i32, i32, i32, i32, f32, i32, i32]
+    fn.argtypes = [p, p, p, p, i64, p, p, i32, i32, i32, i32, i32, f32, i32, i32, p, p]
     return lib
 
 
@@ -131,21 +131,26 @@ def paged_decode_attention(
     seq_lens: torch.Tensor,  # [num_seqs] int32, >= 1
     scale: float,
     max_seq_len: int | None = None,
+    k_scale: torch.Tensor | None = None,  # [num_blocks, block_size, num_kv_heads, 1 | 2] float16
+    v_scale: torch.Tensor | None = None,
 ) -> torch.Tensor:  # [num_seqs, num_heads, head_dim]
     """Same contract as `kernels.reference.paged_decode_attention`; the library must load."""
     num_seqs, num_heads, head_dim = query.shape
     if num_seqs == 0:
         return query.new_empty(query.shape)
     if head_dim % LANES:  # the kernel works in 16-lane vectors; odd sizes take the torch path
-        return reference.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len)
+        return reference.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale,
+                                                max_seq_len, k_scale, v_scale)
     lib = load()
     if lib is None:
         raise RuntimeError("native CPU kernels are not available")
     _, block_size, num_kv_heads, cache_dim = k_cache.shape
+    packed = 2 if k_cache.dtype == torch.uint8 else 1  # 4-bit codes: two per byte
     if (
         k_cache.device.type != "cpu" or not k_cache.is_contiguous() or not v_cache.is_contiguous()
-        or v_cache.shape != k_cache.shape or v_cache.dtype != k_cache.dtype or cache_dim != head_dim
+        or v_cache.shape != k_cache.shape or v_cache.dtype != k_cache.dtype or cache_dim * packed != head_dim
         or num_heads % num_kv_heads or k_cache.dtype not in KV_DTYPE_CODES
+        or not _scales_fit(k_cache, k_scale) or not _scales_fit(k_cache, v_scale)
     ):
         raise ValueError("paged_decode_attention: cache tensors do not match the native kernel's layout")
     q = query.to(torch.float32).contiguous()
@@ -156,7 +161,17 @@ def paged_decode_attention(
         q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), tables.data_ptr(), tables.stride(0),
         lens.data_ptr(), out.data_ptr(), num_seqs, num_heads, num_kv_heads, head_dim, block_size,
         scale, KV_DTYPE_CODES[k_cache.dtype], torch.get_num_threads(),
+        0 if k_scale is None else k_scale.data_ptr(), 0 if v_scale is None else v_scale.data_ptr(),
     )
     if rc != 0:
         raise MemoryError("paged_decode_attention: no scratch memory")
     return out if query.dtype == torch.float32 else out.to(query.dtype)
+
+
+def _scales_fit(cache: torch.Tensor, scales: torch.Tensor | None) -> bool:
+    """A quantized cache needs its float16 scales [blocks, block_size, kv_heads, 1 | 2]; a float one none."""
+    if cache.dtype not in (torch.int8, torch.uint8):
+        return scales is None
+    width = 1 if cache.dtype == torch.int8 else 2
+    return (scales is not None and scales.dtype == torch.float16 and scales.is_contiguous()
+            and tuple(scales.shape) == (*cache.shape[:3], width))

@@ -176,7 +176,7 @@ void quant_linear(
 {
     const int panels = (N + LANES - 1) / LANES;
     const int items = (panels + NP - 1) / NP;
-#pragma omp parallel for num_threads(num_threads) schedule(static)
+#pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
     for (int it = 0; it < items; it++) {
         const int pan = it * NP;
         const int np = panels - pan < NP ? panels - pan : NP;

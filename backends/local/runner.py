@@ -11,10 +11,11 @@ import kernels
 from backends.local.batch import build_step
 from backends.local.config import ModelConfig
 from backends.local.loader import load_weights
-from backends.local.model import DecoderModel
+from backends.local.model import DecoderModel, LayerKV
 from backends.local.quantization import quantized_linears, weight_bytes
 from backends.local.sampling import Sampler
 from backends.local.types import RunnerInput
+from kernels.kv_quant import KV_FORMATS, SCALE_DTYPE, cache_shape
 from kernels.quant_format import QuantMethod
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,8 @@ class ModelRunner:
 
     KV pool: per layer one K and one V tensor [num_kv_blocks, block_size, num_kv_heads, head_dim].
     Size it with `num_kv_blocks`, or `kv_cache_memory` bytes; by default 512 MiB on CPU and
-    90% of the free GPU memory after the weights on CUDA. `kv_cache_dtype` defaults to `dtype`.
+    90% of the free GPU memory after the weights on CUDA. `kv_cache_dtype` defaults to `dtype`;
+    "int8" and "int4" store quantized rows with float16 scales beside the blocks (kernels/kv_quant.py).
     `quantization` ("int8", "int4", "int4-gN") quantizes the decoder linears of a float folder as
     it loads; None keeps what the folder holds (a `fairgate quantize` folder stays quantized).
     """
@@ -70,9 +72,14 @@ class ModelRunner:
         self.dtype = resolve_dtype(dtype, self.config, self.device)
         # A narrower KV pool (e.g. bfloat16 under float32 weights) holds twice the tokens in
         # the same memory; attention still computes in float32.
-        self.kv_cache_dtype = self.dtype if kv_cache_dtype is None else resolve_dtype(
-            kv_cache_dtype, self.config, self.device
-        )
+        self.kv_format = kv_cache_dtype if kv_cache_dtype in KV_FORMATS else None
+        if self.kv_format is not None:
+            self.kv_cache_dtype, self._kv_width, self._kv_scales = cache_shape(self.kv_format, self.config.head_dim)
+        else:
+            self.kv_cache_dtype = self.dtype if kv_cache_dtype is None else resolve_dtype(
+                kv_cache_dtype, self.config, self.device
+            )
+            self._kv_width, self._kv_scales = self.config.head_dim, 0
         self.block_size = block_size
         self.max_model_len = self.config.max_model_len
         self.eos_token_ids = self.config.eos_token_ids
@@ -88,11 +95,16 @@ class ModelRunner:
         self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
         cfg = self.config
         # [layers, K|V, blocks, block_size, kv_heads, head_dim]; each [l, 0|1] view is contiguous.
-        self.kv_cache = torch.zeros(
-            cfg.num_layers, 2, self.num_kv_blocks, block_size, cfg.num_kv_heads, cfg.head_dim,
-            dtype=self.kv_cache_dtype, device=self.device,
-        )
-        self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_layers)]
+        # (4-bit codes: head_dim / 2 bytes a row.) Scales: [layers, K|V, blocks, block_size, kv_heads, S].
+        pool = (cfg.num_layers, 2, self.num_kv_blocks, block_size, cfg.num_kv_heads)
+        self.kv_cache = torch.zeros(*pool, self._kv_width, dtype=self.kv_cache_dtype, device=self.device)
+        self.kv_scales = None if not self._kv_scales else torch.zeros(
+            *pool, self._kv_scales, dtype=SCALE_DTYPE, device=self.device)
+        self.kv_caches = [
+            LayerKV(self.kv_cache[i, 0], self.kv_cache[i, 1],
+                    *((None, None) if self.kv_scales is None else (self.kv_scales[i, 0], self.kv_scales[i, 1])))
+            for i in range(cfg.num_layers)
+        ]
         generator = torch.Generator(device="cpu")
         if seed is not None:
             generator.manual_seed(seed)
@@ -124,9 +136,16 @@ class ModelRunner:
 
     @property
     def kv_block_bytes(self) -> int:
+        """Bytes one block takes across all layers, K and V, codes and scales."""
         cfg = self.config
         elem = torch.empty((), dtype=self.kv_cache_dtype).element_size()
-        return 2 * cfg.num_layers * self.block_size * cfg.num_kv_heads * cfg.head_dim * elem
+        row = self._kv_width * elem + self._kv_scales * SCALE_DTYPE.itemsize
+        return 2 * cfg.num_layers * self.block_size * cfg.num_kv_heads * row
+
+    @property
+    def kv_cache_name(self) -> str:
+        """The KV cache's storage for logs, metrics and the model list: "int8", "int4", "float16"..."""
+        return self.kv_format or str(self.kv_cache_dtype).removeprefix("torch.")
 
     def _kv_blocks(self, num_kv_blocks: int | None, kv_cache_memory: int | None) -> int:
         if num_kv_blocks is not None:

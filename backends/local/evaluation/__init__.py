@@ -62,6 +62,7 @@ def run_side(name: str, options, heldout: str | None, golden: list[GoldenItem], 
         with ProgressBar(len(gen_prompts), f"{name}: greedy", enabled=show) as bar:
             outs = harness.greedy(gen_prompts, max_tokens, stops, bar.update)
         result.passed = [g.check(o.text) for g, o in zip(golden, outs[: len(golden)], strict=True)]
+        result.turkish = [g.id.startswith("tr-") for g in golden]
         result.outputs = [o.token_ids for o in outs]
         result.texts = [o.text for o in outs]
     return result
