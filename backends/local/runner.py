@@ -70,16 +70,7 @@ class ModelRunner:
         self.config = ModelConfig.from_dir(self.model_dir)
         self.device = torch.device(device)
         self.dtype = resolve_dtype(dtype, self.config, self.device)
-        # A narrower KV pool (e.g. bfloat16 under float32 weights) holds twice the tokens in
-        # the same memory; attention still computes in float32.
-        self.kv_format = kv_cache_dtype if kv_cache_dtype in KV_FORMATS else None
-        if self.kv_format is not None:
-            self.kv_cache_dtype, self._kv_width, self._kv_scales = cache_shape(self.kv_format, self.config.head_dim)
-        else:
-            self.kv_cache_dtype = self.dtype if kv_cache_dtype is None else resolve_dtype(
-                kv_cache_dtype, self.config, self.device
-            )
-            self._kv_width, self._kv_scales = self.config.head_dim, 0
+        self._kv_layout(kv_cache_dtype)
         self.block_size = block_size
         self.max_model_len = self.config.max_model_len
         self.eos_token_ids = self.config.eos_token_ids
@@ -93,18 +84,8 @@ class ModelRunner:
         self.packed_linears = kernels.pack_linears(self.model, self.device)
 
         self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
+        self._allocate_kv_pool()
         cfg = self.config
-        # [layers, K|V, blocks, block_size, kv_heads, head_dim]; each [l, 0|1] view is contiguous.
-        # (4-bit codes: head_dim / 2 bytes a row.) Scales: [layers, K|V, blocks, block_size, kv_heads, S].
-        pool = (cfg.num_layers, 2, self.num_kv_blocks, block_size, cfg.num_kv_heads)
-        self.kv_cache = torch.zeros(*pool, self._kv_width, dtype=self.kv_cache_dtype, device=self.device)
-        self.kv_scales = None if not self._kv_scales else torch.zeros(
-            *pool, self._kv_scales, dtype=SCALE_DTYPE, device=self.device)
-        self.kv_caches = [
-            LayerKV(self.kv_cache[i, 0], self.kv_cache[i, 1],
-                    *((None, None) if self.kv_scales is None else (self.kv_scales[i, 0], self.kv_scales[i, 1])))
-            for i in range(cfg.num_layers)
-        ]
         generator = torch.Generator(device="cpu")
         if seed is not None:
             generator.manual_seed(seed)
@@ -119,6 +100,32 @@ class ModelRunner:
             self.weight_bytes / 2**20, self.num_kv_blocks, block_size, self.kv_cache_dtype,
             kernels.describe_backend(self.device), self.packed_linears,
         )
+
+    def _kv_layout(self, kv_cache_dtype: str | torch.dtype | None) -> None:
+        # A narrower KV pool (e.g. bfloat16 under float32 weights) holds twice the tokens in
+        # the same memory; int8 / int4 codes ~4x / ~7x of float32. Attention computes in float32.
+        self.kv_format = kv_cache_dtype if kv_cache_dtype in KV_FORMATS else None
+        if self.kv_format is not None:
+            self.kv_cache_dtype, self._kv_width, self._kv_scales = cache_shape(self.kv_format, self.config.head_dim)
+            return
+        self.kv_cache_dtype = self.dtype if kv_cache_dtype is None else resolve_dtype(
+            kv_cache_dtype, self.config, self.device
+        )
+        self._kv_width, self._kv_scales = self.config.head_dim, 0
+
+    def _allocate_kv_pool(self) -> None:
+        cfg = self.config
+        # [layers, K|V, blocks, block_size, kv_heads, head_dim]; each [l, 0|1] view is contiguous.
+        # (4-bit codes: head_dim / 2 bytes a row.) Scales: [layers, K|V, blocks, block_size, kv_heads, S],
+        # indexed by the same block ids, so a block's scales travel with it.
+        pool = (cfg.num_layers, 2, self.num_kv_blocks, self.block_size, cfg.num_kv_heads)
+        self.kv_cache = torch.zeros(*pool, self._kv_width, dtype=self.kv_cache_dtype, device=self.device)
+        self.kv_scales = None if not self._kv_scales else torch.zeros(
+            *pool, self._kv_scales, dtype=SCALE_DTYPE, device=self.device)
+        scales = [(None, None) if self.kv_scales is None else (self.kv_scales[i, 0], self.kv_scales[i, 1])
+                  for i in range(cfg.num_layers)]
+        self.kv_caches = [LayerKV(self.kv_cache[i, 0], self.kv_cache[i, 1], *scales[i])
+                          for i in range(cfg.num_layers)]
 
     @property
     def quantization_name(self) -> str:

@@ -6,7 +6,13 @@ import pytest
 import torch
 
 from kernels import cpu_native, reference
-from kernels.quant_format import QuantMethod, dequantize_weight, int4_codes, quantize_weight
+from kernels.quant_format import (
+    QuantizedWeight,
+    QuantMethod,
+    dequantize_weight,
+    int4_codes,
+    quantize_weight,
+)
 from kernels.quant_linear import QuantLinear
 
 needs_native = pytest.mark.skipif(cpu_native.load_quant() is None, reason="no C compiler here")
@@ -74,3 +80,20 @@ def test_reference_path_keeps_codes() -> None:
     assert layer.qw is qw
     torch.testing.assert_close(layer(x), x @ dequantize_weight(qw).T, atol=1e-5, rtol=1e-5)
     assert layer.weight_bytes() == 8 * 32 + 2 * (8 * 2 * 4)
+
+
+@pytest.mark.parametrize("method", ["int8", "int4-g32", "int4-g64", "int4-g128"])
+@pytest.mark.parametrize(("m", "n", "k"), [(1, 16, 128), (5, 70, 256), (33, 24, 384)])
+def test_triton_matches_reference(method: str, m: int, n: int, k: int, device: torch.device) -> None:
+    pytest.importorskip("triton")
+    from kernels.triton_quant import quant_linear
+
+    gen = torch.Generator().manual_seed(m + n + k)
+    w, b, x = torch.randn(n, k, generator=gen), torch.randn(n, generator=gen), torch.randn(m, k, generator=gen)
+    qw = quantize_weight(w, QuantMethod.parse(method))
+    on_device = QuantizedWeight(qw.method, qw.qweight.to(device), qw.scale.to(device),
+                                None if qw.minimum is None else qw.minimum.to(device), qw.in_features)
+    got = quant_linear(x.to(device), on_device, b.to(device), block_m=16, block_n=16, block_k=32)
+    torch.testing.assert_close(got.cpu(), reference.quant_linear(x, qw, b), atol=2e-4, rtol=1e-4)
+    no_bias = quant_linear(x.to(device)[None], on_device)
+    torch.testing.assert_close(no_bias.cpu()[0], reference.quant_linear(x, qw), atol=2e-4, rtol=1e-4)
