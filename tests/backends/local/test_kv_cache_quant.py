@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from backends.local.engine import AsyncEngine
 from backends.local.engine_config import EngineConfig
+from backends.local.metrics import install
 from backends.local.runner import ModelRunner
 from backends.local.types import SamplingParams
 from tests.backends.local.paged_driver import PagedDriver
@@ -64,5 +66,9 @@ async def test_an_int8_kv_cache_from_the_cli_flags_serves_and_reuses_prefixes(ti
         again = await eng.generate(prompt, greedy)  # prefix blocks come back with their scales
         assert again.token_ids == first.token_ids and len(first.token_ids) == 6
         assert eng.block_manager.check_pool_whole()
+        registry = CollectorRegistry()
+        install(eng, registry, "tiny", requests=False)
+        text = generate_latest(registry).decode()
+        assert 'fairgate_model_quantization{kv_cache="int8",model="tiny",weights="int8"} 1.0' in text
     finally:
         await eng.aclose()
