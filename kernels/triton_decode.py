@@ -15,7 +15,14 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton_common import cdiv, check_device, dot_config, kv_quant_args, load_kv_rows, sm_count
+from kernels.triton_common import (
+    cdiv,
+    check_device,
+    dot_config,
+    kv_quant_args,
+    load_kv_rows,
+    sm_count,
+)
 
 _LOG2E = 1.4426950408889634
 _MAX_SPLITS = 32
