@@ -3,9 +3,11 @@
 
 1. Decode-heavy tokens/s at batch 1, 16 and 64 for fp32, int8 and int4-g64 weights: every
    batch prefills a 64-token prompt per sequence, then decodes; only the decode steps are
-   timed. All three runners stay loaded and take turns round after round (the machine is
-   shared: tokens/s come from each configuration's fastest step, the least disturbed one;
-   the mean over all its steps is in the JSON too, under "rounds").
+   timed. All three runners stay loaded and take turns round after round. The machine this
+   runs on is shared by several jobs, so steps are timed by the process's CPU time per thread
+   (what a step costs when it has the cores; `--wall` for wall time on a quiet machine), and
+   tokens/s come from each configuration's fastest step; the mean over all its steps is in
+   the JSON too, under "rounds".
 2. A fixed KV budget (`--kv-budget-mib`) with long contexts (`--context` tokens each): how many
    sequences fit at once for fp32, int8 and 4-bit KV, and their decode tokens/s (fp32 weights).
    The contexts' KV is filled with random rows (codes and scales for the quantized pools)
@@ -57,10 +59,10 @@ def linear_bytes(runner: ModelRunner) -> int:
 class DecodeBatch:
     """B sequences on one runner: prefilled once, then decoded step by step."""
 
-    def __init__(self, runner: ModelRunner, batch: int, blocks_per_seq: int, first_block: int = 0) -> None:
+    def __init__(self, runner: ModelRunner, batch: int, blocks_per_seq: int, wall: bool) -> None:
         self.runner = runner
-        self.tables = [list(range(first_block + i * blocks_per_seq, first_block + (i + 1) * blocks_per_seq))
-                       for i in range(batch)]
+        self.wall = wall
+        self.tables = [list(range(i * blocks_per_seq, (i + 1) * blocks_per_seq)) for i in range(batch)]
         self.pos = [0] * batch
         self.last = [0] * batch
         self.generated = 0
@@ -74,15 +76,17 @@ class DecodeBatch:
                 self.last[i], self.pos[i] = tok, prompt_len
 
     def decode(self, steps: int) -> list[float]:
-        """Seconds of each of `steps` decode steps of the whole batch."""
+        """Seconds of each of `steps` decode steps of the whole batch (process CPU time per
+        thread, or wall time with --wall: see the module doc)."""
         times = []
         for _ in range(steps):
             self.generated += 1
             inputs = [RunnerInput(f"s{i}", [self.last[i]], self.pos[i], t, True, GREEDY, self.generated)
                       for i, t in enumerate(self.tables)]
-            start = time.perf_counter()
+            clock = time.perf_counter if self.wall else time.process_time
+            start = clock()
             toks = self.runner.execute(inputs)
-            times.append(time.perf_counter() - start)
+            times.append((clock() - start) / (1 if self.wall else torch.get_num_threads()))
             for i, tok in enumerate(toks):
                 self.last[i], self.pos[i] = tok, self.pos[i] + 1
         return times
@@ -96,7 +100,7 @@ def weights_part(model: Path, args: argparse.Namespace) -> dict:
                  "linear_weight_bytes": {w: linear_bytes(r) for w, r in runners.items()},
                  "tokens_per_s": {}, "rounds": {}}
     for bs in BATCHES:
-        batches = {w: DecodeBatch(r, bs, blocks_per_seq) for w, r in runners.items()}
+        batches = {w: DecodeBatch(r, bs, blocks_per_seq, args.wall) for w, r in runners.items()}
         for b in batches.values():
             b.prefill(PROMPT)
             b.decode(1)  # warm-up step
@@ -137,7 +141,7 @@ def kv_part(model: Path, args: argparse.Namespace) -> dict:
         fill_random(runner, gen)
         per_seq = -(-(args.context + args.rounds * args.steps + 2) // runner.block_size)
         seqs = runner.num_kv_blocks // per_seq
-        batch = DecodeBatch(runner, seqs, per_seq)
+        batch = DecodeBatch(runner, seqs, per_seq, args.wall)
         batch.pos = [args.context] * seqs
         batch.last = [5] * seqs
         batch.decode(1)
@@ -163,11 +167,13 @@ def main() -> None:
     ap.add_argument("--kv-budget-mib", type=int, default=384)
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--wall", action="store_true", help="time steps by wall clock (quiet machines)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     model = ensure_model(args.model_dir)
-    print(f"weights (threads {torch.get_num_threads()}, {args.rounds} rounds x {args.steps} decode steps):", flush=True)
+    print(f"weights (threads {torch.get_num_threads()}, {args.rounds} rounds x {args.steps} decode steps,"
+          f" {'wall' if args.wall else 'CPU'} time):", flush=True)
     w = weights_part(model, args)
     print("KV cache:", flush=True)
     kv = kv_part(model, args)
@@ -195,7 +201,8 @@ def main() -> None:
         "kv_4bit_sequences_vs_fp32": round(fmts["int4"]["sequences"] / max(1, fmts["float32"]["sequences"]), 3),
         "kv_int8_tokens_per_s_vs_fp32": round(fmts["int8"]["tokens_per_s"] / fmts["float32"]["tokens_per_s"], 3),
         "kv_4bit_tokens_per_s_vs_fp32": round(fmts["int4"]["tokens_per_s"] / fmts["float32"]["tokens_per_s"], 3),
-        "threads": torch.get_num_threads(), "weights": w, "kv": kv,
+        "threads": torch.get_num_threads(), "clock": "wall" if args.wall else "cpu per thread",
+        "weights": w, "kv": kv,
     }
     print(json.dumps(summary))
 
