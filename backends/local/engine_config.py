@@ -27,6 +27,10 @@ class EngineConfig:
     max_model_len: int | None = None
     enable_prefix_caching: bool = True
     served_model_name: str | None = None
+    # Speculative decoding: "off", "ngram" (prompt lookup) or "draft:DIR" (a draft model folder
+    # with the target's vocabulary); at most `num_speculative_tokens` drafts per request per step.
+    speculative: str = "off"
+    num_speculative_tokens: int = 4
 
     def validate(self) -> None:
         if self.block_size < 1:
@@ -39,6 +43,11 @@ class EngineConfig:
             raise ValueError("max_num_batched_tokens must be >= 1")
         if self.max_model_len is not None and self.max_model_len < 2:
             raise ValueError("max_model_len must be >= 2")
+        spec = self.speculative
+        if spec not in ("off", "ngram") and not (spec.startswith("draft:") and len(spec) > len("draft:")):
+            raise ValueError(f"speculative must be off, ngram or draft:DIR, not {spec!r}")
+        if self.num_speculative_tokens < 1:
+            raise ValueError("num_speculative_tokens must be >= 1")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> EngineConfig:
@@ -56,4 +65,6 @@ class EngineConfig:
             max_model_len=args.max_model_len,
             enable_prefix_caching=not args.no_prefix_caching,
             served_model_name=args.served_model_name,
+            speculative=getattr(args, "speculative", "off"),
+            num_speculative_tokens=getattr(args, "num_speculative_tokens", 4),
         )
