@@ -24,6 +24,9 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-batched-tokens", type=int, default=512)
     p.add_argument("--max-model-len", type=int, default=None)
     p.add_argument("--no-prefix-caching", action="store_true")
+    p.add_argument("--speculative", default="off", metavar="ngram|draft:DIR|off",
+                   help="speculative decoding: n-gram prompt lookup or a draft model folder (same vocabulary)")
+    p.add_argument("--num-speculative-tokens", type=int, default=4, help="most draft tokens per request per step")
     p.add_argument("--control-secret", default=None, help="shared secret for /control/* (env FAIRGATE_CONTROL_SECRET)")
 
 
