@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--kv-cache-dtype", default=None, choices=["float32", "float16", "bfloat16"],
                     help="KV cache of the candidate (default: its weights' dtype)")
     ev.add_argument("--baseline-kv-cache-dtype", default=None, choices=["float32", "float16", "bfloat16"])
+    ev.add_argument("--speculative", default=None, metavar="ngram|draft:DIR",
+                    help="decode the config side with speculative decoding, the baseline plain (both via the engine)")
+    ev.add_argument("--num-speculative-tokens", type=int, default=4)
     ev.add_argument("--heldout", default=None, help="held-out text file for perplexity")
     ev.add_argument("--golden", default=None, help="golden set JSONL")
     ev.add_argument("--max-ppl-delta-pct", type=float, default=2.0)

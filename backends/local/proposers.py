@@ -60,7 +60,7 @@ class NgramProposer:
         return None  # nothing kept per request
 
     def lookup(self, tokens: list[int], k: int) -> list[int]:
-        """Up to k tokens that followed the latest earlier occurrence of the longest suffix."""
+        """k tokens that followed the latest earlier occurrence of the longest suffix ([] if none)."""
         length = len(tokens)
         for n in range(min(self.max_n, length - 1), self.min_n - 1, -1):
             suffix = tokens[length - n :]
@@ -68,5 +68,15 @@ class NgramProposer:
             # Latest start first (the suffix itself excluded): recent text predicts best.
             for i in range(length - n - 1, -1, -1):
                 if tokens[i] == first and tokens[i : i + n] == suffix:
-                    return tokens[i + n : i + n + k]
+                    return _copy_forward(tokens, i + n, k)
         return []
+
+
+def _copy_forward(tokens: list[int], start: int, k: int) -> list[int]:
+    """k tokens copied from `start` on; a copy that reaches the end continues from its own
+    output (LZ77-style overlap), so a period-p repetition yields k guesses, not p."""
+    out: list[int] = []
+    length = len(tokens)
+    for j in range(start, start + k):
+        out.append(tokens[j] if j < length else out[j - length])
+    return out

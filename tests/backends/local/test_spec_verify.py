@@ -78,6 +78,7 @@ def test_ngram_lookup_proposes_what_followed_the_latest_match() -> None:
     # the latest earlier occurrence wins: 2 3 -> 8 (not 4)
     assert prop.lookup([2, 3, 4, 0, 2, 3, 8, 7, 2, 3], 2) == [8, 7]
     assert prop.lookup([1, 2, 3, 4], 3) == []  # no repeat: no guess
-    assert prop.lookup([7, 7, 7], 4) == [7]  # only what exists after the match
+    assert prop.lookup([7, 7, 7], 4) == [7, 7, 7, 7]  # a repetition is copied on past the end
+    assert prop.lookup([1, 2, 3, 1, 2, 3, 1], 5) == [2, 3, 1, 2, 3]
     out = prop.propose([ProposalRequest("a", [1, 2, 1], 2), ProposalRequest("b", [1, 2], 2)])
-    assert out == {"a": [2, 1]}
+    assert out == {"a": [2, 1]}  # [1, 2, 1]: after the 1 at 0 came 2, 1
