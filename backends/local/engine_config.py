@@ -31,6 +31,9 @@ class EngineConfig:
     # with the target's vocabulary); at most `num_speculative_tokens` drafts per request per step.
     speculative: str = "off"
     num_speculative_tokens: int = 4
+    # Adaptive k and the automatic off switch (speculative.py); False always drafts the cap
+    # (tests use it: their assertions must not depend on this machine's timings).
+    speculative_adaptive: bool = True
 
     def validate(self) -> None:
         if self.block_size < 1:

@@ -74,16 +74,10 @@ class EngineCore:
         self._count(plan, sampled)
         outputs = self._outputs(sampled)
         if self.speculator is not None:
-            self.speculator.after_step(plan, sampled, self._step_seconds, self._decoding(), self.stats)
+            decoding = [r for r in self.scheduler.running if r.num_computed_tokens == r.num_tokens - 1]
+            allowed = [r for r in decoding if self._live[r.request_id].tracker.sampling.speculative]
+            self.speculator.after_step(plan, sampled, self._step_seconds, allowed, len(decoding), self.stats)
         return StepResult(outputs, ran=True)
-
-    def _decoding(self) -> list[SchedRequest]:
-        """Running requests whose next step is a decode and that allow speculation."""
-        live = self._live
-        return [
-            r for r in self.scheduler.running
-            if r.num_computed_tokens == r.num_tokens - 1 and live[r.request_id].tracker.sampling.speculative
-        ]
 
     def _schedule(self) -> StepPlan:
         try:

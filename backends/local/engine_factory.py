@@ -66,7 +66,7 @@ def build_speculator(config: EngineConfig, runner: ModelExecutor) -> Speculative
             block_size=runner.block_size, num_kv_blocks=runner.num_kv_blocks + config.max_num_seqs,
             vocab_size=int(runner.config.vocab_size),
         )
-    return SpeculativeDecoder(proposer, config.num_speculative_tokens)
+    return SpeculativeDecoder(proposer, config.num_speculative_tokens, adaptive=config.speculative_adaptive)
 
 
 def admission_limits(

@@ -6,24 +6,27 @@ proposer for drafts for every decoding request that allows speculation and sets 
 scheduler's requests (`SchedRequest.spec_token_ids`); the next `schedule()` verifies them in
 the continuous batch.
 
-The decision, per request i with measured acceptance a_i (the chance one draft position is
-accepted given the ones before were), in a batch of B decoding requests: the step time is
-modelled as t = c0 + c1 * T + c2 * C (T batched tokens, C verify chunks; `StepTimeModel`,
-fitted on every decode or verify step), p is the measured proposing time per draft
-token. A token is worth v = t(B, 0) / B of plain decoding; k drafts yield E(a_i, k) =
-(1 - a_i^(k+1)) / (1 - a_i) tokens and cost c2 + (c1 + p) * k, so request i gets the k (0 ..
-cap) with the largest saving (E - 1) * v - c2 - (c1 + p) * k. At batch 1 the fixed cost c0
-dominates v, so k grows to its cap when guesses are good; at large batches v shrinks toward
-c1 and k falls to 0: that is the off switch. The whole step is also run plain when the
-expected tokens per second with the chosen drafts are below plain decoding's. Until the model
-has seen enough steps, a request starts at one draft and gains one per fully accepted verify.
+The decision uses `StepCosts`, measured at the current batch size (buckets of powers of two,
+prefill steps left out): v, the seconds one plain decode step costs per sequence (a token's
+worth), and d, the extra seconds one verified draft position adds to a step, plus p, the
+proposer's seconds per draft token. A request with measured acceptance a (the chance a draft
+is accepted given the ones before it were) expects E(a, k) = (1 - a^(k+1)) / (1 - a) tokens
+from k drafts, so it gets the k (0 .. cap) with the largest saving (E - 1) * v - (d + p) * k.
+At batch 1 a step's fixed cost makes v large and d small, so k grows to the cap when guesses
+are good; at large batches a step costs about its tokens, v falls toward d and k falls to 0:
+that is the off switch (the step runs plain, `spec_off_steps`). Measuring needs both kinds of
+step: a bucket without plain measurements runs plain steps first, one without draft
+measurements speculates (one draft, one more per fully accepted verify), and every 16th step
+runs the other kind than chosen, so the estimates follow the load. Estimates are medians of
+the last 16 samples (at least 3).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
 from backends.local.output import EngineStats
 from backends.local.proposers import ProposalRequest, Proposer
@@ -33,63 +36,50 @@ from scheduler.request import SchedRequest
 log = logging.getLogger(__name__)
 
 
-class StepTimeModel:
-    """Least-squares fit t = c0 + c1 * tokens + c2 * chunks of step seconds (old steps fading).
+@dataclass(slots=True)
+class BucketCost:
+    """Recent cost samples at one batch-size bucket; estimates are medians (a shared machine
+    delays single steps by several times their cost, and a median ignores those)."""
 
-    `chunks` counts verify chunks: each costs more than its tokens alone (its own attention
-    pass), which is what makes many verifies in one batch expensive.
-    """
+    plain_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per sequence
+    draft_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per draft
 
-    def __init__(self, decay: float = 0.99, ridge: float = 1e-6) -> None:
-        self.decay = decay
-        self.ridge = ridge
-        self._xtx = [[0.0] * 3 for _ in range(3)]  # weighted sums of x x^T, x = (1, tokens, chunks)
-        self._xty = [0.0] * 3
-        self.num_observed = 0
+    @property
+    def plain(self) -> float | None:
+        """Seconds per sequence of a plain decode step (None until measured enough)."""
+        return _median(self.plain_samples)
 
-    def observe(self, tokens: int, chunks: int, seconds: float) -> None:
-        d = self.decay
-        x = (1.0, float(tokens), float(chunks))
-        for i in range(3):
-            self._xty[i] = self._xty[i] * d + x[i] * seconds
-            for j in range(3):
-                self._xtx[i][j] = self._xtx[i][j] * d + x[i] * x[j]
-        self.num_observed += 1
-
-    def fit(self) -> tuple[float, float, float] | None:
-        """(c0 s/step, c1 s/token, c2 s/multi-token chunk), None until enough varied steps."""
-        if self.num_observed < 8:
-            return None
-        a = [row[:] + [b] for row, b in zip(self._xtx, self._xty, strict=True)]
-        for i in range(3):
-            a[i][i] += self.ridge * max(1.0, a[i][i])
-        coef = _solve3(a)
-        if coef is None:
-            return None
-        c0, c1, c2 = (max(c, 0.0) for c in coef)
-        return c0, c1, c2
-
-    def predict(self, tokens: int, chunks: int) -> float | None:
-        fit = self.fit()
-        return None if fit is None else fit[0] + fit[1] * tokens + fit[2] * chunks
+    @property
+    def draft(self) -> float | None:
+        """Extra seconds one verified draft position adds to a step."""
+        return _median(self.draft_samples)
 
 
-def _solve3(a: list[list[float]]) -> list[float] | None:
-    """Gaussian elimination with partial pivoting on a 3x4 augmented matrix."""
-    n = 3
-    for col in range(n):
-        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
-        if abs(a[pivot][col]) < 1e-18:
-            return None
-        a[col], a[pivot] = a[pivot], a[col]
-        for r in range(col + 1, n):
-            f = a[r][col] / a[col][col]
-            for c in range(col, n + 1):
-                a[r][c] -= f * a[col][c]
-    x = [0.0] * n
-    for r in range(n - 1, -1, -1):
-        x[r] = (a[r][n] - sum(a[r][c] * x[c] for c in range(r + 1, n))) / a[r][r]
-    return x
+def _median(samples: deque[float], min_samples: int = 3) -> float | None:
+    if len(samples) < min_samples:
+        return None
+    ordered = sorted(samples)
+    return ordered[len(ordered) // 2]
+
+
+class StepCosts:
+    """Decode and verify step costs per batch-size bucket, from the steps the engine ran."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[int, BucketCost] = {}
+
+    def bucket(self, batch: int) -> BucketCost:
+        return self._buckets.setdefault(max(batch, 1).bit_length(), BucketCost())
+
+    def observe(self, batch: int, num_drafts: int, seconds: float) -> None:
+        """A step of `batch` decodes (`num_drafts` draft positions among them) took `seconds`."""
+        cost = self.bucket(batch)
+        if num_drafts == 0:
+            cost.plain_samples.append(seconds / batch)
+            return
+        plain = cost.plain
+        if plain is not None:
+            cost.draft_samples.append(max(seconds - batch * plain, 0.0) / num_drafts)
 
 
 @dataclass(slots=True)
@@ -119,16 +109,18 @@ class SpeculativeDecoder:
         self.proposer = proposer
         self.num_tokens = num_tokens
         self.adaptive = adaptive
-        self.time_model = StepTimeModel()
+        self.costs = StepCosts()
+        self._steps = 0  # decode steps seen, for the periodic re-measurement
         self._acceptance: dict[str, Acceptance] = {}
         self._propose_per_token = 0.0  # EMA of proposing seconds per draft token
 
     # ------------------------------------------------------------------ per step
     def after_step(
         self, plan: StepPlan, kept: dict[str, int | list[int]], seconds: float,
-        decoding: list[SchedRequest], stats: EngineStats,
+        decoding: list[SchedRequest], batch: int, stats: EngineStats,
     ) -> None:
-        """Record the step just run, then set drafts on `decoding` (requests that allow it)."""
+        """Record the step just run, then set drafts on `decoding` (the decoding requests that
+        allow speculation, out of `batch` decoding requests in all)."""
         for request_id in plan.preempted:
             self.drop(request_id)
         verified = False
@@ -139,12 +131,10 @@ class SpeculativeDecoder:
                 self._record(chunk.request_id, chunk.num_spec_tokens, len(tokens) - 1, stats)
         if verified:
             stats.spec_verify_seconds += seconds
-        # The model describes decode and verify steps; a prefill's tokens cost differently
-        # (attention over its whole chunk) and would bend the fit, so those steps are left out.
-        if all(c.num_tokens == 1 + c.num_spec_tokens for c in plan.chunks):
-            verifies = sum(1 for c in plan.chunks if c.num_spec_tokens)
-            self.time_model.observe(plan.num_batched_tokens, verifies, seconds)
-        self._propose(decoding, stats)
+        # Costs describe decode and verify steps; a step with a prefill chunk says nothing.
+        if plan.chunks and all(c.num_tokens == 1 + c.num_spec_tokens for c in plan.chunks):
+            self.costs.observe(len(plan.chunks), sum(c.num_spec_tokens for c in plan.chunks), seconds)
+        self._propose(decoding, max(batch, len(decoding)), stats)
 
     def drop(self, request_id: str) -> None:
         """Forget a request (finished, aborted, preempted)."""
@@ -154,34 +144,28 @@ class SpeculativeDecoder:
     def choose_k(self, requests: list[Acceptance], batch: int) -> list[int]:
         """Drafts per request for a batch of `batch` decoding requests (see the module doc)."""
         cap = self.num_tokens
-        fit = self.time_model.fit() if self.adaptive else None
-        if fit is None:
-            if not self.adaptive:
-                return [cap] * len(requests)
-            # No step-time model yet: start at one draft, one more per fully accepted verify.
-            return [min(cap, 1 + r.streak) for r in requests]
-        acceptance = [r.rate for r in requests]
-        c0, c1, c2 = fit
-        plain_time = c0 + c1 * batch
-        value = plain_time / batch  # seconds one plain token costs
-        per_draft = c1 + self._propose_per_token  # seconds one draft position costs
-        ks = []
-        for a in acceptance:
-            # the k with the largest expected saving: extra tokens' worth minus their cost
-            best, best_k = 0.0, 0
-            for k in range(1, cap + 1):
-                saving = (expected_tokens(a, k) - 1) * value - c2 - per_draft * k
-                if saving > best:
-                    best, best_k = saving, k
-            ks.append(best_k)
-        # The whole step: expected tokens per second with these drafts against plain decoding.
-        gain = sum(expected_tokens(a, k) for a, k in zip(acceptance, ks, strict=True))
-        gain += batch - len(acceptance)
-        num_spec = sum(1 for k in ks if k)
-        spec_time = plain_time + per_draft * sum(ks) + c2 * num_spec
-        if not num_spec or gain / spec_time <= batch / plain_time:
-            return [0] * len(acceptance)
+        if not self.adaptive:
+            return [cap] * len(requests)
+        self._steps += 1
+        ramp = [min(cap, 1 + r.streak) for r in requests]
+        cost = self.costs.bucket(batch)
+        if cost.plain is None:
+            return [0] * len(requests)  # measure a plain step first
+        if cost.draft is None:
+            return ramp  # measure what drafts cost here
+        per_draft = cost.draft + self._propose_per_token
+        ks = [self._best_k(r.rate, cost.plain, per_draft) for r in requests]
+        if self._steps % 16 == 0:  # re-measure the kind of step not chosen
+            return [0] * len(requests) if any(ks) else ramp
         return ks
+
+    def _best_k(self, acceptance: float, value: float, per_draft: float) -> int:
+        best, best_k = 0.0, 0
+        for k in range(1, self.num_tokens + 1):
+            saving = (expected_tokens(acceptance, k) - 1) * value - per_draft * k
+            if saving > best:
+                best, best_k = saving, k
+        return best_k
 
     # ------------------------------------------------------------------ internals
     def _record(self, request_id: str, num_drafts: int, num_accepted: int, stats: EngineStats) -> None:
@@ -195,12 +179,12 @@ class SpeculativeDecoder:
             by_pos[j] += 1
         self._acceptance.setdefault(request_id, Acceptance()).update(num_drafts, num_accepted)
 
-    def _propose(self, decoding: list[SchedRequest], stats: EngineStats) -> None:
+    def _propose(self, decoding: list[SchedRequest], batch: int, stats: EngineStats) -> None:
         for request in decoding:
             request.spec_token_ids = []
         if not decoding:
             return
-        ks = self.choose_k([self._acceptance.setdefault(r.request_id, Acceptance()) for r in decoding], len(decoding))
+        ks = self.choose_k([self._acceptance.setdefault(r.request_id, Acceptance()) for r in decoding], batch)
         wanted = [
             ProposalRequest(r.request_id, r.all_token_ids, k) for r, k in zip(decoding, ks, strict=True) if k > 0
         ]

@@ -46,7 +46,8 @@ class Result:
 def engine(model: Path, speculative: str = "off", **cfg) -> EngineCore:
     cfg.setdefault("num_kv_blocks", 64)
     cfg.setdefault("block_size", 4)
-    config = EngineConfig(str(model), speculative=speculative, **cfg)
+    # Not adaptive: every decode drafts the cap, whatever this machine's timings say.
+    config = EngineConfig(str(model), speculative=speculative, speculative_adaptive=False, **cfg)
     parts = build_engine_parts(config, wait_queue=FCFSQueue())
     core = EngineCore(parts)
     core.tokenizer = parts.tokenizer  # for the trackers' decoders
