@@ -57,7 +57,6 @@ class EngineCore:
         self.speculator = parts.speculator
         self.observer: EngineObserver | None = None
         self._live: dict[str, LiveRequest] = {}
-        self._step_seconds = 0.0  # the last forward pass, for the speculator's time model
 
     @property
     def has_unfinished(self) -> bool:
@@ -66,6 +65,7 @@ class EngineCore:
     # ------------------------------------------------------------------ the step
     def step(self) -> StepResult:
         """Run one step; raises `StepFailed` when scheduling or the forward pass fails."""
+        started = time.perf_counter()
         plan = self._schedule()
         if plan.is_empty:
             return StepResult([], ran=False)
@@ -74,9 +74,11 @@ class EngineCore:
         self._count(plan, sampled)
         outputs = self._outputs(sampled)
         if self.speculator is not None:
+            # The whole step so far (planning and output processing grow with tokens too).
+            seconds = time.perf_counter() - started
             decoding = [r for r in self.scheduler.running if r.num_computed_tokens == r.num_tokens - 1]
             allowed = [r for r in decoding if self._live[r.request_id].tracker.sampling.speculative]
-            self.speculator.after_step(plan, sampled, self._step_seconds, allowed, len(decoding), self.stats)
+            self.speculator.after_step(plan, sampled, seconds, allowed, len(decoding), self.stats)
         return StepResult(outputs, ran=True)
 
     def _schedule(self) -> StepPlan:
@@ -99,8 +101,7 @@ class EngineCore:
         except Exception as exc:  # fail this step's requests, keep serving
             raise StepFailed([c.request_id for c in plan.chunks], f"engine error: {type(exc).__name__}") from exc
         finally:
-            self._step_seconds = time.perf_counter() - started
-            self.stats.busy_seconds += self._step_seconds
+            self.stats.busy_seconds += time.perf_counter() - started
         return {c.request_id: tok for c, tok in zip(plan.chunks, sampled, strict=True) if tok is not None}
 
     def _runner_input(self, chunk: ScheduledChunk) -> RunnerInput:

@@ -212,3 +212,25 @@ def test_the_tracker_drops_tokens_after_a_stop_inside_one_verify() -> None:
     assert t.process([1], 0).token_ids == [1]
     out = t.process([2, 3, 4, 5], 0)
     assert out.token_ids == [2, 3] and out.finish_reason == "length" and out.usage.completion_tokens == 3
+
+
+def test_sampled_requests_speculate_and_an_opted_out_seeded_one_reproduces_the_plain_engine(
+    tiny_model_dir: Path,
+) -> None:
+    def sampled(seed: int, speculative: bool) -> SamplingParams:
+        return SamplingParams(max_tokens=20, temperature=0.7, top_p=0.9, seed=seed, ignore_eos=True,
+                              speculative=speculative)
+
+    requests = [(f"s{i}", p, sampled(i, speculative=i != 0)) for i, p in enumerate(PROMPTS)]
+    outs = []
+    for spec in ("off", f"draft:{tiny_model_dir}"):
+        core = engine(tiny_model_dir, spec)
+        for rid, prompt, sampling in requests:
+            add(core, rid, prompt, sampling)
+        outs.append(drain(core))
+        assert core.scheduler.kv.check_pool_whole()
+    assert all(len(r.token_ids) == 20 for r in outs[1].values())
+    assert outs[0]["s0"] == outs[1]["s0"]  # opted out: the seed's own stream, as in the plain engine
+    # the target as its own draft: p == q, so every draft is accepted with probability p(x)
+    assert core.stats.spec_drafts > 0 and core.stats.spec_accepted_tokens > 0
+    assert core.speculator.proposer.kv.check_pool_whole()

@@ -54,3 +54,31 @@ def test_unmeasured_buckets_measure_plain_first_then_ramp_drafts() -> None:
 
 def test_expected_tokens() -> None:
     assert expected_tokens(0.5, 2) == 1.75 and expected_tokens(1.0, 4) == 5.0 and expected_tokens(0.0, 3) == 1.0
+
+
+async def test_an_engine_exports_its_speculation_metrics(tiny_model_dir) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from backends.local.engine import AsyncEngine, EngineConfig
+    from backends.local.metrics import EngineStatsCollector
+    from backends.local.types import SamplingParams
+
+    config = EngineConfig(str(tiny_model_dir), num_kv_blocks=32, speculative=f"draft:{tiny_model_dir}",
+                          speculative_adaptive=False)
+    engine = AsyncEngine(config)
+    try:
+        out = await engine.generate([5, 6, 7, 5, 6, 7, 5], SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True))
+        assert len(out.token_ids) == 12
+        registry = CollectorRegistry()
+        registry.register(EngineStatsCollector(engine, "tiny"))
+        get = registry.get_sample_value
+        drafts = get("fairgate_spec_draft_tokens_total", {"model": "tiny"})
+        s = engine.stats()
+        # the target as its own draft: every draft accepted, 1 prefill token + 11 from verifies
+        assert drafts == s.spec_draft_tokens == get("fairgate_spec_accepted_tokens_total", {"model": "tiny"}) > 0
+        assert get("fairgate_spec_drafts_total", {"model": "tiny"}) == s.spec_drafts
+        assert get("fairgate_spec_accepted_by_position_total", {"model": "tiny", "position": "1"}) == s.spec_drafts
+        assert get("fairgate_spec_propose_seconds_total", {"model": "tiny"}) > 0
+        assert get("fairgate_spec_verify_seconds_total", {"model": "tiny"}) > 0
+    finally:
+        await engine.aclose()
