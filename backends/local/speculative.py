@@ -17,8 +17,8 @@ are good; at large batches a step costs about its tokens, v falls toward d and k
 that is the off switch (the step runs plain, `spec_off_steps`). Measuring needs both kinds of
 step: a bucket without plain measurements runs plain steps first, one without draft
 measurements lets a quarter of the batch (at least 4) speculate (one draft, one more per
-fully accepted verify), and every 16th step
-runs the other kind than chosen, so the estimates follow the load. Estimates are medians of
+fully accepted verify), and now and then (after 16 steps, backing off to 256 while the
+choice holds) a step runs the other kind than chosen, so the estimates follow the load. Estimates are medians of
 the last 16 samples (at least 3).
 """
 
@@ -112,6 +112,7 @@ class SpeculativeDecoder:
         self.adaptive = adaptive
         self.costs = StepCosts()
         self._steps = 0  # decode steps seen, for the periodic re-measurement
+        self._next_check, self._check_every, self._last_choice = 16, 16, True
         self._acceptance: dict[str, Acceptance] = {}
         self._propose_per_token = 0.0  # EMA of proposing seconds per draft token
 
@@ -159,8 +160,13 @@ class SpeculativeDecoder:
             return ramp  # measure what drafts cost here
         per_draft = cost.draft + self._propose_per_token
         ks = [self._best_k(r.rate, cost.plain, per_draft) for r in requests]
-        if self._steps % 16 == 0:  # re-measure the kind of step not chosen
-            return [0] * len(requests) if any(ks) else ramp
+        if self._steps >= self._next_check:  # re-measure the kind of step not chosen
+            # back off while the choice stays the same: 16, 32, 64 .. 256 steps between checks
+            on = any(ks)
+            self._check_every = min(256, self._check_every * 2) if on == self._last_choice else 16
+            self._last_choice = on
+            self._next_check = self._steps + self._check_every
+            return [0] * len(requests) if on else ramp
         return ks
 
     def _best_k(self, acceptance: float, value: float, per_draft: float) -> int:
