@@ -16,8 +16,8 @@ At batch 1 a step's fixed cost makes v large and d small, so k grows to the cap 
 are good; at large batches a step costs about its tokens, v falls toward d and k falls to 0:
 that is the off switch (the step runs plain, `spec_off_steps`). Measuring needs both kinds of
 step: a bucket without plain measurements runs plain steps first, one without draft
-measurements lets a quarter of the batch (at least 4) speculate (one draft, one more per
-fully accepted verify), and now and then (after 16 steps, backing off to 256 while the
+measurements lets four of its requests speculate (one draft, one more per fully
+accepted verify), and now and then (after 16 steps, backing off to 256 while the
 choice holds) a step runs the other kind than chosen, so the estimates follow the load. Estimates are medians of
 the last 16 samples (at least 3).
 """
@@ -149,10 +149,10 @@ class SpeculativeDecoder:
         if not self.adaptive:
             return [cap] * len(requests)
         self._steps += 1
-        # Measuring: a few requests draft (one, one more per fully accepted verify), enough to
-        # see the cost; all of a large batch would pay for a guess the bucket may not afford.
-        explore = max(4, len(requests) // 4)
-        ramp = [min(cap, 1 + r.streak) if i < explore else 0 for i, r in enumerate(requests)]
+        # Measuring: four requests draft (one, one more per fully accepted verify), enough to
+        # see the cost; all of a large batch would pay for a guess the bucket may not afford
+        # (a draft model first catches up on each one's whole context).
+        ramp = [min(cap, 1 + r.streak) if i < 4 else 0 for i, r in enumerate(requests)]
         cost = self.costs.bucket(batch)
         if cost.plain is None:
             return [0] * len(requests)  # measure a plain step first
