@@ -16,9 +16,9 @@ At batch 1 a step's fixed cost makes v large and d small, so k grows to the cap 
 are good; at large batches a step costs about its tokens, v falls toward d and k falls to 0:
 that is the off switch (the step runs plain, `spec_off_steps`). Measuring needs both kinds of
 step: a bucket without plain measurements runs plain steps first, one without draft
-measurements lets four of its requests speculate (one draft, one more per fully
-accepted verify), and now and then (after 16 steps, backing off to 256 while the
-choice holds) a step runs the other kind than chosen, so the estimates follow the load. Estimates are medians of
+measurements lets four of its requests speculate (one draft, one more per fully accepted
+verify), and now and then (after 16 steps, backing off to 256 while the choice holds) a step
+runs the other kind than chosen, so the estimates follow the load. Estimates are medians of
 the last 16 samples (at least 3).
 """
 
