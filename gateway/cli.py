@@ -29,6 +29,9 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-batched-tokens", type=int, default=512)
     p.add_argument("--max-model-len", type=int, default=None)
     p.add_argument("--no-prefix-caching", action="store_true")
+    p.add_argument("--speculative", default="off", metavar="ngram|draft:DIR|off",
+                   help="speculative decoding: n-gram prompt lookup or a draft model folder (same vocabulary)")
+    p.add_argument("--num-speculative-tokens", type=int, default=4, help="most draft tokens per request per step")
     p.add_argument("--control-secret", default=None, help="shared secret for /control/* (env FAIRGATE_CONTROL_SECRET)")
 
 
@@ -66,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--quantization", default=None, metavar="int8|int4[-gN]",
                     help="weight-only quantization of the candidate (load-time)")
     ev.add_argument("--baseline-quantization", default=None, metavar="int8|int4[-gN]")
+    ev.add_argument("--speculative", default=None, metavar="ngram|draft:DIR",
+                    help="decode the config side with speculative decoding, the baseline plain (both via the engine)")
+    ev.add_argument("--num-speculative-tokens", type=int, default=4)
     ev.add_argument("--heldout", default=None, help="held-out text file for perplexity")
     ev.add_argument("--golden", default=None, help="golden set JSONL")
     ev.add_argument("--max-ppl-delta-pct", type=float, default=2.0)

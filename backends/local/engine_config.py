@@ -29,6 +29,13 @@ class EngineConfig:
     max_model_len: int | None = None
     enable_prefix_caching: bool = True
     served_model_name: str | None = None
+    # Speculative decoding: "off", "ngram" (prompt lookup) or "draft:DIR" (a draft model folder
+    # with the target's vocabulary); at most `num_speculative_tokens` drafts per request per step.
+    speculative: str = "off"
+    num_speculative_tokens: int = 4
+    # Adaptive k and the automatic off switch (speculative.py); False always drafts the cap
+    # (tests use it: their assertions must not depend on this machine's timings).
+    speculative_adaptive: bool = True
 
     def validate(self) -> None:
         if self.block_size < 1:
@@ -45,6 +52,11 @@ class EngineConfig:
             from kernels.quant_format import QuantMethod
 
             QuantMethod.parse(self.quantization)  # raises ValueError naming the bad value
+        spec = self.speculative
+        if spec not in ("off", "ngram") and not (spec.startswith("draft:") and len(spec) > len("draft:")):
+            raise ValueError(f"speculative must be off, ngram or draft:DIR, not {spec!r}")
+        if self.num_speculative_tokens < 1:
+            raise ValueError("num_speculative_tokens must be >= 1")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> EngineConfig:
@@ -63,4 +75,6 @@ class EngineConfig:
             max_model_len=args.max_model_len,
             enable_prefix_caching=not args.no_prefix_caching,
             served_model_name=args.served_model_name,
+            speculative=getattr(args, "speculative", "off"),
+            num_speculative_tokens=getattr(args, "num_speculative_tokens", 4),
         )

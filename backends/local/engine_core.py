@@ -4,7 +4,9 @@ No threads, no asyncio, no delivery: `EngineCore.step()` returns the `RequestOut
 step produced, and `AsyncEngine` (engine.py) runs it on its thread, feeds it commands, applies
 the error policy (a `StepFailed` names the requests to fail) and delivers the deltas. The core
 owns the scheduler (and through it the block manager), the model executor and one
-`OutputTracker` per unfinished request.
+`OutputTracker` per unfinished request. With speculative decoding on, a `SpeculativeDecoder`
+(speculative.py) runs after each step and sets drafts on the decoding requests; the next
+step verifies them (several tokens per request may come back from one step).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class EngineCore:
         self.scheduler = parts.scheduler
         self.runner = parts.runner
         self.stats = EngineStats(kv_blocks_total=parts.runner.num_kv_blocks)
+        self.speculator = parts.speculator
         self.observer: EngineObserver | None = None
         self._live: dict[str, LiveRequest] = {}
 
@@ -62,13 +65,21 @@ class EngineCore:
     # ------------------------------------------------------------------ the step
     def step(self) -> StepResult:
         """Run one step; raises `StepFailed` when scheduling or the forward pass fails."""
+        started = time.perf_counter()
         plan = self._schedule()
         if plan.is_empty:
             return StepResult([], ran=False)
         sampled = self._execute(plan)
         self.scheduler.update_from_output(plan, sampled)
         self._count(plan, sampled)
-        return StepResult(self._outputs(sampled), ran=True)
+        outputs = self._outputs(sampled)
+        if self.speculator is not None:
+            # The whole step so far (planning and output processing grow with tokens too).
+            seconds = time.perf_counter() - started
+            decoding = [r for r in self.scheduler.running if r.num_computed_tokens == r.num_tokens - 1]
+            allowed = [r for r in decoding if self._live[r.request_id].tracker.sampling.speculative]
+            self.speculator.after_step(plan, sampled, seconds, allowed, len(decoding), self.stats)
+        return StepResult(outputs, ran=True)
 
     def _schedule(self) -> StepPlan:
         try:
@@ -79,8 +90,8 @@ class EngineCore:
             self.observer.on_scheduled(plan)
         return plan
 
-    def _execute(self, plan: StepPlan) -> dict[str, int]:
-        """Run the plan; return the sampled token per request that sampled one."""
+    def _execute(self, plan: StepPlan) -> dict[str, int | list[int]]:
+        """Run the plan; the sampled token (a verify: the kept tokens) per request that sampled."""
         inputs = [self._runner_input(chunk) for chunk in plan.chunks]
         started = time.perf_counter()
         try:
@@ -96,7 +107,8 @@ class EngineCore:
     def _runner_input(self, chunk: ScheduledChunk) -> RunnerInput:
         live = self._live[chunk.request_id]
         req = live.sched
-        start, n = chunk.start_pos, chunk.num_tokens
+        start, num_spec = chunk.start_pos, chunk.num_spec_tokens
+        n = chunk.num_tokens - num_spec
         n_prompt = len(req.prompt_token_ids)
         if start >= n_prompt:  # decode (or recompute of generated tokens): no list concat
             token_ids = req.output_token_ids[start - n_prompt : start - n_prompt + n]
@@ -104,6 +116,8 @@ class EngineCore:
             token_ids = req.prompt_token_ids[start : start + n]
         else:
             token_ids = (req.prompt_token_ids + req.output_token_ids)[start : start + n]
+        if num_spec:  # the drafts to verify follow the last token
+            token_ids = token_ids + req.spec_token_ids[:num_spec]
         return RunnerInput(
             request_id=chunk.request_id,
             token_ids=token_ids,
@@ -112,33 +126,41 @@ class EngineCore:
             sample=chunk.sample,
             sampling=live.tracker.sampling,
             num_output_tokens=len(req.output_token_ids),
+            num_spec_tokens=num_spec,
         )
 
-    def _count(self, plan: StepPlan, sampled: dict[str, int]) -> None:
+    def _count(self, plan: StepPlan, sampled: dict[str, int | list[int]]) -> None:
         stats = self.stats
         stats.steps += 1
         stats.tokens_computed += plan.num_batched_tokens
-        stats.generation_tokens += len(sampled)
+        stats.generation_tokens += sum(1 if isinstance(t, int) else len(t) for t in sampled.values())
 
-    def _outputs(self, sampled: dict[str, int]) -> list[RequestOutput]:
+    def _outputs(self, sampled: dict[str, int | list[int]]) -> list[RequestOutput]:
         """Detokenize and stop-check the sampled tokens; retire finished requests."""
         outputs: list[RequestOutput] = []
-        for request_id, token_id in sampled.items():
+        for request_id, tokens in sampled.items():
             live = self._live.get(request_id)
             if live is None:
                 continue
             try:
-                out = live.tracker.process([token_id], live.sched.num_cached_tokens)
+                # Several tokens from a verify: the tracker drops any after a stop.
+                out = live.tracker.process([tokens] if isinstance(tokens, int) else tokens,
+                                           live.sched.num_cached_tokens)
             except Exception:  # e.g. a detokenizer bug: fail only this request
                 log.exception("output processing failed for one request")
                 outputs += self.fail([request_id], "engine error while decoding output")
                 continue
             if out.finished:
-                del self._live[request_id]
-                self.scheduler.finish_request(request_id)
+                self._retire(request_id)
             if out.token_ids or out.text or out.finished:
                 outputs.append(out)
         return outputs
+
+    def _retire(self, request_id: str) -> None:
+        del self._live[request_id]
+        self.scheduler.finish_request(request_id)
+        if self.speculator is not None:
+            self.speculator.drop(request_id)
 
     # ------------------------------------------------------------------ commands
     def add(self, request: SchedRequest, tracker: OutputTracker) -> None:
@@ -153,6 +175,8 @@ class EngineCore:
         if live is None:
             return None
         self.scheduler.abort_request(request_id)
+        if self.speculator is not None:
+            self.speculator.drop(request_id)
         self.stats.requests_aborted += 1
         return live.tracker.finish("abort", live.sched.num_cached_tokens)
 
@@ -170,6 +194,8 @@ class EngineCore:
                 self.scheduler.abort_request(request_id)
             except Exception:  # noqa: BLE001
                 log.exception("abort after a failed step also failed")
+            if self.speculator is not None:
+                self.speculator.drop(request_id)
             self.stats.requests_failed += 1
             outputs.append(live.tracker.finish("error", live.sched.num_cached_tokens, message))
         return outputs

@@ -227,10 +227,23 @@ class EngineStatsCollector(Collector):
             ("fairgate_prefix_cache_evictions", "Cached blocks evicted to make room.", bm.num_evictions),
             ("fairgate_engine_steps", "Engine steps run.", s.steps),
             ("fairgate_engine_busy_seconds", "Time inside the model's forward passes.", s.busy_seconds),
+            ("fairgate_spec_drafts", "Speculative verifies run (one per request per step).", s.spec_drafts),
+            ("fairgate_spec_draft_tokens", "Draft tokens verified by the target.", s.spec_draft_tokens),
+            ("fairgate_spec_accepted_tokens", "Draft tokens the target accepted.", s.spec_accepted_tokens),
+            ("fairgate_spec_off_steps", "Steps the speculation off switch ran without drafts.", s.spec_off_steps),
+            ("fairgate_spec_propose_seconds", "Time proposing draft tokens.", s.spec_propose_seconds),
+            ("fairgate_spec_verify_seconds", "Forward-pass time of steps that verified drafts.", s.spec_verify_seconds),
         ):
             c = CounterMetricFamily(name, help_, labels=["model"])
             c.add_metric(labels, value)
             yield c
+        by_pos = CounterMetricFamily(
+            "fairgate_spec_accepted_by_position", "Verifies whose draft at this position (1-based) was accepted.",
+            labels=["model", "position"],
+        )
+        for j, count in enumerate(list(s.spec_accepted_by_position)):
+            by_pos.add_metric([self.model, str(j + 1)], count)
+        yield by_pos
 
 
 def quantization_labels(engine: AsyncEngine) -> tuple[str, str]:

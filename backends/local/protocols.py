@@ -45,8 +45,9 @@ class ModelExecutor(Protocol):
     @property
     def eos_token_ids(self) -> Sequence[int]: ...
 
-    def execute(self, inputs: list[RunnerInput]) -> list[int | None]:
-        """The sampled token per input with `sample=True`, None for the others, in order."""
+    def execute(self, inputs: list[RunnerInput]) -> list[int | list[int] | None]:
+        """The sampled token per input with `sample=True`, None for the others, in order; for
+        an input with `num_spec_tokens` k, the list of accepted drafts plus one token (1..k+1)."""
         ...
 
 

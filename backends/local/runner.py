@@ -14,6 +14,7 @@ from backends.local.loader import load_weights
 from backends.local.model import DecoderModel, LayerKV
 from backends.local.quantization import quantized_linears, weight_bytes
 from backends.local.sampling import Sampler
+from backends.local.spec_verify import verify_drafts
 from backends.local.types import RunnerInput
 from kernels.kv_quant import KV_FORMATS, SCALE_DTYPE, cache_shape
 from kernels.quant_format import QuantMethod
@@ -176,8 +177,9 @@ class ModelRunner:
         )
 
     @torch.inference_mode()
-    def execute(self, inputs: list[RunnerInput]) -> list[int | None]:
-        """Run one step; return the sampled token per input with `sample=True`, else None."""
+    def execute(self, inputs: list[RunnerInput]) -> list[int | list[int] | None]:
+        """Run one step; per input with `sample=True` the sampled token (a list of accepted
+        drafts plus one token for an input with `num_spec_tokens`), None for the others."""
         if not inputs:
             return []
         step = self._build(inputs)
@@ -185,16 +187,33 @@ class ModelRunner:
         sampling = [i for i, inp in enumerate(inputs) if inp.sample]
         if not sampling:
             return [None] * len(inputs)
-        # Logits only for the last token of each sampling input.
-        rows = [step.token_start[i] + step.token_count[i] - 1 for i in sampling]
+        # Logits only for the last token of each sampling input (the last 1 + k of a verify).
+        rows: list[int] = []
+        for i in sampling:
+            end = step.token_start[i] + step.token_count[i]
+            rows.extend(range(end - 1 - inputs[i].num_spec_tokens, end))
         rows_t = torch.tensor(rows, dtype=torch.int64, device=self.device)
-        logits = self.model.compute_logits(hidden.index_select(0, rows_t))  # [S, vocab]
-        tokens = self.sampler(
-            logits, [inputs[i].sampling for i in sampling], [inputs[i].num_output_tokens for i in sampling]
-        )
-        out: list[int | None] = [None] * len(inputs)
-        for i, tok in zip(sampling, tokens, strict=True):
-            out[i] = tok
+        logits = self.model.compute_logits(hidden.index_select(0, rows_t))  # [sum(1 + k), vocab]
+        out: list[int | list[int] | None] = [None] * len(inputs)
+        plain = [i for i in sampling if not inputs[i].num_spec_tokens]
+        verify = [i for i in sampling if inputs[i].num_spec_tokens]
+        row_of, at = {}, 0
+        for i in sampling:
+            row_of[i] = at
+            at += 1 + inputs[i].num_spec_tokens
+        if plain:
+            plain_rows = torch.tensor([row_of[i] for i in plain], dtype=torch.int64, device=self.device)
+            tokens = self.sampler(
+                logits.index_select(0, plain_rows), [inputs[i].sampling for i in plain],
+                [inputs[i].num_output_tokens for i in plain],
+            )
+            for i, tok in zip(plain, tokens, strict=True):
+                out[i] = tok
+        if verify:
+            spans = {i: logits[row_of[i] : row_of[i] + 1 + inputs[i].num_spec_tokens] for i in verify}
+            for i, kept in zip(verify, verify_drafts([inputs[i] for i in verify], [spans[i] for i in verify],
+                                                     self.sampler.generator), strict=True):
+                out[i] = kept
         return out
 
     @torch.inference_mode()

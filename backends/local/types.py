@@ -17,6 +17,9 @@ class SamplingParams:
     stop: list[str] = field(default_factory=list)
     stop_token_ids: list[int] = field(default_factory=list)
     ignore_eos: bool = False
+    # False opts this request out of speculative decoding (greedy output is identical either
+    # way; a seeded sampled request only reproduces the plain engine's tokens without it).
+    speculative: bool = True
 
     @property
     def greedy(self) -> bool:
@@ -52,3 +55,7 @@ class RunnerInput:
     sampling: SamplingParams
     # generated so far; the per-request RNG stream is derived from (seed, len(output))
     num_output_tokens: int = 0
+    # The last `num_spec_tokens` of `token_ids` are draft tokens: the runner verifies them
+    # against the logits of the 1 + k last positions and returns a list of 1 .. k + 1 tokens
+    # (accepted drafts, then one sampled token) instead of one token.
+    num_spec_tokens: int = 0

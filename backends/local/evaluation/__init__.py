@@ -5,6 +5,9 @@ Both sides run through fairgate's own model runner. Three measurements:
   (b) pass rate on a golden set (`--golden`, JSONL; see golden.py),
   (c) greedy agreement: the share of prompts (golden prompts plus held-out snippets) whose
       greedy completion is token-identical to the baseline's, and where outputs first diverge.
+With `--speculative ngram|draft:DIR` the config side decodes through the engine with
+speculative decoding and the baseline through the plain engine: agreement must be 1.0 (greedy
+speculation is exact), perplexity is the runner's and equal, and the JSON adds the acceptance.
 Prints a table, then one JSON line last; exits 1 when a threshold is crossed, so CI can gate.
 """
 
@@ -65,6 +68,9 @@ def run_side(name: str, options, heldout: str | None, golden: list[GoldenItem], 
         result.turkish = [g.id.startswith("tr-") for g in golden]
         result.outputs = [o.token_ids for o in outs]
         result.texts = [o.text for o in outs]
+        stats = harness.last_engine_stats
+        if stats is not None and stats.spec_draft_tokens:
+            result.spec_acceptance = stats.spec_accepted_tokens / stats.spec_draft_tokens
     return result
 
 
@@ -88,6 +94,10 @@ def run_eval(args: argparse.Namespace) -> int:
     config = EngineOptions(model, args.dtype, args.device, args.kv_cache_dtype, args.quantization)
     baseline = EngineOptions(Path(args.baseline_model or args.model), args.baseline_dtype, args.device,
                              args.baseline_kv_cache_dtype, args.baseline_quantization)
+    speculative = getattr(args, "speculative", None)
+    if speculative not in (None, "off"):  # both sides decode through the engine, one speculating
+        config.speculative, baseline.speculative = speculative, "off"
+        config.num_speculative_tokens = args.num_speculative_tokens
     # Baseline first: a crash in the candidate still shows what "good" looked like in the log.
     base = run_side("baseline", baseline, heldout, golden, prompts, args)
     cur = run_side("config", config, heldout, golden, prompts, args)

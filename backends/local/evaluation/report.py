@@ -19,6 +19,7 @@ class SideResult:
     outputs: list[list[int]] = field(default_factory=list)  # greedy token ids per prompt
     texts: list[str] = field(default_factory=list)  # greedy completions, cut at stops
     turkish: list[bool] = field(default_factory=list)  # per golden item: a Turkish item (id "tr-...")
+    spec_acceptance: float | None = None  # accepted / proposed draft tokens (speculative evals)
 
     @property
     def pass_rate(self) -> float | None:
@@ -50,6 +51,7 @@ def compare(cur: SideResult, base: SideResult, th: Thresholds) -> dict[str, Any]
         "pass_rate_delta_points": None, "golden_items": len(cur.passed),
         "greedy_agreement": None, "first_divergence_mean": None, "first_divergence_min": None,
         "greedy_prompts": len(cur.outputs),
+        "speculative_acceptance": cur.spec_acceptance,
     }
     if cur.perplexity is not None and base.perplexity is not None:
         m["perplexity_delta_pct"] = (cur.perplexity / base.perplexity - 1.0) * 100.0
@@ -116,6 +118,8 @@ def format_table(m: dict[str, Any]) -> str:
         ("Turkish greedy agreement", _fmt(m.get("turkish_greedy_agreement"), ".3f"), "1.000", ""),
         ("first divergence (mean)", _fmt(m["first_divergence_mean"], ".1f"), "-", ""),
     ]
+    if m.get("speculative_acceptance") is not None:
+        rows.append(("speculative acceptance", _fmt(m["speculative_acceptance"], ".3f"), "-", ""))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = [f"config:   {m['config']}", f"baseline: {m['baseline']}"]
     for j, r in enumerate(rows):
