@@ -19,6 +19,9 @@ class ScheduledChunk:
     num_tokens: int  # 1 for a decode; up to the token budget for a prefill chunk
     block_table: list[int]  # a copy of its block ids, covering every position the chunk reaches
     sample: bool  # the chunk reaches the request's last known token: sample one from its logits
+    # Its last `num_spec_tokens` positions are draft tokens to verify (speculative decoding):
+    # the runner returns the accepted drafts plus one token; rejected positions stay uncomputed.
+    num_spec_tokens: int = 0
 
 
 @dataclass(slots=True)
@@ -45,5 +48,8 @@ class StepPlan:
         return not self.chunks
 
     def __repr__(self) -> str:
-        chunks = ", ".join(f"{c.request_id}@{c.start_pos}+{c.num_tokens}" for c in self.chunks)
+        chunks = ", ".join(
+            f"{c.request_id}@{c.start_pos}+{c.num_tokens}" + (f"(spec {c.num_spec_tokens})" if c.num_spec_tokens else "")
+            for c in self.chunks
+        )
         return f"StepPlan([{chunks}], tokens={self.num_batched_tokens}, preempted={self.preempted})"

@@ -50,6 +50,9 @@ class SchedRequest:
     num_cached_tokens: int = 0  # prompt tokens served from the prefix cache at admission
     status: RequestStatus = RequestStatus.WAITING
     num_preemptions: int = 0
+    # Draft tokens a proposer guessed to follow the last token; the next step verifies them
+    # (up to what its budget allows) and clears the list. Empty: a plain one-token decode.
+    spec_token_ids: list[int] = field(default_factory=list)
 
     @property
     def num_prompt_tokens(self) -> int:

@@ -8,12 +8,27 @@ victim the queue picks (recompute: its KV is dropped, its tokens so far are re-p
 Fairness lives entirely in the `WaitQueue`: the planner only calls `peek/pop/push_front`,
 `choose_victim` and the charging hooks: `on_prefill(request, n)` when a prefill chunk is
 scheduled, for the n prompt tokens it computes for the first time (a cached prefix and recompute
-after preemption are free); `on_decode(request, 1)` per token generated, in `update_from_output`.
-Plain Python.
+after preemption are free); `on_decode(request, n)` for the n tokens a step generated, in
+`update_from_output`. Plain Python.
+
+Speculative decoding (vLLM v1 style). A decoding request whose `spec_token_ids` hold k draft
+tokens is scheduled as one ragged chunk of 1 + k positions (its last token and the drafts),
+next to plain decodes and prefills, under the same token budget; `allocate_slots` covers all
+of them, and `num_computed_tokens` counts them while the step runs. Afterwards only the
+verified part stays computed: the last token and the a accepted drafts (the step also samples
+one new token), so the k - a rejected positions are simply uncomputed again and later steps
+rewrite their KV slots. Because `cache_full_blocks` only hashes blocks full of *computed*
+tokens, a block holding unverified drafts is never put into the prefix cache. Drafts never
+preempt anyone: when their slots do not fit, the request decodes one plain token instead.
+Fairness charge: the VTC counter is charged for what the request keeps (the a accepted drafts
+plus the sampled token, exactly what a plain engine would have charged for those tokens);
+rejected draft positions are the engine's own bet and, like recompute, charged to nobody, so a
+tenant's share never depends on whether speculation ran.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scheduler.kv import KVCacheManager
@@ -127,12 +142,17 @@ class Scheduler:
                 break
             if request.status is not RequestStatus.RUNNING:
                 continue  # preempted earlier in this step
-            num_new = remaining
-            if threshold and num_new > threshold:
+            num_spec = self._num_spec(request, budget) if remaining == 1 and request.spec_token_ids else 0
+            num_new = remaining + num_spec
+            if threshold and num_new > threshold and not num_spec:
                 num_new = threshold
             if num_new > budget:
                 num_new = budget
             while not kv.allocate_slots(request, num_new):
+                if num_spec:  # never preempt anyone for a guess: decode one plain token
+                    num_spec, num_new = 0, 1
+                    request.spec_token_ids.clear()
+                    continue
                 victim = self.queue.choose_victim(self.running)
                 budget += self._preempt(victim, scheduled)
                 preempted.append(victim.request_id)
@@ -144,10 +164,25 @@ class Scheduler:
                 if start < len(request.prompt_token_ids):
                     self._charge_prefill(request, num_new)
                 rid = request.request_id
-                scheduled[rid] = ScheduledChunk(rid, start, num_new, list(kv.block_table(rid)), num_new == remaining)
+                scheduled[rid] = ScheduledChunk(
+                    rid, start, num_new, list(kv.block_table(rid)), num_new - num_spec == remaining, num_spec
+                )
                 continue
             break  # the request preempted itself: nothing else can be made to fit
         return budget
+
+    def _num_spec(self, request: SchedRequest, budget: int) -> int:
+        """How many of the request's drafts this step verifies (trims the rest): within the
+        budget, the context limit and its max_tokens (a verify yields up to 1 + k tokens)."""
+        k = min(
+            len(request.spec_token_ids),
+            budget - 1,
+            self.config.max_model_len - request.num_tokens,
+            request.max_tokens - len(request.output_token_ids) - 1,
+        )
+        k = max(k, 0)
+        del request.spec_token_ids[k:]
+        return k
 
     def _running_order(self, budget: int) -> list[tuple[SchedRequest, int]]:
         """Running requests with their uncomputed tokens: decodes first, then prefills that
@@ -228,6 +263,7 @@ class Scheduler:
         self.running.remove(victim)
         self.kv.free(victim)
         victim.num_computed_tokens = 0
+        victim.spec_token_ids.clear()
         victim.status = RequestStatus.PREEMPTED
         victim.num_preemptions += 1
         self.num_preemptions += 1
@@ -235,12 +271,14 @@ class Scheduler:
         chunk = scheduled.pop(victim.request_id, None)
         return chunk.num_tokens if chunk is not None else 0
 
-    def update_from_output(self, plan: StepPlan, sampled: dict[str, int]) -> None:
+    def update_from_output(self, plan: StepPlan, sampled: Mapping[str, int | list[int]]) -> None:
         """Advance each chunk's request by its tokens, append sampled tokens, cache full blocks.
 
-        A request aborted or finished while the step ran is skipped. A chunk that should have
-        sampled but got no token leaves its last token uncomputed, so the next step redoes it
-        and samples again (its KV is rewritten with the same values)."""
+        `sampled` holds one token per sampling chunk, or for a chunk with k drafts the list of
+        accepted drafts plus the token sampled after them (1 to k + 1 tokens). A request
+        aborted or finished while the step ran is skipped. A chunk that should have sampled but
+        got no token leaves its last token uncomputed, so the next step redoes it and samples
+        again (its KV is rewritten with the same values)."""
         kv, queue, requests = self.kv, self.queue, self.requests
         for chunk in plan.chunks:
             request = requests.get(chunk.request_id)
@@ -249,10 +287,17 @@ class Scheduler:
                 continue
             request.num_computed_tokens += chunk.num_tokens
             if chunk.sample:
-                token = sampled.get(request.request_id)
-                if token is None:
-                    request.num_computed_tokens -= 1
+                got = sampled.get(request.request_id)
+                if got is None:
+                    request.num_computed_tokens -= 1 + chunk.num_spec_tokens
                 else:
-                    request.output_token_ids.append(token)
-                    queue.on_decode(request, 1)
+                    tokens = [got] if isinstance(got, int) else got
+                    if not 1 <= len(tokens) <= chunk.num_spec_tokens + 1:
+                        raise RuntimeError(f"{chunk.request_id}: {len(tokens)} tokens for {chunk.num_spec_tokens} drafts")
+                    # Rejected drafts are not computed: later steps rewrite their slots.
+                    request.num_computed_tokens -= chunk.num_spec_tokens + 1 - len(tokens)
+                    request.output_token_ids.extend(tokens)
+                    queue.on_decode(request, len(tokens))
+            if chunk.num_spec_tokens:
+                request.spec_token_ids.clear()  # consumed: the proposer guesses afresh
             kv.cache_full_blocks(request)

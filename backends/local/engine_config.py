@@ -19,6 +19,8 @@ class EngineConfig:
     device: str = "cpu"
     dtype: str = "auto"
     kv_cache_dtype: str = "auto"  # "auto" = the weights' dtype; float16/bfloat16 halve the KV memory and traffic
+    # Weight-only quantization at load ("int8", "int4", "int4-gN"); None = as the folder holds.
+    quantization: str | None = None
     block_size: int = 16
     num_kv_blocks: int | None = None
     kv_cache_memory: int | None = None
@@ -28,6 +30,13 @@ class EngineConfig:
     enable_prefix_caching: bool = True
     served_model_name: str | None = None
     tool_call_parser: str = "hermes"  # how the model writes tool calls: hermes | llama3_json
+    # Speculative decoding: "off", "ngram" (prompt lookup) or "draft:DIR" (a draft model folder
+    # with the target's vocabulary); at most `num_speculative_tokens` drafts per request per step.
+    speculative: str = "off"
+    num_speculative_tokens: int = 4
+    # Adaptive k and the automatic off switch (speculative.py); False always drafts the cap
+    # (tests use it: their assertions must not depend on this machine's timings).
+    speculative_adaptive: bool = True
 
     def validate(self) -> None:
         if self.block_size < 1:
@@ -42,6 +51,15 @@ class EngineConfig:
             raise ValueError("tool_call_parser must be hermes or llama3_json")
         if self.max_model_len is not None and self.max_model_len < 2:
             raise ValueError("max_model_len must be >= 2")
+        if self.quantization not in (None, "", "none"):
+            from kernels.quant_format import QuantMethod
+
+            QuantMethod.parse(self.quantization)  # raises ValueError naming the bad value
+        spec = self.speculative
+        if spec not in ("off", "ngram") and not (spec.startswith("draft:") and len(spec) > len("draft:")):
+            raise ValueError(f"speculative must be off, ngram or draft:DIR, not {spec!r}")
+        if self.num_speculative_tokens < 1:
+            raise ValueError("num_speculative_tokens must be >= 1")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> EngineConfig:
@@ -51,6 +69,7 @@ class EngineConfig:
             device=args.device,
             dtype=args.dtype,
             kv_cache_dtype=args.kv_cache_dtype,
+            quantization=getattr(args, "quantization", None),
             block_size=args.block_size,
             num_kv_blocks=args.num_kv_blocks,
             kv_cache_memory=args.kv_cache_memory,
@@ -60,4 +79,6 @@ class EngineConfig:
             enable_prefix_caching=not args.no_prefix_caching,
             served_model_name=args.served_model_name,
             tool_call_parser=getattr(args, "tool_call_parser", "hermes"),
+            speculative=getattr(args, "speculative", "off"),
+            num_speculative_tokens=getattr(args, "num_speculative_tokens", 4),
         )

@@ -4,7 +4,9 @@ No threads, no asyncio, no delivery: `EngineCore.step()` returns the `RequestOut
 step produced, and `AsyncEngine` (engine.py) runs it on its thread, feeds it commands, applies
 the error policy (a `StepFailed` names the requests to fail) and delivers the deltas. The core
 owns the scheduler (and through it the block manager), the model executor and one
-`OutputTracker` per unfinished request.
+`OutputTracker` per unfinished request. With speculative decoding on, a `SpeculativeDecoder`
+(speculative.py) runs after each step and sets drafts on the decoding requests; the next
+step verifies them (several tokens per request may come back from one step).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class EngineCore:
         self.scheduler = parts.scheduler
         self.runner = parts.runner
         self.stats = EngineStats(kv_blocks_total=parts.runner.num_kv_blocks)
+        self.speculator = parts.speculator
         self.observer: EngineObserver | None = None
         self._live: dict[str, LiveRequest] = {}
 
@@ -62,13 +65,21 @@ class EngineCore:
     # ------------------------------------------------------------------ the step
     def step(self) -> StepResult:
         """Run one step; raises `StepFailed` when scheduling or the forward pass fails."""
+        started = time.perf_counter()
         plan = self._schedule()
         if plan.is_empty:
             return StepResult([], ran=False)
         sampled, extras = self._execute(plan)
         self.scheduler.update_from_output(plan, sampled)
         self._count(plan, sampled)
-        return StepResult(self._outputs(sampled, extras), ran=True)
+        outputs = self._outputs(sampled, extras)
+        if self.speculator is not None:
+            # The whole step so far (planning and output processing grow with tokens too).
+            seconds = time.perf_counter() - started
+            decoding = [r for r in self.scheduler.running if r.num_computed_tokens == r.num_tokens - 1]
+            allowed = [r for r in decoding if self._live[r.request_id].tracker.sampling.speculative]
+            self.speculator.after_step(plan, sampled, seconds, allowed, len(decoding), self.stats)
+        return StepResult(outputs, ran=True)
 
     def _schedule(self) -> StepPlan:
         try:
@@ -79,9 +90,9 @@ class EngineCore:
             self.observer.on_scheduled(plan)
         return plan
 
-    def _execute(self, plan: StepPlan) -> tuple[dict[str, int], dict[str, SampleResult]]:
-        """Run the plan; return the sampled token per request that sampled one, and the
-        `SampleResult`s (logprobs) of the requests that asked for them."""
+    def _execute(self, plan: StepPlan) -> tuple[dict[str, int | list[int]], dict[str, SampleResult]]:
+        """Run the plan; the sampled token (a verify: the kept tokens) per request that sampled,
+        and the `SampleResult`s (logprobs) of the requests that asked for them."""
         inputs = [self._runner_input(chunk) for chunk in plan.chunks]
         started = time.perf_counter()
         try:
@@ -92,7 +103,7 @@ class EngineCore:
             raise StepFailed([c.request_id for c in plan.chunks], f"engine error: {type(exc).__name__}") from exc
         finally:
             self.stats.busy_seconds += time.perf_counter() - started
-        tokens: dict[str, int] = {}
+        tokens: dict[str, int | list[int]] = {}
         extras: dict[str, SampleResult] = {}
         for c, res in zip(plan.chunks, sampled, strict=True):
             if isinstance(res, SampleResult):
@@ -105,7 +116,8 @@ class EngineCore:
     def _runner_input(self, chunk: ScheduledChunk) -> RunnerInput:
         live = self._live[chunk.request_id]
         req = live.sched
-        start, n = chunk.start_pos, chunk.num_tokens
+        start, num_spec = chunk.start_pos, chunk.num_spec_tokens
+        n = chunk.num_tokens - num_spec
         n_prompt = len(req.prompt_token_ids)
         if start >= n_prompt:  # decode (or recompute of generated tokens): no list concat
             token_ids = req.output_token_ids[start - n_prompt : start - n_prompt + n]
@@ -113,6 +125,8 @@ class EngineCore:
             token_ids = req.prompt_token_ids[start : start + n]
         else:
             token_ids = (req.prompt_token_ids + req.output_token_ids)[start : start + n]
+        if num_spec:  # the drafts to verify follow the last token
+            token_ids = token_ids + req.spec_token_ids[:num_spec]
         return RunnerInput(
             request_id=chunk.request_id,
             token_ids=token_ids,
@@ -123,38 +137,46 @@ class EngineCore:
             num_output_tokens=len(req.output_token_ids),
             prompt_token_ids=req.prompt_token_ids,
             output_token_ids=req.output_token_ids,
+            num_spec_tokens=num_spec,
         )
 
-    def _count(self, plan: StepPlan, sampled: dict[str, int]) -> None:
+    def _count(self, plan: StepPlan, sampled: dict[str, int | list[int]]) -> None:
         stats = self.stats
         stats.steps += 1
         stats.tokens_computed += plan.num_batched_tokens
-        stats.generation_tokens += len(sampled)
+        stats.generation_tokens += sum(1 if isinstance(t, int) else len(t) for t in sampled.values())
 
-    def _outputs(self, sampled: dict[str, int], extras: dict[str, SampleResult]) -> list[RequestOutput]:
+    def _outputs(self, sampled: dict[str, int | list[int]], extras: dict[str, SampleResult]) -> list[RequestOutput]:
         """Detokenize and stop-check the sampled tokens; retire finished requests."""
         outputs: list[RequestOutput] = []
         for request_id, res in extras.items():
             if res.prompt_logprobs and request_id in self._live:
                 self._live[request_id].tracker.add_prompt_logprobs(res.prompt_logprobs)
-        for request_id, token_id in sampled.items():
+        for request_id, tokens in sampled.items():
             live = self._live.get(request_id)
             if live is None:
                 continue
             extra = extras.get(request_id)
             logprobs = [extra.logprobs] if extra is not None and extra.logprobs is not None else None
             try:
-                out = live.tracker.process([token_id], live.sched.num_cached_tokens, logprobs)
+                # Several tokens from a verify: the tracker drops any after a stop.
+                out = live.tracker.process([tokens] if isinstance(tokens, int) else tokens,
+                                           live.sched.num_cached_tokens, logprobs)
             except Exception:  # e.g. a detokenizer bug: fail only this request
                 log.exception("output processing failed for one request")
                 outputs += self.fail([request_id], "engine error while decoding output")
                 continue
             if out.finished:
-                del self._live[request_id]
-                self.scheduler.finish_request(request_id)
+                self._retire(request_id)
             if out.token_ids or out.text or out.finished:
                 outputs.append(out)
         return outputs
+
+    def _retire(self, request_id: str) -> None:
+        del self._live[request_id]
+        self.scheduler.finish_request(request_id)
+        if self.speculator is not None:
+            self.speculator.drop(request_id)
 
     # ------------------------------------------------------------------ commands
     def add(self, request: SchedRequest, tracker: OutputTracker) -> None:
@@ -169,6 +191,8 @@ class EngineCore:
         if live is None:
             return None
         self.scheduler.abort_request(request_id)
+        if self.speculator is not None:
+            self.speculator.drop(request_id)
         self.stats.requests_aborted += 1
         return live.tracker.finish("abort", live.sched.num_cached_tokens)
 
@@ -186,6 +210,8 @@ class EngineCore:
                 self.scheduler.abort_request(request_id)
             except Exception:  # noqa: BLE001
                 log.exception("abort after a failed step also failed")
+            if self.speculator is not None:
+                self.speculator.drop(request_id)
             self.stats.requests_failed += 1
             outputs.append(live.tracker.finish("error", live.sched.num_cached_tokens, message))
         return outputs

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from backends.local.admission import AdmissionLimits
 from backends.local.block_manager import BlockManager
 from backends.local.engine_config import EngineConfig
+from backends.local.proposers import NgramProposer, Proposer
 from backends.local.protocols import EngineTokenizer, ModelExecutor
+from backends.local.speculative import SpeculativeDecoder
 from scheduler.fair_queue import FairQueue
 from scheduler.queue import WaitQueue
 from scheduler.scheduler import Scheduler, SchedulerConfig
@@ -31,6 +33,7 @@ class EngineParts:
     scheduler: Scheduler
     limits: AdmissionLimits  # what admission refuses; `limits.max_model_len` is the engine's
     eos_token_ids: frozenset[int]
+    speculator: SpeculativeDecoder | None = None  # None: speculative decoding off
 
 
 def build_runner(config: EngineConfig) -> ModelExecutor:
@@ -42,10 +45,29 @@ def build_runner(config: EngineConfig) -> ModelExecutor:
         device=config.device,
         dtype=config.dtype,
         kv_cache_dtype=None if config.kv_cache_dtype == "auto" else config.kv_cache_dtype,
+        quantization=config.quantization,
         block_size=config.block_size,
         num_kv_blocks=config.num_kv_blocks,
         kv_cache_memory=config.kv_cache_memory,
     )
+
+
+def build_speculator(config: EngineConfig, runner: ModelExecutor) -> SpeculativeDecoder | None:
+    """The proposer `config.speculative` names, behind the adaptive decoder; None for "off"."""
+    spec = config.speculative
+    if spec == "off":
+        return None
+    if spec == "ngram":
+        proposer: Proposer = NgramProposer()
+    else:
+        from backends.local.draft_proposer import DraftModelProposer
+
+        proposer = DraftModelProposer.load(
+            spec.removeprefix("draft:"), device=config.device, dtype=config.dtype,
+            block_size=runner.block_size, num_kv_blocks=runner.num_kv_blocks + config.max_num_seqs,
+            vocab_size=int(runner.config.vocab_size),
+        )
+    return SpeculativeDecoder(proposer, config.num_speculative_tokens, adaptive=config.speculative_adaptive)
 
 
 def admission_limits(
@@ -94,4 +116,7 @@ def build_engine_parts(
         block_manager,
         queue=wait_queue if wait_queue is not None else FairQueue(),
     )
-    return EngineParts(runner, tokenizer, block_manager, scheduler, limits, frozenset(runner.eos_token_ids))
+    return EngineParts(
+        runner, tokenizer, block_manager, scheduler, limits, frozenset(runner.eos_token_ids),
+        build_speculator(config, runner),
+    )

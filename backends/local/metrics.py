@@ -218,15 +218,40 @@ class EngineStatsCollector(Collector):
             g = GaugeMetricFamily(name, help_, labels=["model"])
             g.add_metric(labels, value)
             yield g
+        info = GaugeMetricFamily("fairgate_model_quantization", "Always 1; labels say how the served"
+                                 " model's weights and KV cache are stored.", labels=["model", "weights", "kv_cache"])
+        info.add_metric([self.model, *quantization_labels(self.engine)], 1)
+        yield info
         for name, help_, value in (
             ("fairgate_preemptions", "Requests preempted (KV dropped, recomputed later).", s.preemptions),
             ("fairgate_prefix_cache_evictions", "Cached blocks evicted to make room.", bm.num_evictions),
             ("fairgate_engine_steps", "Engine steps run.", s.steps),
             ("fairgate_engine_busy_seconds", "Time inside the model's forward passes.", s.busy_seconds),
+            ("fairgate_spec_drafts", "Speculative verifies run (one per request per step).", s.spec_drafts),
+            ("fairgate_spec_draft_tokens", "Draft tokens verified by the target.", s.spec_draft_tokens),
+            ("fairgate_spec_accepted_tokens", "Draft tokens the target accepted.", s.spec_accepted_tokens),
+            ("fairgate_spec_off_steps", "Steps the speculation off switch ran without drafts.", s.spec_off_steps),
+            ("fairgate_spec_propose_seconds", "Time proposing draft tokens.", s.spec_propose_seconds),
+            ("fairgate_spec_verify_seconds", "Forward-pass time of steps that verified drafts.", s.spec_verify_seconds),
         ):
             c = CounterMetricFamily(name, help_, labels=["model"])
             c.add_metric(labels, value)
             yield c
+        by_pos = CounterMetricFamily(
+            "fairgate_spec_accepted_by_position", "Verifies whose draft at this position (1-based) was accepted.",
+            labels=["model", "position"],
+        )
+        for j, count in enumerate(list(s.spec_accepted_by_position)):
+            by_pos.add_metric([self.model, str(j + 1)], count)
+        yield by_pos
+
+
+def quantization_labels(engine: AsyncEngine) -> tuple[str, str]:
+    """(weights, kv_cache) as the model list and metrics show them, e.g. ("int8", "float32")."""
+    runner = engine.runner
+    weights = getattr(runner, "quantization_name", "none")
+    kv = getattr(runner, "kv_cache_name", None) or str(getattr(runner, "kv_cache_dtype", "")).removeprefix("torch.")
+    return weights, kv
 
 
 def install(engine: AsyncEngine, registry: CollectorRegistry, model: str,

@@ -46,6 +46,16 @@ class EngineStats:
     requests_added: int = 0
     requests_aborted: int = 0
     requests_failed: int = 0
+    # Speculative decoding: verifies run, draft tokens verified, drafts accepted, accepted
+    # drafts by position (index j: verifies whose draft j + 1 was accepted), steps the off
+    # switch ran without drafts, seconds proposing, seconds of the steps that verified.
+    spec_drafts: int = 0
+    spec_draft_tokens: int = 0
+    spec_accepted_tokens: int = 0
+    spec_accepted_by_position: list[int] = field(default_factory=list)
+    spec_off_steps: int = 0
+    spec_propose_seconds: float = 0.0
+    spec_verify_seconds: float = 0.0
 
 
 @dataclass(slots=True)

@@ -90,6 +90,11 @@ def prepare(wire: WireRequest, body: dict[str, Any], info: ModelInfo) -> EngineR
         batch = [_completion_prompt(p, info) for p in (wire.prompts or [wire.prompt])]
     sampling = _sampling(wire, body, max(len(ids) for ids in batch), info)
     sampling.grammar = _grammar(read_grammar_request(body), tool_grammar, info)
+    # Draft verification samples from the raw distribution: requests whose logits are processed
+    # (penalties, bias, min_p/min_tokens, grammars) or who want logprobs run unspeculated.
+    if sampling.needs_processing or sampling.grammar is not None or sampling.min_p > 0 \
+            or sampling.logprobs is not None or sampling.prompt_logprobs is not None:
+        sampling.speculative = False
     echoes: list[str] = []
     if wire.kind == "completion" and body.get("echo"):
         echoes = [p if isinstance(p, str) else info.tokenizer.decode(ids)

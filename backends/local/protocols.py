@@ -45,9 +45,10 @@ class ModelExecutor(Protocol):
     @property
     def eos_token_ids(self) -> Sequence[int]: ...
 
-    def execute(self, inputs: list[RunnerInput]) -> list[int | SampleResult | None]:
-        """The sampled token per input with `sample=True`, None for the others, in order; a
-        `SampleResult` (token plus logprobs) for an input whose request asked for logprobs."""
+    def execute(self, inputs: list[RunnerInput]) -> list[int | list[int] | SampleResult | None]:
+        """The sampled token per input with `sample=True`, None for the others, in order; for
+        an input with `num_spec_tokens` k, the list of accepted drafts plus one token (1..k+1);
+        a `SampleResult` (token plus logprobs) for an input whose request asked for logprobs."""
         ...
 
 

@@ -50,34 +50,13 @@ class Sampler:
         params: Sequence[SamplingParams],
         num_output_tokens: Sequence[int],
     ) -> torch.Tensor:  # [N] int64, on logits.device
-        n, vocab = logits.shape
+        vocab = logits.shape[1]
         greedy = [p.greedy for p in params]
         argmax = logits.argmax(dim=-1)  # [N]
         if all(greedy):
             return argmax
         device = logits.device
-        temps = torch.tensor([1.0 if g else p.temperature for p, g in zip(params, greedy, strict=True)])
-        x = logits.float() / temps.to(device)[:, None]  # [N, V]
-
-        use_top_k = any(p.top_k > 0 for p in params)
-        use_top_p = any(p.top_p < 1.0 for p in params)
-        order: torch.Tensor | None = None
-        if use_top_k or use_top_p:
-            x, order = x.sort(dim=-1, descending=True)  # [N, V] each
-            if use_top_k:
-                ks = torch.tensor([p.top_k if p.top_k > 0 else vocab for p in params], device=device)
-                ranks = torch.arange(vocab, device=device)
-                x.masked_fill_(ranks[None, :] >= ks[:, None], float("-inf"))
-        probs = torch.softmax(x, dim=-1)  # [N, V]
-        if use_top_p:
-            top_ps = torch.tensor([p.top_p if p.top_p < 1.0 else 2.0 for p in params], device=device)
-            mass_before = probs.cumsum(dim=-1) - probs  # [N, V]
-            # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
-            probs = probs.masked_fill(mass_before >= top_ps[:, None], 0.0)
-        if any(p.min_p > 0 for p in params):
-            min_ps = torch.tensor([p.min_p for p in params], dtype=probs.dtype, device=device)  # [N]
-            top = probs.max(dim=-1, keepdim=True).values  # [N, 1]; the top token always stays
-            probs = probs.masked_fill(probs < min_ps[:, None] * top, 0.0)
+        probs, order = filtered_probs(logits, params)
         # float64 so u * total stays below the last cumulative value (never past the support).
         cdf = probs.double().cumsum(dim=-1)  # [N, V], unnormalised when top-p removed mass
 
@@ -125,3 +104,53 @@ def sample_batch(
         return tokens.tolist()
     entries = token_logprobs(logits, tokens, [p.logprobs or 0 for p in params])
     return [SampleResult(e.token_id, e if p.logprobs is not None else None) for e, p in zip(entries, params, strict=True)]
+
+
+def filtered_probs(
+    logits: torch.Tensor,  # [N, V]
+    params: Sequence[SamplingParams],
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Each row's distribution after temperature, top-k, top-p and min-p (greedy rows at temperature 1).
+
+    Returns (probs [N, V], order): when top-k or top-p is in use `probs` is sorted descending
+    and `order[n, j]` is the token id of column j; otherwise `order` is None (vocabulary order).
+    Rows cut by top-p are not renormalised (the caller's CDF scales by its total)."""
+    vocab = logits.shape[1]
+    device = logits.device
+    temps = torch.tensor([1.0 if p.greedy else p.temperature for p in params])
+    x = logits.float() / temps.to(device)[:, None]  # [N, V]
+    use_top_k = any(p.top_k > 0 for p in params)
+    use_top_p = any(p.top_p < 1.0 for p in params)
+    order: torch.Tensor | None = None
+    if use_top_k or use_top_p:
+        x, order = x.sort(dim=-1, descending=True)  # [N, V] each
+        if use_top_k:
+            ks = torch.tensor([p.top_k if p.top_k > 0 else vocab for p in params], device=device)
+            ranks = torch.arange(vocab, device=device)
+            x.masked_fill_(ranks[None, :] >= ks[:, None], float("-inf"))
+    probs = torch.softmax(x, dim=-1)  # [N, V]
+    if use_top_p:
+        top_ps = torch.tensor([p.top_p if p.top_p < 1.0 else 2.0 for p in params], device=device)
+        mass_before = probs.cumsum(dim=-1) - probs  # [N, V]
+        # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
+        probs = probs.masked_fill(mass_before >= top_ps[:, None], 0.0)
+    if any(p.min_p > 0 for p in params):
+        min_ps = torch.tensor([p.min_p for p in params], dtype=probs.dtype, device=device)  # [N]
+        top = probs.max(dim=-1, keepdim=True).values  # [N, 1]; the top token always stays
+        probs = probs.masked_fill(probs < min_ps[:, None] * top, 0.0)
+    return probs, order
+
+
+def target_probs(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
+    """[N, V] normalised, in vocabulary order: the distribution `Sampler` draws from, per row."""
+    probs, order = filtered_probs(logits, [params] * logits.shape[0])
+    if order is not None:
+        probs = torch.zeros_like(probs).scatter_(1, order, probs)
+    return probs / probs.sum(dim=-1, keepdim=True)
+
+
+def request_generator(params: SamplingParams, num_output_tokens: int, default: torch.Generator | None):
+    """A seeded request's own generator at this point of its output, else `default`."""
+    if params.seed is None:
+        return default
+    return torch.Generator().manual_seed(_mix_seed(params.seed, num_output_tokens))

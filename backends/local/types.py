@@ -29,6 +29,9 @@ class SamplingParams:
     prompt_logprobs: int | None = None  # None: none; k: each prompt token's logprob and the top k
     grammar: Any = None  # structured output: an xgrammar CompiledGrammar (shared by the choices)
     grammar_state: Any = None  # this sequence's structured.GrammarState (one per engine request)
+    # False opts this request out of speculative decoding (greedy output is identical either
+    # way; a seeded sampled request only reproduces the plain engine's tokens without it).
+    speculative: bool = True
 
     @property
     def greedy(self) -> bool:
@@ -80,6 +83,10 @@ class RunnerInput:
     # tokens (and the prompt, for repetition_penalty); prompt logprobs read the next prompt token.
     prompt_token_ids: Sequence[int] = ()
     output_token_ids: Sequence[int] = ()
+    # The last `num_spec_tokens` of `token_ids` are draft tokens: the runner verifies them
+    # against the logits of the 1 + k last positions and returns a list of 1 .. k + 1 tokens
+    # (accepted drafts, then one sampled token) instead of one token.
+    num_spec_tokens: int = 0
 
 
 @dataclass(slots=True)

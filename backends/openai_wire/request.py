@@ -68,6 +68,9 @@ class WireRequest:
         return any(not isinstance(p, str) for p in self.prompts)
 
 
+MAX_TOKENS = 2**31 - 1  # no model generates more; fits every token column and quota counter
+
+
 def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -89,6 +92,8 @@ def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireR
     max_tokens = body.get(max_field)
     if max_tokens is not None and (not is_int(max_tokens) or max_tokens < 1):
         raise bad_value(f"`{max_field}` must be a positive integer", "max_tokens")
+    if max_tokens is not None and max_tokens > MAX_TOKENS:  # what the quota counters can hold exactly
+        raise bad_value(f"`{max_field}` is {max_tokens}; it must be at most {MAX_TOKENS}", "max_tokens")
     n = body.get("n", 1)
     if n is None:
         n = 1

@@ -12,11 +12,17 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from backends.local.evaluation import agreement_prompts
+from backends.local.evaluation.golden import GoldenSetError, cut_at_stop, load_golden, parse_item
+from backends.local.evaluation.progress import ProgressBar
+from backends.local.evaluation.report import (
+    SideResult,
+    Thresholds,
+    compare,
+    first_divergence,
+    json_line,
+)
 from gateway.cli import main
-from gateway.evaluation import agreement_prompts
-from gateway.evaluation.golden import GoldenSetError, cut_at_stop, load_golden, parse_item
-from gateway.evaluation.progress import ProgressBar
-from gateway.evaluation.report import SideResult, Thresholds, compare, first_divergence, json_line
 
 HELDOUT = """\
 The gateway sends each request to the right model, and every tenant has a quota.
@@ -198,3 +204,19 @@ def test_eval_of_a_perturbed_config_reports_the_difference_and_fails(
 def test_eval_needs_some_data(tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["eval", "--model", str(tiny_model_dir)]) == 2
     assert "--heldout" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("speculative", ["ngram", "self-draft"])
+def test_eval_of_speculative_decoding_agrees_with_the_plain_engine(
+    speculative: str, tiny_model_dir: Path, eval_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    heldout, golden = eval_files
+    spec = f"draft:{tiny_model_dir}" if speculative == "self-draft" else speculative
+    code, m, table = _eval(capsys, "--model", str(tiny_model_dir), "--heldout", str(heldout),
+                           "--golden", str(golden), "--speculative", spec, "--min-greedy-agreement", "1")
+    assert code == 0, table
+    assert m["greedy_agreement"] == 1.0 and m["perplexity"] == m["baseline_perplexity"]
+    assert "speculative" in m["config"] and "speculative" not in m["baseline"]
+    if speculative == "self-draft":  # the target as its own draft: every draft is accepted
+        assert m["speculative_acceptance"] == 1.0
+    assert "speculative acceptance" in table

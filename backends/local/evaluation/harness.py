@@ -12,10 +12,10 @@ from pathlib import Path
 import torch
 
 from backends.local.config import ModelConfig
+from backends.local.evaluation.golden import cut_at_stop
 from backends.local.runner import ModelRunner
 from backends.local.tokenizer import Tokenizer
 from backends.local.types import RunnerInput, SamplingParams
-from gateway.evaluation.golden import cut_at_stop
 
 Progress = Callable[[int], None]
 
@@ -28,10 +28,17 @@ class EngineOptions:
     dtype: str = "float32"
     device: str = "cpu"
     kv_cache_dtype: str | None = None  # None = the weights' dtype
+    quantization: str | None = None  # weight-only "int8" / "int4-gN"; None = as the folder holds
+    # None: greedy through the harness's own loop; "off" / "ngram" / "draft:DIR": through an
+    # `EngineCore` with that speculative setting (both sides of a speculative eval use the engine).
+    speculative: str | None = None
+    num_speculative_tokens: int = 4
 
     def describe(self) -> str:
         kv = f", KV {self.kv_cache_dtype}" if self.kv_cache_dtype else ""
-        return f"{self.model_dir.name} ({self.dtype}{kv}, {self.device})"
+        quant = f", weights {self.quantization}" if self.quantization else ""
+        spec = f", speculative {self.speculative}" if self.speculative not in (None, "off") else ""
+        return f"{self.model_dir.name} ({self.dtype}{quant}{kv}{spec}, {self.device})"
 
 
 @dataclass(slots=True)
@@ -54,9 +61,11 @@ class Harness:
         self.seq_len = min(max_seq_len, ModelConfig.from_dir(options.model_dir).max_model_len)
         per_slot = math.ceil(self.seq_len / block_size)
         self.slots = slots
+        self.last_engine_stats = None  # EngineStats of the last engine_greedy run (speculative evals)
         self.runner = ModelRunner(options.model_dir, device=options.device, dtype=options.dtype,
                                   block_size=block_size, num_kv_blocks=per_slot * slots, seed=0,
-                                  kv_cache_dtype=options.kv_cache_dtype)
+                                  kv_cache_dtype=options.kv_cache_dtype,
+                                  quantization=options.quantization)
         self._tables = [list(range(i * per_slot, (i + 1) * per_slot)) for i in range(slots)]
         self._greedy = SamplingParams(temperature=0.0)
 
@@ -91,6 +100,10 @@ class Harness:
     def greedy(self, prompts: list[str], max_tokens: list[int], stops: list[list[str]],
                progress: Progress | None = None) -> list[GreedyOutput]:
         """Greedy completions of each prompt, batched `slots` at a time."""
+        if self.options.speculative is not None:
+            from backends.local.evaluation.engine_greedy import engine_greedy
+
+            return engine_greedy(self, prompts, max_tokens, stops, progress)
         out: list[GreedyOutput] = []
         for b in range(0, len(prompts), self.slots):
             out.extend(self._greedy_batch(prompts[b: b + self.slots], max_tokens[b: b + self.slots],

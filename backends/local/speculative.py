@@ -1,0 +1,227 @@
+"""When and how far to speculate: adaptive k per request and the automatic off switch.
+
+`SpeculativeDecoder` runs after each engine step (EngineCore.step): it records what the step
+verified (acceptance, metrics), feeds the step's time into a `StepTimeModel`, then asks the
+proposer for drafts for every decoding request that allows speculation and sets them on the
+scheduler's requests (`SchedRequest.spec_token_ids`); the next `schedule()` verifies them in
+the continuous batch.
+
+The decision uses `StepCosts`, measured at the current batch size (buckets of powers of two,
+prefill steps left out): v, the seconds one plain decode step costs per sequence (a token's
+worth), and d, the extra seconds one verified draft position adds to a step, plus p, the
+proposer's seconds per draft token. A request with measured acceptance a (the chance a draft
+is accepted given the ones before it were) expects E(a, k) = (1 - a^(k+1)) / (1 - a) tokens
+from k drafts, so it gets the k (0 .. cap) with the largest saving (E - 1) * v - (d + p) * k.
+At batch 1 a step's fixed cost makes v large and d small, so k grows to the cap when guesses
+are good; at large batches a step costs about its tokens, v falls toward d and k falls to 0:
+that is the off switch (the step runs plain, `spec_off_steps`). Measuring needs both kinds of
+step: a bucket without plain measurements runs plain steps first, one without draft
+measurements lets four of its requests speculate (one draft, one more per fully accepted
+verify), and now and then (after 16 steps, backing off to 256 while the choice holds) a step
+runs the other kind than chosen, so the estimates follow the load. Estimates are medians of
+the last 16 samples (at least 3).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from backends.local.output import EngineStats
+from backends.local.proposers import ProposalRequest, Proposer
+from scheduler.plan import StepPlan
+from scheduler.request import SchedRequest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class BucketCost:
+    """Recent cost samples at one batch-size bucket; estimates are medians (a shared machine
+    delays single steps by several times their cost, and a median ignores those)."""
+
+    plain_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per sequence
+    draft_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per draft
+
+    @property
+    def plain(self) -> float | None:
+        """Seconds per sequence of a plain decode step (None until measured enough)."""
+        return _median(self.plain_samples)
+
+    @property
+    def draft(self) -> float | None:
+        """Extra seconds one verified draft position adds to a step."""
+        return _median(self.draft_samples)
+
+
+def _median(samples: deque[float], min_samples: int = 3) -> float | None:
+    if len(samples) < min_samples:
+        return None
+    ordered = sorted(samples)
+    return ordered[len(ordered) // 2]
+
+
+class StepCosts:
+    """Decode and verify step costs per batch-size bucket, from the steps the engine ran."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[int, BucketCost] = {}
+
+    def bucket(self, batch: int) -> BucketCost:
+        return self._buckets.setdefault(max(batch, 1).bit_length(), BucketCost())
+
+    def observe(self, batch: int, num_drafts: int, seconds: float) -> None:
+        """A step of `batch` decodes (`num_drafts` draft positions among them) took `seconds`."""
+        cost = self.bucket(batch)
+        if num_drafts == 0:
+            cost.plain_samples.append(seconds / batch)
+            return
+        plain = cost.plain
+        if plain is not None:
+            cost.draft_samples.append(max(seconds - batch * plain, 0.0) / num_drafts)
+
+
+@dataclass(slots=True)
+class Acceptance:
+    """One request's acceptance counts, decayed so the estimate follows the text's phases."""
+
+    accepted: float = 0.5  # prior: half an accept, half a reject (estimate 0.5)
+    rejected: float = 0.5
+    streak: int = 0  # verifies in a row whose drafts were all accepted
+
+    @property
+    def rate(self) -> float:
+        return self.accepted / (self.accepted + self.rejected)
+
+    def update(self, num_drafts: int, num_accepted: int, decay: float = 0.8) -> None:
+        self.accepted = self.accepted * decay + num_accepted
+        self.rejected = self.rejected * decay + (1 if num_accepted < num_drafts else 0)
+        self.streak = self.streak + 1 if num_accepted == num_drafts else 0
+
+
+class SpeculativeDecoder:
+    """Proposes drafts between steps; `num_tokens` is the cap k on drafts per request."""
+
+    def __init__(self, proposer: Proposer, num_tokens: int = 4, adaptive: bool = True) -> None:
+        if num_tokens < 1:
+            raise ValueError("num_speculative_tokens must be >= 1")
+        self.proposer = proposer
+        self.num_tokens = num_tokens
+        self.adaptive = adaptive
+        self.costs = StepCosts()
+        self._steps = 0  # decode steps seen, for the periodic re-measurement
+        self._next_check, self._check_every, self._last_choice = 16, 16, True
+        self._acceptance: dict[str, Acceptance] = {}
+        self._propose_per_token = 0.0  # EMA of proposing seconds per draft token
+
+    # ------------------------------------------------------------------ per step
+    def after_step(
+        self, plan: StepPlan, kept: dict[str, int | list[int]], seconds: float,
+        decoding: list[SchedRequest], batch: int, stats: EngineStats,
+    ) -> None:
+        """Record the step just run, then set drafts on `decoding` (the decoding requests that
+        allow speculation, out of `batch` decoding requests in all)."""
+        for request_id in plan.preempted:
+            self.drop(request_id)
+        verified = False
+        for chunk in plan.chunks:
+            tokens = kept.get(chunk.request_id)
+            if chunk.num_spec_tokens and isinstance(tokens, list):
+                verified = True
+                self._record(chunk.request_id, chunk.num_spec_tokens, len(tokens) - 1, stats)
+        if verified:
+            stats.spec_verify_seconds += seconds
+        # Costs describe decode and verify steps; a step with a prefill chunk says nothing.
+        if plan.chunks and all(c.num_tokens == 1 + c.num_spec_tokens for c in plan.chunks):
+            self.costs.observe(len(plan.chunks), sum(c.num_spec_tokens for c in plan.chunks), seconds)
+        self._propose(decoding, max(batch, len(decoding)), stats)
+
+    def drop(self, request_id: str) -> None:
+        """Forget a request (finished, aborted, preempted)."""
+        self._acceptance.pop(request_id, None)
+        self.proposer.drop(request_id)
+
+    def choose_k(self, requests: list[Acceptance], batch: int) -> list[int]:
+        """Drafts per request for a batch of `batch` decoding requests (see the module doc)."""
+        cap = self.num_tokens
+        if not self.adaptive:
+            return [cap] * len(requests)
+        self._steps += 1
+        # Measuring: four requests draft (one, one more per fully accepted verify), enough to
+        # see the cost; all of a large batch would pay for a guess the bucket may not afford
+        # (a draft model first catches up on each one's whole context).
+        ramp = [min(cap, 1 + r.streak) if i < 4 else 0 for i, r in enumerate(requests)]
+        cost = self.costs.bucket(batch)
+        if cost.plain is None:
+            return [0] * len(requests)  # measure a plain step first
+        if cost.draft is None:
+            return ramp  # measure what drafts cost here
+        per_draft = cost.draft + self._propose_per_token
+        ks = [self._best_k(r.rate, cost.plain, per_draft) for r in requests]
+        if self._steps >= self._next_check:  # re-measure the kind of step not chosen
+            # back off while the choice stays the same: 16, 32, 64 .. 256 steps between checks
+            on = any(ks)
+            self._check_every = min(256, self._check_every * 2) if on == self._last_choice else 16
+            self._last_choice = on
+            self._next_check = self._steps + self._check_every
+            return [0] * len(requests) if on else ramp
+        return ks
+
+    def _best_k(self, acceptance: float, value: float, per_draft: float) -> int:
+        best, best_k = 0.0, 0
+        for k in range(1, self.num_tokens + 1):
+            saving = (expected_tokens(acceptance, k) - 1) * value - per_draft * k
+            if saving > best:
+                best, best_k = saving, k
+        return best_k
+
+    # ------------------------------------------------------------------ internals
+    def _record(self, request_id: str, num_drafts: int, num_accepted: int, stats: EngineStats) -> None:
+        stats.spec_drafts += 1
+        stats.spec_draft_tokens += num_drafts
+        stats.spec_accepted_tokens += num_accepted
+        by_pos = stats.spec_accepted_by_position
+        if len(by_pos) < num_drafts:
+            by_pos.extend([0] * (num_drafts - len(by_pos)))
+        for j in range(num_accepted):
+            by_pos[j] += 1
+        self._acceptance.setdefault(request_id, Acceptance()).update(num_drafts, num_accepted)
+
+    def _propose(self, decoding: list[SchedRequest], batch: int, stats: EngineStats) -> None:
+        for request in decoding:
+            request.spec_token_ids = []
+        if not decoding:
+            return
+        ks = self.choose_k([self._acceptance.setdefault(r.request_id, Acceptance()) for r in decoding], batch)
+        wanted = [
+            ProposalRequest(r.request_id, r.all_token_ids, k) for r, k in zip(decoding, ks, strict=True) if k > 0
+        ]
+        if not wanted:
+            stats.spec_off_steps += 1
+            return
+        started = time.perf_counter()
+        try:
+            drafts = self.proposer.propose(wanted)
+        except Exception:  # speculation is optional: a proposer failure only costs speed
+            log.exception("draft proposer failed; decoding without drafts this step")
+            return
+        elapsed = time.perf_counter() - started
+        stats.spec_propose_seconds += elapsed
+        num_drafts = sum(len(d) for d in drafts.values())
+        if num_drafts:
+            per_token = elapsed / num_drafts
+            self._propose_per_token = per_token if not self._propose_per_token else (
+                0.9 * self._propose_per_token + 0.1 * per_token
+            )
+        for request in decoding:
+            request.spec_token_ids = drafts.get(request.request_id, [])[: self.num_tokens]
+
+
+def expected_tokens(acceptance: float, k: int) -> float:
+    """Tokens one verify of k drafts yields on average (accepted drafts plus one)."""
+    if acceptance >= 1:
+        return float(k + 1)
+    return (1 - acceptance ** (k + 1)) / (1 - acceptance)
+

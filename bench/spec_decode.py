@@ -1,0 +1,178 @@
+"""Speculative decoding against the plain engine, on the demo pair, at batch 1, 4, 16 and 64.
+
+Target models/fairgate-demo, draft models/fairgate-demo-draft (same vocabulary). Two
+workloads built from the target's held-out text (eval/heldout.txt, Python sources):
+
+  input-grounded  code edits and extraction: a snippet, then a header ("# edited version",
+                  "# excerpt") and the first tokens of one of its lines, so the answer copies
+                  spans of the prompt (where prompt lookup pays);
+  free-chat       a snippet to continue freely (nothing to copy).
+
+Each cell runs the same requests (greedy, ignore_eos, 64 new tokens) through a plain engine,
+an n-gram engine and a draft-model engine, alternating, `--repeats` times, and keeps each
+engine's best time. Time is this process's CPU time (`time.process_time`, one torch thread),
+not wall time: the machine is shared by several agents, and wall time there swung 2x between
+identical runs; CPU time is steadier but still noisy (caches and memory bandwidth are shared).
+tokens/s counts generated tokens; a speedup is against the plain engine in the same cell. All engines are synchronous
+`EngineCore`s without prefix caching, built fresh per run (the speculator's step-time model
+learns from scratch every run, as it would in a new server). `greedy_identical` is whether
+every speculative output equals the plain engine's, token for token.
+
+    python bench/spec_decode.py [--quick] [--repeats 2] [--threads 1] [--k 4]
+Prints a table, then one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from backends.local.engine_config import EngineConfig  # noqa: E402
+from backends.local.engine_core import EngineCore  # noqa: E402
+from backends.local.engine_factory import build_engine_parts  # noqa: E402
+from backends.local.output import OutputTracker  # noqa: E402
+from backends.local.tokenizer import Tokenizer  # noqa: E402
+from backends.local.types import SamplingParams  # noqa: E402
+from scheduler.queue import FCFSQueue  # noqa: E402
+from scheduler.request import SchedRequest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET, DRAFT = ROOT / "models" / "fairgate-demo", ROOT / "models" / "fairgate-demo-draft"
+BATCHES = (1, 4, 16, 64)
+NEW_TOKENS = 64
+
+
+def snippets(text: str, count: int, seed: int) -> list[str]:
+    """`count` code paragraphs of 6..20 lines from the held-out text, in a seeded order."""
+    paras = [p for p in text.split("\n\n") if 6 <= p.count("\n") + 1 <= 20 and len(p) < 900]
+    random.Random(seed).shuffle(paras)
+    return paras[:count]
+
+
+def grounded_prompt(snippet: str, i: int) -> str:
+    """The snippet, a header, and the start of the answer: the rest of the answer is in the prompt."""
+    lines = snippet.split("\n")
+    if i % 2 == 0:  # a code edit: the snippet rewritten, its first lines already given
+        return f"{snippet}\n\n# edited version\n" + "\n".join(lines[: max(1, len(lines) // 3)]) + "\n"
+    start = len(lines) // 3  # extraction: quote the snippet from one of its lines on
+    return f"{snippet}\n\n# excerpt\n" + "\n".join(lines[start : start + 2]) + "\n"
+
+
+def workloads(tok: Tokenizer, n: int) -> dict[str, list[list[int]]]:
+    text = (TARGET / "eval" / "heldout.txt").read_text(encoding="utf-8")
+    grounded = [tok.encode(grounded_prompt(s, i)) for i, s in enumerate(snippets(text, n, 1))]
+    free = [tok.encode(s) for s in snippets(text, n, 2)]
+    cap = 512 - NEW_TOKENS - 8
+    return {"input-grounded": [p[-cap:] for p in grounded], "free-chat": [p[-cap:] for p in free]}
+
+
+def run(spec: str, prompts: list[list[int]], k: int) -> tuple[float, list[list[int]], EngineCore]:
+    config = EngineConfig(
+        str(TARGET), speculative=spec, num_speculative_tokens=k, enable_prefix_caching=False,
+        max_num_seqs=64, max_num_batched_tokens=2048, num_kv_blocks=2400,
+    )
+    core = EngineCore(build_engine_parts(config, wait_queue=FCFSQueue()))
+    sampling = SamplingParams(max_tokens=NEW_TOKENS, temperature=0.0, ignore_eos=True)
+    for i, p in enumerate(prompts):
+        rid = f"r{i}"
+        core.add(SchedRequest(rid, list(p), NEW_TOKENS), OutputTracker(rid, sampling, len(p), NEW_TOKENS, frozenset(), None))
+    outs: dict[str, list[int]] = {f"r{i}": [] for i in range(len(prompts))}
+    started = time.process_time()
+    while core.has_unfinished:
+        for out in core.step().outputs:
+            outs[out.request_id] += out.token_ids
+    return time.process_time() - started, [outs[f"r{i}"] for i in range(len(prompts))], core
+
+
+def acceptance(core: EngineCore) -> float | None:
+    s = core.stats
+    return s.spec_accepted_tokens / s.spec_draft_tokens if s.spec_draft_tokens else None
+
+
+def cell(prompts: list[list[int]], k: int, repeats: int) -> dict:
+    specs = {"plain": "off", "ngram": "ngram", "draft": f"draft:{DRAFT}"}
+    best: dict[str, float] = {}
+    plain_runs: list[float] = []
+    accept: dict[str, float | None] = {}
+    identical = True
+    reference = None
+    for _ in range(repeats):
+        for name, spec in specs.items():  # alternate, so a noisy minute hits all three
+            seconds, outs, core = run(spec, prompts, k)
+            best[name] = min(best.get(name, float("inf")), seconds)
+            if name == "plain":
+                reference = outs
+                plain_runs.append(seconds)
+            else:
+                identical = identical and outs == reference
+                accept[name] = acceptance(core)
+    tokens = NEW_TOKENS * len(prompts)
+    rates = {name: tokens / s for name, s in best.items()}
+    return {
+        "plain_tps": rates["plain"],
+        "ngram_speedup": rates["ngram"] / rates["plain"],
+        "draft_speedup": rates["draft"] / rates["plain"],
+        "ngram_acceptance": accept["ngram"],
+        "draft_acceptance": accept["draft"],
+        "identical": identical,
+        # how far apart the plain engine's own runs were: the noise floor of the speedups
+        "plain_spread": max(plain_runs) / min(plain_runs) - 1.0,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="batches 1 and 4 only, one repeat")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--k", type=int, default=4, help="num_speculative_tokens")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    batches = (1, 4) if args.quick else BATCHES
+    repeats = 1 if args.quick else args.repeats
+    tok = Tokenizer(TARGET)
+    loads = workloads(tok, max(batches))
+    results: dict[tuple[str, int], dict] = {}
+    print(f"{'workload':<15} {'batch':>5} {'plain tok/s':>12} {'ngram x':>8} {'draft x':>8} {'acc ngram':>10} "
+          f"{'acc draft':>10} {'plain A/A':>10}")
+    for name, prompts in loads.items():
+        for b in batches:
+            r = results[(name, b)] = cell(prompts[:b], args.k, repeats)
+            print(f"{name:<15} {b:>5} {r['plain_tps']:>12.1f} {r['ngram_speedup']:>8.2f} {r['draft_speedup']:>8.2f} "
+                  f"{_fmt(r['ngram_acceptance']):>10} {_fmt(r['draft_acceptance']):>10} "
+                  f"{r['plain_spread']:>10.1%}", flush=True)
+    top = max(batches)
+    summary = {
+        "ngram_speedup_bs1": round(results[("input-grounded", 1)]["ngram_speedup"], 3),
+        "draft_speedup_bs1": round(results[("free-chat", 1)]["draft_speedup"], 3),
+        f"speedup_bs{top}": round(min(
+            results[(w, top)][f"{p}_speedup"] for w in loads for p in ("ngram", "draft")
+        ), 3),
+        "acceptance_ngram": _round(results[("input-grounded", 1)]["ngram_acceptance"]),
+        "acceptance_draft": _round(results[("free-chat", 1)]["draft_acceptance"]),
+        "greedy_identical": all(r["identical"] for r in results.values()),
+        "cells": {f"{w}/bs{b}": {k: _round(v) for k, v in r.items()} for (w, b), r in results.items()},
+        "threads": args.threads, "k": args.k, "repeats": repeats, "new_tokens": NEW_TOKENS,
+        "device": "cpu",
+    }
+    print(json.dumps(summary))
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _round(v):
+    return round(v, 3) if isinstance(v, float) else v
+
+
+if __name__ == "__main__":
+    main()

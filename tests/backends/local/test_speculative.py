@@ -1,0 +1,84 @@
+"""Adaptive k and the off switch, from measured step costs (no model, no timing of this machine)."""
+
+from __future__ import annotations
+
+from backends.local.proposers import NgramProposer
+from backends.local.speculative import Acceptance, SpeculativeDecoder, StepCosts, expected_tokens
+
+
+def decoder_with(batch: int, plain: float, draft: float) -> SpeculativeDecoder:
+    spec = SpeculativeDecoder(NgramProposer(), num_tokens=4)
+    for _ in range(3):
+        spec.costs.observe(batch, 0, plain * batch)  # plain steps: seconds per sequence
+    for _ in range(3):  # verify steps, two drafts per sequence
+        spec.costs.observe(batch, 2 * batch, plain * batch + draft * 2 * batch)
+    return spec
+
+
+def acceptance(rate: float) -> Acceptance:
+    return Acceptance(accepted=rate * 100, rejected=(1 - rate) * 100)
+
+
+def test_step_costs_are_medians_per_batch_bucket() -> None:
+    costs = StepCosts()
+    for seconds in (0.004, 0.004, 0.040, 0.005):  # one step delayed 10x by another process
+        costs.observe(1, 0, seconds)
+    assert costs.bucket(1).plain == 0.005  # the median of 4, 4, 5, 40 ms (upper middle)
+    costs.observe(1, 4, 0.006)  # 4 drafts added 2 ms over the ~4-5 ms plain step
+    costs.observe(1, 4, 0.006)
+    costs.observe(1, 4, 0.100)
+    assert costs.bucket(1).draft == (0.006 - 0.005) / 4  # the delayed verify is ignored
+    assert costs.bucket(64).plain is None and costs.bucket(3) is costs.bucket(2)  # buckets 2-3
+
+
+def test_batch_one_with_good_guesses_drafts_the_cap() -> None:
+    spec = decoder_with(1, plain=0.004, draft=0.0002)
+    assert spec.choose_k([acceptance(0.8), acceptance(0.5)], 1) == [4, 4]
+    assert spec.choose_k([acceptance(0.02)], 1) == [0]  # guesses nearly always wrong: none
+
+
+def test_a_large_batch_turns_speculation_off() -> None:
+    # at batch 64 a sequence's share of a plain step (0.5 ms) is about what a draft costs
+    spec = decoder_with(64, plain=0.0005, draft=0.00045)
+    assert spec.choose_k([acceptance(0.8)] * 64, 64) == [0] * 64
+
+
+def test_unmeasured_buckets_measure_plain_first_then_ramp_drafts() -> None:
+    spec = SpeculativeDecoder(NgramProposer(), num_tokens=4)
+    assert spec.choose_k([Acceptance()], 1) == [0]
+    for _ in range(3):
+        spec.costs.observe(1, 0, 0.004)
+    streaky = Acceptance(streak=2)
+    assert spec.choose_k([Acceptance(), streaky], 1) == [1, 3]  # one draft, one more per full accept
+
+
+def test_expected_tokens() -> None:
+    assert expected_tokens(0.5, 2) == 1.75 and expected_tokens(1.0, 4) == 5.0 and expected_tokens(0.0, 3) == 1.0
+
+
+async def test_an_engine_exports_its_speculation_metrics(tiny_model_dir) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from backends.local.engine import AsyncEngine, EngineConfig
+    from backends.local.metrics import EngineStatsCollector
+    from backends.local.types import SamplingParams
+
+    config = EngineConfig(str(tiny_model_dir), num_kv_blocks=32, speculative=f"draft:{tiny_model_dir}",
+                          speculative_adaptive=False)
+    engine = AsyncEngine(config)
+    try:
+        out = await engine.generate([5, 6, 7, 5, 6, 7, 5], SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True))
+        assert len(out.token_ids) == 12
+        registry = CollectorRegistry()
+        registry.register(EngineStatsCollector(engine, "tiny"))
+        get = registry.get_sample_value
+        drafts = get("fairgate_spec_draft_tokens_total", {"model": "tiny"})
+        s = engine.stats()
+        # the target as its own draft: every draft accepted, 1 prefill token + 11 from verifies
+        assert drafts == s.spec_draft_tokens == get("fairgate_spec_accepted_tokens_total", {"model": "tiny"}) > 0
+        assert get("fairgate_spec_drafts_total", {"model": "tiny"}) == s.spec_drafts
+        assert get("fairgate_spec_accepted_by_position_total", {"model": "tiny", "position": "1"}) == s.spec_drafts
+        assert get("fairgate_spec_propose_seconds_total", {"model": "tiny"}) > 0
+        assert get("fairgate_spec_verify_seconds_total", {"model": "tiny"}) > 0
+    finally:
+        await engine.aclose()
