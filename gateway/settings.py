@@ -42,6 +42,7 @@ class Settings(BaseSettings):
     # Database unreachable: `journal` keeps serving and appends usage rows to a local fsync'd
     # file, replayed when it is back; `refuse` answers 503 before reserving until it is back.
     usage_on_db_unavailable: Literal["refuse", "journal"] = "journal"
+    classify_timeout_s: float = 2.0  # detector time cap per request; past it the request is sensitive
     usage_journal_path: str | None = None  # default: fairgate-usage-<hash of the database url>.journal
     usage_journal_max_bytes: int = Field(default=256 << 20, ge=4096)  # full: refuse, never drop
     default_priority: str = "standard"

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from backends.local.engine_config import EngineConfig
 from backends.local.engine_core import EngineCore
 from backends.local.engine_factory import build_engine_parts
+from backends.local.evaluation.golden import cut_at_stop
 from backends.local.output import OutputTracker
 from backends.local.types import SamplingParams
-from backends.local.evaluation.golden import cut_at_stop
 from scheduler.queue import FCFSQueue
 from scheduler.request import SchedRequest
 
