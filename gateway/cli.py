@@ -10,7 +10,8 @@ import sys
 def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="Hugging Face model folder")
     p.add_argument("--served-model-name", default=None, help="name in /v1/models (default: folder name)")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="loopback by default; any other address needs --api-key (see docs/fleet.md)")
     p.add_argument("--port", type=int, default=8100, help="0 picks a free port (printed)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
@@ -25,6 +26,12 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-model-len", type=int, default=None)
     p.add_argument("--no-prefix-caching", action="store_true")
     p.add_argument("--control-secret", default=None, help="shared secret for /control/* (env FAIRGATE_CONTROL_SECRET)")
+    p.add_argument("--api-key", default=None,
+                   help="Bearer key every /v1 call and every tenant header needs (env FAIRGATE_ENGINE_API_KEY)")
+    p.add_argument("--allow-anonymous", action="store_true",
+                   help="with --api-key: callers without it may generate as tenant 'anonymous', no tenant headers")
+    p.add_argument("--insecure-no-auth", action="store_true",
+                   help="allow a non-loopback --host without --api-key (callers are trusted with tenant headers)")
 
 
 def build_parser() -> argparse.ArgumentParser:

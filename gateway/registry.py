@@ -60,9 +60,10 @@ def start_embedded_engine(settings: Settings) -> LocalBackend | None:
 
 def _make_backend(row: BackendRow, pool: HTTP1Pool, settings: Settings) -> Backend:
     # a "local" backend is a fairgate engine server on company hardware: same protocol,
-    # but personal data may go there
+    # but personal data may go there; it gets the engine key, never the external API's key
+    default_key = settings.engine_api_key if row.kind == "local" else settings.upstream_api_key
     return OpenAICompatBackend(
-        row.name, row.base_url, pool, model=row.model, api_key=row.api_key or settings.upstream_api_key,
+        row.name, row.base_url, pool, model=row.model, api_key=row.api_key or default_key,
         is_local=row.kind == "local", timeout_s=settings.upstream_timeout_s,
         max_retries=settings.upstream_max_retries)
 

@@ -31,6 +31,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = 1_048_576
     default_max_tokens: int = 1024  # reserved and enforced when a request names no max_tokens
     upstream_api_key: str | None = None  # default key for openai backends without their own
+    engine_api_key: str | None = None  # default key for local engine servers (their --api-key)
     upstream_timeout_s: float = 60.0
     upstream_max_retries: int = 2
     reservation_ttl_s: int = 900  # a crashed replica's reservations expire after this
