@@ -51,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     db.add_argument("action", choices=["upgrade"])
     db.add_argument("--config", default=None)
 
+    from gateway.declarative_cli import add_commands  # apply / export
+
+    add_commands(sub)
+
     ev = sub.add_parser("eval", help="compare an engine configuration against a baseline")
     ev.add_argument("--model", required=True)
     ev.add_argument("--baseline-model", default=None)
@@ -91,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         from gateway.db import run_db_command
 
         return run_db_command(args) or 0
+    if args.command in ("apply", "export"):
+        from gateway import declarative_cli
+
+        return declarative_cli.run_apply(args) if args.command == "apply" else declarative_cli.run_export(args)
     if args.command == "eval":
         from gateway.evaluation import run_eval
 

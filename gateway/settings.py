@@ -42,6 +42,7 @@ class Settings(BaseSettings):
     metrics_token: str | None = None  # set → GET /metrics wants `Authorization: Bearer <it>`
     control_secret: str | None = None  # sent to engine servers' /control/* (their --control-secret)
     fairness_sync_interval_s: float = 5.0  # re-push weights to engines that lost them (restart)
+    shutdown_grace_s: float = 30.0  # on SIGTERM: time for in-flight requests and streams to finish
 
 
 def _read_file(path: str) -> dict[str, Any]:
@@ -57,11 +58,24 @@ def _read_file(path: str) -> dict[str, Any]:
     return data
 
 
-def load_settings(config_file: str | None = None, **overrides: Any) -> Settings:
-    """Settings from `overrides` (CLI flags), then FAIRGATE_* env, then the file, then defaults."""
-    values: dict[str, Any] = {}
+def unknown_settings(data: dict[str, Any], where: str = "") -> list[str]:
+    """Paths of keys that are no setting (a typo like `admin_tokn` must not pass silently)."""
+    return [f"{where}{k}" for k in data if k not in Settings.model_fields]
+
+
+def load_settings(config_file: str | None = None, values: dict[str, Any] | None = None,
+                  **overrides: Any) -> Settings:
+    """Settings from `overrides` (CLI flags), then FAIRGATE_* env, then the file (or `values`,
+    the settings part of a declarative file), then defaults. Unknown file keys are refused."""
+    file_values = dict(values or {})
     if config_file:
-        for key, value in _read_file(config_file).items():
+        file_values.update(_read_file(config_file))
+    bad = unknown_settings(file_values)
+    if bad:
+        raise ValueError(f"unknown setting {bad[0]!r} in {config_file or 'the configuration'}")
+    values = {}
+    if file_values:
+        for key, value in file_values.items():
             # the environment wins over the file, so only take file keys the env does not set
             if f"{ENV_PREFIX}{key.upper()}" not in os.environ:
                 values[key] = value
