@@ -124,7 +124,8 @@ def parse(data: Any) -> DeclaredFile:
     try:
         config = Declared.model_validate(resolved)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        errors = exc.errors()  # a typo shows as "unknown key" and as the missing real one: name the typo
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         what = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
         raise ConfigError(f"{path_of(first['loc'])}: {what}") from None
     _check_unique(config)

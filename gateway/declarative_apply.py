@@ -129,23 +129,27 @@ def _apply_prices(s: Session, prices: dict[str, Any], out: list[str]) -> None:
                     or s.scalars(select(PoolRow).where(PoolRow.name == name)).first())
         if row is None:
             raise ConfigError(f"prices.{name}: no backend or pool of that name")
-        if _sync_fields(row, price.model_dump()):
+        if _sync_fields(row, price):
             out.append(f"updated price of {name}")
 
 
 def apply_config(s: Session, config: Declared, prune: bool = False) -> list[str]:
     """Make the database match `config` (inside the caller's transaction); what changed."""
     out: list[str] = []
+    prices = {n: p.model_dump() for n, p in (config.prices or {}).items()}
+    # a price for an item declared here is part of that item (so a second apply sees no change)
+    backends = [b.model_copy(update=prices.pop(b.name, {})) for b in config.backends or []]
+    pools = [p.model_copy(update=prices.pop(p.name, {})) for p in config.pools or []]
     if config.backends is not None:
-        _apply_backends(s, config.backends, prune, out)
+        _apply_backends(s, backends, prune, out)
     if config.pools is not None:
-        _apply_pools(s, config.pools, prune, out)
+        _apply_pools(s, pools, prune, out)
     s.flush()
     if config.tenants is not None:
         _apply_tenants(s, config.tenants, prune, out)
     if config.routes is not None:
         _apply_routes(s, config.routes, out)
-    if config.prices is not None:
+    if prices:  # prices of backends and pools this file does not declare
         s.flush()
-        _apply_prices(s, config.prices, out)
+        _apply_prices(s, prices, out)
     return out
