@@ -50,6 +50,7 @@ class PoolOptions:
     policy: Policy = "affinity"
     load_factor: float = 1.25  # affinity holds while outstanding < factor × mean (+1)
     max_kv_usage: float = 0.9  # a replica fuller than this gives way
+    load_slack: int = 4  # ... and affinity holds while within this many of the least loaded
     probe_interval_s: float = 1.0
     probe_timeout_s: float = 1.0
     eject_after: int = 2  # failed probes in a row
@@ -153,7 +154,8 @@ class PoolBackend:
         loads = [ReplicaLoad(r.name, r.outstanding, r.kv_usage) for r in live]
         key = self.keyer.key(request) if self.options.policy == "affinity" else b""
         return choose(self.options.policy, key, loads, counter=next(self._counter),
-                      load_factor=self.options.load_factor, max_kv_usage=self.options.max_kv_usage)
+                      load_factor=self.options.load_factor, max_kv_usage=self.options.max_kv_usage,
+                      load_slack=self.options.load_slack)
 
     def _order(self, request: GenerationRequest) -> list[Replica]:
         picked = self.choice(request)

@@ -6,20 +6,23 @@ Pure decisions, no I/O (the pool in backends/pool.py measures; this module choos
   replicas' names, so every gateway replica sends a prefix to the same engine without talking
   to the others, and a replica leaving moves only its own prefixes. The choice is bounded by
   load (consistent hashing with bounded loads, Mirrokni et al. 2018): a replica whose
-  outstanding requests exceed `load_factor` × the pool's mean (+1), or whose KV cache is fuller
-  than `max_kv_usage`, gives way to the least loaded replica.
-- `round_robin` and `least_loaded`: the baselines the benchmark compares against.
+  outstanding requests reach `load_factor` × the pool's mean (+1) — and at least `load_slack`
+  more than the least loaded replica, so a handful of requests never scatters a prefix (the
+  absolute threshold of SGLang's cache-aware router) — or whose KV cache is fuller than
+  `max_kv_usage`, gives way to the least loaded replica.
+- `round_robin`, `least_loaded` and `random`: the baselines benchmarks and tests compare against.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import random
 from dataclasses import dataclass
 from typing import Literal
 
-Policy = Literal["affinity", "round_robin", "least_loaded"]
-POLICIES: tuple[Policy, ...] = ("affinity", "round_robin", "least_loaded")
+Policy = Literal["affinity", "round_robin", "least_loaded", "random"]
+POLICIES: tuple[Policy, ...] = ("affinity", "round_robin", "least_loaded", "random")
 
 
 @dataclass(slots=True, frozen=True)
@@ -47,10 +50,11 @@ def rendezvous_order(key: bytes, names: list[str]) -> list[str]:
                   reverse=True)
 
 
-def load_bound(loads: list[ReplicaLoad], load_factor: float) -> int:
-    """Most outstanding requests a replica may hold and still take one more by affinity."""
+def load_bound(loads: list[ReplicaLoad], load_factor: float, load_slack: int = 0) -> int:
+    """Outstanding requests at which a replica stops taking more by affinity."""
     total = sum(r.outstanding for r in loads) + 1
-    return max(1, math.ceil(load_factor * total / len(loads)))
+    relative = math.ceil(load_factor * total / len(loads))
+    return max(1, relative, min(r.outstanding for r in loads) + load_slack)
 
 
 def _least_loaded(loads: list[ReplicaLoad]) -> list[str]:
@@ -58,19 +62,23 @@ def _least_loaded(loads: list[ReplicaLoad]) -> list[str]:
 
 
 def choose(policy: Policy, key: bytes, loads: list[ReplicaLoad], *, counter: int = 0,
-           load_factor: float = 1.25, max_kv_usage: float = 0.9) -> PoolChoice:
+           load_factor: float = 1.25, max_kv_usage: float = 0.9, load_slack: int = 0) -> PoolChoice:
     """The try-order over `loads` (non-empty) for one request; `counter` drives round robin."""
     if policy == "round_robin":
         names = sorted(r.name for r in loads)
         i = counter % len(names)
         return PoolChoice(tuple(names[i:] + names[:i]), "round_robin")
+    if policy == "random":  # seeded by the counter: a run can be replayed
+        names = sorted(r.name for r in loads)
+        random.Random(counter).shuffle(names)
+        return PoolChoice(tuple(names), "random")
     least = _least_loaded(loads)
     if policy == "least_loaded":
         return PoolChoice(tuple(least), "least_loaded")
     order = rendezvous_order(key, [r.name for r in loads])
     by_name = {r.name: r for r in loads}
     home = by_name[order[0]]
-    bound = load_bound(loads, load_factor)
+    bound = load_bound(loads, load_factor, load_slack)
     if home.outstanding < bound and (home.kv_usage is None or home.kv_usage <= max_kv_usage):
         return PoolChoice(tuple(order), "affinity")
     first = least[0] if least[0] != home.name or len(least) == 1 else least[1]

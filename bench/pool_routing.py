@@ -1,10 +1,10 @@
 """Routing inside an engine pool: prefix hit rate and TTFT for affinity-with-load-bound vs
 round-robin vs least-loaded, across real engine servers on loopback.
 
-Workload (fixed seed): `--tenants` tenants (default 6), each with its own `--system-tokens`
+Workload (fixed seed): `--tenants` tenants (default 7), each with its own `--system-tokens`
 system prompt (default 512 token ids), `--per-tenant` requests each (default 8) = system prompt
 + a distinct 16-token question, greedy, max_tokens 4, ignore_eos, streamed, sent `--concurrency`
-at a time (default 6) in an interleaved order (tenant 0, 1, ..., 0, 1, ...). Engines:
+at a time (default 6) in a shuffled order. Engines:
 `--replicas` (default 3) `fairgate engine` processes on the bench's "5m" random Llama (hidden 192,
 4 layers, 6 heads, vocab 8000), each with a KV pool that holds the whole workload.
 
@@ -71,8 +71,10 @@ def start_engines(model: Path, n: int, blocks: int) -> list[tuple[subprocess.Pop
 def workload(tenants: int, per_tenant: int, system_tokens: int, seed: int = 0) -> list[tuple[str, list[int]]]:
     rng = random.Random(seed)
     systems = [[rng.randrange(3, 8000) for _ in range(system_tokens)] for _ in range(tenants)]
-    return [(f"t{t}", systems[t] + [rng.randrange(3, 8000) for _ in range(16)])
+    work = [(f"t{t}", systems[t] + [rng.randrange(3, 8000) for _ in range(16)])
             for _ in range(per_tenant) for t in range(tenants)]
+    rng.shuffle(work)  # arrival order: no tenant/replica pattern that round robin could ride on
+    return work
 
 
 async def run_policy(policy: str, urls: list[str], work: list[tuple[str, list[int]]],
@@ -105,25 +107,27 @@ async def run_policy(policy: str, urls: list[str], work: list[tuple[str, list[in
                             cached += (chunk["usage"].get("prompt_tokens_details") or {}).get("cached_tokens", 0)
 
         await asyncio.gather(*(one(i, t, ids) for i, (t, ids) in enumerate(work)))
-        spread = sorted(r["requests"] for r in pool.status())
+        status = pool.status()
+        spread = sorted(r["requests"] for r in status)
+        spills = sum(r["routed"].get("spill", 0) for r in status)
         await http1.aclose()
     ttfts.sort()
     return {"hit_rate": cached / prompt, "ttft_p50_ms": statistics.median(ttfts) * 1000,
             "ttft_p99_ms": ttfts[min(len(ttfts) - 1, int(len(ttfts) * 0.99))] * 1000,
-            "min_replica_requests": spread[0], "max_replica_requests": spread[-1]}
+            "min_replica_requests": spread[0], "max_replica_requests": spread[-1], "spills": spills}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--replicas", type=int, default=3)
-    ap.add_argument("--tenants", type=int, default=6)
+    ap.add_argument("--tenants", type=int, default=7)
     ap.add_argument("--per-tenant", type=int, default=8)
     ap.add_argument("--system-tokens", type=int, default=512)
     ap.add_argument("--concurrency", type=int, default=6)
-    ap.add_argument("--quick", action="store_true", help="2 replicas, 4 tenants, 4 requests each")
+    ap.add_argument("--quick", action="store_true", help="2 replicas, 5 tenants, 4 requests each")
     args = ap.parse_args()
     if args.quick:
-        args.replicas, args.tenants, args.per_tenant, args.system_tokens = 2, 4, 4, 256
+        args.replicas, args.tenants, args.per_tenant, args.system_tokens = 2, 5, 4, 256
     from prefix_cache import make_model
 
     work = workload(args.tenants, args.per_tenant, args.system_tokens)
@@ -141,10 +145,11 @@ def main() -> None:
                     proc.wait(timeout=20)
     print(f"{len(work)} requests, {args.tenants} tenants x {args.per_tenant}, {args.replicas} engine servers, "
           f"system prompt {args.system_tokens} tokens, concurrency {args.concurrency}")
-    print(f"{'policy':<14}{'hit rate':>10}{'TTFT p50 ms':>14}{'TTFT p99 ms':>14}{'requests/replica':>20}")
+    print(f"{'policy':<14}{'hit rate':>10}{'TTFT p50 ms':>14}{'TTFT p99 ms':>14}{'requests/replica':>20}"
+          f"{'spills':>8}")
     for p, r in results.items():
         print(f"{p:<14}{r['hit_rate']:>10.3f}{r['ttft_p50_ms']:>14.1f}{r['ttft_p99_ms']:>14.1f}"
-              f"{r['min_replica_requests']:>12}..{r['max_replica_requests']}")
+              f"{r['min_replica_requests']:>16}..{r['max_replica_requests']:<2}{r['spills']:>8}")
     a, rr, ll = results["affinity"], results["round_robin"], results["least_loaded"]
     print(json.dumps({"affinity_hit_rate": round(a["hit_rate"], 4), "round_robin_hit_rate": round(rr["hit_rate"], 4),
                       "least_loaded_hit_rate": round(ll["hit_rate"], 4),

@@ -49,6 +49,7 @@ class PoolIn(_Strict):
     policy: Literal[POLICIES] = "affinity"  # type: ignore[valid-type]
     load_factor: float = Field(default=1.25, ge=1.0, le=100)
     max_kv_usage: float = Field(default=0.9, gt=0, le=1)
+    load_slack: int = Field(default=4, ge=0, le=10_000)
     block_size: int = Field(default=16, ge=1, le=1024)
     affinity_blocks: int = Field(default=4, ge=1, le=1024)
     input_cost_per_mtok: float = Field(default=0.0, ge=0)

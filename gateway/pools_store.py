@@ -63,7 +63,8 @@ def _tokenizer(folder: str) -> PromptEncoder:
 
 
 def options_of(row: PoolRow) -> PoolOptions:
-    return PoolOptions(policy=row.policy, load_factor=row.load_factor, max_kv_usage=row.max_kv_usage)  # type: ignore[arg-type]
+    return PoolOptions(policy=row.policy, load_factor=row.load_factor, max_kv_usage=row.max_kv_usage,  # type: ignore[arg-type]
+                       load_slack=row.load_slack)
 
 
 def keyer_of(row: PoolRow) -> PrefixKeyer:

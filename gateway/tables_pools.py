@@ -29,6 +29,7 @@ class PoolRow(Base):
     policy: Mapped[str] = mapped_column(String(32), default="affinity")
     load_factor: Mapped[float] = mapped_column(Float, default=1.25)
     max_kv_usage: Mapped[float] = mapped_column(Float, default=0.9)
+    load_slack: Mapped[int] = mapped_column(Integer, default=4)
     block_size: Mapped[int] = mapped_column(Integer, default=16)
     affinity_blocks: Mapped[int] = mapped_column(Integer, default=4)
     input_cost_per_mtok: Mapped[float] = mapped_column(Float, default=0.0)

@@ -27,6 +27,7 @@ def upgrade() -> None:
         sa.Column("policy", sa.String(32), nullable=False),
         sa.Column("load_factor", sa.Float, nullable=False),
         sa.Column("max_kv_usage", sa.Float, nullable=False),
+        sa.Column("load_slack", sa.Integer, nullable=False),
         sa.Column("block_size", sa.Integer, nullable=False),
         sa.Column("affinity_blocks", sa.Integer, nullable=False),
         sa.Column("input_cost_per_mtok", sa.Float, nullable=False),

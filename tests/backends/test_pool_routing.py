@@ -32,6 +32,9 @@ def test_affinity_until_the_load_bound_then_least_loaded() -> None:
     assert (idle.order[0], idle.reason) == (home, "affinity")
     busy = [ReplicaLoad(n, 6 if n == home else 1, None) for n in NAMES]
     assert load_bound(busy, 1.25) == 4  # ceil(1.25 * 9 / 3)
+    assert load_bound(busy, 1.25, load_slack=4) == 5  # the least loaded holds 1: 1 + 4
+    assert choose("affinity", key, [ReplicaLoad(n, 4 if n == home else 1) for n in NAMES],
+                  load_slack=4).reason == "affinity"  # 4 < 5: within the slack
     spill = choose("affinity", key, busy)
     assert spill.reason == "spill" and spill.order[0] != home and spill.order[0] == sorted(
         n for n in NAMES if n != home)[0]
