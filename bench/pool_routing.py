@@ -2,9 +2,9 @@
 round-robin vs least-loaded, across real engine servers on loopback.
 
 Workload (fixed seed): `--tenants` tenants (default 7), each with its own `--system-tokens`
-system prompt (default 512 token ids), `--per-tenant` requests each (default 8) = system prompt
+system prompt (default 896 token ids, so a prefill is worth saving), `--per-tenant` requests each (default 8) = system prompt
 + a distinct 16-token question, greedy, max_tokens 4, ignore_eos, streamed, sent `--concurrency`
-at a time (default 6) in a shuffled order. Engines:
+at a time (default 4) in a shuffled order. Engines:
 `--replicas` (default 3) `fairgate engine` processes on the bench's "5m" random Llama (hidden 192,
 4 layers, 6 heads, vocab 8000), each with a KV pool that holds the whole workload.
 
@@ -122,8 +122,8 @@ def main() -> None:
     ap.add_argument("--replicas", type=int, default=3)
     ap.add_argument("--tenants", type=int, default=7)
     ap.add_argument("--per-tenant", type=int, default=8)
-    ap.add_argument("--system-tokens", type=int, default=512)
-    ap.add_argument("--concurrency", type=int, default=6)
+    ap.add_argument("--system-tokens", type=int, default=896)
+    ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--quick", action="store_true", help="2 replicas, 5 tenants, 4 requests each")
     args = ap.parse_args()
     if args.quick:
