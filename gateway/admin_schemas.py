@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from backends.openai_wire.request import MAX_TOKENS
+from gateway.quota import MAX_AMOUNT, MAX_COST
 from scheduler.request import PRIORITY_CLASSES
 
 Residency = Literal["any", "local_only"]
@@ -15,6 +17,17 @@ def _priority(v: str | None) -> str | None:
     if v is not None and v not in PRIORITY_CLASSES:
         raise ValueError(f"must be one of {', '.join(PRIORITY_CLASSES)}")
     return v
+
+
+def _no_nul(v: str) -> str:
+    if "\x00" in v:
+        raise ValueError("must not contain NUL characters")
+    return v
+
+
+# Every admin string: no NUL (PostgreSQL text cannot hold it; it would be a 500, not a 400).
+Text = Annotated[str, AfterValidator(_no_nul)]
+Amount = Annotated[int, Field(ge=0, le=MAX_AMOUNT)]  # what the quota stores count exactly
 
 
 class _Strict(BaseModel):
@@ -27,7 +40,7 @@ TENANT_NULLABLE = frozenset({"prefix_cache_group"})  # null in a PATCH clears th
 
 
 class TenantCreate(_Strict):
-    name: str = Field(min_length=1, max_length=200)
+    name: Text = Field(min_length=1, max_length=200)
     weight: float = Field(default=1.0, gt=0, le=1000)
     priority_ceiling: str = "standard"
     default_priority: str = "standard"
@@ -37,7 +50,7 @@ class TenantCreate(_Strict):
 
 
 class TenantUpdate(_Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: Text | None = Field(default=None, min_length=1, max_length=200)
     weight: float | None = Field(default=None, gt=0, le=1000)
     priority_ceiling: str | None = None
     default_priority: str | None = None
@@ -48,7 +61,7 @@ class TenantUpdate(_Strict):
 
 
 class KeyCreate(_Strict):
-    name: str | None = Field(default=None, max_length=200)
+    name: Text | None = Field(default=None, max_length=200)
     default_priority: str | None = None
     priority_ceiling: str | None = None
     _check = field_validator("priority_ceiling", "default_priority")(_priority)
@@ -57,21 +70,21 @@ class KeyCreate(_Strict):
 class QuotaSet(_Strict):
     """Replaces the whole policy: an omitted or null limit means unlimited."""
 
-    requests_per_minute: int | None = Field(default=None, ge=0)
-    tokens_per_minute: int | None = Field(default=None, ge=0)
-    max_concurrent: int | None = Field(default=None, ge=0)
-    daily_tokens: int | None = Field(default=None, ge=0)
-    monthly_tokens: int | None = Field(default=None, ge=0)
-    monthly_cost: float | None = Field(default=None, ge=0)
-    max_tokens_per_request: int | None = Field(default=None, ge=1)
-    allowed_models: list[str] | None = None
+    requests_per_minute: Amount | None = None
+    tokens_per_minute: Amount | None = None
+    max_concurrent: Amount | None = None
+    daily_tokens: Amount | None = None
+    monthly_tokens: Amount | None = None
+    monthly_cost: float | None = Field(default=None, ge=0, le=MAX_COST)  # dollars
+    max_tokens_per_request: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    allowed_models: list[Annotated[Text, Field(max_length=200)]] | None = Field(default=None, max_length=1000)
 
 
 class BackendCreate(_Strict):
-    name: str = Field(min_length=1, max_length=200)
+    name: Text = Field(min_length=1, max_length=200)
     kind: Literal["openai", "local"] = "openai"
-    base_url: str = Field(pattern=r"^https?://")
-    model: str | None = None
-    api_key: str | None = None
-    input_cost_per_mtok: float = Field(default=0.0, ge=0)
-    output_cost_per_mtok: float = Field(default=0.0, ge=0)
+    base_url: Text = Field(pattern=r"^https?://", max_length=500)  # the column's width
+    model: Text | None = Field(default=None, max_length=200)
+    api_key: Text | None = Field(default=None, max_length=4096)
+    input_cost_per_mtok: float = Field(default=0.0, ge=0, le=1e6)  # dollars per million tokens
+    output_cost_per_mtok: float = Field(default=0.0, ge=0, le=1e6)

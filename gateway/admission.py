@@ -100,6 +100,9 @@ async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive)
     principal = await authenticate(state, token, reload=False)
     body = await read_json_object(receive, headers, state.settings.max_body_bytes)
     incoming = Incoming(kind, token, headers, body, parse_request(kind, body), uuid.uuid4().hex, t0)
+    if not state.usage.accepting():  # usage could not be kept (usage_on_db_unavailable): reserve nothing
+        raise WireError(503, "Usage cannot be recorded right now (database unavailable); retry shortly.",
+                        "usage_unavailable", headers={"retry-after": "1"})
     for attempt in range(MAX_ATTEMPTS):
         if attempt:  # an admin change happened since this principal was cached
             principal = await authenticate(state, token, reload=True)

@@ -17,12 +17,12 @@ from starlette.routing import Route
 
 from backends.http1 import HTTP1Pool
 from backends.openai_wire import WireError, error_response
-from gateway import admin, admin_pools, admin_routing, health, tenant_api
+from gateway import admin, admin_classify, admin_pools, admin_routing, health, tenant_api
 from gateway.auth import KeyCache
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.declarative import DeclaredFile
 from gateway.fairness import FairnessSync, push_weights
-from gateway.metrics import make_metrics, metrics_routes
+from gateway.metrics import make_metrics, metrics_routes, watch_usage_backlog
 from gateway.quota import QuotaStore
 from gateway.registry import load_backends, start_embedded_engine, watch_config
 from gateway.settings import Settings
@@ -63,10 +63,11 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
 
         if await asyncio.to_thread(apply_in_db, sessions, declared.config):
             await bus.bump()
-    usage = UsageRecorder(db, settings.usage_batch_size, settings.usage_flush_interval_s)
+    usage = UsageRecorder.from_settings(db, settings)
     usage.start()
     embedded = await asyncio.to_thread(start_embedded_engine, settings)
     metrics = make_metrics(embedded)
+    watch_usage_backlog(metrics, usage)
     st = GatewayState(
         settings=settings, db=db, sessions=sessions, quota=quota, config=bus,
         keys=KeyCache(sessions, bus), usage=usage, upstream_pool=HTTP1Pool(),
@@ -90,6 +91,8 @@ async def _close_state(st: GatewayState) -> None:
     if st.fairness_sync is not None:
         await st.fairness_sync.stop()
     await st.usage.stop()
+    if st.routing_audit is not None:  # built with the first router; queued rows are written now
+        await st.routing_audit.stop()
     for backend in st.backends.values():
         await backend.aclose()
     if st.embedded is not None and st.embedded.name not in st.backends:
@@ -97,6 +100,8 @@ async def _close_state(st: GatewayState) -> None:
     await st.http.aclose()
     await st.upstream_pool.aclose()
     await st.quota.aclose()
+    if st.classifier is not None:
+        st.classifier.close()  # the detectors' worker processes
     st.db.dispose()
 
 
@@ -122,5 +127,5 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
 
     routes = [Route("/health", _health, methods=["GET"])]
     routes += tenant_api.routes() + admin.routes() + admin_routing.routes() + metrics_routes()
-    routes += admin_pools.routes() + health.routes()
+    routes += admin_classify.routes() + admin_pools.routes() + health.routes()
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -37,7 +37,7 @@ from backends.local.metrics import (
 )
 from backends.prompt_version import NONE, LabelCap
 from gateway.state import state_of
-from gateway.usage import UsageEvent
+from gateway.usage import UsageEvent, UsageRecorder
 
 if TYPE_CHECKING:
     from backends.local.backend import LocalBackend
@@ -129,6 +129,14 @@ def make_metrics(embedded: LocalBackend | None) -> GatewayMetrics:
     metrics = GatewayMetrics(registry)
     if embedded is not None:
         registry.register(EngineStatsCollector(embedded.engine, embedded.model_name))
+    return metrics
+
+
+def watch_usage_backlog(metrics: GatewayMetrics, usage: UsageRecorder) -> None:
+    """`fairgate_usage_pending_rows`: rows queued in memory or journaled while the database is away."""
+    pending = Gauge("fairgate_usage_pending_rows", "Usage rows not yet in the database (queued in memory "
+                    "or journaled to the local file while the database is unreachable).", registry=metrics.registry)
+    pending.set_function(usage.pending_rows)
     return metrics
 
 

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
+from gateway.classification import Classifier
 from policies.complexity import complexity_score
 from policies.request_texts import inspectable_texts
-from policies.residency import assess, parse_classification_header
+from policies.residency import SensitivityVerdict, parse_classification_header
 from policies.routing import RouteFacts, RoutingError, Rule, evaluate
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class RouteDecision:
     reason: str
     rule_id: str | None = None
     finding_kinds: list[str] = field(default_factory=list)
+    spans: list[tuple[str, int, int]] = field(default_factory=list)  # (kind, start, end), no text
 
 
 @dataclass(slots=True, frozen=True)
@@ -82,7 +84,9 @@ class Router:
     `backends`: name → Backend; `aliases`: model alias → backend name (used when no rule
     matches); `rules`: ordered routing rules; `tenants`: tenant id → its own detectors;
     `audit`: where decisions are recorded (None: not audited); `fail_closed`: treat every
-    request as sensitive (set when the routing configuration could not be loaded).
+    request as sensitive (set when the routing configuration could not be loaded);
+    `classifier`: runs the detectors off the event loop with a time cap, failing closed
+    (gateway.classification; a private thread-pool one if None).
     """
 
     def __init__(
@@ -94,6 +98,7 @@ class Router:
         tenants: Mapping[str, TenantDetectors] | None = None,
         audit: RoutingAuditWriter | None = None,
         fail_closed: bool = False,
+        classifier: Classifier | None = None,
     ) -> None:
         self.backends = backends
         self.aliases = aliases or {}
@@ -101,6 +106,7 @@ class Router:
         self.tenants = dict(tenants or {})
         self.audit = audit
         self.fail_closed = fail_closed
+        self.classifier = classifier or Classifier()  # detectors run off the event loop, capped
         self.locality = {name: bool(b.is_local) for name, b in backends.items()}
         # Complexity is scored only for models some max_complexity rule can match ("auto").
         self._complexity_models = [r.match.model for r in self.rules if r.match.max_complexity is not None]
@@ -115,7 +121,7 @@ class Router:
         texts, opaque = list(request.texts), False
         if request.body is not None:
             texts, opaque = inspectable_texts(request.body)
-        verdict = assess(
+        verdict = await self.classifier.assess(
             texts,
             data_residency="local_only" if self.fail_closed else request.data_residency,
             header=header,
@@ -137,24 +143,23 @@ class Router:
         try:
             plan = evaluate(self.rules, facts, self.locality, aliases=self.aliases)
         except RoutingError as exc:
-            self._record(request, verdict.sensitive, verdict.reasons, verdict.kinds, None, [], exc.code, exc.status)
+            self._record(request, verdict, None, [], exc.code, exc.status)
             raise NoRouteError(str(exc), exc.status, exc.code) from None
         chosen = [self.backends[n] for n in plan.backends]
         if verdict.sensitive:
             # The Backend object has the last word on locality, whatever the rule engine saw.
             chosen = [b for b in chosen if b.is_local]
             if not chosen:
-                self._record(request, True, verdict.reasons, verdict.kinds, plan.rule_id, [],
-                             "no_local_backend", 503)
+                self._record(request, verdict, plan.rule_id, [], "no_local_backend", 503)
                 raise NoRouteError(_NO_LOCAL, 503, "no_local_backend")
         reasons = (plan.reason, *verdict.reasons)
-        self._record(request, verdict.sensitive, verdict.reasons, verdict.kinds, plan.rule_id,
-                     [b.name for b in chosen], plan.reason, 200)
-        return RouteDecision(chosen, verdict.sensitive, ";".join(reasons), plan.rule_id, list(verdict.kinds))
+        self._record(request, verdict, plan.rule_id, [b.name for b in chosen], plan.reason, 200)
+        return RouteDecision(chosen, verdict.sensitive, ";".join(reasons), plan.rule_id, list(verdict.kinds),
+                             list(verdict.spans))
 
     def _record(
-        self, request: RouteRequest, sensitive: bool, reasons: tuple[str, ...], kinds: tuple[str, ...],
-        rule_id: str | None, backends: list[str], decision: str, status: int,
+        self, request: RouteRequest, verdict: SensitivityVerdict, rule_id: str | None,
+        backends: list[str], decision: str, status: int,
     ) -> None:
         if self.audit is None:
             return
@@ -162,7 +167,8 @@ class Router:
 
         self.audit.record(AuditRecord(
             tenant_id=request.tenant_id, model=request.model[:200], priority=request.priority,
-            sensitive=sensitive, reasons=list(reasons), finding_kinds=list(kinds), rule_id=rule_id,
+            sensitive=verdict.sensitive, reasons=list(verdict.reasons), finding_kinds=list(verdict.kinds),
+            finding_spans=[list(s) for s in verdict.spans[:64]], rule_id=rule_id,
             backends=backends, decision=decision, status=status, request_id=request.request_id,
         ))
 

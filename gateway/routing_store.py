@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from gateway.classification import classifier_for
 from gateway.routing import Router, TenantDetectors
 from gateway.routing_audit import RoutingAuditWriter
 from gateway.tables_routing import RoutingRuleRow, TenantSensitivity
@@ -71,6 +72,7 @@ def build_router(state: GatewayState, aliases: Mapping[str, str] | None = None) 
     except Exception as exc:  # noqa: BLE001 - fail closed, keep serving local traffic
         log.error("routing configuration could not be loaded (%s); treating all requests as "
                   "sensitive until it can", type(exc).__name__)
-        return Router(dict(state.backends), dict(aliases or {}), audit=audit, fail_closed=True)
+        return Router(dict(state.backends), dict(aliases or {}), audit=audit, fail_closed=True,
+                      classifier=classifier_for(state))
     return Router(dict(state.backends), dict(aliases or {}), rules=config.rules,
-                  tenants=config.tenants, audit=audit)
+                  tenants=config.tenants, audit=audit, classifier=classifier_for(state))

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "FAIRGATE_"
@@ -34,9 +35,16 @@ class Settings(BaseSettings):
     engine_api_key: str | None = None  # default key for local engine servers (their --api-key)
     upstream_timeout_s: float = 60.0
     upstream_max_retries: int = 2
-    reservation_ttl_s: int = 900  # a crashed replica's reservations expire after this
+    # A reservation lives this long unless its replica renews it (a heartbeat every third of
+    # it, while the request runs): a crashed replica's slots come back after about this long.
+    reservation_ttl_s: int = Field(default=30, ge=1, le=86400)
     usage_batch_size: int = 500
     usage_flush_interval_s: float = 0.2  # bigger batches, fewer commits; off the request path
+    # Database unreachable: `journal` keeps serving and appends usage rows to a local fsync'd
+    # file, replayed when it is back; `refuse` answers 503 before reserving until it is back.
+    usage_on_db_unavailable: Literal["refuse", "journal"] = "journal"
+    usage_journal_path: str | None = None  # default: fairgate-usage-<hash of the database url>.journal
+    usage_journal_max_bytes: int = Field(default=256 << 20, ge=4096)  # full: refuse, never drop
     default_priority: str = "standard"
     log_level: str = "warning"
     metrics_token: str | None = None  # set → GET /metrics wants `Authorization: Bearer <it>`

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from backends.http1 import HTTP1Pool
     from backends.local.backend import LocalBackend
     from gateway.auth import KeyCache
+    from gateway.classification import Classifier
     from gateway.config_bus import ConfigBus
     from gateway.fairness import FairnessSync
     from gateway.metrics import GatewayMetrics
@@ -51,6 +52,7 @@ class GatewayState:
     prices: dict[str, Price] = field(default_factory=dict)  # backend name → price
     router: Router = field(default_factory=lambda: Router({}))
     routing_audit: RoutingAuditWriter | None = None
+    classifier: Classifier | None = None  # detectors in capped worker processes (gateway.classification)
     config_version: int = -1  # the version backends/router were built under (-1: not yet)
     config_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     fairness_sync: FairnessSync | None = None

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -65,19 +66,20 @@ class ApiKey(Base):
 
 
 class QuotaPolicy(Base):
-    """Limits for a tenant (key_id NULL) or for one key; NULL limit = unlimited."""
+    """Limits for a tenant (key_id NULL) or for one key; NULL limit = unlimited. BIGINT: a
+    realistic monthly budget (3e9 tokens) does not fit a 32-bit column."""
 
     __tablename__ = "quota_policies"
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
     key_id: Mapped[str | None] = mapped_column(ForeignKey("api_keys.id"), nullable=True)
-    requests_per_minute: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    tokens_per_minute: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    max_concurrent: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    daily_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    monthly_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    requests_per_minute: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    tokens_per_minute: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    max_concurrent: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    daily_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    monthly_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     monthly_cost: Mapped[float | None] = mapped_column(Float, nullable=True)
-    max_tokens_per_request: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    max_tokens_per_request: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     allowed_models: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
 

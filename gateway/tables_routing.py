@@ -46,9 +46,13 @@ class RoutingAudit(Base):
     sensitive: Mapped[bool] = mapped_column(Boolean)
     reasons: Mapped[list[str]] = mapped_column(JSON)  # e.g. ["detector"], ["tenant:local_only"]
     finding_kinds: Mapped[list[str]] = mapped_column(JSON)  # e.g. ["iban", "tckn"]
+    # [[kind, start, end], ...] in the request's joined texts: where, never what
+    finding_spans: Mapped[list[list[Any]] | None] = mapped_column(JSON, nullable=True)
     rule_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
     backends: Mapped[list[str]] = mapped_column(JSON)  # candidates in order; [] when rejected
     decision: Mapped[str] = mapped_column(String(200))  # "rule:<id>", "model:<name>" or the error code
     status: Mapped[int] = mapped_column(Integer)  # 200 routed, else the error's HTTP status
+    # Made by the writer: a batch retried after a commit whose answer was lost inserts nothing twice.
+    entry_id: Mapped[str | None] = mapped_column(String(32), nullable=True, unique=True, index=True)
 
     __table_args__ = (Index("ix_routing_audit_tenant_at", "tenant_id", "at"),)

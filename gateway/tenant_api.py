@@ -19,7 +19,11 @@ from gateway.state import state_of
 
 async def _principal(request: Request) -> Principal:
     token = bearer_token({k: v for k, v in request.scope["headers"]})
-    principal = await state_of(request.app).keys.fresh(token)
+    try:
+        principal = await state_of(request.app).keys.fresh(token)
+    except Exception as exc:  # the key check needs the config version: fail closed
+        raise WireError(503, "The quota service is unavailable; retry shortly.", "quota_unavailable",
+                        headers={"retry-after": "1"}) from exc
     if principal is None:
         raise WireError(401, "Incorrect API key provided.", "invalid_api_key")
     return principal

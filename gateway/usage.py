@@ -1,22 +1,35 @@
 """Usage records: one row per admitted request, written off the request path in batches.
 
-`record()` only appends to a buffer. A background task writes batches in a worker thread
-with INSERT .. ON CONFLICT DO NOTHING on the request id, so a retried batch never counts a
-request twice; when the database is down the batch stays queued and is retried with backoff.
+`record()` cleans the row's client strings (see `gateway.row_writer`) and appends it to a
+buffer. A background task writes batches in a worker thread with INSERT .. ON CONFLICT DO
+NOTHING on the request id, so a retried batch never counts a request twice; a batch the
+database refuses for its data is written row by row, the rows that still fail quarantined.
+
+When the database is unreachable (`usage_on_db_unavailable`): `journal` (the default) moves
+the queued rows to a local fsync'd file (`gateway.usage_journal`) and replays it when the
+database is back; `refuse` keeps them queued and `accepting()` turns False so admission
+answers 503 before reserving. A full journal also turns `accepting()` False: rows are
+never dropped. Each change of the database's state is logged once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import logging
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
-from gateway.tables import utcnow
+from gateway.row_writer import BatchLoop, WriteCounts, clean_text, column_widths, write_rows
+from gateway.tables import UsageRecord, utcnow
+from gateway.usage_journal import UsageJournal
+
+if TYPE_CHECKING:
+    from gateway.settings import Settings
 
 log = logging.getLogger("fairgate.usage")
 
@@ -57,6 +70,29 @@ class UsageEvent:
 
 
 _NOT_STORED = ("route", "cached_tokens", "prompt_version", "overhead_ms")
+_TEXT_FIELDS = ("request_id", "tenant_id", "key_prefix", "model", "backend", "priority", "status")
+
+
+@functools.cache
+def _widths() -> dict[str, int]:
+    return column_widths(UsageRecord)
+
+
+def clean_event(e: UsageEvent) -> UsageEvent:
+    """Make the client-shaped strings storable: NUL removed, cut to their column widths."""
+    widths = _widths()
+    for name in _TEXT_FIELDS:
+        v = getattr(e, name)
+        if isinstance(v, str):
+            setattr(e, name, clean_text(v, widths.get(name)))
+    return e
+
+
+def event_from_row(row: dict[str, Any]) -> UsageEvent:
+    """A UsageEvent back from `row()` as read from the journal (dates as ISO text)."""
+    values = {k: v for k, v in row.items() if k != "total_tokens"}
+    values["created_at"] = datetime.fromisoformat(values["created_at"])
+    return UsageEvent(**values)
 
 
 @functools.cache
@@ -77,52 +113,93 @@ def _insert_sql(engine: Engine) -> tuple[str, bool]:
 
 
 class UsageRecorder:
+    """Queues usage rows and writes them off the request path (see the module docstring)."""
+
     def __init__(self, engine: Engine, batch_size: int = 500, interval_s: float = 0.05,
-                 max_backoff_s: float = 5.0) -> None:
+                 max_backoff_s: float = 5.0, *, on_db_unavailable: str = "journal",
+                 journal_path: str | None = None, journal_max_bytes: int = 256 << 20) -> None:
+        if on_db_unavailable not in ("journal", "refuse"):
+            raise ValueError("on_db_unavailable must be journal or refuse")
         self._engine = engine
         self._sql, self._dates_as_text = _insert_sql(engine)
-        self._batch_size = batch_size
-        self._interval_s = interval_s
         self._max_backoff_s = max_backoff_s
-        self._pending: list[UsageEvent] = []
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._task: asyncio.Task[None] | None = None
-        self.failures = 0  # failed write attempts so far (for tests and metrics)
-        self.written = 0
+        self._mode = on_db_unavailable
+        path = journal_path or default_journal_path(engine.url.render_as_string(hide_password=True))
+        self.journal = UsageJournal(path, journal_max_bytes)
+        self._loop = BatchLoop[UsageEvent]("usage-writer", self._write, batch_size, interval_s, max_backoff_s)
+        self._loop.on_failure = self._on_failure
+        self._loop.on_success = self._on_success
+        self._replayer: asyncio.Task[None] | None = None
+        self.db_up = True
+        self.replay_failures = 0
+        self.recorded = 0  # rows handed over (written + quarantined + pending, once all settle)
+        self._counts = WriteCounts()
+
+    @classmethod
+    def from_settings(cls, engine: Engine, settings: Settings) -> UsageRecorder:
+        return cls(engine, settings.usage_batch_size, settings.usage_flush_interval_s,
+                   on_db_unavailable=settings.usage_on_db_unavailable,
+                   journal_path=settings.usage_journal_path, journal_max_bytes=settings.usage_journal_max_bytes)
+
+    @property
+    def written(self) -> int:
+        return self._counts.written
+
+    @property
+    def quarantined(self) -> int:
+        return self._counts.quarantined
+
+    @property
+    def failures(self) -> int:
+        """Failed write attempts so far, journal replays included (tests, metrics)."""
+        return self._loop.failures + self.replay_failures
+
+    def pending_rows(self) -> int:
+        """Rows not yet in the database: queued in memory plus journaled."""
+        return len(self._loop.pending) + self.journal.rows
+
+    def accepting(self) -> bool:
+        """False when a new request's usage could not be kept: admission answers 503 then,
+        before reserving. (`refuse` mode with the database down, or a full journal.)"""
+        if self._mode == "refuse":
+            return self.db_up
+        return not self.journal.full
 
     def record(self, event: UsageEvent) -> None:
-        self._pending.append(event)
-        self._idle.clear()
-        self._wake.set()
+        self.recorded += 1
+        self._loop.add(clean_event(event))
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="usage-writer")
+        self._loop.start()
+        self._replayer = asyncio.get_running_loop().create_task(self._replay_loop(), name="usage-replay")
 
-    async def _run(self) -> None:
-        backoff = 0.1
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            await asyncio.sleep(self._interval_s)  # let a batch gather
-            while self._pending:
-                batch = self._pending[: self._batch_size]
-                try:
-                    await asyncio.to_thread(self._write, batch)
-                except Exception as exc:  # the database is down or busy: keep the rows, retry
-                    self.failures += 1
-                    log.warning("usage write failed (%s); %d rows queued, retrying",
-                                type(exc).__name__, len(self._pending))
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, self._max_backoff_s)
-                    continue
-                backoff = 0.1
-                del self._pending[: len(batch)]
-                self.written += len(batch)
-            self._idle.set()
+    def _set_db_up(self, up: bool, why: str = "") -> None:
+        if up == self.db_up:
+            return
+        self.db_up = up
+        if up:
+            log.warning("usage database reachable again; %d rows still to write", self.pending_rows())
+        elif self._mode == "journal":
+            log.warning("usage database unavailable (%s); journaling usage rows to %s", why, self.journal.path)
+        else:
+            log.warning("usage database unavailable (%s); refusing new requests until it is back", why)
 
-    def _write(self, batch: list[UsageEvent]) -> None:
+    def _on_failure(self, exc: Exception) -> None:
+        self._set_db_up(False, type(exc).__name__)
+        if self._mode == "journal":
+            self._journal_pending()
+
+    def _journal_pending(self) -> None:
+        if not self._loop.pending:
+            return
+        rows = [e.row() for e in self._loop.pending]
+        if self.journal.append(rows):  # durable on disk now: the memory copy can go
+            self._loop.pending.clear()
+
+    def _on_success(self) -> None:
+        self._set_db_up(True)
+
+    def _insert(self, conn: Connection, batch: list[UsageEvent]) -> None:
         names = _stored_fields()
         rows = []
         for e in batch:
@@ -131,23 +208,60 @@ class UsageRecorder:
                 values = [v.strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(v, datetime) else v for v in values]
             values.append(e.total_tokens)
             rows.append(tuple(values))
-        with self._engine.begin() as conn:
-            conn.exec_driver_sql(self._sql, rows)
+        conn.exec_driver_sql(self._sql, rows)
+
+    def _write(self, batch: list[UsageEvent]) -> None:
+        write_rows(self._engine, "usage_records", batch, self._insert, UsageEvent.row, lambda e: e.request_id,
+                   self._counts)
+
+    def _replay(self) -> int:
+        """Write the journal's rows (idempotent by request id); the number of rows stored."""
+        events = [clean_event(event_from_row(r)) for r in self.journal.take()]
+        n = len(events)
+        if not n:  # nothing journaled (refuse mode): is the database back?
+            with self._engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+        for i in range(0, n, 500):
+            self._write(events[i:i + 500])
+        self.journal.done()
+        return n
+
+    async def _replay_loop(self) -> None:
+        delay = 0.1
+        while True:
+            await asyncio.sleep(delay)
+            if self.db_up and not self.journal.rows:
+                delay = 0.2
+                continue
+            try:
+                n = await asyncio.to_thread(self._replay)
+            except Exception as exc:  # still down: try again later
+                self.replay_failures += 1
+                self._set_db_up(False, type(exc).__name__)
+                delay = min(max(delay, 0.1) * 2, self._max_backoff_s)
+                continue
+            delay = 0.1
+            self._set_db_up(True)
+            if n:
+                log.warning("usage journal replayed: %d rows", n)
 
     async def flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until everything recorded so far is written; False on timeout."""
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout_s)
-            return True
-        except TimeoutError:
-            return False
+        return await self._loop.flush(timeout_s)
 
     async def stop(self, timeout_s: float = 10.0) -> None:
-        if not await self.flush(timeout_s):
-            log.error("usage writer stopped with %d rows unwritten", len(self._pending))
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        if self._replayer is not None:
+            self._replayer.cancel()
+        if not await self._loop.stop(timeout_s):
+            self._journal_pending()  # whatever the mode: what the database did not take is kept
+        left = len(self._loop.pending)
+        if left:
+            log.error("usage writer stopped with %d rows unwritten", left)
+        elif self.journal.rows:
+            log.warning("usage writer stopped; %d rows journaled in %s for the next start",
+                        self.journal.rows, self.journal.path)
+
+
+def default_journal_path(database_url: str) -> str:
+    """One journal per database, in the working directory, stable across restarts."""
+    return f"fairgate-usage-{hashlib.sha256(database_url.encode()).hexdigest()[:12]}.journal"

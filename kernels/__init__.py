@@ -85,22 +85,33 @@ def _impl(t: torch.Tensor) -> ModuleType:
     return reference  # auto on CUDA without triton: warned once by _load_triton
 
 
-def write_kv(key, value, k_cache, v_cache, slot_mapping) -> None:
-    """See `kernels.reference.write_kv`."""
-    _impl(key).write_kv(key, value, k_cache, v_cache, slot_mapping)
+def write_kv(key, value, k_cache, v_cache, slot_mapping, k_scale=None, v_scale=None) -> None:
+    """See `kernels.reference.write_kv` (scales only for a quantized cache, `kernels.kv_quant`)."""
+    if k_scale is None:
+        _impl(key).write_kv(key, value, k_cache, v_cache, slot_mapping)
+    else:
+        _impl(key).write_kv(key, value, k_cache, v_cache, slot_mapping, k_scale, v_scale)
 
 
-def paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len=None):
+def paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len=None,
+                           k_scale=None, v_scale=None):
     """See `kernels.reference.paged_decode_attention`."""
-    return _impl(query).paged_decode_attention(
-        query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len
+    impl = _impl(query)
+    if k_scale is None:
+        return impl.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len)
+    return impl.paged_decode_attention(
+        query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len, k_scale, v_scale
     )
 
 
-def paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale):
+def paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale,
+                            k_scale=None, v_scale=None):
     """See `kernels.reference.paged_prefill_attention`."""
-    return _impl(query).paged_prefill_attention(
-        query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale
+    impl = _impl(query)
+    if k_scale is None:
+        return impl.paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale)
+    return impl.paged_prefill_attention(
+        query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale, k_scale, v_scale
     )
 
 
@@ -134,3 +145,15 @@ def describe_backend(device: torch.device | str) -> str:
     if ops is None:
         return f"torch reference kernels (triton unavailable: {why})"
     return "triton kernels" + ("" if is_cuda else " (forced on CPU: FAIRGATE_KERNELS=triton)")
+
+
+def weight_only_linear(x: torch.Tensor, qw, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """See `kernels.reference.quant_linear` (QuantLinear's path off the native CPU kernel)."""
+    impl = _impl(x)
+    fn = getattr(impl, "quant_linear", None)
+    return (fn or reference.quant_linear)(x, qw, bias)
+
+
+def native_quant_linears(device: torch.device | str) -> bool:
+    """Whether QuantLinear layers on `device` run the native CPU kernel (FAIRGATE_KERNELS allowing)."""
+    return torch.device(device).type == "cpu" and kernel_mode() in ("auto", "native")

@@ -4,7 +4,12 @@
  * through ctypes, so it needs no torch headers; the OpenMP runtime is the one torch loaded.
  *
  * Cache layout (K and V alike): [num_blocks, block_size, num_kv_heads, head_dim], elements
- * float32, bfloat16 or float16 (kv_dtype 0, 1, 2). Blocks are read in place: no gather, no
+ * float32, bfloat16 or float16 (kv_dtype 0, 1, 2), or quantized codes (kernels/kv_quant.py):
+ * int8 (kv_dtype 3, x = code * scale) or 4-bit (kv_dtype 4, head_dim / 2 bytes a row,
+ * x = code * scale + min), with float16 scales [num_blocks, block_size, num_kv_heads, 1 | 2]
+ * beside the blocks. Codes are widened in registers; the scale of a row multiplies its dot
+ * product (pass 1) and its probability (pass 3), so no float copy of a row is ever made.
+ * Blocks are read in place: no gather, no
  * padding, each cached element is read exactly once per call. Work is split into items of
  * (sequence, run of KV heads) so that short batches still keep every thread busy; an item
  * reads its rows of a block as contiguous head_dim vectors.
@@ -21,7 +26,7 @@
 #include <immintrin.h>
 #endif
 
-enum { KV_F32 = 0, KV_BF16 = 1, KV_F16 = 2 };
+enum { KV_F32 = 0, KV_BF16 = 1, KV_F16 = 2, KV_INT8 = 3, KV_INT4 = 4 };
 
 /* 16 float32 lanes: GCC lowers these to whatever vector unit -march=native has (one AVX-512
  * register, two AVX2 ones, four NEON ones). */
@@ -32,10 +37,50 @@ typedef _Float16 vh16 __attribute__((vector_size(32), aligned(2)));
 #define LANES 16
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* Lanes d .. d+15 of a K or V row, widened to float32. `kv_dtype` is a constant at every call
- * site (the item function is inlined once per dtype), so the branches fold away. */
+/* 16 int8 codes, or 16 4-bit codes packed in 8 bytes (byte j: lane j low, lane j + 8 high),
+ * widened to float32 (GCC scalarises the generic narrow-integer conversions). */
+ALWAYS_INLINE vf16 codes16(const void *p, int kv_dtype)
+{
+#if defined(__AVX512F__)
+    if (kv_dtype == KV_INT8)
+        return (vf16)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+    const __m128i b = _mm_loadl_epi64((const __m128i *)p);
+    const __m512i wide = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(b, b));
+    const __m512i shift = _mm512_set_epi32(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
+    return (vf16)_mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srlv_epi32(wide, shift), _mm512_set1_epi32(15)));
+#elif defined(__AVX2__)
+    __m256 lo, hi;
+    if (kv_dtype == KV_INT8) {
+        const __m128i b = _mm_loadu_si128((const __m128i *)p);
+        lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+        hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(b, 8)));
+    } else {
+        const __m256i wide = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+        lo = _mm256_cvtepi32_ps(_mm256_and_si256(wide, _mm256_set1_epi32(15)));
+        hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(wide, 4));
+    }
+    vf16 both;
+    memcpy(&both, &lo, sizeof lo);
+    memcpy((char *)&both + sizeof lo, &hi, sizeof hi);
+    return both;
+#else
+    vf16 out;
+    for (int i = 0; i < LANES; i++)
+        out[i] = kv_dtype == KV_INT8 ? ((const int8_t *)p)[i]
+                                     : (((const uint8_t *)p)[i % 8] >> (i < 8 ? 0 : 4)) & 15;
+    return out;
+#endif
+}
+
+/* Lanes d .. d+15 of a K or V row, widened to float32 (codes: not yet scaled). `kv_dtype` is a
+ * constant at every call site (the item function is inlined once per dtype), so the branches
+ * fold away. */
 ALWAYS_INLINE vf16 load16(const void *row, int d, int kv_dtype)
 {
+    if (kv_dtype == KV_INT8)
+        return codes16((const int8_t *)row + d, KV_INT8);
+    if (kv_dtype == KV_INT4)
+        return codes16((const uint8_t *)row + d / 2, KV_INT4);
     if (kv_dtype == KV_F32)
         return *(const vf16 *)((const float *)row + d);
     if (kv_dtype == KV_BF16)
@@ -119,16 +164,29 @@ ALWAYS_INLINE vf16 exp16(vf16 x)
 ALWAYS_INLINE void attend_item(
     const float *query, const void *k_cache, const void *v_cache, const int32_t *table,
     int ctx_len, float *out, int num_heads, int num_kv_heads, const int head_dim, int block_size,
-    float scale, const int kv_dtype, int head_begin, int head_end, float *scores, vf16 *partial)
+    float scale, const int kv_dtype, int head_begin, int head_end, float *scores, vf16 *partial,
+    const _Float16 *k_scale, const _Float16 *v_scale)
 {
     const int group = num_heads / num_kv_heads;
     const int width = (head_end - head_begin) * group;
     const int chunks = head_dim / LANES;
-    const size_t row_bytes = (kv_dtype == KV_F32 ? 4 : 2) * (size_t)head_dim;
+    const int quant = kv_dtype == KV_INT8 || kv_dtype == KV_INT4;
+    const int per_row = kv_dtype == KV_INT4 ? 2 : 1; /* scale values per (token, head) */
+    const size_t row_bytes = kv_dtype == KV_F32 ? 4 * (size_t)head_dim
+                           : kv_dtype == KV_INT8 ? (size_t)head_dim
+                           : kv_dtype == KV_INT4 ? (size_t)head_dim / 2 : 2 * (size_t)head_dim;
     const size_t block_bytes = (size_t)block_size * num_kv_heads * row_bytes;
     const float *q0 = query + (int64_t)head_begin * group * head_dim;
     float *o0 = out + (int64_t)head_begin * group * head_dim;
     const int num_blocks = (ctx_len + block_size - 1) / block_size;
+    /* 4-bit rows add min * sum(q) to each dot product: spread over the 16 lanes that fold into it. */
+    float qsum[width];
+    for (int w = 0; w < width; w++) {
+        qsum[w] = 0.0f;
+        for (int d = 0; kv_dtype == KV_INT4 && d < head_dim; d++)
+            qsum[w] += q0[(int64_t)w * head_dim + d];
+        qsum[w] *= 1.0f / LANES;
+    }
 
     /* pass 1: scores[w * ctx_len + t] = scale * q_w . k_t */
     for (int b = 0; b < num_blocks; b++) {
@@ -137,13 +195,19 @@ ALWAYS_INLINE void attend_item(
         for (int j0 = 0; j0 < n; j0 += LANES) {
             const int m = n - j0 < LANES ? n - j0 : LANES;
             for (int j = 0; j < m; j++) {
+                const size_t slot = (size_t)table[b] * block_size + j0 + j;
                 const char *row = block + ((size_t)(j0 + j) * num_kv_heads + head_begin) * row_bytes;
                 for (int h = 0; h < head_end - head_begin; h++, row += row_bytes) {
+                    const _Float16 *rs = quant ? k_scale + (slot * num_kv_heads + head_begin + h) * per_row : 0;
                     for (int g = 0; g < group; g++) {
                         const float *q = q0 + (int64_t)(h * group + g) * head_dim;
                         vf16 acc = *(const vf16 *)q * load16(row, 0, kv_dtype);
                         for (int c = 1; c < chunks; c++)
                             acc += *(const vf16 *)(q + c * LANES) * load16(row, c * LANES, kv_dtype);
+                        if (kv_dtype == KV_INT8)
+                            acc *= (float)rs[0];
+                        else if (kv_dtype == KV_INT4)
+                            acc = acc * (float)rs[0] + (float)rs[1] * qsum[h * group + g];
                         partial[(h * group + g) * LANES + j] = acc;
                     }
                 }
@@ -190,15 +254,20 @@ ALWAYS_INLINE void attend_item(
         const char *block = (const char *)v_cache + (size_t)table[b] * block_bytes;
         const int n = ctx_len - b * block_size < block_size ? ctx_len - b * block_size : block_size;
         for (int j = 0; j < n; j++) {
+            const size_t slot = (size_t)table[b] * block_size + j;
             const char *row = block + ((size_t)j * num_kv_heads + head_begin) * row_bytes;
             const int t = b * block_size + j;
             for (int h = 0; h < head_end - head_begin; h++, row += row_bytes) {
+                const _Float16 *rs = quant ? v_scale + (slot * num_kv_heads + head_begin + h) * per_row : 0;
                 for (int g = 0; g < group; g++) {
                     const int w = h * group + g;
-                    const float p = scores[(int64_t)w * ctx_len + t];
+                    float p = scores[(int64_t)w * ctx_len + t];
                     vf16 *o = (vf16 *)(o0 + (int64_t)w * head_dim);
+                    const float shift = kv_dtype == KV_INT4 ? p * (float)rs[1] : 0.0f;
+                    if (quant)
+                        p *= (float)rs[0];
                     for (int c = 0; c < chunks; c++)
-                        o[c] += p * load16(row, c * LANES, kv_dtype);
+                        o[c] += p * load16(row, c * LANES, kv_dtype) + shift;
                 }
             }
         }
@@ -208,10 +277,11 @@ ALWAYS_INLINE void attend_item(
 static void attend_item_any(
     const float *query, const void *k_cache, const void *v_cache, const int32_t *table,
     int ctx_len, float *out, int num_heads, int num_kv_heads, int head_dim, int block_size,
-    float scale, int kv_dtype, int head_begin, int head_end, float *scores, vf16 *partial)
+    float scale, int kv_dtype, int head_begin, int head_end, float *scores, vf16 *partial,
+    const _Float16 *k_scale, const _Float16 *v_scale)
 {
 #define ATTEND(D, T) attend_item(query, k_cache, v_cache, table, ctx_len, out, num_heads, num_kv_heads, \
-                                 D, block_size, scale, T, head_begin, head_end, scores, partial)
+                                 D, block_size, scale, T, head_begin, head_end, scores, partial, k_scale, v_scale)
 #define BY_DIM(T)              \
     do {                       \
         if (head_dim == 64)    \
@@ -228,6 +298,12 @@ static void attend_item_any(
     case KV_BF16:
         BY_DIM(KV_BF16);
         break;
+    case KV_INT8:
+        BY_DIM(KV_INT8);
+        break;
+    case KV_INT4:
+        BY_DIM(KV_INT4);
+        break;
     default:
         BY_DIM(KV_F16);
     }
@@ -237,11 +313,13 @@ static void attend_item_any(
 
 /* query, out: [num_seqs, num_heads, head_dim] float32, contiguous.
  * block_tables: [num_seqs, table_stride] int32; seq_lens: [num_seqs] int32 (>= 1).
+ * k_scale, v_scale: float16 scales of a quantized cache (kv_dtype 3, 4), else NULL.
  * Returns 0, or -1 when scratch memory could not be had (out is then undefined). */
 int paged_decode_attention(
     const float *query, const void *k_cache, const void *v_cache, const int32_t *block_tables,
     int64_t table_stride, const int32_t *seq_lens, float *out, int num_seqs, int num_heads,
-    int num_kv_heads, int head_dim, int block_size, float scale, int kv_dtype, int num_threads)
+    int num_kv_heads, int head_dim, int block_size, float scale, int kv_dtype, int num_threads,
+    const _Float16 *k_scale, const _Float16 *v_scale)
 {
     int max_len = 0;
     for (int i = 0; i < num_seqs; i++)
@@ -274,7 +352,8 @@ int paged_decode_attention(
             attend_item_any(query + (int64_t)seq * num_heads * head_dim, k_cache, v_cache,
                         block_tables + (int64_t)seq * table_stride, seq_lens[seq],
                         out + (int64_t)seq * num_heads * head_dim, num_heads, num_kv_heads,
-                        head_dim, block_size, scale, kv_dtype, head_begin, head_end, scores, partial);
+                        head_dim, block_size, scale, kv_dtype, head_begin, head_end, scores, partial,
+                        k_scale, v_scale);
         }
         free(scores);
         free(partial);

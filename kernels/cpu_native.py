@@ -1,4 +1,4 @@
-"""The native CPU kernels (cpu_attention.c): built with the system C compiler at first use,
+"""The native CPU kernels (cpu_attention.c, cpu_quant.c): each built with the system C compiler at first use,
 loaded with ctypes, called on torch tensors' memory.
 
 The library is cached under $FAIRGATE_KERNEL_CACHE (default ~/.cache/fairgate/kernels), keyed
@@ -28,8 +28,9 @@ from kernels import reference
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("cpu_attention.c")
+QUANT_SOURCE = Path(__file__).with_name("cpu_quant.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
-KV_DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
+KV_DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2, torch.int8: 3, torch.uint8: 4}
 LANES = 16  # head_dim must be a multiple (cpu_attention.c's vector width)
 
 
@@ -57,7 +58,7 @@ def _compiler() -> str | None:
 
 @functools.cache
 def load() -> ctypes.CDLL | None:
-    """The built library, or None (logged once) when it cannot be built or loaded here."""
+    """The built attention library, or None (logged once) when it cannot be built or loaded here."""
     try:
         return _load()
     except Exception as exc:  # noqa: BLE001 - any failure means "use the torch path"
@@ -66,10 +67,35 @@ def load() -> ctypes.CDLL | None:
 
 
 def _load() -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(_build(SOURCE)))
+    fn = lib.paged_decode_attention
+    fn.restype = ctypes.c_int
+    p, i32, i64, f32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float
+    fn.argtypes = [p, p, p, p, i64, p, p, i32, i32, i32, i32, i32, f32, i32, i32, p, p]
+    return lib
+
+
+@functools.cache
+def load_quant() -> ctypes.CDLL | None:
+    """The built quantized-linear library (cpu_quant.c), or None (logged once)."""
+    try:
+        lib = ctypes.CDLL(str(_build(QUANT_SOURCE)))
+    except Exception as exc:  # noqa: BLE001 - any failure means "use the torch path"
+        log.warning("native quantized linears unavailable (%s: %s)", type(exc).__name__, exc)
+        return None
+    fn = lib.quant_linear
+    fn.restype = None
+    p, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
+    fn.argtypes = [p, i64, p, p, p, p, p, i64, i32, i32, i32, i32, i32, i32]
+    return lib
+
+
+def _build(source_path: Path) -> Path:
+    """Compile `source_path` for this CPU once (cached by content); return the library's path."""
     cc = _compiler()
     if cc is None:
         raise RuntimeError("no C compiler (cc or gcc) on PATH")
-    source = SOURCE.read_bytes()
+    source = source_path.read_bytes()
     key = hashlib.sha256(b"\0".join([source, cc.encode(), " ".join(FLAGS).encode(),
                                      platform.machine().encode(), _cpu_flags().encode()])).hexdigest()[:16]
     folder = cache_dir()
@@ -78,12 +104,12 @@ def _load() -> ctypes.CDLL:
     except OSError:  # e.g. a read-only home: a private folder in the temp dir will do
         folder = Path(tempfile.gettempdir()) / f"fairgate-kernels-{os.getuid()}"
         folder.mkdir(mode=0o700, exist_ok=True)
-    target = folder / f"cpu_attention-{key}.so"
+    target = folder / f"{source_path.stem}-{key}.so"
     if not target.exists():
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
         os.close(fd)
         try:
-            done = subprocess.run([cc, *FLAGS, str(SOURCE), "-o", tmp, "-lm"], capture_output=True, text=True,
+            done = subprocess.run([cc, *FLAGS, str(source_path), "-o", tmp, "-lm"], capture_output=True, text=True,
                                   timeout=120, check=False)
             if done.returncode != 0:
                 raise RuntimeError(f"{cc} failed: {done.stderr.strip()[-400:]}")
@@ -94,12 +120,7 @@ def _load() -> ctypes.CDLL:
         log.info("built native CPU kernels: %s", target)
     # torch is imported above, so the library's libgomp.so.1 resolves to the OpenMP runtime
     # torch already loaded: one thread pool, not two competing for the cores.
-    lib = ctypes.CDLL(str(target))
-    fn = lib.paged_decode_attention
-    fn.restype = ctypes.c_int
-    p, i32, i64, f32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float
-    fn.argtypes = [p, p, p, p, i64, p, p, i32, i32, i32, i32, i32, f32, i32, i32]
-    return lib
+    return target
 
 
 def paged_decode_attention(
@@ -110,21 +131,26 @@ def paged_decode_attention(
     seq_lens: torch.Tensor,  # [num_seqs] int32, >= 1
     scale: float,
     max_seq_len: int | None = None,
+    k_scale: torch.Tensor | None = None,  # [num_blocks, block_size, num_kv_heads, 1 | 2] float16
+    v_scale: torch.Tensor | None = None,
 ) -> torch.Tensor:  # [num_seqs, num_heads, head_dim]
     """Same contract as `kernels.reference.paged_decode_attention`; the library must load."""
     num_seqs, num_heads, head_dim = query.shape
     if num_seqs == 0:
         return query.new_empty(query.shape)
     if head_dim % LANES:  # the kernel works in 16-lane vectors; odd sizes take the torch path
-        return reference.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len)
+        return reference.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale,
+                                                max_seq_len, k_scale, v_scale)
     lib = load()
     if lib is None:
         raise RuntimeError("native CPU kernels are not available")
     _, block_size, num_kv_heads, cache_dim = k_cache.shape
+    packed = 2 if k_cache.dtype == torch.uint8 else 1  # 4-bit codes: two per byte
     if (
         k_cache.device.type != "cpu" or not k_cache.is_contiguous() or not v_cache.is_contiguous()
-        or v_cache.shape != k_cache.shape or v_cache.dtype != k_cache.dtype or cache_dim != head_dim
+        or v_cache.shape != k_cache.shape or v_cache.dtype != k_cache.dtype or cache_dim * packed != head_dim
         or num_heads % num_kv_heads or k_cache.dtype not in KV_DTYPE_CODES
+        or not _scales_fit(k_cache, k_scale) or not _scales_fit(k_cache, v_scale)
     ):
         raise ValueError("paged_decode_attention: cache tensors do not match the native kernel's layout")
     q = query.to(torch.float32).contiguous()
@@ -135,7 +161,17 @@ def paged_decode_attention(
         q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), tables.data_ptr(), tables.stride(0),
         lens.data_ptr(), out.data_ptr(), num_seqs, num_heads, num_kv_heads, head_dim, block_size,
         scale, KV_DTYPE_CODES[k_cache.dtype], torch.get_num_threads(),
+        0 if k_scale is None else k_scale.data_ptr(), 0 if v_scale is None else v_scale.data_ptr(),
     )
     if rc != 0:
         raise MemoryError("paged_decode_attention: no scratch memory")
     return out if query.dtype == torch.float32 else out.to(query.dtype)
+
+
+def _scales_fit(cache: torch.Tensor, scales: torch.Tensor | None) -> bool:
+    """A quantized cache needs its float16 scales [blocks, block_size, kv_heads, 1 | 2]; a float one none."""
+    if cache.dtype not in (torch.int8, torch.uint8):
+        return scales is None
+    width = 1 if cache.dtype == torch.int8 else 2
+    return (scales is not None and scales.dtype == torch.float16 and scales.is_contiguous()
+            and tuple(scales.shape) == (*cache.shape[:3], width))

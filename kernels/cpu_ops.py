@@ -2,7 +2,8 @@
 for the rest, exactly the signatures of `kernels.reference`.
 
 Prefill attention stays on torch's fused flash kernel (its queries come in blocks, which that
-kernel handles well); writing KV is one indexed copy either way.
+kernel handles well); writing KV is one indexed copy either way (quantized rows: a few
+elementwise ops first).
 """
 
 from __future__ import annotations

@@ -3,12 +3,18 @@
 Cache layout (both K and V): [num_blocks, block_size, num_kv_heads, head_dim].
 A block table row lists a sequence's block ids in order; padding entries must be valid
 block ids (use 0), they are masked by `seq_lens`.
+
+Quantized caches (int8 / 4-bit codes, `kernels.kv_quant`) come with `k_scale` / `v_scale`
+[num_blocks, block_size, num_kv_heads, 1 | 2]; rows are quantized on write and turned back
+into float only for the rows one call reads (per sequence here; in registers natively).
 """
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from kernels.kv_quant import float_rows, is_quantized, quantize_rows
 
 
 def write_kv(
@@ -17,11 +23,19 @@ def write_kv(
     k_cache: torch.Tensor,  # [num_blocks, block_size, num_kv_heads, head_dim]
     v_cache: torch.Tensor,
     slot_mapping: torch.Tensor,  # [num_tokens] int64, slot = block_id * block_size + offset
+    k_scale: torch.Tensor | None = None,  # [num_blocks, block_size, num_kv_heads, S] for codes
+    v_scale: torch.Tensor | None = None,
 ) -> None:
-    """Store each token's K and V in its slot, in place."""
-    num_kv_heads, head_dim = k_cache.shape[2], k_cache.shape[3]
-    k_cache.view(-1, num_kv_heads, head_dim)[slot_mapping] = key.to(k_cache.dtype)
-    v_cache.view(-1, num_kv_heads, head_dim)[slot_mapping] = value.to(v_cache.dtype)
+    """Store each token's K and V in its slot, in place (quantized when the cache holds codes)."""
+    num_kv_heads, width = k_cache.shape[2], k_cache.shape[3]
+    if is_quantized(k_cache):
+        for x, cache, scales in ((key, k_cache, k_scale), (value, v_cache, v_scale)):
+            codes, sc = quantize_rows(x, cache.dtype)  # [T, Hkv, W], [T, Hkv, S]
+            cache.view(-1, num_kv_heads, width)[slot_mapping] = codes
+            scales.view(-1, num_kv_heads, scales.shape[-1])[slot_mapping] = sc
+        return
+    k_cache.view(-1, num_kv_heads, width)[slot_mapping] = key.to(k_cache.dtype)
+    v_cache.view(-1, num_kv_heads, width)[slot_mapping] = value.to(v_cache.dtype)
 
 
 def paged_decode_attention(
@@ -32,13 +46,16 @@ def paged_decode_attention(
     seq_lens: torch.Tensor,  # [num_seqs] int32, context length including the new token
     scale: float,
     max_seq_len: int | None = None,
+    k_scale: torch.Tensor | None = None,
+    v_scale: torch.Tensor | None = None,
 ) -> torch.Tensor:  # [num_seqs, num_heads, head_dim]
     """Attention of each sequence's newest token over its whole cached context."""
     num_seqs = query.shape[0]
     if num_seqs == 0:
         return query.new_empty(query.shape)
-    if query.device.type != "cpu":
-        return _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len)
+    if query.device.type != "cpu" or is_quantized(k_cache):
+        return _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
+                              k_scale, v_scale)
     # CPU: one sequence at a time, so no batch-sized temporary is made (page faults on every
     # fresh large allocation) and no padding to the longest context is computed. A table's
     # leading run of consecutive block ids (a prompt allocated in one go) is read in place as a
@@ -105,7 +122,8 @@ def _merge_by_lse(q: torch.Tensor, parts, scale: float) -> torch.Tensor:
     return (torch.stack(outs) * weights).sum(dim=0)  # [1, Hkv, G, D]
 
 
-def _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len):
+def _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
+                   k_scale=None, v_scale=None):
     """Batched form of `paged_decode_attention` (no per-sequence loop, no host sync when
     max_seq_len is given); pads every sequence to the longest context."""
     num_seqs, num_heads, head_dim = query.shape
@@ -116,8 +134,10 @@ def _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_s
     num_blocks = (max_seq_len + block_size - 1) // block_size
     tables = block_tables[:, :num_blocks].long()  # [S, nb]
     ctx = num_blocks * block_size
-    k = k_cache[tables].reshape(num_seqs, ctx, num_kv_heads, head_dim)  # [S, T, Hkv, D]
-    v = v_cache[tables].reshape(num_seqs, ctx, num_kv_heads, head_dim)
+    k = float_rows(k_cache[tables], None if k_scale is None else k_scale[tables])
+    v = float_rows(v_cache[tables], None if v_scale is None else v_scale[tables])
+    k = k.reshape(num_seqs, ctx, num_kv_heads, head_dim)  # [S, T, Hkv, D]
+    v = v.reshape(num_seqs, ctx, num_kv_heads, head_dim)
     q = query.float().view(num_seqs, num_kv_heads, group, head_dim)  # [S, Hkv, G, D]
     scores = torch.matmul(q, k.float().permute(0, 2, 3, 1)) * scale  # [S, Hkv, G, T]
     positions = torch.arange(ctx, device=query.device)
@@ -136,6 +156,8 @@ def paged_prefill_attention(
     query_start_loc: torch.Tensor,  # [num_seqs + 1] int32, offsets of each sequence in query
     seq_lens: torch.Tensor,  # [num_seqs] int32, context length including the new tokens
     scale: float,
+    k_scale: torch.Tensor | None = None,
+    v_scale: torch.Tensor | None = None,
 ) -> torch.Tensor:  # [num_tokens, num_heads, head_dim]
     """Causal attention of each sequence's new tokens over its cached prefix plus themselves.
 
@@ -146,6 +168,7 @@ def paged_prefill_attention(
     out = torch.empty_like(query)
     block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
     gqa = num_heads != num_kv_heads
+    quantized = is_quantized(k_cache)
     starts = query_start_loc.tolist()
     lens = seq_lens.tolist()
     for i, ctx_len in enumerate(lens):
@@ -155,7 +178,10 @@ def paged_prefill_attention(
             continue
         blocks = block_tables[i, : (ctx_len + block_size - 1) // block_size]
         first, last = int(blocks[0]), int(blocks[-1])
-        if last - first == len(blocks) - 1 and bool((blocks[1:] - blocks[:-1] == 1).all()):
+        if quantized:  # this sequence's rows only, as float
+            k_blocks = float_rows(k_cache.index_select(0, blocks), k_scale.index_select(0, blocks))
+            v_blocks = float_rows(v_cache.index_select(0, blocks), v_scale.index_select(0, blocks))
+        elif last - first == len(blocks) - 1 and bool((blocks[1:] - blocks[:-1] == 1).all()):
             k_blocks, v_blocks = k_cache[first : last + 1], v_cache[first : last + 1]  # in place
         else:
             k_blocks, v_blocks = k_cache.index_select(0, blocks), v_cache.index_select(0, blocks)
@@ -173,3 +199,15 @@ def paged_prefill_attention(
         o = o[0]  # [H, q, D]
         out[qs:qe] = o.transpose(0, 1).to(query.dtype)  # [q, H, D]
     return out
+
+
+def quant_linear(x: torch.Tensor, qw, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """y = x W^T + b for a weight-only quantized W (`kernels.quant_format.QuantizedWeight`).
+
+    x [..., K] -> [..., N]; math in float32, result in x's dtype. Reference only: it rebuilds
+    the float weight on every call, which the native and Triton kernels never do.
+    """
+    from kernels.quant_format import dequantize_weight
+
+    y = F.linear(x.float(), dequantize_weight(qw), None if bias is None else bias.float())
+    return y.to(x.dtype)

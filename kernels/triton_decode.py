@@ -15,7 +15,14 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton_common import cdiv, check_device, dot_config, sm_count
+from kernels.triton_common import (
+    cdiv,
+    check_device,
+    dot_config,
+    kv_quant_args,
+    load_kv_rows,
+    sm_count,
+)
 
 _LOG2E = 1.4426950408889634
 _MAX_SPLITS = 32
@@ -26,6 +33,7 @@ _MIN_TOKENS_PER_SPLIT = 256  # below this a split's fixed cost outweighs its par
 def _decode_split_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, seq_lens_ptr,
     out_ptr, part_out_ptr, part_lse_ptr,
+    k_scale_ptr, v_scale_ptr,  # quantized caches: [num_blocks, block_size, Hkv, 1 | 2] float16
     qk_scale,  # softmax scale * log2(e)
     num_splits,  # runtime, so a growing context does not compile a new variant per split count
     stride_q_s, stride_q_h,  # query: [num_seqs, num_heads, head_dim]
@@ -33,9 +41,11 @@ def _decode_split_kernel(
     stride_v_b, stride_v_t, stride_v_h,
     stride_bt_s,  # block_tables: [num_seqs, max_blocks]
     stride_o_s, stride_o_h,  # out: [num_seqs, num_heads, head_dim]
+    stride_ks_b, stride_ks_t, stride_ks_h, stride_vs_b, stride_vs_t, stride_vs_h,
     ONE_SPLIT: tl.constexpr, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
     BLOCK_SIZE: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
     BLOCK_N: tl.constexpr, DOT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    KV_QUANT: tl.constexpr,
 ):
     seq = tl.program_id(0)
     kv_head = tl.program_id(1)
@@ -68,15 +78,16 @@ def _decode_split_kernel(
         in_block = offs_n % BLOCK_SIZE
         k_rows = block * stride_k_b + in_block * stride_k_t + kv_head * stride_k_h  # [BN]
         v_rows = block * stride_v_b + in_block * stride_v_t + kv_head * stride_v_h
-        kv_mask = mask_n[:, None] & mask_d[None, :]
-        k = tl.load(k_cache_ptr + k_rows[:, None] + offs_d[None, :], mask=kv_mask, other=0.0)
+        ks_rows = block * stride_ks_b + in_block * stride_ks_t + kv_head * stride_ks_h
+        vs_rows = block * stride_vs_b + in_block * stride_vs_t + kv_head * stride_vs_h
+        k = load_kv_rows(k_cache_ptr, k_rows, k_scale_ptr, ks_rows, offs_d, mask_n, mask_d, KV_QUANT)
         s = tl.dot(q, tl.trans(k.to(DOT_DTYPE)), input_precision=DOT_PRECISION) * qk_scale
         s = tl.where(mask_n[None, :], s, float("-inf"))  # [BG, BN]
         m_new = tl.maximum(m, tl.max(s, axis=1))
         p = tl.exp2(s - m_new[:, None])
         alpha = tl.exp2(m - m_new)
         l_sum = l_sum * alpha + tl.sum(p, axis=1)
-        v = tl.load(v_cache_ptr + v_rows[:, None] + offs_d[None, :], mask=kv_mask, other=0.0)
+        v = load_kv_rows(v_cache_ptr, v_rows, v_scale_ptr, vs_rows, offs_d, mask_n, mask_d, KV_QUANT)
         pv = tl.dot(p.to(DOT_DTYPE), v.to(DOT_DTYPE), input_precision=DOT_PRECISION)  # [., BD]
         acc = acc * alpha[:, None] + pv
         m = m_new
@@ -142,6 +153,8 @@ def decode_attention(
     block_n: int | None = None,
     num_warps: int = 4,
     num_stages: int = 2,
+    k_scale: torch.Tensor | None = None,
+    v_scale: torch.Tensor | None = None,
 ) -> torch.Tensor:  # [num_seqs, num_heads, head_dim]
     """`paged_decode_attention` with the tuning knobs exposed (tests force splits and tiles,
     bench/kernels_gpu.py sweeps them)."""
@@ -155,6 +168,8 @@ def decode_attention(
     if query.stride(-1) != 1:
         query = query.contiguous()
     dot_dtype, dot_precision = dot_config(k_cache.dtype, _decode_split_kernel)
+    kv_quant, k_scale, *ks_strides = kv_quant_args(k_cache, k_scale)
+    _, v_scale, *vs_strides = kv_quant_args(v_cache, v_scale)
     if max_seq_len is None:
         max_seq_len = int(seq_lens.max())  # host sync: callers on the hot path pass it
     max_seq_len = max(1, max_seq_len)
@@ -173,17 +188,17 @@ def decode_attention(
         part_out = part_lse = out  # unused by the kernel when ONE_SPLIT
     _decode_split_kernel[(num_seqs, num_kv_heads, num_splits)](
         query, k_cache, v_cache, block_tables, seq_lens,
-        out, part_out, part_lse,
+        out, part_out, part_lse, k_scale, v_scale,
         scale * _LOG2E, num_splits,
         query.stride(0), query.stride(1),
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
         block_tables.stride(0),
-        out.stride(0), out.stride(1),
+        out.stride(0), out.stride(1), *ks_strides, *vs_strides,
         ONE_SPLIT=num_splits == 1, GROUP=group, HEAD_DIM=head_dim, BLOCK_SIZE=block_size,
         # tl.dot needs M >= 16 on tensor cores; padded query rows are masked out.
         BLOCK_G=max(16, triton.next_power_of_2(group)), BLOCK_D=block_d, BLOCK_N=block_n,
-        DOT_DTYPE=dot_dtype, DOT_PRECISION=dot_precision,
+        DOT_DTYPE=dot_dtype, DOT_PRECISION=dot_precision, KV_QUANT=kv_quant,
         num_warps=num_warps, num_stages=num_stages,
     )
     if num_splits > 1:
@@ -204,9 +219,12 @@ def paged_decode_attention(
     seq_lens: torch.Tensor,
     scale: float,
     max_seq_len: int | None = None,
+    k_scale: torch.Tensor | None = None,
+    v_scale: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Attention of each sequence's newest token over its whole cached context.
 
     See `kernels.reference.paged_decode_attention` for shapes; splits are chosen automatically.
     """
-    return decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len)
+    return decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
+                            k_scale=k_scale, v_scale=v_scale)

@@ -9,5 +9,6 @@ from __future__ import annotations
 from kernels.triton_cache import write_kv
 from kernels.triton_decode import paged_decode_attention
 from kernels.triton_prefill import paged_prefill_attention
+from kernels.triton_quant import quant_linear
 
-__all__ = ["write_kv", "paged_decode_attention", "paged_prefill_attention"]
+__all__ = ["write_kv", "paged_decode_attention", "paged_prefill_attention", "quant_linear"]

@@ -32,11 +32,19 @@ def iban_valid(compact: str) -> bool:
     return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
 
 
-def scan_foreign_ibans(text: str, emit: Callable[[int, int, bool], None]) -> None:
+def scan_foreign_ibans(text: str, emit: Callable[[int, int, bool], None],
+                       hits: list[tuple[int, int]] | None = None) -> None:
     """Emit (start, end, valid) for every non-Turkish IBAN-shaped string in `text`; one with a
-    bad check is still emitted (invalid) so its digits are not re-read as a card."""
-    for m in _SHAPE.finditer(text):
+    bad check is still emitted (invalid) so its digits are not re-read as a card. `hits`: where
+    the trigger pass saw an IBAN's start (None: scan the whole text)."""
+    matches = _SHAPE.finditer(text) if hits is None else (
+        m for s, _ in hits if (m := _SHAPE.match(text, s)) is not None)
+    last_end = -1
+    for m in matches:
         start = m.start()
+        if start < last_end:
+            continue
+        last_end = m.end()
         country = text[start : start + 2]
         length = IBAN_LENGTHS.get(country)
         if length is None:

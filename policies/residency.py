@@ -22,6 +22,7 @@ class SensitivityVerdict:
     sensitive: bool
     kinds: tuple[str, ...]  # detector kinds found (never the matched text)
     reasons: tuple[str, ...]  # e.g. "tenant:local_only", "header:sensitive", "detector", "classification_failed", "uninspectable_content"
+    spans: tuple[tuple[str, int, int], ...] = ()  # (kind, start, end) in the joined texts, never text
 
 
 def parse_classification_header(value: str | None) -> str | None:
@@ -68,5 +69,6 @@ def assess(
     except Exception:  # noqa: BLE001 - any detector failure must fail closed
         return SensitivityVerdict(True, (), ("classification_failed",))
     if result.sensitive:
-        return SensitivityVerdict(True, result.kinds, ("detector",))
+        spans = tuple((f.kind, f.start, f.end) for f in result.findings)
+        return SensitivityVerdict(True, result.kinds, ("detector",), spans)
     return SensitivityVerdict(False, (), ())

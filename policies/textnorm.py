@@ -11,7 +11,12 @@ original text.
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from dataclasses import dataclass
+
+import numpy as np
+import re2
 
 # Chat messages are joined with this private-use character before detection, so a number split
 # across two messages is still read as one number.
@@ -60,3 +65,118 @@ def fold(text: str) -> str:
     Meant for short matched pieces; the table only grows by characters actually seen.
     """
     return text if text.isascii() else text.translate(_TABLE)
+
+
+# --- Whole-text normalisation (before detection) -------------------------------------------
+# Invisible characters (format Cf: bidi controls, U+2061-2064, zero-width, soft hyphen; combining
+# Mn: CGJ, variation selectors, accents of decomposed letters) are dropped, so one of them between
+# two digit groups no longer ends a number. Compatibility digits (superscript, mathematical,
+# full-width, other scripts) fold to ASCII. Spans found on the normalised text map back with
+# `Normalized.to_original`.
+
+
+def _class_body(cps: list[int]) -> str:
+    ranges: list[list[int]] = []
+    for cp in cps:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+
+
+def _tables() -> tuple[re.Pattern[str], dict[int, str], list[int]]:
+    drop: list[int] = []
+    table: dict[int, str] = {}
+    for cp in range(0x80, 0x110000):
+        ch = chr(cp)
+        cat = unicodedata.category(ch)
+        if cat in ("Cf", "Mn", "Me") and ch != MESSAGE_JOIN:
+            drop.append(cp)
+            continue
+        value = _TABLE.get(cp)
+        digit = unicodedata.digit(ch, None)
+        if digit is not None and digit < 10:
+            value = str(digit)
+        elif cp in (0x00B7, 0x2024, 0x2027, 0x30FB):  # middle dots, one-dot leader
+            value = "."
+        if value is not None and value != ch and len(value) == 1:
+            table[cp] = value
+    return re.compile("[" + _class_body(drop) + "]+"), table, drop
+
+
+_DROPPED = "\U0010ffff"  # marks a dropped character while its offsets are computed
+_DROP, _NORM_TABLE, _DROP_CPS = _tables()
+_DROP_AND_FOLD: dict[int, str | None] = {**_NORM_TABLE, **dict.fromkeys(_DROP_CPS)}
+# Characters that need neither dropping nor folding: ASCII, Latin-1 letters and signs (not the
+# soft hyphen, no-break space, superscript digits or middle dot), Latin Extended-A (Turkish
+# letters), typographic quotes, the ellipsis, the lira sign and the message boundary. A text made only of these (most
+# prompts) is returned as is after one fast scan.
+_MARK_DROPPED = dict.fromkeys(_DROP_CPS, _DROPPED)
+
+
+def _unusual_dfa() -> re2._Regexp:
+    """The same class for RE2 over UTF-8 bytes: a DFA scan costs ~1 µs/KB, sre's ~8."""
+    opts = re2.Options()
+    opts.log_errors = False
+    return re2.compile(r"[^\x00-\x7f\x{a1}-\x{ac}\x{ae}-\x{b1}\x{b4}-\x{b6}\x{b8}\x{ba}-\x{17f}"
+                       r"\x{2018}-\x{201f}\x{2026}\x{20ba}\x{e000}]+", opts)
+
+
+_UNUSUAL_DFA = _unusual_dfa()
+
+
+@dataclass(slots=True)
+class Normalized:
+    """`text` with invisible characters dropped and digits folded; `original` is what it came
+    from (None when nothing was dropped, so offsets are the same)."""
+
+    text: str
+    original: str | None = None
+    _keys: np.ndarray | None = None  # normalised index at which each dropped character sat
+
+    def to_original(self, start: int, end: int) -> tuple[int, int]:
+        """Map a span of the normalised text back onto the original text."""
+        if self.original is None:
+            return start, end
+        s = start + self._shift(start)
+        return (s, end + self._shift(end - 1)) if end > start else (s, s)
+
+    def _shift(self, i: int) -> int:
+        """Characters dropped before the character at normalised index `i`."""
+        if self._keys is None:  # computed on the first finding only: most texts have none
+            self._keys = _dropped_keys(self.original or "")
+        return int(np.searchsorted(self._keys, i, side="right"))
+
+
+def _dropped_keys(original: str) -> np.ndarray:
+    if _DROPPED in original:  # cannot mark: the slow, exact way
+        pos = [i for i, ch in enumerate(original) if _DROP.fullmatch(ch)]
+        dropped = np.array(pos, dtype=np.int64)
+    else:
+        marked = original.translate(_MARK_DROPPED)
+        arr = np.frombuffer(marked.encode("utf-32-le"), dtype="<u4")
+        dropped = np.flatnonzero(arr == ord(_DROPPED))
+    return dropped - np.arange(len(dropped))
+
+
+def normalize(text: str) -> Normalized:
+    """Drop invisible characters and fold digits (linear; ASCII text is returned as is)."""
+    if text.isascii():
+        return Normalized(text)
+    data = text.encode("utf-8", "surrogatepass")
+    if _UNUSUAL_DFA.search(data) is None:
+        return Normalized(text)  # ordinary Turkish or Latin text: nothing to drop or fold
+    pieces: list[str] = []
+    last = 0
+    for n, m in enumerate(_UNUSUAL_DFA.finditer(data)):
+        if n > 64:  # many runs: one C pass over the whole text is cheaper
+            out = text.translate(_DROP_AND_FOLD)
+            return Normalized(out, text if len(out) != len(text) else None)
+        s, e = m.span()
+        pieces += (data[last:s].decode("utf-8", "surrogatepass"),
+                   data[s:e].decode("utf-8", "surrogatepass").translate(_DROP_AND_FOLD))
+        last = e
+    pieces.append(data[last:].decode("utf-8", "surrogatepass"))
+    out = "".join(pieces)
+    return Normalized(out, text if len(out) != len(text) else None)

@@ -51,6 +51,8 @@ class ModelConfig:
     torch_dtype: str = "float32"
     bos_token_id: int | None = None
     eos_token_ids: tuple[int, ...] = ()
+    # Weight-only quantization a folder was saved with (`fairgate quantize`), e.g. "int8".
+    quantization: str | None = None
 
     @property
     def q_size(self) -> int:
@@ -111,6 +113,7 @@ class ModelConfig:
             torch_dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or "float32"),
             bos_token_id=cfg.get("bos_token_id"),
             eos_token_ids=_eos_ids(cfg, generation or {}),
+            quantization=_quantization(cfg),
         )
 
     @classmethod
@@ -124,6 +127,18 @@ class ModelConfig:
         gen_path = model_dir / "generation_config.json"
         gen = json.loads(gen_path.read_text(encoding="utf-8")) if gen_path.is_file() else {}
         return cls.from_dict(cfg, gen)
+
+
+def _quantization(cfg: dict[str, Any]) -> str | None:
+    """The method of a fairgate-quantized folder; another tool's quantization is refused."""
+    qc = cfg.get("quantization_config")
+    if not qc:
+        return None
+    if qc.get("quant_method") != "fairgate" or not isinstance(qc.get("method"), str):
+        raise ModelConfigError(
+            f"unsupported quantization_config {qc.get('quant_method')!r}: only folders written by"
+            " `fairgate quantize` (quant_method 'fairgate') load")
+    return qc["method"]
 
 
 def _as_ids(value: Any) -> list[int]:

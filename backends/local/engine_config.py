@@ -19,6 +19,8 @@ class EngineConfig:
     device: str = "cpu"
     dtype: str = "auto"
     kv_cache_dtype: str = "auto"  # "auto" = the weights' dtype; float16/bfloat16 halve the KV memory and traffic
+    # Weight-only quantization at load ("int8", "int4", "int4-gN"); None = as the folder holds.
+    quantization: str | None = None
     block_size: int = 16
     num_kv_blocks: int | None = None
     kv_cache_memory: int | None = None
@@ -39,6 +41,10 @@ class EngineConfig:
             raise ValueError("max_num_batched_tokens must be >= 1")
         if self.max_model_len is not None and self.max_model_len < 2:
             raise ValueError("max_model_len must be >= 2")
+        if self.quantization not in (None, "", "none"):
+            from kernels.quant_format import QuantMethod
+
+            QuantMethod.parse(self.quantization)  # raises ValueError naming the bad value
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> EngineConfig:
@@ -48,6 +54,7 @@ class EngineConfig:
             device=args.device,
             dtype=args.dtype,
             kv_cache_dtype=args.kv_cache_dtype,
+            quantization=getattr(args, "quantization", None),
             block_size=args.block_size,
             num_kv_blocks=args.num_kv_blocks,
             kv_cache_memory=args.kv_cache_memory,

@@ -42,6 +42,7 @@ def build_runner(config: EngineConfig) -> ModelExecutor:
         device=config.device,
         dtype=config.dtype,
         kv_cache_dtype=None if config.kv_cache_dtype == "auto" else config.kv_cache_dtype,
+        quantization=config.quantization,
         block_size=config.block_size,
         num_kv_blocks=config.num_kv_blocks,
         kv_cache_memory=config.kv_cache_memory,

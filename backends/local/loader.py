@@ -31,6 +31,9 @@ _LAYER_MAP: dict[str, tuple[str, int | None]] = {
 }
 _TOP_MAP = {"model.embed_tokens": "embed_tokens", "model.norm": "norm", "lm_head": "lm_head"}
 _FUSED_PARTS = {"attn.qkv_proj": 3, "mlp.gate_up_proj": 2}
+# Tensors of a `fairgate quantize` folder (kernels/quant_format.py), kept as stored: codes stay
+# integers, scales float32. Fusing them along dim 0 is exact (scales are per output channel).
+QUANT_KINDS = ("qweight", "scales", "minimum")
 
 
 def weight_files(model_dir: Path) -> list[Path]:
@@ -80,7 +83,11 @@ def load_weights(
                 name, part = mapped
                 if name.startswith("layers.") and int(name.split(".")[1]) >= cfg.num_layers:
                     continue
-                tensor = f.get_tensor(hf_name).to(dtype)
+                tensor = f.get_tensor(hf_name)
+                if name.rpartition(".")[2] not in QUANT_KINDS:
+                    tensor = tensor.to(dtype)
+                elif tensor.is_floating_point():
+                    tensor = tensor.float()
                 if part is None:
                     plain[name] = tensor.to(device)
                 else:

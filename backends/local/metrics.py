@@ -218,6 +218,10 @@ class EngineStatsCollector(Collector):
             g = GaugeMetricFamily(name, help_, labels=["model"])
             g.add_metric(labels, value)
             yield g
+        info = GaugeMetricFamily("fairgate_model_quantization", "Always 1; labels say how the served"
+                                 " model's weights and KV cache are stored.", labels=["model", "weights", "kv_cache"])
+        info.add_metric([self.model, *quantization_labels(self.engine)], 1)
+        yield info
         for name, help_, value in (
             ("fairgate_preemptions", "Requests preempted (KV dropped, recomputed later).", s.preemptions),
             ("fairgate_prefix_cache_evictions", "Cached blocks evicted to make room.", bm.num_evictions),
@@ -227,6 +231,14 @@ class EngineStatsCollector(Collector):
             c = CounterMetricFamily(name, help_, labels=["model"])
             c.add_metric(labels, value)
             yield c
+
+
+def quantization_labels(engine: AsyncEngine) -> tuple[str, str]:
+    """(weights, kv_cache) as the model list and metrics show them, e.g. ("int8", "float32")."""
+    runner = engine.runner
+    weights = getattr(runner, "quantization_name", "none")
+    kv = getattr(runner, "kv_cache_name", None) or str(getattr(runner, "kv_cache_dtype", "")).removeprefix("torch.")
+    return weights, kv
 
 
 def install(engine: AsyncEngine, registry: CollectorRegistry, model: str,

@@ -8,6 +8,7 @@ The model sees one flat, ragged batch per step: every new token of every sequenc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +37,17 @@ class AttentionMetadata:
     prefill_seq_lens: torch.Tensor | None  # [num_prefills] int32
 
 
+class LayerKV(NamedTuple):
+    """One layer's share of the KV pool: K and V blocks [num_blocks, block_size, num_kv_heads, W]
+    and, for a quantized cache, their float16 scales [num_blocks, block_size, num_kv_heads, S]
+    (indexed by the same block ids; see kernels/kv_quant.py)."""
+
+    k: torch.Tensor
+    v: torch.Tensor
+    k_scale: torch.Tensor | None = None
+    v_scale: torch.Tensor | None = None
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -45,10 +57,9 @@ class Attention(nn.Module):
         self.qkv_proj = nn.Linear(cfg.hidden_size, cfg.q_size + 2 * cfg.kv_size, bias=cfg.qkv_bias)
         self.o_proj = nn.Linear(cfg.q_size, cfg.hidden_size, bias=cfg.o_bias)
 
-    def forward(
-        self, x: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, meta: AttentionMetadata
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
         num_tokens = x.shape[0]
+        k_cache, v_cache, k_scale, v_scale = cache
         qkv = self.qkv_proj(x)  # [T, (H + 2 Hkv) * D]
         # q and k rotate together: one rope call on [T, H + Hkv, D].
         qk = qkv[:, : self.q_size + self.kv_size].view(num_tokens, -1, self.head_dim)
@@ -56,28 +67,29 @@ class Attention(nn.Module):
         q = qk[:, : self.num_heads]  # [T, H, D]
         k = qk[:, self.num_heads :]  # [T, Hkv, D]
         v = qkv[:, self.q_size + self.kv_size :].view(num_tokens, self.num_kv_heads, self.head_dim)
-        kernels.write_kv(k, v, k_cache, v_cache, meta.slot_mapping)
+        kernels.write_kv(k, v, k_cache, v_cache, meta.slot_mapping, k_scale, v_scale)
+        scales = (k_scale, v_scale)
 
         nd = meta.num_decodes
         if nd == num_tokens:  # decode-only step: no copy into a shared output
             out = kernels.paged_decode_attention(
                 q, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
-                self.scale, meta.decode_max_seq_len,
+                self.scale, meta.decode_max_seq_len, *scales,
             )
         elif nd == 0:
             out = kernels.paged_prefill_attention(
                 q, k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
-                meta.prefill_seq_lens, self.scale,
+                meta.prefill_seq_lens, self.scale, *scales,
             )
         else:
             out = torch.empty_like(q)  # [T, H, D]
             out[:nd] = kernels.paged_decode_attention(
                 q[:nd], k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
-                self.scale, meta.decode_max_seq_len,
+                self.scale, meta.decode_max_seq_len, *scales,
             )
             out[nd:] = kernels.paged_prefill_attention(
                 q[nd:], k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
-                meta.prefill_seq_lens, self.scale,
+                meta.prefill_seq_lens, self.scale, *scales,
             )
         return self.o_proj(out.reshape(num_tokens, self.q_size))
 
@@ -113,9 +125,9 @@ class DecoderLayer(nn.Module):
         self.post_attn_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, h: torch.Tensor, k_cache, v_cache, meta: AttentionMetadata) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
         # In-place residual adds: h is this step's own activation buffer (from the embedding).
-        h.add_(self.attn(self.input_norm(h), k_cache, v_cache, meta))
+        h.add_(self.attn(self.input_norm(h), cache, meta))
         return h.add_(self.mlp(self.post_attn_norm(h)))
 
 
@@ -133,11 +145,19 @@ class DecoderModel(nn.Module):
 
     @classmethod
     def from_state_dict(
-        cls, cfg: ModelConfig, state: dict[str, torch.Tensor], max_positions: int
+        cls, cfg: ModelConfig, state: dict[str, torch.Tensor], max_positions: int,
+        modules: dict[str, nn.Module] | None = None,
     ) -> DecoderModel:
-        """Build without allocating random weights, then adopt `state` (from `loader`)."""
+        """Build without allocating random weights, then adopt `state` (from `loader`).
+
+        `modules` replaces submodules by dotted name before the weights load (quantized
+        linears, whose tensors are then not in `state`).
+        """
         with torch.device("meta"):
             model = cls(cfg)
+        for name, module in (modules or {}).items():
+            parent, _, leaf = name.rpartition(".")
+            setattr(model.get_submodule(parent), leaf, module)
         model.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
         if cfg.tie_word_embeddings:
             model.lm_head.weight = model.embed_tokens.weight
@@ -152,12 +172,12 @@ class DecoderModel(nn.Module):
     def forward(
         self,
         input_ids: torch.Tensor,  # [T] int64
-        kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+        kv_caches: list[LayerKV],
         meta: AttentionMetadata,
     ) -> torch.Tensor:  # [T, hidden] after the final norm
         h = self.embed_tokens(input_ids)
-        for layer, (k_cache, v_cache) in zip(self.layers, kv_caches, strict=True):
-            h = layer(h, k_cache, v_cache, meta)
+        for layer, cache in zip(self.layers, kv_caches, strict=True):
+            h = layer(h, LayerKV(*cache), meta)
         return self.norm(h)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [N, vocab] float32

@@ -11,9 +11,12 @@ import kernels
 from backends.local.batch import build_step
 from backends.local.config import ModelConfig
 from backends.local.loader import load_weights
-from backends.local.model import DecoderModel
+from backends.local.model import DecoderModel, LayerKV
+from backends.local.quantization import quantized_linears, weight_bytes
 from backends.local.sampling import Sampler
 from backends.local.types import RunnerInput
+from kernels.kv_quant import KV_FORMATS, SCALE_DTYPE, cache_shape
+from kernels.quant_format import QuantMethod
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +48,10 @@ class ModelRunner:
 
     KV pool: per layer one K and one V tensor [num_kv_blocks, block_size, num_kv_heads, head_dim].
     Size it with `num_kv_blocks`, or `kv_cache_memory` bytes; by default 512 MiB on CPU and
-    90% of the free GPU memory after the weights on CUDA. `kv_cache_dtype` defaults to `dtype`.
+    90% of the free GPU memory after the weights on CUDA. `kv_cache_dtype` defaults to `dtype`;
+    "int8" and "int4" store quantized rows with float16 scales beside the blocks (kernels/kv_quant.py).
+    `quantization` ("int8", "int4", "int4-gN") quantizes the decoder linears of a float folder as
+    it loads; None keeps what the folder holds (a `fairgate quantize` folder stays quantized).
     """
 
     def __init__(
@@ -58,50 +64,95 @@ class ModelRunner:
         kv_cache_memory: int | None = None,
         seed: int | None = None,
         kv_cache_dtype: str | torch.dtype | None = None,
+        quantization: str | None = None,
     ) -> None:
         self.model_dir = Path(model_dir)
         self.config = ModelConfig.from_dir(self.model_dir)
         self.device = torch.device(device)
         self.dtype = resolve_dtype(dtype, self.config, self.device)
-        # A narrower KV pool (e.g. bfloat16 under float32 weights) holds twice the tokens in
-        # the same memory; attention still computes in float32.
-        self.kv_cache_dtype = self.dtype if kv_cache_dtype is None else resolve_dtype(
-            kv_cache_dtype, self.config, self.device
-        )
+        self._kv_layout(kv_cache_dtype)
         self.block_size = block_size
         self.max_model_len = self.config.max_model_len
         self.eos_token_ids = self.config.eos_token_ids
+        self.quantization = self._quantization_method(quantization)
         state = load_weights(self.model_dir, self.config, self.dtype, self.device)
-        self.model = DecoderModel.from_state_dict(self.config, state, self.max_model_len)
-        del state
+        linears = None if self.quantization is None else quantized_linears(
+            state, self.config.num_layers, self.quantization, self.config.quantization is not None,
+            self.device)
+        self.model = DecoderModel.from_state_dict(self.config, state, self.max_model_len, linears)
+        del state, linears
         self.packed_linears = kernels.pack_linears(self.model, self.device)
 
         self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
+        self._allocate_kv_pool()
         cfg = self.config
-        # [layers, K|V, blocks, block_size, kv_heads, head_dim]; each [l, 0|1] view is contiguous.
-        self.kv_cache = torch.zeros(
-            cfg.num_layers, 2, self.num_kv_blocks, block_size, cfg.num_kv_heads, cfg.head_dim,
-            dtype=self.kv_cache_dtype, device=self.device,
-        )
-        self.kv_caches = [(self.kv_cache[i, 0], self.kv_cache[i, 1]) for i in range(cfg.num_layers)]
         generator = torch.Generator(device="cpu")
         if seed is not None:
             generator.manual_seed(seed)
         else:
             generator.seed()
         self.sampler = Sampler(generator)
+        self.weight_bytes = weight_bytes(self.model)
         log.info(
-            "model runner: %s, %d layers, dtype %s on %s, %d KV blocks x %d tokens (%s), %s,"
-            " %d packed linears",
-            cfg.model_type, cfg.num_layers, self.dtype, self.device, self.num_kv_blocks,
-            block_size, self.kv_cache_dtype, kernels.describe_backend(self.device), self.packed_linears,
+            "model runner: %s, %d layers, dtype %s on %s, weights %s (%.1f MiB), %d KV blocks x %d"
+            " tokens (%s), %s, %d packed linears",
+            cfg.model_type, cfg.num_layers, self.dtype, self.device, self.quantization_name,
+            self.weight_bytes / 2**20, self.num_kv_blocks, block_size, self.kv_cache_dtype,
+            kernels.describe_backend(self.device), self.packed_linears,
         )
+
+    def _kv_layout(self, kv_cache_dtype: str | torch.dtype | None) -> None:
+        # A narrower KV pool (e.g. bfloat16 under float32 weights) holds twice the tokens in
+        # the same memory; int8 / int4 codes ~4x / ~7x of float32. Attention computes in float32.
+        self.kv_format = kv_cache_dtype if kv_cache_dtype in KV_FORMATS else None
+        if self.kv_format is not None:
+            self.kv_cache_dtype, self._kv_width, self._kv_scales = cache_shape(self.kv_format, self.config.head_dim)
+            return
+        self.kv_cache_dtype = self.dtype if kv_cache_dtype is None else resolve_dtype(
+            kv_cache_dtype, self.config, self.device
+        )
+        self._kv_width, self._kv_scales = self.config.head_dim, 0
+
+    def _allocate_kv_pool(self) -> None:
+        cfg = self.config
+        # [layers, K|V, blocks, block_size, kv_heads, head_dim]; each [l, 0|1] view is contiguous.
+        # (4-bit codes: head_dim / 2 bytes a row.) Scales: [layers, K|V, blocks, block_size, kv_heads, S],
+        # indexed by the same block ids, so a block's scales travel with it.
+        pool = (cfg.num_layers, 2, self.num_kv_blocks, self.block_size, cfg.num_kv_heads)
+        self.kv_cache = torch.zeros(*pool, self._kv_width, dtype=self.kv_cache_dtype, device=self.device)
+        self.kv_scales = None if not self._kv_scales else torch.zeros(
+            *pool, self._kv_scales, dtype=SCALE_DTYPE, device=self.device)
+        scales = [(None, None) if self.kv_scales is None else (self.kv_scales[i, 0], self.kv_scales[i, 1])
+                  for i in range(cfg.num_layers)]
+        self.kv_caches = [LayerKV(self.kv_cache[i, 0], self.kv_cache[i, 1], *scales[i])
+                          for i in range(cfg.num_layers)]
+
+    @property
+    def quantization_name(self) -> str:
+        """The weights' quantization for logs, metrics and the model list: "int8", "int4-g64", "none"."""
+        return "none" if self.quantization is None else self.quantization.name
+
+    def _quantization_method(self, requested: str | None) -> QuantMethod | None:
+        saved = self.config.quantization
+        if requested in (None, "", "none"):
+            return None if saved is None else QuantMethod.parse(saved)
+        method = QuantMethod.parse(requested)
+        if saved is not None and QuantMethod.parse(saved) != method:
+            raise ValueError(f"{self.model_dir} is saved as {saved}; it cannot load as {method.name}")
+        return method
 
     @property
     def kv_block_bytes(self) -> int:
+        """Bytes one block takes across all layers, K and V, codes and scales."""
         cfg = self.config
         elem = torch.empty((), dtype=self.kv_cache_dtype).element_size()
-        return 2 * cfg.num_layers * self.block_size * cfg.num_kv_heads * cfg.head_dim * elem
+        row = self._kv_width * elem + self._kv_scales * SCALE_DTYPE.itemsize
+        return 2 * cfg.num_layers * self.block_size * cfg.num_kv_heads * row
+
+    @property
+    def kv_cache_name(self) -> str:
+        """The KV cache's storage for logs, metrics and the model list: "int8", "int4", "float16"..."""
+        return self.kv_format or str(self.kv_cache_dtype).removeprefix("torch.")
 
     def _kv_blocks(self, num_kv_blocks: int | None, kv_cache_memory: int | None) -> int:
         if num_kv_blocks is not None:

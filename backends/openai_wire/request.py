@@ -51,6 +51,9 @@ class WireRequest:
     stop: list[str] = field(default_factory=list, repr=False)
 
 
+MAX_TOKENS = 2**31 - 1  # no model generates more; fits every token column and quota counter
+
+
 def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -72,6 +75,8 @@ def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireR
     max_tokens = body.get(max_field)
     if max_tokens is not None and (not is_int(max_tokens) or max_tokens < 1):
         raise bad_value(f"`{max_field}` must be a positive integer", "max_tokens")
+    if max_tokens is not None and max_tokens > MAX_TOKENS:  # what the quota counters can hold exactly
+        raise bad_value(f"`{max_field}` is {max_tokens}; it must be at most {MAX_TOKENS}", "max_tokens")
     n = body.get("n")
     if n is not None and n != 1:
         raise bad_value("only n=1 is supported; send one request per completion", "n")

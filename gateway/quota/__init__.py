@@ -9,6 +9,7 @@ reserves in every scope at once or in none.
 from __future__ import annotations
 
 import calendar
+import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -19,6 +20,31 @@ if TYPE_CHECKING:
 # Lua and the memory store both use -1 for "no limit"
 UNLIMITED = -1
 COST_UNIT = 1_000_000  # costs are counted in micro-dollars so counters stay integers
+# The largest count or limit a store takes: Lua numbers are doubles, exact below 2**53, and
+# Redis counters are int64. The admin API refuses larger limits (a quadrillion tokens, a
+# billion dollars); anything that still arrives larger is clamped, never sent as a double.
+MAX_AMOUNT = 10**15
+MAX_COST = MAX_AMOUNT / COST_UNIT  # dollars
+
+
+def clamp_amount(n: int) -> int:
+    """A token count or micro-dollar amount within [0, MAX_AMOUNT]: a request that would
+    reserve more than any limit can allow is still refused by every finite limit."""
+    return min(max(int(n), 0), MAX_AMOUNT)
+
+
+def cost_units(cost: float) -> int:
+    """Dollars → micro-dollars, clamped (an absurd price must not make the store fail)."""
+    if not math.isfinite(cost) or cost >= MAX_COST:
+        return MAX_AMOUNT if cost > 0 else 0
+    return clamp_amount(round(cost * COST_UNIT))
+
+
+def limit_int(v: float | None, unit: int = 1) -> int:
+    """A limit for the stores: -1 for none, and for one no count can reach (beyond MAX_AMOUNT)."""
+    if v is None or not math.isfinite(v * unit) or v * unit > MAX_AMOUNT:
+        return UNLIMITED
+    return max(int(v * unit), 0)
 
 
 @dataclass(slots=True)
@@ -32,12 +58,10 @@ class ScopeLimits:
     monthly_cost: float | None = None
 
     def as_ints(self) -> tuple[int, int, int, int, int, int]:
-        def i(v: int | None) -> int:
-            return UNLIMITED if v is None else int(v)
-
-        cost = UNLIMITED if self.monthly_cost is None else int(self.monthly_cost * COST_UNIT)
-        return (i(self.requests_per_minute), i(self.tokens_per_minute), i(self.max_concurrent),
-                i(self.daily_tokens), i(self.monthly_tokens), cost)
+        """rpm, tpm, concurrent, daily, monthly, monthly cost (micro-dollars); -1 = unlimited."""
+        return (limit_int(self.requests_per_minute), limit_int(self.tokens_per_minute),
+                limit_int(self.max_concurrent), limit_int(self.daily_tokens), limit_int(self.monthly_tokens),
+                limit_int(self.monthly_cost, COST_UNIT))
 
 
 class QuotaDenied(Exception):

@@ -12,14 +12,16 @@ from dataclasses import dataclass, field
 
 from gateway.config_bus import MemoryConfigBus
 from gateway.quota import (
-    COST_UNIT,
     QuotaDenied,
     ScopeLimits,
     StaleConfig,
+    clamp_amount,
+    cost_units,
     period_tags,
     retry_after_for,
     scope_kind,
 )
+from gateway.quota.heartbeat import ReservationHeartbeat
 
 WINDOW_MS = 60_000
 
@@ -46,19 +48,9 @@ class _Scope:
             del self.concurrent[rid]
 
 
-@dataclass(slots=True)
-class _Reservation:
-    scopes: list[str]
-    tokens: int
-    cost: int
-    day: str
-    month: str
-    expires: int
-
-
-def _denial(st: _Scope, limits: ScopeLimits, tokens: int, cost_units: int, day: str, month: str,
+def _denial(st: _Scope, limits: ScopeLimits, tokens: int, units: int, day: str, month: str,
             now: int) -> tuple[str, int] | None:
-    """The first limit this reservation would break in one scope, and the wait in ms; None: fits."""
+    """(the limit this scope is over, ms until its window frees) or None."""
     rpm, tpm, conc, daily, monthly, cbud = limits.as_ints()
     if rpm >= 0 and len(st.requests) >= rpm:
         return "requests_per_minute", st.requests[0][0] + WINDOW_MS - now if st.requests else WINDOW_MS
@@ -70,17 +62,31 @@ def _denial(st: _Scope, limits: ScopeLimits, tokens: int, cost_units: int, day: 
         return "daily_tokens", 1000
     if monthly >= 0 and st.monthly.get(month, 0) + tokens > monthly:
         return "monthly_tokens", 1000
-    if cbud >= 0 and st.cost.get(month, 0) + cost_units > cbud:
+    if cbud >= 0 and st.cost.get(month, 0) + units > cbud:
         return "monthly_cost", 1000
     return None
 
 
+@dataclass(slots=True)
+class _Reservation:
+    scopes: list[str]
+    tokens: int
+    cost: int
+    day: str
+    month: str
+    expires: int
+
+
 class MemoryQuotaStore:
-    def __init__(self, reservation_ttl_s: int = 900, bus: MemoryConfigBus | None = None) -> None:
+    """Reservations expire after `reservation_ttl_s` unless renewed by the heartbeat, as in
+    the Redis store (here the process holding them is the only one that could die with them)."""
+
+    def __init__(self, reservation_ttl_s: int = 30, bus: MemoryConfigBus | None = None) -> None:
         self._ttl_ms = reservation_ttl_s * 1000
         self._scopes: dict[str, _Scope] = {}
         self._reservations: OrderedDict[str, _Reservation] = OrderedDict()
         self._bus = bus or MemoryConfigBus()
+        self.heartbeat = ReservationHeartbeat(self._renew, reservation_ttl_s)
 
     @staticmethod
     def _now() -> int:
@@ -97,37 +103,54 @@ class MemoryQuotaStore:
                 break
             del self._reservations[rid]
         day, month = period_tags(now / 1000)
-        cost_units = int(cost * COST_UNIT)
-        for limits in scopes:
+        tokens, units = clamp_amount(tokens), cost_units(cost)
+        for limits in scopes:  # every check before any write, as in the Lua script
             st = self._scopes.setdefault(limits.scope, _Scope())
             st.expire(now)
-            denied = _denial(st, limits, tokens, cost_units, day, month, now)
+            denied = _denial(st, limits, tokens, units, day, month, now)
             if denied:
-                limit, wait = denied
-                raise QuotaDenied(limit, scope_kind(limits.scope), retry_after_for(limit, wait))
+                raise QuotaDenied(denied[0], scope_kind(limits.scope), retry_after_for(*denied))
         for limits in scopes:
-            st = self._scopes[limits.scope]
-            rpm, tpm, conc, *_ = limits.as_ints()
-            if rpm >= 0:
-                st.requests.append((now, reservation_id))
-            if tpm >= 0:
-                st.token_log.append((now, reservation_id))
-                st.token_amounts[reservation_id] = tokens
-                st.token_sum += tokens
-            if conc >= 0:
-                st.concurrent[reservation_id] = now + self._ttl_ms
-            st.daily[day] = st.daily.get(day, 0) + tokens
-            st.monthly[month] = st.monthly.get(month, 0) + tokens
-            st.cost[month] = st.cost.get(month, 0) + cost_units
+            self._take(self._scopes[limits.scope], limits, reservation_id, tokens, units, day, month, now)
         self._reservations[reservation_id] = _Reservation(
-            [s.scope for s in scopes], tokens, cost_units, day, month, now + self._ttl_ms)
+            [s.scope for s in scopes], tokens, units, day, month, now + self._ttl_ms)
+        self.heartbeat.add(reservation_id)
+
+    def _take(self, st: _Scope, limits: ScopeLimits, rid: str, tokens: int, units: int, day: str,
+              month: str, now: int) -> None:
+        rpm, tpm, conc, *_ = limits.as_ints()
+        if rpm >= 0:
+            st.requests.append((now, rid))
+        if tpm >= 0:
+            st.token_log.append((now, rid))
+            st.token_amounts[rid] = tokens
+            st.token_sum += tokens
+        if conc >= 0:
+            st.concurrent[rid] = now + self._ttl_ms
+        st.daily[day] = st.daily.get(day, 0) + tokens
+        st.monthly[month] = st.monthly.get(month, 0) + tokens
+        st.cost[month] = st.cost.get(month, 0) + units
+
+    async def _renew(self, reservation_ids: list[str]) -> None:
+        expires = self._now() + self._ttl_ms
+        for rid in reservation_ids:
+            res = self._reservations.get(rid)
+            if res is None:
+                continue
+            res.expires = expires
+            self._reservations.move_to_end(rid)  # keep the dict in expiry order
+            for scope in res.scopes:
+                st = self._scopes.get(scope)
+                if st is not None and rid in st.concurrent:
+                    st.concurrent[rid] = expires
 
     async def settle(self, reservation_id: str, tokens: int, cost: float) -> bool:
+        self.heartbeat.discard(reservation_id)
         res = self._reservations.pop(reservation_id, None)
         if res is None:
             return False
-        dt = tokens - res.tokens
-        dc = int(cost * COST_UNIT) - res.cost
+        dt = clamp_amount(tokens) - res.tokens
+        dc = cost_units(cost) - res.cost
         for scope in res.scopes:
             st = self._scopes.get(scope)
             if st is None:
@@ -154,4 +177,4 @@ class MemoryQuotaStore:
                 "monthly_tokens": st.monthly.get(month, 0), "monthly_cost": st.cost.get(month, 0)}
 
     async def aclose(self) -> None:
-        return None
+        await self.heartbeat.aclose()

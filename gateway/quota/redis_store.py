@@ -11,122 +11,138 @@ import time
 
 from gateway.config_bus import RedisConfigBus
 from gateway.quota import (
-    COST_UNIT,
     QuotaDenied,
     ScopeLimits,
     StaleConfig,
+    clamp_amount,
+    cost_units,
     period_tags,
     retry_after_for,
     scope_kind,
 )
+from gateway.quota.heartbeat import ReservationHeartbeat
 from gateway.quota.resp import RespClient, Script
 
 # ARGV: prefix, rid, version, ttl_ms, day, month, tokens, cost, nscopes, then 7 per scope:
 # scope id, rpm, tpm, concurrent, daily, monthly, monthly cost (-1 = unlimited).
-# Returns {0} admitted, {1, limit, scope, wait_ms} denied, {2, version} stale config.
+# Returns {0} admitted, {1, limit, scope, wait_ms} denied, {2, version} stale config,
+# {3, argument} a number outside [-1, 2^53) (the caller validates first; this is the backstop).
+# Every argument is checked and every limit is evaluated before the first write, so a refusal
+# (or a bad argument) leaves Redis as it was: scripts are not rolled back on error.
 RESERVE = """
 local p, rid, ver = ARGV[1], ARGV[2], ARGV[3]
+local n = tonumber(ARGV[9])
+if not n or n < 0 or n > 64 then return {3, 'nscopes'} end
+for i = 4, 9 + n * 7 do
+  if i ~= 5 and i ~= 6 and (i < 10 or (i - 10) % 7 ~= 0) then
+    local x = tonumber(ARGV[i])
+    if not x or x ~= math.floor(x) or x < -1 or x >= 9007199254740992 then return {3, tostring(i)} end
+  end
+end
 local ttl, day, month = tonumber(ARGV[4]), ARGV[5], ARGV[6]
-local tokens, cost, n = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local tokens, cost = tonumber(ARGV[7]), tonumber(ARGV[8])
 local cur = redis.call('GET', p .. ':ver') or '0'
 if cur ~= ver then return {2, cur} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local wstart = now - 60000
-local function oldest_wait(key)
-  local o = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+local function oldest_wait(key, from)
+  local o = redis.call('ZRANGEBYSCORE', key, from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   if o[2] then return tonumber(o[2]) + 60000 - now end
   return 60000
 end
+local function expired_tokens(s)
+  local sum, off = 0, 0
+  while true do
+    local old = redis.call('ZRANGEBYSCORE', s .. ':tpm', '-inf', wstart, 'LIMIT', off, 1000)
+    if #old == 0 then return sum end
+    for _, v in ipairs(redis.call('HMGET', s .. ':tpmv', unpack(old))) do sum = sum + (tonumber(v) or 0) end
+    off = off + #old
+  end
+end
+local function num(key) return tonumber(redis.call('GET', key) or '0') end
 for i = 0, n - 1 do
   local b = 10 + i * 7
   local s = p .. ':q:' .. ARGV[b]
   local rpm, tpm, conc = tonumber(ARGV[b+1]), tonumber(ARGV[b+2]), tonumber(ARGV[b+3])
   local daily, monthly, cbud = tonumber(ARGV[b+4]), tonumber(ARGV[b+5]), tonumber(ARGV[b+6])
-  if rpm >= 0 then
-    redis.call('ZREMRANGEBYSCORE', s .. ':rpm', '-inf', wstart)
-    if redis.call('ZCARD', s .. ':rpm') >= rpm then
-      return {1, 'requests_per_minute', ARGV[b], oldest_wait(s .. ':rpm')}
-    end
+  if rpm >= 0 and redis.call('ZCOUNT', s .. ':rpm', '(' .. wstart, '+inf') >= rpm then
+    return {1, 'requests_per_minute', ARGV[b], oldest_wait(s .. ':rpm', '(' .. wstart)}
   end
-  if tpm >= 0 then
-    while true do
-      local old = redis.call('ZRANGEBYSCORE', s .. ':tpm', '-inf', wstart, 'LIMIT', 0, 1000)
-      if #old == 0 then break end
-      local vals = redis.call('HMGET', s .. ':tpmv', unpack(old))
-      local sub = 0
-      for _, v in ipairs(vals) do sub = sub + (tonumber(v) or 0) end
-      redis.call('DECRBY', s .. ':tpms', sub)
-      redis.call('HDEL', s .. ':tpmv', unpack(old))
-      redis.call('ZREM', s .. ':tpm', unpack(old))
-    end
-    if tonumber(redis.call('GET', s .. ':tpms') or '0') + tokens > tpm then
-      return {1, 'tokens_per_minute', ARGV[b], oldest_wait(s .. ':tpm')}
-    end
+  if tpm >= 0 and num(s .. ':tpms') - expired_tokens(s) + tokens > tpm then
+    return {1, 'tokens_per_minute', ARGV[b], oldest_wait(s .. ':tpm', '(' .. wstart)}
   end
-  if conc >= 0 then
-    redis.call('ZREMRANGEBYSCORE', s .. ':conc', '-inf', now)
-    if redis.call('ZCARD', s .. ':conc') >= conc then
-      return {1, 'max_concurrent', ARGV[b], 1000}
-    end
+  if conc >= 0 and redis.call('ZCOUNT', s .. ':conc', '(' .. now, '+inf') >= conc then
+    return {1, 'max_concurrent', ARGV[b], 1000}
   end
-  if daily >= 0 and tonumber(redis.call('GET', s .. ':d:' .. day) or '0') + tokens > daily then
-    return {1, 'daily_tokens', ARGV[b], 0}
-  end
-  if monthly >= 0 and tonumber(redis.call('GET', s .. ':m:' .. month) or '0') + tokens > monthly then
+  if daily >= 0 and num(s .. ':d:' .. day) + tokens > daily then return {1, 'daily_tokens', ARGV[b], 0} end
+  if monthly >= 0 and num(s .. ':m:' .. month) + tokens > monthly then
     return {1, 'monthly_tokens', ARGV[b], 0}
   end
-  if cbud >= 0 and tonumber(redis.call('GET', s .. ':c:' .. month) or '0') + cost > cbud then
-    return {1, 'monthly_cost', ARGV[b], 0}
-  end
+  if cbud >= 0 and num(s .. ':c:' .. month) + cost > cbud then return {1, 'monthly_cost', ARGV[b], 0} end
 end
+-- admitted: from here on only writes, none of which can fail on the validated arguments
 local scopes = {}
 for i = 0, n - 1 do
   local b = 10 + i * 7
   local s = p .. ':q:' .. ARGV[b]
   scopes[#scopes + 1] = ARGV[b]
   if tonumber(ARGV[b+1]) >= 0 then
+    redis.call('ZREMRANGEBYSCORE', s .. ':rpm', '-inf', wstart)
     redis.call('ZADD', s .. ':rpm', now, rid)
     redis.call('PEXPIRE', s .. ':rpm', 120000)
   end
   if tonumber(ARGV[b+2]) >= 0 then
+    redis.call('DECRBY', s .. ':tpms', string.format('%d', expired_tokens(s)))
+    while true do
+      local old = redis.call('ZRANGEBYSCORE', s .. ':tpm', '-inf', wstart, 'LIMIT', 0, 1000)
+      if #old == 0 then break end
+      redis.call('HDEL', s .. ':tpmv', unpack(old))
+      redis.call('ZREM', s .. ':tpm', unpack(old))
+    end
     redis.call('ZADD', s .. ':tpm', now, rid)
-    redis.call('HSET', s .. ':tpmv', rid, tokens)
-    redis.call('INCRBY', s .. ':tpms', tokens)
+    redis.call('HSET', s .. ':tpmv', rid, ARGV[7])
+    redis.call('INCRBY', s .. ':tpms', ARGV[7])
     for _, k in ipairs({':tpm', ':tpmv', ':tpms'}) do redis.call('PEXPIRE', s .. k, 120000) end
   end
   if tonumber(ARGV[b+3]) >= 0 then
+    redis.call('ZREMRANGEBYSCORE', s .. ':conc', '-inf', now)
     redis.call('ZADD', s .. ':conc', now + ttl, rid)
     redis.call('PEXPIRE', s .. ':conc', ttl + 60000)
   end
-  redis.call('INCRBY', s .. ':d:' .. day, tokens)
+  redis.call('INCRBY', s .. ':d:' .. day, ARGV[7])
   redis.call('EXPIRE', s .. ':d:' .. day, 172800)
-  redis.call('INCRBY', s .. ':m:' .. month, tokens)
+  redis.call('INCRBY', s .. ':m:' .. month, ARGV[7])
   redis.call('EXPIRE', s .. ':m:' .. month, 3024000)
   if cost ~= 0 then
-    redis.call('INCRBY', s .. ':c:' .. month, cost)
+    redis.call('INCRBY', s .. ':c:' .. month, ARGV[8])
     redis.call('EXPIRE', s .. ':c:' .. month, 3024000)
   end
 end
 local r = p .. ':r:' .. rid
-redis.call('HSET', r, 's', table.concat(scopes, ','), 'tok', tokens, 'cost', cost, 'day', day, 'month', month)
+redis.call('HSET', r, 's', table.concat(scopes, ','), 'tok', ARGV[7], 'cost', ARGV[8], 'day', day, 'month', month)
 redis.call('PEXPIRE', r, ttl)
 return {0}
 """
 
-# ARGV: prefix, rid, tokens used, cost used. Returns 1 settled, 0 already settled or expired.
+# ARGV: prefix, rid, tokens used, cost used. Returns 1 settled, 0 already settled or expired,
+# -1 a bad number (nothing written).
 SETTLE = """
 local p, rid = ARGV[1], ARGV[2]
+for i = 3, 4 do
+  local x = tonumber(ARGV[i])
+  if not x or x ~= math.floor(x) or x < 0 or x >= 9007199254740992 then return -1 end
+end
 local r = p .. ':r:' .. rid
 local v = redis.call('HMGET', r, 's', 'tok', 'cost', 'day', 'month')
 if not v[1] then return 0 end
 redis.call('DEL', r)
-local dt = tonumber(ARGV[3]) - tonumber(v[2])
-local dc = tonumber(ARGV[4]) - tonumber(v[3])
+local dt = string.format('%d', tonumber(ARGV[3]) - tonumber(v[2]))
+local dc = string.format('%d', tonumber(ARGV[4]) - tonumber(v[3]))
 for scope in string.gmatch(v[1], '[^,]+') do
   local s = p .. ':q:' .. scope
   redis.call('ZREM', s .. ':conc', rid)
-  if dt ~= 0 then
+  if dt ~= '0' then
     redis.call('INCRBY', s .. ':d:' .. v[4], dt)
     redis.call('INCRBY', s .. ':m:' .. v[5], dt)
     if redis.call('HEXISTS', s .. ':tpmv', rid) == 1 then
@@ -134,39 +150,76 @@ for scope in string.gmatch(v[1], '[^,]+') do
       redis.call('INCRBY', s .. ':tpms', dt)
     end
   end
-  if dc ~= 0 then redis.call('INCRBY', s .. ':c:' .. v[5], dc) end
+  if dc ~= '0' then redis.call('INCRBY', s .. ':c:' .. v[5], dc) end
 end
 return 1
 """
 
+# ARGV: prefix, ttl_ms, then reservation ids. Pushes each live reservation's expiry (its hash
+# and its concurrency slots) to now + ttl. Returns how many were still there.
+RENEW = """
+local p, ttl = ARGV[1], tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local alive = 0
+for i = 3, #ARGV do
+  local rid = ARGV[i]
+  local r = p .. ':r:' .. rid
+  local scopes = redis.call('HGET', r, 's')
+  if scopes then
+    alive = alive + 1
+    redis.call('PEXPIRE', r, ttl)
+    for scope in string.gmatch(scopes, '[^,]+') do
+      local key = p .. ':q:' .. scope .. ':conc'
+      if redis.call('ZADD', key, 'XX', 'CH', now + ttl, rid) == 1 then redis.call('PEXPIRE', key, ttl + 60000) end
+    end
+  end
+end
+return alive
+"""
+
 
 class RedisQuotaStore:
-    def __init__(self, url: str, prefix: str = "fairgate", reservation_ttl_s: int = 900) -> None:
+    """Reservations live `reservation_ttl_s` unless renewed: this replica's heartbeat renews
+    the ones it holds, so a replica that dies (SIGKILL) gives its slots back within a TTL."""
+
+    def __init__(self, url: str, prefix: str = "fairgate", reservation_ttl_s: int = 30) -> None:
         self._redis = RespClient(url)
         self._prefix = prefix
         self._ttl_ms = reservation_ttl_s * 1000
         self._reserve = Script(self._redis, RESERVE)
         self._settle = Script(self._redis, SETTLE)
+        self._renew_script = Script(self._redis, RENEW)
+        self.heartbeat = ReservationHeartbeat(self._renew, reservation_ttl_s)
 
     async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
                       cost: float, version: int) -> None:
         day, month = period_tags()
         args: list[object] = [self._prefix, reservation_id, version, self._ttl_ms, day, month,
-                              tokens, int(cost * COST_UNIT), len(scopes)]
+                              clamp_amount(tokens), cost_units(cost), len(scopes)]
         for limits in scopes:
             args.append(limits.scope)
             args.extend(limits.as_ints())
         result = await self._reserve(args)
         if result[0] == 0:
+            self.heartbeat.add(reservation_id)
             return
         if result[0] == 2:
             raise StaleConfig()
+        if result[0] == 3:
+            raise ValueError(f"quota reserve: argument {result[1]} out of range")
         limit, scope, wait_ms = result[1], result[2], int(result[3])
         raise QuotaDenied(limit, scope_kind(scope), retry_after_for(limit, wait_ms))
 
     async def settle(self, reservation_id: str, tokens: int, cost: float) -> bool:
-        done = await self._settle([self._prefix, reservation_id, tokens, int(cost * COST_UNIT)])
+        self.heartbeat.discard(reservation_id)
+        done = await self._settle([self._prefix, reservation_id, clamp_amount(tokens), cost_units(cost)])
+        if done == -1:
+            raise ValueError("quota settle: amount out of range")
         return bool(done)
+
+    async def _renew(self, reservation_ids: list[str]) -> None:
+        await self._renew_script([self._prefix, self._ttl_ms, *reservation_ids])
 
     def config_bus(self) -> RedisConfigBus:
         """The config version on this store's connection (the reserve script checks it)."""
@@ -184,4 +237,5 @@ class RedisQuotaStore:
                 "daily_tokens": int(d or 0), "monthly_tokens": int(m or 0), "monthly_cost": int(c or 0)}
 
     async def aclose(self) -> None:
+        await self.heartbeat.aclose()
         await self._redis.aclose()

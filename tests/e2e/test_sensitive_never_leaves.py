@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 from gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread, free_port
 from tests.helpers.pii_corpus import make_positive
+from tests.helpers.pii_corpus_kvkk import NEW_KINDS, positive_sentence
+from tests.helpers.pii_layouts import LAYOUTS, evasive
 from tests.helpers.upstream import UpstreamServer
 
 BACKENDS = ["local-ok", "local-dead", "ext-ok", "ext-dead"]
@@ -30,6 +32,10 @@ FILLER = ["Merhaba, raporu özetler misin?", "Please rewrite this paragraph form
           "Toplantı notlarını maddeler halinde yaz.", "What is the capital of Turkey?",
           "Sipariş 2024-0012345 ne zaman gelir?", "Fatura tarihi 12.03.2024, tutar 1.250,00 TL."]
 PII_KINDS = ["tckn", "iban", "phone", "card", "email"]
+# issue 17: the same identifiers in evasive layouts (invisible characters, odd separators and
+# groupings, encodings, number words), and the kinds that need context
+EVASIVE_KINDS = [f"evasive:{k}" for k in LAYOUTS]
+CONTEXT_KINDS = list(NEW_KINDS)
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +83,7 @@ request_st = st.fixed_dictionaries({
     "tenant": st.sampled_from(["normal", "strict"]),
     "model": st.sampled_from(["chat", "auto", "ext-ok", "local-ok", "ext-dead"]),
     "header": st.sampled_from([None, "sensitive", "public"]),
-    "pii": st.one_of(st.none(), st.sampled_from(PII_KINDS)),
+    "pii": st.one_of(st.none(), st.sampled_from(PII_KINDS + EVASIVE_KINDS + CONTEXT_KINDS)),
     "pii_message": st.integers(0, 2),  # which message carries it; messages may split it
     "split": st.booleans(),
     "seed": st.integers(0, 2**32 - 1),
@@ -91,14 +97,23 @@ def _marker() -> str:
     return "mk" + uuid.uuid4().hex.translate(str.maketrans("0123456789", "ghijklmnop"))
 
 
+def _pii_value(r: random.Random, kind: str) -> str:
+    if kind.startswith("evasive:"):
+        return evasive(r, kind.split(":", 1)[1])[0]
+    if kind in CONTEXT_KINDS:
+        return positive_sentence(r, kind)[0]
+    return make_positive(r, kind)
+
+
 def _build_messages(req: dict, marker: str) -> tuple[list[dict], str | None]:
     r = random.Random(req["seed"])
     texts = [f"{r.choice(FILLER)} {marker}" for _ in range(req["messages"])]
     value = None
     if req["pii"] is not None:
-        value = make_positive(r, req["pii"])
+        value = _pii_value(r, req["pii"])
         i = min(req["pii_message"], len(texts) - 1)
-        if req["split"] and i + 1 < len(texts) and len(value) > 6:
+        splittable = req["pii"] in PII_KINDS  # a name or a spelled-out value is not cut in two
+        if req["split"] and splittable and i + 1 < len(texts) and len(value) > 6:
             cut = r.randint(3, len(value) - 3)  # the value split across two messages
             texts[i] += f" bilgi: {value[:cut]}"
             texts[i + 1] = value[cut:] + " " + texts[i + 1]

@@ -41,6 +41,7 @@ def score(samples: list[Sample]) -> dict[str, KindScore]:
         for kind, start, end in s.labels:
             hit = any(f.kind == kind and _overlap((f.start, f.end), (start, end)) for f in found)
             for k in (kind, "all"):
+                scores.setdefault(k, KindScore())
                 scores[k].labelled += 1
                 scores[k].found += hit
         for f in found:

@@ -21,7 +21,8 @@ if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 _TRITON_MODULES = (
-    "kernels.triton_cache", "kernels.triton_decode", "kernels.triton_prefill", "kernels.triton_ops",
+    "kernels.triton_cache", "kernels.triton_decode", "kernels.triton_prefill", "kernels.triton_quant",
+    "kernels.triton_ops",
 )
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from backends.local.evaluation.golden import load_golden
+from backends.local.evaluation.harness import EngineOptions, Harness
 from backends.local.tokenizer import Tokenizer
 from gateway.cli import main
-from gateway.evaluation.golden import load_golden
-from gateway.evaluation.harness import EngineOptions, Harness
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = ROOT / "models" / "fairgate-demo"

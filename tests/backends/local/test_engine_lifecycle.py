@@ -99,10 +99,14 @@ async def test_failed_step_fails_only_its_requests(tiny_model_dir: Path) -> None
         await eng.aclose()
 
 
-async def test_no_leaks_under_thousands_of_requests_aborts_and_disconnects(tiny_model_dir: Path) -> None:
+@pytest.mark.parametrize("kv_cache_dtype", ["auto", "int8", "int4"])
+async def test_no_leaks_under_thousands_of_requests_aborts_and_disconnects(
+    tiny_model_dir: Path, kv_cache_dtype: str
+) -> None:
     # 24 blocks x 16 = 384 tokens for up to 32 sequences of up to ~70 tokens: preemption.
     eng = AsyncEngine(
-        EngineConfig(str(tiny_model_dir), num_kv_blocks=24, max_num_seqs=32, max_num_batched_tokens=128)
+        EngineConfig(str(tiny_model_dir), num_kv_blocks=24, max_num_seqs=32, max_num_batched_tokens=128,
+                     kv_cache_dtype=kv_cache_dtype)
     )
     rng = random.Random(0)
     outcomes = {"done": 0, "aborted": 0, "left": 0, "dropped": 0}

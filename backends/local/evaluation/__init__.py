@@ -15,8 +15,14 @@ import math
 import sys
 from pathlib import Path
 
-from gateway.evaluation.golden import GoldenItem, GoldenSetError, load_golden
-from gateway.evaluation.report import SideResult, Thresholds, compare, format_table, json_line
+from backends.local.evaluation.golden import GoldenItem, GoldenSetError, load_golden
+from backends.local.evaluation.report import (
+    SideResult,
+    Thresholds,
+    compare,
+    format_table,
+    json_line,
+)
 
 EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE = 0, 1, 2
 
@@ -33,8 +39,8 @@ def agreement_prompts(text: str, count: int, max_chars: int = 200) -> list[str]:
 def run_side(name: str, options, heldout: str | None, golden: list[GoldenItem], prompts: list[str],
              args: argparse.Namespace) -> SideResult:
     # Imported here so `fairgate eval --help` and golden-set errors never load torch.
-    from gateway.evaluation.harness import Harness
-    from gateway.evaluation.progress import ProgressBar
+    from backends.local.evaluation.harness import Harness
+    from backends.local.evaluation.progress import ProgressBar
 
     gen_prompts = [g.prompt for g in golden] + prompts
     max_tokens = [g.max_tokens or args.max_tokens for g in golden] + [args.max_tokens] * len(prompts)
@@ -56,13 +62,14 @@ def run_side(name: str, options, heldout: str | None, golden: list[GoldenItem], 
         with ProgressBar(len(gen_prompts), f"{name}: greedy", enabled=show) as bar:
             outs = harness.greedy(gen_prompts, max_tokens, stops, bar.update)
         result.passed = [g.check(o.text) for g, o in zip(golden, outs[: len(golden)], strict=True)]
+        result.turkish = [g.id.startswith("tr-") for g in golden]
         result.outputs = [o.token_ids for o in outs]
         result.texts = [o.text for o in outs]
     return result
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from gateway.evaluation.harness import EngineOptions
+    from backends.local.evaluation.harness import EngineOptions
 
     model = Path(args.model)
     heldout_path = args.heldout or _default(model, "heldout.txt")
@@ -78,9 +85,9 @@ def run_eval(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     heldout = Path(heldout_path).read_text(encoding="utf-8") if heldout_path else None
     prompts = agreement_prompts(heldout, args.agreement_prompts) if heldout else []
-    config = EngineOptions(model, args.dtype, args.device, args.kv_cache_dtype)
+    config = EngineOptions(model, args.dtype, args.device, args.kv_cache_dtype, args.quantization)
     baseline = EngineOptions(Path(args.baseline_model or args.model), args.baseline_dtype, args.device,
-                             args.baseline_kv_cache_dtype)
+                             args.baseline_kv_cache_dtype, args.baseline_quantization)
     # Baseline first: a crash in the candidate still shows what "good" looked like in the log.
     base = run_side("baseline", baseline, heldout, golden, prompts, args)
     cur = run_side("config", config, heldout, golden, prompts, args)

@@ -1,7 +1,7 @@
 """Backend pools and their replicas (membership, drain state).
 
-Revision ID: 0004_backend_pools
-Revises: 0003_prefix_cache_group
+Revision ID: 0006_backend_pools
+Revises: 0005_audit_finding_spans
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004_backend_pools"
-down_revision = "0003_prefix_cache_group"
+revision = "0006_backend_pools"
+down_revision = "0005_audit_finding_spans"
 branch_labels = None
 depends_on = None
 

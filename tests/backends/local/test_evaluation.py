@@ -12,11 +12,17 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from backends.local.evaluation import agreement_prompts
+from backends.local.evaluation.golden import GoldenSetError, cut_at_stop, load_golden, parse_item
+from backends.local.evaluation.progress import ProgressBar
+from backends.local.evaluation.report import (
+    SideResult,
+    Thresholds,
+    compare,
+    first_divergence,
+    json_line,
+)
 from gateway.cli import main
-from gateway.evaluation import agreement_prompts
-from gateway.evaluation.golden import GoldenSetError, cut_at_stop, load_golden, parse_item
-from gateway.evaluation.progress import ProgressBar
-from gateway.evaluation.report import SideResult, Thresholds, compare, first_divergence, json_line
 
 HELDOUT = """\
 The gateway sends each request to the right model, and every tenant has a quota.

@@ -12,10 +12,10 @@ from pathlib import Path
 import torch
 
 from backends.local.config import ModelConfig
+from backends.local.evaluation.golden import cut_at_stop
 from backends.local.runner import ModelRunner
 from backends.local.tokenizer import Tokenizer
 from backends.local.types import RunnerInput, SamplingParams
-from gateway.evaluation.golden import cut_at_stop
 
 Progress = Callable[[int], None]
 
@@ -28,10 +28,12 @@ class EngineOptions:
     dtype: str = "float32"
     device: str = "cpu"
     kv_cache_dtype: str | None = None  # None = the weights' dtype
+    quantization: str | None = None  # weight-only "int8" / "int4-gN"; None = as the folder holds
 
     def describe(self) -> str:
         kv = f", KV {self.kv_cache_dtype}" if self.kv_cache_dtype else ""
-        return f"{self.model_dir.name} ({self.dtype}{kv}, {self.device})"
+        quant = f", weights {self.quantization}" if self.quantization else ""
+        return f"{self.model_dir.name} ({self.dtype}{quant}{kv}, {self.device})"
 
 
 @dataclass(slots=True)
@@ -56,7 +58,8 @@ class Harness:
         self.slots = slots
         self.runner = ModelRunner(options.model_dir, device=options.device, dtype=options.dtype,
                                   block_size=block_size, num_kv_blocks=per_slot * slots, seed=0,
-                                  kv_cache_dtype=options.kv_cache_dtype)
+                                  kv_cache_dtype=options.kv_cache_dtype,
+                                  quantization=options.quantization)
         self._tables = [list(range(i * per_slot, (i + 1) * per_slot)) for i in range(slots)]
         self._greedy = SamplingParams(temperature=0.0)
 

@@ -18,6 +18,7 @@ class SideResult:
     passed: list[bool] = field(default_factory=list)  # per golden item
     outputs: list[list[int]] = field(default_factory=list)  # greedy token ids per prompt
     texts: list[str] = field(default_factory=list)  # greedy completions, cut at stops
+    turkish: list[bool] = field(default_factory=list)  # per golden item: a Turkish item (id "tr-...")
 
     @property
     def pass_rate(self) -> float | None:
@@ -61,9 +62,26 @@ def compare(cur: SideResult, base: SideResult, th: Thresholds) -> dict[str, Any]
         if diverged:
             m["first_divergence_mean"] = sum(diverged) / len(diverged)
             m["first_divergence_min"] = min(diverged)
+    m.update(turkish_metrics(cur, base))
     m["violations"] = violations(m, th)
     m["passed"] = not m["violations"]
     return m
+
+
+def turkish_metrics(cur: SideResult, base: SideResult) -> dict[str, Any]:
+    """Pass rates and greedy agreement over the Turkish golden items alone (None without any):
+    a quantization can hurt one language's rarer tokens while the overall numbers hold."""
+    idx = [i for i, tr in enumerate(cur.turkish) if tr]
+    out: dict[str, Any] = {"turkish_items": len(idx), "turkish_pass_rate": None,
+                           "baseline_turkish_pass_rate": None, "turkish_greedy_agreement": None}
+    if not idx:
+        return out
+    out["turkish_pass_rate"] = sum(cur.passed[i] for i in idx) / len(idx)
+    out["baseline_turkish_pass_rate"] = sum(base.passed[i] for i in idx) / len(idx)
+    if cur.outputs and base.outputs:
+        same = sum(cur.outputs[i] == base.outputs[i] for i in idx)
+        out["turkish_greedy_agreement"] = same / len(idx)
+    return out
 
 
 def violations(m: dict[str, Any], th: Thresholds) -> list[str]:
@@ -93,6 +111,9 @@ def format_table(m: dict[str, Any]) -> str:
         ("pass rate", _fmt(m["pass_rate"], ".3f"), _fmt(m["baseline_pass_rate"], ".3f"),
          _fmt(m["pass_rate_delta_points"], "+.1f") + (" pt" if m["pass_rate_delta_points"] is not None else "")),
         ("greedy agreement", _fmt(m["greedy_agreement"], ".3f"), "1.000", ""),
+        ("Turkish pass rate", _fmt(m.get("turkish_pass_rate"), ".3f"),
+         _fmt(m.get("baseline_turkish_pass_rate"), ".3f"), ""),
+        ("Turkish greedy agreement", _fmt(m.get("turkish_greedy_agreement"), ".3f"), "1.000", ""),
         ("first divergence (mean)", _fmt(m["first_divergence_mean"], ".1f"), "-", ""),
     ]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]

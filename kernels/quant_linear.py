@@ -1,0 +1,89 @@
+"""`QuantLinear`: a linear layer whose weight is int8 per channel or int4 per group.
+
+On the CPU the codes are repacked once into the native kernel's panel layout (cpu_quant.c) and
+`forward` is one ctypes call on the tensors' memory: no per-call dequantization, no dispatch
+layers between the model and the loop. Elsewhere (CUDA, or FAIRGATE_KERNELS=reference) it
+keeps the logical codes and goes through `kernels.weight_only_linear` (Triton or the torch reference).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from kernels.quant_format import QuantizedWeight, int4_codes
+
+LANES = 16  # output channels per panel (cpu_quant.c)
+_KIND = {8: 0, 4: 1}
+
+
+def pack_for_cpu(qw: QuantizedWeight) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Logical codes -> (panels, scale, minimum) in cpu_quant.c's layout (see its header)."""
+    n, k = qw.out_features, qw.in_features
+    panels = -(-n // LANES)
+    pad = panels * LANES - n
+    if qw.method.bits == 8:
+        q = F.pad(qw.qweight, (0, 0, 0, pad)).view(panels, LANES, k)  # [P, 16, K]
+        return q.transpose(1, 2).contiguous(), F.pad(qw.scale, (0, pad)).contiguous(), None
+    codes = F.pad(int4_codes(qw.qweight), (0, 0, 0, pad)).view(panels, LANES, k).transpose(1, 2)  # [P, K, 16]
+    packed = codes[..., : LANES // 2] | (codes[..., LANES // 2 :] << 4)  # [P, K, 8]
+    groups = k // qw.method.group
+
+    def by_panel(t: torch.Tensor) -> torch.Tensor:  # [N, G] -> [P, G, 16]
+        return F.pad(t, (0, 0, 0, pad)).view(panels, LANES, groups).transpose(1, 2).contiguous()
+
+    assert qw.minimum is not None
+    return packed.contiguous(), by_panel(qw.scale), by_panel(qw.minimum)
+
+
+class QuantLinear(nn.Module):
+    """y = x W^T + b, W weight-only quantized. Takes x [..., in_features] -> [..., out_features]."""
+
+    def __init__(self, qw: QuantizedWeight, bias: torch.Tensor | None, native: bool) -> None:
+        super().__init__()
+        self.in_features, self.out_features = qw.in_features, qw.out_features
+        self.method = qw.method
+        self.bias = None if bias is None else bias.detach().float().contiguous()
+        self._lib = None
+        if native:
+            from kernels import cpu_native
+
+            self._lib = cpu_native.load_quant()
+        if self._lib is not None:
+            self.panels, self.scale, self.minimum = pack_for_cpu(qw)
+            self.qw = None
+        else:
+            self.qw = qw
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self._lib is None:
+            import kernels
+
+            return kernels.weight_only_linear(x, self.qw, self.bias)
+        shape = x.shape
+        x2 = x.reshape(-1, self.in_features)
+        if x2.dtype != torch.float32 or x2.stride(1) != 1:
+            x2 = x2.float().contiguous()
+        m = x2.shape[0]
+        y = torch.empty(m, self.out_features, dtype=torch.float32)
+        if m:
+            self._lib.quant_linear(
+                x2.data_ptr(), x2.stride(0), self.panels.data_ptr(), self.scale.data_ptr(),
+                0 if self.minimum is None else self.minimum.data_ptr(),
+                0 if self.bias is None else self.bias.data_ptr(), y.data_ptr(), y.stride(0),
+                m, self.out_features, self.in_features, self.method.group, _KIND[self.method.bits],
+                torch.get_num_threads(),
+            )
+        y = y.view(*shape[:-1], self.out_features)
+        return y if x.dtype == torch.float32 else y.to(x.dtype)
+
+    def weight_bytes(self) -> int:
+        """Bytes this layer holds for its weight (codes and scales; bias not counted)."""
+        parts = [self.panels, self.scale, self.minimum] if self.qw is None else [
+            self.qw.qweight, self.qw.scale, self.qw.minimum]
+        return sum(t.numel() * t.element_size() for t in parts if t is not None)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"{self.method.name}, native={self._lib is not None}")

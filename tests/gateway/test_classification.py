@@ -1,0 +1,99 @@
+"""Classification off the event loop (time cap, fail closed, counted), `POST /admin/classify`,
+and audit rows that keep finding spans but never text -- through a real gateway on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+import httpx
+import pytest
+
+from gateway.classification import FAIL_CLOSED_METRIC, Classifier
+from gateway.settings import Settings
+from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
+from tests.helpers.upstream import UpstreamServer
+
+TCKN = "10000000146"
+
+
+def _count(c: Classifier, reason: str) -> float:
+    return c.fail_closed.labels(reason)._value.get()  # the counter's own value, no scrape
+
+
+def test_timeout_and_errors_fail_closed_and_are_counted() -> None:
+    c = Classifier(timeout_s=1e-9, workers=1, inline_chars=0)
+    slow = ["1 " * 300_000]
+    v = asyncio.run(c.assess(slow))
+    assert v.sensitive and v.reasons == ("classification_timeout",) and _count(c, "timeout") == 1
+    c.timeout_s = 30
+    bad = asyncio.run(c.assess(["hello"], patterns=[r"(a)\1"]))  # RE2 refuses it: a detector error
+    assert bad.sensitive and bad.reasons == ("classification_failed",) and _count(c, "error") == 1
+    ok = asyncio.run(c.assess([f"kimlik {TCKN}"]))
+    assert ok.sensitive and ok.kinds == ("tckn",) and ok.spans == (("tckn", 7, 18),)
+    assert not asyncio.run(c.assess(["merhaba dünya"])).sensitive
+    assert _count(c, "timeout") == 1 and _count(c, "error") == 1
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory):
+    db = tmp_path_factory.mktemp("classify") / "gw.db"
+    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{db}", embedded_engine=False,
+                        upstream_max_retries=0)
+    with contextlib.ExitStack() as es:
+        local = es.enter_context(UpstreamServer())
+        g = es.enter_context(GatewayThread(settings))
+        admin = Admin(g.url)
+        es.callback(admin.close)
+        admin.backend("local-llm", local.base_url, kind="local", model="up-model")
+        yield g, admin
+
+
+def test_admin_classify_dry_run(gw) -> None:
+    g, admin = gw
+    text = "Hastamız Ayşe Demir HIV pozitif, kimlik 1\u200e0000\u2063000146, PRJ-1234"
+    r = admin.client.post("/admin/classify", json={"text": text, "patterns": [r"PRJ-\d{4}"]})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["sensitive"] and body["kinds"] == ["health", "pattern", "tckn"]
+    got = [(f["kind"], text[f["start"] : f["end"]]) for f in body["findings"]]
+    assert got == [("health", "HIV"), ("tckn", "1\u200e0000\u2063000146"), ("pattern", "PRJ-1234")]
+    assert admin.client.post("/admin/classify", json={"text": "merhaba"}).json()["sensitive"] is False
+    bad = admin.client.post("/admin/classify", json={"text": "x", "patterns": [r"(a)\1"]})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_pattern"
+    assert admin.client.post("/admin/classify", json={"patterns": []}).status_code == 400
+    anon = httpx.post(g.url + "/admin/classify", json={"text": TCKN}, timeout=10)
+    assert anon.status_code == 401
+    rows = admin.client.get("/admin/routing/audit").json()["data"]
+    assert TCKN not in json.dumps(rows) and "Ayşe" not in json.dumps(rows)  # nothing stored
+
+
+def test_backtracking_tenant_pattern_is_refused_at_save_time(gw) -> None:
+    _, admin = gw
+    t = admin.tenant()
+    r = admin.client.put(f"/admin/tenants/{t['id']}/sensitivity", json={"patterns": [r"(\w)\1"], "keywords": []})
+    assert r.status_code == 400 and "RE2" in r.json()["error"]["message"]
+    ok = admin.client.put(f"/admin/tenants/{t['id']}/sensitivity",
+                          json={"patterns": [r"(\w+\s?)+@corp\.example"], "keywords": []})
+    assert ok.status_code == 200, ok.text
+
+
+def test_audit_row_keeps_kinds_and_spans_never_text(gw) -> None:
+    g, admin = gw
+    t = admin.tenant()
+    key = admin.key(t["id"])["key"]
+    text = f"kimliğim {TCKN} ve kartım 4111 1111 1111 1111"
+    r = httpx.post(g.url + "/v1/chat/completions", timeout=30, headers={"authorization": f"Bearer {key}"},
+                   json={"model": "local-llm", "max_tokens": 2, "messages": [{"role": "user", "content": text}]})
+    assert r.status_code == 200, r.text
+    rows = admin.client.get("/admin/routing/audit", params={"tenant_id": t["id"]}).json()["data"]
+    row = next(x for x in rows if x["request_id"] == r.headers["x-request-id"])
+    assert row["finding_kinds"] == ["card", "tckn"]
+    # offsets index the request's inspected strings joined by one character: "2" (max_tokens) first
+    assert [tuple(s) for s in row["finding_spans"]] == [("tckn", 11, 22), ("card", 33, 52)]
+    dump = json.dumps(rows)
+    assert TCKN not in dump and "4111 1111" not in dump and "kimli" not in dump
+    metrics = httpx.get(g.url + "/metrics", timeout=10).text
+    assert FAIL_CLOSED_METRIC in metrics

@@ -1,0 +1,39 @@
+"""Small helpers for tests that count rows in a real database and wait for writers."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import func, select
+
+from gateway.db import make_engine
+from gateway.usage import UsageEvent
+
+
+def wait_for(pred: Any, timeout: float = 20.0) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+def count(url: str, table: Any, *where: Any) -> int:
+    """Rows of `table` (a mapped class) matching `where`, read on a fresh connection."""
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def event(rid: str, **kw: Any) -> UsageEvent:
+    """A plausible usage event; keyword arguments override its fields."""
+    values: dict[str, Any] = dict(
+        request_id=rid, tenant_id="t1", key_prefix="fg-x", model="m", backend="b", priority="standard",
+        status="finished", stream=False, prompt_tokens=1, completion_tokens=2, usage_estimated=False, cost=0.0,
+        http_status=200, ttft_ms=None, latency_ms=1.0)
+    return UsageEvent(**(values | kw))
