@@ -17,9 +17,10 @@ from starlette.routing import Route
 
 from backends.http1 import HTTP1Pool
 from backends.openai_wire import WireError, error_response
-from gateway import admin, admin_classify, admin_routing, tenant_api
+from gateway import admin, admin_classify, admin_pools, admin_routing, health, tenant_api
 from gateway.auth import KeyCache
 from gateway.db import make_engine, make_sessionmaker, upgrade
+from gateway.declarative import DeclaredFile
 from gateway.fairness import FairnessSync, push_weights
 from gateway.metrics import make_metrics, metrics_routes, watch_usage_backlog
 from gateway.quota import QuotaStore
@@ -50,13 +51,18 @@ async def _health(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok"})
 
 
-async def _build_state(settings: Settings, migrate: bool) -> GatewayState:
+async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile | None = None) -> GatewayState:
     if migrate:
         await asyncio.to_thread(upgrade, settings.database_url)
     db = make_engine(settings.database_url)
     sessions = make_sessionmaker(db)
     quota = make_quota_store(settings)
     bus = quota.config_bus()
+    if declared is not None:  # `serve --config FILE` with backends/pools/tenants/...: apply first
+        from gateway.declarative_cli import apply_in_db
+
+        if await asyncio.to_thread(apply_in_db, sessions, declared.config):
+            await bus.bump()
     usage = UsageRecorder.from_settings(db, settings)
     usage.start()
     embedded = await asyncio.to_thread(start_embedded_engine, settings)
@@ -72,6 +78,9 @@ async def _build_state(settings: Settings, migrate: bool) -> GatewayState:
         st.config_version = await bus.version()
     except Exception:  # Redis down at start: serve 503s until it is back, then catch up
         st.config_version = -1
+    from gateway.pool_metrics import PoolCollector  # per-replica gauges of backend pools
+
+    metrics.registry.register(PoolCollector(lambda: st.backends))
     await load_backends(st)
     await push_weights(st)
     st.fairness_sync = FairnessSync(st, settings.fairness_sync_interval_s).start()
@@ -96,12 +105,14 @@ async def _close_state(st: GatewayState) -> None:
     st.db.dispose()
 
 
-def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Starlette:
+def create_app(settings: Settings | None = None, *, migrate: bool = True,
+               declared: DeclaredFile | None = None) -> Starlette:
+    """The gateway app; `declared` (a parsed declarative file) is applied at start."""
     settings = settings or Settings()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        st = await _build_state(settings, migrate)
+        st = await _build_state(settings, migrate, declared)
         app.state.gateway = st
         watcher = asyncio.get_running_loop().create_task(watch_config(st), name="config-watcher")
         # everything built so far lives as long as the app: keep it out of the collector's
@@ -116,5 +127,5 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Sta
 
     routes = [Route("/health", _health, methods=["GET"])]
     routes += tenant_api.routes() + admin.routes() + admin_routing.routes() + metrics_routes()
-    routes += admin_classify.routes()
+    routes += admin_classify.routes() + admin_pools.routes() + health.routes()
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})

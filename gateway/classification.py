@@ -20,11 +20,14 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter
 
 from policies.residency import SensitivityVerdict, assess
+
+if TYPE_CHECKING:
+    from gateway.state import GatewayState
 
 FAIL_CLOSED_METRIC = "fairgate_classification_fail_closed"
 
@@ -139,14 +142,10 @@ def _warm() -> bool:
     return True
 
 
-def classifier_for(state: Any) -> Classifier:
+def classifier_for(state: GatewayState) -> Classifier:
     """The app's one classifier (built on first use, its counter on the app's registry)."""
-    existing = getattr(state, "classifier", None)
-    if existing is None:
-        metrics = getattr(state, "metrics", None)
-        settings = getattr(state, "settings", None)
-        existing = Classifier(timeout_s=float(getattr(settings, "classify_timeout_s", 2.0)),
-                              registry=getattr(metrics, "registry", None), processes=True)
-        existing.start()
-        state.classifier = existing
-    return existing
+    if state.classifier is None:
+        state.classifier = Classifier(timeout_s=state.settings.classify_timeout_s,
+                                      registry=state.metrics.registry, processes=True)
+        state.classifier.start()
+    return state.classifier

@@ -12,7 +12,8 @@ KV_CHOICES = ["float32", "float16", "bfloat16", "int8", "int4"]
 def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="Hugging Face model folder")
     p.add_argument("--served-model-name", default=None, help="name in /v1/models (default: folder name)")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="loopback by default; any other address needs --api-key (see docs/fleet.md)")
     p.add_argument("--port", type=int, default=8100, help="0 picks a free port (printed)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
@@ -35,6 +36,12 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
                    help="speculative decoding: n-gram prompt lookup or a draft model folder (same vocabulary)")
     p.add_argument("--num-speculative-tokens", type=int, default=4, help="most draft tokens per request per step")
     p.add_argument("--control-secret", default=None, help="shared secret for /control/* (env FAIRGATE_CONTROL_SECRET)")
+    p.add_argument("--api-key", default=None,
+                   help="Bearer key every /v1 call and every tenant header needs (env FAIRGATE_ENGINE_API_KEY)")
+    p.add_argument("--allow-anonymous", action="store_true",
+                   help="with --api-key: callers without it may generate as tenant 'anonymous', no tenant headers")
+    p.add_argument("--insecure-no-auth", action="store_true",
+                   help="allow a non-loopback --host without --api-key (callers are trusted with tenant headers)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     qz.add_argument("--out", required=True, help="folder to write (loadable by `fairgate engine`)")
     qz.add_argument("--method", required=True, metavar="int8|int4[-gN]",
                     help="int8 per output channel, or int4 with a scale per N inputs (default 64)")
+
+    from gateway.declarative_cli import add_commands  # apply / export
+
+    add_commands(sub)
 
     ev = sub.add_parser("eval", help="compare an engine configuration against a baseline")
     ev.add_argument("--model", required=True)
@@ -106,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         from gateway.db import run_db_command
 
         return run_db_command(args) or 0
+    if args.command in ("apply", "export"):
+        from gateway import declarative_cli
+
+        return declarative_cli.run_apply(args) if args.command == "apply" else declarative_cli.run_export(args)
     if args.command == "quantize":
         from backends.local.quantization import run_quantize
 

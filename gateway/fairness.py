@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import httpx
 from sqlalchemy import select
 
+from gateway.pools_store import local_replica_urls
 from gateway.quota import COST_UNIT, QuotaStore
 from gateway.tables import BackendRow, QuotaPolicy, Tenant
 from policies.budget_weights import budget_scaled, used_fraction
@@ -77,6 +78,7 @@ async def _load(app_state: GatewayState) -> tuple[dict[str, float], list[str]]:
                     BackendRow.enabled.is_(True), BackendRow.kind == "local"
                 )
             )
+            urls = [*urls, *local_replica_urls(s)]  # every replica of a local pool gets them too
             return weights, budgets, sorted({control_url(u) for u in urls})
 
     weights, budgets, urls = await asyncio.to_thread(run)

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from backends.base import Backend
 from backends.http1 import HTTP1Pool
 from backends.openai_compat import OpenAICompatBackend
+from backends.vllm import VLLMBackend
 from gateway.routing import Router
 from gateway.settings import Settings
 from gateway.tables import BackendRow
@@ -60,10 +61,12 @@ def start_embedded_engine(settings: Settings) -> LocalBackend | None:
 
 def _make_backend(row: BackendRow, pool: HTTP1Pool, settings: Settings) -> Backend:
     # a "local" backend is a fairgate engine server on company hardware: same protocol,
-    # but personal data may go there
-    return OpenAICompatBackend(
-        row.name, row.base_url, pool, model=row.model, api_key=row.api_key or settings.upstream_api_key,
-        is_local=row.kind == "local", timeout_s=settings.upstream_timeout_s,
+    # but personal data may go there; it gets the engine key, never the external API's key
+    default_key = settings.engine_api_key if row.kind in ("local", "vllm") else settings.upstream_api_key
+    cls = VLLMBackend if row.kind == "vllm" else OpenAICompatBackend  # vllm: on our hardware too
+    return cls(
+        row.name, row.base_url, pool, model=row.model, api_key=row.api_key or default_key,
+        is_local=row.kind in ("local", "vllm"), timeout_s=settings.upstream_timeout_s,
         max_retries=settings.upstream_max_retries)
 
 
@@ -80,6 +83,11 @@ async def load_backends(state: GatewayState) -> None:
     for row in await asyncio.to_thread(rows):
         backends[row.name] = _make_backend(row, state.upstream_pool, state.settings)
         prices[row.name] = Price(row.input_cost_per_mtok, row.output_cost_per_mtok)
+    from gateway.pools_store import load_pools  # pools keep their live state across rebuilds
+
+    for name, (pool, row) in (await load_pools(state, old)).items():
+        backends[name] = pool
+        prices[name] = Price(row.input_cost_per_mtok, row.output_cost_per_mtok)
     if state.embedded is not None:
         backends.setdefault(state.embedded.name, state.embedded)
         prices.setdefault(state.embedded.name, Price())

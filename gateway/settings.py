@@ -32,6 +32,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = 1_048_576
     default_max_tokens: int = 1024  # reserved and enforced when a request names no max_tokens
     upstream_api_key: str | None = None  # default key for openai backends without their own
+    engine_api_key: str | None = None  # default key for local engine servers (their --api-key)
     upstream_timeout_s: float = 60.0
     upstream_max_retries: int = 2
     # A reservation lives this long unless its replica renews it (a heartbeat every third of
@@ -42,6 +43,7 @@ class Settings(BaseSettings):
     # Database unreachable: `journal` keeps serving and appends usage rows to a local fsync'd
     # file, replayed when it is back; `refuse` answers 503 before reserving until it is back.
     usage_on_db_unavailable: Literal["refuse", "journal"] = "journal"
+    classify_timeout_s: float = 2.0  # detector time cap per request; past it the request is sensitive
     usage_journal_path: str | None = None  # default: fairgate-usage-<hash of the database url>.journal
     usage_journal_max_bytes: int = Field(default=256 << 20, ge=4096)  # full: refuse, never drop
     default_priority: str = "standard"
@@ -49,6 +51,7 @@ class Settings(BaseSettings):
     metrics_token: str | None = None  # set → GET /metrics wants `Authorization: Bearer <it>`
     control_secret: str | None = None  # sent to engine servers' /control/* (their --control-secret)
     fairness_sync_interval_s: float = 5.0  # re-push weights to engines that lost them (restart)
+    shutdown_grace_s: float = 30.0  # on SIGTERM: time for in-flight requests and streams to finish
 
 
 def _read_file(path: str) -> dict[str, Any]:
@@ -64,11 +67,24 @@ def _read_file(path: str) -> dict[str, Any]:
     return data
 
 
-def load_settings(config_file: str | None = None, **overrides: Any) -> Settings:
-    """Settings from `overrides` (CLI flags), then FAIRGATE_* env, then the file, then defaults."""
-    values: dict[str, Any] = {}
+def unknown_settings(data: dict[str, Any], where: str = "") -> list[str]:
+    """Paths of keys that are no setting (a typo like `admin_tokn` must not pass silently)."""
+    return [f"{where}{k}" for k in data if k not in Settings.model_fields]
+
+
+def load_settings(config_file: str | None = None, values: dict[str, Any] | None = None,
+                  **overrides: Any) -> Settings:
+    """Settings from `overrides` (CLI flags), then FAIRGATE_* env, then the file (or `values`,
+    the settings part of a declarative file), then defaults. Unknown file keys are refused."""
+    file_values = dict(values or {})
     if config_file:
-        for key, value in _read_file(config_file).items():
+        file_values.update(_read_file(config_file))
+    bad = unknown_settings(file_values)
+    if bad:
+        raise ValueError(f"unknown setting {bad[0]!r} in {config_file or 'the configuration'}")
+    values = {}
+    if file_values:
+        for key, value in file_values.items():
             # the environment wins over the file, so only take file keys the env does not set
             if f"{ENV_PREFIX}{key.upper()}" not in os.environ:
                 values[key] = value

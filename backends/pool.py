@@ -1,0 +1,267 @@
+"""A pool of engine replicas serving one model, as one `Backend`.
+
+The gateway routes a request to the pool; the pool picks the replica (backends/pool_routing.py:
+prefix affinity bounded by load), counts it outstanding while it runs, and fails over to the
+next replica in the choice's order when one cannot take it before the first byte (after that
+the stream ends with the replica's error, as for any backend). A `ReplicaProbe` task reads
+every replica's health and KV usage every `probe_interval_s`: a replica that fails
+`eject_after` probes in a row — or any request on a dead connection — is ejected (no new
+requests) and re-admitted after `readmit_after` good probes in a row. A draining replica gets no
+new requests; its in-flight ones finish (`wait_idle`), then the admin removes it.
+
+State lives per gateway process (outstanding counts, health); what the fleet shares is the
+configuration (which replicas, which are draining) in the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from backends.base import Backend, BackendError, Capabilities, Chunk, GenerationRequest
+from backends.pool_load import LoadReading, read_load
+from backends.pool_prefix import PrefixKeyer
+from backends.pool_routing import Policy, PoolChoice, ReplicaLoad, choose
+
+if TYPE_CHECKING:
+    import httpx
+
+log = logging.getLogger("fairgate.pool")
+DEAD_STATUSES = frozenset({502, 504})  # unreachable / timed out: the replica, not the request
+
+
+@dataclass(slots=True, frozen=True)
+class ReplicaSpec:
+    """One replica as configured. `draining`: no new requests."""
+
+    name: str
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    draining: bool = False
+
+
+@dataclass(slots=True)
+class PoolOptions:
+    policy: Policy = "affinity"
+    load_factor: float = 1.25  # affinity holds while outstanding < factor × mean (+1)
+    max_kv_usage: float = 0.9  # a replica fuller than this gives way
+    load_slack: int = 4  # ... and affinity holds while within this many of the least loaded
+    probe_interval_s: float = 1.0
+    probe_timeout_s: float = 1.0
+    eject_after: int = 2  # failed probes in a row
+    readmit_after: int = 2  # good probes in a row
+
+
+@dataclass(slots=True)
+class Replica:
+    """A replica's live state in this gateway process."""
+
+    spec: ReplicaSpec
+    backend: Backend
+    outstanding: int = 0
+    healthy: bool = True
+    kv_usage: float | None = None
+    engine_waiting: int | None = None
+    bad_probes: int = 0
+    good_probes: int = 0
+    ejections: int = 0
+    requests: int = 0
+    failures: int = 0
+    routed: dict[str, int] = field(default_factory=dict)  # reason → requests sent here first
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def routable(self) -> bool:
+        return self.healthy and not self.spec.draining
+
+    def eject(self, why: str) -> None:
+        if self.healthy:
+            self.healthy, self.ejections, self.good_probes = False, self.ejections + 1, 0
+            log.warning("replica %s ejected (%s)", self.name, why)
+
+    def probed(self, reading: LoadReading | None, opts: PoolOptions) -> None:
+        if reading is None:
+            self.bad_probes, self.good_probes = self.bad_probes + 1, 0
+            if self.bad_probes >= opts.eject_after:
+                self.eject("health probe failed")
+            return
+        self.kv_usage, self.engine_waiting = reading.kv_usage, reading.waiting
+        self.bad_probes, self.good_probes = 0, self.good_probes + 1
+        if not self.healthy and self.good_probes >= opts.readmit_after:
+            self.healthy = True
+            log.warning("replica %s re-admitted", self.name)
+
+
+ReplicaFactory = Callable[[ReplicaSpec], Backend]
+
+
+class PoolBackend:
+    """N replicas of one model behind one name. `make_replica` builds a replica's backend
+    (an OpenAICompatBackend or VLLMBackend) from its spec; `kind` ("local" | "vllm") says how
+    to read load from it."""
+
+    context_length: int | None = None
+
+    def __init__(self, name: str, kind: str, specs: list[ReplicaSpec], make_replica: ReplicaFactory,
+                 http: httpx.AsyncClient, *, model: str | None = None, keyer: PrefixKeyer | None = None,
+                 options: PoolOptions | None = None, is_local: bool = True) -> None:
+        self.name = name
+        self.kind = kind
+        self.model = model
+        self.is_local = is_local
+        self.capabilities = Capabilities(tenant_scheduling=True, cache_salt=True)
+        self.options = options or PoolOptions()
+        self.keyer = keyer or PrefixKeyer()
+        self._make = make_replica
+        self._http = http
+        self._counter = itertools.count()
+        self.replicas: dict[str, Replica] = {}
+        self._probe: asyncio.Task[None] | None = None
+        self.update(specs)
+
+    @property
+    def model_name(self) -> str | None:
+        return self.model
+
+    def __repr__(self) -> str:
+        return f"PoolBackend(name={self.name!r}, replicas={list(self.replicas)})"
+
+    def update(self, specs: list[ReplicaSpec]) -> None:
+        """Take a new replica list; replicas whose address and key stay keep their live state.
+        A removed replica's in-flight requests finish: they hold their replica."""
+        old, self.replicas = self.replicas, {}
+        for spec in specs:
+            kept = old.get(spec.name)
+            if kept is not None and (kept.spec.base_url, kept.spec.api_key) == (spec.base_url, spec.api_key):
+                kept.spec = spec
+                self.replicas[spec.name] = kept
+            else:
+                self.replicas[spec.name] = Replica(spec, self._make(spec))
+
+    # ------------------------------------------------------------------ routing
+    def choice(self, request: GenerationRequest) -> PoolChoice | None:
+        live = [r for r in self.replicas.values() if r.routable]
+        if not live:
+            return None
+        loads = [ReplicaLoad(r.name, r.outstanding, r.kv_usage) for r in live]
+        key = self.keyer.key(request) if self.options.policy == "affinity" else b""
+        return choose(self.options.policy, key, loads, counter=next(self._counter),
+                      load_factor=self.options.load_factor, max_kv_usage=self.options.max_kv_usage,
+                      load_slack=self.options.load_slack)
+
+    def _order(self, request: GenerationRequest) -> list[Replica]:
+        picked = self.choice(request)
+        if picked is None:
+            raise BackendError(f"pool {self.name} has no healthy replica", 503, True, code="no_healthy_replica")
+        first = self.replicas[picked.order[0]]
+        first.routed[picked.reason] = first.routed.get(picked.reason, 0) + 1
+        return [self.replicas[n] for n in picked.order]
+
+    def _failed(self, replica: Replica, exc: BackendError) -> None:
+        replica.failures += 1
+        if exc.status in DEAD_STATUSES or exc.code == "circuit_open":
+            replica.eject(f"request failed with {exc.status}")
+
+    async def complete(self, request: GenerationRequest) -> dict[str, Any]:
+        last: BackendError | None = None
+        for replica in self._order(request):
+            replica.outstanding += 1
+            replica.requests += 1
+            try:
+                return await replica.backend.complete(request)
+            except BackendError as exc:
+                self._failed(replica, exc)
+                if not exc.retryable:
+                    raise
+                last = exc
+            finally:
+                replica.outstanding -= 1
+        assert last is not None
+        raise last
+
+    async def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+        """Fail over until a replica produced its first batch; then stay with it."""
+        last: BackendError | None = None
+        for replica in self._order(request):
+            replica.outstanding += 1
+            replica.requests += 1
+            stream = replica.backend.stream_batches(request)
+            try:
+                try:
+                    first = await stream.__anext__()
+                except StopAsyncIteration:
+                    return
+                except BackendError as exc:
+                    self._failed(replica, exc)
+                    if not exc.retryable:
+                        raise
+                    last = exc
+                    continue
+                yield first
+                try:
+                    async for batch in stream:
+                        yield batch
+                except BackendError as exc:
+                    self._failed(replica, exc)
+                    raise
+                return
+            finally:
+                await stream.aclose()
+                replica.outstanding -= 1
+        assert last is not None
+        raise last
+
+    # ------------------------------------------------------------------ health and drain
+    def start(self) -> PoolBackend:
+        if self._probe is None:
+            self._probe = asyncio.get_running_loop().create_task(self._probe_loop(), name=f"pool-probe-{self.name}")
+        return self
+
+    async def probe_once(self) -> None:
+        replicas = list(self.replicas.values())
+        readings = await asyncio.gather(*(read_load(self._http, self.kind, r.spec.base_url,
+                                                    self.options.probe_timeout_s) for r in replicas))
+        for replica, reading in zip(replicas, readings, strict=True):
+            replica.probed(reading, self.options)
+
+    async def _probe_loop(self) -> None:
+        while True:
+            try:
+                await self.probe_once()
+            except Exception:  # noqa: BLE001 - one bad round must not end the health checks
+                log.exception("pool %s probe round failed", self.name)
+            await asyncio.sleep(self.options.probe_interval_s)
+
+    async def wait_idle(self, replica: str, timeout_s: float) -> bool:
+        """Wait until this process has nothing in flight on `replica`; False on timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while (r := self.replicas.get(replica)) is not None and r.outstanding > 0:
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
+
+    def status(self) -> list[dict[str, Any]]:
+        """Per replica, what this gateway sees (admin and metrics); never the key."""
+        return [{"name": r.name, "base_url": r.spec.base_url, "healthy": r.healthy, "draining": r.spec.draining,
+                 "outstanding": r.outstanding, "kv_usage": r.kv_usage, "requests": r.requests,
+                 "failures": r.failures, "ejections": r.ejections, "routed": dict(r.routed)}
+                for r in self.replicas.values()]
+
+    async def aclose(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._probe
+            self._probe = None
+        for r in self.replicas.values():
+            await r.backend.aclose()
