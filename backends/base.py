@@ -44,7 +44,10 @@ class Capabilities:
     tenant_scheduling: bool = False  # schedules by tenant and priority class (X-Tenant, X-Priority)
     cache_salt: bool = False  # keeps tenants' prefix caches apart (X-Cache-Salt)
     logprobs: bool = True  # returns logprobs when asked
-    tools: bool = True  # tool / function calling, response_format
+    tools: bool = True  # tool / function calling
+    response_format: bool = True  # structured output (json_object / json_schema)
+    n: bool = True  # several choices per request
+    batched_prompts: bool = True  # completions with a list of prompts
 
 
 @dataclass(slots=True)

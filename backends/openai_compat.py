@@ -88,6 +88,10 @@ class OpenAICompatBackend:
         body = dict(request.body)
         if self.model:
             body["model"] = self.model
+        parsed = request.parsed
+        if self.is_local and parsed is not None and parsed.max_tokens is not None \
+                and parsed.max_tokens_field not in body:
+            body["max_tokens"] = parsed.max_tokens  # our engine servers: the reserved bound
         if stream:
             body["stream"] = True
             body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}

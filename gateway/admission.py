@@ -123,13 +123,20 @@ async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -
     check_model_access(principal, parsed)
     max_tokens = max_tokens_limit(state, principal, parsed)
     decision = await route(state, req, principal, priority)
-    if parsed.max_tokens is None:
+    check_capabilities(decision, parsed, req.body)
+    asked = parsed.max_tokens is not None
+    if not asked:
         max_tokens = clamp_to_context(decision, parsed, max_tokens)
-    cost = reserve_price(state, decision, parsed, max_tokens)
+    completion_bound = max_tokens * parsed.num_choices  # every choice may run to max_tokens
+    cost = reserve_price(state, decision, parsed, completion_bound)
     rid = response_id(req.kind, req.request_id)
-    await reserve(state, rid, principal, parsed.prompt_tokens_bound + max_tokens, cost)
-    # what we reserved is what may be generated: the limit travels in the body and the reading
-    req.body[parsed.max_tokens_field] = parsed.max_tokens = max_tokens
+    await reserve(state, rid, principal, parsed.prompt_tokens_bound + completion_bound, cost)
+    # What we reserved bounds the generation: the reading carries it to every backend (the local
+    # engine and our engine servers honour it); the body gets it only to enforce a key's limit,
+    # never otherwise (OpenAI's reasoning models refuse `max_tokens`).
+    parsed.max_tokens = max_tokens
+    if asked or principal.max_tokens_per_request is not None:
+        req.body[parsed.max_tokens_field] = max_tokens
     gen = GenerationRequest(
         req.request_id, req.kind, req.body, tenant=principal.tenant_id, priority=priority,
         cache_salt=principal.cache_salt or principal.tenant_id, parsed=parsed, model=parsed.model)
@@ -183,6 +190,25 @@ async def route(state: GatewayState, req: Incoming, principal: Principal, priori
         if exc.status == 404:
             raise RouteRefresh(error) from None
         raise error from None
+
+
+def check_capabilities(decision: RouteDecision, parsed: WireRequest, body: dict) -> None:
+    """Refuse, before anything is reserved, a field the chosen backend declares it cannot honour."""
+    if not decision.backends:
+        return
+    caps, name = decision.backends[0].capabilities, decision.backends[0].name
+    asks = [
+        ("n", parsed.n > 1, caps.n),
+        ("prompt", parsed.is_batched, caps.batched_prompts),
+        ("tools", bool(body.get("tools") or body.get("functions")), caps.tools),
+        ("response_format", (body.get("response_format") or {"type": "text"}) != {"type": "text"},
+         caps.response_format),
+        ("logprobs", body.get("logprobs") not in (None, False) or bool(body.get("top_logprobs")), caps.logprobs),
+    ]
+    for param, asked, supported in asks:
+        if asked and not supported:
+            raise WireError(400, f"`{param}` is not supported by the backend serving this model ({name}).",
+                            "unsupported_parameter", param)
 
 
 def clamp_to_context(decision: RouteDecision, parsed: WireRequest, max_tokens: int) -> int:

@@ -28,6 +28,8 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     kv.add_argument("--kv-cache-memory", type=int, default=None, help="bytes for the KV cache")
     p.add_argument("--max-num-seqs", type=int, default=64)
     p.add_argument("--max-num-batched-tokens", type=int, default=512)
+    p.add_argument("--tool-call-parser", choices=["hermes", "llama3_json"], default="hermes",
+                   help="how the model writes tool calls (Hermes <tool_call> tags or Llama 3 JSON)")
     p.add_argument("--max-model-len", type=int, default=None)
     p.add_argument("--no-prefix-caching", action="store_true")
     p.add_argument("--speculative", default="off", metavar="ngram|draft:DIR|off",

@@ -1,4 +1,5 @@
-"""Tenant routes besides completions: /v1/models (what the key may use), /v1/usage (own usage)."""
+"""Tenant routes besides completions: /v1/models and /v1/models/{id} (what the key may use:
+backends, router aliases, and the literal model names routing rules match), /v1/usage (own usage)."""
 
 from __future__ import annotations
 
@@ -33,14 +34,39 @@ def _json(obj: object, status: int = 200) -> Response:
     return Response(orjson.dumps(obj), status, media_type="application/json")
 
 
+def model_names(request: Request, principal: Principal) -> list[str]:
+    """Every model name a client may send: backend names, aliases, and rule models that are
+    plain names (a glob such as `gpt-*` names no model)."""
+    state = state_of(request.app)
+    router = state.router
+    names = set(state.backends) | set(router.aliases)
+    names |= {r.match.model for r in router.rules if r.match.model and not any(c in r.match.model for c in "*?[")}
+    return sorted(n for n in names if principal.may_use(n))
+
+
+def _model(name: str) -> dict[str, object]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": "fairgate"}
+
+
 async def list_models(request: Request) -> Response:
     try:
         principal = await _principal(request)
     except WireError as err:
         return error_response(err)
-    names = [n for n in state_of(request.app).backends if principal.may_use(n)]
-    return _json({"object": "list", "data": [
-        {"id": n, "object": "model", "created": 0, "owned_by": "fairgate"} for n in sorted(names)]})
+    return _json({"object": "list", "data": [_model(n) for n in model_names(request, principal)]})
+
+
+async def get_model(request: Request) -> Response:
+    """GET /v1/models/{id}: the model object, or OpenAI's 404 for one this key cannot use."""
+    try:
+        principal = await _principal(request)
+        name = request.path_params["model"]
+        if name not in model_names(request, principal):
+            raise WireError(404, f"The model `{name}` does not exist or you do not have access to it.",
+                            "model_not_found", "model")
+    except WireError as err:
+        return error_response(err)
+    return _json(_model(name))
 
 
 async def own_usage(request: Request) -> Response:
@@ -70,5 +96,6 @@ def routes() -> list[Route]:
         Route("/v1/chat/completions", CompletionsEndpoint("chat"), methods=["POST"]),
         Route("/v1/completions", CompletionsEndpoint("completion"), methods=["POST"]),
         Route("/v1/models", list_models, methods=["GET"]),
+        Route("/v1/models/{model:path}", get_model, methods=["GET"]),
         Route("/v1/usage", own_usage, methods=["GET"]),
     ]

@@ -44,4 +44,8 @@ def check_request(ids: list[int], sampling: SamplingParams, priority: str | int,
     for t in sampling.stop_token_ids:
         if type(t) is not int or t < 0:
             raise RequestRejected(f"invalid stop token id {t!r}", "invalid_value", param="stop_token_ids")
+    for t in sampling.logit_bias:
+        if not 0 <= t < limits.vocab_size:
+            raise RequestRejected(f"logit_bias token id {t} is outside the vocabulary (0..{limits.vocab_size - 1})",
+                                  "invalid_value", param="logit_bias")
     return rank

@@ -6,19 +6,31 @@ engine and a `fairgate engine` process give the same answers for the same body.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
 from backends.base import Capabilities, Chunk, GenerationRequest
+from backends.local.choice_format import ChoiceFormatter
+from backends.local.choices import Choice, plan_choices, run_choices, total_usage
 from backends.local.engine import AsyncEngine
 from backends.local.engine_config import EngineConfig
 from backends.local.engine_stream import RequestStream
 from backends.local.output import EngineStats, RequestOutput, RequestRejected
 from backends.local.prepare import EngineRequest, ModelInfo, prepare
-from backends.openai_wire import WireError, chunk, full_response, parse_request, usage_chunk
+from backends.local.structured import GrammarState, StructuredCompiler
+from backends.openai_wire import (
+    WireError,
+    chunk,
+    full_response,
+    parse_request,
+    usage_chunk,
+    usage_dict,
+)
 
-CAPABILITIES = Capabilities(tenant_scheduling=True, cache_salt=True, logprobs=False, tools=False)
+CAPABILITIES = Capabilities(tenant_scheduling=True, cache_salt=True, logprobs=True, tools=True,
+                            response_format=True, n=True, batched_prompts=True)
 
 
 class LocalBackend:
@@ -31,7 +43,8 @@ class LocalBackend:
         self.engine = engine
         self.name = name
         self.model_name = model_name or engine.config.served_model_name or _folder_name(engine.config.model)
-        self.info = ModelInfo(self.model_name, engine.max_model_len, engine.tokenizer)
+        self.info = ModelInfo(self.model_name, engine.max_model_len, engine.tokenizer, engine.vocab_size,
+                              _grammar_compiler(engine), engine.config.tool_call_parser)
 
     @property
     def context_length(self) -> int:
@@ -72,16 +85,22 @@ class LocalBackend:
         return prepare(wire, request.body, self.info)
 
     async def complete_prepared(self, prepared: EngineRequest, request: GenerationRequest) -> dict[str, Any]:
-        final: RequestOutput | None = None
-        async with self._start(prepared, request) as stream:
-            async for delta in stream:
-                if final is None:
-                    final = delta
-                else:
-                    final.merge(delta)
-        assert final is not None
-        _raise_if_failed(final)
-        return full_response(prepared.kind, request.request_id, request.model or prepared.model, final)
+        choices = self._choices(prepared, request)
+        finals: dict[int, RequestOutput] = {}
+        async for choice, delta in run_choices(choices, lambda c: self._start(c, prepared, request)):
+            if choice.index in finals:
+                finals[choice.index].merge(delta)
+            else:
+                finals[choice.index] = delta
+        for out in finals.values():
+            _raise_if_failed(out)
+        fmt = ChoiceFormatter(prepared, self.engine.tokenizer.decode)
+        response = full_response(prepared.kind, request.request_id, request.model or prepared.model,
+                                 finals[0])
+        response["choices"] = [fmt.full_choice(c, finals[c.index], finals) for c in choices]
+        if len(choices) > 1:
+            response["usage"] = usage_dict(total_usage(choices, finals))
+        return response
 
     async def stream_prepared(
         self, prepared: EngineRequest, request: GenerationRequest, include_usage: bool
@@ -91,35 +110,67 @@ class LocalBackend:
         sent so far."""
         kind, rid, model = prepared.kind, request.request_id, request.model or prepared.model
         created = int(time.time())
-        async with self._start(prepared, request) as stream:
+        choices = self._choices(prepared, request)
+        fmt = ChoiceFormatter(prepared, self.engine.tokenizer.decode)
+        finals: dict[int, RequestOutput] = {}
+        deltas = run_choices(choices, lambda c: self._start(c, prepared, request))
+        try:
             if kind == "chat":
-                yield [chunk(kind, rid, model, created, "", first=True)]
-            async for delta in stream:
+                yield [_indexed(chunk(kind, rid, model, created, "", first=True), c.index) for c in choices]
+            async for choice, delta in deltas:
                 _raise_if_failed(delta)
-                if not delta.finished:
-                    if delta.text:
-                        yield [chunk(kind, rid, model, created, delta.text)]
-                    continue
-                batch = [chunk(kind, rid, model, created, delta.text)] if delta.text else []
-                batch.append(chunk(kind, rid, model, created, None if kind == "chat" else "", delta.finish_reason))
-                if include_usage:
-                    batch.append(usage_chunk(kind, rid, model, created, delta.usage))
-                yield batch
+                batch = fmt.stream_pieces(choice, delta, rid, model, created)
+                if delta.finished:
+                    finals[choice.index] = delta
+                    if include_usage and len(finals) == len(choices):
+                        usage = total_usage(choices, finals) if len(choices) > 1 else delta.usage
+                        batch.append(usage_chunk(kind, rid, model, created, usage))
+                if batch:
+                    yield batch
+        finally:
+            await deltas.aclose()
 
-    def _start(self, prepared: EngineRequest, request: GenerationRequest) -> RequestStream:
+    def _choices(self, prepared: EngineRequest, request: GenerationRequest) -> list[Choice]:
+        return plan_choices(request.request_id, prepared.prompt_batch or [prepared.prompt_token_ids], prepared.n,
+                            prepared.sampling)
+
+    def _start(self, choice: Choice, prepared: EngineRequest, request: GenerationRequest) -> RequestStream:
+        # Prompt logprobs need every prompt position computed: no prefix-cache hits from other
+        # requests (a salt of the request's own, as vLLM turns the cache off); its own choices
+        # still share the blocks.
+        salt = request.cache_salt
+        if prepared.sampling.prompt_logprobs is not None:
+            salt = f"prompt-logprobs-{request.request_id}"
+        sampling = choice.sampling
+        if sampling.grammar is not None:  # each choice walks the grammar on its own
+            sampling = dataclasses.replace(sampling, grammar_state=GrammarState(sampling.grammar))
         try:
             return self.engine.add_request(
-                request.request_id,
-                prepared.prompt_token_ids,
-                prepared.sampling,
+                choice.request_id,
+                choice.prompt_token_ids,
+                sampling,
                 tenant=request.tenant,
                 priority=request.priority,
-                cache_salt=request.cache_salt,
+                cache_salt=salt,
             )
         except RequestRejected as exc:
             raise WireError(400, str(exc), exc.code, exc.param) from None
         except RuntimeError as exc:  # the engine is closed (shutting down): try another backend
             raise WireError(503, str(exc), "engine_unavailable") from None
+
+
+def _grammar_compiler(engine: AsyncEngine) -> StructuredCompiler | None:
+    """The engine's grammar compiler; None when the tokenizer cannot tell its vocabulary."""
+    tok = engine.tokenizer
+    if not hasattr(tok, "to_json") or not hasattr(tok, "get_vocab"):
+        return None
+    return StructuredCompiler(tok.to_json(), tok.get_vocab(), engine.vocab_size, engine.eos_token_ids,
+                              lambda ids: tok.decode(ids, skip_special_tokens=False))
+
+
+def _indexed(piece: Chunk, index: int) -> Chunk:
+    piece["choices"][0]["index"] = index
+    return piece
 
 
 def _raise_if_failed(out: RequestOutput) -> None:

@@ -29,6 +29,7 @@ class EngineConfig:
     max_model_len: int | None = None
     enable_prefix_caching: bool = True
     served_model_name: str | None = None
+    tool_call_parser: str = "hermes"  # how the model writes tool calls: hermes | llama3_json
     # Speculative decoding: "off", "ngram" (prompt lookup) or "draft:DIR" (a draft model folder
     # with the target's vocabulary); at most `num_speculative_tokens` drafts per request per step.
     speculative: str = "off"
@@ -46,6 +47,8 @@ class EngineConfig:
             raise ValueError("max_num_seqs must be >= 1")
         if self.max_num_batched_tokens < 1:
             raise ValueError("max_num_batched_tokens must be >= 1")
+        if self.tool_call_parser not in ("hermes", "llama3_json"):
+            raise ValueError("tool_call_parser must be hermes or llama3_json")
         if self.max_model_len is not None and self.max_model_len < 2:
             raise ValueError("max_model_len must be >= 2")
         if self.quantization not in (None, "", "none"):
@@ -75,6 +78,7 @@ class EngineConfig:
             max_model_len=args.max_model_len,
             enable_prefix_caching=not args.no_prefix_caching,
             served_model_name=args.served_model_name,
+            tool_call_parser=getattr(args, "tool_call_parser", "hermes"),
             speculative=getattr(args, "speculative", "off"),
             num_speculative_tokens=getattr(args, "num_speculative_tokens", 4),
         )

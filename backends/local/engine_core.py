@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from backends.local.engine_factory import EngineParts
 from backends.local.output import EngineStats, FinishReason, OutputTracker, RequestOutput
 from backends.local.protocols import EngineObserver
-from backends.local.types import RunnerInput
+from backends.local.types import RunnerInput, SampleResult
 from scheduler.plan import ScheduledChunk, StepPlan
 from scheduler.request import SchedRequest
 
@@ -69,10 +69,10 @@ class EngineCore:
         plan = self._schedule()
         if plan.is_empty:
             return StepResult([], ran=False)
-        sampled = self._execute(plan)
+        sampled, extras = self._execute(plan)
         self.scheduler.update_from_output(plan, sampled)
         self._count(plan, sampled)
-        outputs = self._outputs(sampled)
+        outputs = self._outputs(sampled, extras)
         if self.speculator is not None:
             # The whole step so far (planning and output processing grow with tokens too).
             seconds = time.perf_counter() - started
@@ -90,8 +90,9 @@ class EngineCore:
             self.observer.on_scheduled(plan)
         return plan
 
-    def _execute(self, plan: StepPlan) -> dict[str, int | list[int]]:
-        """Run the plan; the sampled token (a verify: the kept tokens) per request that sampled."""
+    def _execute(self, plan: StepPlan) -> tuple[dict[str, int | list[int]], dict[str, SampleResult]]:
+        """Run the plan; the sampled token (a verify: the kept tokens) per request that sampled,
+        and the `SampleResult`s (logprobs) of the requests that asked for them."""
         inputs = [self._runner_input(chunk) for chunk in plan.chunks]
         started = time.perf_counter()
         try:
@@ -102,7 +103,15 @@ class EngineCore:
             raise StepFailed([c.request_id for c in plan.chunks], f"engine error: {type(exc).__name__}") from exc
         finally:
             self.stats.busy_seconds += time.perf_counter() - started
-        return {c.request_id: tok for c, tok in zip(plan.chunks, sampled, strict=True) if tok is not None}
+        tokens: dict[str, int | list[int]] = {}
+        extras: dict[str, SampleResult] = {}
+        for c, res in zip(plan.chunks, sampled, strict=True):
+            if isinstance(res, SampleResult):
+                extras[c.request_id] = res
+                res = res.token_id
+            if res is not None:
+                tokens[c.request_id] = res
+        return tokens, extras
 
     def _runner_input(self, chunk: ScheduledChunk) -> RunnerInput:
         live = self._live[chunk.request_id]
@@ -126,6 +135,8 @@ class EngineCore:
             sample=chunk.sample,
             sampling=live.tracker.sampling,
             num_output_tokens=len(req.output_token_ids),
+            prompt_token_ids=req.prompt_token_ids,
+            output_token_ids=req.output_token_ids,
             num_spec_tokens=num_spec,
         )
 
@@ -135,17 +146,22 @@ class EngineCore:
         stats.tokens_computed += plan.num_batched_tokens
         stats.generation_tokens += sum(1 if isinstance(t, int) else len(t) for t in sampled.values())
 
-    def _outputs(self, sampled: dict[str, int | list[int]]) -> list[RequestOutput]:
+    def _outputs(self, sampled: dict[str, int | list[int]], extras: dict[str, SampleResult]) -> list[RequestOutput]:
         """Detokenize and stop-check the sampled tokens; retire finished requests."""
         outputs: list[RequestOutput] = []
+        for request_id, res in extras.items():
+            if res.prompt_logprobs and request_id in self._live:
+                self._live[request_id].tracker.add_prompt_logprobs(res.prompt_logprobs)
         for request_id, tokens in sampled.items():
             live = self._live.get(request_id)
             if live is None:
                 continue
+            extra = extras.get(request_id)
+            logprobs = [extra.logprobs] if extra is not None and extra.logprobs is not None else None
             try:
                 # Several tokens from a verify: the tracker drops any after a stop.
                 out = live.tracker.process([tokens] if isinstance(tokens, int) else tokens,
-                                           live.sched.num_cached_tokens)
+                                           live.sched.num_cached_tokens, logprobs)
             except Exception:  # e.g. a detokenizer bug: fail only this request
                 log.exception("output processing failed for one request")
                 outputs += self.fail([request_id], "engine error while decoding output")

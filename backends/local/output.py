@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from backends.local.types import SamplingParams
+from backends.local.types import SamplingParams, TokenLogprobs
 
 FinishReason = Literal["stop", "length", "abort", "error"]
 
@@ -84,6 +84,9 @@ class RequestOutput:
     finish_reason: FinishReason | None = None
     stop_reason: str | int | None = None  # the stop string or stop token id that matched
     error: str | None = None
+    logprobs: list[TokenLogprobs] | None = None  # one per token in token_ids, when asked
+    # With echo: one per prompt token (the first None), in the first delta only.
+    prompt_logprobs: list[TokenLogprobs | None] | None = None
 
     @property
     def finished(self) -> bool:
@@ -97,6 +100,10 @@ class RequestOutput:
         self.finish_reason = later.finish_reason
         self.stop_reason = later.stop_reason
         self.error = later.error
+        if later.logprobs is not None:
+            self.logprobs = (self.logprobs or []) + later.logprobs
+        if later.prompt_logprobs is not None:
+            self.prompt_logprobs = later.prompt_logprobs
 
 
 class IncrementalDecoder(Protocol):
@@ -126,12 +133,22 @@ class OutputTracker:
     finish_reason: FinishReason | None = None
     stop_reason: str | int | None = None
     _max_stop_len: int = field(default=0)
+    # position -> entry, filled as prefill chunks run (kept over a recompute); sent once.
+    _prompt_logprobs: dict[int, TokenLogprobs] = field(default_factory=dict)
+    _prompt_logprobs_sent: bool = False
 
     def __post_init__(self) -> None:
         self._max_stop_len = max((len(s) for s in self.sampling.stop), default=0)
 
-    def process(self, new_token_ids: list[int], cached_tokens: int) -> RequestOutput:
-        """Account for newly sampled tokens; return the delta (maybe empty) to emit."""
+    def add_prompt_logprobs(self, entries: dict[int, TokenLogprobs]) -> None:
+        """Record prompt-token logprobs a prefill chunk computed (first computation wins)."""
+        for pos, entry in entries.items():
+            self._prompt_logprobs.setdefault(pos, entry)
+
+    def process(self, new_token_ids: list[int], cached_tokens: int,
+                logprobs: list[TokenLogprobs] | None = None) -> RequestOutput:
+        """Account for newly sampled tokens (and their logprobs, when asked); return the delta
+        (maybe empty) to emit."""
         emitted_ids: list[int] = []
         text = ""
         for token_id in new_token_ids:
@@ -150,7 +167,13 @@ class OutputTracker:
                 text += self._add_text(self.decoder.flush())
             text += self.held_text  # nothing can complete a stop string any more
             self.held_text = ""
-        return self._output(emitted_ids, text, cached_tokens)
+        out = self._output(emitted_ids, text, cached_tokens)
+        if logprobs is not None:
+            out.logprobs = logprobs[: len(emitted_ids)]
+        if self.sampling.prompt_logprobs is not None and not self._prompt_logprobs_sent:
+            self._prompt_logprobs_sent = True
+            out.prompt_logprobs = [None] + [self._prompt_logprobs.get(p) for p in range(1, self.num_prompt_tokens)]
+        return out
 
     def finish(self, reason: FinishReason, cached_tokens: int, error: str | None = None) -> RequestOutput:
         """Close the stream from outside (abort or engine error); flushes nothing held."""

@@ -2,17 +2,21 @@
 tokenizer and chat template) and `SamplingParams`.
 
 `parse_request` (backends/openai_wire) has already checked types and shapes; this step adds
-what only this engine knows: the served model's name, its context length, and the fields it
-cannot honour (n > 1, logprobs, tools, ...), which are refused by name rather than ignored.
+what only this engine knows: the served model's name, its context length and vocabulary, and
+the fields it cannot honour (tools, response_format, ...), which are refused by name rather
+than ignored. Penalties, bias and logprobs fields are read in sampling_fields.py.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from backends.base import Kind
+from backends.local.sampling_fields import read_sampling_fields
+from backends.local.structured import GrammarRequest, StructuredCompiler, read_grammar_request
+from backends.local.tools import ToolPlan, read_tools
 from backends.local.types import SamplingParams
 from backends.openai_wire import (
     WireError,
@@ -28,7 +32,8 @@ from backends.openai_wire.request import is_int
 
 class PromptTokenizer(Protocol):
     def encode(self, text: str) -> list[int]: ...
-    def encode_chat(self, messages: list[dict[str, Any]]) -> list[int]: ...
+    def encode_chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> list[int]: ...
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
 
 
 @dataclass(slots=True)
@@ -38,6 +43,9 @@ class ModelInfo:
     name: str
     max_model_len: int
     tokenizer: PromptTokenizer
+    vocab_size: int | None = None  # None: token ids are checked at admission only
+    grammars: StructuredCompiler | None = None  # None: structured output is refused
+    tool_parser: str = "hermes"  # how the model writes tool calls (tool_parsers.PARSERS)
 
 
 @dataclass(slots=True)
@@ -50,6 +58,13 @@ class EngineRequest:
     sampling: SamplingParams
     stream: bool
     include_usage: bool
+    echo_text: str | None = None  # completions with echo: the prompt text, returned first
+    # Completions with a batch of prompts: every prompt's ids (the first is prompt_token_ids)
+    # and echo text; n choices each.
+    prompt_batch: list[list[int]] = field(default_factory=list)
+    echo_batch: list[str] = field(default_factory=list)
+    n: int = 1
+    tools: ToolPlan | None = None  # chat with `tools`: how replies become tool calls
 
 
 def parse_for_engine(kind: Kind, body: Any, info: ModelInfo) -> EngineRequest:
@@ -68,48 +83,83 @@ def prepare(wire: WireRequest, body: dict[str, Any], info: ModelInfo) -> EngineR
     if wire.has_stream_options and not wire.stream:
         raise bad_value("stream_options is only allowed when stream is true", "stream_options")
     _refuse_unsupported(wire.kind, body)
-    ids = _chat_prompt(wire, info) if wire.kind == "chat" else _completion_prompt(wire, info)
-    sampling = _sampling(wire, body, len(ids), info.max_model_len)
-    return EngineRequest(wire.kind, wire.model or info.name, ids, sampling, wire.stream, wire.include_usage)
+    plan, tool_grammar = read_tools(body, info.tool_parser) if wire.kind == "chat" else (None, None)
+    if wire.kind == "chat":
+        batch = [_chat_prompt(wire, info, plan.tools if plan else None)]
+    else:
+        batch = [_completion_prompt(p, info) for p in (wire.prompts or [wire.prompt])]
+    sampling = _sampling(wire, body, max(len(ids) for ids in batch), info)
+    sampling.grammar = _grammar(read_grammar_request(body), tool_grammar, info)
+    # Draft verification samples from the raw distribution: requests whose logits are processed
+    # (penalties, bias, min_p/min_tokens, grammars) or who want logprobs run unspeculated.
+    if sampling.needs_processing or sampling.grammar is not None or sampling.min_p > 0 \
+            or sampling.logprobs is not None or sampling.prompt_logprobs is not None:
+        sampling.speculative = False
+    echoes: list[str] = []
+    if wire.kind == "completion" and body.get("echo"):
+        echoes = [p if isinstance(p, str) else info.tokenizer.decode(ids)
+                  for p, ids in zip(wire.prompts or [wire.prompt], batch, strict=True)]
+    return EngineRequest(wire.kind, wire.model or info.name, batch[0], sampling, wire.stream, wire.include_usage,
+                         echoes[0] if echoes else None, batch, echoes, wire.n, plan)
+
+
+def _grammar(fmt: GrammarRequest | None, tools: GrammarRequest | None, info: ModelInfo) -> Any:
+    """The compiled grammar of a structured-output or forced-tool request (None: free text)."""
+    if fmt is not None and tools is not None:
+        raise bad_value("a forced tool call and response_format cannot be combined", "tool_choice")
+    grammar = fmt or tools
+    if grammar is None:
+        return None
+    if info.grammars is None:
+        raise bad_value("structured output is not available on this engine", grammar.param)
+    return info.grammars.compile(grammar)
 
 
 def _refuse_unsupported(kind: Kind, body: dict[str, Any]) -> None:
     best_of = _opt(body, "best_of", int)
     if best_of is not None and best_of != 1:
         raise bad_value("best_of is not supported", "best_of")
-    if body.get("logprobs") not in (None, False) or body.get("top_logprobs") not in (None, 0):
-        raise bad_value("logprobs are not supported by this engine", "logprobs")
-    if kind == "completion":
-        if body.get("echo"):
-            raise bad_value("echo is not supported", "echo")
-        if body.get("suffix") not in (None, ""):
-            raise bad_value("suffix is not supported", "suffix")
-    if body.get("tools") or body.get("functions"):
-        raise bad_value("tool calling is not supported by this engine", "tools")
-    fmt = body.get("response_format")
-    if fmt is not None and fmt != {"type": "text"}:
-        raise bad_value("only response_format {\"type\": \"text\"} is supported", "response_format")
-    for name in ("presence_penalty", "frequency_penalty"):
-        if body.get(name):
-            raise bad_value(f"{name} is not supported (only 0)", name)
+    if kind == "completion" and body.get("suffix") not in (None, ""):
+        raise bad_value("suffix is not supported", "suffix")
+    if kind == "completion" and body.get("tools") is not None:
+        raise bad_value("tools apply to chat completions", "tools")
+    for name in _VLLM_UNSUPPORTED:
+        if body.get(name) is not None:
+            raise bad_value(f"{name} is not supported by this engine", name)
 
 
-def _completion_prompt(wire: WireRequest, info: ModelInfo) -> list[int]:
-    if isinstance(wire.prompt, str):
-        if not wire.prompt:
+_VLLM_UNSUPPORTED = ("guided_grammar", "guided_decoding_backend", "prompt_logprobs", "allowed_token_ids", "bad_words", "truncate_prompt_tokens")
+
+
+def _completion_prompt(prompt: str | list[int], info: ModelInfo) -> list[int]:
+    if isinstance(prompt, str):
+        if not prompt:
             raise bad_value("prompt must not be empty", "prompt")
-        ids = info.tokenizer.encode(wire.prompt)
+        ids = info.tokenizer.encode(prompt)
     else:
-        ids = list(wire.prompt)
+        ids = list(prompt)
     check_prompt_fits(len(ids), info.max_model_len, "prompt")
     return ids
 
 
-def _chat_prompt(wire: WireRequest, info: ModelInfo) -> list[int]:
-    clean = [{"role": m["role"], "content": _message_text(m.get("content"), i)}
-             for i, m in enumerate(wire.messages)]
+_MESSAGE_FIELDS = ("name", "tool_calls", "tool_call_id")  # what templates read besides role/content
+
+
+def _template_message(m: dict[str, Any], i: int) -> dict[str, Any]:
+    """A message as the chat template sees it (as transformers passes it): text content, the
+    tool fields kept, and OpenAI's `developer` role as `system` (what open models know)."""
+    out: dict[str, Any] = {"role": "system" if m["role"] == "developer" else m["role"],
+                           "content": _message_text(m.get("content"), i)}
+    for key in _MESSAGE_FIELDS:
+        if m.get(key) is not None:
+            out[key] = m[key]
+    return out
+
+
+def _chat_prompt(wire: WireRequest, info: ModelInfo, tools: list[dict[str, Any]] | None) -> list[int]:
+    clean = [_template_message(m, i) for i, m in enumerate(wire.messages)]
     try:
-        ids = info.tokenizer.encode_chat(clean)
+        ids = info.tokenizer.encode_chat(clean, tools=tools) if tools else info.tokenizer.encode_chat(clean)
     except Exception as exc:  # noqa: BLE001 - template errors (e.g. raise_exception) are the client's
         raise bad_value(f"could not apply the chat template: {exc}", "messages") from None
     check_prompt_fits(len(ids), info.max_model_len, "messages")
@@ -125,11 +175,11 @@ def _message_text(content: Any, i: int) -> str:
     return "".join(part["text"] for part in content)
 
 
-def _sampling(wire: WireRequest, body: dict[str, Any], n_prompt: int, max_model_len: int) -> SamplingParams:
+def _sampling(wire: WireRequest, body: dict[str, Any], n_prompt: int, info: ModelInfo) -> SamplingParams:
     max_tokens = wire.max_tokens
     if max_tokens is None:
-        max_tokens = completion_room(max_model_len, n_prompt)
-    check_completion_fits(n_prompt, max_tokens, max_model_len)
+        max_tokens = completion_room(info.max_model_len, n_prompt)
+    check_completion_fits(n_prompt, max_tokens, info.max_model_len)
     if wire.temperature is not None and not 0 <= wire.temperature <= 2:
         raise bad_value("temperature must be between 0 and 2", "temperature")
     if wire.top_p is not None and not 0 < wire.top_p <= 1:
@@ -142,6 +192,9 @@ def _sampling(wire: WireRequest, body: dict[str, Any], n_prompt: int, max_model_
     if not isinstance(stop_ids, list) or not all(is_int(t) and t >= 0 for t in stop_ids):
         raise bad_value("stop_token_ids must be a list of token ids", "stop_token_ids")
     _opt(body, "user", str)  # accepted and ignored
+    extra = read_sampling_fields(wire.kind, body, info.vocab_size)
+    if extra.min_tokens > max_tokens:
+        raise bad_value("min_tokens must not exceed max_tokens", "min_tokens")
     return SamplingParams(
         max_tokens=max_tokens,
         temperature=1.0 if wire.temperature is None else wire.temperature,
@@ -151,6 +204,7 @@ def _sampling(wire: WireRequest, body: dict[str, Any], n_prompt: int, max_model_
         stop=list(wire.stop),
         stop_token_ids=list(stop_ids),
         ignore_eos=bool(_opt(body, "ignore_eos", bool)),
+        **extra.params_kwargs(),
     )
 
 

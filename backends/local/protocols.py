@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from backends.local.output import IncrementalDecoder, RequestOutput
-from backends.local.types import RunnerInput
+from backends.local.types import RunnerInput, SampleResult
 
 if TYPE_CHECKING:
     from backends.local.config import ModelConfig
@@ -45,9 +45,10 @@ class ModelExecutor(Protocol):
     @property
     def eos_token_ids(self) -> Sequence[int]: ...
 
-    def execute(self, inputs: list[RunnerInput]) -> list[int | list[int] | None]:
+    def execute(self, inputs: list[RunnerInput]) -> list[int | list[int] | SampleResult | None]:
         """The sampled token per input with `sample=True`, None for the others, in order; for
-        an input with `num_spec_tokens` k, the list of accepted drafts plus one token (1..k+1)."""
+        an input with `num_spec_tokens` k, the list of accepted drafts plus one token (1..k+1);
+        a `SampleResult` (token plus logprobs) for an input whose request asked for logprobs."""
         ...
 
 

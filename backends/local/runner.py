@@ -11,11 +11,13 @@ import kernels
 from backends.local.batch import build_step
 from backends.local.config import ModelConfig
 from backends.local.loader import load_weights
+from backends.local.logprobs import prompt_logprobs
 from backends.local.model import DecoderModel, LayerKV
 from backends.local.quantization import quantized_linears, weight_bytes
-from backends.local.sampling import Sampler
+from backends.local.sampling import Sampler, sample_batch
 from backends.local.spec_verify import verify_drafts
-from backends.local.types import RunnerInput
+from backends.local.structured import GrammarMasker
+from backends.local.types import RunnerInput, SampleResult
 from kernels.kv_quant import KV_FORMATS, SCALE_DTYPE, cache_shape
 from kernels.quant_format import QuantMethod
 
@@ -93,6 +95,7 @@ class ModelRunner:
         else:
             generator.seed()
         self.sampler = Sampler(generator)
+        self.grammar_masker = GrammarMasker()  # structured output masks, filled during the forward
         self.weight_bytes = weight_bytes(self.model)
         log.info(
             "model runner: %s, %d layers, dtype %s on %s, weights %s (%.1f MiB), %d KV blocks x %d"
@@ -177,44 +180,59 @@ class ModelRunner:
         )
 
     @torch.inference_mode()
-    def execute(self, inputs: list[RunnerInput]) -> list[int | list[int] | None]:
+    def execute(self, inputs: list[RunnerInput]) -> list[int | list[int] | SampleResult | None]:
         """Run one step; per input with `sample=True` the sampled token (a list of accepted
-        drafts plus one token for an input with `num_spec_tokens`), None for the others."""
+        drafts plus one token for an input with `num_spec_tokens`), None for the others. An
+        input whose request asked for logprobs or prompt logprobs gets a `SampleResult`."""
         if not inputs:
             return []
         step = self._build(inputs)
-        hidden = self.model(step.input_ids, self.kv_caches, step.meta)  # [T, hidden]
         sampling = [i for i, inp in enumerate(inputs) if inp.sample]
-        if not sampling:
-            return [None] * len(inputs)
-        # Logits only for the last token of each sampling input (the last 1 + k of a verify).
-        rows: list[int] = []
-        for i in sampling:
-            end = step.token_start[i] + step.token_count[i]
-            rows.extend(range(end - 1 - inputs[i].num_spec_tokens, end))
-        rows_t = torch.tensor(rows, dtype=torch.int64, device=self.device)
-        logits = self.model.compute_logits(hidden.index_select(0, rows_t))  # [sum(1 + k), vocab]
-        out: list[int | list[int] | None] = [None] * len(inputs)
         plain = [i for i in sampling if not inputs[i].num_spec_tokens]
         verify = [i for i in sampling if inputs[i].num_spec_tokens]
-        row_of, at = {}, 0
-        for i in sampling:
-            row_of[i] = at
-            at += 1 + inputs[i].num_spec_tokens
-        if plain:
-            plain_rows = torch.tensor([row_of[i] for i in plain], dtype=torch.int64, device=self.device)
-            tokens = self.sampler(
-                logits.index_select(0, plain_rows), [inputs[i].sampling for i in plain],
-                [inputs[i].num_output_tokens for i in plain],
-            )
-            for i, tok in zip(plain, tokens, strict=True):
-                out[i] = tok
-        if verify:
-            spans = {i: logits[row_of[i] : row_of[i] + 1 + inputs[i].num_spec_tokens] for i in verify}
-            for i, kept in zip(verify, verify_drafts([inputs[i] for i in verify], [spans[i] for i in verify],
-                                                     self.sampler.generator), strict=True):
-                out[i] = kept
+        masks = self.grammar_masker.start([inputs[i].sampling.grammar_state for i in plain],
+                                          [inputs[i].output_token_ids for i in plain], self.config.vocab_size)
+        hidden = self.model(step.input_ids, self.kv_caches, step.meta)  # [T, hidden]
+        out: list[int | list[int] | SampleResult | None] = [None] * len(inputs)
+        if sampling:
+            # Logits only for the last token of each sampling input (the last 1 + k of a verify).
+            rows: list[int] = []
+            row_of: dict[int, int] = {}
+            for i in sampling:
+                end = step.token_start[i] + step.token_count[i]
+                row_of[i] = len(rows)
+                rows.extend(range(end - 1 - inputs[i].num_spec_tokens, end))
+            rows_t = torch.tensor(rows, dtype=torch.int64, device=self.device)
+            logits = self.model.compute_logits(hidden.index_select(0, rows_t))  # [sum(1 + k), vocab]
+            if plain:
+                plain_rows = torch.tensor([row_of[i] for i in plain], dtype=torch.int64, device=self.device)
+                tokens = sample_batch(self.sampler, logits.index_select(0, plain_rows), [inputs[i] for i in plain],
+                                      self.eos_token_ids, masks)
+                for i, tok in zip(plain, tokens, strict=True):
+                    out[i] = tok
+            if verify:
+                spans = [logits[row_of[i] : row_of[i] + 1 + inputs[i].num_spec_tokens] for i in verify]
+                kept = verify_drafts([inputs[i] for i in verify], spans, self.sampler.generator)
+                for i, toks in zip(verify, kept, strict=True):
+                    out[i] = toks
+        self._add_prompt_logprobs(inputs, hidden, step.token_start, out)
         return out
+
+    def _add_prompt_logprobs(self, inputs: list[RunnerInput], hidden: torch.Tensor, token_start: list[int],
+                             out: list[int | SampleResult | None]) -> None:
+        """Prompt logprobs (echo) from this step's hidden states of prompt chunks: the logits
+        head over their rows only, no extra forward pass."""
+        for i, inp in enumerate(inputs):
+            k = inp.sampling.prompt_logprobs
+            if k is None or inp.start_pos >= len(inp.prompt_token_ids) - 1:
+                continue
+            start = token_start[i]
+            logits = self.model.compute_logits(hidden[start : start + len(inp.token_ids)])  # [n, vocab]
+            entries = prompt_logprobs(logits, inp.prompt_token_ids, inp.start_pos, k)
+            res = out[i]
+            if not isinstance(res, SampleResult):
+                res = out[i] = SampleResult(res)
+            res.prompt_logprobs = entries
 
     @torch.inference_mode()
     def forward_logits(self, inputs: list[RunnerInput]) -> list[torch.Tensor]:

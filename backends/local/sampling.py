@@ -1,4 +1,5 @@
-"""Batched token sampling: greedy, temperature, top-k, top-p, per-request seeds.
+"""Batched token sampling: logits processors, greedy, temperature, top-k, top-p, min-p,
+per-request seeds, and the sampled tokens' logprobs.
 
 Every row draws with one uniform number through the inverse CDF of its filtered distribution.
 A seeded request takes that number from a generator seeded by (seed, tokens generated so far),
@@ -9,10 +10,14 @@ batch or the step. Stop conditions (eos, stop strings, max_tokens) are the engin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future
 
 import torch
 
-from backends.local.types import SamplingParams
+from backends.local.logits_processors import apply_logits_processors
+from backends.local.logprobs import token_logprobs
+from backends.local.structured import GrammarMasks, fill_grammar_masks
+from backends.local.types import RunnerInput, SampleResult, SamplingParams
 
 _MASK64 = (1 << 64) - 1
 
@@ -71,11 +76,41 @@ class Sampler:
         return u
 
 
+def sample_batch(
+    sampler: Sampler,
+    logits: torch.Tensor,  # [N, V] float32, one row per sampling input; processed in place
+    inputs: Sequence[RunnerInput],
+    eos_token_ids: Sequence[int],
+    grammar_masks: Future[GrammarMasks] | None = None,
+) -> list[int] | list[SampleResult]:
+    """Process, sample and (when any row asks) take logprobs for one step's sampling rows.
+
+    Returns plain token ids when no row asked for logprobs, else one `SampleResult` per row
+    (rows that did not ask carry `logprobs=None`). `grammar_masks`: the step's structured
+    output masks (GrammarMasker.start, filled while the forward pass ran); None fills them here.
+    """
+    params = [inp.sampling for inp in inputs]
+    apply_logits_processors(
+        logits, params, [inp.prompt_token_ids for inp in inputs], [inp.output_token_ids for inp in inputs],
+        eos_token_ids,
+    )
+    if grammar_masks is not None:
+        grammar_masks.result().apply(logits)
+    elif any(p.grammar_state is not None for p in params):
+        states = [p.grammar_state for p in params]
+        fill_grammar_masks(states, [inp.output_token_ids for inp in inputs], logits.shape[1]).apply(logits)
+    tokens = sampler.sample(logits, params, [inp.num_output_tokens for inp in inputs])  # [N]
+    if all(p.logprobs is None for p in params):
+        return tokens.tolist()
+    entries = token_logprobs(logits, tokens, [p.logprobs or 0 for p in params])
+    return [SampleResult(e.token_id, e if p.logprobs is not None else None) for e, p in zip(entries, params, strict=True)]
+
+
 def filtered_probs(
     logits: torch.Tensor,  # [N, V]
     params: Sequence[SamplingParams],
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Each row's distribution after temperature, top-k and top-p (greedy rows at temperature 1).
+    """Each row's distribution after temperature, top-k, top-p and min-p (greedy rows at temperature 1).
 
     Returns (probs [N, V], order): when top-k or top-p is in use `probs` is sorted descending
     and `order[n, j]` is the token id of column j; otherwise `order` is None (vocabulary order).
@@ -99,6 +134,10 @@ def filtered_probs(
         mass_before = probs.cumsum(dim=-1) - probs  # [N, V]
         # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
         probs = probs.masked_fill(mass_before >= top_ps[:, None], 0.0)
+    if any(p.min_p > 0 for p in params):
+        min_ps = torch.tensor([p.min_p for p in params], dtype=probs.dtype, device=device)  # [N]
+        top = probs.max(dim=-1, keepdim=True).values  # [N, 1]; the top token always stays
+        probs = probs.masked_fill(probs < min_ps[:, None] * top, 0.0)
     return probs, order
 
 

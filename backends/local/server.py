@@ -1,6 +1,6 @@
 """`fairgate engine`: the paged engine behind an OpenAI-compatible HTTP API (Starlette + uvicorn).
 
-Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE), GET /v1/models,
+Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE), GET /v1/models[/{id}],
 GET /health, GET /stats, GET /metrics (Prometheus), GET|PUT /control/fairness. The gateway in
 front passes the tenant, priority class and cache salt in `X-Tenant`, `X-Priority`,
 `X-Cache-Salt`; `X-Prompt-Version` labels the prefix-cache metrics. With `--api-key` those
@@ -69,6 +69,7 @@ def build_app(
         Route("/v1/completions", server.completions, methods=["POST"]),
         Route("/v1/chat/completions", server.chat, methods=["POST"]),
         Route("/v1/models", server.models, methods=["GET"]),
+        Route("/v1/models/{model:path}", server.model, methods=["GET"]),
         Route("/health", server.health, methods=["GET"]),
         Route("/stats", server.stats, methods=["GET"]),
         Route("/metrics", server.metrics.endpoint, methods=["GET"]),
@@ -145,14 +146,27 @@ class EngineServer:
             events(), media_type="text/event-stream", headers={"x-request-id": greq.request_id}
         )
 
+    def _model(self) -> dict[str, Any]:
+        return {"id": self.backend.model_name, "object": "model", "created": 0, "owned_by": "fairgate",
+                "max_model_len": self.backend.engine.max_model_len}
+
     async def models(self, request: Request) -> Response:
         try:
             self.auth.trusted(dict(request.headers))
         except WireError as exc:
             return error_response(exc)
-        model = {"id": self.backend.model_name, "object": "model", "created": 0, "owned_by": "fairgate",
-                 "max_model_len": self.backend.engine.max_model_len}
-        return JSONResponse({"object": "list", "data": [model]})
+        return JSONResponse({"object": "list", "data": [self._model()]})
+
+    async def model(self, request: Request) -> Response:
+        """GET /v1/models/{id}: the served model, or OpenAI's 404."""
+        try:
+            self.auth.trusted(dict(request.headers))
+        except WireError as exc:
+            return error_response(exc)
+        name = request.path_params["model"]
+        if name != self.backend.model_name:
+            return error_response(WireError(404, f"The model `{name}` does not exist.", "model_not_found", "model"))
+        return JSONResponse(self._model())
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})

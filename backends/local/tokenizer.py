@@ -1,8 +1,10 @@
 """Text <-> token ids for a model folder: tokenizer.json via `tokenizers`, chat template via jinja2.
 
 The chat template comes from `chat_template.jinja` or tokenizer_config.json `chat_template` and
-renders in a sandboxed jinja environment, the same inputs transformers gives it (messages,
-add_generation_prompt, bos_token, eos_token, tools, raise_exception, strftime_now).
+renders in a sandboxed jinja environment set up as transformers sets up its own: the same inputs
+(messages, add_generation_prompt, bos_token, eos_token, tools, raise_exception, strftime_now),
+`{% break %}` / `{% continue %}` (jinja's loopcontrols), and the `{% generation %}` block (which
+transformers uses to mark assistant tokens; it renders its body unchanged).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.ext
+from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer as _HFTokenizer
 
@@ -38,6 +42,18 @@ def _tojson(value: Any, indent: int | None = None, ensure_ascii: bool = False, s
 
 def _strftime_now(fmt: str) -> str:
     return datetime.now().strftime(fmt)
+
+
+class _GenerationTag(jinja2.ext.Extension):
+    """`{% generation %}...{% endgeneration %}`: transformers' assistant-mask marker; the text
+    between the tags renders as is."""
+
+    tags = {"generation"}
+
+    def parse(self, parser: Any) -> nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return nodes.Scope(body, lineno=lineno)
 
 
 class Tokenizer:
@@ -73,6 +89,14 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return self._tok.get_vocab_size(with_added_tokens=True)
 
+    def to_json(self) -> str:
+        """tokenizer.json as text (grammar engines read its vocabulary type from it)."""
+        return self._tok.to_str()
+
+    def get_vocab(self) -> dict[str, int]:
+        """Token string (in the tokenizer's own encoding, e.g. byte-level) -> id."""
+        return self._tok.get_vocab(with_added_tokens=True)
+
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         return self._tok.encode(text, add_special_tokens=add_special_tokens).ids
 
@@ -93,7 +117,8 @@ class Tokenizer:
                 "chat_template.jinja); use the completions endpoint with a plain prompt"
             )
         if self._compiled is None:
-            env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+            env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                                extensions=[jinja2.ext.loopcontrols, _GenerationTag])
             env.globals["raise_exception"] = _raise_exception
             env.globals["strftime_now"] = _strftime_now
             env.filters["tojson"] = _tojson

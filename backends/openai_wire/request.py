@@ -1,6 +1,6 @@
 """One reading of an OpenAI request body, shared by the gateway and the engine server.
 
-`parse_request` checks every field either side reads (types, shapes, n=1) by hand — no
+`parse_request` checks every field either side reads (types, shapes, n) by hand — no
 pydantic on the hot path — and returns a `WireRequest` that travels with the body. Fields it
 does not know pass through untouched; what a particular backend cannot honour is refused by
 that backend (e.g. backends/local/prepare.py).
@@ -23,6 +23,7 @@ from backends.openai_wire.errors import WireError, bad_value
 
 TEMPLATE_TOKENS_PER_MESSAGE = 8
 TEMPLATE_TOKENS_BASE = 16
+MAX_N = 128  # choices per request (n x prompts): a bound on what one request may reserve
 
 _NUMBER_FIELDS = ("temperature", "top_p", "frequency_penalty", "presence_penalty")
 _INT_FIELDS = ("seed", "top_k", "logprobs", "top_logprobs")
@@ -43,12 +44,28 @@ class WireRequest:
     texts: list[str] = field(repr=False)  # message contents / prompt text: classification, the bound
     prompt_tokens_bound: int
     messages: list[dict[str, Any]] = field(default_factory=list, repr=False)  # chat only
-    prompt: str | list[int] = field(default="", repr=False)  # completion; a batch of one unwrapped
+    prompt: str | list[int] = field(default="", repr=False)  # completion: the first (or only) prompt
+    prompts: list[str | list[int]] = field(default_factory=list, repr=False)  # completion: every prompt
+    n: int = 1  # choices per prompt
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None
     seed: int | None = None
     stop: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def num_choices(self) -> int:
+        """Choices in the response: n per prompt (a batch of prompts for completions)."""
+        return self.n * max(1, len(self.prompts))
+
+    @property
+    def is_batched(self) -> bool:
+        """More than one prompt, or one prompt given as token ids (`prompt: [[ids]]` included)."""
+        return len(self.prompts) > 1
+
+    @property
+    def has_token_prompt(self) -> bool:
+        return any(not isinstance(p, str) for p in self.prompts)
 
 
 MAX_TOKENS = 2**31 - 1  # no model generates more; fits every token column and quota counter
@@ -66,10 +83,10 @@ def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireR
     model = _model(body, require_model)
     if kind == "chat":
         messages, texts, extra = _messages(body.get("messages"))
-        prompt: str | list[int] = ""
+        prompts: list[str | list[int]] = []
     else:
         messages = []
-        prompt, texts, extra = _prompt(body.get("prompt"))
+        prompts, texts, extra = _prompts(body.get("prompt"))
     stream, include_usage = _stream(body)
     max_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
     max_tokens = body.get(max_field)
@@ -77,15 +94,19 @@ def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireR
         raise bad_value(f"`{max_field}` must be a positive integer", "max_tokens")
     if max_tokens is not None and max_tokens > MAX_TOKENS:  # what the quota counters can hold exactly
         raise bad_value(f"`{max_field}` is {max_tokens}; it must be at most {MAX_TOKENS}", "max_tokens")
-    n = body.get("n")
-    if n is not None and n != 1:
-        raise bad_value("only n=1 is supported; send one request per completion", "n")
+    n = body.get("n", 1)
+    if n is None:
+        n = 1
+    if not is_int(n) or not 1 <= n <= MAX_N:
+        raise bad_value(f"`n` must be an integer between 1 and {MAX_N}", "n")
+    if n * max(1, len(prompts)) > MAX_N:
+        raise bad_value(f"n x prompts must be at most {MAX_N} choices", "n")
     _check_types(body)
-    bound = TEMPLATE_TOKENS_BASE + extra + sum(len(t.encode()) for t in texts)
+    bound = TEMPLATE_TOKENS_BASE * max(1, len(prompts)) + extra + sum(len(t.encode()) for t in texts)
     return WireRequest(
         kind, model, stream, include_usage, body.get("stream_options") is not None, max_tokens, max_field,
-        texts, bound, messages, prompt, _float(body, "temperature"), _float(body, "top_p"),
-        body.get("top_k"), body.get("seed"), _stop(body.get("stop")))
+        texts, bound, messages, prompts[0] if prompts else "", prompts, n, _float(body, "temperature"),
+        _float(body, "top_p"), body.get("top_k"), body.get("seed"), _stop(body.get("stop")))
 
 
 def _model(body: dict[str, Any], required: bool) -> str | None:
@@ -132,21 +153,28 @@ def _content_texts(content: Any, i: int, texts: list[str]) -> int:
     return extra
 
 
-def _prompt(prompt: Any) -> tuple[str | list[int], list[str], int]:
-    """The prompt (text or token ids), its texts, and the bound's extra tokens."""
+def _prompts(prompt: Any) -> tuple[list[str | list[int]], list[str], int]:
+    """The prompts (each text or token ids), their texts, and the bound's extra tokens.
+
+    A string or a list of ids is one prompt; a list of strings or of id lists is a batch."""
     if prompt is None:
         raise bad_value("`prompt` is required", "prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
-        prompt = prompt[0]  # a batch of one
-    if isinstance(prompt, str):
-        return prompt, [prompt], 0
+    if isinstance(prompt, str) or (isinstance(prompt, list) and prompt and all(is_int(t) for t in prompt)):
+        prompt = [prompt]
     if not isinstance(prompt, list) or not prompt:
-        raise bad_value("`prompt` must be a non-empty string or list of token ids", "prompt")
-    if all(is_int(t) for t in prompt):
-        return prompt, [], len(prompt)  # token ids count themselves
-    if all(isinstance(p, str | list) for p in prompt):
-        raise bad_value("batched prompts are not supported; send one prompt per request", "prompt")
-    raise bad_value("`prompt` must be a string or a list of token ids", "prompt")
+        raise bad_value("`prompt` must be a non-empty string, list of token ids, or list of those", "prompt")
+    prompts: list[str | list[int]] = []
+    texts: list[str] = []
+    extra = 0
+    for i, p in enumerate(prompt):
+        if isinstance(p, str):
+            texts.append(p)
+        elif isinstance(p, list) and p and all(is_int(t) for t in p):
+            extra += len(p)  # token ids count themselves
+        else:
+            raise bad_value(f"prompt[{i}] must be a string or a non-empty list of token ids", "prompt")
+        prompts.append(p)
+    return prompts, texts, extra
 
 
 def _stream(body: dict[str, Any]) -> tuple[bool, bool]:

@@ -45,6 +45,9 @@ def test_completion_prompts() -> None:
     ids = parse_request("completion", {"model": "m", "prompt": [[4, 5, 6]]})
     assert ids.prompt == [4, 5, 6] and ids.texts == [] and ids.prompt_tokens_bound == TEMPLATE_TOKENS_BASE + 3
     assert parse_request("completion", {"prompt": "x"}, require_model=False).model is None
+    batch = parse_request("completion", {"model": "m", "prompt": ["ab", [7, 8]], "n": 3})
+    assert batch.prompts == ["ab", [7, 8]] and batch.num_choices == 6 and batch.texts == ["ab"]
+    assert batch.prompt_tokens_bound == 2 * TEMPLATE_TOKENS_BASE + 2 + 2
 
 
 @pytest.mark.parametrize(("kind", "body", "param"), [
@@ -53,10 +56,12 @@ def test_completion_prompts() -> None:
     ("chat", {"model": "m", "messages": [{"role": "user", "content": 5}]}, "messages"),
     ("chat", {"model": "m", "messages": [{"role": "user", "content": [{"text": "no type"}]}]}, "messages"),
     ("completion", {"model": "m"}, "prompt"),
-    ("completion", {"model": "m", "prompt": ["a", "b"]}, "prompt"),
+    ("completion", {"model": "m", "prompt": ["a", 5]}, "prompt"),
     ("completion", {"model": "m", "prompt": "x", "max_tokens": 0}, "max_tokens"),
     ("completion", {"model": "m", "prompt": "x", "max_completion_tokens": "5"}, "max_tokens"),
-    ("completion", {"model": "m", "prompt": "x", "n": 2}, "n"),
+    ("completion", {"model": "m", "prompt": "x", "n": 0}, "n"),
+    ("completion", {"model": "m", "prompt": "x", "n": "2"}, "n"),
+    ("completion", {"model": "m", "prompt": ["x"] * 65, "n": 2}, "n"),
     ("completion", {"model": "m", "prompt": "x", "stream": "yes"}, "stream"),
     ("completion", {"model": "m", "prompt": "x", "stream_options": []}, "stream_options"),
     ("completion", {"model": "m", "prompt": "x", "top_p": True}, "top_p"),

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,36 +11,18 @@ import httpx
 import openai
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.engine_proc import engine_server
+
 SECRET = "s3cret"
 
 
 @pytest.fixture(scope="module")
 def server(tiny_model_dir: Path) -> Iterator[str]:
-    cmd = [
-        sys.executable, "-m", "gateway.cli", "engine", "--model", str(tiny_model_dir),
-        "--served-model-name", "tiny", "--port", "0", "--num-kv-blocks", "64",
-        "--max-model-len", "256", "--max-num-batched-tokens", "64", "--control-secret", SECRET,
-    ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        url = None
-        for line in proc.stdout:  # type: ignore[union-attr]
-            if line.startswith("fairgate engine listening on "):
-                url = line.split(" on ", 1)[1].strip()
-                break
-        assert url, "the engine server exited before listening"
+    with engine_server(
+        tiny_model_dir, "--served-model-name", "tiny", "--num-kv-blocks", "64", "--max-model-len", "256",
+        "--max-num-batched-tokens", "64", "--control-secret", SECRET,
+    ) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout:
-            proc.stdout.close()
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +104,8 @@ BAD = [
     ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": 5}]}, {}, 400, None),
     ("/v1/chat/completions", {"model": "tiny", "messages": [], "max_tokens": 3}, {}, 400, None),
     ("/v1/chat/completions", {"model": "nope", "messages": [{"role": "user", "content": "x"}]}, {}, 404, "model_not_found"),
-    ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "n": 3}, {}, 400, None),
-    ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "logprobs": True}, {}, 400, None),
+    ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "n": 0}, {}, 400, None),
+    ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "logprobs": 1}, {}, 400, None),
     ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 0}, {}, 400, "invalid_value"),
     ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}]}, {"X-Priority": "vip"}, 400, "invalid_value"),
     ("/v1/completions", {"model": "tiny", "prompt": ""}, {}, 400, None),

@@ -37,7 +37,7 @@ CASES = [
     ({"model": "up", "messages": MSG, "stream": "yes"}, 400, "invalid_value"),
     ({"model": "up", "messages": MSG, "temperature": "hot"}, 400, "invalid_value"),
     ({"model": "up", "messages": MSG, "stop": 5}, 400, "invalid_value"),
-    ({"model": "up", "messages": MSG, "n": 3}, 400, "invalid_value"),
+    ({"model": "up", "messages": MSG, "n": 0}, 400, "invalid_value"),
     ({"model": "up", "messages": MSG, "stream_options": {"include_usage": "y"}}, 400, "invalid_value"),
     ({"model": "nope", "messages": MSG}, 404, "model_not_found"),
     ({"model": "up", "messages": MSG, "max_tokens": 51}, 400, "max_tokens_exceeded"),

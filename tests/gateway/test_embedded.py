@@ -4,6 +4,7 @@ receiving tenant weights and serving tenants through the same request path."""
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
@@ -34,4 +35,38 @@ def test_embedded_engine_serves_and_gets_weights(tmp_path, tiny_model_dir):
         r = httpx.post(gw.url + "/v1/chat/completions", headers=h, timeout=120, json={
             "model": name, "messages": [{"role": "user", "content": "merhaba"}], "temperature": 0})
         assert r.status_code == 200, r.text
+        admin.close()
+
+
+def test_embedded_engine_takes_the_new_fields_and_refuses_bad_ones(tmp_path, tiny_model_dir):
+    import asyncio
+
+    import openai
+
+    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/e.db",
+                        model=str(tiny_model_dir))
+    with GatewayThread(settings) as gw:
+        admin = Admin(gw.url)
+        name = tiny_model_dir.name
+        t = admin.tenant()
+        key = admin.key(t["id"])["key"]
+        with openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=120) as c:
+            msgs = [{"role": "user", "content": "merhaba"}]
+            for bad in ({"logit_bias": {"5": 500}}, {"top_logprobs": 30, "logprobs": True}, {"min_p": 2},
+                        {"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "nope"}}}},
+                        {"tools": [{"type": "function", "function": {"name": ""}}]}, {"n": 0}):
+                with pytest.raises(openai.BadRequestError) as err:
+                    c.chat.completions.create(model=name, messages=msgs, max_tokens=3, extra_body=bad)
+                assert err.value.body["param"] == next(iter(bad)) or err.value.body["param"] == "top_logprobs"
+            counters = asyncio.run_coroutine_threadsafe(gw.state.quota.counters(f"t:{t['id']}"), gw.server_loop)
+            assert counters.result(10)["daily_tokens"] == 0  # every refusal released what it held
+            r = c.chat.completions.create(model=name, messages=msgs, max_tokens=3, n=2, logprobs=True,
+                                          top_logprobs=2, seed=1)
+            assert [ch.index for ch in r.choices] == [0, 1] and r.usage.completion_tokens == 6
+            assert all(len(ch.logprobs.content) == 3 for ch in r.choices)
+            js = c.chat.completions.create(model=name, messages=msgs, max_tokens=40, seed=2, response_format={
+                "type": "json_schema", "json_schema": {"name": "s", "schema": {
+                    "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+                    "additionalProperties": False}}})
+            assert js.choices[0].message.content in ('{"ok": true}', '{"ok": false}')
         admin.close()

@@ -8,6 +8,7 @@ import json
 import time
 
 import httpx
+import openai
 import pytest
 
 from gateway.settings import Settings
@@ -285,3 +286,24 @@ def test_rules_and_audit_on_postgresql(make_gateway, upstream) -> None:
     rows = admin.client.get("/admin/routing/audit", params={"tenant_id": t["id"]}).json()["data"]
     assert [(x["rule_id"], x["status"], x["finding_kinds"]) for x in rows] == [
         (None, 503, ["tckn"]), ("all-up", 200, [])]
+
+
+def test_models_list_rule_aliases_and_retrieve_one(gw) -> None:
+    g, admin, _, _ = gw
+    rules = [*STANDARD, {"id": "glob", "match": {"model": "gpt-*", "sensitivity": "public"}, "backend": "ext-gpt"}]
+    assert put_routes(admin, rules).status_code == 200
+    tenant = admin.tenant()
+    key = admin.key(tenant["id"])["key"]
+    with openai.OpenAI(base_url=g.url + "/v1", api_key=key, max_retries=0) as c:
+        # the rules' plain model name is listed; a glob names no model
+        assert [m.id for m in c.models.list()] == ["chat", "dead-local", "ext-gpt", "local-llm"]
+        assert c.models.retrieve("chat").id == "chat"
+        with pytest.raises(openai.NotFoundError):
+            c.models.retrieve("gpt-*")
+        admin.quota(tenant["id"], allowed_models=["chat"])
+        assert [m.id for m in c.models.list()] == ["chat"]
+        with pytest.raises(openai.NotFoundError) as err:
+            c.models.retrieve("ext-gpt")
+        assert err.value.body["code"] == "model_not_found"
+    r = httpx.get(g.url + "/v1/models/chat")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "missing_api_key"

@@ -127,3 +127,26 @@ def test_prompt_bound_is_what_gets_reserved(env):
         c.chat.completions.create(model="up", messages=[{"role": "user", "content": "héllo"}], max_tokens=3)
     assert e.value.body["code"] == "tokens_per_minute"
     assert int(e.value.response.headers["retry-after"]) >= 1
+
+
+def test_a_body_without_max_tokens_reaches_the_backend_without_one(env, upstream):
+    gw, admin, tenant, key = env
+    c = client_for(gw, key["key"])
+    c.chat.completions.create(model="up", messages=[{"role": "user", "content": "x"}])
+    sent = upstream.received[-1]
+    assert "max_tokens" not in sent and "max_completion_tokens" not in sent
+    c.chat.completions.create(model="up", messages=[{"role": "user", "content": "x"}], max_completion_tokens=4)
+    assert upstream.received[-1]["max_completion_tokens"] == 4 and "max_tokens" not in upstream.received[-1]
+
+
+def test_n_and_batched_prompts_pass_through_and_reserve_per_choice(env, upstream):
+    gw, admin, tenant, key = env
+    c = client_for(gw, key["key"])
+    c.completions.create(model="up", prompt=["a", "b"], n=2, max_tokens=3)
+    assert upstream.received[-1]["n"] == 2 and upstream.received[-1]["prompt"] == ["a", "b"]
+    # 4 choices x 3 tokens + the prompts' bound no longer fit a per-minute budget of 20
+    admin.quota(tenant["id"], tokens_per_minute=20)
+    before = len(upstream.received)
+    with pytest.raises(openai.RateLimitError):
+        c.completions.create(model="up", prompt=["a", "b"], n=2, max_tokens=3)
+    assert len(upstream.received) == before

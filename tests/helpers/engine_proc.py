@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,3 +56,11 @@ class EngineProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def engine_server(model_dir: Path, *args: str) -> Iterator[str]:
+    """Start the engine on a free port with `args` (they override EngineProcess's defaults);
+    yield its base URL; stop it on exit."""
+    with EngineProcess(model_dir, *args) as proc:
+        yield proc.url
