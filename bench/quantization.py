@@ -1,7 +1,8 @@
 """Weight and KV-cache quantization on the CPU, on the ~110M-parameter random Llama
 (hidden 768, 12 layers, intermediate 3072, vocab 32000; bench/runner_step.py's model).
 
-1. Decode-heavy tokens/s at batch 1, 16 and 64 for fp32, int8 and int4-g64 weights: every
+1. Decode-heavy tokens/s at batch 1, 16 and 64 for fp32, int8, int8-a8 (int8 weights and
+   per-row int8 activations, integer dot products: kernels/quant_a8.py) and int4-g64 weights: every
    batch prefills a 64-token prompt per sequence, then decodes; only the decode steps are
    timed. All three runners stay loaded and take turns round after round. The machine this
    runs on is shared by several jobs, so steps are timed by the process's CPU time per thread
@@ -12,9 +13,12 @@
    sequences fit at once for fp32, int8 and 4-bit KV, and their decode tokens/s (fp32 weights).
    The contexts' KV is filled with random rows (codes and scales for the quantized pools)
    instead of being prefilled: attention's cost does not depend on the values.
+3. With `--vllm VENV` (and/or `--llama-cpp DIR`, or `--peers`): `fairgate engine` int8 and
+   int8-a8 against vLLM's CPU build and llama.cpp over HTTP at the same batches (bench/quant_peers.py).
 Weight bytes are measured from the loaded modules; KV bytes per token from the pool's layout.
 
     python bench/quantization.py [--rounds 3] [--steps 8] [--kv-budget-mib 384] [--context 1024]
+        [--vllm ~/.cache/fairgate-peers/vllm-cpu-venv] [--llama-cpp LLAMA_DIR] [--skip-kv]
 
 Prints tables, then one JSON line.
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,10 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from backends.local.runner import ModelRunner  # noqa: E402
 from backends.local.types import RunnerInput, SamplingParams  # noqa: E402
+from bench import quant_peers  # noqa: E402
 from bench.runner_step import ensure_model  # noqa: E402
 from kernels.quant_linear import QuantLinear  # noqa: E402
 
-WEIGHTS = ("fp32", "int8", "int4-g64")
+WEIGHTS = ("fp32", "int8", "int8-a8", "int4-g64")
 KV_FORMATS = ("float32", "int8", "int4")
 BATCHES = (1, 16, 64)
 PROMPT = 64
@@ -168,6 +174,7 @@ def main() -> None:
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--wall", action="store_true", help="time steps by wall clock (quiet machines)")
+    quant_peers.add_arguments(ap)
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -175,36 +182,60 @@ def main() -> None:
     print(f"weights (threads {torch.get_num_threads()}, {args.rounds} rounds x {args.steps} decode steps,"
           f" {'wall' if args.wall else 'CPU'} time):", flush=True)
     w = weights_part(model, args)
-    print("KV cache:", flush=True)
-    kv = kv_part(model, args)
-    tps, fmts = w["tokens_per_s"], kv["formats"]
+    peers = None
+    if args.vllm or args.llama_cpp or args.peers:
+        print("servers (wall time):", flush=True)
+        with tempfile.TemporaryDirectory(prefix="fairgate-quant-peers-") as tmp:
+            peers = quant_peers.peers_part(model, args, Path(tmp), torch.get_num_threads())
+    kv = None
+    if not args.skip_kv:
+        print("KV cache:", flush=True)
+        kv = kv_part(model, args)
+    print_tables(w, kv, peers)
+    print(json.dumps(summary(w, kv, peers, args)))
+
+
+def print_tables(w: dict, kv: dict | None, peers: dict | None) -> None:
+    tps = w["tokens_per_s"]
     print(f"\n{'weights':<10}{'bytes (all)':>14}{'linears':>12}{'x fp32':>8}" + "".join(f"{'bs' + str(b):>10}" for b in BATCHES))
     for name in WEIGHTS:
         lin = w["linear_weight_bytes"][name]
         print(f"{name:<10}{w['weight_bytes'][name] / 2**20:>12.1f}Mi{lin / 2**20:>10.1f}Mi"
               f"{lin / w['linear_weight_bytes']['fp32']:>8.3f}" + "".join(f"{tps[f'{name}_bs{b}']:>10.1f}" for b in BATCHES))
-    print(f"\n{'KV':<10}{'B/token':>10}{'vs fp16':>9}{'seqs':>6}{'tok/s':>9}")
-    for fmt, r in fmts.items():
-        print(f"{fmt:<10}{r['bytes_per_token']:>10.0f}{r['tokens_per_gib_vs_fp16']:>9.3f}{r['sequences']:>6}{r['tokens_per_s']:>9.1f}")
-    summary = {
-        "int8_vs_fp32_bs1": round(tps["int8_bs1"] / tps["fp32_bs1"], 3),
-        "int8_vs_fp32_bs16": round(tps["int8_bs16"] / tps["fp32_bs16"], 3),
-        "int8_vs_fp32_bs64": round(tps["int8_bs64"] / tps["fp32_bs64"], 3),
-        "int4_vs_fp32_bs1": round(tps["int4-g64_bs1"] / tps["fp32_bs1"], 3),
-        "int4_vs_fp32_bs16": round(tps["int4-g64_bs16"] / tps["fp32_bs16"], 3),
-        "int4_vs_fp32_bs64": round(tps["int4-g64_bs64"] / tps["fp32_bs64"], 3),
-        "int8_linear_bytes_vs_fp32": round(w["linear_weight_bytes"]["int8"] / w["linear_weight_bytes"]["fp32"], 4),
-        "int4_linear_bytes_vs_fp32": round(w["linear_weight_bytes"]["int4-g64"] / w["linear_weight_bytes"]["fp32"], 4),
-        "kv_int8_tokens_per_gib_vs_fp16": fmts["int8"]["tokens_per_gib_vs_fp16"],
-        "kv_4bit_tokens_per_gib_vs_fp16": fmts["int4"]["tokens_per_gib_vs_fp16"],
-        "kv_int8_sequences_vs_fp32": round(fmts["int8"]["sequences"] / max(1, fmts["float32"]["sequences"]), 3),
-        "kv_4bit_sequences_vs_fp32": round(fmts["int4"]["sequences"] / max(1, fmts["float32"]["sequences"]), 3),
-        "kv_int8_tokens_per_s_vs_fp32": round(fmts["int8"]["tokens_per_s"] / fmts["float32"]["tokens_per_s"], 3),
-        "kv_4bit_tokens_per_s_vs_fp32": round(fmts["int4"]["tokens_per_s"] / fmts["float32"]["tokens_per_s"], 3),
-        "threads": torch.get_num_threads(), "clock": "wall" if args.wall else "cpu per thread",
-        "weights": w, "kv": kv,
-    }
-    print(json.dumps(summary))
+    if peers is not None:
+        rates = peers["tokens_per_s"]
+        print(f"\n{'server':<16}" + "".join(f"{'bs' + str(b):>10}" for b in BATCHES) + "   (wall tok/s)")
+        for name in sorted({k.rsplit("_bs", 1)[0] for k in rates}):
+            print(f"{name:<16}" + "".join(f"{rates.get(f'{name}_bs{b}', float('nan')):>10.1f}" for b in BATCHES))
+        print(f"llama.cpp: {peers['llama_cpp']}")
+    if kv is not None:
+        print(f"\n{'KV':<10}{'B/token':>10}{'vs fp16':>9}{'seqs':>6}{'tok/s':>9}")
+        for fmt, r in kv["formats"].items():
+            print(f"{fmt:<10}{r['bytes_per_token']:>10.0f}{r['tokens_per_gib_vs_fp16']:>9.3f}{r['sequences']:>6}"
+                  f"{r['tokens_per_s']:>9.1f}")
+
+
+SHORT = {"int8": "int8", "int8-a8": "int8a8", "int4-g64": "int4"}  # JSON key stems
+
+
+def summary(w: dict, kv: dict | None, peers: dict | None, args: argparse.Namespace) -> dict:
+    """The last-line JSON: ratios first, then the raw figures."""
+    tps, lin = w["tokens_per_s"], w["linear_weight_bytes"]
+    out = {f"{SHORT[n]}_vs_fp32_bs{bs}": round(tps[f"{n}_bs{bs}"] / tps[f"fp32_bs{bs}"], 3)
+           for n in WEIGHTS[1:] for bs in BATCHES}
+    out.update({f"{SHORT[n]}_linear_bytes_vs_fp32": round(lin[n] / lin["fp32"], 4) for n in WEIGHTS[1:]})
+    if peers is not None:
+        out.update(quant_peers.peer_summary(peers))
+    if kv is not None:
+        fmts = kv["formats"]
+        for fmt, short in (("int8", "int8"), ("int4", "4bit")):
+            out[f"kv_{short}_tokens_per_gib_vs_fp16"] = fmts[fmt]["tokens_per_gib_vs_fp16"]
+            base = fmts["float32"]
+            out[f"kv_{short}_sequences_vs_fp32"] = round(fmts[fmt]["sequences"] / max(1, base["sequences"]), 3)
+            out[f"kv_{short}_tokens_per_s_vs_fp32"] = round(fmts[fmt]["tokens_per_s"] / base["tokens_per_s"], 3)
+    out.update({"threads": torch.get_num_threads(), "clock": "wall" if args.wall else "cpu per thread",
+                "weights": w, "kv": kv, "peers": peers})
+    return out
 
 
 if __name__ == "__main__":

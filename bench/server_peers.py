@@ -74,12 +74,13 @@ def _wait_healthy(server: Server, timeout_s: float) -> None:
 
 
 def start_engine(model_dir: Path, num_kv_blocks: int, max_num_seqs: int, max_num_batched_tokens: int,
-                 threads: int | None, log: Path) -> Server:
-    """`fairgate engine` on a free loopback port with the in-process run's settings."""
+                 threads: int | None, log: Path, extra_args: tuple[str, ...] = ()) -> Server:
+    """`fairgate engine` on a free loopback port with the in-process run's settings (and
+    `extra_args`, e.g. ("--quantization", "int8"))."""
     port = _free_port()
     cmd = [sys.executable, "-m", "gateway.cli", "engine", "--model", str(model_dir), "--port", str(port),
            "--num-kv-blocks", str(num_kv_blocks), "--max-num-seqs", str(max_num_seqs),
-           "--max-num-batched-tokens", str(max_num_batched_tokens)]
+           "--max-num-batched-tokens", str(max_num_batched_tokens), *extra_args]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
@@ -113,13 +114,15 @@ def running(server: Server):
         server.stop()
 
 
-def drive(server: Server, requests: int, quick: bool, vocab: int) -> dict:
-    """One pass of the workload through the shared client; its last-line JSON as a dict."""
+def drive(server: Server, requests: int, quick: bool, vocab: int, extra_args: tuple[str, ...] = ()) -> dict:
+    """One pass of the workload through the shared client; its last-line JSON as a dict.
+    `extra_args` go to the client, e.g. ("--max-concurrency", "16", "--out-range", "128,128")."""
     cmd = [sys.executable, str(peers_dir() / "bench_openai_server.py"), "--base-url", server.base_url,
            "--requests", str(requests), "--vocab", str(vocab), "--server-pid", str(server.proc.pid),
            "--tag", server.name]
     if quick:
         cmd.append("--quick")
+    cmd.extend(extra_args)
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if not lines:

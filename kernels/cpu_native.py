@@ -1,5 +1,5 @@
-"""The native CPU kernels (cpu_attention.c, cpu_quant.c): each built with the system C compiler at first use,
-loaded with ctypes, called on torch tensors' memory.
+"""The native CPU kernels (cpu_attention.c, cpu_quant.c, cpu_quant_a8.c): each built with the
+system C compiler at first use, loaded with ctypes, called on torch tensors' memory.
 
 The library is cached under $FAIRGATE_KERNEL_CACHE (default ~/.cache/fairgate/kernels), keyed
 by the source, the compiler, its flags and this CPU's feature flags (it is built for the
@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("cpu_attention.c")
 QUANT_SOURCE = Path(__file__).with_name("cpu_quant.c")
+QUANT_A8_SOURCE = Path(__file__).with_name("cpu_quant_a8.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
 KV_DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2, torch.int8: 3, torch.uint8: 4}
 LANES = 16  # head_dim must be a multiple (cpu_attention.c's vector width)
@@ -90,13 +91,32 @@ def load_quant() -> ctypes.CDLL | None:
     return lib
 
 
-def _build(source_path: Path) -> Path:
+@functools.cache
+def load_quant_a8(extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
+    """The built int8 x int8 linear library (cpu_quant_a8.c), or None (logged once).
+
+    `extra_flags` (e.g. ("-mno-avx512f",)) build a narrower instruction path of it, for tests."""
+    try:
+        lib = ctypes.CDLL(str(_build(QUANT_A8_SOURCE, extra_flags)))
+    except Exception as exc:  # noqa: BLE001 - any failure means "use the weight-only path"
+        log.warning("native int8 x int8 linears unavailable (%s: %s)", type(exc).__name__, exc)
+        return None
+    p, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
+    lib.quant_linear_a8.restype = ctypes.c_int
+    lib.quant_linear_a8.argtypes = [p, i64, p, p, p, p, p, i64, i32, i32, i32, i32]
+    lib.quant_a8_path.restype = ctypes.c_int
+    lib.quant_a8_path.argtypes = []
+    return lib
+
+
+def _build(source_path: Path, extra_flags: tuple[str, ...] = ()) -> Path:
     """Compile `source_path` for this CPU once (cached by content); return the library's path."""
     cc = _compiler()
     if cc is None:
         raise RuntimeError("no C compiler (cc or gcc) on PATH")
     source = source_path.read_bytes()
-    key = hashlib.sha256(b"\0".join([source, cc.encode(), " ".join(FLAGS).encode(),
+    flags = (*FLAGS, *extra_flags)
+    key = hashlib.sha256(b"\0".join([source, cc.encode(), " ".join(flags).encode(),
                                      platform.machine().encode(), _cpu_flags().encode()])).hexdigest()[:16]
     folder = cache_dir()
     try:
@@ -109,7 +129,7 @@ def _build(source_path: Path) -> Path:
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
         os.close(fd)
         try:
-            done = subprocess.run([cc, *FLAGS, str(source_path), "-o", tmp, "-lm"], capture_output=True, text=True,
+            done = subprocess.run([cc, *flags, str(source_path), "-o", tmp, "-lm"], capture_output=True, text=True,
                                   timeout=120, check=False)
             if done.returncode != 0:
                 raise RuntimeError(f"{cc} failed: {done.stderr.strip()[-400:]}")

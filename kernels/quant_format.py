@@ -15,26 +15,31 @@ from dataclasses import dataclass
 
 import torch
 
-METHOD_PATTERN = re.compile(r"^(int8|int4)(?:-g(\d+))?$")
+METHOD_PATTERN = re.compile(r"^(int8|int4)(?:-g(\d+))?(-a8)?$")
 DEFAULT_INT4_GROUP = 64
 
 
 @dataclass(slots=True, frozen=True)
 class QuantMethod:
-    """A parsed `--quantization` value: `int8`, `int4` (group 64) or `int4-gN`."""
+    """A parsed `--quantization` value: `int8`, `int4` (group 64), `int4-gN`, or `int8-a8`:
+    int8 weights (stored as `int8`) whose CPU kernel also quantizes activations per row to int8
+    for batches of `quant_linear.A8_MIN_ROWS`+ rows, so the dot products run in integers."""
 
     bits: int
     group: int = 0  # inputs per scale (int4 only)
+    activations: int = 0  # 8: dynamic int8 activations (int8 weights only); 0: float
 
     @classmethod
     def parse(cls, text: str) -> QuantMethod:
         m = METHOD_PATTERN.match(text.strip().lower())
         if m is None:
-            raise ValueError(f"unknown quantization {text!r}; use int8, int4 or int4-g32/64/128")
+            raise ValueError(f"unknown quantization {text!r}; use int8, int8-a8, int4 or int4-gN")
         if m.group(1) == "int8":
             if m.group(2):
                 raise ValueError("int8 is per output channel; it takes no group size")
-            return cls(8)
+            return cls(8, 0, 8 if m.group(3) else 0)
+        if m.group(3):
+            raise ValueError("int8 activations (-a8) go with int8 weights only")
         group = int(m.group(2) or DEFAULT_INT4_GROUP)
         if group < 2 or group % 2:
             raise ValueError(f"int4 group size must be an even number >= 2, got {group}")
@@ -42,7 +47,9 @@ class QuantMethod:
 
     @property
     def name(self) -> str:
-        return "int8" if self.bits == 8 else f"int4-g{self.group}"
+        if self.bits == 8:
+            return "int8-a8" if self.activations else "int8"
+        return f"int4-g{self.group}"
 
 
 @dataclass(slots=True)

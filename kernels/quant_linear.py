@@ -4,6 +4,12 @@ On the CPU the codes are repacked once into the native kernel's panel layout (cp
 `forward` is one ctypes call on the tensors' memory: no per-call dequantization, no dispatch
 layers between the model and the loop. Elsewhere (CUDA, or FAIRGATE_KERNELS=reference) it
 keeps the logical codes and goes through `kernels.weight_only_linear` (Triton or the torch reference).
+
+`int8-a8` layers take cpu_quant_a8.c instead where it builds with SIMD (AVX-512 VNNI or AVX2):
+activations quantized per row, integer dot products (kernels/quant_a8.py). Measured against
+the weight-only kernel on the 110M bench model's shapes, one thread, it is faster at every
+batch from M = 1 (VNNI 3.3-4.3x, AVX2 1.2-2.5x), so it takes all rows and the layer keeps only
+its layout; the plain-C build of it is not faster, so there the weight-only kernel stays.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from kernels.quant_a8 import MAX_K, pack_a8, reference_a8
 from kernels.quant_format import QuantizedWeight, int4_codes
 
 LANES = 16  # output channels per panel (cpu_quant.c)
@@ -45,29 +52,46 @@ class QuantLinear(nn.Module):
         self.in_features, self.out_features = qw.in_features, qw.out_features
         self.method = qw.method
         self.bias = None if bias is None else bias.detach().float().contiguous()
-        self._lib = None
+        self._lib = self._a8 = None
         if native:
             from kernels import cpu_native
 
             self._lib = cpu_native.load_quant()
-        if self._lib is not None:
+            if qw.method.activations == 8 and qw.in_features <= MAX_K:
+                lib = cpu_native.load_quant_a8()
+                self._a8 = lib if lib is not None and lib.quant_a8_path() > 0 else None
+        if self._a8 is not None:
+            self.panels, self.scale, self.colsum = pack_a8(qw)
+            self.minimum, self.qw = None, None
+        elif self._lib is not None:
             self.panels, self.scale, self.minimum = pack_for_cpu(qw)
             self.qw = None
         else:
             self.qw = qw
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._lib is None:
+        if self.qw is not None:
+            if self.method.activations == 8 and x.device.type == "cpu":  # int8-a8, in torch
+                return reference_a8(x, self.qw, self.bias).to(x.dtype)
             import kernels
 
-            return kernels.weight_only_linear(x, self.qw, self.bias)
+            return kernels.weight_only_linear(x, self.qw, self.bias)  # (CUDA: float activations)
         shape = x.shape
         x2 = x.reshape(-1, self.in_features)
         if x2.dtype != torch.float32 or x2.stride(1) != 1:
             x2 = x2.float().contiguous()
         m = x2.shape[0]
         y = torch.empty(m, self.out_features, dtype=torch.float32)
-        if m:
+        if m and self._a8 is not None:
+            rc = self._a8.quant_linear_a8(
+                x2.data_ptr(), x2.stride(0), self.panels.data_ptr(), self.scale.data_ptr(),
+                self.colsum.data_ptr(),
+                0 if self.bias is None else self.bias.data_ptr(), y.data_ptr(), y.stride(0),
+                m, self.out_features, self.in_features, torch.get_num_threads(),
+            )
+            if rc != 0:
+                raise MemoryError("quant_linear_a8: no scratch memory")
+        elif m:
             self._lib.quant_linear(
                 x2.data_ptr(), x2.stride(0), self.panels.data_ptr(), self.scale.data_ptr(),
                 0 if self.minimum is None else self.minimum.data_ptr(),
@@ -80,10 +104,11 @@ class QuantLinear(nn.Module):
 
     def weight_bytes(self) -> int:
         """Bytes this layer holds for its weight (codes and scales; bias not counted)."""
-        parts = [self.panels, self.scale, self.minimum] if self.qw is None else [
-            self.qw.qweight, self.qw.scale, self.qw.minimum]
+        parts = [self.qw.qweight, self.qw.scale, self.qw.minimum] if self.qw is not None else [
+            self.panels, self.scale, self.minimum, getattr(self, "colsum", None)]
         return sum(t.numel() * t.element_size() for t in parts if t is not None)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"{self.method.name}, native={self._lib is not None}")
+                f"{self.method.name}, native={self._lib is not None}, "
+                f"int8_activations={self._a8 is not None}")
