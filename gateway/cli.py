@@ -20,7 +20,7 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv-cache-dtype", default="auto", choices=["auto", *KV_CHOICES],
                    help="auto = the weights' dtype; a 16-bit cache holds twice the tokens and reads half the"
                         " bytes; int8 / int4 store quantized rows (about 1.9x / 3.5x the tokens of float16)")
-    p.add_argument("--quantization", default=None, metavar="int8|int4[-gN]",
+    p.add_argument("--quantization", default=None, metavar="int8|int8-a8|int4[-gN]",
                    help="weight-only quantization of the decoder linears at load time")
     p.add_argument("--block-size", type=int, default=16)
     kv = p.add_mutually_exclusive_group()
@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     qz = sub.add_parser("quantize", help="write a weight-only quantized copy of a model folder")
     qz.add_argument("--model", required=True, help="Hugging Face model folder (float weights)")
     qz.add_argument("--out", required=True, help="folder to write (loadable by `fairgate engine`)")
-    qz.add_argument("--method", required=True, metavar="int8|int4[-gN]",
+    qz.add_argument("--method", required=True, metavar="int8|int8-a8|int4[-gN]",
                     help="int8 per output channel, or int4 with a scale per N inputs (default 64)")
 
     from gateway.declarative_cli import add_commands  # apply / export
@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--kv-cache-dtype", default=None, choices=KV_CHOICES,
                     help="KV cache of the candidate (default: its weights' dtype)")
     ev.add_argument("--baseline-kv-cache-dtype", default=None, choices=KV_CHOICES)
-    ev.add_argument("--quantization", default=None, metavar="int8|int4[-gN]",
+    ev.add_argument("--quantization", default=None, metavar="int8|int8-a8|int4[-gN]",
                     help="weight-only quantization of the candidate (load-time)")
     ev.add_argument("--baseline-quantization", default=None, metavar="int8|int4[-gN]")
     ev.add_argument("--speculative", default=None, metavar="ngram|draft:DIR",
