@@ -65,7 +65,11 @@ class GatewayThread:
 
     def __init__(self, settings: Settings) -> None:
         self.app = create_app(settings)
-        self.port = free_port()
+        # the socket is bound here and handed to uvicorn, so no other process can take the port
+        # between choosing it and listening on it (suites running side by side on one machine)
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
         cfg = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="error",
                              access_log=False, lifespan="on")
         self.server = uvicorn.Server(cfg)
@@ -87,7 +91,7 @@ class GatewayThread:
 
         self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self._loop)
-        self._loop.run_until_complete(self.server.serve())
+        self._loop.run_until_complete(self.server.serve(sockets=[self._sock]))
         self._loop.close()
 
     def call(self, coro: Any, timeout: float = 30) -> Any:
@@ -108,6 +112,7 @@ class GatewayThread:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=30)
+        self._sock.close()
 
 
 class GatewayProcess:
