@@ -28,6 +28,7 @@ from typing import Any
 from backends.local.admission import check_request
 from backends.local.engine_config import EngineConfig
 from backends.local.engine_core import EngineCore, StepFailed
+from backends.local.step_cost import StepCosts
 from backends.local.engine_factory import build_engine_parts
 from backends.local.engine_stream import RequestStream, StreamChannel
 from backends.local.output import EngineStats, OutputTracker, RequestOutput, RequestRejected
@@ -209,6 +210,10 @@ class AsyncEngine:
             prefix_cache_hits=bm.prefix_cache_hits,
             preemptions=self.scheduler.num_preemptions,
         )
+
+    def step_costs(self) -> StepCosts | None:
+        """Measured seconds per prefill token and per decode step (None: nothing ran yet)."""
+        return self.core.step_costs.costs()
 
     @property
     def num_unfinished(self) -> int:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from backends.local.engine_factory import EngineParts
 from backends.local.output import EngineStats, FinishReason, OutputTracker, RequestOutput
 from backends.local.protocols import EngineObserver
+from backends.local.step_cost import StepCostMeter
 from backends.local.types import RunnerInput, SampleResult
 from scheduler.plan import ScheduledChunk, StepPlan
 from scheduler.request import SchedRequest
@@ -56,6 +57,7 @@ class EngineCore:
         self.stats = EngineStats(kv_blocks_total=parts.runner.num_kv_blocks)
         self.speculator = parts.speculator
         self.observer: EngineObserver | None = None
+        self.step_costs = StepCostMeter()  # seconds per prefill token / decode step, measured
         self._live: dict[str, LiveRequest] = {}
 
     @property
@@ -102,7 +104,9 @@ class EngineCore:
         except Exception as exc:  # fail this step's requests, keep serving
             raise StepFailed([c.request_id for c in plan.chunks], f"engine error: {type(exc).__name__}") from exc
         finally:
-            self.stats.busy_seconds += time.perf_counter() - started
+            seconds = time.perf_counter() - started
+            self.stats.busy_seconds += seconds
+        self.step_costs.record(*self._work(plan), seconds)
         tokens: dict[str, int | list[int]] = {}
         extras: dict[str, SampleResult] = {}
         for c, res in zip(plan.chunks, sampled, strict=True):
@@ -112,6 +116,21 @@ class EngineCore:
             if res is not None:
                 tokens[c.request_id] = res
         return tokens, extras
+
+    def _work(self, plan: StepPlan) -> tuple[int, int]:
+        """(prefill tokens, decode sequence-steps) of a plan: a chunk that advances a request
+        past its prompt by one position is a decode step (its drafts, verified in parallel,
+        count as prefill tokens); every other chunk's tokens are prefill."""
+        prefill = decode = 0
+        for c in plan.chunks:
+            live = self._live.get(c.request_id)
+            n_prompt = len(live.sched.prompt_token_ids) if live is not None else 0
+            if c.num_tokens - c.num_spec_tokens == 1 and c.start_pos >= n_prompt:
+                decode += 1
+                prefill += c.num_spec_tokens
+            else:
+                prefill += c.num_tokens
+        return prefill, decode
 
     def _runner_input(self, chunk: ScheduledChunk) -> RunnerInput:
         live = self._live[chunk.request_id]

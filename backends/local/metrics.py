@@ -218,6 +218,7 @@ class EngineStatsCollector(Collector):
             g = GaugeMetricFamily(name, help_, labels=["model"])
             g.add_metric(labels, value)
             yield g
+        yield from _step_cost_gauges(self.engine, labels)
         info = GaugeMetricFamily("fairgate_model_quantization", "Always 1; labels say how the served"
                                  " model's weights and KV cache are stored.", labels=["model", "weights", "kv_cache"])
         info.add_metric([self.model, *quantization_labels(self.engine)], 1)
@@ -244,6 +245,21 @@ class EngineStatsCollector(Collector):
         for j, count in enumerate(list(s.spec_accepted_by_position)):
             by_pos.add_metric([self.model, str(j + 1)], count)
         yield by_pos
+
+
+def _step_cost_gauges(engine: AsyncEngine, labels: list[str]) -> Iterator[Metric]:
+    """The measured cost weights (step_cost.py); absent until the engine has run a step of that kind."""
+    costs = engine.step_costs()
+    for name, help_, value in (
+        ("fairgate_engine_prefill_seconds_per_token", "Measured forward-pass seconds per prefill token "
+         "(the weight the gateway allocates hardware cost by).", costs and costs.prefill_s_per_token),
+        ("fairgate_engine_decode_seconds_per_step", "Measured forward-pass seconds per decoded "
+         "sequence-step.", costs and costs.decode_s_per_step),
+    ):
+        if value is not None:
+            g = GaugeMetricFamily(name, help_, labels=["model"])
+            g.add_metric(labels, value)
+            yield g
 
 
 def quantization_labels(engine: AsyncEngine) -> tuple[str, str]:

@@ -169,11 +169,11 @@ class EngineServer:
         return JSONResponse(self._model())
 
     async def health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "ok", "step_costs": _step_costs(self.backend)})
 
     async def stats(self, request: Request) -> Response:
         s = self.backend.engine.stats()
-        return JSONResponse({f: getattr(s, f) for f in type(s).__slots__})
+        return JSONResponse({**{f: getattr(s, f) for f in type(s).__slots__}, "step_costs": _step_costs(self.backend)})
 
     async def fairness(self, request: Request) -> Response:
         secret = self.control_secret or os.environ.get("FAIRGATE_CONTROL_SECRET")
@@ -190,6 +190,12 @@ class EngineServer:
                 return error_response(exc)
             engine.set_fairness(weights, version)
         return JSONResponse({"weights": engine.fairness_weights, "version": engine.fairness_version})
+
+
+def _step_costs(backend: LocalBackend) -> dict[str, Any] | None:
+    """The measured cost weights (backends/local/step_cost.py) the gateway allocates cost by."""
+    costs = backend.engine.step_costs()
+    return None if costs is None else costs.as_dict()
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
