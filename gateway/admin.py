@@ -16,7 +16,6 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.requests import Request
-from starlette.responses import Response
 from starlette.routing import Route
 
 from backends.openai_wire import WireError
@@ -24,7 +23,6 @@ from gateway import admin_schemas as sch
 from gateway.admin_http import admin_route
 from gateway.keys import generate_key
 from gateway.registry import refresh_if_stale
-from gateway.reports import parse_time, to_csv, usage_report
 from gateway.state import state_of
 from gateway.tables import ApiKey, AuditEntry, BackendRow, QuotaPolicy, Tenant, utcnow
 
@@ -57,7 +55,8 @@ def backend_out(b: BackendRow) -> dict[str, Any]:
     # the API key is a credential: say whether one is set, never what it is
     return {"id": b.id, "object": "backend", "name": b.name, "kind": b.kind, "base_url": b.base_url,
             "model": b.model, "has_api_key": bool(b.api_key), "input_cost_per_mtok": b.input_cost_per_mtok,
-            "output_cost_per_mtok": b.output_cost_per_mtok, "enabled": b.enabled}
+            "output_cost_per_mtok": b.output_cost_per_mtok, "hourly_cost_usd": b.hourly_cost_usd,
+            "enabled": b.enabled}
 
 
 def audit(s: Session, action: str, target_type: str, target_id: str, detail: dict[str, Any] | None = None) -> None:
@@ -301,19 +300,6 @@ async def delete_backend(request: Request) -> Any:
 
 
 @admin_route
-async def admin_usage(request: Request) -> Any:
-    q = request.query_params
-    start, end = parse_time(q.get("from"), "from"), parse_time(q.get("to"), "to")
-    group_by, fmt = q.get("group_by", "day"), q.get("format", "json")
-    if fmt not in ("json", "csv"):
-        raise WireError(400, "`format` must be json or csv", "invalid_value", "format")
-    rows = await in_tx(request, lambda s: usage_report(s, q.get("tenant") or None, start, end, group_by))
-    if fmt == "csv":
-        return Response(to_csv(rows), media_type="text/csv")
-    return {"object": "list", "group_by": group_by, "data": rows}
-
-
-@admin_route
 async def list_audit(request: Request) -> Any:
     try:
         limit = min(max(int(request.query_params.get("limit", "100") or 100), 1), 1000)
@@ -344,6 +330,5 @@ def routes() -> list[Route]:
         Route("/admin/backends", create_backend, methods=["POST"]),
         Route("/admin/backends", list_backends, methods=["GET"]),
         Route("/admin/backends/{name}", delete_backend, methods=["DELETE"]),
-        Route("/admin/usage", admin_usage, methods=["GET"]),
         Route("/admin/audit", list_audit, methods=["GET"]),
     ]

@@ -55,6 +55,7 @@ class PoolIn(_Strict):
     affinity_blocks: int = Field(default=4, ge=1, le=1024)
     input_cost_per_mtok: float = Field(default=0.0, ge=0)
     output_cost_per_mtok: float = Field(default=0.0, ge=0)
+    hourly_cost_usd: float | None = Field(default=None, ge=0, le=1e6)  # all its replicas together
     enabled: bool = True
     replicas: list[ReplicaIn] = Field(default_factory=list)
 

@@ -88,3 +88,5 @@ class BackendCreate(_Strict):
     api_key: Text | None = Field(default=None, max_length=4096)
     input_cost_per_mtok: float = Field(default=0.0, ge=0, le=1e6)  # dollars per million tokens
     output_cost_per_mtok: float = Field(default=0.0, ge=0, le=1e6)
+    # The hardware's price per hour, idle or not (a local engine, a vLLM box): the real cost.
+    hourly_cost_usd: float | None = Field(default=None, ge=0, le=1e6)

@@ -7,7 +7,7 @@ with `fairgate serve --config FILE`).
     pools:     [{name, kind: local|vllm, model, tokenizer, policy, replicas: [{name, base_url}]}]
     tenants:   [{name, weight, priority_ceiling, ..., quota: {requests_per_minute, ...}}]
     routes:    [{id, match, backend, fallbacks}]     # replaces the whole ordered rule list
-    prices:    {backend-or-pool-name: {input_cost_per_mtok, output_cost_per_mtok}}
+    prices:    {backend-or-pool-name: {input_cost_per_mtok, output_cost_per_mtok, hourly_cost_usd}}
 
 Unknown keys are refused with their path (`pools[0].replicas[1].base_ur`); a string
 `${ENV:NAME}` is read from the environment (a missing variable is refused with its path), so
@@ -52,6 +52,7 @@ class TenantDecl(sch.TenantCreate):
 class PriceDecl(sch._Strict):
     input_cost_per_mtok: float = Field(default=0.0, ge=0)
     output_cost_per_mtok: float = Field(default=0.0, ge=0)
+    hourly_cost_usd: float | None = Field(default=None, ge=0, le=1e6)  # hardware price, idle or not
 
 
 class Declared(sch._Strict):

@@ -136,7 +136,8 @@ def _apply_prices(s: Session, prices: dict[str, Any], out: list[str]) -> None:
 def apply_config(s: Session, config: Declared, prune: bool = False) -> list[str]:
     """Make the database match `config` (inside the caller's transaction); what changed."""
     out: list[str] = []
-    prices = {n: p.model_dump() for n, p in (config.prices or {}).items()}
+    # a price entry sets the fields it names (an hourly price alone keeps the list prices)
+    prices = {n: p.model_dump(exclude_unset=True) for n, p in (config.prices or {}).items()}
     # a price for an item declared here is part of that item (so a second apply sees no change)
     backends = [b.model_copy(update=prices.pop(b.name, {})) for b in config.backends or []]
     pools = [p.model_copy(update=prices.pop(p.name, {})) for p in config.pools or []]

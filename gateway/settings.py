@@ -27,6 +27,7 @@ class Settings(BaseSettings):
     model: str | None = None  # model folder of the embedded engine
     served_model_name: str | None = None  # default: the model folder's name
     embedded_engine: bool = True  # False: serve only registered backends
+    embedded_hourly_cost_usd: float | None = Field(default=None, ge=0)  # the embedded engine's hardware
     host: str = "127.0.0.1"
     port: int = 8000
     max_body_bytes: int = 1_048_576

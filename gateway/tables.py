@@ -103,6 +103,8 @@ class BackendRow(Base):
     api_key: Mapped[str | None] = mapped_column(Text, nullable=True)
     input_cost_per_mtok: Mapped[float] = mapped_column(Float, default=0.0)
     output_cost_per_mtok: Mapped[float] = mapped_column(Float, default=0.0)
+    # The hardware's price per hour (NULL: none; the list prices above then make the cost).
+    hourly_cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
@@ -129,7 +131,8 @@ class UsageRecord(Base):
     latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
-    __table_args__ = (Index("ix_usage_tenant_created", "tenant_id", "created_at"),)
+    __table_args__ = (Index("ix_usage_tenant_created", "tenant_id", "created_at"),
+                      Index("ix_usage_created", "created_at", "request_id"))
 
 
 class AuditEntry(Base):

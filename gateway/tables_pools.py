@@ -34,6 +34,7 @@ class PoolRow(Base):
     affinity_blocks: Mapped[int] = mapped_column(Integer, default=4)
     input_cost_per_mtok: Mapped[float] = mapped_column(Float, default=0.0)
     output_cost_per_mtok: Mapped[float] = mapped_column(Float, default=0.0)
+    hourly_cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)  # the replicas' hardware, all
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 

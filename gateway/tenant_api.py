@@ -3,8 +3,6 @@ backends, router aliases, and the literal model names routing rules match), /v1/
 
 from __future__ import annotations
 
-import asyncio
-
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
@@ -14,7 +12,8 @@ from backends.openai_wire import WireError, error_response
 from gateway.admission import bearer_token
 from gateway.auth import Principal
 from gateway.completions import CompletionsEndpoint
-from gateway.reports import parse_time, to_csv, usage_report
+from gateway.cost_sources import costed_report
+from gateway.reports import GROUPS, parse_time, to_csv
 from gateway.state import state_of
 
 
@@ -78,12 +77,10 @@ async def own_usage(request: Request) -> Response:
             raise WireError(403, "A tenant key may only read its own usage.", "forbidden", "tenant")
         start, end = parse_time(q.get("from"), "from"), parse_time(q.get("to"), "to")
         group_by = q.get("group_by", "day")
-
-        def run() -> list[dict]:
-            with state_of(request.app).sessions() as s:
-                return usage_report(s, principal.tenant_id, start, end, group_by)
-
-        rows = await asyncio.to_thread(run)
+        if group_by not in GROUPS:
+            raise WireError(400, f"`group_by` must be one of {', '.join(GROUPS)}", "invalid_value", "group_by")
+        # its share of the hardware cost (gateway/cost.py); other tenants' shares are not shown
+        rows = (await costed_report(state_of(request.app), principal.tenant_id, start, end, group_by)).rows
     except WireError as err:
         return error_response(err)
     if q.get("format") == "csv":

@@ -28,11 +28,11 @@ from typing import Any
 from backends.local.admission import check_request
 from backends.local.engine_config import EngineConfig
 from backends.local.engine_core import EngineCore, StepFailed
-from backends.local.step_cost import StepCosts
 from backends.local.engine_factory import build_engine_parts
 from backends.local.engine_stream import RequestStream, StreamChannel
 from backends.local.output import EngineStats, OutputTracker, RequestOutput, RequestRejected
 from backends.local.protocols import EngineObserver, EngineTokenizer, ModelExecutor
+from backends.local.step_cost import StepCosts
 from backends.local.types import SamplingParams
 from scheduler.fairness import is_stale
 from scheduler.queue import WaitQueue
