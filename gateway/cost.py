@@ -6,7 +6,8 @@ pool) costs `paid hours x price`, whether it worked or not:
 - paid hours: the window `[start, end)`, from no earlier than the backend was registered and
   to no later than now;
 - busy time: the window's whole UTC minutes in which at least one request was in flight on the
-  backend (a usage row is in flight from `created_at - latency_ms` to `created_at`, its end);
+  backend (a usage row is in flight from `created_at - latency_ms` to `created_at`, its end;
+  the minutes are 1-minute buckets aligned to UTC);
   idle hours = paid hours - busy hours, the idle share = idle hours / paid hours;
 - cost per 1M generated tokens = cost / completion tokens x 1e6, per 1M tokens = cost / all
   tokens (prompt + completion) x 1e6, both over the window, idle hours included;
@@ -142,17 +143,20 @@ def per_million(cost: float, tokens: int) -> float | None:
 def busy_minutes(spans: Iterable[tuple[datetime, datetime]], start: datetime, end: datetime) -> float:
     """Minutes of `[start, end)` that lie in a whole UTC minute with a request in flight.
 
-    `spans` are (first, last) moments of requests; a minute `[m, m+1)` is busy when a span
-    touches it. Minutes cut by the window's edges count for the part inside the window."""
+    `spans` are (first, last) moments of requests, in flight over `[first, last)`; a minute
+    `[m, m+1)` is busy when a span overlaps it (a span of no length: the minute it lies in).
+    Minutes cut by the window's edges count for the part inside the window."""
     if end <= start:
         return 0.0
     busy: set[datetime] = set()
     for first, last in spans:
         lo, hi = max(first, start), min(last, end)
-        if hi < lo or lo >= end:
-            continue
+        if hi < lo or lo >= end or (hi == lo and last > first):
+            continue  # outside the window, or it only touches the window's start
         m = lo.replace(second=0, microsecond=0)
-        while m <= hi and m < end:
+        busy.add(m)
+        m += MINUTE
+        while m < hi:
             busy.add(m)
             m += MINUTE
     total = 0.0

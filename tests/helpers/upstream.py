@@ -43,6 +43,7 @@ class UpstreamBehaviour:
     prompt_tokens_of: Callable[[dict[str, Any]], int] = words_of
     record: bool = True
     require_key: str | None = None  # when set, other Authorization values get 401
+    stats: dict[str, Any] | None = None  # GET /stats answers this (an engine server's), else 404
 
 
 class UpstreamApp:
@@ -67,6 +68,8 @@ class UpstreamApp:
         path = scope["path"]
         hdrs = {k.decode(): v.decode() for k, v in scope["headers"]}
         b = self.behaviour
+        if path == "/stats":
+            return await _json(send, 200 if b.stats is not None else 404, b.stats or {})
         if path.endswith("/models"):
             return await _json(send, 200, {"object": "list", "data": [{"id": "up-model", "object": "model"}]})
         try:
