@@ -36,6 +36,7 @@ from backends.local.metrics import (
     metrics_response,
 )
 from backends.prompt_version import NONE, LabelCap
+from gateway.cost_metrics import CostCollector
 from gateway.state import state_of
 from gateway.usage import UsageEvent, UsageRecorder
 
@@ -89,6 +90,7 @@ class GatewayMetrics:
         self._pc: dict[tuple[str, ...], tuple[Any, Any]] = {}
         self._status: dict[tuple[str, ...], Any] = {}
         self._versions = LabelCap()
+        self.costs = CostCollector()  # registered by make_metrics; refreshed at scrape time
 
     def observe(self, e: UsageEvent) -> None:
         """A request observer: account for one finished request."""
@@ -123,10 +125,12 @@ class GatewayMetrics:
 
 
 def make_metrics(embedded: LocalBackend | None) -> GatewayMetrics:
-    """The app's registry and metrics, with the embedded engine's gauges. The lifespan feeds
-    `metrics.observe` every finished request (GatewayState.request_observers)."""
+    """The app's registry and metrics, with the embedded engine's gauges and the real cost
+    (gateway/cost_metrics.py). The lifespan feeds `metrics.observe` every finished request
+    (GatewayState.request_observers)."""
     registry = CollectorRegistry()
     metrics = GatewayMetrics(registry)
+    registry.register(metrics.costs)
     if embedded is not None:
         registry.register(EngineStatsCollector(embedded.engine, embedded.model_name))
     return metrics
@@ -142,6 +146,8 @@ def watch_usage_backlog(metrics: GatewayMetrics, usage: UsageRecorder) -> None:
 
 async def metrics_endpoint(request: Request) -> Response:
     state = state_of(request.app)
+    if not state.settings.metrics_token or request.headers.get("authorization"):
+        await state.metrics.costs.refresh(state)  # (an unauthorised scrape costs no query)
     return metrics_response(state.metrics.registry, request.headers.get("authorization"),
                             state.settings.metrics_token)
 

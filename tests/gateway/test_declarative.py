@@ -44,7 +44,7 @@ tenants:
 routes:
   - {id: acme-local, match: {tenant: acme}, backend: llama, fallbacks: []}
 prices:
-  llama: {input_cost_per_mtok: 0.1, output_cost_per_mtok: 0.4}
+  llama: {input_cost_per_mtok: 0.1, output_cost_per_mtok: 0.4, hourly_cost_usd: 4.0}
 """
 ENV = {"FG_TEST_ADMIN": ADMIN_TOKEN, "FG_TEST_EXT_KEY": "sk-ext-secret"}
 
@@ -95,7 +95,8 @@ def test_apply_is_idempotent_and_export_round_trips(tmp_path: Path) -> None:
     data = yaml.safe_load(exported.stdout)
     assert data["backends"][0]["api_key"] == "${ENV:FAIRGATE_SECRET_EXT}"
     assert [r["name"] for r in data["pools"][0]["replicas"]] == ["gpu0", "gpu1"]
-    assert data["pools"][0]["input_cost_per_mtok"] == 0.1
+    assert data["pools"][0]["input_cost_per_mtok"] == 0.1 and data["pools"][0]["hourly_cost_usd"] == 4.0
+    assert data["backends"][0]["hourly_cost_usd"] is None  # list prices only
     acme = next(t for t in data["tenants"] if t["name"] == "acme")
     assert acme["weight"] == 2.0 and acme["quota"]["requests_per_minute"] == 60
     out = tmp_path / "export.yaml"
