@@ -29,7 +29,7 @@ from backends.openai_wire import (
 from backends.openai_wire.responses import response_id
 from backends.types import Receive, Scope
 from gateway.auth import Principal
-from gateway.quota import QuotaDenied, StaleConfig
+from gateway.quota import QuotaDenied, RateLimitState, StaleConfig
 from gateway.registry import refresh_if_stale
 from gateway.routing import NoRouteError, RouteDecision, RouteRequest
 from gateway.state import GatewayState
@@ -54,13 +54,15 @@ class Admitted:
     backend_s: float = 0.0  # time spent waiting on backends before the first byte went out
     overhead_ms: float | None = None  # gateway time to the first byte, backend_s excluded
     prompt_version_header: bytes | None = None
+    ratelimit: RateLimitState | None = None  # the tenant's windows after admission (x-ratelimit-*)
 
     def response_headers(self) -> list[tuple[bytes, bytes]]:
         """The gateway's own response headers. Fixes the overhead: everything since arrival
         except waiting on backends."""
         self.overhead_ms = max(time.perf_counter() - self.t0 - self.backend_s, 0.0) * 1000
-        return [(b"x-request-id", self.rid.encode()), (b"x-fairgate-priority", self.priority.encode()),
-                (b"x-fairgate-overhead-ms", b"%.3f" % self.overhead_ms)]
+        out = [(b"x-request-id", self.rid.encode()), (b"x-fairgate-priority", self.priority.encode()),
+               (b"x-fairgate-overhead-ms", b"%.3f" % self.overhead_ms)]
+        return out + self.ratelimit.headers() if self.ratelimit is not None else out
 
 
 @dataclass(slots=True)
@@ -130,7 +132,7 @@ async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -
     completion_bound = max_tokens * parsed.num_choices  # every choice may run to max_tokens
     cost = reserve_price(state, decision, parsed, completion_bound)
     rid = response_id(req.kind, req.request_id)
-    await reserve(state, rid, principal, parsed.prompt_tokens_bound + completion_bound, cost)
+    ratelimit = await reserve(state, rid, principal, parsed.prompt_tokens_bound + completion_bound, cost)
     # What we reserved bounds the generation: the reading carries it to every backend (the local
     # engine and our engine servers honour it); the body gets it only to enforce a key's limit,
     # never otherwise (OpenAI's reasoning models refuse `max_tokens`).
@@ -141,7 +143,7 @@ async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -
         req.request_id, req.kind, req.body, tenant=principal.tenant_id, priority=priority,
         cache_salt=principal.cache_salt or principal.tenant_id, parsed=parsed, model=parsed.model)
     return Admitted(rid, req.kind, principal, parsed, priority, decision, gen, req.t0,
-                    prompt_version_header=req.headers.get(b"x-prompt-version"))
+                    prompt_version_header=req.headers.get(b"x-prompt-version"), ratelimit=ratelimit)
 
 
 async def authenticate(state: GatewayState, token: str, *, reload: bool) -> Principal:
@@ -225,15 +227,16 @@ def reserve_price(state: GatewayState, decision: RouteDecision, parsed: WireRequ
     return price.cost(parsed.prompt_tokens_bound, max_tokens) if price else 0.0
 
 
-async def reserve(state: GatewayState, rid: str, principal: Principal, tokens: int, cost: float) -> None:
+async def reserve(state: GatewayState, rid: str, principal: Principal, tokens: int, cost: float) -> RateLimitState:
     """Check-and-reserve in every scope; StaleConfig passes up to `admit`'s retry."""
     try:
-        await state.quota.reserve(rid, principal.scopes, tokens, cost, principal.version)
+        return await state.quota.reserve(rid, principal.scopes, tokens, cost, principal.version)
     except StaleConfig:
         raise
     except QuotaDenied as d:
+        headers = {"retry-after": str(d.retry_after_s)} | {k.decode(): v.decode() for k, v in d.state.headers()}
         raise WireError(429, f"Rate limit reached for this {d.scope}: {d.limit}. Retry after {d.retry_after_s} s.",
-                        d.limit, headers={"retry-after": str(d.retry_after_s)}) from None
+                        d.limit, headers=headers) from None
     except Exception as exc:  # the quota store is down: fail closed, never admit unchecked
         log.warning("quota store unavailable (%s)", type(exc).__name__)
         raise WireError(503, "The quota service is unavailable; retry shortly.", "quota_unavailable",

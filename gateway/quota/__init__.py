@@ -64,14 +64,73 @@ class ScopeLimits:
                 limit_int(self.monthly_cost, COST_UNIT))
 
 
-class QuotaDenied(Exception):
-    """Over a limit. `limit` names it (e.g. "requests_per_minute"); `scope` is "tenant"/"key"."""
+@dataclass(slots=True, frozen=True)
+class WindowState:
+    """One per-minute window as a client sees it: its limit, what is left, and the time until
+    it has fully refilled (every request or token counted in it has left the window)."""
 
-    def __init__(self, limit: str, scope: str, retry_after_s: int) -> None:
+    limit: int
+    remaining: int
+    reset_ms: int
+
+
+@dataclass(slots=True, frozen=True)
+class RateLimitState:
+    """The tightest request and token windows over a request's scopes (None: no such limit),
+    sent as OpenAI's `x-ratelimit-*` headers."""
+
+    requests: WindowState | None = None
+    tokens: WindowState | None = None
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        out = []
+        for name, w in (("requests", self.requests), ("tokens", self.tokens)):
+            if w is not None:
+                out += [(b"x-ratelimit-limit-" + name.encode(), b"%d" % w.limit),
+                        (b"x-ratelimit-remaining-" + name.encode(), b"%d" % w.remaining),
+                        (b"x-ratelimit-reset-" + name.encode(), duration(w.reset_ms).encode())]
+        return out
+
+
+def duration(ms: int) -> str:
+    """A duration as OpenAI writes it (Go's format): "20ms", "1s", "1.5s", "6m0s", "1h2m3s"."""
+    ms = max(int(ms), 0)
+    if ms < 1000:
+        return f"{ms}ms" if ms else "0s"
+    h, rest = divmod(ms, 3_600_000)
+    m, rest = divmod(rest, 60_000)
+    s = f"{rest / 1000:.3f}".rstrip("0").rstrip(".") + "s"
+    if h:
+        return f"{h}h{m}m{s}"
+    return f"{m}m{s}" if m else s
+
+
+def rate_limit_state(scopes: list[ScopeLimits], values: list[int]) -> RateLimitState:
+    """From the stores' four numbers per scope (requests used, ms until the request window is
+    empty, tokens used, ms until the token window is empty): the tightest window of each kind."""
+    best: dict[str, WindowState] = {}
+    for i, limits in enumerate(scopes):
+        rpm, tpm = limits.as_ints()[:2]
+        used_r, reset_r, used_t, reset_t = (int(v) for v in values[4 * i: 4 * i + 4])
+        for kind, limit, used, reset in (("requests", rpm, used_r, reset_r), ("tokens", tpm, used_t, reset_t)):
+            if limit < 0:
+                continue
+            w = WindowState(limit, max(limit - used, 0), max(reset, 0))
+            if kind not in best or w.remaining < best[kind].remaining:
+                best[kind] = w
+    return RateLimitState(best.get("requests"), best.get("tokens"))
+
+
+class QuotaDenied(Exception):
+    """Over a limit. `limit` names it (e.g. "requests_per_minute"); `scope` is "tenant"/"key";
+    `state` the windows as they stand (nothing was reserved)."""
+
+    def __init__(self, limit: str, scope: str, retry_after_s: int, state: RateLimitState | None = None) -> None:
         super().__init__(f"{scope} quota exceeded: {limit}")
         self.limit = limit
         self.scope = scope
         self.retry_after_s = max(1, retry_after_s)
+        self.state = state or RateLimitState()
 
 
 class StaleConfig(Exception):
@@ -102,8 +161,9 @@ def retry_after_for(limit: str, wait_ms: int, now: float | None = None) -> int:
 
 class QuotaStore(Protocol):
     async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
-                      cost: float, version: int) -> None:
-        """Reserve `tokens` (and `cost`) in every scope, or raise QuotaDenied / StaleConfig."""
+                      cost: float, version: int) -> RateLimitState:
+        """Reserve `tokens` (and `cost`) in every scope, or raise QuotaDenied / StaleConfig.
+        Returns the per-minute windows after the reservation (the `x-ratelimit-*` headers)."""
         ...
 
     async def settle(self, reservation_id: str, tokens: int, cost: float) -> bool:

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from gateway.config_bus import MemoryConfigBus
 from gateway.quota import (
     QuotaDenied,
+    RateLimitState,
     ScopeLimits,
     StaleConfig,
     clamp_amount,
     cost_units,
     period_tags,
+    rate_limit_state,
     retry_after_for,
     scope_kind,
 )
@@ -93,7 +95,7 @@ class MemoryQuotaStore:
         return int(time.time() * 1000)
 
     async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
-                      cost: float, version: int) -> None:
+                      cost: float, version: int) -> RateLimitState:
         if version != self._bus.current:
             raise StaleConfig()
         now = self._now()
@@ -109,12 +111,23 @@ class MemoryQuotaStore:
             st.expire(now)
             denied = _denial(st, limits, tokens, units, day, month, now)
             if denied:
-                raise QuotaDenied(denied[0], scope_kind(limits.scope), retry_after_for(*denied))
+                raise QuotaDenied(denied[0], scope_kind(limits.scope), retry_after_for(*denied),
+                                  self._state(scopes, now))
         for limits in scopes:
             self._take(self._scopes[limits.scope], limits, reservation_id, tokens, units, day, month, now)
         self._reservations[reservation_id] = _Reservation(
             [s.scope for s in scopes], tokens, units, day, month, now + self._ttl_ms)
         self.heartbeat.add(reservation_id)
+        return self._state(scopes, now)
+
+    def _state(self, scopes: list[ScopeLimits], now: int) -> RateLimitState:
+        values: list[int] = []
+        for limits in scopes:
+            st = self._scopes[limits.scope]
+            newest_r = st.requests[-1][0] + WINDOW_MS - now if st.requests else 0
+            newest_t = st.token_log[-1][0] + WINDOW_MS - now if st.token_log else 0
+            values += [len(st.requests), newest_r, st.token_sum, newest_t]
+        return rate_limit_state(scopes, values)
 
     def _take(self, st: _Scope, limits: ScopeLimits, rid: str, tokens: int, units: int, day: str,
               month: str, now: int) -> None:

@@ -12,11 +12,13 @@ import time
 from gateway.config_bus import RedisConfigBus
 from gateway.quota import (
     QuotaDenied,
+    RateLimitState,
     ScopeLimits,
     StaleConfig,
     clamp_amount,
     cost_units,
     period_tags,
+    rate_limit_state,
     retry_after_for,
     scope_kind,
 )
@@ -25,8 +27,10 @@ from gateway.quota.resp import RespClient, Script
 
 # ARGV: prefix, rid, version, ttl_ms, day, month, tokens, cost, nscopes, then 7 per scope:
 # scope id, rpm, tpm, concurrent, daily, monthly, monthly cost (-1 = unlimited).
-# Returns {0} admitted, {1, limit, scope, wait_ms} denied, {2, version} stale config,
-# {3, argument} a number outside [-1, 2^53) (the caller validates first; this is the backstop).
+# Returns {0, W...} admitted, {1, limit, scope, wait_ms, W...} denied, {2, version} stale
+# config, {3, argument} a number outside [-1, 2^53) (the caller validates first; this is the
+# backstop). W: per scope, requests in the window, ms until the request window is empty, tokens
+# in the window, ms until the token window is empty (after the admission; as they were, if denied).
 # Every argument is checked and every limit is evaluated before the first write, so a refusal
 # (or a bad argument) leaves Redis as it was: scripts are not rolled back on error.
 RESERVE = """
@@ -61,25 +65,56 @@ local function expired_tokens(s)
   end
 end
 local function num(key) return tonumber(redis.call('GET', key) or '0') end
+local function empties_in(key)
+  local o = redis.call('ZREVRANGEBYSCORE', key, '+inf', '(' .. wstart, 'WITHSCORES', 'LIMIT', 0, 1)
+  if o[2] then return tonumber(o[2]) + 60000 - now end
+  return 0
+end
+local function windows(cleaned)
+  local w = {}
+  for i = 0, n - 1 do
+    local b = 10 + i * 7
+    local s = p .. ':q:' .. ARGV[b]
+    local used_r, reset_r, used_t, reset_t = 0, 0, 0, 0
+    if tonumber(ARGV[b+1]) >= 0 then
+      used_r, reset_r = redis.call('ZCOUNT', s .. ':rpm', '(' .. wstart, '+inf'), empties_in(s .. ':rpm')
+    end
+    if tonumber(ARGV[b+2]) >= 0 then
+      used_t, reset_t = num(s .. ':tpms'), empties_in(s .. ':tpm')
+      if not cleaned then used_t = used_t - expired_tokens(s) end
+    end
+    local k = #w
+    w[k + 1] = used_r
+    w[k + 2] = reset_r
+    w[k + 3] = used_t
+    w[k + 4] = reset_t
+  end
+  return w
+end
+local function denied(limit, scope, wait)
+  local out = {1, limit, scope, wait}
+  for _, v in ipairs(windows(false)) do out[#out + 1] = v end
+  return out
+end
 for i = 0, n - 1 do
   local b = 10 + i * 7
   local s = p .. ':q:' .. ARGV[b]
   local rpm, tpm, conc = tonumber(ARGV[b+1]), tonumber(ARGV[b+2]), tonumber(ARGV[b+3])
   local daily, monthly, cbud = tonumber(ARGV[b+4]), tonumber(ARGV[b+5]), tonumber(ARGV[b+6])
   if rpm >= 0 and redis.call('ZCOUNT', s .. ':rpm', '(' .. wstart, '+inf') >= rpm then
-    return {1, 'requests_per_minute', ARGV[b], oldest_wait(s .. ':rpm', '(' .. wstart)}
+    return denied('requests_per_minute', ARGV[b], oldest_wait(s .. ':rpm', '(' .. wstart))
   end
   if tpm >= 0 and num(s .. ':tpms') - expired_tokens(s) + tokens > tpm then
-    return {1, 'tokens_per_minute', ARGV[b], oldest_wait(s .. ':tpm', '(' .. wstart)}
+    return denied('tokens_per_minute', ARGV[b], oldest_wait(s .. ':tpm', '(' .. wstart))
   end
   if conc >= 0 and redis.call('ZCOUNT', s .. ':conc', '(' .. now, '+inf') >= conc then
-    return {1, 'max_concurrent', ARGV[b], 1000}
+    return denied('max_concurrent', ARGV[b], 1000)
   end
-  if daily >= 0 and num(s .. ':d:' .. day) + tokens > daily then return {1, 'daily_tokens', ARGV[b], 0} end
+  if daily >= 0 and num(s .. ':d:' .. day) + tokens > daily then return denied('daily_tokens', ARGV[b], 0) end
   if monthly >= 0 and num(s .. ':m:' .. month) + tokens > monthly then
-    return {1, 'monthly_tokens', ARGV[b], 0}
+    return denied('monthly_tokens', ARGV[b], 0)
   end
-  if cbud >= 0 and num(s .. ':c:' .. month) + cost > cbud then return {1, 'monthly_cost', ARGV[b], 0} end
+  if cbud >= 0 and num(s .. ':c:' .. month) + cost > cbud then return denied('monthly_cost', ARGV[b], 0) end
 end
 -- admitted: from here on only writes, none of which can fail on the validated arguments
 local scopes = {}
@@ -122,7 +157,9 @@ end
 local r = p .. ':r:' .. rid
 redis.call('HSET', r, 's', table.concat(scopes, ','), 'tok', ARGV[7], 'cost', ARGV[8], 'day', day, 'month', month)
 redis.call('PEXPIRE', r, ttl)
-return {0}
+local out = {0}
+for _, v in ipairs(windows(true)) do out[#out + 1] = v end
+return out
 """
 
 # ARGV: prefix, rid, tokens used, cost used. Returns 1 settled, 0 already settled or expired,
@@ -193,7 +230,7 @@ class RedisQuotaStore:
         self.heartbeat = ReservationHeartbeat(self._renew, reservation_ttl_s)
 
     async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
-                      cost: float, version: int) -> None:
+                      cost: float, version: int) -> RateLimitState:
         day, month = period_tags()
         args: list[object] = [self._prefix, reservation_id, version, self._ttl_ms, day, month,
                               clamp_amount(tokens), cost_units(cost), len(scopes)]
@@ -203,13 +240,14 @@ class RedisQuotaStore:
         result = await self._reserve(args)
         if result[0] == 0:
             self.heartbeat.add(reservation_id)
-            return
+            return rate_limit_state(scopes, result[1:])
         if result[0] == 2:
             raise StaleConfig()
         if result[0] == 3:
             raise ValueError(f"quota reserve: argument {result[1]} out of range")
         limit, scope, wait_ms = result[1], result[2], int(result[3])
-        raise QuotaDenied(limit, scope_kind(scope), retry_after_for(limit, wait_ms))
+        raise QuotaDenied(limit, scope_kind(scope), retry_after_for(limit, wait_ms),
+                          rate_limit_state(scopes, result[4:]))
 
     async def settle(self, reservation_id: str, tokens: int, cost: float) -> bool:
         self.heartbeat.discard(reservation_id)
