@@ -108,3 +108,42 @@ def test_bad_parameters_are_openai_errors(make_gateway, engine_server, upstream)
     assert r.status_code == 400 and r.json()["error"]["param"] == "hourly_cost"
     r = admin.client.post("/admin/backends", json={"name": "x", "base_url": "http://h/v1", "hourly_cost_usd": "a"})
     assert r.status_code == 400
+
+
+def test_embedded_engine_weights_are_measured(tmp_path, tiny_model_dir):
+    import time
+
+    from gateway.settings import Settings
+    from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
+
+    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/e.db",
+                        model=str(tiny_model_dir), embedded_hourly_cost_usd=1.8)
+    with GatewayThread(settings) as gw:
+        admin = Admin(gw.url)
+        name = tiny_model_dir.name
+        for words, n in (("merhaba", 6), ("a much longer question with many more prompt words " * 4, 2)):
+            t = admin.tenant()
+            key = admin.key(t["id"])["key"]
+            r = httpx.post(gw.url + "/v1/chat/completions", headers={"authorization": f"Bearer {key}"},
+                           timeout=120, json={"model": name, "messages": [{"role": "user", "content": words}],
+                                              "max_tokens": n, "temperature": 0, "ignore_eos": True})
+            assert r.status_code == 200, r.text
+        deadline = time.time() + 10
+        while gw.state.usage.written < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        body = admin.client.get("/admin/usage?group_by=backend").json()
+        measured = gw.state.embedded.engine.step_costs()
+        admin.close()
+    b = next(x for x in body["backends"] if x["backend"] == name)
+    w = b["weights"]
+    assert w["source"] == "measured" and w["prefill_per_token"] == measured.prefill_s_per_token
+    assert w["decode_per_step"] == measured.decode_s_per_step and w["steps"] == measured.steps
+    assert b["cost"] == approx(b["hours"] * 1.8) and 0 < b["hours"] <= 1  # from the hour of its first use
+    # each tenant pays by the engine time its tokens used, with the measured weights
+    engine_seconds = sum(t["engine_seconds"] for t in b["tenants"])
+    assert len(b["tenants"]) == 2
+    for t in b["tenants"]:
+        assert t["engine_seconds"] == approx(t["prompt_tokens"] * w["prefill_per_token"]
+                                             + t["completion_tokens"] * w["decode_per_step"])
+        assert t["cost"] == approx(b["cost"] * t["engine_seconds"] / engine_seconds)
+    assert sum(t["cost"] for t in b["tenants"]) == approx(b["cost"])
