@@ -37,7 +37,7 @@ def entry(r: UsageRecord) -> dict[str, Any]:
             "tenant_id": r.tenant_id, "key_prefix": r.key_prefix, "model": r.model, "backend": r.backend,
             "priority": r.priority, "status": r.status, "http_status": r.http_status, "stream": r.stream,
             "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
-            "total_tokens": r.total_tokens, "usage_estimated": r.usage_estimated, "cost": r.cost,
+            "total_tokens": r.total_tokens, "cached_tokens": r.cached_tokens, "usage_estimated": r.usage_estimated, "cost": r.cost,
             "ttft_ms": r.ttft_ms, "latency_ms": r.latency_ms}
 
 

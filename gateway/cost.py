@@ -12,7 +12,8 @@ pool) costs `paid hours x price`, whether it worked or not:
 - cost per 1M generated tokens = cost / completion tokens x 1e6, per 1M tokens = cost / all
   tokens (prompt + completion) x 1e6, both over the window, idle hours included;
 - each tenant's share, and each report row's cost: the backend's cost in proportion to the
-  engine time its tokens used, `prompt tokens x s_prefill + completion tokens x s_decode`,
+  engine time its tokens used, `(prompt - cached prompt tokens) x s_prefill + completion
+  tokens x s_decode` (a prompt token served from the prefix cache is not computed),
   with the weights the engine measured (backends/local/step_cost.py). Without a measurement
   both weights are 1 (cost in proportion to tokens) and the report says `"source": "default"`;
   with only one kind measured, that figure stands for both (`"partial"`). Idle time is paid
@@ -60,8 +61,9 @@ class Weights:
         assert one is not None
         return cls(one, one, "partial", costs.steps)
 
-    def engine_seconds(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return prompt_tokens * self.prefill + completion_tokens * self.decode
+    def engine_seconds(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
+        """Prompt tokens served from a prefix cache were not computed: they cost no prefill."""
+        return max(prompt_tokens - cached_tokens, 0) * self.prefill + completion_tokens * self.decode
 
     def as_dict(self) -> dict[str, Any]:
         return {"source": self.source, "steps": self.steps, "unit": "relative" if self.source == "default" else
@@ -79,6 +81,7 @@ class Cell:
     prompt_tokens: int
     completion_tokens: int
     list_cost: float
+    cached_tokens: int = 0
 
 
 @dataclass(slots=True)
@@ -199,7 +202,7 @@ def backend_costs(cells: list[Cell], spans: dict[str, list[tuple[datetime, datet
         t.prompt_tokens += c.prompt_tokens
         t.completion_tokens += c.completion_tokens
         if b.weights is not None:
-            seconds = b.weights.engine_seconds(c.prompt_tokens, c.completion_tokens)
+            seconds = b.weights.engine_seconds(c.prompt_tokens, c.completion_tokens, c.cached_tokens)
             t.engine_seconds += seconds
             b.engine_seconds += seconds
         else:
@@ -236,4 +239,4 @@ def cell_cost(c: Cell, costs: dict[str, BackendCost]) -> float:
         return c.list_cost
     if b.engine_seconds <= 0:
         return 0.0
-    return b.cost * b.weights.engine_seconds(c.prompt_tokens, c.completion_tokens) / b.engine_seconds
+    return b.cost * b.weights.engine_seconds(c.prompt_tokens, c.completion_tokens, c.cached_tokens) / b.engine_seconds

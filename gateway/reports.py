@@ -69,10 +69,10 @@ def read_cells(session: Session, start: datetime | None, end: datetime | None, g
         raise WireError(400, f"`group_by` must be one of {', '.join(GROUPS)}", "invalid_value", "group_by")
     g = _group_expr(session, group_by).label("grp")
     q = select(UsageRecord.tenant_id, g, UsageRecord.backend, func.count(), func.sum(UsageRecord.prompt_tokens),
-               func.sum(UsageRecord.completion_tokens), func.sum(UsageRecord.cost)
-               ).group_by(UsageRecord.tenant_id, g, UsageRecord.backend)
-    return [Cell(t, grp, b, int(n), int(p or 0), int(c or 0), float(cost or 0.0))
-            for t, grp, b, n, p, c, cost in session.execute(_in_window(q, start, end)).all()]
+               func.sum(UsageRecord.completion_tokens), func.sum(UsageRecord.cost),
+               func.sum(UsageRecord.cached_tokens)).group_by(UsageRecord.tenant_id, g, UsageRecord.backend)
+    return [Cell(t, grp, b, int(n), int(p or 0), int(c or 0), float(cost or 0.0), int(cached or 0))
+            for t, grp, b, n, p, c, cost, cached in session.execute(_in_window(q, start, end)).all()]
 
 
 def read_spans(session: Session, backends: Iterable[str], start: datetime | None, end: datetime

@@ -124,6 +124,8 @@ class UsageRecord(Base):
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     total_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    # prompt tokens served from a prefix cache: no prefill computed, so no engine time charged
+    cached_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     usage_estimated: Mapped[bool] = mapped_column(Boolean, default=False)
     cost: Mapped[float] = mapped_column(Float, default=0.0)
     http_status: Mapped[int] = mapped_column(Integer, default=200)

@@ -52,9 +52,9 @@ class UsageEvent:
     ttft_ms: float | None
     latency_ms: float
     created_at: datetime = field(default_factory=utcnow)
+    cached_tokens: int = 0  # prompt tokens the backend served from its prefix cache (cost: not computed)
     # For metrics only (request observers), not stored: see _NOT_STORED.
     route: str = ""  # the API route, e.g. /v1/chat/completions
-    cached_tokens: int = 0  # prompt tokens the backend served from its prefix cache
     prompt_version: str = ""  # X-Prompt-Version or a hash of the system prompt, never its text
     overhead_ms: float | None = None  # gateway time to the response's first byte, backend excluded
 
@@ -69,7 +69,7 @@ class UsageEvent:
         return d
 
 
-_NOT_STORED = ("route", "cached_tokens", "prompt_version", "overhead_ms")
+_NOT_STORED = ("route", "prompt_version", "overhead_ms")
 _TEXT_FIELDS = ("request_id", "tenant_id", "key_prefix", "model", "backend", "priority", "status")
 
 

@@ -162,3 +162,16 @@ def test_busy_minutes_edges() -> None:
     assert busy_minutes([(m, m)], m, m + timedelta(hours=1)) == 1  # no length: its minute
     # the window opens mid-minute: that minute counts for the part inside
     assert busy_minutes([(m, m + timedelta(seconds=50))], m + timedelta(seconds=30), m + timedelta(hours=1)) == approx(0.5)
+
+
+def test_cached_prompt_tokens_cost_no_prefill() -> None:
+    from gateway.cost import Cell, backend_costs
+
+    # two tenants, the same tokens; half of tb's prompt came from the prefix cache
+    cells = [Cell("ta", "g", "gpu", 1, 1000, 10, 0.0), Cell("tb", "g", "gpu", 1, 1000, 10, 0.0, cached_tokens=500)]
+    costs = backend_costs(cells, {"gpu": []}, {"gpu": HourlyPrice(3.0, DAY)},
+                          {"gpu": StepCosts(0.001, 0.05, 10, "regression")}, START, START + timedelta(hours=1))
+    gpu = costs["gpu"]
+    # ta: 1000 x 0.001 + 10 x 0.05 = 1.5 s; tb: 500 x 0.001 + 0.5 = 1.0 s; $3 shared 3:2
+    assert gpu.tenants["ta"].engine_seconds == approx(1.5) and gpu.tenants["tb"].engine_seconds == approx(1.0)
+    assert gpu.tenants["ta"].cost == approx(1.8) and gpu.tenants["tb"].cost == approx(1.2)

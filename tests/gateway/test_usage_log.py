@@ -53,7 +53,8 @@ def test_pages_cover_every_row_once_newest_first(make_gateway):
     assert entry == {"id": "chatcmpl-024", "object": "usage.request", "created_at": "2026-11-30T08:00:12Z",
                      "tenant_id": "tb", "key_prefix": "fg-k", "model": "m", "backend": "ext",
                      "priority": "standard", "status": "finished", "http_status": 200, "stream": False,
-                     "prompt_tokens": 24, "completion_tokens": 1, "total_tokens": 25, "usage_estimated": False,
+                     "prompt_tokens": 24, "completion_tokens": 1, "total_tokens": 25, "cached_tokens": 0,
+                     "usage_estimated": False,
                      "cost": 0.0, "ttft_ms": None, "latency_ms": 10.0}
     asc = admin.client.get("/admin/usage/requests?order=asc&limit=3&after=chatcmpl-004").json()
     assert ids(asc) == ["chatcmpl-005", "chatcmpl-006", "chatcmpl-007"]
