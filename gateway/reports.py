@@ -1,9 +1,9 @@
 """Usage reports: totals per tenant grouped by hour, day, model, backend or priority, with the
 real cost of every row and group (gateway/cost.py) and per backend.
 
-`cost_report` reads the usage rows of a window (two grouped queries, plus the in-flight spans
-of the backends that have an hourly price); prices and engine weights come from the caller
-(gateway/cost_sources.py), so this module does no network I/O.
+`cost_report` reads the usage of a window in one grouped query, plus the in-flight spans of the
+backends that have an hourly price (one row each: backend, end, latency); prices and engine
+weights come from the caller (gateway/cost_sources.py), so this module does no network I/O.
 """
 
 from __future__ import annotations
