@@ -3,7 +3,7 @@
     GET   /admin/usage?from=&to=&tenant=&group_by=hour|day|model|backend|priority&format=json|csv
           rows per tenant and group, totals per group, and (json) the cost of every backend;
           each row and group carries `cost` (real cost: see gateway/cost.py) and
-          `cost_per_million_tokens`
+          `cost_per_million_tokens`; `view=rows|groups|backends` picks what the CSV holds
     GET   /admin/usage/costs?from=&to=&format=json|csv   the cost of every backend over the window:
           hours paid, idle share, cost per 1M generated / total tokens, each tenant's share
     PATCH /admin/prices/{name}   a backend's or pool's prices: any of input_cost_per_mtok,
@@ -26,7 +26,7 @@ from gateway.admin import audit, body_of, changed, in_tx
 from gateway.admin_http import admin_route
 from gateway.cost_sources import costed_report
 from gateway.declarative import PriceDecl
-from gateway.reports import BACKEND_COLUMNS, GROUPS, parse_time, to_csv
+from gateway.reports import BACKEND_COLUMNS, COLUMNS, GROUPS, parse_time, to_csv
 from gateway.state import state_of
 from gateway.tables import BackendRow
 from gateway.tables_pools import PoolRow
@@ -54,9 +54,15 @@ async def admin_usage(request: Request) -> Any:
     group_by, fmt = q.get("group_by", "day"), format_of(request)
     if group_by not in GROUPS:
         raise WireError(400, f"`group_by` must be one of {', '.join(GROUPS)}", "invalid_value", "group_by")
+    view = q.get("view", "rows")
+    if view not in ("rows", "groups", "backends"):
+        raise WireError(400, "`view` must be rows, groups or backends", "invalid_value", "view")
     report = await costed_report(state_of(request.app), q.get("tenant") or None, start, end, group_by)
     if fmt == "csv":
-        return Response(to_csv(report.rows), media_type="text/csv")
+        if view == "backends":
+            return Response(to_csv(report.backend_rows(), BACKEND_COLUMNS), media_type="text/csv")
+        return Response(to_csv(report.rows if view == "rows" else report.groups, COLUMNS if view == "rows"
+                               else COLUMNS[1:]), media_type="text/csv")
     return {"object": "list", "group_by": group_by, "window": report.window(), "data": report.rows,
             "groups": report.groups, "backends": report.backend_rows()}
 

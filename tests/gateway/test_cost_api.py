@@ -74,6 +74,12 @@ def test_admin_usage_shows_the_real_cost(make_gateway, engine_server, upstream):
     assert [(r["tenant_id"], r["group"], float(r["cost"]), float(r["cost_per_million_tokens"])) for r in rows] == [
         ("ta", "box", approx(8.0), approx(20_000)), ("ta", "gpu", approx(10.8), approx(6000)),
         ("tb", "ext", approx(0.02), approx(0.02 / 1500 * 1e6)), ("tb", "gpu", approx(3.2), approx(3.2 / 2050 * 1e6))]
+    groups = list(csv.DictReader(io.StringIO(admin.client.get(
+        f"/admin/usage?{WINDOW}&group_by=backend&format=csv&view=groups").text)))
+    assert [(g["group"], float(g["cost"]), float(g["cost_per_million_tokens"])) for g in groups] == [
+        ("box", approx(8.0), approx(20_000)), ("ext", approx(0.02), approx(0.02 / 1500 * 1e6)),
+        ("gpu", approx(14.0), approx(14 / 3850 * 1e6))]
+    assert "tenant_id" not in groups[0]
     costs = list(csv.DictReader(io.StringIO(admin.client.get(f"/admin/usage/costs?{WINDOW}&format=csv").text)))
     gpu = next(r for r in costs if r["backend"] == "gpu")
     assert float(gpu["cost"]) == approx(14.0) and float(gpu["idle_hours"]) == approx(236 / 60)
@@ -96,6 +102,7 @@ def test_cost_in_metrics(make_gateway, engine_server, upstream):
 def test_bad_parameters_are_openai_errors(make_gateway, engine_server, upstream):
     gw, admin = make_gateway()
     for query, param in [("group_by=week", "group_by"), ("format=xml", "format"), ("from=yesterday", "from"),
+                         ("view=all", "view"),
                          ("from=2026-11-30T12:00:00Z&to=2026-11-30T08:00:00Z", "to")]:
         r = admin.client.get(f"/admin/usage?{query}")
         assert r.status_code == 400 and r.json()["error"]["param"] == param, query
