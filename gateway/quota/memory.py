@@ -122,8 +122,9 @@ class MemoryQuotaStore:
 
     def _state(self, scopes: list[ScopeLimits], now: int) -> RateLimitState:
         values: list[int] = []
-        for limits in scopes:
-            st = self._scopes[limits.scope]
+        for limits in scopes:  # (a refusal may come before a later scope was ever seen)
+            st = self._scopes.setdefault(limits.scope, _Scope())
+            st.expire(now)
             newest_r = st.requests[-1][0] + WINDOW_MS - now if st.requests else 0
             newest_t = st.token_log[-1][0] + WINDOW_MS - now if st.token_log else 0
             values += [len(st.requests), newest_r, st.token_sum, newest_t]

@@ -39,6 +39,15 @@ async def test_windows_after_each_admission(store) -> None:  # noqa: F811
     assert 0 < state.requests.reset_ms <= 60_000
 
 
+async def test_refused_before_a_new_scope_was_seen(store) -> None:  # noqa: F811
+    await store.reserve(rid(), [ScopeLimits("t:a", requests_per_minute=1)], 10, 0.0, 0)
+    with pytest.raises(QuotaDenied) as e:
+        await store.reserve(rid(), [ScopeLimits("t:a", requests_per_minute=1),
+                                    ScopeLimits("k:new", requests_per_minute=5, tokens_per_minute=50)], 10, 0.0, 0)
+    assert e.value.state.requests == WindowState(1, 0, e.value.state.requests.reset_ms)
+    assert e.value.state.tokens == WindowState(50, 50, 0)  # the key's window: untouched, empty
+
+
 async def test_no_window_no_header(store) -> None:  # noqa: F811
     state = await store.reserve(rid(), [ScopeLimits("t:a", daily_tokens=100)], 10, 0.0, 0)
     assert state == RateLimitState() and state.headers() == []
