@@ -62,7 +62,9 @@ class Admitted:
         self.overhead_ms = max(time.perf_counter() - self.t0 - self.backend_s, 0.0) * 1000
         out = [(b"x-request-id", self.rid.encode()), (b"x-fairgate-priority", self.priority.encode()),
                (b"x-fairgate-overhead-ms", b"%.3f" % self.overhead_ms)]
-        return out + self.ratelimit.headers() if self.ratelimit is not None else out
+        if self.ratelimit is not None:
+            out += self.ratelimit.headers()
+        return out
 
 
 @dataclass(slots=True)
