@@ -154,3 +154,19 @@ def test_embedded_engine_weights_are_measured(tmp_path, tiny_model_dir):
                                              + t["completion_tokens"] * w["decode_per_step"])
         assert t["cost"] == approx(b["cost"] * t["engine_seconds"] / engine_seconds)
     assert sum(t["cost"] for t in b["tenants"]) == approx(b["cost"])
+
+
+def test_a_tenant_reads_its_share(make_gateway, engine_server, upstream):
+    gw, admin = make_gateway()
+    admin.backend("gpu", engine_server.base_url, kind="local", hourly_cost_usd=3.5)
+    t = admin.tenant()
+    key = admin.key(t["id"])["key"]
+    with gw.state.sessions.begin() as s:
+        s.execute(update(BackendRow).where(BackendRow.name == "gpu").values(created_at=DAY))
+        s.add_all(usage_row(b, t["id"] if who == "ta" else who, *rest, n=i)
+                  for i, (b, who, *rest) in enumerate(HISTORY) if b == "gpu")
+    r = httpx.get(gw.url + f"/v1/usage?{WINDOW}&group_by=hour", headers={"authorization": f"Bearer {key}"})
+    body = r.json()
+    assert r.status_code == 200 and "backends" not in body  # other tenants' shares stay private
+    assert [(x["group"], x["cost"]) for x in body["data"]] == [
+        ("2026-11-30T08:00:00", approx(7.2)), ("2026-11-30T09:00:00", approx(3.6))]
