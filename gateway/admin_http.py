@@ -15,6 +15,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from backends.openai_wire import WireError, error_response
+from backends.openai_wire.headers import bearer
+from gateway.auth_throttle import client_address
 from gateway.state import state_of
 
 Handler = Callable[[Request], Awaitable[Any]]
@@ -23,11 +25,17 @@ MAX_PATH_ID = 200  # the widest id column (names); anything longer cannot match 
 
 
 def _check_auth(request: Request) -> None:
-    token = state_of(request.app).settings.admin_token
-    auth = request.headers.get("authorization", "")
+    """The admin token, or 401; an address over its failed tries is refused (429) even with the
+    right token while its window lasts, so the token cannot be guessed at speed."""
+    state = state_of(request.app)
+    token = state.settings.admin_token
     if not token:
         raise WireError(403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.", "admin_disabled")
-    if not auth.startswith("Bearer ") or not hmac.compare_digest(auth[7:].strip().encode(), token.encode()):
+    address = client_address(request.scope)
+    state.auth_throttle.check(address)
+    given = bearer(request.headers.get("authorization")) or ""
+    if not hmac.compare_digest(given.encode(), token.encode()):
+        state.auth_throttle.failed(address)
         raise WireError(401, "This route needs the admin token.", "invalid_admin_token")
 
 

@@ -11,14 +11,17 @@ from collections.abc import AsyncIterator
 import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from backends.http1 import HTTP1Pool
 from backends.openai_wire import WireError, error_response
+from backends.openai_wire.headers import HeaderGuard
 from gateway import admin, admin_classify, admin_pools, admin_routing, health, tenant_api
 from gateway.auth import KeyCache
+from gateway.auth_throttle import AuthThrottle
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.declarative import DeclaredFile
 from gateway.fairness import FairnessSync, push_weights
@@ -66,14 +69,15 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
     usage = UsageRecorder.from_settings(db, settings)
     usage.start()
     embedded = await asyncio.to_thread(start_embedded_engine, settings)
-    metrics = make_metrics(embedded)
+    metrics = make_metrics(embedded, settings.metrics_tenant_labels)
     watch_usage_backlog(metrics, usage)
     st = GatewayState(
         settings=settings, db=db, sessions=sessions, quota=quota, config=bus,
         keys=KeyCache(sessions, bus), usage=usage, upstream_pool=HTTP1Pool(),
         http=httpx.AsyncClient(limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
                                timeout=settings.upstream_timeout_s),
-        embedded=embedded, metrics=metrics, request_observers=[metrics.observe])
+        embedded=embedded, metrics=metrics, request_observers=[metrics.observe],
+        auth_throttle=AuthThrottle(settings.auth_failures_max, settings.auth_failures_window_s))
     try:
         st.config_version = await bus.version()
     except Exception:  # Redis down at start: serve 503s until it is back, then catch up
@@ -128,4 +132,5 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
     routes = [Route("/health", _health, methods=["GET"])]
     routes += tenant_api.routes() + admin.routes() + admin_routing.routes() + metrics_routes()
     routes += admin_classify.routes() + admin_pools.routes() + health.routes()
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
+                     middleware=[Middleware(HeaderGuard, limits=settings.header_limits())])

@@ -11,8 +11,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from backends.openai_wire import WireError, error_response
-from gateway.admission import bearer_token
+from gateway.admission import authenticate, bearer_token
 from gateway.auth import Principal
+from gateway.auth_throttle import client_address
 from gateway.completions import CompletionsEndpoint
 from gateway.reports import parse_time, to_csv, usage_report
 from gateway.state import state_of
@@ -21,13 +22,16 @@ from gateway.state import state_of
 async def _principal(request: Request) -> Principal:
     token = bearer_token({k: v for k, v in request.scope["headers"]})
     try:
-        principal = await state_of(request.app).keys.fresh(token)
+        return await authenticate(state_of(request.app), token, reload=False, fresh=True,
+                                  address=client_address(request.scope))
+    except WireError:
+        raise
     except Exception as exc:  # the key check needs the config version: fail closed
         raise WireError(503, "The quota service is unavailable; retry shortly.", "quota_unavailable",
                         headers={"retry-after": "1"}) from exc
-    if principal is None:
-        raise WireError(401, "Incorrect API key provided.", "invalid_api_key")
-    return principal
+
+
+USAGE_FORMATS = ("json", "csv")
 
 
 def _json(obj: object, status: int = 200) -> Response:
@@ -78,6 +82,10 @@ async def own_usage(request: Request) -> Response:
             raise WireError(403, "A tenant key may only read its own usage.", "forbidden", "tenant")
         start, end = parse_time(q.get("from"), "from"), parse_time(q.get("to"), "to")
         group_by = q.get("group_by", "day")
+        fmt = q.get("format", "json")
+        if fmt not in USAGE_FORMATS:
+            raise WireError(400, f"`format` must be one of {', '.join(USAGE_FORMATS)}, not {fmt[:50]!r}.",
+                            "invalid_value", "format")
 
         def run() -> list[dict]:
             with state_of(request.app).sessions() as s:
@@ -86,7 +94,7 @@ async def own_usage(request: Request) -> Response:
         rows = await asyncio.to_thread(run)
     except WireError as err:
         return error_response(err)
-    if q.get("format") == "csv":
+    if fmt == "csv":
         return Response(to_csv(rows), media_type="text/csv")
     return _json({"object": "list", "tenant_id": principal.tenant_id, "group_by": group_by, "data": rows})
 
