@@ -10,13 +10,20 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import (
+    DataError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    StatementError,
+)
 from starlette.requests import Request
 from starlette.responses import Response
 
 from backends.openai_wire import WireError, error_response
 from backends.openai_wire.headers import bearer
 from gateway.auth_throttle import client_address
+from gateway.secret_box import MISSING, SecretsKeyMissing
 from gateway.state import state_of
 
 Handler = Callable[[Request], Awaitable[Any]]
@@ -71,6 +78,12 @@ def admin_route(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
                         type(exc).__name__)
             return error_response(WireError(503, "The database is unavailable; retry shortly.",
                                            "database_unavailable", headers={"retry-after": "1"}))
+        except StatementError as exc:
+            if isinstance(exc.orig, SecretsKeyMissing):  # cannot store an upstream key without the key
+                return error_response(WireError(400, f"This gateway cannot store `api_key`: {MISSING}.",
+                                               "secrets_key_missing", "api_key"))
+            log.exception("admin %s %s failed (%s)", request.method, request.url.path, type(exc).__name__)
+            return error_response(WireError(500, "The admin request failed; see the gateway log.", "internal_error"))
         except Exception as exc:
             log.exception("admin %s %s failed (%s)", request.method, request.url.path, type(exc).__name__)
             return error_response(WireError(500, "The admin request failed; see the gateway log.", "internal_error"))

@@ -28,6 +28,7 @@ from gateway.fairness import FairnessSync, push_weights
 from gateway.metrics import make_metrics, metrics_routes, watch_usage_backlog
 from gateway.quota import QuotaStore
 from gateway.registry import load_backends, start_embedded_engine, watch_config
+from gateway.secret_box import box_from_settings, check_readable
 from gateway.settings import Settings
 from gateway.state import GatewayState
 from gateway.usage import UsageRecorder
@@ -55,9 +56,11 @@ async def _health(request: Request) -> JSONResponse:
 
 
 async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile | None = None) -> GatewayState:
+    secrets = box_from_settings(settings)  # upstream keys at rest (gateway/secret_box.py)
     if migrate:
-        await asyncio.to_thread(upgrade, settings.database_url)
-    db = make_engine(settings.database_url)
+        await asyncio.to_thread(upgrade, settings.database_url, "heads", secrets)
+    db = make_engine(settings.database_url, secrets)
+    await asyncio.to_thread(check_readable, db, secrets)
     sessions = make_sessionmaker(db)
     quota = make_quota_store(settings)
     bus = quota.config_bus()
