@@ -34,6 +34,7 @@ from backends.local.backend import LocalBackend
 from backends.local.metrics import ServerMetrics
 from backends.local.prepare import EngineRequest, parse_for_engine
 from backends.local.server_auth import ANONYMOUS_TENANT, EngineAuth, check_bind
+from backends.local.server_openapi import engine_document
 from backends.metrics_access import MetricsAccess
 from backends.openai_wire import (
     SSE_DONE,
@@ -44,6 +45,7 @@ from backends.openai_wire import (
     sse,
 )
 from backends.openai_wire.headers import HeaderGuard, HeaderLimits
+from backends.openai_wire.openapi import openapi_routes
 from scheduler.request import PRIORITY_CLASSES
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,7 @@ def build_app(
         Route("/stats", server.stats, methods=["GET"]),
         Route("/metrics", server.metrics.endpoint, methods=["GET"]),
         Route("/control/fairness", server.fairness, methods=["GET", "PUT"]),
+        *openapi_routes(engine_document, "fairgate engine"),
     ]
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
                      middleware=[Middleware(HeaderGuard, limits=header_limits)])
