@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from backends.openai_wire import WireError
@@ -34,7 +35,7 @@ class _Window:
 class AuthThrottle:
     """Counts failed authentications per client address in fixed windows. `max_failures` 0: off."""
 
-    def __init__(self, max_failures: int, window_s: float, clock=time.monotonic) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, max_failures: int, window_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.max_failures = max_failures
         self.window_s = window_s
         self._clock = clock
