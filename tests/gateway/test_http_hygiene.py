@@ -196,3 +196,21 @@ def test_malformed_authorization_is_401(make_gateway, value):
     gw, admin = make_gateway()
     r = httpx.get(gw.url + "/v1/models", headers={"authorization": value})
     assert r.status_code == 401 and r.json()["error"]["code"] == "missing_api_key"
+
+
+@pytest.mark.parametrize("base_url", ["http://", "http:", "http://\x1dhost/v1", "http://h:99999/v1",
+                                      "http://h:x/v1", "http://h /v1", "ftp://h/v1"])
+def test_backend_urls_the_client_cannot_dial_are_400(make_gateway, base_url):
+    """Found by the schemathesis run: such a row made every later config refresh fail."""
+    gw, admin = make_gateway()
+    r = admin.client.post("/admin/backends", json={"name": "bad", "base_url": base_url})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "base_url", r.text
+    r = admin.client.post("/admin/pools", json={"name": "p", "replicas": [{"name": "a", "base_url": base_url}]})
+    assert r.status_code == 400, r.text
+
+
+def test_upstream_key_cannot_carry_a_header(make_gateway, upstream):
+    gw, admin = make_gateway()
+    r = admin.client.post("/admin/backends", json={"name": "inj", "base_url": upstream.base_url,
+                                                   "api_key": "sk-x\r\nX-Evil: 1"})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "api_key", r.text
