@@ -10,11 +10,20 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import (
+    DataError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    StatementError,
+)
 from starlette.requests import Request
 from starlette.responses import Response
 
 from backends.openai_wire import WireError, error_response
+from backends.openai_wire.headers import bearer
+from gateway.auth_throttle import client_address
+from gateway.secret_box import MISSING, SecretsKeyMissing
 from gateway.state import state_of
 
 Handler = Callable[[Request], Awaitable[Any]]
@@ -23,11 +32,17 @@ MAX_PATH_ID = 200  # the widest id column (names); anything longer cannot match 
 
 
 def _check_auth(request: Request) -> None:
-    token = state_of(request.app).settings.admin_token
-    auth = request.headers.get("authorization", "")
+    """The admin token, or 401; an address over its failed tries is refused (429) even with the
+    right token while its window lasts, so the token cannot be guessed at speed."""
+    state = state_of(request.app)
+    token = state.settings.admin_token
     if not token:
         raise WireError(403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.", "admin_disabled")
-    if not auth.startswith("Bearer ") or not hmac.compare_digest(auth[7:].strip().encode(), token.encode()):
+    address = client_address(request.scope)
+    state.auth_throttle.check(address)
+    given = bearer(request.headers.get("authorization")) or ""
+    if not hmac.compare_digest(given.encode(), token.encode()):
+        state.auth_throttle.failed(address)
         raise WireError(401, "This route needs the admin token.", "invalid_admin_token")
 
 
@@ -63,6 +78,12 @@ def admin_route(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
                         type(exc).__name__)
             return error_response(WireError(503, "The database is unavailable; retry shortly.",
                                            "database_unavailable", headers={"retry-after": "1"}))
+        except StatementError as exc:
+            if isinstance(exc.orig, SecretsKeyMissing):  # cannot store an upstream key without the key
+                return error_response(WireError(400, f"This gateway cannot store `api_key`: {MISSING}.",
+                                               "secrets_key_missing", "api_key"))
+            log.exception("admin %s %s failed (%s)", request.method, request.url.path, type(exc).__name__)
+            return error_response(WireError(500, "The admin request failed; see the gateway log.", "internal_error"))
         except Exception as exc:
             log.exception("admin %s %s failed (%s)", request.method, request.url.path, type(exc).__name__)
             return error_response(WireError(500, "The admin request failed; see the gateway log.", "internal_error"))

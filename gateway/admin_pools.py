@@ -27,7 +27,7 @@ from backends.pool import PoolBackend
 from backends.pool_routing import POLICIES
 from gateway.admin import audit, body_of, changed, in_tx
 from gateway.admin_http import admin_route
-from gateway.admin_schemas import _Strict
+from gateway.admin_schemas import BaseUrl, Credential, Text, _Strict
 from gateway.state import state_of
 from gateway.tables import BackendRow
 from gateway.tables_pools import PoolReplicaRow, PoolRow
@@ -37,16 +37,16 @@ NAME = r"^[A-Za-z0-9_.:-]{1,200}$"
 
 class ReplicaIn(_Strict):
     name: str = Field(pattern=NAME)
-    base_url: str = Field(pattern=r"^https?://")
-    api_key: str | None = None
+    base_url: BaseUrl
+    api_key: Credential | None = None
 
 
 class PoolIn(_Strict):
     name: str = Field(pattern=NAME)
     kind: Literal["local", "vllm"] = "local"
-    model: str | None = None
-    api_key: str | None = None
-    tokenizer: str | None = None
+    model: Text | None = Field(default=None, max_length=200)
+    api_key: Credential | None = None
+    tokenizer: Text | None = Field(default=None, max_length=500)
     policy: Literal[POLICIES] = "affinity"  # type: ignore[valid-type]
     load_factor: float = Field(default=1.25, ge=1.0, le=100)
     max_kv_usage: float = Field(default=0.9, gt=0, le=1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -25,8 +26,31 @@ def _no_nul(v: str) -> str:
     return v
 
 
+def _base_url(v: str) -> str:
+    """What the upstream client can dial: http(s), a host, a valid port, printable ASCII."""
+    if any(not (32 < ord(c) < 127) for c in v):
+        raise ValueError("must be printable ASCII without spaces")
+    try:
+        u = urlsplit(v)
+        u.port  # noqa: B018 - raises ValueError for a port that is no number or out of range
+    except ValueError as exc:
+        raise ValueError(f"is not a URL ({exc})") from None
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise ValueError("must be an http:// or https:// URL with a host")
+    return v
+
+
+def _credential(v: str) -> str:
+    """An upstream key goes into a request header: printable ASCII, no spaces or line breaks."""
+    if any(not (32 < ord(c) < 127) for c in v):
+        raise ValueError("must be printable ASCII without spaces or line breaks")
+    return v
+
+
 # Every admin string: no NUL (PostgreSQL text cannot hold it; it would be a 500, not a 400).
 Text = Annotated[str, AfterValidator(_no_nul)]
+BaseUrl = Annotated[str, Field(max_length=500), AfterValidator(_base_url)]  # the column's width
+Credential = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_credential)]
 Amount = Annotated[int, Field(ge=0, le=MAX_AMOUNT)]  # what the quota stores count exactly
 
 
@@ -83,9 +107,9 @@ class QuotaSet(_Strict):
 class BackendCreate(_Strict):
     name: Text = Field(min_length=1, max_length=200)
     kind: Literal["openai", "local"] = "openai"
-    base_url: Text = Field(pattern=r"^https?://", max_length=500)  # the column's width
+    base_url: BaseUrl
     model: Text | None = Field(default=None, max_length=200)
-    api_key: Text | None = Field(default=None, max_length=4096)
+    api_key: Credential | None = None
     input_cost_per_mtok: float = Field(default=0.0, ge=0, le=1e6)  # dollars per million tokens
     output_cost_per_mtok: float = Field(default=0.0, ge=0, le=1e6)
     # The hardware's price per hour, idle or not (a local engine, a vLLM box): the real cost.

@@ -26,9 +26,11 @@ from backends.openai_wire import (
     parse_request,
     read_json_object,
 )
+from backends.openai_wire.headers import bearer
 from backends.openai_wire.responses import response_id
 from backends.types import Receive, Scope
 from gateway.auth import Principal
+from gateway.auth_throttle import client_address
 from gateway.quota import QuotaDenied, RateLimitState, StaleConfig
 from gateway.registry import refresh_if_stale
 from gateway.routing import NoRouteError, RouteDecision, RouteRequest
@@ -89,11 +91,13 @@ class RouteRefresh(Exception):
 
 
 def bearer_token(headers: dict[bytes, bytes]) -> str:
-    auth = headers.get(b"authorization", b"")
-    if not auth.startswith(b"Bearer ") or len(auth) < 8:
+    """The key of `Authorization: Bearer <key>` (any case of `Bearer`, RFC 7235), or the 401.
+    Several Authorization headers never get here: `HeaderGuard` refuses them with a 400."""
+    token = bearer(headers.get(b"authorization"))
+    if token is None:
         raise WireError(401, "You didn't provide an API key. Send it as `Authorization: Bearer <key>`.",
                         "missing_api_key")
-    return auth[7:].decode("latin-1").strip()
+    return token
 
 
 async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive) -> Admitted:
@@ -101,7 +105,7 @@ async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive)
     t0 = time.perf_counter()
     headers = dict(scope["headers"])
     token = bearer_token(headers)
-    principal = await authenticate(state, token, reload=False)
+    principal = await authenticate(state, token, reload=False, address=client_address(scope))
     body = await read_json_object(receive, headers, state.settings.max_body_bytes)
     incoming = Incoming(kind, token, headers, body, parse_request(kind, body), uuid.uuid4().hex, t0)
     if not state.usage.accepting():  # usage could not be kept (usage_on_db_unavailable): reserve nothing
@@ -148,19 +152,35 @@ async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -
                     prompt_version_header=req.headers.get(b"x-prompt-version"), ratelimit=ratelimit)
 
 
-async def authenticate(state: GatewayState, token: str, *, reload: bool) -> Principal:
-    principal = await (state.keys.reload(token) if reload else state.keys.authenticate(token))
+async def authenticate(state: GatewayState, token: str, *, reload: bool, fresh: bool = False,
+                       address: str | None = None) -> Principal:
+    """The key's principal or the 401; an address over its failed tries gets the throttle's
+    429 for any key this replica does not already hold (gateway/auth_throttle.py)."""
+    keys = state.keys
+    if not reload and keys.cached(token) is None:
+        state.auth_throttle.check(address)
+    principal = await (keys.reload(token) if reload else keys.fresh(token) if fresh else keys.authenticate(token))
     if principal is None:
+        state.auth_throttle.failed(address)
         raise WireError(401, "Incorrect API key provided.", "invalid_api_key")
     return principal
 
 
 def resolve_priority(principal: Principal, headers: dict[bytes, bytes]) -> str:
-    asked = headers.get(b"x-priority")
+    asked = header_text(headers, b"x-priority", "X-Priority")
     try:
-        return principal.resolve_priority(asked.decode() if asked else None)
+        return principal.resolve_priority(asked or None)
     except ValueError as exc:
         raise WireError(400, str(exc), "invalid_priority", "X-Priority") from None
+
+
+def header_text(headers: dict[bytes, bytes], name: bytes, shown: str) -> str | None:
+    """A header's value as UTF-8 text, or a 400 naming the header."""
+    raw = headers.get(name)
+    try:
+        return raw.decode("utf-8") if raw is not None else None
+    except UnicodeDecodeError:
+        raise WireError(400, f"The {shown} header is not valid UTF-8.", "invalid_header", shown) from None
 
 
 def check_model_access(principal: Principal, parsed: WireRequest) -> None:
@@ -180,13 +200,13 @@ def max_tokens_limit(state: GatewayState, principal: Principal, parsed: WireRequ
 
 
 async def route(state: GatewayState, req: Incoming, principal: Principal, priority: str) -> RouteDecision:
-    cls = req.headers.get(b"x-data-classification")
+    cls = header_text(req.headers, b"x-data-classification", "X-Data-Classification")
     assert req.parsed.model is not None
     try:
         return await state.router.decide(RouteRequest(
             tenant_id=principal.tenant_id, tenant_name=principal.tenant_name, model=req.parsed.model,
             priority=priority, data_residency=principal.data_residency,
-            classification_header=cls.decode().strip().lower() if cls else None,
+            classification_header=cls.strip().lower() if cls else None,
             texts=req.parsed.texts, prompt_tokens=req.parsed.prompt_tokens_bound,
             request_id=response_id(req.kind, req.request_id), body=req.body))
     except NoRouteError as exc:

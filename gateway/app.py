@@ -11,12 +11,14 @@ from collections.abc import AsyncIterator
 import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from backends.http1 import HTTP1Pool
 from backends.openai_wire import WireError, error_response
+from backends.openai_wire.headers import HeaderGuard
 from gateway import (
     admin,
     admin_classify,
@@ -25,15 +27,18 @@ from gateway import (
     admin_routing,
     admin_usage_log,
     health,
+    openapi,
     tenant_api,
 )
 from gateway.auth import KeyCache
+from gateway.auth_throttle import AuthThrottle
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.declarative import DeclaredFile
 from gateway.fairness import FairnessSync, push_weights
 from gateway.metrics import make_metrics, metrics_routes, watch_usage_backlog
 from gateway.quota import QuotaStore
 from gateway.registry import load_backends, start_embedded_engine, watch_config
+from gateway.secret_box import box_from_settings, check_readable
 from gateway.settings import Settings
 from gateway.state import GatewayState
 from gateway.usage import UsageRecorder
@@ -61,9 +66,11 @@ async def _health(request: Request) -> JSONResponse:
 
 
 async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile | None = None) -> GatewayState:
+    secrets = box_from_settings(settings)  # upstream keys at rest (gateway/secret_box.py)
     if migrate:
-        await asyncio.to_thread(upgrade, settings.database_url)
-    db = make_engine(settings.database_url)
+        await asyncio.to_thread(upgrade, settings.database_url, "heads", secrets)
+    db = make_engine(settings.database_url, secrets)
+    await asyncio.to_thread(check_readable, db, secrets)
     sessions = make_sessionmaker(db)
     quota = make_quota_store(settings)
     bus = quota.config_bus()
@@ -75,14 +82,15 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
     usage = UsageRecorder.from_settings(db, settings)
     usage.start()
     embedded = await asyncio.to_thread(start_embedded_engine, settings)
-    metrics = make_metrics(embedded)
+    metrics = make_metrics(embedded, settings.metrics_tenant_labels)
     watch_usage_backlog(metrics, usage)
     st = GatewayState(
         settings=settings, db=db, sessions=sessions, quota=quota, config=bus,
         keys=KeyCache(sessions, bus), usage=usage, upstream_pool=HTTP1Pool(),
         http=httpx.AsyncClient(limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
                                timeout=settings.upstream_timeout_s),
-        embedded=embedded, metrics=metrics, request_observers=[metrics.observe])
+        embedded=embedded, metrics=metrics, request_observers=[metrics.observe],
+        auth_throttle=AuthThrottle(settings.auth_failures_max, settings.auth_failures_window_s))
     try:
         st.config_version = await bus.version()
     except Exception:  # Redis down at start: serve 503s until it is back, then catch up
@@ -136,6 +144,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
 
     routes = [Route("/health", _health, methods=["GET"])]
     routes += tenant_api.routes() + admin.routes() + admin_routing.routes() + metrics_routes()
-    routes += admin_classify.routes() + admin_pools.routes() + health.routes()
+    routes += admin_classify.routes() + admin_pools.routes() + health.routes() + openapi.routes()
     routes += admin_costs.routes() + admin_usage_log.routes()
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
+                     middleware=[Middleware(HeaderGuard, limits=settings.header_limits())])

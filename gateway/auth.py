@@ -106,6 +106,10 @@ class KeyCache:
         self._entries: dict[str, Principal] = {}
         self._unknown: dict[str, float] = {}
 
+    def cached(self, token: str) -> Principal | None:
+        """The principal this replica already holds for `token` (no database, no store)."""
+        return self._entries.get(hash_key(token))
+
     async def authenticate(self, token: str) -> Principal | None:
         digest = hash_key(token)
         principal = self._entries.get(digest)

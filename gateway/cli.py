@@ -42,6 +42,9 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
                    help="with --api-key: callers without it may generate as tenant 'anonymous', no tenant headers")
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without --api-key (callers are trusted with tenant headers)")
+    p.add_argument("--metrics-anonymous", action="store_true",
+                   help="serve /metrics without a token (default: FAIRGATE_METRICS_TOKEN or the --api-key)")
+    p.add_argument("--metrics-tenant-labels", action="store_true", help="label request metrics by tenant id")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,9 +13,17 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 import migrations
+from gateway.secret_box import SecretBox, attach, box_from_settings
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, secrets: SecretBox | None = None) -> Engine:
+    """An engine for `url`; `secrets` encrypts and decrypts its upstream-key columns."""
+    engine = _engine(url)
+    attach(engine, secrets)
+    return engine
+
+
+def _engine(url: str) -> Engine:
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
     if url.startswith("sqlite"):
@@ -48,11 +56,12 @@ def alembic_config(url: str):  # type: ignore[no-untyped-def]
     return cfg
 
 
-def upgrade(url: str, revision: str = "heads") -> None:
-    """Apply every migration up to `revision` on the database at `url`."""
+def upgrade(url: str, revision: str = "heads", secrets: SecretBox | None = None) -> None:
+    """Apply every migration up to `revision` on the database at `url` (`secrets`: the key that
+    migration 0007 encrypts stored upstream keys with)."""
     from alembic import command
 
-    engine = make_engine(url)
+    engine = make_engine(url, secrets)
     try:
         with engine.begin() as conn:
             if conn.dialect.name == "postgresql":
@@ -70,6 +79,6 @@ def run_db_command(args: argparse.Namespace) -> int:
 
     settings = load_settings(args.config)
     if args.action == "upgrade":
-        upgrade(settings.database_url)
+        upgrade(settings.database_url, secrets=box_from_settings(settings))
         print("database upgraded")
     return 0

@@ -43,20 +43,26 @@ async def bump_version(settings: Settings) -> None:
 
 
 def run_apply(args: argparse.Namespace) -> int:
+    from sqlalchemy.exc import StatementError
+
     from gateway.db import make_engine, make_sessionmaker, upgrade
+    from gateway.secret_box import SecretsKeyMissing, box_from_settings
     from gateway.settings import load_settings
 
     try:
         declared = load_file(args.file)
         settings = load_settings(args.config, values=declared.settings)
-        upgrade(settings.database_url)
-        db = make_engine(settings.database_url)
+        secrets = box_from_settings(settings)
+        upgrade(settings.database_url, secrets=secrets)
+        db = make_engine(settings.database_url, secrets)
         try:
             changes = apply_in_db(make_sessionmaker(db), declared.config, args.prune)
         finally:
             db.dispose()
-    except (ConfigError, ValueError) as exc:
-        print(f"fairgate apply: {exc}", file=sys.stderr)
+    except (ConfigError, ValueError, SecretsKeyMissing, StatementError) as exc:
+        if isinstance(exc, StatementError) and not isinstance(exc.orig, SecretsKeyMissing):
+            raise
+        print(f"fairgate apply: {getattr(exc, 'orig', exc)}", file=sys.stderr)
         return 1
     if changes:
         asyncio.run(bump_version(settings))  # every running replica reloads
@@ -68,6 +74,7 @@ def run_apply(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from gateway.db import make_engine, make_sessionmaker
     from gateway.declarative_export import export_yaml
+    from gateway.secret_box import box_from_settings
     from gateway.settings import load_settings
 
     try:
@@ -75,7 +82,7 @@ def run_export(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"fairgate export: {exc}", file=sys.stderr)
         return 1
-    db = make_engine(settings.database_url)
+    db = make_engine(settings.database_url, box_from_settings(settings))
     try:
         with make_sessionmaker(db)() as s:
             text = export_yaml(s)

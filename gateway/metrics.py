@@ -15,8 +15,9 @@ tells them apart by the scrape job. What the gateway sees of a request:
   the time spent waiting on backends; also the `x-fairgate-overhead-ms` response header).
 
 An embedded engine adds its gauges (running / waiting requests, KV blocks, preemptions).
-`GET /metrics` is open (scrapers reach an internal port) unless `FAIRGATE_METRICS_TOKEN` is
-set; then it wants `Authorization: Bearer <that token>`.
+`GET /metrics` wants `Authorization: Bearer <FAIRGATE_METRICS_TOKEN or the admin token>` unless
+`metrics_anonymous` is set (backends/metrics_access.py). The tenant label stays empty unless
+`metrics_tenant_labels` is set: a scrape would otherwise list every tenant id.
 """
 
 from __future__ import annotations
@@ -28,13 +29,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from backends.local.metrics import (
-    E2E_BUCKETS,
-    ITL_BUCKETS,
-    TTFT_BUCKETS,
-    EngineStatsCollector,
-    metrics_response,
-)
+from backends.local.metrics import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, EngineStatsCollector
+from backends.metrics_access import MetricsAccess, metrics_response
 from backends.prompt_version import NONE, LabelCap
 from gateway.cost_metrics import CostCollector
 from gateway.state import state_of
@@ -64,8 +60,9 @@ class _Children:
 
 
 class GatewayMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, tenant_labels: bool = False) -> None:
         r = self.registry = registry
+        self.tenant_labels = tenant_labels
         self.ttft = Histogram("fairgate_time_to_first_token_seconds", "Gateway arrival to the first streamed "
                               "byte.", LABELS, registry=r, buckets=TTFT_BUCKETS)
         self.itl = Histogram("fairgate_inter_token_latency_seconds", "Mean gap between streamed chunks, one "
@@ -95,7 +92,8 @@ class GatewayMetrics:
     def observe(self, e: UsageEvent) -> None:
         """A request observer: account for one finished request."""
         backend = e.backend or "none"
-        key = (e.tenant_id, e.route, backend, e.model, e.priority)
+        tenant = e.tenant_id if self.tenant_labels else ""
+        key = (tenant, e.route, backend, e.model, e.priority)
         c = self._children.get(key)
         if c is None:
             c = self._children[key] = _Children(self, key)
@@ -116,7 +114,7 @@ class GatewayMetrics:
         if backend == "none" or e.usage_estimated:  # nothing was looked up, or we do not know
             return
         c.cached.inc(e.cached_tokens)
-        pc_key = (e.tenant_id, e.route, backend, e.model, self._versions(e.prompt_version or NONE))
+        pc_key = (tenant, e.route, backend, e.model, self._versions(e.prompt_version or NONE))
         pc = self._pc.get(pc_key)
         if pc is None:
             pc = self._pc[pc_key] = (self.pc_queries.labels(*pc_key), self.pc_hits.labels(*pc_key))
@@ -124,12 +122,12 @@ class GatewayMetrics:
         pc[1].inc(e.cached_tokens)
 
 
-def make_metrics(embedded: LocalBackend | None) -> GatewayMetrics:
+def make_metrics(embedded: LocalBackend | None, tenant_labels: bool = False) -> GatewayMetrics:
     """The app's registry and metrics, with the embedded engine's gauges and the real cost
     (gateway/cost_metrics.py). The lifespan feeds `metrics.observe` every finished request
     (GatewayState.request_observers)."""
     registry = CollectorRegistry()
-    metrics = GatewayMetrics(registry)
+    metrics = GatewayMetrics(registry, tenant_labels)
     registry.register(metrics.costs)
     if embedded is not None:
         registry.register(EngineStatsCollector(embedded.engine, embedded.model_name))
@@ -146,10 +144,12 @@ def watch_usage_backlog(metrics: GatewayMetrics, usage: UsageRecorder) -> None:
 
 async def metrics_endpoint(request: Request) -> Response:
     state = state_of(request.app)
-    if not state.settings.metrics_token or request.headers.get("authorization"):
-        await state.metrics.costs.refresh(state)  # (an unauthorised scrape costs no query)
-    return metrics_response(state.metrics.registry, request.headers.get("authorization"),
-                            state.settings.metrics_token)
+    settings = state.settings
+    access = MetricsAccess(settings.metrics_token, settings.metrics_anonymous, settings.metrics_tenant_labels)
+    authorization, also = request.headers.get("authorization"), (settings.admin_token,)
+    if access.refusal(authorization, also) is None:
+        await state.metrics.costs.refresh(state)  # (a refused scrape costs no query)
+    return metrics_response(state.metrics.registry, access, authorization, also)
 
 
 def metrics_routes() -> list[Route]:

@@ -16,6 +16,7 @@ from types import FrameType
 import uvicorn
 from starlette.applications import Starlette
 
+from backends.http_protocol import limited_protocol
 from gateway.app import create_app
 from gateway.settings import load_settings
 
@@ -39,7 +40,9 @@ def run_gateway(args: argparse.Namespace) -> int:
     settings = load_settings(None, values=settings_values, model=args.model, host=args.host, port=args.port)
     logging.basicConfig(level=settings.log_level.upper())
     app = create_app(settings, declared=declared)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, loop="uvloop", http="httptools",
+    # httptools, with the header limits enforced while parsing (backends/http_protocol.py)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, loop="uvloop",
+                            http=limited_protocol(settings.header_limits()),
                             access_log=False, log_level=settings.log_level, lifespan="on",
                             timeout_graceful_shutdown=int(settings.shutdown_grace_s))
     GracefulServer(config, app).run()

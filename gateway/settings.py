@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from backends.openai_wire.headers import HeaderLimits
+
 ENV_PREFIX = "FAIRGATE_"
 
 
@@ -49,7 +51,27 @@ class Settings(BaseSettings):
     usage_journal_max_bytes: int = Field(default=256 << 20, ge=4096)  # full: refuse, never drop
     default_priority: str = "standard"
     log_level: str = "warning"
-    metrics_token: str | None = None  # set → GET /metrics wants `Authorization: Bearer <it>`
+    # GET /metrics wants `Authorization: Bearer <metrics_token or admin_token>` unless anonymous
+    # scrapes are allowed; tenant ids become metric labels only when asked (they list tenants)
+    metrics_token: str | None = None
+    metrics_anonymous: bool = False
+    metrics_tenant_labels: bool = False
+    # request headers (gateway/serve.py, backends/openai_wire/headers.py): over these → 431
+    max_header_bytes: int = Field(default=16_384, ge=256)  # one header, name + value
+    max_headers_total_bytes: int = Field(default=65_536, ge=1024)
+    max_header_count: int = Field(default=100, ge=8)
+    # failed-auth throttle (gateway/auth_throttle.py): this many bad keys from one client address
+    # within the window → 429 with Retry-After for unknown keys from it; 0 turns it off
+    auth_failures_max: int = Field(default=20, ge=0)
+    auth_failures_window_s: float = Field(default=60.0, gt=0)
+    # upstream secrets (backend and pool API keys) are Fernet-encrypted in the database with this
+    # key (or the first line of secrets_key_file); several keys, comma-separated: the first
+    # encrypts, all decrypt (rotation). Generate one with `fairgate secrets generate-key`.
+    secrets_key: str | None = Field(default=None, repr=False)
+    secrets_key_file: str | None = None
+
+    def header_limits(self) -> HeaderLimits:
+        return HeaderLimits(self.max_header_bytes, self.max_headers_total_bytes, self.max_header_count)
     control_secret: str | None = None  # sent to engine servers' /control/* (their --control-secret)
     fairness_sync_interval_s: float = 5.0  # re-push weights to engines that lost them (restart)
     shutdown_grace_s: float = 30.0  # on SIGTERM: time for in-flight requests and streams to finish

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gateway.auth_throttle import AuthThrottle
 from gateway.routing import Router
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class GatewayState:
     fairness_sync: FairnessSync | None = None
     fairness_version: int = 0
     fairness_weights: dict[str, float] = field(default_factory=dict)
+    auth_throttle: AuthThrottle = field(default_factory=lambda: AuthThrottle(0, 60.0))  # off unless set
 
 
 def state_of(app: Any) -> GatewayState:

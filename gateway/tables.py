@@ -24,6 +24,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from gateway.secret_box import SecretText
+
 
 def new_id() -> str:
     return uuid.uuid4().hex
@@ -100,7 +102,7 @@ class BackendRow(Base):
     kind: Mapped[str] = mapped_column(String(32), default="openai")  # openai | local
     base_url: Mapped[str] = mapped_column(String(500))
     model: Mapped[str | None] = mapped_column(String(200), nullable=True)  # upstream's name
-    api_key: Mapped[str | None] = mapped_column(Text, nullable=True)
+    api_key: Mapped[str | None] = mapped_column(SecretText, nullable=True)  # encrypted at rest
     input_cost_per_mtok: Mapped[float] = mapped_column(Float, default=0.0)
     output_cost_per_mtok: Mapped[float] = mapped_column(Float, default=0.0)
     # The hardware's price per hour (NULL: none; the list prices above then make the cost).

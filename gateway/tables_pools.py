@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from gateway.secret_box import SecretText
 from gateway.tables import Base, new_id, utcnow
 
 
@@ -24,7 +25,7 @@ class PoolRow(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     kind: Mapped[str] = mapped_column(String(32), default="local")  # local | vllm
     model: Mapped[str | None] = mapped_column(String(200), nullable=True)  # the replicas' model name
-    api_key: Mapped[str | None] = mapped_column(Text, nullable=True)
+    api_key: Mapped[str | None] = mapped_column(SecretText, nullable=True)  # encrypted at rest
     tokenizer: Mapped[str | None] = mapped_column(String(500), nullable=True)  # model folder for prefix keys
     policy: Mapped[str] = mapped_column(String(32), default="affinity")
     load_factor: Mapped[float] = mapped_column(Float, default=1.25)
@@ -45,7 +46,7 @@ class PoolReplicaRow(Base):
     pool_id: Mapped[str] = mapped_column(ForeignKey("backend_pools.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(200))
     base_url: Mapped[str] = mapped_column(String(500))
-    api_key: Mapped[str | None] = mapped_column(Text, nullable=True)
+    api_key: Mapped[str | None] = mapped_column(SecretText, nullable=True)  # encrypted at rest
     draining: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 

@@ -9,8 +9,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from backends.openai_wire import WireError, error_response
-from gateway.admission import bearer_token
+from gateway.admission import authenticate, bearer_token
 from gateway.auth import Principal
+from gateway.auth_throttle import client_address
 from gateway.completions import CompletionsEndpoint
 from gateway.cost_sources import costed_report
 from gateway.reports import GROUPS, parse_time, to_csv
@@ -20,13 +21,16 @@ from gateway.state import state_of
 async def _principal(request: Request) -> Principal:
     token = bearer_token({k: v for k, v in request.scope["headers"]})
     try:
-        principal = await state_of(request.app).keys.fresh(token)
+        return await authenticate(state_of(request.app), token, reload=False, fresh=True,
+                                  address=client_address(request.scope))
+    except WireError:
+        raise
     except Exception as exc:  # the key check needs the config version: fail closed
         raise WireError(503, "The quota service is unavailable; retry shortly.", "quota_unavailable",
                         headers={"retry-after": "1"}) from exc
-    if principal is None:
-        raise WireError(401, "Incorrect API key provided.", "invalid_api_key")
-    return principal
+
+
+USAGE_FORMATS = ("json", "csv")
 
 
 def _json(obj: object, status: int = 200) -> Response:
@@ -79,11 +83,15 @@ async def own_usage(request: Request) -> Response:
         group_by = q.get("group_by", "day")
         if group_by not in GROUPS:
             raise WireError(400, f"`group_by` must be one of {', '.join(GROUPS)}", "invalid_value", "group_by")
+        fmt = q.get("format", "json")
+        if fmt not in USAGE_FORMATS:
+            raise WireError(400, f"`format` must be one of {', '.join(USAGE_FORMATS)}, not {fmt[:50]!r}.",
+                            "invalid_value", "format")
         # its share of the hardware cost (gateway/cost.py); other tenants' shares are not shown
         rows = (await costed_report(state_of(request.app), principal.tenant_id, start, end, group_by)).rows
     except WireError as err:
         return error_response(err)
-    if q.get("format") == "csv":
+    if fmt == "csv":
         return Response(to_csv(rows), media_type="text/csv")
     return _json({"object": "list", "tenant_id": principal.tenant_id, "group_by": group_by, "data": rows})
 

@@ -15,26 +15,19 @@ All times are `time.monotonic()`, the clock of `SchedRequest.arrival_time`.
 
 from __future__ import annotations
 
-import hmac
 import logging
-import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
+from backends.metrics_access import MetricsAccess, metrics_response
 from backends.prompt_version import NONE, LabelCap, prompt_version
 from scheduler.request import PRIORITY_CLASSES
 
@@ -86,8 +79,9 @@ class _Live:
 class EngineRequestMetrics:
     """Per-request metrics of one engine; set it as `engine.observer` (see `install`)."""
 
-    def __init__(self, registry: CollectorRegistry, model: str) -> None:
+    def __init__(self, registry: CollectorRegistry, model: str, tenant_labels: bool = True) -> None:
         self.model = model
+        self.tenant_labels = tenant_labels  # False: the tenant label stays empty (no tenant list)
         r = registry
         self.ttft = Histogram("fairgate_time_to_first_token_seconds", "Time from arrival at the engine to the "
                               "first generated token.", REQUEST_LABELS, registry=r, buckets=TTFT_BUCKETS)
@@ -147,11 +141,12 @@ class EngineRequestMetrics:
                     priority = PRIORITY_CLASSES[request.priority]
                 except (IndexError, TypeError):
                     priority = str(request.priority)
-                key = (request.tenant, self.model, priority)
+                tenant = request.tenant if self.tenant_labels else ""
+                key = (tenant, self.model, priority)
                 children = self._children.get(key)
                 if children is None:
                     children = self._children[key] = _Children(self, key)
-                live[request.request_id] = _Live(children, request.tenant, priority, request.arrival_time, now)
+                live[request.request_id] = _Live(children, tenant, priority, request.arrival_time, now)
 
     def _outputs(self, outputs: Iterable[RequestOutput]) -> None:
         now = time.monotonic()
@@ -286,14 +281,22 @@ def install(engine: AsyncEngine, registry: CollectorRegistry, model: str,
 class ServerMetrics:
     """What the engine server mounts: its own registry, the engine's hooks and `GET /metrics`.
 
-    The endpoint is open (Prometheus scrapes an internal port) unless FAIRGATE_METRICS_TOKEN
-    (or `token`) is set; then it wants `Authorization: Bearer <token>`.
+    Who may scrape is `access` (backends/metrics_access.py; default from FAIRGATE_METRICS_*):
+    the metrics token or the engine's API key. An engine without an API key trusts every
+    loopback caller (server_auth.py) and so serves /metrics to them too unless a token is set.
     """
 
-    def __init__(self, engine: AsyncEngine, model: str, token: str | None = None) -> None:
+    def __init__(self, engine: AsyncEngine, model: str, access: MetricsAccess | None = None,
+                 api_key: str | None = None) -> None:
+        access = access or MetricsAccess.from_env()
+        if api_key is None and access.token is None:
+            access = MetricsAccess(None, True, access.tenant_labels)
+        self.access = access
+        self.api_key = api_key
         self.registry = CollectorRegistry()
         self.requests = install(engine, self.registry, model)
-        self.token = token if token is not None else os.environ.get("FAIRGATE_METRICS_TOKEN") or None
+        if self.requests is not None:
+            self.requests.tenant_labels = access.tenant_labels
 
     def tag(self, request_id: str, version_header: str | None, body: Any) -> None:
         """Label the request's prefix-cache counters with its prompt version."""
@@ -301,13 +304,4 @@ class ServerMetrics:
             self.requests.set_prompt_version(request_id, prompt_version(version_header, body))
 
     async def endpoint(self, request: Request) -> Response:
-        return metrics_response(self.registry, request.headers.get("authorization"), self.token)
-
-
-def metrics_response(registry: CollectorRegistry, authorization: str | None, token: str | None) -> Response:
-    """The text exposition of `registry`, or 401 when a token is set and not given."""
-    if token:
-        given = authorization[7:].strip() if authorization and authorization.startswith("Bearer ") else ""
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            return Response("metrics need the metrics token\n", 401, media_type="text/plain")
-    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        return metrics_response(self.registry, self.access, request.headers.get("authorization"), (self.api_key,))

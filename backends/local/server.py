@@ -24,6 +24,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -33,6 +34,8 @@ from backends.local.backend import LocalBackend
 from backends.local.metrics import ServerMetrics
 from backends.local.prepare import EngineRequest, parse_for_engine
 from backends.local.server_auth import ANONYMOUS_TENANT, EngineAuth, check_bind
+from backends.local.server_openapi import engine_document
+from backends.metrics_access import MetricsAccess
 from backends.openai_wire import (
     SSE_DONE,
     WireError,
@@ -41,6 +44,8 @@ from backends.openai_wire import (
     read_json_object,
     sse,
 )
+from backends.openai_wire.headers import HeaderGuard, HeaderLimits
+from backends.openai_wire.openapi import openapi_routes
 from scheduler.request import PRIORITY_CLASSES
 
 log = logging.getLogger(__name__)
@@ -54,10 +59,13 @@ def build_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     close_backend: bool = True,
     auth: EngineAuth | None = None,
+    metrics: MetricsAccess | None = None,
+    header_limits: HeaderLimits | None = None,
 ) -> Starlette:
     """The engine server app. The backend's engine is closed on shutdown when `close_backend`;
-    `auth` (default: open) says who may call and who may name a tenant."""
-    server = EngineServer(backend, control_secret, max_body_bytes, auth or EngineAuth())
+    `auth` (default: open) says who may call and who may name a tenant; `metrics` who may
+    scrape (default: FAIRGATE_METRICS_*); `header_limits` when request headers are a 431."""
+    server = EngineServer(backend, control_secret, max_body_bytes, auth or EngineAuth(), metrics)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -74,20 +82,23 @@ def build_app(
         Route("/stats", server.stats, methods=["GET"]),
         Route("/metrics", server.metrics.endpoint, methods=["GET"]),
         Route("/control/fairness", server.fairness, methods=["GET", "PUT"]),
+        *openapi_routes(engine_document, "fairgate engine"),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
+                     middleware=[Middleware(HeaderGuard, limits=header_limits)])
 
 
 class EngineServer:
     """The engine server's routes over one `LocalBackend`."""
 
     def __init__(self, backend: LocalBackend, control_secret: str | None, max_body_bytes: int,
-                 auth: EngineAuth | None = None) -> None:
+                 auth: EngineAuth | None = None, metrics: MetricsAccess | None = None) -> None:
         self.backend = backend
         self.auth = auth or EngineAuth()
         self.control_secret = control_secret
         self.max_body_bytes = max_body_bytes
-        self.metrics = ServerMetrics(backend.engine, backend.model_name)  # GET /metrics, engine hooks
+        # GET /metrics and the engine hooks; the API key may scrape too
+        self.metrics = ServerMetrics(backend.engine, backend.model_name, metrics, self.auth.api_key)
 
     async def completions(self, request: Request) -> Response:
         return await self._generate(request, "completion")
@@ -266,12 +277,16 @@ def run_engine_server(args: argparse.Namespace) -> int:
     """Load the model, bind the port (0: any free one), print where it listens, serve."""
     import uvicorn
 
+    from backends.http_protocol import limited_protocol
     from backends.local.engine import AsyncEngine
     from backends.local.engine_config import EngineConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     auth = EngineAuth(args.api_key or os.environ.get("FAIRGATE_ENGINE_API_KEY") or None, args.allow_anonymous)
     check_bind(args.host, auth.api_key, args.insecure_no_auth)
+    env = MetricsAccess.from_env()
+    metrics = MetricsAccess(env.token, env.anonymous or getattr(args, "metrics_anonymous", False),
+                            env.tenant_labels or getattr(args, "metrics_tenant_labels", False))
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
@@ -282,8 +297,9 @@ def run_engine_server(args: argparse.Namespace) -> int:
         # The engine is built inside the server's loop so its streams deliver to that loop.
         engine = AsyncEngine(EngineConfig.from_args(args))
         app = build_app(LocalBackend(engine, name="engine"), control_secret=args.control_secret,
-                        auth=auth)
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+                        auth=auth, metrics=metrics)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5,
+                                http=limited_protocol(HeaderLimits()))
         server = uvicorn.Server(config)
         shown = f"[{host}]" if ":" in host else host
         print(f"fairgate engine listening on http://{shown}:{port}", flush=True)

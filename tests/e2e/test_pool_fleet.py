@@ -79,7 +79,7 @@ def test_shared_system_prompt_lands_on_one_replica_and_hits_its_cache(fleet) -> 
     sent = {n: after[n] - before[n] for n in after}
     assert sorted(sent.values()) == [0, 6]  # all six on the tenant's home replica
     assert cached[0] == 0 and all(c >= 32 for c in cached[1:])  # the shared prompt's blocks hit
-    metrics = httpx.get(gw.url + "/metrics").text
+    metrics = httpx.get(gw.url + "/metrics", headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).text
     home = max(sent, key=sent.get)
     assert f'fairgate_pool_routed_total{{pool="tiny-pool",reason="affinity",replica="{home}"}}' in metrics
 

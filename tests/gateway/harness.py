@@ -20,6 +20,7 @@ import psycopg
 import redis
 import uvicorn
 
+from backends.http_protocol import limited_protocol
 from gateway.app import create_app
 from gateway.settings import Settings
 from gateway.state import GatewayState, state_of
@@ -70,8 +71,9 @@ class GatewayThread:
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
+        # the protocol `fairgate serve` runs (header limits enforced while parsing)
         cfg = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="error",
-                             access_log=False, lifespan="on")
+                             access_log=False, lifespan="on", http=limited_protocol(settings.header_limits()))
         self.server = uvicorn.Server(cfg)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self._loop: Any = None

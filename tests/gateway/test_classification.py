@@ -95,5 +95,5 @@ def test_audit_row_keeps_kinds_and_spans_never_text(gw) -> None:
     assert [tuple(s) for s in row["finding_spans"]] == [("tckn", 11, 22), ("card", 33, 52)]
     dump = json.dumps(rows)
     assert TCKN not in dump and "4111 1111" not in dump and "kimli" not in dump
-    metrics = httpx.get(g.url + "/metrics", timeout=10).text
+    metrics = httpx.get(g.url + "/metrics", timeout=10, headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).text
     assert FAIL_CLOSED_METRIC in metrics

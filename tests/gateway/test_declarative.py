@@ -50,7 +50,8 @@ ENV = {"FG_TEST_ADMIN": ADMIN_TOKEN, "FG_TEST_EXT_KEY": "sk-ext-secret"}
 
 
 def fairgate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **env}
+    full = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+            "FAIRGATE_SECRETS_KEY": os.environ["FAIRGATE_SECRETS_KEY"], **env}
     return subprocess.run([sys.executable, "-m", "gateway.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, env=full, timeout=120)
 

@@ -33,7 +33,7 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 def scrape(url: str, requests: int) -> tuple[str, Samples]:
     """Metrics once `requests` requests are accounted (observers run after the response)."""
     for _ in range(200):
-        r = httpx.get(url + "/metrics")
+        r = httpx.get(url + "/metrics", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
         assert r.status_code == 200
         samples = parse(r.text)
         if value(samples, "fairgate_requests_total") >= requests:
@@ -64,7 +64,7 @@ def chat(url: str, key: str, model: str, *, stream: bool = False, headers: dict[
 
 def test_gateway_metrics_match_usage(tmp_path, tiny_model_dir):
     settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/m.db",
-                        model=str(tiny_model_dir))
+                        model=str(tiny_model_dir), metrics_tenant_labels=True)
     with GatewayThread(settings) as gw:
         admin = Admin(gw.url)
         model = tiny_model_dir.name
@@ -113,6 +113,6 @@ def test_gateway_metrics_match_usage(tmp_path, tiny_model_dir):
 
         gw.state.settings.metrics_token = "scrape-token"
         assert httpx.get(gw.url + "/metrics").status_code == 401
-        ok = httpx.get(gw.url + "/metrics", headers={"authorization": "Bearer scrape-token"})
+        ok = httpx.get(gw.url + "/metrics", headers={"authorization": "bearer scrape-token"})
         assert ok.status_code == 200 and "fairgate_gateway_overhead_seconds" in ok.text
         admin.close()

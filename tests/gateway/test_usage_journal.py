@@ -46,7 +46,7 @@ def chat(gw, key: str) -> httpx.Response:
 
 
 def pending_gauge(gw) -> float:
-    text = httpx.get(gw.url + "/metrics").text
+    text = httpx.get(gw.url + "/metrics", headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).text
     line = next(x for x in text.splitlines() if x.startswith("fairgate_usage_pending_rows "))
     return float(line.split()[1])
 

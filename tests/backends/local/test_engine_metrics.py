@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from backends.local.backend import LocalBackend
 from backends.local.engine import AsyncEngine, EngineConfig
 from backends.local.server import build_app
+from backends.metrics_access import MetricsAccess
 from backends.prompt_version import system_prompt_hash
 
 SYSTEM = "You are the helpful assistant of the docs team; answer in one short sentence. " * 2
@@ -85,7 +86,7 @@ def chat(http: httpx.Client, tenant: str, question: str, *, headers: dict[str, s
 
 def test_engine_server_metrics_match_usage(tiny_model_dir: Path) -> None:
     engine = AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=64, served_model_name="tiny"))
-    with serve(build_app(LocalBackend(engine))) as url, httpx.Client(base_url=url, timeout=60) as http:
+    with serve(build_app(LocalBackend(engine), metrics=MetricsAccess(tenant_labels=True))) as url, httpx.Client(base_url=url, timeout=60) as http:
         _, before = scrape(http)
         assert value(before, "fairgate_kv_blocks_total", model="tiny") == 64
         assert value(before, "fairgate_requests_running") == 0
