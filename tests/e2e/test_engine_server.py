@@ -48,7 +48,8 @@ def wait_drained(http: httpx.Client) -> dict:
 
 def test_models_and_health(client: openai.OpenAI, http: httpx.Client) -> None:
     assert [m.id for m in client.models.list().data] == ["tiny"]
-    assert http.get("/health").json() == {"status": "ok"}
+    health = http.get("/health").json()
+    assert health["status"] == "ok" and set(health) == {"status", "step_costs"}  # the measured cost weights
 
 
 def test_completion_stream_equals_non_stream(client: openai.OpenAI) -> None:
