@@ -15,6 +15,7 @@ from sqlalchemy import update
 
 from gateway.tables import BackendRow
 from gateway.tables_pools import PoolRow
+from tests.gateway.harness import ADMIN_TOKEN
 from tests.gateway.test_cost import DAY, HISTORY, approx, usage_row
 from tests.helpers.upstream import UpstreamBehaviour, UpstreamServer
 
@@ -89,7 +90,7 @@ def test_admin_usage_shows_the_real_cost(make_gateway, engine_server, upstream):
 def test_cost_in_metrics(make_gateway, engine_server, upstream):
     gw, admin = priced_gateway(make_gateway, engine_server, upstream)
     samples = {}
-    for family in text_string_to_metric_families(httpx.get(gw.url + "/metrics").text):
+    for family in text_string_to_metric_families(httpx.get(gw.url + "/metrics", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}).text):
         for s in family.samples:
             samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
     # the last hour: the history is older, so each machine was paid for an idle hour
