@@ -8,7 +8,7 @@ one `GET /stats` per engine server); a refresh that fails keeps the last figures
     fairgate_backend_cost_usd{backend}                        cost over the last hour
     fairgate_backend_cost_per_million_tokens{backend,tokens}  tokens="total" | "generated"
     fairgate_backend_idle_share{backend}                      idle part of the paid hour
-    fairgate_tenant_cost_usd{tenant,backend}                  each tenant's share of that cost
+    fairgate_tenant_cost_usd{tenant,backend}                  each tenant's share (only with tenant labels on)
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ WINDOW = timedelta(hours=1)
 
 
 class CostCollector(Collector):
-    def __init__(self) -> None:
+    def __init__(self, tenant_labels: bool = False) -> None:
+        self.tenant_labels = tenant_labels  # per-tenant shares only where tenant ids may be labels
         self.backends: dict[str, BackendCost] = {}
         self.refreshed = float("-inf")
         self._lock = asyncio.Lock()
@@ -76,6 +77,6 @@ class CostCollector(Collector):
                     cpm.add_metric([name, kind], value)
             if b.idle_share is not None:
                 idle.add_metric([name], b.idle_share)
-            for t in b.tenants.values():
+            for t in b.tenants.values() if self.tenant_labels else ():
                 tenant.add_metric([t.tenant_id, name], t.cost)
         yield from (price, cost, cpm, idle, tenant)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.orm import Session, sessionmaker
 
 import migrations
@@ -58,7 +58,7 @@ def alembic_config(url: str):  # type: ignore[no-untyped-def]
 
 def upgrade(url: str, revision: str = "heads", secrets: SecretBox | None = None) -> None:
     """Apply every migration up to `revision` on the database at `url` (`secrets`: the key that
-    migration 0007 encrypts stored upstream keys with)."""
+    migration 0008 encrypts stored upstream keys with)."""
     from alembic import command
 
     engine = make_engine(url, secrets)
@@ -67,11 +67,31 @@ def upgrade(url: str, revision: str = "heads", secrets: SecretBox | None = None)
             if conn.dialect.name == "postgresql":
                 # replicas starting together must not run the same migration twice
                 conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7261001)")
+            refuse_plaintext_without_key(conn, secrets)
             cfg = alembic_config(url)
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, revision)
     finally:
         engine.dispose()
+
+
+SECRET_COLUMNS = (("backends", "api_key"), ("backend_pools", "api_key"), ("pool_replicas", "api_key"))
+
+
+def refuse_plaintext_without_key(conn: Connection, secrets: SecretBox | None) -> None:
+    """Stop before any migration runs when stored upstream keys are plaintext and no secrets key is
+    set: SQLite commits DDL as it goes, so failing inside migration 0008 would leave the earlier
+    ones applied but unrecorded."""
+    from gateway.settings import Settings
+
+    if secrets is not None or box_from_settings(Settings()) is not None:
+        return
+    present = set(inspect(conn).get_table_names())
+    for table, column in SECRET_COLUMNS:
+        if table in present and conn.execute(text(
+                f"SELECT 1 FROM {table} WHERE {column} IS NOT NULL AND {column} NOT LIKE 'fernet:%' LIMIT 1")).first():
+            raise RuntimeError(f"{table}.{column} holds upstream API keys: set FAIRGATE_SECRETS_KEY (a Fernet "
+                               "key) so the migration can encrypt them")
 
 
 def run_db_command(args: argparse.Namespace) -> int:

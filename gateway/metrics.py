@@ -87,7 +87,7 @@ class GatewayMetrics:
         self._pc: dict[tuple[str, ...], tuple[Any, Any]] = {}
         self._status: dict[tuple[str, ...], Any] = {}
         self._versions = LabelCap()
-        self.costs = CostCollector()  # registered by make_metrics; refreshed at scrape time
+        self.costs = CostCollector(tenant_labels)  # registered by make_metrics; refreshed at scrape time
 
     def observe(self, e: UsageEvent) -> None:
         """A request observer: account for one finished request."""
