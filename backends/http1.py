@@ -166,10 +166,11 @@ class HTTP1Pool:
         elif conn.transport is not None:
             conn.transport.close()
 
-    async def post(self, origin: Origin, path: str, headers: bytes, body: bytes, timeout: float) -> Response:
-        """Send a POST; return once the status line and headers are in. `headers`: extra raw
-        header lines, each ending in CRLF."""
-        head = (f"POST {origin.base_path}{path} HTTP/1.1\r\nHost: {origin.host}:{origin.port}\r\n"
+    async def post(self, origin: Origin, path: str, headers: bytes, body: bytes, timeout: float,
+                   method: str = "POST") -> Response:
+        """Send a POST (or `method`); return once the status line and headers are in.
+        `headers`: extra raw header lines, each ending in CRLF."""
+        head = (f"{method} {origin.base_path}{path} HTTP/1.1\r\nHost: {origin.host}:{origin.port}\r\n"
                 f"Content-Length: {len(body)}\r\n").encode() + headers + b"\r\n"
         idle = self._idle.get(origin)
         for attempt in range(2):

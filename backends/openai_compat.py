@@ -9,6 +9,7 @@ API key is held in a private header blob and kept out of repr, logs and errors.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import AsyncGenerator
@@ -57,6 +58,9 @@ class OpenAICompatBackend:
     server on company hardware, which also schedules by tenant and keeps cache salts apart."""
 
     context_length: int | None = None  # not known for an upstream API
+    # A fairgate engine server keeps what a request named by X-Request-Id used, so a request
+    # cut short here is billed exactly (backends/local/request_ledger.py); vLLM does not.
+    keeps_request_ledger = True
 
     def __init__(self, name: str, base_url: str, pool: HTTP1Pool, *, model: str | None = None,
                  api_key: str | None = None, is_local: bool = False, timeout_s: float = 60.0,
@@ -94,7 +98,10 @@ class OpenAICompatBackend:
             body["max_tokens"] = parsed.max_tokens  # our engine servers: the reserved bound
         if stream:
             body["stream"] = True
-            body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+            opts = {**(body.get("stream_options") or {}), "include_usage": True}
+            if self.is_local:  # our engines and vLLM: usage on every chunk, exact when a stream is cut
+                opts["continuous_usage_stats"] = True
+            body["stream_options"] = opts
         else:
             body.pop("stream_options", None)
             body["stream"] = False
@@ -109,7 +116,7 @@ class OpenAICompatBackend:
             return self._headers
         extra = b""
         for name, value in (("X-Tenant", request.tenant), ("X-Priority", request.priority),
-                            ("X-Cache-Salt", request.cache_salt)):
+                            ("X-Cache-Salt", request.cache_salt), ("X-Request-Id", request.request_id)):
             if value and value.isascii() and value.isprintable():
                 extra += f"{name}: {value}\r\n".encode()
         return self._headers + extra
@@ -152,9 +159,18 @@ class OpenAICompatBackend:
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
         path, payload = self._prepare(request, stream=False)
-        resp = await self._send(path, payload, self._request_headers(request))
         try:
-            result: Any = orjson.loads(await resp.read())
+            resp = await self._send(path, payload, self._request_headers(request))
+            try:
+                data = await resp.read()
+            finally:
+                resp.close()  # cut before the end: the connection goes, so the upstream notices
+        except asyncio.CancelledError:  # our client left: closing the connection aborted the work
+            if self.is_local and self.keeps_request_ledger:
+                await self._read_cut_usage(request)
+            raise
+        try:
+            result: Any = orjson.loads(data)
         except HTTPError as exc:
             raise BackendError(f"backend {self.name} failed mid-response: {exc}", 502, True) from None
         except orjson.JSONDecodeError:
@@ -166,12 +182,24 @@ class OpenAICompatBackend:
             result["id"], result["model"] = rid, model
         return result
 
+    async def _read_cut_usage(self, request: GenerationRequest, timeout_s: float = 3.0) -> None:
+        """Ask our engine server what the request we just hung up on used (into `request.used`)."""
+        with contextlib.suppress(HTTPError, TimeoutError, orjson.JSONDecodeError, AttributeError):
+            async with asyncio.timeout(timeout_s):
+                resp = await self._pool.post(self._origin, f"/requests/{request.request_id}/usage", self._headers,
+                                             b"", timeout_s, method="GET")
+                data = await resp.read()
+            if resp.status == 200:
+                request.used.note(orjson.loads(data).get("usage"))
+
     async def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
         """The chunks as they arrive, grouped by network read, so the gateway can forward
         whatever came in one packet with one write."""
         path, payload = self._prepare(request, stream=True)
         resp = await self._send(path, payload, self._request_headers(request))
         rid, model = _identity(request)
+        parsed = request.parsed
+        keep_usage = parsed is None or parsed.continuous_usage  # the client asked for it itself
         buf = b""
         try:
             async for data in resp.iter_bytes():
@@ -187,6 +215,11 @@ class OpenAICompatBackend:
                             yield batch
                         return
                     chunk = self._chunk(item)
+                    usage = chunk.get("usage")
+                    if usage:
+                        request.used.note(usage)  # exact counts if the stream is cut after this
+                        if chunk.get("choices") and not keep_usage:
+                            del chunk["usage"]
                     if rid is not None:
                         chunk["id"], chunk["model"] = rid, model  # the gateway's names, set once
                     batch.append(chunk)
