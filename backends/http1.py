@@ -19,11 +19,13 @@ import httptools
 
 
 class HTTPError(Exception):
-    """Transport failure. `before_response`: nothing of a response arrived (safe to retry)."""
+    """Transport failure. `before_response`: nothing of a response arrived (safe to retry);
+    `timeout`: the upstream did not answer in time (a 504 to the client, not a 502)."""
 
-    def __init__(self, message: str, before_response: bool) -> None:
+    def __init__(self, message: str, before_response: bool, timeout: bool = False) -> None:
         super().__init__(message)
         self.before_response = before_response
+        self.timeout = timeout
 
 
 @dataclass(slots=True, frozen=True)
@@ -115,7 +117,7 @@ class Response:
                     item = await self._conn.body.get()
             except TimeoutError:
                 self.close()
-                raise HTTPError("upstream read timed out", False) from None
+                raise HTTPError("upstream read timed out", False, timeout=True) from None
             if item is _EOF:
                 self._release()
                 return
@@ -195,7 +197,7 @@ class HTTP1Pool:
                 raise
             except TimeoutError:
                 conn.transport.close()  # type: ignore[union-attr]
-                raise HTTPError("upstream timed out", False) from None
+                raise HTTPError("upstream timed out", False, timeout=True) from None
             except asyncio.CancelledError:
                 conn.transport.close()  # type: ignore[union-attr]
                 raise

@@ -137,8 +137,8 @@ class OpenAICompatBackend:
                     last = BackendError(f"backend {self.name} unreachable: {exc}", 502, True)
                     continue
                 # the upstream may have started work: do not resend here, a fallback may try
-                raise BackendError(f"backend {self.name} failed: {exc}", 504 if "timed out" in str(exc) else 502,
-                                   True) from None
+                raise BackendError(f"backend {self.name} failed: {exc}", 504 if exc.timeout else 502, True,
+                                   code="upstream_timeout" if exc.timeout else None) from None
             if resp.status < 400:
                 self.breaker.success()
                 return resp
@@ -162,7 +162,11 @@ class OpenAICompatBackend:
         try:
             resp = await self._send(path, payload, self._request_headers(request))
             try:
-                data = await resp.read()
+                async with asyncio.timeout(self._timeout):  # the whole body: a trickle ends too
+                    data = await resp.read()
+            except TimeoutError:
+                raise BackendError(f"backend {self.name} did not finish its response within {self._timeout:g} s",
+                                   504, True, code="upstream_timeout") from None
             finally:
                 resp.close()  # cut before the end: the connection goes, so the upstream notices
         except asyncio.CancelledError:  # our client left: closing the connection aborted the work
@@ -201,10 +205,16 @@ class OpenAICompatBackend:
         parsed = request.parsed
         keep_usage = parsed is None or parsed.continuous_usage  # the client asked for it itself
         buf = b""
+        loop = asyncio.get_running_loop()
+        last_event = loop.time()
         try:
             async for data in resp.iter_bytes():
                 buf += data
                 *lines, buf = buf.split(b"\n")
+                if lines:
+                    last_event = loop.time()
+                elif loop.time() - last_event > self._timeout:  # bytes, but no event: a trickle
+                    raise HTTPError(f"no complete event for {self._timeout:g} s", False, timeout=True)
                 batch: list[dict[str, Any]] = []
                 for line in lines:
                     if not line.startswith(b"data:"):
@@ -226,7 +236,8 @@ class OpenAICompatBackend:
                 if batch:
                     yield batch
         except HTTPError as exc:
-            raise BackendError(f"backend {self.name} stream broke: {exc}", 502, False) from None
+            raise BackendError(f"backend {self.name} stream broke: {exc}", 504 if exc.timeout else 502, False,
+                               code="upstream_timeout" if exc.timeout else None) from None
         finally:
             resp.close()
 
