@@ -30,17 +30,32 @@ class HTTPError(Exception):
 
 @dataclass(slots=True, frozen=True)
 class Origin:
+    """Where an upstream lives. `query`: the base URL's query string, kept on every request
+    (e.g. Azure OpenAI's `api-version`)."""
+
     scheme: str
     host: str
     port: int
     base_path: str
+    query: str = ""
 
     @classmethod
     def parse(cls, url: str) -> Origin:
         u = urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError(f"unsupported upstream URL: {url!r}")
-        return cls(u.scheme, u.hostname, u.port or (443 if u.scheme == "https" else 80), u.path.rstrip("/"))
+        return cls(u.scheme, u.hostname, u.port or (443 if u.scheme == "https" else 80), u.path.rstrip("/"), u.query)
+
+    @property
+    def host_header(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host  # IPv6 literals in brackets (RFC 7230)
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+    def target(self, path: str) -> str:
+        if not self.query:
+            return f"{self.base_path}{path}"
+        return f"{self.base_path}{path}{'&' if '?' in path else '?'}{self.query}"
 
 
 _EOF = object()
@@ -77,7 +92,15 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         if self.in_flight and not self.complete:
+            if exc is None and self.head.done() and self._close_delimited():
+                self.complete = True  # HTTP/1.0 style: the body ends where the connection does
+                self.body.put_nowait(_EOF)
+                return
             self._fail(HTTPError("connection closed by upstream", not self.got_bytes))
+
+    def _close_delimited(self) -> bool:
+        names = {name for name, _ in self.headers}
+        return b"content-length" not in names and b"transfer-encoding" not in names
 
     def _fail(self, err: HTTPError) -> None:
         if not self.head.done():
@@ -172,7 +195,7 @@ class HTTP1Pool:
                    method: str = "POST") -> Response:
         """Send a POST (or `method`); return once the status line and headers are in.
         `headers`: extra raw header lines, each ending in CRLF."""
-        head = (f"{method} {origin.base_path}{path} HTTP/1.1\r\nHost: {origin.host}:{origin.port}\r\n"
+        head = (f"{method} {origin.target(path)} HTTP/1.1\r\nHost: {origin.host_header}\r\n"
                 f"Content-Length: {len(body)}\r\n").encode() + headers + b"\r\n"
         idle = self._idle.get(origin)
         for attempt in range(2):

@@ -22,6 +22,7 @@ from backends.http1 import HTTP1Pool, HTTPError, Origin, Response
 from backends.openai_wire.responses import response_id
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_AFTER_S = 5.0  # an upstream asking for a longer pause is not retried within the request
 # a fairgate engine server (or a vLLM we feed): it schedules by tenant and salts caches
 LOCAL_ENGINE = Capabilities(tenant_scheduling=True, cache_salt=True)
 
@@ -124,11 +125,13 @@ class OpenAICompatBackend:
     async def _send(self, path: str, payload: bytes, headers: bytes | None = None) -> Response:
         """POST with retries; returns a 2xx response whose body is not read yet."""
         last: BackendError | None = None
+        wait: float | None = None  # the upstream's Retry-After, when it gave one
         for attempt in range(self._max_retries + 1):
             if not self.breaker.allow():
                 raise BackendError(f"backend {self.name} is unavailable (circuit open)", 503, True)
             if attempt:
-                await asyncio.sleep(self._backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random()))
+                await asyncio.sleep(wait if wait is not None else
+                                    self._backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random()))
             try:
                 resp = await self._pool.post(self._origin, path, headers or self._headers, payload, self._timeout)
             except HTTPError as exc:
@@ -139,6 +142,12 @@ class OpenAICompatBackend:
                 # the upstream may have started work: do not resend here, a fallback may try
                 raise BackendError(f"backend {self.name} failed: {exc}", 504 if exc.timeout else 502, True,
                                    code="upstream_timeout" if exc.timeout else None) from None
+            if 300 <= resp.status < 400:  # never taken as an answer; never followed to a new host
+                resp.close()
+                where = resp.headers.get(b"location", b"?").decode("latin-1")[:200]
+                raise BackendError(f"backend {self.name} answered a redirect ({resp.status} to {where}); redirects "
+                                   "are not followed: set the backend's base_url to the final address", 502, False,
+                                   code="upstream_redirect")
             if resp.status < 400:
                 self.breaker.success()
                 return resp
@@ -150,6 +159,9 @@ class OpenAICompatBackend:
             if resp.status in RETRY_STATUSES:
                 self.breaker.failure()
                 last = BackendError(f"backend {self.name} answered {resp.status}: {message}", resp.status, True)
+                wait = retry_after_s(resp.headers.get(b"retry-after"))
+                if wait is not None and wait > MAX_RETRY_AFTER_S:
+                    break  # longer than a request should wait here: a fallback, or the client, retries
                 continue
             # the request itself is bad (400, 401, 404...): no retry, no fallback
             self.breaker.success()
@@ -259,6 +271,23 @@ def _identity(request: GenerationRequest) -> tuple[str | None, str | None]:
     if request.model is None:
         return None, None
     return response_id(request.kind, request.request_id), request.model
+
+
+def retry_after_s(value: bytes | None) -> float | None:
+    """Retry-After in seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    text = value.decode("latin-1").strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
 
 
 def _upstream_message(data: bytes, status: int) -> str:

@@ -93,6 +93,8 @@ def _scenario(live: GatewayThread, env: dict[str, str], journal: Path, key: str,
     try:
         assert httpx.post(doomed.url + "/v1/chat/completions", headers=h, json=chat_body(), timeout=30
                           ).status_code == 200  # the key is cached on the doomed replica now
+        assert httpx.post(live.url + "/v1/chat/completions", headers=h, json=chat_body(), timeout=30
+                          ).status_code == 200  # ... and on the live one
         live_load: list[Counter[str]] = []
         loader = threading.Thread(target=lambda: live_load.append(asyncio.run(load(live.url, key, 12, 2))))
         loader.start()
@@ -116,7 +118,7 @@ def _scenario(live: GatewayThread, env: dict[str, str], journal: Path, key: str,
     try:
         loader.join(60)
         statuses = live_load[0]
-        expected = 1 + DOOMED_SERVED + statuses["200"]  # warm-up + journaled + the live replica's
+        expected = 2 + DOOMED_SERVED + statuses["200"]  # warm-ups + journaled + the live replica's
         with contextlib.suppress(AssertionError):
             wait_for(lambda: _rows(db, tenant)[0] >= expected and _journaled(journal) == 0, 60)
         recover_s = round(time.monotonic() - killed_at, 2)

@@ -39,17 +39,25 @@ class RawUpstream:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
+    async def _shutdown(self) -> None:
+        """Close the listener and end every connection task, so nothing is left pending."""
+        self._server.close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
+        server = self._server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
         self.port = server.sockets[0].getsockname()[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self._ready.set()
         self._loop.run_forever()
-        server.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.open_connections += 1
