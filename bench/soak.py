@@ -56,6 +56,11 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class Window:
     start: float
@@ -282,10 +287,12 @@ def main() -> None:
         eng, up, gw, admin = procs
         try:
             tenants = tenants_of(admin, args.tenants)
-            t0 = time.monotonic()
+            t0, cpu0 = time.monotonic(), cpu_s(gw.pid)
             books = asyncio.run(drive(url, tenants, args.minutes, args.concurrency, args.window_s,
                                       (gw.pid, eng.proc.pid)))
+            cpu = cpu_s(gw.pid) - cpu0
             end = settle(url, engine_url, db, prefix, tenants, books)
+            end["gateway_cpu_ms_per_request"] = round(1000 * cpu / max(1, sum(books.totals.values())), 2)
             summary = report(books, end, t0)
         finally:
             admin.close()
