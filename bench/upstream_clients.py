@@ -126,14 +126,18 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop")
     args = ap.parse_args()
     up = subprocess.Popen([sys.executable, "-m", "tests.helpers.upstream", "--port", "0"], cwd=ROOT,
                           stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         port = int(up.stdout.readline().split()[1])  # type: ignore[union-attr]
-        import uvloop
+        runner = asyncio.run
+        if args.loop == "uvloop":  # the gateway's loop under uvicorn
+            import uvloop
 
-        results = uvloop.run(measure(args, f"http://127.0.0.1:{port}/v1"))
+            runner = uvloop.run
+        results = runner(measure(args, f"http://127.0.0.1:{port}/v1"))
     finally:
         up.terminate()
         up.wait()
@@ -153,7 +157,7 @@ def main() -> None:
            "sse_ratio": round(med["sse httpx"] / med["sse ours"], 2),
            "resp_ours_us": med["resp ours"], "resp_redispy_us": med["resp redis-py"],
            "resp_ratio": round(med["resp redis-py"] / med["resp ours"], 2), "redis_py_parser": parser,
-           "calls": args.calls, "concurrency": args.concurrency, "rounds": args.rounds,
+           "calls": args.calls, "concurrency": args.concurrency, "loop": args.loop, "rounds": args.rounds,
            "load_avg_1m": os.getloadavg()[0]}
     print(json.dumps(out))
 
