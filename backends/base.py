@@ -51,13 +51,34 @@ class Capabilities:
 
 
 @dataclass(slots=True)
+class UsageSoFar:
+    """What a backend has used for one request so far, kept current while it generates, so a
+    request cut short (the client left, the upstream broke) is billed by what happened rather
+    than by an estimate. None: not known (e.g. an external API that reports usage only at the end)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None  # generated (streams: handed to the gateway) so far
+
+    def note(self, usage: dict[str, Any] | None) -> None:
+        """Take the counts from an OpenAI usage object (a chunk's or a response's)."""
+        if not usage:
+            return
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if isinstance(prompt, int) and prompt >= 0:
+            self.prompt_tokens = prompt
+        if isinstance(completion, int) and completion >= 0:
+            self.completion_tokens = completion
+
+
+@dataclass(slots=True)
 class GenerationRequest:
     """One request as handed to a backend.
 
     `body` is the client's OpenAI request body (chat: `messages`; completion: `prompt`) and
     `parsed` its validated reading (None: the backend parses `body` itself). `request_id` is the
     bare id: responses are `chatcmpl-<id>` / `cmpl-<id>`. `model` is the name responses carry
-    (what the client asked for); each backend sends its own model name upstream.
+    (what the client asked for); each backend sends its own model name upstream. `used` is
+    what the backend has used so far (read when the request is cut short).
     """
 
     request_id: str
@@ -69,6 +90,7 @@ class GenerationRequest:
     headers: dict[str, str] = field(default_factory=dict)
     parsed: WireRequest | None = None
     model: str | None = None
+    used: UsageSoFar = field(default_factory=UsageSoFar)  # kept current by the backend
 
 
 class Backend(Protocol):

@@ -9,6 +9,7 @@ API key is held in a private header blob and kept out of repr, logs and errors.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import AsyncGenerator
@@ -21,6 +22,7 @@ from backends.http1 import HTTP1Pool, HTTPError, Origin, Response
 from backends.openai_wire.responses import response_id
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_AFTER_S = 5.0  # an upstream asking for a longer pause is not retried within the request
 # a fairgate engine server (or a vLLM we feed): it schedules by tenant and salts caches
 LOCAL_ENGINE = Capabilities(tenant_scheduling=True, cache_salt=True)
 
@@ -57,6 +59,9 @@ class OpenAICompatBackend:
     server on company hardware, which also schedules by tenant and keeps cache salts apart."""
 
     context_length: int | None = None  # not known for an upstream API
+    # A fairgate engine server keeps what a request named by X-Request-Id used, so a request
+    # cut short here is billed exactly (backends/local/request_ledger.py); vLLM does not.
+    keeps_request_ledger = True
 
     def __init__(self, name: str, base_url: str, pool: HTTP1Pool, *, model: str | None = None,
                  api_key: str | None = None, is_local: bool = False, timeout_s: float = 60.0,
@@ -94,7 +99,10 @@ class OpenAICompatBackend:
             body["max_tokens"] = parsed.max_tokens  # our engine servers: the reserved bound
         if stream:
             body["stream"] = True
-            body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+            opts = {**(body.get("stream_options") or {}), "include_usage": True}
+            if self.is_local:  # our engines and vLLM: usage on every chunk, exact when a stream is cut
+                opts["continuous_usage_stats"] = True
+            body["stream_options"] = opts
         else:
             body.pop("stream_options", None)
             body["stream"] = False
@@ -109,7 +117,7 @@ class OpenAICompatBackend:
             return self._headers
         extra = b""
         for name, value in (("X-Tenant", request.tenant), ("X-Priority", request.priority),
-                            ("X-Cache-Salt", request.cache_salt)):
+                            ("X-Cache-Salt", request.cache_salt), ("X-Request-Id", request.request_id)):
             if value and value.isascii() and value.isprintable():
                 extra += f"{name}: {value}\r\n".encode()
         return self._headers + extra
@@ -117,11 +125,13 @@ class OpenAICompatBackend:
     async def _send(self, path: str, payload: bytes, headers: bytes | None = None) -> Response:
         """POST with retries; returns a 2xx response whose body is not read yet."""
         last: BackendError | None = None
+        wait: float | None = None  # the upstream's Retry-After, when it gave one
         for attempt in range(self._max_retries + 1):
             if not self.breaker.allow():
                 raise BackendError(f"backend {self.name} is unavailable (circuit open)", 503, True)
             if attempt:
-                await asyncio.sleep(self._backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random()))
+                await asyncio.sleep(wait if wait is not None else
+                                    self._backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random()))
             try:
                 resp = await self._pool.post(self._origin, path, headers or self._headers, payload, self._timeout)
             except HTTPError as exc:
@@ -130,8 +140,14 @@ class OpenAICompatBackend:
                     last = BackendError(f"backend {self.name} unreachable: {exc}", 502, True)
                     continue
                 # the upstream may have started work: do not resend here, a fallback may try
-                raise BackendError(f"backend {self.name} failed: {exc}", 504 if "timed out" in str(exc) else 502,
-                                   True) from None
+                raise BackendError(f"backend {self.name} failed: {exc}", 504 if exc.timeout else 502, True,
+                                   code="upstream_timeout" if exc.timeout else None) from None
+            if 300 <= resp.status < 400:  # never taken as an answer; never followed to a new host
+                resp.close()
+                where = resp.headers.get(b"location", b"?").decode("latin-1")[:200]
+                raise BackendError(f"backend {self.name} answered a redirect ({resp.status} to {where}); redirects "
+                                   "are not followed: set the backend's base_url to the final address", 502, False,
+                                   code="upstream_redirect")
             if resp.status < 400:
                 self.breaker.success()
                 return resp
@@ -143,6 +159,9 @@ class OpenAICompatBackend:
             if resp.status in RETRY_STATUSES:
                 self.breaker.failure()
                 last = BackendError(f"backend {self.name} answered {resp.status}: {message}", resp.status, True)
+                wait = retry_after_s(resp.headers.get(b"retry-after"))
+                if wait is not None and wait > MAX_RETRY_AFTER_S:
+                    break  # longer than a request should wait here: a fallback, or the client, retries
                 continue
             # the request itself is bad (400, 401, 404...): no retry, no fallback
             self.breaker.success()
@@ -152,9 +171,22 @@ class OpenAICompatBackend:
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
         path, payload = self._prepare(request, stream=False)
-        resp = await self._send(path, payload, self._request_headers(request))
         try:
-            result: Any = orjson.loads(await resp.read())
+            resp = await self._send(path, payload, self._request_headers(request))
+            try:
+                async with asyncio.timeout(self._timeout):  # the whole body: a trickle ends too
+                    data = await resp.read()
+            except TimeoutError:
+                raise BackendError(f"backend {self.name} did not finish its response within {self._timeout:g} s",
+                                   504, True, code="upstream_timeout") from None
+            finally:
+                resp.close()  # cut before the end: the connection goes, so the upstream notices
+        except asyncio.CancelledError:  # our client left: closing the connection aborted the work
+            if self.is_local and self.keeps_request_ledger:
+                await self._read_cut_usage(request)
+            raise
+        try:
+            result: Any = orjson.loads(data)
         except HTTPError as exc:
             raise BackendError(f"backend {self.name} failed mid-response: {exc}", 502, True) from None
         except orjson.JSONDecodeError:
@@ -166,17 +198,35 @@ class OpenAICompatBackend:
             result["id"], result["model"] = rid, model
         return result
 
+    async def _read_cut_usage(self, request: GenerationRequest, timeout_s: float = 3.0) -> None:
+        """Ask our engine server what the request we just hung up on used (into `request.used`)."""
+        with contextlib.suppress(HTTPError, TimeoutError, orjson.JSONDecodeError, AttributeError):
+            async with asyncio.timeout(timeout_s):
+                resp = await self._pool.post(self._origin, f"/requests/{request.request_id}/usage", self._headers,
+                                             b"", timeout_s, method="GET")
+                data = await resp.read()
+            if resp.status == 200:
+                request.used.note(orjson.loads(data).get("usage"))
+
     async def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
         """The chunks as they arrive, grouped by network read, so the gateway can forward
         whatever came in one packet with one write."""
         path, payload = self._prepare(request, stream=True)
         resp = await self._send(path, payload, self._request_headers(request))
         rid, model = _identity(request)
+        parsed = request.parsed
+        keep_usage = parsed is None or parsed.continuous_usage  # the client asked for it itself
         buf = b""
+        loop = asyncio.get_running_loop()
+        last_event = loop.time()
         try:
             async for data in resp.iter_bytes():
                 buf += data
                 *lines, buf = buf.split(b"\n")
+                if lines:
+                    last_event = loop.time()
+                elif loop.time() - last_event > self._timeout:  # bytes, but no event: a trickle
+                    raise HTTPError(f"no complete event for {self._timeout:g} s", False, timeout=True)
                 batch: list[dict[str, Any]] = []
                 for line in lines:
                     if not line.startswith(b"data:"):
@@ -187,13 +237,19 @@ class OpenAICompatBackend:
                             yield batch
                         return
                     chunk = self._chunk(item)
+                    usage = chunk.get("usage")
+                    if usage:
+                        request.used.note(usage)  # exact counts if the stream is cut after this
+                        if chunk.get("choices") and not keep_usage:
+                            del chunk["usage"]
                     if rid is not None:
                         chunk["id"], chunk["model"] = rid, model  # the gateway's names, set once
                     batch.append(chunk)
                 if batch:
                     yield batch
         except HTTPError as exc:
-            raise BackendError(f"backend {self.name} stream broke: {exc}", 502, False) from None
+            raise BackendError(f"backend {self.name} stream broke: {exc}", 504 if exc.timeout else 502, False,
+                               code="upstream_timeout" if exc.timeout else None) from None
         finally:
             resp.close()
 
@@ -215,6 +271,23 @@ def _identity(request: GenerationRequest) -> tuple[str | None, str | None]:
     if request.model is None:
         return None, None
     return response_id(request.kind, request.request_id), request.model
+
+
+def retry_after_s(value: bytes | None) -> float | None:
+    """Retry-After in seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    text = value.decode("latin-1").strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
 
 
 def _upstream_message(data: bytes, status: int) -> str:

@@ -35,6 +35,8 @@ class VLLMBackend(OpenAICompatBackend):
     """`OpenAICompatBackend` that adds `priority` and `cache_salt` to every body and sends no
     tenant headers (vLLM ignores them; they would only leak tenant ids)."""
 
+    keeps_request_ledger = False
+
     def __init__(self, *args: Any, send_priority: bool = True, **kwargs: Any) -> None:
         kwargs.setdefault("is_local", True)
         super().__init__(*args, **kwargs)

@@ -54,6 +54,7 @@ class Admitted:
     t0: float
     ttft: float | None = None
     backend_s: float = 0.0  # time spent waiting on backends before the first byte went out
+    trying: str | None = None  # the backend being called now (a cut request is billed to it)
     overhead_ms: float | None = None  # gateway time to the first byte, backend_s excluded
     prompt_version_header: bytes | None = None
     ratelimit: RateLimitState | None = None  # the tenant's windows after admission (x-ratelimit-*)

@@ -10,8 +10,11 @@ exactly one settle and one usage record follow, whatever happens after.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
+from typing import Any
 
 import orjson
 
@@ -46,12 +49,28 @@ class CompletionsEndpoint:
         if adm.parsed.stream:
             await stream(state, adm, receive, send)
         else:
-            await complete(state, adm, send)
+            await complete(state, adm, receive, send)
 
 
-async def complete(state: GatewayState, adm: Admitted, send: Send) -> None:
+async def complete(state: GatewayState, adm: Admitted, receive: Receive, send: Send) -> None:
+    """The whole answer; a client that disconnects while it is generating cancels the backend
+    call (the engine frees the sequence) and is billed for what was generated."""
+    call = asyncio.ensure_future(first_answer(adm, lambda b: b.complete(adm.gen)))
+    gone = asyncio.ensure_future(_disconnected(receive))
     try:
-        backend, result = await first_answer(adm, lambda b: b.complete(adm.gen))
+        await asyncio.wait({call, gone}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:  # the server is stopping: end the call, still settle once
+        await _cancel(call)
+        await finish(state, adm, "cancelled", adm.trying, 499, None)
+        raise
+    finally:
+        gone.cancel()
+    if not call.done():
+        await _cancel(call)  # the backend fills adm.gen.used on its way out
+        await finish(state, adm, "disconnected", adm.trying, 499, None)
+        return
+    try:
+        backend, result = call.result()
     except WireError as err:
         await send_error(send, err)
         await finish(state, adm, "failed", None, err.status, None)
@@ -61,3 +80,15 @@ async def complete(state: GatewayState, adm: Admitted, send: Send) -> None:
     await send_json(send, 200, body, adm.response_headers())
     # settling after the response went out keeps it off the client's latency
     await finish(state, adm, "finished", backend.name, 200, result.get("usage"))
+
+
+async def _cancel(call: asyncio.Future[Any]) -> None:
+    call.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await call
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Returns when the client has gone (the body was read already: nothing else comes)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass

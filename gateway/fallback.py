@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from backends.base import Backend, BackendError
+from backends.base import Backend, BackendError, UsageSoFar
 from backends.openai_wire import WireError
 from gateway.admission import Admitted
 from gateway.routing import sensitive_unavailable
@@ -31,6 +31,7 @@ async def first_answer(adm: Admitted, call: Callable[[Backend], Awaitable[T]]) -
     err: BackendError | None = None
     for backend in allowed_backends(adm):
         started = time.perf_counter()
+        adm.trying, adm.gen.used = backend.name, UsageSoFar()  # a failed attempt's counts are not this one's
         try:
             return backend, await call(backend)
         except BackendError as exc:

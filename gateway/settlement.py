@@ -20,8 +20,8 @@ async def finish(state: GatewayState, adm: Admitted, status: str, backend: str |
                  usage: dict[str, Any] | None, completion_seen: int = 0) -> None:
     """Settle the reservation with what was used and queue the usage record (exactly once).
 
-    `usage` is the backend's usage object (None: unknown, so the prompt bound and the text
-    chunks seen stand in for it, marked estimated)."""
+    `usage` is the backend's usage object (None: unknown; then what the backend counted so far,
+    or failing that the prompt bound and the text chunks seen, marked estimated)."""
     prompt, completion, estimated = _used_tokens(adm, backend, usage, completion_seen)
     price = state.prices.get(backend) if backend else None
     cost = price.cost(prompt, completion) if price else 0.0
@@ -45,12 +45,20 @@ async def finish(state: GatewayState, adm: Admitted, status: str, backend: str |
 
 def _used_tokens(adm: Admitted, backend: str | None, usage: dict[str, Any] | None,
                  completion_seen: int) -> tuple[int, int, bool]:
-    """(prompt, completion, estimated)."""
+    """(prompt, completion, estimated): the backend's usage object when it gave one; else what
+    the backend counted as it went (`adm.gen.used`: exact for our engines, local or served);
+    else the prompt bound and the text chunks seen, marked estimated."""
     prompt = usage.get("prompt_tokens") if usage else None
-    if not isinstance(prompt, int):
-        return (adm.parsed.prompt_tokens_bound if backend is not None else 0), completion_seen, True
-    assert usage is not None
-    return prompt, int(usage.get("completion_tokens") or 0), False
+    if isinstance(prompt, int):
+        assert usage is not None
+        return prompt, int(usage.get("completion_tokens") or 0), False
+    if backend is None:  # no backend took it: nothing was used
+        return 0, completion_seen, True
+    used = adm.gen.used
+    exact_prompt, exact_completion = used.prompt_tokens, used.completion_tokens
+    return (adm.parsed.prompt_tokens_bound if exact_prompt is None else exact_prompt,
+            completion_seen if exact_completion is None else exact_completion,
+            exact_prompt is None or exact_completion is None)
 
 
 def _cached_tokens(usage: dict[str, Any] | None) -> int:

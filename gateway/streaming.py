@@ -94,7 +94,8 @@ async def stream(state: GatewayState, adm: Admitted, receive: Receive, send: Sen
         progress.status, progress.http_status = "disconnected", 499
     except BackendError as exc:  # after bytes went out: report in-band, no fallback
         progress.status, progress.http_status, progress.done = "failed", exc.status, True
-        await send({"type": "http.response.body", "body": sse_stream_error(str(exc)), "more_body": False})
+        await send({"type": "http.response.body", "body": sse_stream_error(str(exc), exc.code or "upstream_error"),
+                    "more_body": False})
     finally:
         progress.done = True
         watcher.cancel()

@@ -13,7 +13,7 @@ from typing import Any
 
 from backends.base import Capabilities, Chunk, GenerationRequest
 from backends.local.choice_format import ChoiceFormatter
-from backends.local.choices import Choice, plan_choices, run_choices, total_usage
+from backends.local.choices import Choice, UsageTally, plan_choices, run_choices, total_usage
 from backends.local.engine import AsyncEngine
 from backends.local.engine_config import EngineConfig
 from backends.local.engine_stream import RequestStream
@@ -86,8 +86,10 @@ class LocalBackend:
 
     async def complete_prepared(self, prepared: EngineRequest, request: GenerationRequest) -> dict[str, Any]:
         choices = self._choices(prepared, request)
+        tally = UsageTally(choices, request.used)
         finals: dict[int, RequestOutput] = {}
         async for choice, delta in run_choices(choices, lambda c: self._start(c, prepared, request)):
+            tally.add(choice, delta)
             if choice.index in finals:
                 finals[choice.index].merge(delta)
             else:
@@ -106,20 +108,31 @@ class LocalBackend:
         self, prepared: EngineRequest, request: GenerationRequest, include_usage: bool
     ) -> AsyncGenerator[list[Chunk], None]:
         """Chunks, one batch per engine delta; the usage chunk (empty choices) comes last when
-        `include_usage`. An engine failure mid-stream raises `WireError` (5xx) after the chunks
-        sent so far."""
+        `include_usage` (with `continuous_usage_stats`, every chunk also carries the running
+        usage, as vLLM does). An engine failure mid-stream raises `WireError` (5xx) after the
+        chunks sent so far."""
         kind, rid, model = prepared.kind, request.request_id, request.model or prepared.model
         created = int(time.time())
         choices = self._choices(prepared, request)
+        tally = UsageTally(choices, request.used)
+        continuous = include_usage and prepared.continuous_usage
         fmt = ChoiceFormatter(prepared, self.engine.tokenizer.decode)
         finals: dict[int, RequestOutput] = {}
         deltas = run_choices(choices, lambda c: self._start(c, prepared, request))
         try:
             if kind == "chat":
-                yield [_indexed(chunk(kind, rid, model, created, "", first=True), c.index) for c in choices]
+                roles = [_indexed(chunk(kind, rid, model, created, "", first=True), c.index) for c in choices]
+                if continuous:
+                    for piece in roles:
+                        piece["usage"] = usage_dict(tally)
+                yield roles
             async for choice, delta in deltas:
                 _raise_if_failed(delta)
+                tally.add(choice, delta)
                 batch = fmt.stream_pieces(choice, delta, rid, model, created)
+                if continuous:
+                    for piece in batch:
+                        piece["usage"] = usage_dict(tally)
                 if delta.finished:
                     finals[choice.index] = delta
                     if include_usage and len(finals) == len(choices):

@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
+from backends.base import UsageSoFar
 from backends.local.engine_stream import RequestStream
 from backends.local.output import RequestOutput, Usage
 from backends.local.types import SamplingParams
@@ -54,6 +55,28 @@ def total_usage(choices: list[Choice], finals: dict[int, RequestOutput]) -> Usag
         completion_tokens=sum(out.usage.completion_tokens for out in finals.values()),
         cached_tokens=sum(finals[c.index].usage.cached_tokens for c in leaders if c.index in finals),
     )
+
+
+class UsageTally:
+    """A request's running usage over its choices, kept in the request's `used` so a request
+    cut short is billed by what was generated: each prompt once, every choice's tokens so far."""
+
+    def __init__(self, choices: list[Choice], used: UsageSoFar) -> None:
+        self.used = used
+        self.prompt_tokens = sum(len(c.prompt_token_ids) for c in choices if c.leads)
+        self.cached_tokens = 0
+        self._completion: dict[int, int] = {}
+        used.prompt_tokens, used.completion_tokens = self.prompt_tokens, 0
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.used.completion_tokens or 0
+
+    def add(self, choice: Choice, delta: RequestOutput) -> None:
+        self._completion[choice.index] = delta.usage.completion_tokens  # a running total per choice
+        self.used.completion_tokens = sum(self._completion.values())
+        if choice.leads and choice.prompt_index == 0:
+            self.cached_tokens = delta.usage.cached_tokens
 
 
 async def run_choices(

@@ -65,6 +65,7 @@ class EngineRequest:
     echo_batch: list[str] = field(default_factory=list)
     n: int = 1
     tools: ToolPlan | None = None  # chat with `tools`: how replies become tool calls
+    continuous_usage: bool = False  # usage (running totals) on every streamed chunk
 
 
 def parse_for_engine(kind: Kind, body: Any, info: ModelInfo) -> EngineRequest:
@@ -100,7 +101,7 @@ def prepare(wire: WireRequest, body: dict[str, Any], info: ModelInfo) -> EngineR
         echoes = [p if isinstance(p, str) else info.tokenizer.decode(ids)
                   for p, ids in zip(wire.prompts or [wire.prompt], batch, strict=True)]
     return EngineRequest(wire.kind, wire.model or info.name, batch[0], sampling, wire.stream, wire.include_usage,
-                         echoes[0] if echoes else None, batch, echoes, wire.n, plan)
+                         echoes[0] if echoes else None, batch, echoes, wire.n, plan, wire.continuous_usage)
 
 
 def _grammar(fmt: GrammarRequest | None, tools: GrammarRequest | None, info: ModelInfo) -> Any:

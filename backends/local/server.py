@@ -1,6 +1,7 @@
 """`fairgate engine`: the paged engine behind an OpenAI-compatible HTTP API (Starlette + uvicorn).
 
 Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE), GET /v1/models[/{id}],
+GET /v1/requests/{id}/usage (what a caller-named request used: backends/local/request_ledger.py),
 GET /health, GET /stats, GET /metrics (Prometheus), GET|PUT /control/fairness. The gateway in
 front passes the tenant, priority class and cache salt in `X-Tenant`, `X-Priority`,
 `X-Cache-Salt`; `X-Prompt-Version` labels the prefix-cache metrics. With `--api-key` those
@@ -33,6 +34,7 @@ from backends.base import GenerationRequest, Kind
 from backends.local.backend import LocalBackend
 from backends.local.metrics import ServerMetrics
 from backends.local.prepare import EngineRequest, parse_for_engine
+from backends.local.request_ledger import RequestLedger
 from backends.local.server_auth import ANONYMOUS_TENANT, EngineAuth, check_bind
 from backends.local.server_openapi import engine_document
 from backends.metrics_access import MetricsAccess
@@ -78,6 +80,7 @@ def build_app(
         Route("/v1/chat/completions", server.chat, methods=["POST"]),
         Route("/v1/models", server.models, methods=["GET"]),
         Route("/v1/models/{model:path}", server.model, methods=["GET"]),
+        Route("/v1/requests/{rid}/usage", server.request_usage, methods=["GET"]),
         Route("/health", server.health, methods=["GET"]),
         Route("/stats", server.stats, methods=["GET"]),
         Route("/metrics", server.metrics.endpoint, methods=["GET"]),
@@ -99,6 +102,7 @@ class EngineServer:
         self.max_body_bytes = max_body_bytes
         # GET /metrics and the engine hooks; the API key may scrape too
         self.metrics = ServerMetrics(backend.engine, backend.model_name, metrics, self.auth.api_key)
+        self.ledger = RequestLedger()  # non-streaming requests named by a trusted caller
 
     async def completions(self, request: Request) -> Response:
         return await self._generate(request, "completion")
@@ -115,7 +119,12 @@ class EngineServer:
             self.metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body)
             if prepared.stream:
                 return await self._stream(greq, prepared)
-            return await self._complete(request, greq, prepared)
+            caller_id = request.headers.get("x-request-id") if trusted else None
+            with self.ledger.track(caller_id, greq.used) as entry:
+                response = await self._complete(request, greq, prepared)
+                if entry is not None and response.status_code == 499:
+                    entry.status = "cancelled"
+                return response
         except WireError as exc:
             return error_response(exc)
 
@@ -133,6 +142,22 @@ class EngineServer:
         if work.cancelled():
             return Response(status_code=499)  # nobody is listening; nginx's "client closed"
         return JSONResponse(work.result(), headers={"x-request-id": greq.request_id})
+
+    async def request_usage(self, request: Request) -> Response:
+        """GET /v1/requests/{id}/usage: what a request named by `X-Request-Id` used, once it ended."""
+        try:
+            if not self.auth.trusted(dict(request.headers)):
+                raise WireError(403, "Only a caller holding the engine's API key may read request usage.",
+                                "usage_needs_key")
+        except WireError as exc:
+            return error_response(exc)
+        found = await self.ledger.usage(request.path_params["rid"])
+        if found is None:
+            return error_response(WireError(404, "No request with this id is known here.", "request_not_found"))
+        status, used = found
+        return JSONResponse({"status": status, "usage": {
+            "prompt_tokens": used.prompt_tokens or 0, "completion_tokens": used.completion_tokens or 0,
+            "total_tokens": (used.prompt_tokens or 0) + (used.completion_tokens or 0)}})
 
     async def _stream(self, greq: GenerationRequest, prepared: EngineRequest) -> Response:
         batches = self.backend.stream_prepared(prepared, greq, include_usage=prepared.include_usage)

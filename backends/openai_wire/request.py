@@ -52,6 +52,7 @@ class WireRequest:
     top_k: int | None = None
     seed: int | None = None
     stop: list[str] = field(default_factory=list, repr=False)
+    continuous_usage: bool = False  # stream_options.continuous_usage_stats (vLLM): usage on every chunk
 
     @property
     def num_choices(self) -> int:
@@ -87,7 +88,7 @@ def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireR
     else:
         messages = []
         prompts, texts, extra = _prompts(body.get("prompt"))
-    stream, include_usage = _stream(body)
+    stream, include_usage, continuous_usage = _stream(body)
     max_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
     max_tokens = body.get(max_field)
     if max_tokens is not None and (not is_int(max_tokens) or max_tokens < 1):
@@ -106,7 +107,7 @@ def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireR
     return WireRequest(
         kind, model, stream, include_usage, body.get("stream_options") is not None, max_tokens, max_field,
         texts, bound, messages, prompts[0] if prompts else "", prompts, n, _float(body, "temperature"),
-        _float(body, "top_p"), body.get("top_k"), body.get("seed"), _stop(body.get("stop")))
+        _float(body, "top_p"), body.get("top_k"), body.get("seed"), _stop(body.get("stop")), continuous_usage)
 
 
 def _model(body: dict[str, Any], required: bool) -> str | None:
@@ -177,19 +178,23 @@ def _prompts(prompt: Any) -> tuple[list[str | list[int]], list[str], int]:
     return prompts, texts, extra
 
 
-def _stream(body: dict[str, Any]) -> tuple[bool, bool]:
+def _stream(body: dict[str, Any]) -> tuple[bool, bool, bool]:
+    """(stream, include_usage, continuous_usage_stats)."""
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise bad_value("`stream` must be a boolean", "stream")
     opts = body.get("stream_options")
     if opts is None:
-        return bool(stream), False
+        return bool(stream), False, False
     if not isinstance(opts, dict):
         raise bad_value("`stream_options` must be an object", "stream_options")
-    include = opts.get("include_usage")
-    if include is not None and not isinstance(include, bool):
-        raise bad_value("`stream_options.include_usage` must be a boolean", "stream_options.include_usage")
-    return bool(stream), bool(include)
+    flags = []
+    for name in ("include_usage", "continuous_usage_stats"):
+        value = opts.get(name)
+        if value is not None and not isinstance(value, bool):
+            raise bad_value(f"`stream_options.{name}` must be a boolean", f"stream_options.{name}")
+        flags.append(bool(value))
+    return bool(stream), flags[0], flags[1]
 
 
 def _check_types(body: dict[str, Any]) -> None:

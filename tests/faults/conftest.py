@@ -38,3 +38,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # ty
     for line in Figures.table(figures):
         terminalreporter.write_line(line)
     terminalreporter.write_line(json.dumps([f.as_dict() for f in figures]))
+
+
+@pytest.fixture(scope="session")
+def long_model_dir(tmp_path_factory: pytest.TempPathFactory):
+    """The tiny Llama with a 4,096-token context: long answers to leave in the middle of."""
+    from tests.helpers.tiny_models import make_tiny_model
+
+    return make_tiny_model(tmp_path_factory.mktemp("tiny-long"), "llama", max_position_embeddings=4096)

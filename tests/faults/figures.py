@@ -10,7 +10,8 @@ from typing import Any
 
 import httpx
 
-COLUMNS = ("scenario", "served", "refused", "rows_written", "rows_lost", "audit_lost", "leaked", "recover_s")
+COLUMNS = ("scenario", "served", "refused", "rows_written", "rows_lost", "audit_lost", "leaked", "kv_before",
+           "kv_after", "recover_s")
 
 
 @dataclass(slots=True)
@@ -23,6 +24,8 @@ class Figures:
     audit_lost: int = 0  # routing decisions without an audit row (must be 0)
     leaked: int = 0  # concurrency slots still held after the load ended (must be 0)
     recover_s: float | None = None  # fault cleared → first request admitted again
+    kv_before: int | None = None  # engine KV blocks in use before the scenario (None: no engine)
+    kv_after: int | None = None  # ... and once it is over (must equal kv_before)
     statuses: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:

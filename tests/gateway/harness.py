@@ -120,7 +120,8 @@ class GatewayThread:
 class GatewayProcess:
     """`fairgate serve` as a real separate process (env-configured), for multi-replica tests."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], start_timeout_s: float = 60) -> None:
+        self.start_timeout_s = start_timeout_s
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         full = {**os.environ, **env, "FAIRGATE_PORT": str(self.port), "FAIRGATE_HOST": "127.0.0.1"}
@@ -136,7 +137,7 @@ class GatewayProcess:
         return self.log.read().decode(errors="replace")[-n:]
 
     def __enter__(self) -> GatewayProcess:
-        deadline = time.time() + 60
+        deadline = time.time() + self.start_timeout_s
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"gateway exited: {self.log_tail()}")

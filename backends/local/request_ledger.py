@@ -1,0 +1,60 @@
+"""What each caller-named request used, kept a while after it ended.
+
+A gateway that hangs up on a non-streaming request (its own client left) cannot read the
+answer any more, yet it must bill what was generated. It names its requests (`X-Request-Id`,
+trusted callers only) and, after cutting one, asks `GET /v1/requests/{id}/usage`: the answer
+waits for the request to end here (the disconnect may reach this server after the question),
+then gives the exact prompt and completion tokens. Bounded: the oldest entries go first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from backends.base import UsageSoFar
+
+MAX_ENTRIES = 4096
+
+
+@dataclass(slots=True)
+class LedgerEntry:
+    used: UsageSoFar
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    status: str = "running"  # then "finished" or "cancelled"
+
+
+class RequestLedger:
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self._entries: OrderedDict[str, LedgerEntry] = OrderedDict()
+        self._max = max_entries
+
+    @contextlib.contextmanager
+    def track(self, caller_id: str | None, used: UsageSoFar) -> Iterator[LedgerEntry | None]:
+        """Track one request under the caller's id while the block runs (None: not named)."""
+        if not caller_id:
+            yield None
+            return
+        entry = self._entries[caller_id] = LedgerEntry(used)
+        self._entries.move_to_end(caller_id)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+        try:
+            yield entry
+        finally:
+            if entry.status == "running":
+                entry.status = "finished"
+            entry.ended.set()
+
+    async def usage(self, caller_id: str, wait_s: float = 5.0) -> tuple[str, UsageSoFar] | None:
+        """(status, usage) once the request ended (or after `wait_s`, as it stands); None: unknown."""
+        entry = self._entries.get(caller_id)
+        if entry is None:
+            return None
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait_s):
+                await entry.ended.wait()
+        return entry.status, entry.used
