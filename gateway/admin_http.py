@@ -4,7 +4,6 @@ failure turned into an OpenAI-format error (never a plain-text 500)."""
 from __future__ import annotations
 
 import functools
-import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -15,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from backends.openai_wire import WireError, error_response
+from gateway.admin_token import admin_enabled, admin_token_ok
 from gateway.state import state_of
 
 Handler = Callable[[Request], Awaitable[Any]]
@@ -23,11 +23,11 @@ MAX_PATH_ID = 200  # the widest id column (names); anything longer cannot match 
 
 
 def _check_auth(request: Request) -> None:
-    token = state_of(request.app).settings.admin_token
+    state = state_of(request.app)
     auth = request.headers.get("authorization", "")
-    if not token:
+    if not admin_enabled(state):
         raise WireError(403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.", "admin_disabled")
-    if not auth.startswith("Bearer ") or not hmac.compare_digest(auth[7:].strip().encode(), token.encode()):
+    if not auth.startswith("Bearer ") or not admin_token_ok(state, auth[7:].strip()):
         raise WireError(401, "This route needs the admin token.", "invalid_admin_token")
 
 

@@ -17,7 +17,8 @@ from starlette.routing import Route
 
 from backends.http1 import HTTP1Pool
 from backends.openai_wire import WireError, error_response
-from gateway import admin, admin_classify, admin_pools, admin_routing, health, tenant_api
+from gateway import admin, admin_classify, admin_pools, admin_routing, dashboard, health, tenant_api
+from gateway.admin_token import load_admin_token_hash
 from gateway.auth import KeyCache
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.declarative import DeclaredFile
@@ -25,6 +26,7 @@ from gateway.fairness import FairnessSync, push_weights
 from gateway.metrics import make_metrics, metrics_routes, watch_usage_backlog
 from gateway.quota import QuotaStore
 from gateway.registry import load_backends, start_embedded_engine, watch_config
+from gateway.request_log import log_request
 from gateway.settings import Settings
 from gateway.state import GatewayState
 from gateway.usage import UsageRecorder
@@ -73,7 +75,9 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
         keys=KeyCache(sessions, bus), usage=usage, upstream_pool=HTTP1Pool(),
         http=httpx.AsyncClient(limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
                                timeout=settings.upstream_timeout_s),
-        embedded=embedded, metrics=metrics, request_observers=[metrics.observe])
+        embedded=embedded, metrics=metrics, request_observers=[metrics.observe, log_request])
+    if not settings.admin_token:  # the token made on first start (gateway.first_run), hashed
+        st.admin_token_hash = await asyncio.to_thread(load_admin_token_hash, sessions)
     try:
         st.config_version = await bus.version()
     except Exception:  # Redis down at start: serve 503s until it is back, then catch up
@@ -128,4 +132,5 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
     routes = [Route("/health", _health, methods=["GET"])]
     routes += tenant_api.routes() + admin.routes() + admin_routing.routes() + metrics_routes()
     routes += admin_classify.routes() + admin_pools.routes() + health.routes()
+    routes += dashboard.routes()  # advice=...: the advisor's provider (gateway.dashboard.pages)
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})

@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     usage_journal_path: str | None = None  # default: fairgate-usage-<hash of the database url>.journal
     usage_journal_max_bytes: int = Field(default=256 << 20, ge=4096)  # full: refuse, never drop
     default_priority: str = "standard"
-    log_level: str = "warning"
+    log_level: Literal["debug", "info", "warning", "error", "critical"] = "info"  # info: a line per request
     metrics_token: str | None = None  # set → GET /metrics wants `Authorization: Bearer <it>`
     control_secret: str | None = None  # sent to engine servers' /control/* (their --control-secret)
     fairness_sync_interval_s: float = 5.0  # re-push weights to engines that lost them (restart)

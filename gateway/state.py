@@ -58,6 +58,7 @@ class GatewayState:
     fairness_sync: FairnessSync | None = None
     fairness_version: int = 0
     fairness_weights: dict[str, float] = field(default_factory=dict)
+    admin_token_hash: str | None = None  # the first start's token (gateway.first_run), hashed
 
 
 def state_of(app: Any) -> GatewayState:
