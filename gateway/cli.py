@@ -7,6 +7,7 @@ import argparse
 import sys
 
 KV_CHOICES = ["float32", "float16", "bfloat16", "int8", "int4"]
+LOG_LEVELS = ["debug", "info", "warning", "error", "critical"]
 
 
 def _engine_args(p: argparse.ArgumentParser) -> None:
@@ -42,6 +43,9 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
                    help="with --api-key: callers without it may generate as tenant 'anonymous', no tenant headers")
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without --api-key (callers are trusted with tenant headers)")
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS)
+    p.add_argument("--stats-interval", type=float, default=10.0, metavar="S",
+                   help="log throughput, running/waiting, KV use and cache hit rate every S seconds (0: off)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--model", default=None, help="model folder of the embedded engine")
     serve.add_argument("--host", default=None)
     serve.add_argument("--port", type=int, default=None)
+    serve.add_argument("--log-level", default=None, choices=LOG_LEVELS,
+                       help="default info: one line per request, engine stats (env FAIRGATE_LOG_LEVEL)")
 
     db = sub.add_parser("db", help="database migrations")
     db.add_argument("action", choices=["upgrade"])
