@@ -24,6 +24,9 @@ from gateway.settings import load_settings
 from gateway.state import state_of
 
 
+QUIET_LOGGERS = ("alembic", "httpx", "httpcore")
+
+
 class GracefulServer(uvicorn.Server):
     """uvicorn's server, telling the app when shutdown begins (readiness goes 503), and
     printing where it listens (with the first start's secrets, once) when it does."""
@@ -55,6 +58,9 @@ def run_gateway(args: argparse.Namespace) -> int:
     settings = load_settings(None, values=settings_values, model=args.model, host=args.host, port=args.port,
                              log_level=getattr(args, "log_level", None))
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if settings.log_level != "debug":  # their info lines say nothing an operator needs
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
     first = None
     upgrade(settings.database_url)
     if not settings.admin_token and (declared is None or not declared.config.tenants):
