@@ -23,7 +23,6 @@ from gateway.first_run import FirstRun, banner, base_url, bootstrap
 from gateway.settings import load_settings
 from gateway.state import state_of
 
-
 QUIET_LOGGERS = ("alembic", "httpx", "httpcore")
 
 
