@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
@@ -162,7 +162,9 @@ class DashboardPages:
             quota = data.quota_use(s, None)
             by_backend = data.requests_by_backend(s, None, start, end)
             decisions = data.routing_decisions(s, start, end)
-        return [panels.usage_panel(usage, names), panels.latency_panel(reg), panels.cache_panel(reg, None, names),
+        usage_panel = panels.usage_panel(usage, names)
+        usage_panel.links = [(names.get(t, t), f"/admin/dashboard/tenants/{quote(t, safe='')}") for t in usage.totals]
+        return [usage_panel, panels.latency_panel(reg), panels.cache_panel(reg, None, names),
                 panels.quota_panel(quota, names), panels.routing_panel(by_backend, state.backends, decisions),
                 panels.engine_panel(reg)]
 

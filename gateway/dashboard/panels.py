@@ -28,6 +28,7 @@ class Panel:
     columns: list[str] = field(default_factory=list)
     rows: list[list[Any]] = field(default_factory=list)
     note: str = ""
+    links: list[tuple[str, str]] = field(default_factory=list)  # (text, href), e.g. each tenant's page
 
 
 def _name(names: Mapping[str, str], tenant_id: str) -> str:
@@ -131,8 +132,13 @@ def engine_panel(reg: CollectorRegistry) -> Panel:
     used = promstats.sum_by(reg, "fairgate_kv_blocks_used", "model")
     total = promstats.sum_by(reg, "fairgate_kv_blocks_total", "model")
     cached = promstats.sum_by(reg, "fairgate_kv_blocks_cached", "model")
+    replicas = [(f"{labels.get('pool', '')}/{labels.get('replica', '')}", v * 100)
+                for labels, v in promstats.samples(reg, "fairgate_pool_replica_kv_usage")]
+    if replicas:
+        p.plots.append(bar_chart("KV use of pool replicas (last probe)", sorted(replicas), "%", maximum=100.0))
     if not total:
-        p.note = "No engine runs in this gateway process (engine servers show theirs at their /metrics)."
+        if not replicas:
+            p.note = "No engine runs in this gateway process (engine servers show theirs at their /metrics)."
         return p
     p.plots.append(bar_chart("KV blocks in use", [(m, used.get(m, 0) / t * 100) for m, t in total.items() if t],
                              "%", maximum=100.0))
