@@ -76,6 +76,17 @@ class DashboardPages:
         text = self.env.get_template(template).render(**values)
         return HTMLResponse(text, status, headers=HEADERS)
 
+    def _unavailable(self, exc: Exception) -> HTMLResponse:
+        log.warning("dashboard figures failed (%s)", type(exc).__name__, exc_info=exc)
+        response = self._html("message.html", 503, back="", title="fairgate dashboard",
+                              error="The dashboard cannot read its figures right now (database unavailable?); retry.")
+        response.headers["retry-after"] = "5"
+        return response
+
+    def _no_tenant(self) -> HTMLResponse:
+        return self._html("message.html", 404, back="/admin/dashboard", title="fairgate dashboard",
+                          error="No such tenant.")
+
     # ------------------------------------------------------------------ login
     def _login_page(self, scope: str, status: int = 200, error: str = "") -> HTMLResponse:
         action = "/admin/dashboard/login" if scope == "admin" else "/dashboard/login"
@@ -130,7 +141,10 @@ class DashboardPages:
             return self._login_page("admin", 403, "This page needs the admin token; tenants see /dashboard.")
         hours = _hours(request)
         state = state_of(request.app)
-        figures = await asyncio.to_thread(self._admin_figures, state, hours)
+        try:
+            figures = await asyncio.to_thread(self._admin_figures, state, hours)
+        except Exception as exc:  # the database away: say so, as a page, not a bare 500
+            return self._unavailable(exc)
         advice = await self._advice(state, hours)
         return self._html("dashboard.html", title="fairgate dashboard", hours=hours, admin=True,
                           panels=figures, advice=advice, logout="/admin/dashboard/logout")
@@ -145,9 +159,15 @@ class DashboardPages:
         if not admin_view and viewer.admin:
             return RedirectResponse("/admin/dashboard", 303, headers=HEADERS)
         tenant_id = request.path_params["tenant_id"] if admin_view else viewer.tenant_id
-        assert tenant_id is not None
+        if not tenant_id or "\x00" in tenant_id or len(tenant_id) > 64:  # no such id: the column is 32 wide
+            return self._no_tenant()
         hours = _hours(request)
-        figures, name = await asyncio.to_thread(self._tenant_figures, state_of(request.app), tenant_id, hours)
+        try:
+            figures, name = await asyncio.to_thread(self._tenant_figures, state_of(request.app), tenant_id, hours)
+        except Exception as exc:
+            return self._unavailable(exc)
+        if name is None:
+            return self._no_tenant()
         logout = "/admin/dashboard/logout" if admin_view else "/dashboard/logout"
         return self._html("dashboard.html", title=f"fairgate: tenant {name}", hours=hours, admin=admin_view,
                           panels=figures, advice=None, logout=logout, tenant=name)
@@ -168,7 +188,8 @@ class DashboardPages:
                 panels.quota_panel(quota, names), panels.routing_panel(by_backend, state.backends, decisions),
                 panels.engine_panel(reg)]
 
-    def _tenant_figures(self, state: GatewayState, tenant_id: str, hours: int) -> tuple[list[panels.Panel], str]:
+    def _tenant_figures(self, state: GatewayState, tenant_id: str, hours: int
+                        ) -> tuple[list[panels.Panel], str | None]:
         start, end, group_by = data.window(hours)
         reg, where = state.metrics.registry, {"tenant": tenant_id}
         with state.sessions() as s:
@@ -179,7 +200,7 @@ class DashboardPages:
         routing = panels.routing_panel(by_backend, state.backends, {})
         routing.plots = routing.plots[:1]
         return ([panels.usage_panel(usage, names), panels.latency_panel(reg, where), panels.cache_panel(reg, where),
-                 panels.quota_panel(quota, names), routing], names.get(tenant_id, tenant_id))
+                 panels.quota_panel(quota, names), routing], names.get(tenant_id))
 
     async def _advice(self, state: GatewayState, hours: int) -> dict[str, Any]:
         """The advice panel: items from the provider, or why there are none."""

@@ -107,6 +107,10 @@ def test_tenant_sees_only_its_own_usage_and_a_revoked_key_ends_its_session(loade
     as_admin = httpx.get(gw.url + f"/admin/dashboard/tenants/{load.tenant_a['id']}",
                          headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
     assert as_admin.status_code == 200 and "tenant docs-team" in as_admin.text
+    odd = httpx.get(gw.url + "/admin/dashboard/tenants/a%00b", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert odd.status_code == 404
+    unknown = httpx.get(gw.url + "/admin/dashboard/tenants/0123", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert unknown.status_code == 404 and "No such tenant" in unknown.text
 
     spare = admin.key(load.tenant_b["id"])
     with httpx.Client(base_url=gw.url) as c:
