@@ -11,10 +11,11 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "FAIRGATE_"
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 class Settings(BaseSettings):
@@ -47,11 +48,19 @@ class Settings(BaseSettings):
     usage_journal_path: str | None = None  # default: fairgate-usage-<hash of the database url>.journal
     usage_journal_max_bytes: int = Field(default=256 << 20, ge=4096)  # full: refuse, never drop
     default_priority: str = "standard"
-    log_level: Literal["debug", "info", "warning", "error", "critical"] = "info"  # info: a line per request
+    log_level: str = "info"  # debug|info|warning|error|critical; info: a line per request, engine stats
     metrics_token: str | None = None  # set → GET /metrics wants `Authorization: Bearer <it>`
     control_secret: str | None = None  # sent to engine servers' /control/* (their --control-secret)
     fairness_sync_interval_s: float = 5.0  # re-push weights to engines that lost them (restart)
     shutdown_grace_s: float = 30.0  # on SIGTERM: time for in-flight requests and streams to finish
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        level = value.strip().lower()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}")
+        return level
 
 
 def _read_file(path: str) -> dict[str, Any]:

@@ -64,3 +64,15 @@ def test_log_request_is_silent_above_info(caplog):
     log_request(e)
     (line,) = [r.getMessage() for r in records_of(caplog, "fairgate.requests")]
     assert line.startswith("request r1 tenant=t1 route=- model=m backend=b") and "ttft_ms=-" in line
+
+
+def test_log_level_is_one_of_the_names_in_any_case():
+    import pytest
+    from pydantic import ValidationError
+
+    from gateway.settings import Settings
+
+    assert Settings().log_level == "info"  # a line per request unless turned down
+    assert Settings(log_level="WARNING").log_level == "warning"
+    with pytest.raises(ValidationError, match="log_level must be one of"):
+        Settings(log_level="loud")
