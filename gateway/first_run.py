@@ -48,13 +48,13 @@ def bootstrap(sessions: sessionmaker[Session]) -> FirstRun | None:
         token = secrets.token_urlsafe(32)
         key, prefix, digest = generate_key()
         tenant = Tenant(name=DEFAULT_TENANT)
-        s.add(tenant)
-        s.flush()
-        s.add(AdminCredential(name=ADMIN, token_hash=hash_key(token)))
-        s.add(ApiKey(tenant_id=tenant.id, prefix=prefix, key_hash=digest, name="first-run"))
-        s.add(AuditEntry(actor="first_run", action="create", target_type="tenant", target_id=tenant.id,
-                         detail={"name": DEFAULT_TENANT, "key_prefix": prefix}))
         try:
+            s.add(tenant)
+            s.flush()  # a replica racing us fails here (the name) or at commit (the credential)
+            s.add(AdminCredential(name=ADMIN, token_hash=hash_key(token)))
+            s.add(ApiKey(tenant_id=tenant.id, prefix=prefix, key_hash=digest, name="first-run"))
+            s.add(AuditEntry(actor="first_run", action="create", target_type="tenant", target_id=tenant.id,
+                             detail={"name": DEFAULT_TENANT, "key_prefix": prefix}))
             s.commit()
         except IntegrityError:  # another replica got there first
             s.rollback()

@@ -104,3 +104,30 @@ def test_banner_of_a_later_start_names_the_url_only():
     first = io.StringIO()
     banner("http://h:1", FirstRun("tok-123", "fg-abc", "t1"), "demo", first)
     assert "tok-123" in first.getvalue() and "model='demo'" in first.getvalue()
+
+
+def test_replicas_starting_together_make_one_token_and_one_tenant():
+    """Two bootstraps racing on one empty PostgreSQL: one makes the secrets, the other none."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sqlalchemy import func, select
+
+    from gateway.db import make_engine, make_sessionmaker, upgrade
+    from gateway.first_run import bootstrap
+    from gateway.tables import AdminCredential, ApiKey, Tenant
+    from tests.gateway.harness import pg_database
+
+    with pg_database() as url:
+        upgrade(url)
+        engines = [make_engine(url) for _ in range(2)]
+        try:
+            with ThreadPoolExecutor(2) as pool:
+                made = list(pool.map(lambda e: bootstrap(make_sessionmaker(e)), engines))
+            assert sum(m is not None for m in made) == 1
+            with make_sessionmaker(engines[0])() as s:
+                counts = [s.scalar(select(func.count()).select_from(t)) for t in (AdminCredential, Tenant, ApiKey)]
+            assert counts == [1, 1, 1]
+            assert bootstrap(make_sessionmaker(engines[0])) is None  # a later start: nothing new
+        finally:
+            for e in engines:
+                e.dispose()
