@@ -83,3 +83,12 @@ def test_loading_shows_a_progress_bar_over_the_tensors(tiny_model_dir, capsys):
     assert state  # the weights themselves, as without the bar
     load_weights(tiny_model_dir, cfg, torch.float32, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_engine_and_serve_flags():
+    from gateway.cli import build_parser
+
+    args = build_parser().parse_args(["engine", "--model", "m", "--stats-interval", "2.5", "--log-level", "debug"])
+    assert EngineConfig.from_args(args).stats_interval_s == 2.5 and args.log_level == "debug"
+    assert EngineConfig.from_args(build_parser().parse_args(["engine", "--model", "m"])).stats_interval_s == 10.0
+    assert build_parser().parse_args(["serve", "--log-level", "warning"]).log_level == "warning"
