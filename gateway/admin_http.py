@@ -4,7 +4,6 @@ failure turned into an OpenAI-format error (never a plain-text 500)."""
 from __future__ import annotations
 
 import functools
-import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,6 +21,7 @@ from starlette.responses import Response
 
 from backends.openai_wire import WireError, error_response
 from backends.openai_wire.headers import bearer
+from gateway.admin_token import admin_enabled, admin_token_ok
 from gateway.auth_throttle import client_address
 from gateway.secret_box import MISSING, SecretsKeyMissing
 from gateway.state import state_of
@@ -32,16 +32,15 @@ MAX_PATH_ID = 200  # the widest id column (names); anything longer cannot match 
 
 
 def _check_auth(request: Request) -> None:
-    """The admin token, or 401; an address over its failed tries is refused (429) even with the
-    right token while its window lasts, so the token cannot be guessed at speed."""
+    """The admin token (FAIRGATE_ADMIN_TOKEN or the one made on first start), or 401; an address
+    over its failed tries is refused (429) even with the right token while its window lasts, so
+    the token cannot be guessed at speed."""
     state = state_of(request.app)
-    token = state.settings.admin_token
-    if not token:
+    if not admin_enabled(state):
         raise WireError(403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.", "admin_disabled")
     address = client_address(request.scope)
     state.auth_throttle.check(address)
-    given = bearer(request.headers.get("authorization")) or ""
-    if not hmac.compare_digest(given.encode(), token.encode()):
+    if not admin_token_ok(state, bearer(request.headers.get("authorization")) or ""):
         state.auth_throttle.failed(address)
         raise WireError(401, "This route needs the admin token.", "invalid_admin_token")
 

@@ -26,10 +26,12 @@ from gateway import (
     admin_pools,
     admin_routing,
     admin_usage_log,
+    dashboard,
     health,
     openapi,
     tenant_api,
 )
+from gateway.admin_token import load_admin_token_hash
 from gateway.auth import KeyCache
 from gateway.auth_throttle import AuthThrottle
 from gateway.db import make_engine, make_sessionmaker, upgrade
@@ -38,6 +40,7 @@ from gateway.fairness import FairnessSync, push_weights
 from gateway.metrics import make_metrics, metrics_routes, watch_usage_backlog
 from gateway.quota import QuotaStore
 from gateway.registry import load_backends, start_embedded_engine, watch_config
+from gateway.request_log import log_request
 from gateway.secret_box import box_from_settings, check_readable
 from gateway.settings import Settings
 from gateway.state import GatewayState
@@ -89,8 +92,10 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
         keys=KeyCache(sessions, bus), usage=usage, upstream_pool=HTTP1Pool(),
         http=httpx.AsyncClient(limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
                                timeout=settings.upstream_timeout_s),
-        embedded=embedded, metrics=metrics, request_observers=[metrics.observe],
+        embedded=embedded, metrics=metrics, request_observers=[metrics.observe, log_request],
         auth_throttle=AuthThrottle(settings.auth_failures_max, settings.auth_failures_window_s))
+    if not settings.admin_token:  # the token made on first start (gateway.first_run), hashed
+        st.admin_token_hash = await asyncio.to_thread(load_admin_token_hash, sessions)
     try:
         st.config_version = await bus.version()
     except Exception:  # Redis down at start: serve 503s until it is back, then catch up
@@ -146,5 +151,6 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
     routes += tenant_api.routes() + admin.routes() + admin_routing.routes() + metrics_routes()
     routes += admin_classify.routes() + admin_pools.routes() + health.routes() + openapi.routes()
     routes += admin_costs.routes() + admin_usage_log.routes()
+    routes += dashboard.routes()  # advice=...: the advisor's provider (gateway.dashboard.pages)
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
                      middleware=[Middleware(HeaderGuard, limits=settings.header_limits())])

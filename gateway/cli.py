@@ -7,6 +7,7 @@ import argparse
 import sys
 
 KV_CHOICES = ["float32", "float16", "bfloat16", "int8", "int4"]
+LOG_LEVELS = ["debug", "info", "warning", "error", "critical"]
 
 
 def _engine_args(p: argparse.ArgumentParser) -> None:
@@ -45,6 +46,9 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics-anonymous", action="store_true",
                    help="serve /metrics without a token (default: FAIRGATE_METRICS_TOKEN or the --api-key)")
     p.add_argument("--metrics-tenant-labels", action="store_true", help="label request metrics by tenant id")
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS)
+    p.add_argument("--stats-interval", type=float, default=10.0, metavar="S",
+                   help="log throughput, running/waiting, KV use and cache hit rate every S seconds (0: off)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--model", default=None, help="model folder of the embedded engine")
     serve.add_argument("--host", default=None)
     serve.add_argument("--port", type=int, default=None)
+    serve.add_argument("--log-level", default=None, choices=LOG_LEVELS,
+                       help="default info: one line per request, engine stats (env FAIRGATE_LOG_LEVEL)")
 
     db = sub.add_parser("db", help="database migrations")
     db.add_argument("action", choices=["upgrade"])

@@ -23,6 +23,7 @@ from backends.openai_wire import WireError, send_error, send_json
 from backends.types import Receive, Scope, Send
 from gateway.admission import Admitted, admit
 from gateway.fallback import first_answer
+from gateway.request_log import log_refusal
 from gateway.settlement import finish
 from gateway.state import GatewayState, state_of
 from gateway.streaming import stream
@@ -36,10 +37,12 @@ class CompletionsEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = state_of(scope["app"])
+        t0 = time.perf_counter()
         try:
             adm = await admit(state, self.kind, scope, receive)
         except WireError as err:
             await send_error(send, err)
+            log_refusal(scope.get("path", ""), err.status, err.code, t0)
             return
         except Exception as exc:  # e.g. the key store or Redis is down: nothing was reserved
             log.warning("admission failed (%s)", type(exc).__name__)

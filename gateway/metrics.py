@@ -22,6 +22,7 @@ An embedded engine adds its gauges (running / waiting requests, KV blocks, preem
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -31,7 +32,9 @@ from starlette.routing import Route
 
 from backends.local.metrics import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, EngineStatsCollector
 from backends.metrics_access import MetricsAccess, metrics_response
+from backends.openai_wire.headers import bearer
 from backends.prompt_version import NONE, LabelCap
+from gateway.admin_token import admin_token_ok
 from gateway.cost_metrics import CostCollector
 from gateway.state import state_of
 from gateway.usage import UsageEvent, UsageRecorder
@@ -147,6 +150,8 @@ async def metrics_endpoint(request: Request) -> Response:
     settings = state.settings
     access = MetricsAccess(settings.metrics_token, settings.metrics_anonymous, settings.metrics_tenant_labels)
     authorization, also = request.headers.get("authorization"), (settings.admin_token,)
+    if admin_token_ok(state, bearer(authorization) or ""):  # also the token made on first start
+        access = replace(access, anonymous=True)
     if access.refusal(authorization, also) is None:
         await state.metrics.costs.refresh(state)  # (a refused scrape costs no query)
     return metrics_response(state.metrics.registry, access, authorization, also)

@@ -55,7 +55,7 @@ def start_embedded_engine(settings: Settings) -> LocalBackend | None:
 
     name = settings.served_model_name or Path(folder).resolve().name
     backend = LocalBackend.from_config(EngineConfig(model=folder, served_model_name=name), name=name)
-    log.warning("embedded engine serving %s as %r", folder, name)
+    log.info("embedded engine serving %s as %r", folder, name)
     return backend
 
 

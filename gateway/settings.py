@@ -11,12 +11,13 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from backends.openai_wire.headers import HeaderLimits
 
 ENV_PREFIX = "FAIRGATE_"
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 class Settings(BaseSettings):
@@ -50,7 +51,7 @@ class Settings(BaseSettings):
     usage_journal_path: str | None = None  # default: fairgate-usage-<hash of the database url>.journal
     usage_journal_max_bytes: int = Field(default=256 << 20, ge=4096)  # full: refuse, never drop
     default_priority: str = "standard"
-    log_level: str = "warning"
+    log_level: str = "info"  # debug|info|warning|error|critical; info: a line per request, engine stats
     # GET /metrics wants `Authorization: Bearer <metrics_token or admin_token>` unless anonymous
     # scrapes are allowed; tenant ids become metric labels only when asked (they list tenants)
     metrics_token: str | None = None
@@ -66,7 +67,7 @@ class Settings(BaseSettings):
     auth_failures_window_s: float = Field(default=60.0, gt=0)
     # upstream secrets (backend and pool API keys) are Fernet-encrypted in the database with this
     # key (or the first line of secrets_key_file); several keys, comma-separated: the first
-    # encrypts, all decrypt (rotation). Generate one with `fairgate secrets generate-key`.
+    # encrypts, all decrypt (rotation). Generate one: see README ("Upstream keys at rest").
     secrets_key: str | None = Field(default=None, repr=False)
     secrets_key_file: str | None = None
 
@@ -75,6 +76,14 @@ class Settings(BaseSettings):
     control_secret: str | None = None  # sent to engine servers' /control/* (their --control-secret)
     fairness_sync_interval_s: float = 5.0  # re-push weights to engines that lost them (restart)
     shutdown_grace_s: float = 30.0  # on SIGTERM: time for in-flight requests and streams to finish
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        level = value.strip().lower()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}")
+        return level
 
 
 def _read_file(path: str) -> dict[str, Any]:

@@ -60,6 +60,7 @@ class GatewayState:
     fairness_version: int = 0
     fairness_weights: dict[str, float] = field(default_factory=dict)
     auth_throttle: AuthThrottle = field(default_factory=lambda: AuthThrottle(0, 60.0))  # off unless set
+    admin_token_hash: str | None = None  # the first start's token (gateway.first_run), hashed
 
 
 def state_of(app: Any) -> GatewayState:

@@ -148,3 +148,13 @@ class AuditEntry(Base):
     target_type: Mapped[str] = mapped_column(String(32))
     target_id: Mapped[str] = mapped_column(String(200))
     detail: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class AdminCredential(Base):
+    """The admin token made on first start (no FAIRGATE_ADMIN_TOKEN): only its SHA-256 is kept.
+    The fixed name is the primary key, so replicas starting together create it once."""
+
+    __tablename__ = "admin_credentials"
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)  # "admin"
+    token_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

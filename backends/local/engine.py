@@ -23,6 +23,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from backends.local.admission import check_request
@@ -32,6 +33,7 @@ from backends.local.engine_factory import build_engine_parts
 from backends.local.engine_stream import RequestStream, StreamChannel
 from backends.local.output import EngineStats, OutputTracker, RequestOutput, RequestRejected
 from backends.local.protocols import EngineObserver, EngineTokenizer, ModelExecutor
+from backends.local.stats_log import EngineStatsLogger
 from backends.local.step_cost import StepCosts
 from backends.local.types import SamplingParams
 from scheduler.fairness import is_stale
@@ -104,6 +106,8 @@ class AsyncEngine:
         self._stopped = False  # engine thread: a Stop command was taken
         self._thread = threading.Thread(target=self._run, name="fairgate-engine", daemon=True)
         self._thread.start()
+        name = config.served_model_name or Path(config.model).name
+        self._stats_log = EngineStatsLogger(self, name, config.stats_interval_s).start()
 
     @property
     def observer(self) -> EngineObserver | None:
@@ -227,12 +231,14 @@ class AsyncEngine:
         self._closed = True
         self._commands.put(Stop())
         await asyncio.to_thread(self._thread.join)
+        await asyncio.to_thread(self._stats_log.stop)
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
             self._commands.put(Stop())
             self._thread.join()
+            self._stats_log.stop()
 
     # ------------------------------------------------------------------ engine thread
     def _run(self) -> None:

@@ -37,6 +37,7 @@ class EngineConfig:
     # Adaptive k and the automatic off switch (speculative.py); False always drafts the cap
     # (tests use it: their assertions must not depend on this machine's timings).
     speculative_adaptive: bool = True
+    stats_interval_s: float = 10.0  # an info line of throughput, queue and KV use this often; 0: off
 
     def validate(self) -> None:
         if self.block_size < 1:
@@ -81,4 +82,5 @@ class EngineConfig:
             tool_call_parser=getattr(args, "tool_call_parser", "hermes"),
             speculative=getattr(args, "speculative", "off"),
             num_speculative_tokens=getattr(args, "num_speculative_tokens", 4),
+            stats_interval_s=getattr(args, "stats_interval", 10.0),
         )

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 from safetensors import safe_open
+from tqdm import tqdm
 
 from backends.local.config import ModelConfig
 
@@ -67,16 +68,32 @@ def _map_name(hf_name: str) -> tuple[str, int | None] | None:
     raise KeyError(f"unexpected weight {hf_name}")
 
 
+def _tensor_count(files: list[Path]) -> int:
+    """Tensors in the files, from their headers only (the progress bar's total)."""
+    total = 0
+    for path in files:
+        with safe_open(str(path), framework="pt", device="cpu") as f:
+            total += len(f.keys())
+    return total
+
+
 def load_weights(
-    model_dir: str | Path, cfg: ModelConfig, dtype: torch.dtype, device: torch.device | str = "cpu"
+    model_dir: str | Path, cfg: ModelConfig, dtype: torch.dtype, device: torch.device | str = "cpu",
+    progress: bool | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Read every weight file and return a state dict in the engine's names (fused, cast, moved)."""
+    """Read every weight file and return a state dict in the engine's names (fused, cast, moved).
+
+    A progress bar over the tensors goes to stderr (`progress` None: only on a terminal)."""
     model_dir = Path(model_dir)
     plain: dict[str, torch.Tensor] = {}
     parts: dict[str, dict[int, torch.Tensor]] = {}
-    for path in weight_files(model_dir):
+    files = weight_files(model_dir)
+    bar = tqdm(total=_tensor_count(files), desc=f"Loading {model_dir.name}", unit="tensor",
+               disable=None if progress is None else not progress, leave=True)
+    for path in files:
         with safe_open(str(path), framework="pt", device="cpu") as f:
             for hf_name in f.keys():  # noqa: SIM118 - safe_open has no __iter__
+                bar.update()
                 mapped = _map_name(hf_name)
                 if mapped is None:
                     continue
@@ -92,6 +109,7 @@ def load_weights(
                     plain[name] = tensor.to(device)
                 else:
                     parts.setdefault(name, {})[part] = tensor
+    bar.close()
     for name, pieces in parts.items():
         need = _FUSED_PARTS[name.rsplit(".", 1)[0].split(".", 2)[2]]
         if len(pieces) != need:

@@ -306,7 +306,8 @@ def run_engine_server(args: argparse.Namespace) -> int:
     from backends.local.engine import AsyncEngine
     from backends.local.engine_config import EngineConfig
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    level = getattr(args, "log_level", "info")
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     auth = EngineAuth(args.api_key or os.environ.get("FAIRGATE_ENGINE_API_KEY") or None, args.allow_anonymous)
     check_bind(args.host, auth.api_key, args.insecure_no_auth)
     env = MetricsAccess.from_env()
@@ -323,7 +324,7 @@ def run_engine_server(args: argparse.Namespace) -> int:
         engine = AsyncEngine(EngineConfig.from_args(args))
         app = build_app(LocalBackend(engine, name="engine"), control_secret=args.control_secret,
                         auth=auth, metrics=metrics)
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5,
+        config = uvicorn.Config(app, log_level=level, access_log=False, lifespan="on", timeout_graceful_shutdown=5,
                                 http=limited_protocol(HeaderLimits()))
         server = uvicorn.Server(config)
         shown = f"[{host}]" if ":" in host else host

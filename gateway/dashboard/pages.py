@@ -1,0 +1,231 @@
+"""The dashboard's routes: the admin overview, one tenant's page, and the login forms.
+
+    GET  /admin/dashboard                  every tenant (admin token: bearer header or session)
+    GET  /admin/dashboard/tenants/{id}     one tenant, as the admin sees it
+    GET  /dashboard                        the caller's own tenant (its API key: bearer or session)
+    GET|POST /admin/dashboard/login, /dashboard/login;  POST .../logout
+
+Pages are server-rendered (Jinja2, autoescaped) with inline SVG plots and no script at all,
+served with a strict Content-Security-Policy. `?hours=N` sets the window (default 24).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from gateway.admin_token import admin_enabled, admin_token_ok
+from gateway.dashboard import data, panels
+from gateway.dashboard.sessions import (
+    SessionSigner,
+    Viewer,
+    clear_session,
+    set_session,
+    tenant_principal,
+    viewer_of,
+)
+from gateway.state import GatewayState, state_of
+
+# advice(state, window hours) -> items (str, mapping or dataclass), sync or async: `fairgate advise`
+AdviceProvider = Callable[[GatewayState, int], Any]
+log = logging.getLogger("fairgate.dashboard")
+MAX_FORM_BYTES = 4096
+MAX_HOURS = 24 * 90
+HEADERS = {"cache-control": "no-store", "x-frame-options": "DENY", "referrer-policy": "no-referrer",
+           "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+                                      "frame-ancestors 'none'"}
+
+
+def _hours(request: Request) -> int:
+    try:
+        return min(max(int(request.query_params.get("hours", "24")), 1), MAX_HOURS)
+    except ValueError:
+        return 24
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """An urlencoded login form (a few fields; anything bigger is no login form)."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return {}
+    fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=8)
+    return {k: v[0] for k, v in fields.items() if v}
+
+
+class DashboardPages:
+    def __init__(self, advice: AdviceProvider | None = None) -> None:
+        self.advice = advice
+        self.signer = SessionSigner(secrets.token_bytes(32))
+        self.env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
+                               autoescape=select_autoescape(["html"]))
+
+    def _html(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+        text = self.env.get_template(template).render(**values)
+        return HTMLResponse(text, status, headers=HEADERS)
+
+    def _unavailable(self, exc: Exception) -> HTMLResponse:
+        log.warning("dashboard figures failed (%s)", type(exc).__name__, exc_info=exc)
+        response = self._html("message.html", 503, back="", title="fairgate dashboard",
+                              error="The dashboard cannot read its figures right now (database unavailable?); retry.")
+        response.headers["retry-after"] = "5"
+        return response
+
+    def _no_tenant(self) -> HTMLResponse:
+        return self._html("message.html", 404, back="/admin/dashboard", title="fairgate dashboard",
+                          error="No such tenant.")
+
+    # ------------------------------------------------------------------ login
+    def _login_page(self, scope: str, status: int = 200, error: str = "") -> HTMLResponse:
+        action = "/admin/dashboard/login" if scope == "admin" else "/dashboard/login"
+        label = "Admin token" if scope == "admin" else "API key"
+        return self._html("login.html", status, action=action, label=label, error=error, scope=scope)
+
+    async def admin_login(self, request: Request) -> Response:
+        state = state_of(request.app)
+        if request.method == "GET":
+            return self._login_page("admin")
+        if not admin_enabled(state):
+            return self._login_page("admin", 403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.")
+        token = (await _form(request)).get("token", "").strip()
+        if not token or not admin_token_ok(state, token):
+            return self._login_page("admin", 401, "That is not the admin token.")
+        response = RedirectResponse("/admin/dashboard", 303, headers=HEADERS)
+        set_session(request, response, self.signer.dumps(state, {"role": "admin"}))
+        return response
+
+    async def tenant_login(self, request: Request) -> Response:
+        state = state_of(request.app)
+        if request.method == "GET":
+            return self._login_page("tenant")
+        key = (await _form(request)).get("token", "").strip()
+        principal = await tenant_principal(state, key) if key else None
+        if principal is None:
+            return self._login_page("tenant", 401, "That API key is not valid.")
+        response = RedirectResponse("/dashboard", 303, headers=HEADERS)
+        set_session(request, response, self.signer.dumps(state, {"role": "tenant", "key_id": principal.key_id}))
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        back = "/admin/dashboard/login" if request.url.path.startswith("/admin/") else "/dashboard/login"
+        response = RedirectResponse(back, 303, headers=HEADERS)
+        clear_session(response)
+        return response
+
+    # ------------------------------------------------------------------ pages
+    async def _viewer_or_login(self, request: Request, scope: str) -> Viewer | Response:
+        viewer = await viewer_of(request, self.signer)
+        if viewer is None:
+            if "authorization" in request.headers:
+                return self._login_page(scope, 401, "That token is not valid here.")
+            return RedirectResponse(f"{'/admin' if scope == 'admin' else ''}/dashboard/login", 303, headers=HEADERS)
+        return viewer
+
+    async def admin_page(self, request: Request) -> Response:
+        viewer = await self._viewer_or_login(request, "admin")
+        if not isinstance(viewer, Viewer):
+            return viewer
+        if not viewer.admin:
+            return self._login_page("admin", 403, "This page needs the admin token; tenants see /dashboard.")
+        hours = _hours(request)
+        state = state_of(request.app)
+        try:
+            figures = await asyncio.to_thread(self._admin_figures, state, hours)
+        except Exception as exc:  # the database away: say so, as a page, not a bare 500
+            return self._unavailable(exc)
+        advice = await self._advice(state, hours)
+        return self._html("dashboard.html", title="fairgate dashboard", hours=hours, admin=True,
+                          panels=figures, advice=advice, logout="/admin/dashboard/logout")
+
+    async def tenant_page(self, request: Request) -> Response:
+        admin_view = request.url.path.startswith("/admin/")
+        viewer = await self._viewer_or_login(request, "admin" if admin_view else "tenant")
+        if not isinstance(viewer, Viewer):
+            return viewer
+        if admin_view and not viewer.admin:
+            return self._login_page("admin", 403, "This page needs the admin token.")
+        if not admin_view and viewer.admin:
+            return RedirectResponse("/admin/dashboard", 303, headers=HEADERS)
+        tenant_id = request.path_params["tenant_id"] if admin_view else viewer.tenant_id
+        if not tenant_id or "\x00" in tenant_id or len(tenant_id) > 64:  # no such id: the column is 32 wide
+            return self._no_tenant()
+        hours = _hours(request)
+        try:
+            figures, name = await asyncio.to_thread(self._tenant_figures, state_of(request.app), tenant_id, hours)
+        except Exception as exc:
+            return self._unavailable(exc)
+        if name is None:
+            return self._no_tenant()
+        logout = "/admin/dashboard/logout" if admin_view else "/dashboard/logout"
+        return self._html("dashboard.html", title=f"fairgate: tenant {name}", hours=hours, admin=admin_view,
+                          panels=figures, advice=None, logout=logout, tenant=name)
+
+    # ------------------------------------------------------------------ figures (worker thread)
+    def _admin_figures(self, state: GatewayState, hours: int) -> list[panels.Panel]:
+        start, end, group_by = data.window(hours)
+        reg = state.metrics.registry
+        with state.sessions() as s:
+            names = data.tenant_names(s)
+            usage = data.usage(s, None, start, end, group_by)
+            quota = data.quota_use(s, None)
+            by_backend = data.requests_by_backend(s, None, start, end)
+            decisions = data.routing_decisions(s, start, end)
+        usage_panel = panels.usage_panel(usage, names)
+        usage_panel.links = [(names.get(t, t), f"/admin/dashboard/tenants/{quote(t, safe='')}") for t in usage.totals]
+        return [usage_panel, panels.latency_panel(reg), panels.cache_panel(reg, None, names),
+                panels.quota_panel(quota, names), panels.routing_panel(by_backend, state.backends, decisions),
+                panels.engine_panel(reg)]
+
+    def _tenant_figures(self, state: GatewayState, tenant_id: str, hours: int
+                        ) -> tuple[list[panels.Panel], str | None]:
+        start, end, group_by = data.window(hours)
+        reg, where = state.metrics.registry, {"tenant": tenant_id}
+        with state.sessions() as s:
+            names = data.tenant_names(s)
+            usage = data.usage(s, tenant_id, start, end, group_by)
+            quota = data.quota_use(s, tenant_id)
+            by_backend = data.requests_by_backend(s, tenant_id, start, end)
+        routing = panels.routing_panel(by_backend, state.backends, {})
+        routing.plots = routing.plots[:1]
+        return ([panels.usage_panel(usage, names), panels.latency_panel(reg, where), panels.cache_panel(reg, where),
+                 panels.quota_panel(quota, names), routing], names.get(tenant_id))
+
+    async def _advice(self, state: GatewayState, hours: int) -> dict[str, Any]:
+        """The advice panel: items from the provider, or why there are none."""
+        if self.advice is None:
+            return {"items": [], "note": "No advisor is configured (`fairgate advise` fills this panel)."}
+        try:
+            result = self.advice(state, hours)
+            if inspect.isawaitable(result):
+                result = await result
+            return {"items": panels.advice_items(list(result or [])), "note": ""}
+        except Exception as exc:  # an advisor bug must not take the dashboard down
+            log.exception("dashboard advice provider failed")
+            return {"items": [], "note": f"The advisor failed ({type(exc).__name__}); see the gateway log."}
+
+
+def routes(advice: AdviceProvider | None = None) -> list[Route]:
+    """The dashboard's routes; `advice` fills the advice panel (see AdviceProvider)."""
+    pages = DashboardPages(advice)
+    return [
+        Route("/admin/dashboard", pages.admin_page, methods=["GET"]),
+        Route("/admin/dashboard/login", pages.admin_login, methods=["GET", "POST"]),
+        Route("/admin/dashboard/logout", pages.logout, methods=["POST"]),
+        Route("/admin/dashboard/tenants/{tenant_id}", pages.tenant_page, methods=["GET"]),
+        Route("/dashboard", pages.tenant_page, methods=["GET"]),
+        Route("/dashboard/login", pages.tenant_login, methods=["GET", "POST"]),
+        Route("/dashboard/logout", pages.logout, methods=["POST"]),
+    ]
+

@@ -1,0 +1,101 @@
+"""The dashboard's figures on fixed inputs: percentiles from histogram buckets, ratios from a
+real registry, the SVG marks (values and escaping), and the database figures over a fixed
+synthetic usage history (window buckets, totals, cost per million, quota shares)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from gateway.dashboard import data, promstats
+from gateway.dashboard.svg import Series, bar_chart, line_chart
+from gateway.db import make_engine, make_sessionmaker, upgrade
+from gateway.tables import QuotaPolicy, Tenant, UsageRecord
+
+
+def test_quantiles_interpolate_inside_the_bucket():
+    b = promstats.Buckets({0.1: 2, 0.5: 6, 1.0: 8, float("inf"): 8}, total=8)
+    assert b.quantile(0.5) == pytest.approx(0.1 + 0.4 * (2 / 4))
+    assert b.quantile(0.95) == pytest.approx(0.5 + 0.5 * (1.6 / 2))
+    assert promstats.Buckets({0.1: 1, float("inf"): 4}, total=4).quantile(0.9) == 0.1  # past the last bound
+    assert promstats.Buckets().quantile(0.5) is None
+
+
+def test_histograms_and_ratios_from_a_registry():
+    reg = CollectorRegistry()
+    h = Histogram("lat_seconds", "x", ["route", "tenant"], registry=reg, buckets=(0.1, 0.2, 0.4))
+    for v in (0.05, 0.15, 0.15, 0.3):
+        h.labels("/a", "t1").observe(v)
+    h.labels("/b", "t2").observe(0.05)
+    groups = promstats.histograms(reg, "lat_seconds", "route")
+    assert groups["/a"].total == 4 and groups["/b"].total == 1
+    assert groups["/a"].quantile(0.5) == pytest.approx(0.1 + 0.1 * (1 / 2))
+    assert promstats.histograms(reg, "lat_seconds", "route", {"tenant": "t2"}).keys() == {"/b"}
+    hits = Counter("hits", "x", ["route"], registry=reg)
+    queries = Counter("queries", "x", ["route"], registry=reg)
+    hits.labels("/a").inc(30)
+    queries.labels("/a").inc(120)
+    queries.labels("/b").inc(0)
+    assert promstats.ratio_by(reg, "hits_total", "queries_total", "route") == {"/a": 0.25}
+
+
+def test_svg_marks_carry_values_and_escape_client_text():
+    svg = line_chart("t", [Series("<script>alert(1)</script>", [("h1", 3.0), ("h2", 5.0)])])
+    assert "<script>" not in svg and "&lt;script&gt;" in svg
+    assert svg.count('class="point"') == 2 and 'data-value="5"' in svg
+    bars = bar_chart("b", [("x", 25.0), ("y", 0.0)], "%", maximum=100.0)
+    assert bars.count('class="bar"') == 2 and 'data-value="25"' in bars
+    assert 'data-kind="bar"' in bar_chart("empty", []) and "no data yet" in bar_chart("empty", [])
+
+
+@pytest.fixture
+def history(tmp_path):
+    """Two tenants over three hours of 1 Dec 2026; tenant a has daily and monthly limits."""
+    url = f"sqlite:///{tmp_path}/h.db"
+    upgrade(url)
+    engine = make_engine(url)
+    sessions = make_sessionmaker(engine)
+    with sessions() as s:
+        s.add_all([Tenant(id="a", name="team-a"), Tenant(id="b", name="team-b")])
+        s.flush()
+        s.add(QuotaPolicy(tenant_id="a", daily_tokens=1000, monthly_tokens=10_000, monthly_cost=2.0))
+        rows = [("a", datetime(2026, 12, 1, 9, 5), 100, 50, 0.30), ("a", datetime(2026, 12, 1, 9, 40), 60, 40, 0.20),
+                ("a", datetime(2026, 12, 1, 11, 0), 200, 100, 0.50), ("b", datetime(2026, 12, 1, 10, 30), 10, 10, 0.01),
+                ("a", datetime(2026, 11, 30, 23, 0), 500, 0, 0.0)]  # yesterday: this month, not today
+        for i, (t, at, p, c, cost) in enumerate(rows):
+            s.add(UsageRecord(request_id=f"r{i}", tenant_id=t, key_prefix="fg-x", model="m", backend="local-1",
+                              priority="standard", status="finished", prompt_tokens=p, completion_tokens=c,
+                              total_tokens=p + c, cost=cost, created_at=at))
+        s.commit()
+    yield sessions
+    engine.dispose()
+
+
+def test_usage_window_totals_and_cost_per_million(history):
+    start, end, group_by = data.window(3, now=datetime(2026, 12, 1, 11, 59))
+    assert group_by == "hour"
+    with history() as s:
+        u = data.usage(s, None, start, end, group_by)
+    assert u.buckets == ["2026-12-01T08:00:00", "2026-12-01T09:00:00", "2026-12-01T10:00:00", "2026-12-01T11:00:00"]
+    a = u.totals["a"]
+    assert (a["requests"], a["prompt_tokens"], a["completion_tokens"], a["total_tokens"]) == (3, 360, 190, 550)
+    assert a["cost"] == pytest.approx(1.0) and a["cost_per_million_tokens"] == pytest.approx(1.0 / 550 * 1e6)
+    assert u.totals["b"]["total_tokens"] == 20
+    assert [(r["tenant_id"], r["group"], r["total_tokens"]) for r in u.rows] == [
+        ("a", "2026-12-01T09:00:00", 250), ("a", "2026-12-01T11:00:00", 300), ("b", "2026-12-01T10:00:00", 20)]
+    assert data.window(24 * 7)[2] == "day"
+
+
+def test_quota_use_today_and_this_month(history):
+    with history() as s:
+        uses = data.quota_use(s, None, now=datetime(2026, 12, 1, 12, 0))
+        assert data.quota_use(s, "b", now=datetime(2026, 12, 1, 12, 0)) == []
+        by_backend = data.requests_by_backend(s, "a", datetime(2026, 12, 1), datetime(2026, 12, 2))
+    shares = {u.limit_name: (u.used, u.limit, u.share) for u in uses}
+    # today (1 Dec): 150 + 100 + 300 = 550 of 1000; December so far: the same 550 (30 Nov is November)
+    assert shares["daily_tokens"] == (550, 1000, 0.55)
+    assert shares["monthly_tokens"] == (550, 10_000, 0.055)
+    assert shares["monthly_cost"][0] == pytest.approx(1.0) and shares["monthly_cost"][2] == pytest.approx(0.5)
+    assert by_backend == {"local-1": (3, 550)}
