@@ -26,6 +26,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--model", action="append", required=True, help="model name (one, or one per --base-url)")
     p.add_argument("--api-key", action="append", default=None,
                    help="one per tenant (repeat for several; requests take them in turn); default $OPENAI_API_KEY")
+    p.add_argument("--tenants", type=int, default=None,
+                   help="N tenants named in an x-tenant header (bench-0..N-1; fairgate engine, vLLM-style fronts)")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--requests", type=int, default=None, help="requests per target and load point (default 50)")
     budget.add_argument("--duration", type=float, default=None, help="seconds per target and load point")
@@ -139,6 +141,10 @@ def run_bench(args: argparse.Namespace) -> int:
         print(f"fairgate bench: error: {exc}", file=sys.stderr)
         return 2
     keys = args.api_key or [os.environ.get("OPENAI_API_KEY", "EMPTY")]
+    if args.tenants is not None and (args.tenants < 1 or len(keys) > 1 and args.tenants != len(keys)):
+        print("fairgate bench: error: --tenants: positive, and equal to the number of --api-key values"
+              " when there are several", file=sys.stderr)
+        return 2
     slo = Slo(*(None if v is None else v / 1000 for v in (args.slo_ttft, args.slo_itl, args.slo_e2e)))
     out = Path(args.out or Path("bench-results") / dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ"))
     return run_session(targets, keys, plan, slo, out, headers=headers, golden=golden, args=args)

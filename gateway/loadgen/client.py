@@ -99,7 +99,7 @@ def _error_detail(exc: BaseException) -> str:
 
 async def send_chat(client: openai.AsyncOpenAI, target: Target, spec: RequestSpec,
                     result: RequestResult, extra_body: dict[str, Any] | None = None,
-                    temperature: float | None = None) -> RequestResult:
+                    temperature: float | None = None, headers: dict[str, str] | None = None) -> RequestResult:
     """Stream one chat completion and fill `result` in; errors are recorded, never raised."""
     args: dict[str, Any] = {"model": target.model, "messages": list(spec.messages),
                             "max_tokens": spec.max_tokens, "stream": True,
@@ -108,6 +108,8 @@ async def send_chat(client: openai.AsyncOpenAI, target: Target, spec: RequestSpe
         args["temperature"] = temperature
     if extra_body:
         args["extra_body"] = extra_body
+    if headers:
+        args["extra_headers"] = headers
     t0 = time.perf_counter()
     try:
         raw = await client.chat.completions.with_raw_response.create(**args)

@@ -12,6 +12,7 @@ from gateway.loadgen import plots
 from gateway.loadgen.client import RequestResult
 
 SCHEMA = 1
+CLIENT_BUSY = 0.8  # the generator's CPU share above which its own speed may be what was measured
 PLOTS = ("ttft-cdf", "itl-cdf", "e2e-cdf", "load", "by-route", "by-prompt-length")
 
 
@@ -107,13 +108,17 @@ def _bar_groups(targets: dict[str, Any], key: str) -> dict[str, dict[str, Any]]:
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;
 margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
 td:first-child,th:first-child{text-align:left}figure{margin:1em 0}svg{max-width:100%;height:auto}
-.meta{color:#555;font-size:13px}"""
+.meta{color:#555;font-size:13px}.warn{color:#a40}.plots{display:flex;flex-wrap:wrap;gap:1em}"""
 
 
 def render_html(doc: dict[str, Any]) -> str:
     cfg = doc["config"]
     svgs = _plot_svgs(doc)
     figs = "".join(f'<figure data-plot="{name}">{svgs[name]}</figure>' for name in PLOTS)
+    share = doc["client"].get("cpu_share")
+    warn = ("" if share is None or share < CLIENT_BUSY else
+            f"<p class='warn'>The load generator itself used {share:.0%} of a CPU during the run: its own"
+            " speed may cap these numbers (run it on another machine, or lower the load).</p>")
     slo = ", ".join(f"{k} ≤ {v * 1000:g} ms" for k, v in cfg["slo"].items() if v is not None) or "none set"
     targets = ", ".join(f"{t['label']} = {t['base_url']} ({t['model']})" for t in cfg["targets"])
     budget = f"{cfg['requests']} requests" if cfg["requests"] else f"{cfg['duration']:g} s"
@@ -122,9 +127,9 @@ def render_html(doc: dict[str, Any]) -> str:
             f" targets: {html.escape(targets)}; started {html.escape(doc['created'])}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>fairgate bench</title>"
             f"<style>{CSS}</style></head><body><h1>fairgate bench</h1><p class='meta'>{meta}</p>"
-            f"<h2>Throughput, goodput and latency per load point</h2>{summary_table(doc)}"
+            f"{warn}<h2>Throughput, goodput and latency per load point</h2>{summary_table(doc)}"
             f"<h2>Quality and cost</h2>{quality_table(doc)}"
-            f"<h2>Errors</h2>{error_table(doc)}<h2>Plots</h2>{figs}"
+            f"<h2>Errors</h2>{error_table(doc)}<h2>Plots</h2><div class='plots'>{figs}</div>"
             f"<h2>By route</h2>{group_table(doc, 'by_route', 'route')}"
             f"<h2>By prompt length (tokens)</h2>{group_table(doc, 'by_prompt_bucket', 'prompt tokens')}"
             f"<h2>By tenant</h2>{group_table(doc, 'by_tenant', 'tenant')}"

@@ -57,6 +57,7 @@ class RunOutcome:
     results: list[RequestResult]
     seconds: dict[tuple[str, str], float]  # (target, level) → wall time under load
     sent: dict[tuple[str, str], int]
+    client: dict[str, float] = field(default_factory=dict)  # the load generator's own CPU and wall time
 
 
 def slices(total: float | int | None, rounds: int) -> list[Any]:
@@ -127,11 +128,16 @@ class Cell:
 
 
 class LoadRunner:
-    """Runs a plan against targets with one API key per tenant (request i uses key i mod n)."""
+    """Runs a plan against targets. Request i belongs to tenant i mod `tenants` (default: one per
+    API key) and uses key `tenant mod len(keys)`; with `named_tenants` it also names its tenant in
+    an `x-tenant: bench-<n>` header (how a trusted front talks to `fairgate engine` or vLLM-style
+    servers; one key is then enough)."""
 
     def __init__(self, targets: list[Target], keys: list[str], plan: RunPlan, timeout: float = 600.0,
-                 headers: dict[str, str] | None = None, progress: Any = None) -> None:
+                 headers: dict[str, str] | None = None, progress: Any = None,
+                 tenants: int | None = None, named_tenants: bool = False) -> None:
         self.targets, self.keys, self.plan = targets, keys, plan
+        self.tenants, self.named_tenants = tenants or len(keys), named_tenants
         self.clients = [[openai.AsyncOpenAI(base_url=t.base_url, api_key=k, max_retries=0, timeout=timeout,
                                             default_headers=headers or None) for k in keys] for t in targets]
         self.progress = progress  # a tqdm bar (or anything with update/set_postfix_str), optional
@@ -139,13 +145,14 @@ class LoadRunner:
         self.t0 = time.perf_counter()
 
     async def send(self, t: int, level: LoadLevel, i: int) -> None:
-        tenant = i % len(self.keys)
+        tenant = i % self.tenants
         spec = self.plan.source.spec(i)
         result = RequestResult(self.targets[t].label, level.label, tenant, spec.workload,
                                start=time.perf_counter() - self.t0)
         self.results.append(result)  # appended before it runs: an interrupted run still counts it
-        await send_chat(self.clients[t][tenant], self.targets[t], spec, result,
-                        extra_body=self.plan.extra_body, temperature=self.plan.temperature)
+        await send_chat(self.clients[t][tenant % len(self.keys)], self.targets[t], spec, result,
+                        extra_body=self.plan.extra_body, temperature=self.plan.temperature,
+                        headers={"x-tenant": f"bench-{tenant}"} if self.named_tenants else None)
         if self.progress is not None:
             errors = sum(1 for r in self.results if r.error)
             self.progress.set_postfix_str(f"{self.targets[t].label} {level.label} errors={errors}", refresh=False)

@@ -8,6 +8,7 @@ import asyncio
 import datetime as dt
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +42,20 @@ async def _golden(targets: list[Target], key: str, items: list[GoldenItem], args
 
 async def _run(targets: list[Target], keys: list[str], plan: RunPlan, headers: dict[str, str],
                golden: list[GoldenItem] | None, args: argparse.Namespace) -> tuple[RunOutcome, dict[str, Any]]:
+    cpu0, wall0 = time.process_time(), time.perf_counter()
     with _progress(plan, len(targets), args.progress) as bar:
-        runner = LoadRunner(targets, keys, plan, timeout=args.timeout, headers=headers, progress=bar)
+        runner = LoadRunner(targets, keys, plan, timeout=args.timeout, headers=headers, progress=bar,
+                            tenants=args.tenants, named_tenants=args.tenants is not None)
         try:
             outcome = await runner.run()
         finally:
             await runner.aclose()
+    outcome.client = {"cpu_seconds": time.process_time() - cpu0, "wall_seconds": time.perf_counter() - wall0}
     scores = await _golden(targets, keys[0], golden, args, headers) if golden else {}
     return outcome, scores
 
 
-def build_doc(targets: list[Target], keys: list[str], plan: RunPlan, slo: Slo, outcome: RunOutcome,
+def build_doc(targets: list[Target], tenants: int, plan: RunPlan, slo: Slo, outcome: RunOutcome,
               scores: dict[str, Any], created: str) -> dict[str, Any]:
     """The JSON document: the run's configuration (never the keys) and every figure."""
     labels = [lv.label for lv in plan.levels]
@@ -67,9 +71,11 @@ def build_doc(targets: list[Target], keys: list[str], plan: RunPlan, slo: Slo, o
               "workload": plan.source.name, "scale": plan.source.scale, "max_tokens": plan.source.max_tokens,
               "levels": [{"kind": lv.kind, "value": lv.value, "label": lv.label} for lv in plan.levels],
               "requests": plan.requests, "duration": plan.duration, "rounds": plan.rounds,
-              "max_concurrency": plan.max_concurrency, "seed": plan.seed, "tenants": len(keys),
+              "max_concurrency": plan.max_concurrency, "seed": plan.seed, "tenants": tenants,
               "slo": slo.as_dict(), "extra_body": plan.extra_body}
-    return {"fairgate_bench": SCHEMA, "created": created, "config": config, "targets": figures}
+    client = dict(outcome.client)
+    client["cpu_share"] = client["cpu_seconds"] / client["wall_seconds"] if client.get("wall_seconds") else None
+    return {"fairgate_bench": SCHEMA, "created": created, "config": config, "client": client, "targets": figures}
 
 
 def _print_table(doc: dict[str, Any]) -> None:
@@ -96,7 +102,7 @@ def run_session(targets: list[Target], keys: list[str], plan: RunPlan, slo: Slo,
     """Run, report, print; exit status 0, or 1 when no request at all completed."""
     created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     outcome, scores = asyncio.run(_run(targets, keys, plan, headers, golden, args))
-    doc = build_doc(targets, keys, plan, slo, outcome, scores, created)
+    doc = build_doc(targets, args.tenants or len(keys), plan, slo, outcome, scores, created)
     paths = write_report(out, doc, outcome.results)
     _print_table(doc)
     completed = sum(tf["overall"]["completed"] for tf in doc["targets"].values())

@@ -11,8 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.cli import main
 from gateway.loadgen.report import PLOTS
@@ -59,6 +61,16 @@ def _usage_requests(admin: Admin, tenant_id: str, want: int) -> int:
             return n
         time.sleep(0.1)
     return n
+
+
+def _engine_requests_by_tenant(url: str) -> dict[str, float]:
+    counts: dict[str, float] = {}
+    for family in text_string_to_metric_families(httpx.get(url + "/metrics", timeout=30).text):
+        for sample in family.samples:
+            if sample.name == "fairgate_requests_total":
+                tenant = sample.labels["tenant"]
+                counts[tenant] = counts.get(tenant, 0) + sample.value
+    return counts
 
 
 def test_bench_compares_gateway_and_engine(world: dict[str, Any], tmp_path: Path, capsys) -> None:
@@ -117,12 +129,16 @@ def test_bench_compares_gateway_and_engine(world: dict[str, Any], tmp_path: Path
 def test_bench_request_count_rate_mode_and_a_dead_target(world: dict[str, Any], tmp_path: Path) -> None:
     dead = f"http://127.0.0.1:{free_port()}"
     out = tmp_path / "r"
-    argv = ["bench", "--base-url", world["engine"], "--base-url", dead, "--model", "tiny",
+    argv = ["bench", "--base-url", world["engine"], "--base-url", dead, "--model", "tiny", "--tenants", "2",
             "--requests", "5", "--rate", "50,inf", "--rounds", "2", "--max-tokens", "3", "--scale", "0.05",
             "--out", str(out), "--progress", "off"]
     assert main(argv) == 0
     doc = json.loads((out / "bench.json").read_text())
     live, gone = doc["targets"].values()
+    # the engine saw each request under the tenant the bench named in x-tenant
+    finished = _engine_requests_by_tenant(world["engine"])
+    assert {t: finished.get(f"bench-{t}", 0) for t in ("0", "1")} == {
+        t: g["completed"] for t, g in live["by_tenant"].items()} == {"0": 6, "1": 4}
     for level in ("rate=50", "rate=inf"):
         assert live["levels"][level]["sent"] == 5 == live["levels"][level]["completed"]
         assert gone["levels"][level]["sent"] == 5 == gone["levels"][level]["errors"]
@@ -137,3 +153,15 @@ def test_bench_refuses_bad_arguments(capsys) -> None:
     assert main(["bench", "--base-url", "http://127.0.0.1:1", "--model", "a", "--concurrency", "0"]) == 2
     with pytest.raises(SystemExit):
         main(["bench", "--base-url", "http://127.0.0.1:1", "--model", "a", "--workload", "nope"])
+
+
+def test_gateway_names_the_serving_backend(world: dict[str, Any]) -> None:
+    """The route `fairgate bench` groups by: the gateway's x-fairgate-backend header, streamed or not."""
+    body = {"model": "engine-a", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}
+    auth = {"authorization": f"Bearer {world['keys'][0]}"}
+    with httpx.Client(base_url=world["gateway"], headers=auth, timeout=60) as http:
+        whole = http.post("/v1/chat/completions", json=body)
+        assert whole.status_code == 200 and whole.headers["x-fairgate-backend"] == "engine-a"
+        with http.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as streamed:
+            assert streamed.status_code == 200 and streamed.headers["x-fairgate-backend"] == "engine-a"
+            streamed.read()
