@@ -25,7 +25,7 @@ async def _answer(client: openai.AsyncOpenAI, target: Target, item: GoldenItem, 
         chat = await client.chat.completions.create(messages=[{"role": "user", "content": item.prompt}], **args)
         return chat.choices[0].message.content or ""
     done = await client.completions.create(prompt=item.prompt, **args)
-    return done.choices[0].text
+    return str(done.choices[0].text)
 
 
 async def score_golden(client: openai.AsyncOpenAI, target: Target, items: list[GoldenItem],

@@ -109,8 +109,11 @@ def build_plan(args: argparse.Namespace, n_targets: int) -> RunPlan:
     rounds = args.rounds or (2 if n_targets > 1 else 1)
     if rounds < 1 or requests is not None and requests < rounds:
         raise ValueError("--rounds: at least 1, and at most --requests")
+    levels = _levels(args)
+    if args.duration is not None and any(lv.value == float("inf") for lv in levels):
+        raise ValueError("--rate inf sends every request at once: give --requests, not --duration")
     source = WorkloadSource(args.workload, args.seed, args.scale, args.max_tokens)
-    return RunPlan(_levels(args), source, requests, args.duration, rounds, args.max_concurrency,
+    return RunPlan(levels, source, requests, args.duration, rounds, args.max_concurrency,
                    args.seed, args.temperature, _extra_body(args))
 
 

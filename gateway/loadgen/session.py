@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
-from tqdm import tqdm
+from tqdm import tqdm  # type: ignore[import-untyped]
 
 from backends.local.evaluation.golden import GoldenItem
 from gateway.loadgen.accuracy import score_golden
@@ -73,8 +73,8 @@ def build_doc(targets: list[Target], tenants: int, plan: RunPlan, slo: Slo, outc
               "requests": plan.requests, "duration": plan.duration, "rounds": plan.rounds,
               "max_concurrency": plan.max_concurrency, "seed": plan.seed, "tenants": tenants,
               "slo": slo.as_dict(), "extra_body": plan.extra_body}
-    client = dict(outcome.client)
-    client["cpu_share"] = client["cpu_seconds"] / client["wall_seconds"] if client.get("wall_seconds") else None
+    cpu, wall = outcome.client.get("cpu_seconds"), outcome.client.get("wall_seconds")
+    client = {"cpu_seconds": cpu, "wall_seconds": wall, "cpu_share": cpu / wall if cpu is not None and wall else None}
     return {"fairgate_bench": SCHEMA, "created": created, "config": config, "client": client, "targets": figures}
 
 

@@ -16,6 +16,7 @@ are multiplied by `scale`, so the same mix fits a 256-token test model and a 128
 from __future__ import annotations
 
 import functools
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,7 +54,7 @@ def _n(words: float, scale: float) -> int:
 
 
 def _log_uniform(rng: random.Random, lo: int, hi: int) -> int:
-    return round(lo * (hi / lo) ** rng.random())
+    return round(lo * math.pow(hi / lo, rng.random()))
 
 
 def chat(rng: random.Random, scale: float) -> RequestSpec:

@@ -151,6 +151,9 @@ def test_bench_refuses_bad_arguments(capsys) -> None:
                  "--model", "c", "--base-url", "http://127.0.0.1:2"]) == 2
     assert "--model" in capsys.readouterr().err
     assert main(["bench", "--base-url", "http://127.0.0.1:1", "--model", "a", "--concurrency", "0"]) == 2
+    assert main(["bench", "--base-url", "http://127.0.0.1:1", "--model", "a", "--rate", "inf",
+                 "--duration", "5"]) == 2
+    assert "--rate inf" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["bench", "--base-url", "http://127.0.0.1:1", "--model", "a", "--workload", "nope"])
 
