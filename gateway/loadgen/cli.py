@@ -47,6 +47,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--slo-e2e", type=float, default=None, metavar="MS", help="goodput: end-to-end objective")
     p.add_argument("--rounds", type=int, default=None,
                    help="alternating slices per load point (default 2 with several targets, else 1)")
+    p.add_argument("--warmup", type=int, default=1, help="unmeasured requests per target before the run")
     p.add_argument("--golden", default=None, help="golden set JSONL (the `fairgate eval` format) scored on each target")
     p.add_argument("--golden-api", default="completions", choices=["completions", "chat"])
     p.add_argument("--golden-max-tokens", type=int, default=32)
@@ -113,8 +114,11 @@ def build_plan(args: argparse.Namespace, n_targets: int) -> RunPlan:
     if args.duration is not None and any(lv.value == float("inf") for lv in levels):
         raise ValueError("--rate inf sends every request at once: give --requests, not --duration")
     source = WorkloadSource(args.workload, args.seed, args.scale, args.max_tokens)
-    return RunPlan(levels, source, requests, args.duration, rounds, args.max_concurrency,
-                   args.seed, args.temperature, _extra_body(args))
+    if args.warmup < 0:
+        raise ValueError("--warmup: zero or more")
+    return RunPlan(levels, source, requests=requests, duration=args.duration, rounds=rounds,
+                   max_concurrency=args.max_concurrency, warmup=args.warmup, seed=args.seed,
+                   temperature=args.temperature, extra_body=_extra_body(args))
 
 
 def _headers(pairs: list[str]) -> dict[str, str]:

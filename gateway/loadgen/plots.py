@@ -4,6 +4,7 @@ backend state, nothing fetched when the page is viewed)."""
 from __future__ import annotations
 
 import io
+import math
 from typing import Any
 
 from matplotlib.figure import Figure
@@ -42,7 +43,10 @@ def load_plot(figures: dict[str, Any], levels: list[tuple[str, float]], axis: st
     """Throughput and goodput, output tokens/s, and TTFT p50/p99 against the load points."""
     fig = Figure(figsize=(12, 3.6))
     ax_req, ax_tok, ax_lat = fig.subplots(1, 3)
-    xs = [x for _, x in levels]
+    finite = [x for _, x in levels if math.isfinite(x)]
+    # an infinite rate (everything at once) sits one step right of the largest finite one
+    xs = [x if math.isfinite(x) else (max(finite) * 2 if finite else 1.0) for _, x in levels]
+    ticks = [f"{x:g}" for _, x in levels]
     for target, tf in figures.items():
         rows = [tf["levels"][label] for label, _ in levels]
         line = ax_req.plot(xs, [r["request_throughput"] for r in rows], marker="o", label=f"{target} throughput")
@@ -55,6 +59,9 @@ def load_plot(figures: dict[str, Any], levels: list[tuple[str, float]], axis: st
                               (ax_tok, "output tokens/s", "tokens/s"), (ax_lat, "TTFT under load", "ms")):
         ax.set_title(title)
         ax.set_xlabel(axis)
+        if len(xs) > 1 and max(xs) / min(xs) >= 8:
+            ax.set_xscale("log", base=2)  # a 1, 4, 16, 64 sweep spreads evenly
+        ax.set_xticks(xs, ticks)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
         _legend(ax)

@@ -47,6 +47,7 @@ class RunPlan:
     duration: float | None = None  # seconds per (target, level)
     rounds: int = 1
     max_concurrency: int | None = None  # a cap on in-flight requests in rate mode
+    warmup: int = 1  # unmeasured requests per target first (connections, first-call costs)
     seed: int = 0
     temperature: float | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
@@ -158,7 +159,19 @@ class LoadRunner:
             self.progress.set_postfix_str(f"{self.targets[t].label} {level.label} errors={errors}", refresh=False)
             self.progress.update(1)
 
+    async def warm_up(self) -> None:
+        """`plan.warmup` requests per target, one at a time, from their own index range; not kept."""
+        first = len(self.plan.levels) * LEVEL_STRIDE
+        for t, target in enumerate(self.targets):
+            for k in range(self.plan.warmup):
+                spec = self.plan.source.spec(first + k)
+                await send_chat(self.clients[t][0], target, spec, RequestResult(target.label, "warmup", 0,
+                                spec.workload, 0.0), extra_body=self.plan.extra_body,
+                                temperature=self.plan.temperature)
+
     async def run(self) -> RunOutcome:
+        await self.warm_up()
+        self.t0 = time.perf_counter()
         seconds: dict[tuple[str, str], float] = {}
         sent: dict[tuple[str, str], int] = {}
         offsets: dict[tuple[int, str], int] = {}

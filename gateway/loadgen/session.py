@@ -71,7 +71,7 @@ def build_doc(targets: list[Target], tenants: int, plan: RunPlan, slo: Slo, outc
               "workload": plan.source.name, "scale": plan.source.scale, "max_tokens": plan.source.max_tokens,
               "levels": [{"kind": lv.kind, "value": lv.value, "label": lv.label} for lv in plan.levels],
               "requests": plan.requests, "duration": plan.duration, "rounds": plan.rounds,
-              "max_concurrency": plan.max_concurrency, "seed": plan.seed, "tenants": tenants,
+              "max_concurrency": plan.max_concurrency, "warmup": plan.warmup, "seed": plan.seed, "tenants": tenants,
               "slo": slo.as_dict(), "extra_body": plan.extra_body}
     cpu, wall = outcome.client.get("cpu_seconds"), outcome.client.get("wall_seconds")
     client = {"cpu_seconds": cpu, "wall_seconds": wall, "cpu_share": cpu / wall if cpu is not None and wall else None}

@@ -118,10 +118,12 @@ def test_bench_compares_gateway_and_engine(world: dict[str, Any], tmp_path: Path
     # the route: the gateway names the backend that served; the engine answers with its model
     assert set(doc["targets"]["gateway"]["by_route"]) == {"engine-a"}
     assert set(doc["targets"]["engine"]["by_route"]) == {"tiny"}
-    # the gateway's usage rows agree: one per request, the golden set sent with the first key
+    # the gateway's usage rows agree: one per request; the warm-up request and the golden set
+    # went with the first key
     gw_rows = [r for r in rows if r["target"] == "gateway"]
+    assert doc["config"]["warmup"] == 1
     for i, tenant_id in enumerate(world["tenant_ids"]):
-        want = sum(1 for r in gw_rows if r["tenant"] == i) + (2 if i == 0 else 0)
+        want = sum(1 for r in gw_rows if r["tenant"] == i) + (1 + 2 if i == 0 else 0)
         assert _usage_requests(world["admin"], tenant_id, want) == want
     assert world["keys"][0] not in (out / "bench.json").read_text() + page
 
