@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from gateway.cli import main
 from gateway.loadgen.cli import v1_url
 from gateway.loadgen.client import RequestResult, Target
 from gateway.loadgen.runner import LoadLevel, RunPlan, schedule, slices
 from gateway.loadgen.stats import Slo, bucket_of, cdf, distribution, group, level_figures
 from gateway.loadgen.workloads import WorkloadSource
+from tests.helpers.upstream import UpstreamBehaviour, UpstreamServer, words_of
 
 
 def _result(ttft: float | None, e2e: float | None, out: int, itl: list[float], ok: bool = True,
@@ -69,3 +74,27 @@ def test_base_urls() -> None:
     assert v1_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000/v1"
     assert v1_url("http://h:1/") == "http://h:1/v1"
     assert v1_url("https://api.example.com/openai/v1/") == "https://api.example.com/openai/v1"
+
+
+def test_bench_against_an_external_api_measures_its_pace_and_cost(tmp_path: Path) -> None:
+    """An external API played by our loopback server: 5 words, one chunk each, 20 ms apart, and a
+    LiteLLM-style cost header. Everything the bench reports follows from that."""
+    paced = UpstreamBehaviour(token_delay_s=0.02, stream_headers=[(b"x-litellm-response-cost", b"0.002")])
+    out = tmp_path / "r"
+    with UpstreamServer(paced) as up:
+        argv = ["bench", "--base-url", up.base_url, "--label", "ext", "--model", "up-model", "--requests", "6",
+                "--concurrency", "2", "--max-tokens", "5", "--warmup", "0", "--out", str(out), "--progress", "off"]
+        assert main(argv) == 0
+        received = list(up.received)
+    assert len(received) == 6
+    assert all(b["stream"] and b["stream_options"] == {"include_usage": True} and b["max_tokens"] == 5
+               for b in received)
+    tf = json.loads((out / "bench.json").read_text())["targets"]["ext"]
+    g = tf["levels"]["c=2"]
+    assert (g["sent"], g["completed"], g["output_tokens"]) == (6, 6, 30)
+    assert g["prompt_tokens"] == sum(words_of(b) for b in received)  # the server's usage chunk
+    assert g["itl"]["count"] == 6 * 4 and g["ttft"]["p50"] >= 0.02  # a pause precedes every chunk
+    assert g["itl"]["p50"] >= 0.015 and g["tpot"]["count"] == 6
+    assert set(tf["by_route"]) == {"up-model"}  # no gateway header: the answer's model field
+    assert tf["cost"]["cost"] == pytest.approx(0.012)
+    assert tf["cost"]["cost_per_million_output_tokens"] == pytest.approx(0.012 / 30 * 1e6)
