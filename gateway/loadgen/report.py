@@ -119,6 +119,8 @@ def render_html(doc: dict[str, Any]) -> str:
     warn = ("" if share is None or share < CLIENT_BUSY else
             f"<p class='warn'>The load generator itself used {share:.0%} of a CPU during the run: its own"
             " speed may cap these numbers (run it on another machine, or lower the load).</p>")
+    if doc["interrupted"]:
+        warn += "<p class='warn'>Interrupted: the figures cover the part that ran.</p>"
     slo = ", ".join(f"{k} ≤ {v * 1000:g} ms" for k, v in cfg["slo"].items() if v is not None) or "none set"
     targets = ", ".join(f"{t['label']} = {t['base_url']} ({t['model']})" for t in cfg["targets"])
     budget = f"{cfg['requests']} requests" if cfg["requests"] else f"{cfg['duration']:g} s"

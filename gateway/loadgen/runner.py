@@ -59,6 +59,7 @@ class RunOutcome:
     seconds: dict[tuple[str, str], float]  # (target, level) → wall time under load
     sent: dict[tuple[str, str], int]
     client: dict[str, float] = field(default_factory=dict)  # the load generator's own CPU and wall time
+    interrupted: bool = False  # stopped by Ctrl-C: the figures cover what ran
 
 
 def slices(total: float | int | None, rounds: int) -> list[Any]:
@@ -110,7 +111,8 @@ class Cell:
             await self.runner.send(self.t, self.level, i)
 
     async def _arrivals(self) -> None:
-        rng = random.Random(f"{self.runner.plan.seed}:{self.t}:{self.level.label}:{self.next}")
+        # the same arrival times for every target at this level and round: like meets like
+        rng = random.Random(f"{self.runner.plan.seed}:{self.level.label}:{self.next}")
         cap = self.runner.plan.max_concurrency
         gate = asyncio.Semaphore(cap) if cap else None
         tasks = []
@@ -143,6 +145,7 @@ class LoadRunner:
                                             default_headers=headers or None) for k in keys] for t in targets]
         self.progress = progress  # a tqdm bar (or anything with update/set_postfix_str), optional
         self.results: list[RequestResult] = []
+        self.errors = 0
         self.t0 = time.perf_counter()
 
     async def send(self, t: int, level: LoadLevel, i: int) -> None:
@@ -154,9 +157,10 @@ class LoadRunner:
         await send_chat(self.clients[t][tenant % len(self.keys)], self.targets[t], spec, result,
                         extra_body=self.plan.extra_body, temperature=self.plan.temperature,
                         headers={"x-tenant": f"bench-{tenant}"} if self.named_tenants else None)
+        self.errors += result.error is not None
         if self.progress is not None:
-            errors = sum(1 for r in self.results if r.error)
-            self.progress.set_postfix_str(f"{self.targets[t].label} {level.label} errors={errors}", refresh=False)
+            self.progress.set_postfix_str(f"{self.targets[t].label} {level.label} errors={self.errors}",
+                                          refresh=False)
             self.progress.update(1)
 
     async def warm_up(self) -> None:
@@ -178,15 +182,31 @@ class LoadRunner:
         for j, level in enumerate(self.plan.levels):
             for t in range(len(self.targets)):
                 offsets[(t, level.label)] = j * LEVEL_STRIDE
+        interrupted = False
         for t, level, _round, count, duration in schedule(self.targets, self.plan):
             key = (self.targets[t].label, level.label)
             cell = Cell(self, t, level, offsets[(t, level.label)], count, duration)
             started = time.perf_counter()
-            await cell.run()
+            try:
+                await cell.run()
+            except asyncio.CancelledError:  # Ctrl-C: stop, and report what was measured so far
+                interrupted = True
             seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - started
             sent[key] = sent.get(key, 0) + cell.sent
             offsets[(t, level.label)] = cell.next
-        return RunOutcome(self.results, seconds, sent)
+            if interrupted:
+                self._uncancel()
+                break
+        return RunOutcome(self.results, seconds, sent, interrupted=interrupted)
+
+    def _uncancel(self) -> None:
+        """Mark the requests cut off in flight, and let the report's own awaits run."""
+        for r in self.results:
+            if not r.ok and r.error is None:
+                r.error = "cancelled"
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
 
     async def aclose(self) -> None:
         for row in self.clients:

@@ -51,7 +51,7 @@ async def _run(targets: list[Target], keys: list[str], plan: RunPlan, headers: d
         finally:
             await runner.aclose()
     outcome.client = {"cpu_seconds": time.process_time() - cpu0, "wall_seconds": time.perf_counter() - wall0}
-    scores = await _golden(targets, keys[0], golden, args, headers) if golden else {}
+    scores = await _golden(targets, keys[0], golden, args, headers) if golden and not outcome.interrupted else {}
     return outcome, scores
 
 
@@ -75,7 +75,8 @@ def build_doc(targets: list[Target], tenants: int, plan: RunPlan, slo: Slo, outc
               "slo": slo.as_dict(), "extra_body": plan.extra_body}
     cpu, wall = outcome.client.get("cpu_seconds"), outcome.client.get("wall_seconds")
     client = {"cpu_seconds": cpu, "wall_seconds": wall, "cpu_share": cpu / wall if cpu is not None and wall else None}
-    return {"fairgate_bench": SCHEMA, "created": created, "config": config, "client": client, "targets": figures}
+    return {"fairgate_bench": SCHEMA, "created": created, "interrupted": outcome.interrupted, "config": config,
+            "client": client, "targets": figures}
 
 
 def _print_table(doc: dict[str, Any]) -> None:
@@ -99,7 +100,8 @@ def _print_table(doc: dict[str, Any]) -> None:
 
 def run_session(targets: list[Target], keys: list[str], plan: RunPlan, slo: Slo, out: Path, *,
                 headers: dict[str, str], golden: list[GoldenItem] | None, args: argparse.Namespace) -> int:
-    """Run, report, print; exit status 0, or 1 when no request at all completed."""
+    """Run, report, print; exit status 0, 1 when no request at all completed, 130 when
+    interrupted (the report then covers what ran)."""
     created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     outcome, scores = asyncio.run(_run(targets, keys, plan, headers, golden, args))
     doc = build_doc(targets, args.tenants or len(keys), plan, slo, outcome, scores, created)
@@ -109,4 +111,6 @@ def run_session(targets: list[Target], keys: list[str], plan: RunPlan, slo: Slo,
     print(f"report: {paths['html']}\nfigures: {paths['json']}")
     print(json.dumps({"html": str(paths["html"]), "json": str(paths["json"]), "completed": completed,
                       "errors": sum(tf["overall"]["errors"] for tf in doc["targets"].values())}))
+    if doc["interrupted"]:
+        return 130  # as a shell reports Ctrl-C, after the report is written
     return 0 if completed else 1

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +103,27 @@ def test_bench_against_an_external_api_measures_its_pace_and_cost(tmp_path: Path
     assert set(tf["by_route"]) == {"up-model"}  # no gateway header: the answer's model field
     assert tf["cost"]["cost"] == pytest.approx(0.012)
     assert tf["cost"]["cost_per_million_output_tokens"] == pytest.approx(0.012 / 30 * 1e6)
+
+
+def test_ctrl_c_still_writes_a_consistent_report(tmp_path: Path) -> None:
+    """SIGINT in the middle of a run: the report is written, cut-off requests count as errors."""
+    out = tmp_path / "r"
+    with UpstreamServer(UpstreamBehaviour(token_delay_s=0.05)) as up:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gateway.cli", "bench", "--base-url", up.base_url, "--model", "up-model",
+             "--duration", "60", "--concurrency", "3", "--max-tokens", "20", "--warmup", "0", "--out", str(out),
+             "--progress", "off"], env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 120
+        while len(up.received) < 6 and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output
+    doc = json.loads((out / "bench.json").read_text())
+    assert doc["interrupted"] is True
+    tf = next(iter(doc["targets"].values()))
+    g = tf["levels"]["c=3"]
+    assert g["sent"] == g["completed"] + g["errors"] >= 6
+    assert tf["errors"].get("cancelled", 0) >= 1 and g["completed"] >= 3
+    assert "Interrupted" in (out / "report.html").read_text()
