@@ -59,12 +59,13 @@ class Admitted:
     prompt_version_header: bytes | None = None
     ratelimit: RateLimitState | None = None  # the tenant's windows after admission (x-ratelimit-*)
 
-    def response_headers(self) -> list[tuple[bytes, bytes]]:
-        """The gateway's own response headers. Fixes the overhead: everything since arrival
-        except waiting on backends."""
+    def response_headers(self, backend: str) -> list[tuple[bytes, bytes]]:
+        """The gateway's own response headers, naming the backend (or pool) that answers (what
+        `fairgate bench` groups routes by). Fixes the overhead: everything since arrival except
+        waiting on backends."""
         self.overhead_ms = max(time.perf_counter() - self.t0 - self.backend_s, 0.0) * 1000
         out = [(b"x-request-id", self.rid.encode()), (b"x-fairgate-priority", self.priority.encode()),
-               (b"x-fairgate-overhead-ms", b"%.3f" % self.overhead_ms)]
+               (b"x-fairgate-overhead-ms", b"%.3f" % self.overhead_ms), (b"x-fairgate-backend", backend.encode())]
         if self.ratelimit is not None:
             out += self.ratelimit.headers()
         return out

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gateway.loadgen.cli import add_parser as add_bench_command  # light: the run's imports are lazy
+
 KV_CHOICES = ["float32", "float16", "bfloat16", "int8", "int4"]
 LOG_LEVELS = ["debug", "info", "warning", "error", "critical"]
 
@@ -109,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--batch-size", type=int, default=8, help="sequences per forward pass")
     ev.add_argument("--progress", default="auto", choices=["auto", "on", "off"])
     ev.add_argument("-v", "--verbose", action="store_true", help="print each golden item's result")
+    add_bench_command(sub)
     return parser
 
 
@@ -138,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         from backends.local.evaluation import run_eval
 
         return run_eval(args) or 0
+    if args.command == "bench":
+        from gateway.loadgen.cli import run_bench
+
+        return run_bench(args)
     return 2
 
 

@@ -80,7 +80,7 @@ async def complete(state: GatewayState, adm: Admitted, receive: Receive, send: S
         return
     body = orjson.dumps(result)  # id and model were set by the backend (GenerationRequest)
     adm.ttft = time.perf_counter()
-    await send_json(send, 200, body, adm.response_headers())
+    await send_json(send, 200, body, adm.response_headers(backend.name))
     # settling after the response went out keeps it off the client's latency
     await finish(state, adm, "finished", backend.name, 200, result.get("usage"))
 

@@ -84,7 +84,7 @@ async def stream(state: GatewayState, adm: Admitted, receive: Receive, send: Sen
     watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, progress, task))
     try:
         await send({"type": "http.response.start", "status": 200,
-                    "headers": [*SSE_HEADERS, *adm.response_headers()]})
+                    "headers": [*SSE_HEADERS, *adm.response_headers(backend.name)]})
         await _forward(adm, progress, first, batches, send)
     except asyncio.CancelledError:
         if not progress.disconnected:

@@ -44,6 +44,7 @@ class UpstreamBehaviour:
     record: bool = True
     require_key: str | None = None  # when set, other Authorization values get 401
     stats: dict[str, Any] | None = None  # GET /stats answers this (an engine server's), else 404
+    stream_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # added to streamed answers
 
 
 class UpstreamApp:
@@ -105,7 +106,7 @@ class UpstreamApp:
         b = self.behaviour
         model = body.get("model", "up-model")
         await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream")]})
+                    "headers": [(b"content-type", b"text/event-stream"), *b.stream_headers]})
         obj = "chat.completion.chunk" if chat else "text_completion"
         cut = asyncio.Event()
 

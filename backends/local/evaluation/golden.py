@@ -4,8 +4,8 @@ One JSON object per line:
     {"id": "py-def", "prompt": "def __init__(self", "exact": "):", "stop": ["\\n"]}
     {"id": "tr-1", "prompt": "Dosya bulunamadı", "regex": "^\\\\s*\\\\S"}
     {"id": "j", "prompt": "...", "json_schema": {"type": "object", "required": ["a"]}}
-Exactly one of `exact` (the completion, whitespace-stripped, equals it), `regex` (re.search
-matches the completion) or `json_schema` (the completion starts with a JSON value valid under
+Exactly one of `exact` (the completion, whitespace-stripped, equals it), `contains` (the
+completion holds it as a substring), `regex` (re.search matches the completion) or `json_schema` (the completion starts with a JSON value valid under
 the schema). Optional: `max_tokens` (default of the run), `stop` (strings that end the
 completion, not included in it), `id`. Blank lines and lines starting with `#` are skipped.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 import jsonschema
 
-KINDS = ("exact", "regex", "json_schema")
+KINDS = ("exact", "contains", "regex", "json_schema")
 
 
 class GoldenSetError(ValueError):
@@ -32,7 +32,7 @@ class GoldenItem:
     id: str
     prompt: str
     kind: str  # one of KINDS
-    expected: Any  # str for exact/regex, a JSON schema dict for json_schema
+    expected: Any  # str for exact/contains/regex, a JSON schema dict for json_schema
     max_tokens: int | None = None
     stop: list[str] = field(default_factory=list)
 
@@ -40,6 +40,8 @@ class GoldenItem:
         """Does `completion` (the generated text after the prompt, cut at a stop) pass?"""
         if self.kind == "exact":
             return completion.strip() == self.expected.strip()
+        if self.kind == "contains":
+            return self.expected in completion
         if self.kind == "regex":
             return re.search(self.expected, completion) is not None
         try:

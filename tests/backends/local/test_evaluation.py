@@ -48,6 +48,8 @@ GOLDEN = [
 def test_golden_checks_exact_regex_and_schema() -> None:
     exact = parse_item({"prompt": "p", "exact": " return a + b"}, "x:1")
     assert exact.check("return a + b  ") and not exact.check("return a - b")
+    contains = parse_item({"prompt": "p", "contains": "Ankara"}, "x:4")
+    assert contains.check("The capital is Ankara.") and not contains.check("ankara")
     regex = parse_item({"prompt": "p", "regex": r"^\s*self\.\w+ ="}, "x:2")
     assert regex.check("  self.name = name") and not regex.check("name = self")
     schema = {"type": "object", "required": ["ad"], "properties": {"ad": {"type": "string"}}}
