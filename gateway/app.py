@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from backends.http1 import HTTP1Pool
 from backends.openai_wire import WireError, error_response
-from gateway import admin, admin_classify, admin_pools, admin_routing, health, tenant_api
+from gateway import admin, admin_advice, admin_classify, admin_pools, admin_routing, health, tenant_api
 from gateway.auth import KeyCache
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.declarative import DeclaredFile
@@ -127,5 +127,5 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
 
     routes = [Route("/health", _health, methods=["GET"])]
     routes += tenant_api.routes() + admin.routes() + admin_routing.routes() + metrics_routes()
-    routes += admin_classify.routes() + admin_pools.routes() + health.routes()
+    routes += admin_classify.routes() + admin_pools.routes() + health.routes() + admin_advice.routes()
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
