@@ -17,7 +17,15 @@ from starlette.routing import Route
 
 from backends.http1 import HTTP1Pool
 from backends.openai_wire import WireError, error_response
-from gateway import admin, admin_advice, admin_classify, admin_pools, admin_routing, health, tenant_api
+from gateway import (
+    admin,
+    admin_advice,
+    admin_classify,
+    admin_pools,
+    admin_routing,
+    health,
+    tenant_api,
+)
 from gateway.auth import KeyCache
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.declarative import DeclaredFile
