@@ -42,7 +42,8 @@ def make_quota_store(settings: Settings) -> QuotaStore:
     if settings.redis_url:
         from gateway.quota.redis_store import RedisQuotaStore
 
-        return RedisQuotaStore(settings.redis_url, settings.redis_prefix, settings.reservation_ttl_s)
+        return RedisQuotaStore(settings.redis_url, settings.redis_prefix, settings.reservation_ttl_s,
+                               cluster=settings.redis_cluster)
     from gateway.quota.memory import MemoryQuotaStore
 
     return MemoryQuotaStore(settings.reservation_ttl_s)

@@ -24,6 +24,7 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///fairgate.db"
     redis_url: str | None = None  # unset → in-process quota store (single process only)
     redis_prefix: str = "fairgate"
+    redis_cluster: bool = False  # redis_url names one node of a Redis Cluster
     model: str | None = None  # model folder of the embedded engine
     served_model_name: str | None = None  # default: the model folder's name
     embedded_engine: bool = True  # False: serve only registered backends
