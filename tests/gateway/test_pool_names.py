@@ -4,7 +4,6 @@ other already holds with a 409 in the OpenAI error format, and nothing is writte
 from __future__ import annotations
 
 
-
 def _pool(admin, name: str, base_url: str):
     return admin.client.post("/admin/pools", json={"name": name, "kind": "local", "model": "up-model",
                                                    "replicas": [{"name": "r1", "base_url": base_url}]})
