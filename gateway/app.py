@@ -31,6 +31,7 @@ from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.declarative import DeclaredFile
 from gateway.fairness import FairnessSync, push_weights
 from gateway.metrics import make_metrics, metrics_routes, watch_usage_backlog
+from gateway.pool_share import make_share_gate
 from gateway.quota import QuotaStore
 from gateway.registry import load_backends, start_embedded_engine, watch_config
 from gateway.settings import Settings
@@ -82,7 +83,8 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
         keys=KeyCache(sessions, bus), usage=usage, upstream_pool=HTTP1Pool(),
         http=httpx.AsyncClient(limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
                                timeout=settings.upstream_timeout_s),
-        embedded=embedded, metrics=metrics, request_observers=[metrics.observe])
+        embedded=embedded, metrics=metrics, request_observers=[metrics.observe],
+        pool_share=make_share_gate(settings))
     try:
         st.config_version = await bus.version()
     except Exception:  # Redis down at start: serve 503s until it is back, then catch up
@@ -109,6 +111,8 @@ async def _close_state(st: GatewayState) -> None:
     await st.http.aclose()
     await st.upstream_pool.aclose()
     await st.quota.aclose()
+    if st.pool_share is not None:
+        await st.pool_share.aclose()
     if st.classifier is not None:
         st.classifier.close()  # the detectors' worker processes
     st.db.dispose()

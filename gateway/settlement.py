@@ -9,6 +9,7 @@ from typing import Any
 
 from backends.prompt_version import prompt_version
 from gateway.admission import Admitted
+from gateway.pool_share import give_back_share
 from gateway.state import GatewayState
 from gateway.usage import UsageEvent
 from policies.complexity import complexity_score
@@ -43,6 +44,7 @@ async def finish(state: GatewayState, adm: Admitted, status: str, backend: str |
         route=ROUTES.get(adm.kind, adm.kind), cached_tokens=_cached_tokens(usage), overhead_ms=adm.overhead_ms,
         prompt_version=prompt_version(adm.prompt_version_header, adm.gen.body), prefix_hash=head,
         prefix_shape=shape, complexity=_complexity(texts, prompt))
+    await give_back_share(state, adm.rid)
     state.usage.record(event)
     for observer in state.request_observers:
         observer(event)

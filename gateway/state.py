@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gateway.config_bus import ConfigBus
     from gateway.fairness import FairnessSync
     from gateway.metrics import GatewayMetrics
+    from gateway.pool_share import ShareGate
     from gateway.quota import QuotaStore
     from gateway.registry import Price
     from gateway.routing_audit import RoutingAuditWriter
@@ -58,6 +59,7 @@ class GatewayState:
     fairness_sync: FairnessSync | None = None
     fairness_version: int = 0
     fairness_weights: dict[str, float] = field(default_factory=dict)
+    pool_share: ShareGate | None = None  # tenant_pool_share: slots on pools across the fleet
 
 
 def state_of(app: Any) -> GatewayState:

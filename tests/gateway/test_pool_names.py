@@ -22,3 +22,4 @@ def test_backend_named_like_a_pool_is_refused_and_vice_versa(make_gateway, upstr
     r = _pool(admin, "up", upstream.base_url)
     assert r.status_code == 409 and r.json()["error"]["code"] == "conflict"
     assert "up" not in [p["name"] for p in admin.client.get("/admin/pools").json()["data"]]
+
