@@ -34,7 +34,8 @@ async def finish(state: GatewayState, adm: Admitted, status: str, backend: str |
         log.warning("settle failed for a request (%s)", type(exc).__name__)
     now = time.perf_counter()
     texts = adm.parsed.texts
-    head, shape = head_fingerprint(texts)
+    signals = state.settings.advice_signals
+    head, shape = head_fingerprint(texts) if signals else ("", "")
     event = UsageEvent(
         request_id=adm.rid, tenant_id=adm.principal.tenant_id, key_prefix=adm.principal.prefix,
         model=adm.parsed.model or "", backend=backend, priority=adm.priority, status=status,
@@ -43,7 +44,7 @@ async def finish(state: GatewayState, adm: Admitted, status: str, backend: str |
         ttft_ms=None if adm.ttft is None else (adm.ttft - adm.t0) * 1000, latency_ms=(now - adm.t0) * 1000,
         route=ROUTES.get(adm.kind, adm.kind), cached_tokens=_cached_tokens(usage), overhead_ms=adm.overhead_ms,
         prompt_version=prompt_version(adm.prompt_version_header, adm.gen.body), prefix_hash=head,
-        prefix_shape=shape, complexity=_complexity(texts, prompt))
+        prefix_shape=shape, complexity=_complexity(texts, prompt) if signals else None)
     await give_back_share(state, adm.rid)
     state.usage.record(event)
     for observer in state.request_observers:

@@ -7,22 +7,21 @@ differently, and the cache misses everything after it. Two short hashes of the f
 `HEAD_CHARS` characters of the request's texts show this without storing any text:
 
 - `exact`: SHA-256 of the head as sent (all messages but the last);
-- `shape`: the same head with every number and hex-like id replaced by `#`.
+- `shape`: the same head with every digit replaced by `#` (a timestamp, a numeric id; a
+  str.translate, ~10x cheaper than a regex over the head).
 
 Many requests on one `shape` but on many distinct `exact` heads: the prompts are the same
-apart from numbers near their start — a layout the cache cannot reuse. Neither hash can be
+apart from digits near their start — a layout the cache cannot reuse. Neither hash can be
 turned back into the text (12 hex characters of SHA-256 over a 1 KB head).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 
 HEAD_CHARS = 1024
-# a run of digits, or a hex-like token holding a digit (UUIDs, hashes, ids)
-_VARYING = re.compile(r"[0-9A-Fa-f]*[0-9][0-9A-Fa-f]*")
+_DIGITS = str.maketrans("0123456789", "##########")
 
 
 def head_fingerprint(texts: Sequence[str]) -> tuple[str, str]:
@@ -41,7 +40,7 @@ def head_fingerprint(texts: Sequence[str]) -> tuple[str, str]:
     head = "\n".join(parts)[:HEAD_CHARS]
     if not head:
         return "", ""
-    shape = _VARYING.sub("#", head)
+    shape = head.translate(_DIGITS)
     return _h(head), _h(shape)
 
 
