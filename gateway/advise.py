@@ -118,8 +118,9 @@ _GAUGES = {"fairgate_kv_blocks_used": "kv_blocks_used", "fairgate_kv_blocks_tota
            "fairgate_requests_waiting": "waiting", "fairgate_engine_startup_seconds": "startup_s"}
 
 
-def _samples(texts: Iterable[str]) -> dict[str, dict[str, float]]:
-    """model → field → value (counters and gauges summed over the other labels) of scrapes."""
+def _samples(texts: Iterable[str], as_model: str | None = None) -> dict[str, dict[str, float]]:
+    """model → field → value (counters and gauges summed over the other labels) of scrapes;
+    `as_model` files every engine series under that name (a backend's or pool's)."""
     out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for text in texts:
         for family in text_string_to_metric_families(text):
@@ -127,6 +128,7 @@ def _samples(texts: Iterable[str]) -> dict[str, dict[str, float]]:
                 model = s.labels.get("model")
                 if model is None:
                     continue
+                model = as_model or model
                 name = s.name.removesuffix("_total")
                 key = _COUNTERS.get(name) or _GAUGES.get(name)
                 if name == "fairgate_requests" and "finish_reason" in s.labels:  # the engine's, not the gateway's
@@ -138,9 +140,10 @@ def _samples(texts: Iterable[str]) -> dict[str, dict[str, float]]:
     return out
 
 
-def engine_windows(after: Sequence[str], before: Sequence[str] = ()) -> dict[str, EngineWindow]:
+def engine_windows(after: Sequence[str], before: Sequence[str] = (), as_model: str | None = None
+                   ) -> dict[str, EngineWindow]:
     """Engine windows from scrapes at the window's end (and, optionally, at its start)."""
-    end, start = _samples(after), _samples(before)
+    end, start = _samples(after, as_model), _samples(before, as_model)
     windows: dict[str, EngineWindow] = {}
     for model, values in end.items():
         if "steps" not in values:  # a gateway's own series, not an engine's
@@ -168,13 +171,15 @@ class AdviseOptions:
 
 
 def advise_from(db: Engine, after: Sequence[str], before: Sequence[str] = (), opts: AdviseOptions | None = None,
-                until: datetime | None = None) -> list[Advice]:
+                until: datetime | None = None, by_backend: dict[str, list[str]] | None = None) -> list[Advice]:
     """Advice over the window ending `until` (default now, UTC) from the usage rows in `db`
-    and the given metrics scrapes."""
+    and the given metrics scrapes (`by_backend`: scrapes filed under a backend's name)."""
     opts = opts or AdviseOptions()
     until = until or utcnow()
     routes, minutes = read_usage(db, until - opts.window, until, opts.config)
     engines = engine_windows(after, before)
+    for name, texts in (by_backend or {}).items():
+        engines.update(engine_windows(texts, as_model=name))
     out = advise(routes, engines, opts.config)
     for backend, by_minute in sorted(minutes.items()):
         e = engines.get(backend)
@@ -201,7 +206,36 @@ def advise_for(source: GatewayState | Engine, window: timedelta | str = "24h", a
     from prometheus_client import generate_latest
 
     own = generate_latest(source.metrics.registry).decode()
-    return advise_from(source.db, [own, *after], before, opts)
+    return advise_from(source.db, [own, *after], before, opts, by_backend=local_engine_scrapes(source))
+
+
+def local_engine_scrapes(state: GatewayState, timeout_s: float = 2.0) -> dict[str, list[str]]:
+    """Backend or pool name → the /metrics text of each of its engine servers (kind local),
+    read now; an engine that does not answer is left out."""
+    import httpx
+
+    from backends.pool_load import server_root
+    from gateway.tables import BackendRow
+    from gateway.tables_pools import PoolReplicaRow, PoolRow
+
+    with state.sessions() as s:
+        targets = [(b.name, b.base_url) for b in s.scalars(select(BackendRow).where(
+            BackendRow.kind == "local", BackendRow.enabled.is_(True)))]
+        targets += [(p.name, r.base_url) for p, r in s.execute(select(PoolRow, PoolReplicaRow).join(
+            PoolReplicaRow, PoolReplicaRow.pool_id == PoolRow.id).where(PoolRow.kind == "local",
+                                                                         PoolRow.enabled.is_(True))).tuples()]
+    token = state.settings.metrics_token
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    out: dict[str, list[str]] = defaultdict(list)
+    with httpx.Client(timeout=timeout_s) as client:
+        for name, base in targets:
+            try:
+                r = client.get(server_root(base) + "/metrics", headers=headers)
+            except httpx.HTTPError:
+                continue
+            if r.status_code == 200:
+                out[name].append(r.text)
+    return dict(out)
 
 
 def advice_json(items: Iterable[Advice]) -> list[dict[str, Any]]:

@@ -6,18 +6,22 @@ memory-bound engine with preemptions; then the CLI end to end on SQLite and Post
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
 import subprocess
 import sys
+import threading
 from datetime import timedelta
 
 import httpx
 import pytest
+from sqlalchemy import insert
 
 from gateway.advise import AdviseOptions, advise_from, engine_windows, parse_window
 from gateway.db import make_engine
 from gateway.settings import Settings
+from gateway.tables import UsageRecord
 from tests.gateway.advise_fixtures import FIXTURES, Scenario
 from tests.gateway.harness import ADMIN_TOKEN, ROOT, GatewayThread, pg_database
 
@@ -148,20 +152,53 @@ def test_cli_end_to_end_on_a_real_database(tmp_path, db):
         assert bad.returncode == 2 and "window must look like" in bad.stderr
 
 
+class _EngineMetrics(http.server.BaseHTTPRequestHandler):
+    """Plays an engine server's GET /metrics with a recorded scrape."""
+
+    body = b""
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        ok = self.path == "/metrics"
+        self.send_response(200 if ok else 404)
+        self.send_header("content-type", "text/plain; version=0.0.4")
+        self.end_headers()
+        self.wfile.write(self.body if ok else b"")
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
 def test_admin_advice_on_a_running_gateway(tmp_path):
     url = f"sqlite:///{tmp_path}/gw.db"
     Scenario("prefill_layout").load(url)
+    memory = Scenario("memory_bound")
+    rows = [dict(r, request_id=r["request_id"] + "-m", backend="eng", model="eng") for r in memory.rows]
+    memory.rows = rows
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        conn.execute(insert(UsageRecord), [Scenario._row(r) for r in rows])
+    engine.dispose()
+    _EngineMetrics.body = memory.after.encode()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EngineMetrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     with GatewayThread(Settings(admin_token=ADMIN_TOKEN, database_url=url, embedded_engine=False)) as gw:
         h = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+        r = httpx.post(gw.url + "/admin/backends", headers=h, json={
+            "name": "eng", "kind": "local", "base_url": f"http://127.0.0.1:{server.server_port}/v1"})
+        assert r.status_code == 201, r.text
         assert httpx.get(gw.url + "/admin/advice").status_code == 401
         bad = httpx.get(gw.url + "/admin/advice", params={"window": "x"}, headers=h)
         assert bad.status_code == 400 and bad.json()["error"]["param"] == "window"
         r = httpx.get(gw.url + "/admin/advice", params={"window": "3650d"}, headers=h)
         assert r.status_code == 200, r.text
-        findings = {a["finding"]: a["lever"] for a in r.json()["data"]}
-        assert findings["cache-missing prompt layout"] == "prompt layout"
+        findings = {(a["model"], a["finding"]): a["lever"] for a in r.json()["data"]}
+        assert findings[("tiny", "cache-missing prompt layout")] == "prompt layout"
+        # the gateway read the local engine's /metrics itself, filed under the backend's name
+        assert findings[("eng", "memory-bound")] == "KV quantization"
+        assert ("tiny", "memory-bound") not in findings  # no engine metrics for "tiny": no KV finding
         out = subprocess.run([sys.executable, "-m", "gateway.cli", "advise", "--gateway-url", gw.url, "--window",
                               "3650d", "--admin-token", ADMIN_TOKEN, "--json"], cwd=ROOT, capture_output=True,
                              text=True, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
         assert out.returncode == 0, out.stderr
-        assert json.loads(out.stdout) == r.json()["data"]
+        assert {(a["model"], a["finding"]) for a in json.loads(out.stdout)} == set(findings)
+    server.shutdown()
