@@ -40,8 +40,7 @@ def _apply_backends(s: Session, items: list[BackendDecl], prune: bool, out: list
         values = item.model_dump()
         if row is None:
             if item.name in pools:
-                raise WireError(409, f"A pool named {item.name!r} exists; pools and backends share names.",
-                                "conflict")
+                raise ConfigError(f"backends: a pool named {item.name!r} exists; pools and backends share names")
             s.add(BackendRow(**values))
             out.append(f"created backend {item.name}")
         elif _sync_fields(row, values):

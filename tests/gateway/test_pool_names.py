@@ -23,3 +23,23 @@ def test_backend_named_like_a_pool_is_refused_and_vice_versa(make_gateway, upstr
     assert r.status_code == 409 and r.json()["error"]["code"] == "conflict"
     assert "up" not in [p["name"] for p in admin.client.get("/admin/pools").json()["data"]]
 
+
+
+def test_apply_refuses_a_backend_named_like_a_pool(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.gateway.harness import ROOT
+
+    db = f"sqlite:///{tmp_path}/d.db"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "FAIRGATE_DATABASE_URL": db}
+    pool = tmp_path / "pool.yaml"
+    pool.write_text("pools: [{name: llama, replicas: [{name: gpu0, base_url: 'http://127.0.0.1:9/v1'}]}]\n")
+    backend = tmp_path / "backend.yaml"
+    backend.write_text("backends: [{name: llama, base_url: 'http://127.0.0.1:9/v1'}]\n")
+    run = [sys.executable, "-m", "gateway.cli", "apply", "-f"]
+    first = subprocess.run([*run, str(pool)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    second = subprocess.run([*run, str(backend)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode != 0
+    assert "backends: a pool named 'llama' exists" in second.stderr + second.stdout
