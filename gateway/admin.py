@@ -25,6 +25,7 @@ from gateway.keys import generate_key
 from gateway.registry import refresh_if_stale
 from gateway.state import state_of
 from gateway.tables import ApiKey, AuditEntry, BackendRow, QuotaPolicy, Tenant, utcnow
+from gateway.tables_pools import PoolRow
 
 log = logging.getLogger("fairgate.admin")
 
@@ -266,6 +267,8 @@ async def create_backend(request: Request) -> Any:
     body = await body_of(request, sch.BackendCreate)
 
     def run(s: Session) -> dict[str, Any]:
+        if s.scalars(select(PoolRow.id).where(PoolRow.name == body.name)).first() is not None:
+            raise WireError(409, f"A pool named {body.name!r} exists; pools and backends share names.", "conflict")
         b = BackendRow(**body.model_dump())
         s.add(b)
         s.flush()

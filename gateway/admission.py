@@ -31,6 +31,7 @@ from backends.openai_wire.responses import response_id
 from backends.types import Receive, Scope
 from gateway.auth import Principal
 from gateway.auth_throttle import client_address
+from gateway.pool_share import give_back_share, take_share
 from gateway.quota import QuotaDenied, RateLimitState, StaleConfig
 from gateway.registry import refresh_if_stale
 from gateway.routing import NoRouteError, RouteDecision, RouteRequest
@@ -140,7 +141,12 @@ async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -
     completion_bound = max_tokens * parsed.num_choices  # every choice may run to max_tokens
     cost = reserve_price(state, decision, parsed, completion_bound)
     rid = response_id(req.kind, req.request_id)
-    ratelimit = await reserve(state, rid, principal, parsed.prompt_tokens_bound + completion_bound, cost)
+    await take_share(state, rid, principal.tenant_id, decision)  # tenant_pool_share, before any reserve
+    try:
+        ratelimit = await reserve(state, rid, principal, parsed.prompt_tokens_bound + completion_bound, cost)
+    except BaseException:
+        await give_back_share(state, rid)
+        raise
     # What we reserved bounds the generation: the reading carries it to every backend (the local
     # engine and our engine servers honour it); the body gets it only to enforce a key's limit,
     # never otherwise (OpenAI's reasoning models refuse `max_tokens`).

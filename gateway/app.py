@@ -21,6 +21,7 @@ from backends.openai_wire import WireError, error_response
 from backends.openai_wire.headers import HeaderGuard
 from gateway import (
     admin,
+    admin_advice,
     admin_classify,
     admin_costs,
     admin_pools,
@@ -31,6 +32,7 @@ from gateway import (
     openapi,
     tenant_api,
 )
+from gateway.admin_advice import advice_panel
 from gateway.admin_token import load_admin_token_hash
 from gateway.auth import KeyCache
 from gateway.auth_throttle import AuthThrottle
@@ -38,6 +40,7 @@ from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.declarative import DeclaredFile
 from gateway.fairness import FairnessSync, push_weights
 from gateway.metrics import make_metrics, metrics_routes, watch_usage_backlog
+from gateway.pool_share import make_share_gate
 from gateway.quota import QuotaStore
 from gateway.registry import load_backends, start_embedded_engine, watch_config
 from gateway.request_log import log_request
@@ -51,7 +54,8 @@ def make_quota_store(settings: Settings) -> QuotaStore:
     if settings.redis_url:
         from gateway.quota.redis_store import RedisQuotaStore
 
-        return RedisQuotaStore(settings.redis_url, settings.redis_prefix, settings.reservation_ttl_s)
+        return RedisQuotaStore(settings.redis_url, settings.redis_prefix, settings.reservation_ttl_s,
+                               cluster=settings.redis_cluster)
     from gateway.quota.memory import MemoryQuotaStore
 
     return MemoryQuotaStore(settings.reservation_ttl_s)
@@ -93,7 +97,8 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
         http=httpx.AsyncClient(limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
                                timeout=settings.upstream_timeout_s),
         embedded=embedded, metrics=metrics, request_observers=[metrics.observe, log_request],
-        auth_throttle=AuthThrottle(settings.auth_failures_max, settings.auth_failures_window_s))
+        auth_throttle=AuthThrottle(settings.auth_failures_max, settings.auth_failures_window_s),
+        pool_share=make_share_gate(settings))
     if not settings.admin_token:  # the token made on first start (gateway.first_run), hashed
         st.admin_token_hash = await asyncio.to_thread(load_admin_token_hash, sessions)
     try:
@@ -122,6 +127,8 @@ async def _close_state(st: GatewayState) -> None:
     await st.http.aclose()
     await st.upstream_pool.aclose()
     await st.quota.aclose()
+    if st.pool_share is not None:
+        await st.pool_share.aclose()
     if st.classifier is not None:
         st.classifier.close()  # the detectors' worker processes
     st.db.dispose()
@@ -150,7 +157,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
     routes = [Route("/health", _health, methods=["GET"])]
     routes += tenant_api.routes() + admin.routes() + admin_routing.routes() + metrics_routes()
     routes += admin_classify.routes() + admin_pools.routes() + health.routes() + openapi.routes()
-    routes += admin_costs.routes() + admin_usage_log.routes()
-    routes += dashboard.routes()  # advice=...: the advisor's provider (gateway.dashboard.pages)
+    routes += admin_costs.routes() + admin_usage_log.routes() + admin_advice.routes()
+    routes += dashboard.routes(advice=advice_panel)
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
                      middleware=[Middleware(HeaderGuard, limits=settings.header_limits())])

@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     from gateway.declarative_cli import add_commands  # apply / export
 
     add_commands(sub)
+    from gateway.advise_cli import add_command as add_advise
+
+    add_advise(sub)
 
     ev = sub.add_parser("eval", help="compare an engine configuration against a baseline")
     ev.add_argument("--model", required=True)
@@ -133,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         from gateway import declarative_cli
 
         return declarative_cli.run_apply(args) if args.command == "apply" else declarative_cli.run_export(args)
+    if args.command == "advise":
+        from gateway.advise_cli import run_advise
+
+        return run_advise(args)
     if args.command == "quantize":
         from backends.local.quantization import run_quantize
 

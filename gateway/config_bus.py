@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from gateway.quota.cluster import ClusterClient
     from gateway.quota.resp import RespClient
 
 
@@ -41,7 +42,7 @@ class MemoryConfigBus:
 class RedisConfigBus:
     """All replicas: one Redis counter, `<prefix>:ver` (the reserve script reads it too)."""
 
-    def __init__(self, redis: RespClient, prefix: str) -> None:
+    def __init__(self, redis: RespClient | ClusterClient, prefix: str) -> None:
         self._redis = redis
         self.key = f"{prefix}:ver"
 

@@ -34,10 +34,13 @@ def _sync_fields(row: Any, values: dict[str, Any]) -> bool:
 
 def _apply_backends(s: Session, items: list[BackendDecl], prune: bool, out: list[str]) -> None:
     rows = {b.name: b for b in s.scalars(select(BackendRow))}
+    pools = set(s.scalars(select(PoolRow.name)))
     for item in items:
         row = rows.pop(item.name, None)
         values = item.model_dump()
         if row is None:
+            if item.name in pools:
+                raise ConfigError(f"backends: a pool named {item.name!r} exists; pools and backends share names")
             s.add(BackendRow(**values))
             out.append(f"created backend {item.name}")
         elif _sync_fields(row, values):

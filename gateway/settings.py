@@ -27,6 +27,14 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///fairgate.db"
     redis_url: str | None = None  # unset → in-process quota store (single process only)
     redis_prefix: str = "fairgate"
+    redis_cluster: bool = False  # redis_url names one node of a Redis Cluster
+    # Usage rows get a complexity score and prompt-head hashes for `fairgate advise` (about
+    # 0.1 ms of CPU per request, after the answer went out); False: those columns stay NULL.
+    advice_signals: bool = True
+    # A tenant's fleet-wide cap on a pool: at most this share of its capacity (replicas x
+    # pool_replica_slots) in flight across all gateway replicas (gateway.pool_share); None: off.
+    tenant_pool_share: float | None = Field(default=None, gt=0, le=1)
+    pool_replica_slots: int = Field(default=64, ge=1, le=100_000)
     model: str | None = None  # model folder of the embedded engine
     served_model_name: str | None = None  # default: the model folder's name
     embedded_engine: bool = True  # False: serve only registered backends

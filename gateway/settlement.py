@@ -9,8 +9,11 @@ from typing import Any
 
 from backends.prompt_version import prompt_version
 from gateway.admission import Admitted
+from gateway.pool_share import give_back_share
 from gateway.state import GatewayState
 from gateway.usage import UsageEvent
+from policies.complexity import complexity_score
+from policies.prompt_layout import head_fingerprint
 
 log = logging.getLogger("fairgate.request")
 ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
@@ -30,6 +33,9 @@ async def finish(state: GatewayState, adm: Admitted, status: str, backend: str |
     except Exception as exc:  # the reservation's TTL releases it; the usage row still counts
         log.warning("settle failed for a request (%s)", type(exc).__name__)
     now = time.perf_counter()
+    texts = adm.parsed.texts
+    signals = state.settings.advice_signals
+    head, shape = head_fingerprint(texts) if signals else ("", "")
     event = UsageEvent(
         request_id=adm.rid, tenant_id=adm.principal.tenant_id, key_prefix=adm.principal.prefix,
         model=adm.parsed.model or "", backend=backend, priority=adm.priority, status=status,
@@ -37,7 +43,9 @@ async def finish(state: GatewayState, adm: Admitted, status: str, backend: str |
         usage_estimated=estimated, cost=cost, http_status=http_status,
         ttft_ms=None if adm.ttft is None else (adm.ttft - adm.t0) * 1000, latency_ms=(now - adm.t0) * 1000,
         route=ROUTES.get(adm.kind, adm.kind), cached_tokens=_cached_tokens(usage), overhead_ms=adm.overhead_ms,
-        prompt_version=prompt_version(adm.prompt_version_header, adm.gen.body))
+        prompt_version=prompt_version(adm.prompt_version_header, adm.gen.body), prefix_hash=head,
+        prefix_shape=shape, complexity=_complexity(texts, prompt) if signals else None)
+    await give_back_share(state, adm.rid)
     state.usage.record(event)
     for observer in state.request_observers:
         observer(event)
@@ -65,3 +73,10 @@ def _cached_tokens(usage: dict[str, Any] | None) -> int:
     details = usage.get("prompt_tokens_details") if usage else None
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
     return cached if isinstance(cached, int) and cached >= 0 else 0
+
+
+def _complexity(texts: list[str], prompt_tokens: int) -> float | None:
+    try:  # scored after the answer went out: what a smaller-model route would have seen
+        return complexity_score(texts, prompt_tokens or None)
+    except Exception:  # noqa: BLE001 - a scoring bug must never lose the usage row
+        return None

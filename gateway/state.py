@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gateway.config_bus import ConfigBus
     from gateway.fairness import FairnessSync
     from gateway.metrics import GatewayMetrics
+    from gateway.pool_share import ShareGate
     from gateway.quota import QuotaStore
     from gateway.registry import Price
     from gateway.routing_audit import RoutingAuditWriter
@@ -61,6 +62,7 @@ class GatewayState:
     fairness_weights: dict[str, float] = field(default_factory=dict)
     auth_throttle: AuthThrottle = field(default_factory=lambda: AuthThrottle(0, 60.0))  # off unless set
     admin_token_hash: str | None = None  # the first start's token (gateway.first_run), hashed
+    pool_share: ShareGate | None = None  # tenant_pool_share: slots on pools across the fleet
 
 
 def state_of(app: Any) -> GatewayState:

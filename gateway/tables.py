@@ -134,6 +134,14 @@ class UsageRecord(Base):
     ttft_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # What `fairgate advise` reads (0010; cached_tokens above too): the API route, the prompt
+    # version label, hashes of the prompt's head (policies.prompt_layout, never text) and the
+    # complexity score a smaller model is judged by.
+    route: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    prompt_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    prefix_hash: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    prefix_shape: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    complexity: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     __table_args__ = (Index("ix_usage_tenant_created", "tenant_id", "created_at"),
                       Index("ix_usage_created", "created_at", "request_id"))

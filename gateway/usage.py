@@ -52,10 +52,13 @@ class UsageEvent:
     ttft_ms: float | None
     latency_ms: float
     created_at: datetime = field(default_factory=utcnow)
-    cached_tokens: int = 0  # prompt tokens the backend served from its prefix cache (cost: not computed)
-    # For metrics only (request observers), not stored: see _NOT_STORED.
+    cached_tokens: int = 0  # prompt tokens the backend served from its prefix cache (charged no prefill engine time)
     route: str = ""  # the API route, e.g. /v1/chat/completions
     prompt_version: str = ""  # X-Prompt-Version or a hash of the system prompt, never its text
+    prefix_hash: str = ""  # hashes of the prompt's head (policies.prompt_layout), never its text
+    prefix_shape: str = ""
+    complexity: float | None = None  # policies.complexity score: could a smaller model take it?
+    # For metrics only (request observers), not stored: see _NOT_STORED.
     overhead_ms: float | None = None  # gateway time to the response's first byte, backend excluded
 
     @property
@@ -69,8 +72,9 @@ class UsageEvent:
         return d
 
 
-_NOT_STORED = ("route", "prompt_version", "overhead_ms")
-_TEXT_FIELDS = ("request_id", "tenant_id", "key_prefix", "model", "backend", "priority", "status")
+_NOT_STORED = ("overhead_ms",)
+_TEXT_FIELDS = ("request_id", "tenant_id", "key_prefix", "model", "backend", "priority", "status", "route",
+                "prompt_version")
 
 
 @functools.cache

@@ -85,9 +85,11 @@ class AsyncEngine:
         tokenizer: EngineTokenizer | None = None,
         wait_queue: WaitQueue | None = None,
     ) -> None:
+        started = time.perf_counter()
         parts = build_engine_parts(config, runner=runner, tokenizer=tokenizer, wait_queue=wait_queue)
         self.config = config
         self.core = EngineCore(parts)
+        self.core.stats.startup_seconds = time.perf_counter() - started
         self.runner = parts.runner
         self.tokenizer = parts.tokenizer
         self.block_manager = parts.block_manager

@@ -164,6 +164,7 @@ class EngineCore:
         stats.steps += 1
         stats.tokens_computed += plan.num_batched_tokens
         stats.generation_tokens += sum(1 if isinstance(t, int) else len(t) for t in sampled.values())
+        stats.sampled_seqs += len(sampled)
 
     def _outputs(self, sampled: dict[str, int | list[int]], extras: dict[str, SampleResult]) -> list[RequestOutput]:
         """Detokenize and stop-check the sampled tokens; retire finished requests."""

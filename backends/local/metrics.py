@@ -209,6 +209,7 @@ class EngineStatsCollector(Collector):
             ("fairgate_kv_blocks_used", "KV-cache blocks referenced by running requests.", s.kv_blocks_used),
             ("fairgate_kv_blocks_total", "KV-cache blocks in the pool.", s.kv_blocks_total),
             ("fairgate_kv_blocks_cached", "Blocks holding a reusable cached prefix.", bm.num_cached_blocks),
+            ("fairgate_engine_startup_seconds", "Time to build the engine (model load, KV pool).", s.startup_seconds),
         ):
             g = GaugeMetricFamily(name, help_, labels=["model"])
             g.add_metric(labels, value)
@@ -223,6 +224,8 @@ class EngineStatsCollector(Collector):
             ("fairgate_prefix_cache_evictions", "Cached blocks evicted to make room.", bm.num_evictions),
             ("fairgate_engine_steps", "Engine steps run.", s.steps),
             ("fairgate_engine_busy_seconds", "Time inside the model's forward passes.", s.busy_seconds),
+            ("fairgate_engine_sampled_sequences", "Sequences that sampled a token, summed over steps (divided "
+             "by steps: the mean batch size).", s.sampled_seqs),
             ("fairgate_spec_drafts", "Speculative verifies run (one per request per step).", s.spec_drafts),
             ("fairgate_spec_draft_tokens", "Draft tokens verified by the target.", s.spec_draft_tokens),
             ("fairgate_spec_accepted_tokens", "Draft tokens the target accepted.", s.spec_accepted_tokens),

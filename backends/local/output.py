@@ -43,6 +43,8 @@ class EngineStats:
     tokens_computed: int = 0  # prompt + decode tokens run through the model
     busy_seconds: float = 0.0  # wall time inside the forward pass (runner.execute)
     generation_tokens: int = 0
+    sampled_seqs: int = 0  # sequences that sampled a token, summed over steps (/ steps: mean batch)
+    startup_seconds: float = 0.0  # building the engine: model load, KV pool, warm-up
     requests_added: int = 0
     requests_aborted: int = 0
     requests_failed: int = 0

@@ -1,7 +1,14 @@
 """Redis quota store: one Lua call admits (checks every scope, then reserves in all of them),
 one Lua call settles. Exact across any number of gateway replicas sharing the Redis.
 
-Keys are built inside the scripts from a prefix, so this needs a single Redis (not Cluster).
+Keys carry a hash tag, the request's tenant scope: `<prefix>:{t:<tenant>}:q:<scope>:...` and
+`<prefix>:{t:<tenant>}:r:<reservation>`, so one tenant's counters, its keys' counters and its
+reservations share one Redis Cluster slot and each script touches one slot (KEYS[1] is that
+base; the script builds its keys from it). The config version `<prefix>:ver` is global: on a
+single Redis the reserve script reads it as KEYS[2], inside the atomic step; on a Cluster
+(`redis_cluster`) it lives in another slot, so the store reads it just before the script and
+refuses a stale caller then — a reserve racing an admin change by less than that round trip is
+admitted as of the read, as if it had arrived a moment earlier.
 Windows use Redis' own clock (TIME), so replicas with skewed clocks still agree.
 """
 
@@ -25,7 +32,8 @@ from gateway.quota import (
 from gateway.quota.heartbeat import ReservationHeartbeat
 from gateway.quota.resp import RespClient, Script
 
-# ARGV: prefix, rid, version, ttl_ms, day, month, tokens, cost, nscopes, then 7 per scope:
+# KEYS: the tenant's base `<prefix>:{tag}`, optionally the version key (single Redis).
+# ARGV: unused, rid, version, ttl_ms, day, month, tokens, cost, nscopes, then 7 per scope:
 # scope id, rpm, tpm, concurrent, daily, monthly, monthly cost (-1 = unlimited).
 # Returns {0, W...} admitted, {1, limit, scope, wait_ms, W...} denied, {2, version} stale
 # config, {3, argument} a number outside [-1, 2^53) (the caller validates first; this is the
@@ -34,7 +42,7 @@ from gateway.quota.resp import RespClient, Script
 # Every argument is checked and every limit is evaluated before the first write, so a refusal
 # (or a bad argument) leaves Redis as it was: scripts are not rolled back on error.
 RESERVE = """
-local p, rid, ver = ARGV[1], ARGV[2], ARGV[3]
+local p, rid, ver = KEYS[1], ARGV[2], ARGV[3]
 local n = tonumber(ARGV[9])
 if not n or n < 0 or n > 64 then return {3, 'nscopes'} end
 for i = 4, 9 + n * 7 do
@@ -45,8 +53,10 @@ for i = 4, 9 + n * 7 do
 end
 local ttl, day, month = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local tokens, cost = tonumber(ARGV[7]), tonumber(ARGV[8])
-local cur = redis.call('GET', p .. ':ver') or '0'
-if cur ~= ver then return {2, cur} end
+if KEYS[2] then
+  local cur = redis.call('GET', KEYS[2]) or '0'
+  if cur ~= ver then return {2, cur} end
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local wstart = now - 60000
@@ -162,10 +172,10 @@ for _, v in ipairs(windows(true)) do out[#out + 1] = v end
 return out
 """
 
-# ARGV: prefix, rid, tokens used, cost used. Returns 1 settled, 0 already settled or expired,
+# KEYS: the tenant's base. ARGV: unused, rid, tokens used, cost used. Returns 1 settled, 0 already settled or expired,
 # -1 a bad number (nothing written).
 SETTLE = """
-local p, rid = ARGV[1], ARGV[2]
+local p, rid = KEYS[1], ARGV[2]
 for i = 3, 4 do
   local x = tonumber(ARGV[i])
   if not x or x ~= math.floor(x) or x < 0 or x >= 9007199254740992 then return -1 end
@@ -192,10 +202,10 @@ end
 return 1
 """
 
-# ARGV: prefix, ttl_ms, then reservation ids. Pushes each live reservation's expiry (its hash
+# KEYS: the tenant's base. ARGV: unused, ttl_ms, then reservation ids. Pushes each live reservation's expiry (its hash
 # and its concurrency slots) to now + ttl. Returns how many were still there.
 RENEW = """
-local p, ttl = ARGV[1], tonumber(ARGV[2])
+local p, ttl = KEYS[1], tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local alive = 0
@@ -216,29 +226,59 @@ return alive
 """
 
 
+def hash_tag(scopes: list[ScopeLimits]) -> str:
+    """The slot a request's keys share: its tenant scope (`t:<id>`), else its first scope."""
+    for limits in scopes:
+        if limits.scope.startswith("t:"):
+            return limits.scope
+    return scopes[0].scope if scopes else "-"
+
+
 class RedisQuotaStore:
     """Reservations live `reservation_ttl_s` unless renewed: this replica's heartbeat renews
-    the ones it holds, so a replica that dies (SIGKILL) gives its slots back within a TTL."""
+    the ones it holds, so a replica that dies (SIGKILL) gives its slots back within a TTL.
+    `cluster`: the URL names one node of a Redis Cluster (redis-py's cluster client routes)."""
 
-    def __init__(self, url: str, prefix: str = "fairgate", reservation_ttl_s: int = 30) -> None:
-        self._redis = RespClient(url)
+    def __init__(self, url: str, prefix: str = "fairgate", reservation_ttl_s: int = 30,
+                 cluster: bool = False) -> None:
+        if cluster:
+            from gateway.quota.cluster import ClusterClient
+
+            self._redis: RespClient | ClusterClient = ClusterClient(url)
+        else:
+            self._redis = RespClient(url)
+        self._cluster = cluster
         self._prefix = prefix
+        self._ver_key = f"{prefix}:ver"
         self._ttl_ms = reservation_ttl_s * 1000
         self._reserve = Script(self._redis, RESERVE)
         self._settle = Script(self._redis, SETTLE)
         self._renew_script = Script(self._redis, RENEW)
+        self._tags: dict[str, str] = {}  # live reservation id → its hash tag (settle, renew)
         self.heartbeat = ReservationHeartbeat(self._renew, reservation_ttl_s)
+
+    def base(self, tag: str) -> str:
+        """`<prefix>:{<tag>}`: the key prefix of one tenant's slot."""
+        return f"{self._prefix}:{{{tag}}}"
 
     async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
                       cost: float, version: int) -> RateLimitState:
         day, month = period_tags()
-        args: list[object] = [self._prefix, reservation_id, version, self._ttl_ms, day, month,
+        tag = hash_tag(scopes)
+        args: list[object] = ["-", reservation_id, version, self._ttl_ms, day, month,
                               clamp_amount(tokens), cost_units(cost), len(scopes)]
         for limits in scopes:
             args.append(limits.scope)
             args.extend(limits.as_ints())
-        result = await self._reserve(args)
+        if self._cluster:  # the version key is in another slot: checked just before (module docstring)
+            if int(await self._redis.execute("GET", self._ver_key) or 0) != version:
+                raise StaleConfig()
+            keys = [self.base(tag)]
+        else:
+            keys = [self.base(tag), self._ver_key]
+        result = await self._reserve(keys, args)
         if result[0] == 0:
+            self._tags[reservation_id] = tag
             self.heartbeat.add(reservation_id)
             return rate_limit_state(scopes, result[1:])
         if result[0] == 2:
@@ -251,20 +291,30 @@ class RedisQuotaStore:
 
     async def settle(self, reservation_id: str, tokens: int, cost: float) -> bool:
         self.heartbeat.discard(reservation_id)
-        done = await self._settle([self._prefix, reservation_id, clamp_amount(tokens), cost_units(cost)])
+        tag = self._tags.pop(reservation_id, None)
+        if tag is None:  # not reserved here, or settled already
+            return False
+        done = await self._settle([self.base(tag)], ["-", reservation_id, clamp_amount(tokens), cost_units(cost)])
         if done == -1:
             raise ValueError("quota settle: amount out of range")
         return bool(done)
 
     async def _renew(self, reservation_ids: list[str]) -> None:
-        await self._renew_script([self._prefix, self._ttl_ms, *reservation_ids])
+        by_tag: dict[str, list[str]] = {}
+        for rid in reservation_ids:
+            tag = self._tags.get(rid)
+            if tag is not None:
+                by_tag.setdefault(tag, []).append(rid)
+        for tag, ids in by_tag.items():  # one call per slot
+            await self._renew_script([self.base(tag)], ["-", self._ttl_ms, *ids])
 
     def config_bus(self) -> RedisConfigBus:
         """The config version on this store's connection (the reserve script checks it)."""
         return RedisConfigBus(self._redis, self._prefix)
 
-    async def counters(self, scope: str) -> dict[str, int]:
-        s = f"{self._prefix}:q:{scope}"
+    async def counters(self, scope: str, tag: str | None = None) -> dict[str, int]:
+        """`tag`: the tenant scope the scope was reserved with (default: the scope itself)."""
+        s = f"{self.base(tag or scope)}:q:{scope}"
         day, month = period_tags()
         now = int(time.time() * 1000)
         ex = self._redis.execute

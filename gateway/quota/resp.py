@@ -181,19 +181,21 @@ def _tls_context(query: dict[str, str]) -> ssl.SSLContext:
 
 
 class Script:
-    """EVALSHA, loading the script on NOSCRIPT (after a Redis restart or flush)."""
+    """EVALSHA, loading the script on NOSCRIPT (after a Redis restart or flush, or on a
+    Cluster node that has not seen it yet). `client`: a RespClient or anything with its
+    `execute` (gateway.quota.cluster.ClusterClient)."""
 
-    def __init__(self, client: RespClient, source: str) -> None:
+    def __init__(self, client: Any, source: str) -> None:
         import hashlib
 
         self._client = client
         self._source = source
         self._sha = hashlib.sha1(source.encode()).hexdigest()
 
-    async def __call__(self, args: list[Any]) -> Any:
+    async def __call__(self, keys: list[str], args: list[Any]) -> Any:
         try:
-            return await self._client.execute("EVALSHA", self._sha, 0, *args)
+            return await self._client.execute("EVALSHA", self._sha, len(keys), *keys, *args)
         except RespError as exc:
             if not str(exc).startswith("NOSCRIPT"):
                 raise
-            return await self._client.execute("EVAL", self._source, 0, *args)
+            return await self._client.execute("EVAL", self._source, len(keys), *keys, *args)

@@ -61,11 +61,12 @@ async def test_the_reserve_script_writes_nothing_it_does_not_admit():
         script = r.register_script(RESERVE)
         scope = ["t:a", 10, 1000, 3, -1, -1, -1]
         # a double where an integer belongs: refused before the first write
-        out = await script(args=[prefix, "r1", "0", 1000, "20261201", "202612", "1e+17", 0, 1, *scope])
+        keys = [f"{prefix}:{{t:a}}", f"{prefix}:ver"]  # the tenant's slot, the config version
+        out = await script(keys=keys, args=["-", "r1", "0", 1000, "20261201", "202612", "1e+17", 0, 1, *scope])
         assert out[0] == 3
         # the second scope is over its limit: the first one's counters stay untouched
         full = ["k:b", -1, -1, 0, -1, -1, -1]
-        out = await script(args=[prefix, "r2", "0", 1000, "20261201", "202612", 5, 0, 2, *scope, *full])
+        out = await script(keys=keys, args=["-", "r2", "0", 1000, "20261201", "202612", 5, 0, 2, *scope, *full])
         assert out[:3] == [1, b"max_concurrent", b"k:b"]
         assert [k async for k in r.scan_iter(f"{prefix}:*")] == []
     finally:

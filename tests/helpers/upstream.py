@@ -73,6 +73,8 @@ class UpstreamApp:
             return await _json(send, 200 if b.stats is not None else 404, b.stats or {})
         if path.endswith("/models"):
             return await _json(send, 200, {"object": "list", "data": [{"id": "up-model", "object": "model"}]})
+        if path == "/stats":  # as our engine server answers a pool's load probe
+            return await _json(send, 200, {"kv_blocks_used": 0, "kv_blocks_total": 100, "waiting": 0})
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:

@@ -1,0 +1,204 @@
+"""`fairgate advise` on recorded scenarios (tests/fixtures/advise, made by
+tools/record_advise_scenarios.py from real runs): the expected finding, lever and numbers for a
+prefill-heavy route with a cache-missing prompt layout, a decode-bound route at batch 1 and a
+memory-bound engine with preemptions; then the CLI end to end on SQLite and PostgreSQL, and
+`GET /admin/advice` on a running gateway."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import subprocess
+import sys
+import threading
+from datetime import timedelta
+
+import httpx
+import pytest
+from sqlalchemy import insert
+
+from gateway.advise import AdviseOptions, advise_from, engine_windows, parse_window
+from gateway.db import make_engine
+from gateway.settings import Settings
+from gateway.tables import UsageRecord
+from tests.gateway.advise_fixtures import FIXTURES, Scenario
+from tests.gateway.harness import ADMIN_TOKEN, ROOT, GatewayThread, pg_database
+
+ROUTE = "/v1/chat/completions"
+
+
+def _metric(text: str, name: str) -> float:
+    """Sum of one series over its labels, read with a regex (not the collector's parser)."""
+    return sum(float(v) for v in re.findall(rf"^{name}(?:{{[^}}]*}})? ([0-9.e+-]+)$", text, re.M))
+
+
+def _delta(s: Scenario, name: str) -> float:
+    return _metric(s.after, name) - _metric(s.before, name)
+
+
+def _advice(tmp_path, name: str) -> tuple[Scenario, dict[str, dict]]:
+    s = Scenario(name)
+    url = f"sqlite:///{tmp_path}/{name}.db"
+    s.load(url)
+    engine = make_engine(url)
+    try:
+        items = advise_from(engine, [s.after], [s.before], AdviseOptions(timedelta(hours=1)),
+                            until=s.until + timedelta(seconds=1))
+    finally:
+        engine.dispose()
+    by_finding = {a.finding: {"lever": a.lever, "route": a.route, "model": a.model, **a.numbers} for a in items}
+    assert len(by_finding) == len(items)  # one advice per finding per (route, model) here
+    return s, by_finding
+
+
+def test_prefill_heavy_route_with_a_timestamp_before_the_shared_prompt(tmp_path):
+    s, adv = _advice(tmp_path, "prefill_layout")
+    rows = s.rows
+    prompt = sum(r["prompt_tokens"] for r in rows)
+    cached = sum(r["cached_tokens"] for r in rows)
+    assert adv["prefill-heavy"]["lever"] is None
+    assert adv["prefill-heavy"]["prompt_tokens_per_request"] == round(prompt / len(rows), 1)
+    assert adv["prefill-heavy"]["prompt_to_completion"] == round(prompt / sum(r["completion_tokens"] for r in rows), 4)
+    layout = adv["cache-missing prompt layout"]
+    assert layout["lever"] == "prompt layout" and layout["route"] == ROUTE and layout["model"] == "tiny"
+    assert layout["hit_rate"] == round(cached / prompt, 4) < 0.3
+    assert layout["shared_shape_share"] == 1.0  # every prompt the same apart from its numbers
+    assert layout["distinct_heads_on_shape"] == len({r["prefix_hash"] for r in rows}) == len(rows)
+    assert layout["identical_head_share"] == round(1 / len(rows), 4)
+    assert "memory-bound" not in adv and "decode-bound at batch 1" not in adv
+    assert adv["KV pressure"]["preemptions"] == 0
+
+
+def test_decode_bound_route_at_batch_one(tmp_path):
+    s, adv = _advice(tmp_path, "decode_batch1")
+    rows = s.rows
+    assert adv["decode-heavy"]["completion_tokens_per_request"] == 48.0
+    assert adv["decode-heavy"]["prompt_to_completion"] < 1
+    bound = adv["decode-bound at batch 1"]
+    assert bound["lever"] == "speculative decoding on"
+    steps = _delta(s, "fairgate_engine_steps_total")
+    assert bound["steps"] == steps == len(rows) * 48  # one token per step: nothing batched
+    assert bound["mean_batch"] == round(_delta(s, "fairgate_engine_sampled_sequences_total") / steps, 4) == 1.0
+    assert bound["spec_draft_tokens"] == 0
+    assert adv["prefix hit rate"]["lever"] is None  # short prompts: not a layout problem
+    assert "memory-bound" not in adv
+
+
+def test_memory_bound_engine_with_preemptions(tmp_path):
+    s, adv = _advice(tmp_path, "memory_bound")
+    mem = adv["memory-bound"]
+    assert mem["lever"] == "KV quantization"  # the tiny engine runs a float32 KV cache
+    assert mem["preemptions"] == _delta(s, "fairgate_preemptions_total") > 0
+    assert mem["preemptions_per_request"] == round(mem["preemptions"] / len(s.rows), 4)
+    queue = _delta(s, "fairgate_queue_time_seconds_sum") / _delta(s, "fairgate_queue_time_seconds_count")
+    assert mem["queue_s_mean"] == round(queue, 4)
+    assert adv["batch size"]["mean_batch"] > 2  # concurrent: batched, so no speculation advice
+    assert "cache-missing prompt layout" not in adv
+
+
+def test_replicas_by_hour_from_the_recorded_load(tmp_path):
+    s, adv = _advice(tmp_path, "memory_bound")
+    plan = adv["replicas by hour"]
+    busy = _delta(s, "fairgate_engine_busy_seconds_total")
+    tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in s.rows)
+    assert plan["capacity_tokens_per_s"] == round(tokens / busy, 3)
+    assert plan["startup_s"] == int(_metric(s.after, "fairgate_engine_startup_seconds")) + 1
+    hour = int(s.rows[0]["created_at"][11:13])
+    assert plan["peak_tokens_per_s_by_hour"][hour] > 0 and plan["replicas_by_hour"] == [1] * 24
+
+
+def test_a_restarted_engine_counts_from_zero_and_gateway_series_are_not_engines():
+    s = Scenario("memory_bound")
+    w = engine_windows([s.before], [s.after])  # counters went down: the engine restarted
+    assert w["tiny"].preemptions == _metric(s.before, "fairgate_preemptions_total")
+    assert engine_windows(['fairgate_prompt_tokens_total{tenant="t",route="r",backend="b",model="m",'
+                           'priority="standard"} 5.0\n']) == {}
+
+
+def test_window_parsing():
+    assert parse_window("90m") == timedelta(minutes=90) and parse_window("7d") == timedelta(days=7)
+    for bad in ("", "5", "-1h", "1y", "0h"):
+        with pytest.raises(ValueError):
+            parse_window(bad)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gateway.cli", "advise", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("db", ["sqlite", "postgres"])
+def test_cli_end_to_end_on_a_real_database(tmp_path, db):
+    import contextlib
+
+    with contextlib.ExitStack() as es:
+        url = es.enter_context(pg_database()) if db == "postgres" else f"sqlite:///{tmp_path}/cli.db"
+        for name in ("prefill_layout", "memory_bound"):
+            Scenario(name).load(url)  # two scenarios, one engine "tiny": their rows add up
+        d = FIXTURES / "memory_bound"
+        out = _cli("--database", url, "--window", "3650d", "--metrics", str(d / "metrics_after.txt"),
+                   "--metrics-before", str(d / "metrics_before.txt"), "--json")
+        assert out.returncode == 0, out.stderr[-2000:]
+        items = json.loads(out.stdout)
+        levers = {a["finding"]: a["lever"] for a in items}
+        assert levers["memory-bound"] == "KV quantization"
+        assert levers["prefill-heavy"] is None
+        profile = next(a for a in items if a["finding"] == "prefill-heavy")
+        assert profile["numbers"]["requests"] == 28  # 12 + 16 rows
+        text = _cli("--database", url, "--window", "3650d", "--metrics", str(d / "metrics_after.txt"))
+        assert text.returncode == 0 and "-> KV quantization" in text.stdout and "levers to pull:" in text.stdout
+        bad = _cli("--database", url, "--window", "soon")
+        assert bad.returncode == 2 and "window must look like" in bad.stderr
+
+
+class _EngineMetrics(http.server.BaseHTTPRequestHandler):
+    """Plays an engine server's GET /metrics with a recorded scrape."""
+
+    body = b""
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        ok = self.path == "/metrics"
+        self.send_response(200 if ok else 404)
+        self.send_header("content-type", "text/plain; version=0.0.4")
+        self.end_headers()
+        self.wfile.write(self.body if ok else b"")
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+def test_admin_advice_on_a_running_gateway(tmp_path):
+    url = f"sqlite:///{tmp_path}/gw.db"
+    Scenario("prefill_layout").load(url)
+    memory = Scenario("memory_bound")
+    rows = [dict(r, request_id=r["request_id"] + "-m", backend="eng", model="eng") for r in memory.rows]
+    memory.rows = rows
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        conn.execute(insert(UsageRecord), [Scenario._row(r) for r in rows])
+    engine.dispose()
+    _EngineMetrics.body = memory.after.encode()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EngineMetrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    with GatewayThread(Settings(admin_token=ADMIN_TOKEN, database_url=url, embedded_engine=False)) as gw:
+        h = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+        r = httpx.post(gw.url + "/admin/backends", headers=h, json={
+            "name": "eng", "kind": "local", "base_url": f"http://127.0.0.1:{server.server_port}/v1"})
+        assert r.status_code == 201, r.text
+        assert httpx.get(gw.url + "/admin/advice").status_code == 401
+        bad = httpx.get(gw.url + "/admin/advice", params={"window": "x"}, headers=h)
+        assert bad.status_code == 400 and bad.json()["error"]["param"] == "window"
+        r = httpx.get(gw.url + "/admin/advice", params={"window": "3650d"}, headers=h)
+        assert r.status_code == 200, r.text
+        findings = {(a["model"], a["finding"]): a["lever"] for a in r.json()["data"]}
+        assert findings[("tiny", "cache-missing prompt layout")] == "prompt layout"
+        # the gateway read the local engine's /metrics itself, filed under the backend's name
+        assert findings[("eng", "memory-bound")] == "KV quantization"
+        assert ("tiny", "memory-bound") not in findings  # no engine metrics for "tiny": no KV finding
+        out = subprocess.run([sys.executable, "-m", "gateway.cli", "advise", "--gateway-url", gw.url, "--window",
+                              "3650d", "--admin-token", ADMIN_TOKEN, "--json"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        assert out.returncode == 0, out.stderr
+        assert {(a["model"], a["finding"]) for a in json.loads(out.stdout)} == set(findings)
+    server.shutdown()

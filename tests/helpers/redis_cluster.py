@@ -1,0 +1,83 @@
+"""A real three-node Redis Cluster on free loopback ports, started and stopped by a test."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def _free_ports(n: int) -> list[int]:
+    # a cluster node also listens on port + 10000 (its bus): keep both free and below 55536
+    ports: list[int] = []
+    while len(ports) < n:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            p = s.getsockname()[1]
+        if p > 55000 or p in ports:
+            continue
+        with socket.socket() as bus:
+            try:
+                bus.bind(("127.0.0.1", p + 10000))
+            except OSError:
+                continue
+        ports.append(p)
+    return ports
+
+
+def missing_reason() -> str | None:
+    for tool in ("redis-server", "redis-cli"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (apt-get install redis-server)"
+    return None
+
+
+@contextlib.contextmanager
+def redis_cluster(workdir: Path, nodes: int = 3) -> Iterator[list[str]]:
+    """Start `nodes` masters with cluster-enabled, join them (`redis-cli --cluster create`),
+    wait for cluster_state:ok; yield their URLs; stop them."""
+    ports = _free_ports(nodes)
+    procs = []
+    try:
+        for p in ports:
+            d = workdir / f"node-{p}"
+            d.mkdir(parents=True)
+            procs.append(subprocess.Popen(
+                ["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+                 "--cluster-config-file", str(d / "nodes.conf"), "--dir", str(d), "--save", "",
+                 "--appendonly", "no", "--protected-mode", "no"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for p in ports:
+            _wait(lambda p=p: _cli(p, "PING") == "PONG")
+        subprocess.run(["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports),
+                        "--cluster-replicas", "0", "--cluster-yes"], check=True, capture_output=True, timeout=60)
+        for p in ports:
+            _wait(lambda p=p: "cluster_state:ok" in _cli(p, "CLUSTER", "INFO"))
+        yield [f"redis://127.0.0.1:{p}/0" for p in ports]
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _cli(port: int, *args: str) -> str:
+    out = subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True, timeout=10)
+    return out.stdout.strip()
+
+
+def _wait(pred, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise RuntimeError("redis cluster did not come up")
