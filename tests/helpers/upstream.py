@@ -69,12 +69,13 @@ class UpstreamApp:
         path = scope["path"]
         hdrs = {k.decode(): v.decode() for k, v in scope["headers"]}
         b = self.behaviour
-        if path == "/stats":
-            return await _json(send, 200 if b.stats is not None else 404, b.stats or {})
+        if path == "/stats":  # as our engine server answers a pool's load probe (b.stats: the whole answer)
+            return await _json(send, 200, b.stats if b.stats is not None else
+                               {"kv_blocks_used": 0, "kv_blocks_total": 100, "waiting": 0})
+        if path == "/metrics":  # as vLLM answers a `vllm` pool's load probe
+            return await send_text(send, "vllm:kv_cache_usage_perc 0.0\nvllm:num_requests_waiting 0\n")
         if path.endswith("/models"):
             return await _json(send, 200, {"object": "list", "data": [{"id": "up-model", "object": "model"}]})
-        if path == "/stats":  # as our engine server answers a pool's load probe
-            return await _json(send, 200, {"kv_blocks_used": 0, "kv_blocks_total": 100, "waiting": 0})
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -147,6 +148,11 @@ async def _read_all(receive: Callable) -> bytes:
         chunks.append(msg.get("body", b""))
         if not msg.get("more_body"):
             return b"".join(chunks)
+
+
+async def send_text(send: Callable, text: str) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": text.encode()})
 
 
 async def _json(send: Callable, status: int, obj: dict[str, Any]) -> None:
