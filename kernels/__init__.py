@@ -115,6 +115,31 @@ def paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_l
     )
 
 
+def _fused(t: torch.Tensor) -> ModuleType:
+    """The fused elementwise ops: native on the CPU where the native kernels are chosen (they
+    check dtype and layout themselves), the torch reference everywhere else."""
+    if _impl(t).__name__ != "kernels.cpu_ops":
+        return reference
+    from kernels import cpu_fused
+
+    return cpu_fused
+
+
+def rms_norm(x, weight, eps, residual=None):
+    """See `kernels.reference.rms_norm`."""
+    return _fused(x).rms_norm(x, weight, eps, residual)
+
+
+def silu_mul(gate_up):
+    """See `kernels.reference.silu_mul`."""
+    return _fused(gate_up).silu_mul(gate_up)
+
+
+def argmax(logits):
+    """See `kernels.reference.argmax`."""
+    return _fused(logits).argmax(logits)
+
+
 def pack_linears(model: torch.nn.Module, device: torch.device | str) -> int:
     """Swap a CPU model's float32 linears for pre-packed ones (`kernels.cpu_linear`) where the
     native CPU path is chosen; return how many were packed (0 on CUDA or FAIRGATE_KERNELS=reference)."""
