@@ -2,7 +2,8 @@
 
 Which implementation runs is chosen per call from FAIRGATE_KERNELS:
 - `auto` (default): Triton for CUDA tensors when triton imports; on the CPU the native kernels
-  (`cpu_ops`: cpu_attention.c, built with the system C compiler at first use) when they build;
+  (`cpu_ops`: cpu_attention.c; `cpu_fused`: cpu_fused.c's RMSNorm, SwiGLU and argmax; built with
+  the system C compiler at first use) when they build;
   the torch reference otherwise;
 - `native`: always the native CPU kernels (an error when they cannot build);
 - `triton`: always Triton (CPU tensors need TRITON_INTERPRET=1 set before the first Triton call);
