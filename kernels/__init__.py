@@ -2,7 +2,8 @@
 
 Which implementation runs is chosen per call from FAIRGATE_KERNELS:
 - `auto` (default): Triton for CUDA tensors when triton imports; on the CPU the native kernels
-  (`cpu_ops`: cpu_attention.c, built with the system C compiler at first use) when they build;
+  (`cpu_ops`: cpu_attention.c; `cpu_fused`: cpu_fused.c's RMSNorm, SwiGLU and argmax; built with
+  the system C compiler at first use) when they build;
   the torch reference otherwise;
 - `native`: always the native CPU kernels (an error when they cannot build);
 - `triton`: always Triton (CPU tensors need TRITON_INTERPRET=1 set before the first Triton call);
@@ -113,6 +114,31 @@ def paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_l
     return impl.paged_prefill_attention(
         query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale, k_scale, v_scale
     )
+
+
+def _fused(t: torch.Tensor) -> ModuleType:
+    """The fused elementwise ops: native on the CPU where the native kernels are chosen (they
+    check dtype and layout themselves), the torch reference everywhere else."""
+    if _impl(t).__name__ != "kernels.cpu_ops":
+        return reference
+    from kernels import cpu_fused
+
+    return cpu_fused
+
+
+def rms_norm(x, weight, eps, residual=None):
+    """See `kernels.reference.rms_norm`."""
+    return _fused(x).rms_norm(x, weight, eps, residual)
+
+
+def silu_mul(gate_up):
+    """See `kernels.reference.silu_mul`."""
+    return _fused(gate_up).silu_mul(gate_up)
+
+
+def argmax(logits):
+    """See `kernels.reference.argmax`."""
+    return _fused(logits).argmax(logits)
 
 
 def pack_linears(model: torch.nn.Module, device: torch.device | str) -> int:

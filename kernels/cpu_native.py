@@ -68,7 +68,7 @@ def load() -> ctypes.CDLL | None:
 
 
 def _load() -> ctypes.CDLL:
-    lib = ctypes.CDLL(str(_build(SOURCE)))
+    lib = ctypes.CDLL(str(build_library(SOURCE)))
     fn = lib.paged_decode_attention
     fn.restype = ctypes.c_int
     p, i32, i64, f32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float
@@ -80,7 +80,7 @@ def _load() -> ctypes.CDLL:
 def load_quant() -> ctypes.CDLL | None:
     """The built quantized-linear library (cpu_quant.c), or None (logged once)."""
     try:
-        lib = ctypes.CDLL(str(_build(QUANT_SOURCE)))
+        lib = ctypes.CDLL(str(build_library(QUANT_SOURCE)))
     except Exception as exc:  # noqa: BLE001 - any failure means "use the torch path"
         log.warning("native quantized linears unavailable (%s: %s)", type(exc).__name__, exc)
         return None
@@ -97,7 +97,7 @@ def load_quant_a8(extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
 
     `extra_flags` (e.g. ("-mno-avx512f",)) build a narrower instruction path of it, for tests."""
     try:
-        lib = ctypes.CDLL(str(_build(QUANT_A8_SOURCE, extra_flags)))
+        lib = ctypes.CDLL(str(build_library(QUANT_A8_SOURCE, extra_flags)))
     except Exception as exc:  # noqa: BLE001 - any failure means "use the weight-only path"
         log.warning("native int8 x int8 linears unavailable (%s: %s)", type(exc).__name__, exc)
         return None
@@ -109,7 +109,7 @@ def load_quant_a8(extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
     return lib
 
 
-def _build(source_path: Path, extra_flags: tuple[str, ...] = ()) -> Path:
+def build_library(source_path: Path, extra_flags: tuple[str, ...] = ()) -> Path:
     """Compile `source_path` for this CPU once (cached by content); return the library's path."""
     cc = _compiler()
     if cc is None:

@@ -201,6 +201,30 @@ def paged_prefill_attention(
     return out
 
 
+def rms_norm(
+    x: torch.Tensor,  # [T, N]
+    weight: torch.Tensor,  # [N]
+    eps: float,
+    residual: torch.Tensor | None = None,  # [T, N], the residual stream, updated in place
+) -> torch.Tensor:  # [T, N]
+    """x / rms(x) * weight over the last dimension. With `residual`: residual += x first (in
+    place) and the sum is normalised, so a layer's residual add and the next norm are one call."""
+    if residual is not None:
+        x = residual.add_(x)
+    return F.rms_norm(x, (x.shape[-1],), weight, eps)
+
+
+def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:  # [T, 2 I] -> [T, I]
+    """SwiGLU's activation: silu(gate) * up, gate and up the two halves of the last dimension."""
+    gate, up = gate_up.chunk(2, dim=-1)
+    return F.silu(gate).mul_(up)
+
+
+def argmax(logits: torch.Tensor) -> torch.Tensor:  # [N, V] -> [N] int64
+    """Each row's first index of its largest value (greedy sampling)."""
+    return logits.argmax(dim=-1)
+
+
 def quant_linear(x: torch.Tensor, qw, bias: torch.Tensor | None = None) -> torch.Tensor:
     """y = x W^T + b for a weight-only quantized W (`kernels.quant_format.QuantizedWeight`).
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 import kernels
@@ -103,8 +102,7 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate_up = self.gate_up_proj(x)  # [T, 2 I]
-        gate, up = gate_up[:, : self.intermediate], gate_up[:, self.intermediate :]
-        return self.down_proj(F.silu(gate).mul_(up))  # SwiGLU
+        return self.down_proj(kernels.silu_mul(gate_up))  # SwiGLU: silu(gate) * up, [T, I]
 
 
 class RMSNorm(nn.Module):
@@ -113,8 +111,9 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(size))
         self.eps = eps
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+        """norm(x); with `residual`, residual += x in place first and the sum is normalised."""
+        return kernels.rms_norm(x, self.weight, self.eps, residual)
 
 
 class DecoderLayer(nn.Module):
@@ -125,10 +124,14 @@ class DecoderLayer(nn.Module):
         self.post_attn_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, h: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
-        # In-place residual adds: h is this step's own activation buffer (from the embedding).
-        h.add_(self.attn(self.input_norm(h), cache, meta))
-        return h.add_(self.mlp(self.post_attn_norm(h)))
+    def forward(self, h: torch.Tensor, pending: torch.Tensor | None, cache: LayerKV,
+                meta: AttentionMetadata) -> torch.Tensor:
+        """Returns this layer's MLP output, not yet added to the residual stream `h`: the next
+        norm adds it (one pass for the add and the norm). `pending` is the previous layer's.
+        h is this step's own activation buffer (from the embedding), updated in place."""
+        x = self.input_norm(h) if pending is None else self.input_norm(pending, h)
+        x = self.post_attn_norm(self.attn(x, cache, meta), h)
+        return self.mlp(x)
 
 
 class DecoderModel(nn.Module):
@@ -175,10 +178,11 @@ class DecoderModel(nn.Module):
         kv_caches: list[LayerKV],
         meta: AttentionMetadata,
     ) -> torch.Tensor:  # [T, hidden] after the final norm
-        h = self.embed_tokens(input_ids)
+        h = self.embed_tokens(input_ids)  # [T, hidden], the residual stream
+        pending = None
         for layer, cache in zip(self.layers, kv_caches, strict=True):
-            h = layer(h, LayerKV(*cache), meta)
-        return self.norm(h)
+            pending = layer(h, pending, cache, meta)
+        return self.norm(h) if pending is None else self.norm(pending, h)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [N, vocab] float32
         return self.lm_head(hidden).float()

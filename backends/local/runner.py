@@ -205,8 +205,11 @@ class ModelRunner:
             rows_t = torch.tensor(rows, dtype=torch.int64, device=self.device)
             logits = self.model.compute_logits(hidden.index_select(0, rows_t))  # [sum(1 + k), vocab]
             if plain:
-                plain_rows = torch.tensor([row_of[i] for i in plain], dtype=torch.int64, device=self.device)
-                tokens = sample_batch(self.sampler, logits.index_select(0, plain_rows), [inputs[i] for i in plain],
+                plain_logits = logits  # no verify in the step: every row is a plain one, no copy
+                if verify:
+                    plain_rows = torch.tensor([row_of[i] for i in plain], dtype=torch.int64, device=self.device)
+                    plain_logits = logits.index_select(0, plain_rows)
+                tokens = sample_batch(self.sampler, plain_logits, [inputs[i] for i in plain],
                                       self.eos_token_ids, masks)
                 for i, tok in zip(plain, tokens, strict=True):
                     out[i] = tok

@@ -14,6 +14,7 @@ from concurrent.futures import Future
 
 import torch
 
+import kernels
 from backends.local.logits_processors import apply_logits_processors
 from backends.local.logprobs import token_logprobs
 from backends.local.structured import GrammarMasks, fill_grammar_masks
@@ -52,7 +53,7 @@ class Sampler:
     ) -> torch.Tensor:  # [N] int64, on logits.device
         vocab = logits.shape[1]
         greedy = [p.greedy for p in params]
-        argmax = logits.argmax(dim=-1)  # [N]
+        argmax = kernels.argmax(logits)  # [N]
         if all(greedy):
             return argmax
         device = logits.device

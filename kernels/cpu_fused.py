@@ -1,0 +1,79 @@
+"""The fused elementwise CPU kernels (cpu_fused.c): RMSNorm with the residual add folded in,
+SwiGLU, and a row-wise argmax. Same contracts as `kernels.reference`; float32 contiguous
+CPU tensors take the native path, anything else the reference.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import logging
+from pathlib import Path
+
+import torch
+
+from kernels import reference
+from kernels.cpu_native import build_library
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("cpu_fused.c")
+
+
+@functools.cache
+def load() -> ctypes.CDLL | None:
+    """The built library, or None (logged once) when it cannot be built or loaded here."""
+    try:
+        lib = ctypes.CDLL(str(build_library(SOURCE)))
+    except Exception as exc:  # noqa: BLE001 - any failure means "use the torch path"
+        log.warning("native fused CPU kernels unavailable (%s: %s)", type(exc).__name__, exc)
+        return None
+    p, i32, i64, f32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float
+    lib.rms_norm.restype = lib.silu_mul.restype = lib.argmax_rows.restype = None
+    lib.rms_norm.argtypes = [p, p, p, p, i64, i32, f32, i32]
+    lib.silu_mul.argtypes = [p, p, i64, i32, i32]
+    lib.argmax_rows.argtypes = [p, p, i64, i64, i64, i32]
+    return lib
+
+
+def _native(*tensors: torch.Tensor | None) -> ctypes.CDLL | None:
+    """The library when every given tensor is a contiguous float32 CPU tensor, else None."""
+    for t in tensors:
+        if t is not None and (t.dtype != torch.float32 or t.device.type != "cpu" or not t.is_contiguous()):
+            return None
+    return load()
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
+             residual: torch.Tensor | None = None) -> torch.Tensor:
+    """See `kernels.reference.rms_norm`."""
+    lib = _native(x, weight, residual)
+    if lib is None or x.dim() != 2:
+        return reference.rms_norm(x, weight, eps, residual)
+    out = torch.empty_like(x)
+    rows, n = x.shape
+    lib.rms_norm(x.data_ptr(), 0 if residual is None else residual.data_ptr(), weight.data_ptr(), out.data_ptr(),
+                 rows, n, eps, torch.get_num_threads())
+    return out
+
+
+def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
+    """See `kernels.reference.silu_mul`."""
+    lib = _native(gate_up)
+    if lib is None or gate_up.dim() != 2:
+        return reference.silu_mul(gate_up)
+    rows, width = gate_up.shape
+    out = gate_up.new_empty(rows, width // 2)
+    lib.silu_mul(gate_up.data_ptr(), out.data_ptr(), rows, width // 2, torch.get_num_threads())
+    return out
+
+
+def argmax(logits: torch.Tensor) -> torch.Tensor:
+    """See `kernels.reference.argmax`."""
+    lib = _native(logits)
+    if lib is None or logits.dim() != 2:
+        return reference.argmax(logits)
+    rows, n = logits.shape
+    out = torch.empty(rows, dtype=torch.int64)
+    lib.argmax_rows(logits.data_ptr(), out.data_ptr(), rows, n, n, torch.get_num_threads())
+    return out

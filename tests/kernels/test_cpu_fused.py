@@ -1,0 +1,66 @@
+"""The fused elementwise CPU kernels (kernels/cpu_fused.c) against the torch reference."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import kernels
+from kernels import cpu_fused, reference
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def test_the_library_builds_here():
+    assert cpu_fused.load() is not None, "the C compiler that CI machines have should build cpu_fused.c"
+
+
+@pytest.mark.parametrize(("rows", "n"), [(1, 16), (3, 200), (64, 768), (513, 768)])
+def test_rms_norm_matches_the_reference(rows, n):
+    gen = _gen(rows)
+    x, w = torch.randn(rows, n, generator=gen) * 3, torch.randn(n, generator=gen)
+    torch.testing.assert_close(cpu_fused.rms_norm(x, w, 1e-6), reference.rms_norm(x, w, 1e-6), rtol=1e-5, atol=1e-5)
+
+
+def test_rms_norm_with_residual_adds_in_place_and_normalises_the_sum():
+    gen = _gen(7)
+    x, h, w = torch.randn(40, 200, generator=gen), torch.randn(40, 200, generator=gen), torch.randn(200, generator=gen)
+    h_ref = h.clone()
+    expected = reference.rms_norm(x, w, 1e-5, h_ref)
+    out = cpu_fused.rms_norm(x, w, 1e-5, h)
+    torch.testing.assert_close(h, h_ref, rtol=0, atol=0)  # the residual stream: the exact sum
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("rows", "inter"), [(1, 16), (5, 100), (64, 3072)])
+def test_silu_mul_matches_the_reference(rows, inter):
+    gate_up = torch.randn(rows, 2 * inter, generator=_gen(inter)) * 8  # exp far from 0 both ways
+    gate_up[0, 0], gate_up[0, 1] = 100.0, -100.0
+    torch.testing.assert_close(cpu_fused.silu_mul(gate_up), reference.silu_mul(gate_up), rtol=2e-6, atol=1e-6)
+
+
+def test_argmax_takes_the_first_maximum_and_nan_as_largest():
+    logits = torch.randn(6, 1003, generator=_gen(3))
+    logits[1, 17] = logits[1, 900] = 50.0  # a tie: the first wins
+    logits[2] = float("-inf")  # nothing allowed: index 0, as torch
+    logits[3, 500] = float("nan")
+    logits[4, 1002] = 99.0  # in the scalar tail
+    assert cpu_fused.argmax(logits).tolist() == reference.argmax(logits).tolist()
+    assert cpu_fused.argmax(logits)[1].item() == 17
+
+
+def test_non_float32_or_strided_inputs_take_the_reference_path():
+    x = torch.randn(4, 32, dtype=torch.bfloat16)
+    w = torch.ones(32, dtype=torch.bfloat16)
+    torch.testing.assert_close(cpu_fused.rms_norm(x, w, 1e-6), reference.rms_norm(x, w, 1e-6))
+    strided = torch.randn(8, 64).t()
+    assert cpu_fused.argmax(strided).tolist() == reference.argmax(strided).tolist()
+
+
+def test_dispatch_uses_the_reference_when_asked(monkeypatch):
+    monkeypatch.setenv("FAIRGATE_KERNELS", "reference")
+    assert kernels._fused(torch.zeros(1)) is reference
+    monkeypatch.setenv("FAIRGATE_KERNELS", "native")
+    assert kernels._fused(torch.zeros(1)) is cpu_fused
