@@ -1,7 +1,8 @@
 """A tenant's fleet-wide share cap on a backend pool (`tenant_pool_share`).
 
 A pool of N replicas takes about N x `pool_replica_slots` requests at once. With the cap set,
-one tenant may hold at most max(1, floor(share x that capacity)) of them in flight, counted
+one tenant may hold at most max(1, floor(share x that capacity)) of them in flight (share scaled
+by the tenant's fairness weight against the mean weight: `weighted_share`), counted
 across every gateway replica: each admitted request to a pool takes a slot in Redis (one
 sorted set per pool and tenant, scored by expiry, in the pool's own Cluster slot) before its
 quota is reserved, and gives it back when the request settles. Over the cap the answer is a
@@ -147,6 +148,16 @@ def make_share_gate(settings: Settings) -> ShareGate | None:
     return MemoryShareGate()
 
 
+def weighted_share(share: float, tenant: str, weights: dict[str, float]) -> float:
+    """`share` is what a tenant of average fairness weight may hold; a heavier tenant holds
+    proportionally more (never over the whole pool), a lighter one less. No weights: `share`."""
+    w = weights.get(tenant)
+    if not weights or w is None:
+        return share
+    mean = sum(weights.values()) / len(weights)
+    return min(1.0, share * w / mean) if mean > 0 else share
+
+
 def share_cap(pool: PoolBackend, share: float, slots_per_replica: int) -> int:
     """The most requests one tenant may hold in flight on `pool`, fleet-wide."""
     live = sum(1 for r in pool.replicas.values() if r.healthy and not r.spec.draining) or len(pool.replicas)
@@ -159,8 +170,8 @@ async def take_share(state: GatewayState, rid: str, tenant: str, decision: Route
     gate, first = state.pool_share, decision.backends[0] if decision.backends else None
     if gate is None or not isinstance(first, PoolBackend):
         return
-    share = state.settings.tenant_pool_share
-    assert share is not None
+    assert state.settings.tenant_pool_share is not None
+    share = weighted_share(state.settings.tenant_pool_share, tenant, state.fairness_weights)
     cap = share_cap(first, share, state.settings.pool_replica_slots)
     try:
         ok = await gate.acquire(first.name, tenant, rid, cap)

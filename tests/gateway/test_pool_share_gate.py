@@ -23,3 +23,16 @@ async def test_memory_share_gate_and_the_cap():
         assert share_cap(pool, 0.25, 4) == 2 and share_cap(pool, 0.01, 4) == 1
         pool.replicas["a"].healthy = False  # an ejected replica takes nothing: the cap shrinks
         assert share_cap(pool, 0.5, 4) == 2
+
+
+def test_the_share_follows_the_tenant_weight():
+    from pytest import approx
+
+    from gateway.pool_share import weighted_share
+
+    weights = {"gold": 3.0, "std": 1.0, "low": 0.5, "mid": 1.5}  # mean 1.5
+    assert weighted_share(0.3, "gold", weights) == approx(0.6)
+    assert weighted_share(0.3, "std", weights) == approx(0.2)
+    assert weighted_share(0.3, "mid", weights) == approx(0.3)
+    assert weighted_share(0.6, "gold", weights) == 1.0  # never over the whole pool
+    assert weighted_share(0.3, "unknown", weights) == 0.3 and weighted_share(0.3, "gold", {}) == 0.3
