@@ -30,6 +30,7 @@ from starlette.routing import Route
 
 from backends.base import GenerationRequest, Kind
 from backends.local.backend import LocalBackend
+from backends.local.choices import choice_ids
 from backends.local.metrics import ServerMetrics
 from backends.local.prepare import EngineRequest, parse_for_engine
 from backends.local.server_auth import ANONYMOUS_TENANT, EngineAuth, check_bind
@@ -101,7 +102,8 @@ class EngineServer:
             body = await _read_json(request, self.max_body_bytes)
             greq = _generation_request(kind, body, request.headers if trusted else None)
             prepared = parse_for_engine(kind, body, self.backend.info)
-            self.metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body)
+            self.metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body,
+                             choice_ids(greq.request_id, len(prepared.prompt_batch) or 1, prepared.n))
             if prepared.stream:
                 return await self._stream(greq, prepared)
             return await self._complete(request, greq, prepared)
