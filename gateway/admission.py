@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,8 @@ class Admitted:
     backend_s: float = 0.0  # time spent waiting on backends before the first byte went out
     overhead_ms: float | None = None  # gateway time to the first byte, backend_s excluded
     prompt_version_header: bytes | None = None
+    route: str | None = None  # the usage row's route when not the kind's own (e.g. /v1/responses)
+    output: Any = None  # the answer's wire format when not chat/completions (a ResponsesOutput)
 
     def response_headers(self) -> list[tuple[bytes, bytes]]:
         """The gateway's own response headers. Fixes the overhead: everything since arrival
@@ -92,13 +95,17 @@ def bearer_token(headers: dict[bytes, bytes]) -> str:
     return auth[7:].decode("latin-1").strip()
 
 
-async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive) -> Admitted:
-    """Authenticate, validate, route and reserve; raises WireError with nothing reserved."""
+async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive,
+                translate: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Admitted:
+    """Authenticate, validate, route and reserve; raises WireError with nothing reserved.
+    `translate` turns another API's body into this kind's first (e.g. Responses into chat)."""
     t0 = time.perf_counter()
     headers = dict(scope["headers"])
     token = bearer_token(headers)
     principal = await authenticate(state, token, reload=False)
     body = await read_json_object(receive, headers, state.settings.max_body_bytes)
+    if translate is not None:
+        body = translate(body)
     incoming = Incoming(kind, token, headers, body, parse_request(kind, body), uuid.uuid4().hex, t0)
     if not state.usage.accepting():  # usage could not be kept (usage_on_db_unavailable): reserve nothing
         raise WireError(503, "Usage cannot be recorded right now (database unavailable); retry shortly.",

@@ -31,10 +31,13 @@ class CompletionsEndpoint:
     def __init__(self, kind: Kind) -> None:
         self.kind: Kind = kind
 
+    async def admit(self, state: GatewayState, scope: Scope, receive: Receive) -> Admitted:
+        return await admit(state, self.kind, scope, receive)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = state_of(scope["app"])
         try:
-            adm = await admit(state, self.kind, scope, receive)
+            adm = await self.admit(state, scope, receive)
         except WireError as err:
             await send_error(send, err)
             return
@@ -56,7 +59,8 @@ async def complete(state: GatewayState, adm: Admitted, send: Send) -> None:
         await send_error(send, err)
         await finish(state, adm, "failed", None, err.status, None)
         return
-    body = orjson.dumps(result)  # id and model were set by the backend (GenerationRequest)
+    # id and model were set by the backend (GenerationRequest)
+    body = orjson.dumps(result if adm.output is None else adm.output.response(result))
     adm.ttft = time.perf_counter()
     await send_json(send, 200, body, adm.response_headers())
     # settling after the response went out keeps it off the client's latency

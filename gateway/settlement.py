@@ -36,7 +36,7 @@ async def finish(state: GatewayState, adm: Admitted, status: str, backend: str |
         stream=adm.parsed.stream, prompt_tokens=prompt, completion_tokens=completion,
         usage_estimated=estimated, cost=cost, http_status=http_status,
         ttft_ms=None if adm.ttft is None else (adm.ttft - adm.t0) * 1000, latency_ms=(now - adm.t0) * 1000,
-        route=ROUTES.get(adm.kind, adm.kind), cached_tokens=_cached_tokens(usage), overhead_ms=adm.overhead_ms,
+        route=adm.route or ROUTES.get(adm.kind, adm.kind), cached_tokens=_cached_tokens(usage), overhead_ms=adm.overhead_ms,
         prompt_version=prompt_version(adm.prompt_version_header, adm.gen.body))
     state.usage.record(event)
     for observer in state.request_observers:

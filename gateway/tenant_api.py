@@ -15,6 +15,7 @@ from gateway.admission import bearer_token
 from gateway.auth import Principal
 from gateway.completions import CompletionsEndpoint
 from gateway.reports import parse_time, to_csv, usage_report
+from gateway.responses import ResponsesEndpoint
 from gateway.state import state_of
 
 
@@ -95,6 +96,7 @@ def routes() -> list[Route]:
     return [
         Route("/v1/chat/completions", CompletionsEndpoint("chat"), methods=["POST"]),
         Route("/v1/completions", CompletionsEndpoint("completion"), methods=["POST"]),
+        Route("/v1/responses", ResponsesEndpoint(), methods=["POST"]),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/v1/models/{model:path}", get_model, methods=["GET"]),
         Route("/v1/usage", own_usage, methods=["GET"]),

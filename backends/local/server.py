@@ -43,7 +43,7 @@ from backends.openai_wire import (
     sse,
 )
 from backends.openai_wire.responses_output import ResponsesOutput
-from backends.openai_wire.responses_request import responses_to_chat
+from backends.openai_wire.responses_request import as_responses_error, responses_to_chat
 from scheduler.request import PRIORITY_CLASSES
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ class EngineServer:
                 return await self._stream(greq, prepared, output)
             return await self._complete(request, greq, prepared, output)
         except WireError as exc:
-            return error_response(exc)
+            return error_response(as_responses_error(exc) if responses else exc)
 
     async def _complete(self, request: Request, greq: GenerationRequest, prepared: EngineRequest,
                         output: ResponsesOutput | None) -> Response:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from backends.openai_wire.errors import bad_value
+from backends.openai_wire.errors import WireError, bad_value
 
 # Read here, or passed to the chat body as they are (fairgate's and vLLM's sampling extensions).
 _KNOWN = frozenset({
@@ -184,3 +184,15 @@ def _text_format(text: Any) -> dict[str, Any] | None:
         spec = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
         return {"type": "json_schema", "json_schema": spec}
     raise bad_value('text.format.type must be "text", "json_object" or "json_schema"', "text")
+
+
+_PARAM_NAMES = {"max_tokens": "max_output_tokens", "messages": "input", "response_format": "text"}
+
+
+def as_responses_error(err: WireError) -> WireError:
+    """A refusal of the chat body the Responses body became, naming the Responses field."""
+    if err.param in _PARAM_NAMES:
+        name = _PARAM_NAMES[err.param]
+        err.message = err.message.replace(f"`{err.param}`", f"`{name}`")
+        err.param = name
+    return err
