@@ -1,6 +1,6 @@
 """`fairgate engine`: the paged engine behind an OpenAI-compatible HTTP API (Starlette + uvicorn).
 
-Routes: POST /v1/completions, POST /v1/chat/completions, POST /v1/responses (JSON or SSE), GET /v1/models[/{id}],
+Routes: POST /v1/completions, POST /v1/chat/completions, POST /v1/responses (JSON or SSE), POST /v1/embeddings, GET /v1/models[/{id}],
 GET /health, GET /stats, GET /metrics (Prometheus), GET|PUT /control/fairness. The gateway in
 front passes the tenant, priority class and cache salt in `X-Tenant`, `X-Priority`,
 `X-Cache-Salt`; `X-Prompt-Version` labels the prefix-cache metrics. With `--api-key` those
@@ -42,6 +42,7 @@ from backends.openai_wire import (
     read_json_object,
     sse,
 )
+from backends.openai_wire.embeddings import parse_embeddings
 from backends.openai_wire.responses_output import ResponsesOutput
 from backends.openai_wire.responses_request import as_responses_error, responses_to_chat
 from scheduler.request import PRIORITY_CLASSES
@@ -72,6 +73,7 @@ def build_app(
         Route("/v1/completions", server.completions, methods=["POST"]),
         Route("/v1/chat/completions", server.chat, methods=["POST"]),
         Route("/v1/responses", server.responses, methods=["POST"]),
+        Route("/v1/embeddings", server.embeddings, methods=["POST"]),
         Route("/v1/models", server.models, methods=["GET"]),
         Route("/v1/models/{model:path}", server.model, methods=["GET"]),
         Route("/health", server.health, methods=["GET"]),
@@ -102,6 +104,20 @@ class EngineServer:
     async def responses(self, request: Request) -> Response:
         """POST /v1/responses: the Responses API on the chat path (openai_wire.responses_*)."""
         return await self._generate(request, "chat", responses=True)
+
+    async def embeddings(self, request: Request) -> Response:
+        """POST /v1/embeddings: mean-pooled hidden states of the served model."""
+        try:
+            trusted = self.auth.trusted(dict(request.headers))
+            body = await _read_json(request, self.max_body_bytes)
+            wire = parse_embeddings(body, require_model=False)
+            if wire.model is not None and wire.model != self.backend.model_name:
+                raise WireError(404, f"The model `{wire.model}` does not exist.", "model_not_found", "model")
+            greq = _generation_request("embedding", body, request.headers if trusted else None)
+            greq.parsed = wire
+            return JSONResponse(await self.backend.embed(greq), headers={"x-request-id": greq.request_id})
+        except WireError as exc:
+            return error_response(exc)
 
     async def _generate(self, request: Request, kind: Kind, responses: bool = False) -> Response:
         try:
