@@ -22,7 +22,8 @@ from backends.openai_wire.responses import response_id
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 # a fairgate engine server (or a vLLM we feed): it schedules by tenant and salts caches
-LOCAL_ENGINE = Capabilities(tenant_scheduling=True, cache_salt=True)
+LOCAL_ENGINE = Capabilities(tenant_scheduling=True, cache_salt=True, embeddings=True)
+EXTERNAL = Capabilities(embeddings=True)  # OpenAI-compatible APIs serve /v1/embeddings
 
 
 class CircuitBreaker:
@@ -75,7 +76,7 @@ class OpenAICompatBackend:
         self._max_retries = max_retries
         self._backoff_s = backoff_s
         self.breaker = breaker or CircuitBreaker()
-        self.capabilities = LOCAL_ENGINE if is_local else Capabilities()
+        self.capabilities = LOCAL_ENGINE if is_local else EXTERNAL
 
     @property
     def model_name(self) -> str | None:
@@ -152,6 +153,18 @@ class OpenAICompatBackend:
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
         path, payload = self._prepare(request, stream=False)
+        return await self._json_answer(request, path, payload)
+
+    async def embed(self, request: GenerationRequest) -> dict[str, Any]:
+        """POST /embeddings upstream with the client's body (the upstream's model name)."""
+        body = dict(request.body)
+        if self.model:
+            body["model"] = self.model
+        result = await self._json_answer(request, "/embeddings", orjson.dumps(body))
+        result.pop("id", None)  # embeddings responses carry no id
+        return result
+
+    async def _json_answer(self, request: GenerationRequest, path: str, payload: bytes) -> dict[str, Any]:
         resp = await self._send(path, payload, self._request_headers(request))
         try:
             result: Any = orjson.loads(await resp.read())

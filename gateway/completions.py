@@ -1,5 +1,5 @@
-"""The ASGI endpoint behind /v1/chat/completions and /v1/completions, and the non-streaming
-answer (streams: gateway/streaming.py).
+"""The ASGI endpoint behind /v1/chat/completions, /v1/completions and /v1/embeddings, and the
+non-streaming answer (streams: gateway/streaming.py).
 
     admit (gateway.admission) → first_answer (gateway.fallback) → send → finish (gateway.settlement)
 
@@ -46,7 +46,9 @@ class CompletionsEndpoint:
             await send_error(send, WireError(503, "The gateway cannot admit requests right now; retry.",
                                              "service_unavailable", headers={"retry-after": "1"}))
             return
-        if adm.parsed.stream:
+        if adm.kind == "embedding":
+            await embed(state, adm, send)
+        elif adm.parsed.stream:
             await stream(state, adm, receive, send)
         else:
             await complete(state, adm, send)
@@ -64,4 +66,19 @@ async def complete(state: GatewayState, adm: Admitted, send: Send) -> None:
     adm.ttft = time.perf_counter()
     await send_json(send, 200, body, adm.response_headers())
     # settling after the response went out keeps it off the client's latency
+    await finish(state, adm, "finished", backend.name, 200, result.get("usage"))
+
+
+async def embed(state: GatewayState, adm: Admitted, send: Send) -> None:
+    """POST /v1/embeddings: the same admission (a sensitive input only to a local backend), no
+    completion reserved; the usage row counts the input tokens."""
+    try:
+        backend, result = await first_answer(adm, lambda b: b.embed(adm.gen))
+    except WireError as err:
+        await send_error(send, err)
+        await finish(state, adm, "failed", None, err.status, None)
+        return
+    body = orjson.dumps({**result, "model": adm.parsed.model})  # the name the client asked for
+    adm.ttft = time.perf_counter()
+    await send_json(send, 200, body, adm.response_headers())
     await finish(state, adm, "finished", backend.name, 200, result.get("usage"))

@@ -13,7 +13,7 @@ from gateway.state import GatewayState
 from gateway.usage import UsageEvent
 
 log = logging.getLogger("fairgate.request")
-ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
+ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions", "embedding": "/v1/embeddings"}
 
 
 async def finish(state: GatewayState, adm: Admitted, status: str, backend: str | None, http_status: int,

@@ -97,6 +97,7 @@ def routes() -> list[Route]:
         Route("/v1/chat/completions", CompletionsEndpoint("chat"), methods=["POST"]),
         Route("/v1/completions", CompletionsEndpoint("completion"), methods=["POST"]),
         Route("/v1/responses", ResponsesEndpoint(), methods=["POST"]),
+        Route("/v1/embeddings", CompletionsEndpoint("embedding"), methods=["POST"]),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/v1/models/{model:path}", get_model, methods=["GET"]),
         Route("/v1/usage", own_usage, methods=["GET"]),
