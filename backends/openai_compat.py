@@ -89,6 +89,8 @@ class OpenAICompatBackend:
         body = dict(request.body)
         if self.model:
             body["model"] = self.model
+        if not self.is_local:  # fairgate's own opt-out; an external API would refuse the field
+            body.pop("speculative", None)
         parsed = request.parsed
         if self.is_local and parsed is not None and parsed.max_tokens is not None \
                 and parsed.max_tokens_field not in body:
