@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from backends.openai_wire.request import WireRequest
 
-Kind = Literal["chat", "completion"]
+Kind = Literal["chat", "completion", "embedding"]
 Chunk = dict[str, Any]
 
 
@@ -48,6 +48,7 @@ class Capabilities:
     response_format: bool = True  # structured output (json_object / json_schema)
     n: bool = True  # several choices per request
     batched_prompts: bool = True  # completions with a list of prompts
+    embeddings: bool = False  # POST /v1/embeddings (`Backend.embed`)
 
 
 @dataclass(slots=True)
@@ -125,6 +126,11 @@ class Backend(Protocol):
     def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
         """OpenAI chunk objects in batches (what arrived together leaves together); a chunk
         with `usage` comes last whatever the client asked. Closing the iterator ends the work."""
+        ...
+
+    async def embed(self, request: GenerationRequest) -> dict[str, Any]:
+        """The OpenAI embeddings response (kind "embedding"), with `usage`; a backend without
+        `capabilities.embeddings` raises `BackendError` (the gateway never sends it one)."""
         ...
 
     async def aclose(self) -> None: ...

@@ -24,7 +24,8 @@ from backends.openai_wire.responses import response_id
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 5.0  # an upstream asking for a longer pause is not retried within the request
 # a fairgate engine server (or a vLLM we feed): it schedules by tenant and salts caches
-LOCAL_ENGINE = Capabilities(tenant_scheduling=True, cache_salt=True)
+LOCAL_ENGINE = Capabilities(tenant_scheduling=True, cache_salt=True, embeddings=True)
+EXTERNAL = Capabilities(embeddings=True)  # OpenAI-compatible APIs serve /v1/embeddings
 
 
 class CircuitBreaker:
@@ -80,7 +81,7 @@ class OpenAICompatBackend:
         self._max_retries = max_retries
         self._backoff_s = backoff_s
         self.breaker = breaker or CircuitBreaker()
-        self.capabilities = LOCAL_ENGINE if is_local else Capabilities()
+        self.capabilities = LOCAL_ENGINE if is_local else EXTERNAL
 
     @property
     def model_name(self) -> str | None:
@@ -93,6 +94,8 @@ class OpenAICompatBackend:
         body = dict(request.body)
         if self.model:
             body["model"] = self.model
+        if not self.is_local:  # fairgate's own opt-out; an external API would refuse the field
+            body.pop("speculative", None)
         parsed = request.parsed
         if self.is_local and parsed is not None and parsed.max_tokens is not None \
                 and parsed.max_tokens_field not in body:
@@ -171,6 +174,18 @@ class OpenAICompatBackend:
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
         path, payload = self._prepare(request, stream=False)
+        return await self._json_answer(request, path, payload)
+
+    async def embed(self, request: GenerationRequest) -> dict[str, Any]:
+        """POST /embeddings upstream with the client's body (the upstream's model name)."""
+        body = dict(request.body)
+        if self.model:
+            body["model"] = self.model
+        result = await self._json_answer(request, "/embeddings", orjson.dumps(body))
+        result.pop("id", None)  # embeddings responses carry no id
+        return result
+
+    async def _json_answer(self, request: GenerationRequest, path: str, payload: bytes) -> dict[str, Any]:
         try:
             resp = await self._send(path, payload, self._request_headers(request))
             try:

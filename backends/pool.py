@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -117,7 +117,7 @@ class PoolBackend:
         self.kind = kind
         self.model = model
         self.is_local = is_local
-        self.capabilities = Capabilities(tenant_scheduling=True, cache_salt=True)
+        self.capabilities = Capabilities(tenant_scheduling=True, cache_salt=True, embeddings=True)
         self.options = options or PoolOptions()
         self.keyer = keyer or PrefixKeyer()
         self._make = make_replica
@@ -171,12 +171,20 @@ class PoolBackend:
             replica.eject(f"request failed with {exc.status}")
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
+        return await self._answer(request, lambda b: b.complete(request))
+
+    async def embed(self, request: GenerationRequest) -> dict[str, Any]:
+        return await self._answer(request, lambda b: b.embed(request))
+
+    async def _answer(self, request: GenerationRequest,
+                      call: Callable[[Backend], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        """The first replica's answer, failing over on a retryable error."""
         last: BackendError | None = None
         for replica in self._order(request):
             replica.outstanding += 1
             replica.requests += 1
             try:
-                return await replica.backend.complete(request)
+                return await call(replica.backend)
             except BackendError as exc:
                 self._failed(replica, exc)
                 if not exc.retryable:

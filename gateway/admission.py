@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from backends.openai_wire import (
     parse_request,
     read_json_object,
 )
+from backends.openai_wire.embeddings import parse_embeddings
 from backends.openai_wire.headers import bearer
 from backends.openai_wire.responses import response_id
 from backends.types import Receive, Scope
@@ -59,6 +61,8 @@ class Admitted:
     overhead_ms: float | None = None  # gateway time to the first byte, backend_s excluded
     prompt_version_header: bytes | None = None
     ratelimit: RateLimitState | None = None  # the tenant's windows after admission (x-ratelimit-*)
+    route: str | None = None  # the usage row's route when not the kind's own (e.g. /v1/responses)
+    output: Any = None  # the answer's wire format when not chat/completions (a ResponsesOutput)
 
     def response_headers(self, backend: str) -> list[tuple[bytes, bytes]]:
         """The gateway's own response headers, naming the backend (or pool) that answers (what
@@ -103,14 +107,19 @@ def bearer_token(headers: dict[bytes, bytes]) -> str:
     return token
 
 
-async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive) -> Admitted:
-    """Authenticate, validate, route and reserve; raises WireError with nothing reserved."""
+async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive,
+                translate: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Admitted:
+    """Authenticate, validate, route and reserve; raises WireError with nothing reserved.
+    `translate` turns another API's body into this kind's first (e.g. Responses into chat)."""
     t0 = time.perf_counter()
     headers = dict(scope["headers"])
     token = bearer_token(headers)
     principal = await authenticate(state, token, reload=False, address=client_address(scope))
     body = await read_json_object(receive, headers, state.settings.max_body_bytes)
-    incoming = Incoming(kind, token, headers, body, parse_request(kind, body), uuid.uuid4().hex, t0)
+    if translate is not None:
+        body = translate(body)
+    parsed = parse_embeddings(body) if kind == "embedding" else parse_request(kind, body)
+    incoming = Incoming(kind, token, headers, body, parsed, uuid.uuid4().hex, t0)
     if not state.usage.accepting():  # usage could not be kept (usage_on_db_unavailable): reserve nothing
         raise WireError(503, "Usage cannot be recorded right now (database unavailable); retry shortly.",
                         "usage_unavailable", headers={"retry-after": "1"})
@@ -138,7 +147,8 @@ async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -
     asked = parsed.max_tokens is not None
     if not asked:
         max_tokens = clamp_to_context(decision, parsed, max_tokens)
-    completion_bound = max_tokens * parsed.num_choices  # every choice may run to max_tokens
+    # every choice may run to max_tokens; embeddings generate nothing
+    completion_bound = 0 if req.kind == "embedding" else max_tokens * parsed.num_choices
     cost = reserve_price(state, decision, parsed, completion_bound)
     rid = response_id(req.kind, req.request_id)
     await take_share(state, rid, principal.tenant_id, decision)  # tenant_pool_share, before any reserve
@@ -151,7 +161,7 @@ async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -
     # engine and our engine servers honour it); the body gets it only to enforce a key's limit,
     # never otherwise (OpenAI's reasoning models refuse `max_tokens`).
     parsed.max_tokens = max_tokens
-    if asked or principal.max_tokens_per_request is not None:
+    if req.kind != "embedding" and (asked or principal.max_tokens_per_request is not None):
         req.body[parsed.max_tokens_field] = max_tokens
     gen = GenerationRequest(
         req.request_id, req.kind, req.body, tenant=principal.tenant_id, priority=priority,
@@ -229,6 +239,9 @@ def check_capabilities(decision: RouteDecision, parsed: WireRequest, body: dict)
     if not decision.backends:
         return
     caps, name = decision.backends[0].capabilities, decision.backends[0].name
+    if parsed.kind == "embedding" and not caps.embeddings:
+        raise WireError(400, f"Embeddings are not served by the backend serving this model ({name}).",
+                        "unsupported_parameter", "model")
     asks = [
         ("n", parsed.n > 1, caps.n),
         ("prompt", parsed.is_batched, caps.batched_prompts),

@@ -1,5 +1,5 @@
-"""The ASGI endpoint behind /v1/chat/completions and /v1/completions, and the non-streaming
-answer (streams: gateway/streaming.py).
+"""The ASGI endpoint behind /v1/chat/completions, /v1/completions and /v1/embeddings, and the
+non-streaming answer (streams: gateway/streaming.py).
 
     admit (gateway.admission) → first_answer (gateway.fallback) → send → finish (gateway.settlement)
 
@@ -35,11 +35,14 @@ class CompletionsEndpoint:
     def __init__(self, kind: Kind) -> None:
         self.kind: Kind = kind
 
+    async def admit(self, state: GatewayState, scope: Scope, receive: Receive) -> Admitted:
+        return await admit(state, self.kind, scope, receive)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = state_of(scope["app"])
         t0 = time.perf_counter()
         try:
-            adm = await admit(state, self.kind, scope, receive)
+            adm = await self.admit(state, scope, receive)
         except WireError as err:
             await send_error(send, err)
             log_refusal(scope.get("path", ""), err.status, err.code, t0)
@@ -49,7 +52,9 @@ class CompletionsEndpoint:
             await send_error(send, WireError(503, "The gateway cannot admit requests right now; retry.",
                                              "service_unavailable", headers={"retry-after": "1"}))
             return
-        if adm.parsed.stream:
+        if adm.kind == "embedding":
+            await embed(state, adm, send)
+        elif adm.parsed.stream:
             await stream(state, adm, receive, send)
         else:
             await complete(state, adm, receive, send)
@@ -78,7 +83,8 @@ async def complete(state: GatewayState, adm: Admitted, receive: Receive, send: S
         await send_error(send, err)
         await finish(state, adm, "failed", None, err.status, None)
         return
-    body = orjson.dumps(result)  # id and model were set by the backend (GenerationRequest)
+    # id and model were set by the backend (GenerationRequest)
+    body = orjson.dumps(result if adm.output is None else adm.output.response(result))
     adm.ttft = time.perf_counter()
     await send_json(send, 200, body, adm.response_headers(backend.name))
     # settling after the response went out keeps it off the client's latency
@@ -95,3 +101,18 @@ async def _disconnected(receive: Receive) -> None:
     """Returns when the client has gone (the body was read already: nothing else comes)."""
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+async def embed(state: GatewayState, adm: Admitted, send: Send) -> None:
+    """POST /v1/embeddings: the same admission (a sensitive input only to a local backend), no
+    completion reserved; the usage row counts the input tokens."""
+    try:
+        backend, result = await first_answer(adm, lambda b: b.embed(adm.gen))
+    except WireError as err:
+        await send_error(send, err)
+        await finish(state, adm, "failed", None, err.status, None)
+        return
+    body = orjson.dumps({**result, "model": adm.parsed.model})  # the name the client asked for
+    adm.ttft = time.perf_counter()
+    await send_json(send, 200, body, adm.response_headers(backend.name))
+    await finish(state, adm, "finished", backend.name, 200, result.get("usage"))

@@ -16,7 +16,7 @@ from policies.complexity import complexity_score
 from policies.prompt_layout import head_fingerprint
 
 log = logging.getLogger("fairgate.request")
-ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
+ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions", "embedding": "/v1/embeddings"}
 
 
 async def finish(state: GatewayState, adm: Admitted, status: str, backend: str | None, http_status: int,
@@ -42,9 +42,9 @@ async def finish(state: GatewayState, adm: Admitted, status: str, backend: str |
         stream=adm.parsed.stream, prompt_tokens=prompt, completion_tokens=completion,
         usage_estimated=estimated, cost=cost, http_status=http_status,
         ttft_ms=None if adm.ttft is None else (adm.ttft - adm.t0) * 1000, latency_ms=(now - adm.t0) * 1000,
-        route=ROUTES.get(adm.kind, adm.kind), cached_tokens=_cached_tokens(usage), overhead_ms=adm.overhead_ms,
-        prompt_version=prompt_version(adm.prompt_version_header, adm.gen.body), prefix_hash=head,
-        prefix_shape=shape, complexity=_complexity(texts, prompt) if signals else None)
+        route=adm.route or ROUTES.get(adm.kind, adm.kind), cached_tokens=_cached_tokens(usage),
+        overhead_ms=adm.overhead_ms, prompt_version=prompt_version(adm.prompt_version_header, adm.gen.body),
+        prefix_hash=head, prefix_shape=shape, complexity=_complexity(texts, prompt) if signals else None)
     await give_back_share(state, adm.rid)
     state.usage.record(event)
     for observer in state.request_observers:

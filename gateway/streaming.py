@@ -44,9 +44,15 @@ class StreamProgress:
     status: str = "finished"
     http_status: int = 200
 
-    def frame(self, batch: list[Chunk], kind: Kind) -> bytes:
-        """The SSE bytes for one batch; notes usage and text on the way."""
+    def frame(self, batch: list[Chunk], kind: Kind, output: Any = None) -> bytes:
+        """The SSE bytes for one batch (`output`: another API's events, e.g. Responses);
+        notes usage and text on the way."""
         out = []
+        if output is not None:
+            for chunk in batch:
+                self.usage = chunk.get("usage") or self.usage
+                self.text_chunks += chunk_text_count(chunk, kind) if chunk.get("choices") else 0
+            return output.frame(batch)
         for chunk in batch:
             usage = chunk.get("usage")
             if usage:
@@ -94,8 +100,9 @@ async def stream(state: GatewayState, adm: Admitted, receive: Receive, send: Sen
         progress.status, progress.http_status = "disconnected", 499
     except BackendError as exc:  # after bytes went out: report in-band, no fallback
         progress.status, progress.http_status, progress.done = "failed", exc.status, True
-        await send({"type": "http.response.body", "body": sse_stream_error(str(exc), exc.code or "upstream_error"),
-                    "more_body": False})
+        error = (sse_stream_error(str(exc), exc.code or "upstream_error") if adm.output is None
+                 else adm.output.error(str(exc)))
+        await send({"type": "http.response.body", "body": error, "more_body": False})
     finally:
         progress.done = True
         watcher.cancel()
@@ -107,14 +114,15 @@ async def stream(state: GatewayState, adm: Admitted, receive: Receive, send: Sen
 async def _forward(adm: Admitted, progress: StreamProgress, batch: list[Chunk] | None, batches: Batches,
                    send: Send) -> None:
     while batch is not None:
-        body = progress.frame(batch, adm.kind)
+        body = progress.frame(batch, adm.kind, adm.output)
         if body:  # what arrived together leaves together: one write, not one per chunk
             await send({"type": "http.response.body", "body": body, "more_body": True})
             if adm.ttft is None:
                 adm.ttft = time.perf_counter()
         batch = await anext(batches, None)
     progress.done = True
-    await send({"type": "http.response.body", "body": SSE_DONE, "more_body": False})
+    end = SSE_DONE if adm.output is None else adm.output.end()
+    await send({"type": "http.response.body", "body": end, "more_body": False})
 
 
 async def _watch_disconnect(receive: Receive, progress: StreamProgress, task: asyncio.Task[Any]) -> None:

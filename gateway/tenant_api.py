@@ -15,6 +15,7 @@ from gateway.auth_throttle import client_address
 from gateway.completions import CompletionsEndpoint
 from gateway.cost_sources import costed_report
 from gateway.reports import GROUPS, parse_time, to_csv
+from gateway.responses import ResponsesEndpoint
 from gateway.state import state_of
 
 
@@ -100,6 +101,8 @@ def routes() -> list[Route]:
     return [
         Route("/v1/chat/completions", CompletionsEndpoint("chat"), methods=["POST"]),
         Route("/v1/completions", CompletionsEndpoint("completion"), methods=["POST"]),
+        Route("/v1/responses", ResponsesEndpoint(), methods=["POST"]),
+        Route("/v1/embeddings", CompletionsEndpoint("embedding"), methods=["POST"]),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/v1/models/{model:path}", get_model, methods=["GET"]),
         Route("/v1/usage", own_usage, methods=["GET"]),

@@ -14,6 +14,7 @@ from typing import Any
 from backends.base import Capabilities, Chunk, GenerationRequest
 from backends.local.choice_format import ChoiceFormatter
 from backends.local.choices import Choice, UsageTally, plan_choices, run_choices, total_usage
+from backends.local.embeddings import embed
 from backends.local.engine import AsyncEngine
 from backends.local.engine_config import EngineConfig
 from backends.local.engine_stream import RequestStream
@@ -30,7 +31,7 @@ from backends.openai_wire import (
 )
 
 CAPABILITIES = Capabilities(tenant_scheduling=True, cache_salt=True, logprobs=True, tools=True,
-                            response_format=True, n=True, batched_prompts=True)
+                            response_format=True, n=True, batched_prompts=True, embeddings=True)
 
 
 class LocalBackend:
@@ -65,6 +66,10 @@ class LocalBackend:
                 yield batch
         finally:
             await batches.aclose()  # leaving early aborts the engine request now, not at GC
+
+    async def embed(self, request: GenerationRequest) -> dict[str, Any]:
+        """Mean-pooled, L2-normalised hidden states of each input (backends/local/embeddings.py)."""
+        return await embed(self, request)
 
     async def aclose(self) -> None:
         await self.engine.aclose()

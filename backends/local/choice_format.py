@@ -3,8 +3,7 @@ finish reasons, for the full response and for streamed chunks.
 
 A prompt's echoed logprobs come from its first choice: the siblings map the prompt's cached
 blocks and so never compute those positions themselves (choices.py). With tools, a streamed
-reply is held until it ends (a call cannot be told from text before), then sent as content or as
-OpenAI tool-call deltas.
+reply goes out as content and incremental OpenAI tool-call deltas (tool_stream.py).
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from backends.local.logprobs_wire import (
 )
 from backends.local.output import RequestOutput
 from backends.local.prepare import EngineRequest
+from backends.local.tool_stream import ToolCallStream
 from backends.local.types import TokenLogprobs
 from backends.openai_wire import chunk
 
@@ -34,7 +34,7 @@ class ChoiceFormatter:
         self.text = TokenText(decode)
         self._echoed: set[int] = set()  # streamed choices whose echo went out
         self._prompt_lps: dict[int, list[TokenLogprobs | None]] = {}  # prompt index -> its first choice's
-        self._held: dict[int, str] = {}  # choice -> reply text held back (tools)
+        self._tool_streams: dict[int, ToolCallStream] = {}  # choice -> its reply under tools
 
     def full_choice(self, choice: Choice, out: RequestOutput, finals: dict[int, RequestOutput]) -> dict[str, Any]:
         """The choice object of the non-streaming response."""
@@ -67,7 +67,7 @@ class ChoiceFormatter:
         """The chunks for one delta of one choice (maybe none), its finish chunk included."""
         kind = self.prepared.kind
         if self.prepared.tools is not None and self.prepared.tools.parses:
-            return self._held_pieces(choice, delta, rid, model, created)
+            return self._tool_pieces(choice, delta, rid, model, created)
         if choice.leads and delta.prompt_logprobs is not None:
             self._prompt_lps[choice.prompt_index] = delta.prompt_logprobs
         echo = kind == "completion" and choice.index not in self._echoed and bool(self.prepared.echo_batch)
@@ -84,20 +84,28 @@ class ChoiceFormatter:
             pieces.append(last)
         return pieces
 
-    def _held_pieces(self, choice: Choice, delta: RequestOutput, rid: str, model: str, created: int) -> list[Chunk]:
-        """Tools: hold the reply; at its end one delta of content or of tool calls, then the finish."""
-        self._held[choice.index] = self._held.get(choice.index, "") + delta.text
-        if not delta.finished:
-            return []
-        message, finish = self._message(self._held.pop(choice.index), delta.finish_reason)
-        piece = chunk("chat", rid, model, created, message["content"])
-        if "tool_calls" in message:
-            piece["choices"][0]["delta"]["tool_calls"] = [
-                {"index": i, **call} for i, call in enumerate(message["tool_calls"])]
-        last = chunk("chat", rid, model, created, None, finish)
-        for c in (piece, last):
+    def _tool_pieces(self, choice: Choice, delta: RequestOutput, rid: str, model: str, created: int) -> list[Chunk]:
+        """Tools: content and tool-call deltas as the reply grows (tool_stream.py), then the finish."""
+        assert self.prepared.tools is not None
+        stream = self._tool_streams.get(choice.index)
+        if stream is None:
+            stream = self._tool_streams[choice.index] = ToolCallStream(self.prepared.tools)
+        content, calls = stream.feed(delta.text, final=delta.finished)
+        pieces = []
+        if content:
+            pieces.append(chunk("chat", rid, model, created, content))
+        if calls:
+            piece = chunk("chat", rid, model, created, None)
+            piece["choices"][0]["delta"]["tool_calls"] = calls
+            pieces.append(piece)
+        if delta.finished:
+            finish = delta.finish_reason
+            pieces.append(chunk("chat", rid, model, created, None,
+                                "tool_calls" if finish == "stop" and stream.has_calls else finish))
+            del self._tool_streams[choice.index]
+        for c in pieces:
             c["choices"][0]["index"] = choice.index
-        return [piece, last]
+        return pieces
 
     def _echo(self, choice: Choice) -> str:
         batch = self.prepared.echo_batch

@@ -34,16 +34,22 @@ class Choice:
     leads: bool = True  # the first choice of its prompt: it prefills, its siblings reuse the blocks
 
 
+def choice_ids(request_id: str, num_prompts: int, n: int) -> list[tuple[str, bool]]:
+    """(engine id, leads) of every choice, in response order: the request's own id for a single
+    choice, `<id>-<index>` otherwise (metrics label each engine request by these)."""
+    if num_prompts == 1 and n == 1:
+        return [(request_id, True)]
+    return [(f"{request_id}-{k}", k % n == 0) for k in range(num_prompts * n)]
+
+
 def plan_choices(request_id: str, prompts: list[list[int]], n: int, sampling: SamplingParams) -> list[Choice]:
     """Every choice of a request, in response order."""
-    if len(prompts) == 1 and n == 1:
-        return [Choice(0, 0, request_id, prompts[0], sampling)]
     choices = []
-    for p, ids in enumerate(prompts):
-        for j in range(n):
-            seed = None if sampling.seed is None else sampling.seed + j
-            params = dataclasses.replace(sampling, seed=seed) if j else sampling
-            choices.append(Choice(p * n + j, p, f"{request_id}-{p * n + j}", ids, params, j == 0))
+    for k, (rid, leads) in enumerate(choice_ids(request_id, len(prompts), n)):
+        j = k % n
+        seed = None if sampling.seed is None else sampling.seed + j
+        params = dataclasses.replace(sampling, seed=seed) if j else sampling
+        choices.append(Choice(k, k // n, rid, prompts[k // n], params, leads))
     return choices
 
 

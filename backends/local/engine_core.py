@@ -172,6 +172,8 @@ class EngineCore:
         for request_id, res in extras.items():
             if res.prompt_logprobs and request_id in self._live:
                 self._live[request_id].tracker.add_prompt_logprobs(res.prompt_logprobs)
+            if res.pooled is not None and request_id in self._live:
+                self._live[request_id].tracker.add_pooled(*res.pooled)
         for request_id, tokens in sampled.items():
             live = self._live.get(request_id)
             if live is None:

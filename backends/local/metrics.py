@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -111,12 +111,23 @@ class EngineRequestMetrics:
         # request id -> prompt version, set by the HTTP layer before the request reaches the engine
         self._versions: dict[str, str] = {}
         self._version_cap = LabelCap()
+        self._siblings: set[str] = set()  # engine ids of non-leading choices (set_choices)
 
     # ------------------------------------------------------------------ any thread
     def set_prompt_version(self, request_id: str, version: str) -> None:
         if len(self._versions) >= MAX_PENDING_VERSIONS:  # only requests refused before the engine leak
             self._versions.clear()
+            self._siblings.clear()
         self._versions[request_id] = version
+
+    def set_choices(self, choice_ids: Sequence[tuple[str, bool]], version: str) -> None:
+        """Label each engine request of a request with several choices (n > 1, batched
+        prompts): `(engine id, leads)`. A sibling maps its leader's prompt blocks, so its prompt
+        is counted once, with the leader, as usage counts it."""
+        for rid, leads in choice_ids:
+            self.set_prompt_version(rid, version)
+            if not leads:
+                self._siblings.add(rid)
 
     # ------------------------------------------------------------------ engine thread
     def on_scheduled(self, plan: StepPlan) -> None:
@@ -154,6 +165,7 @@ class EngineRequestMetrics:
             entry = self._live.get(out.request_id)
             if entry is None:  # aborted before it was ever scheduled
                 self._versions.pop(out.request_id, None)
+                self._siblings.discard(out.request_id)
                 continue
             n = len(out.token_ids)
             if n:
@@ -173,10 +185,22 @@ class EngineRequestMetrics:
         c.e2e.observe(now - entry.arrival)
         c.queue.observe(max(entry.scheduled - entry.arrival, 0.0))
         usage = out.usage
-        c.prompt.inc(usage.prompt_tokens)
         c.generation.inc(usage.completion_tokens)
-        c.cached.inc(usage.cached_tokens)
         version = self._version_cap(self._versions.pop(out.request_id, NONE))
+        if out.request_id in self._siblings:  # its prompt was counted with its leader
+            self._siblings.discard(out.request_id)
+        else:
+            self._count_prompt(entry, version, usage)
+        key = (entry.tenant, entry.priority, out.finish_reason or "unknown")
+        counter = self._finish_children.get(key)
+        if counter is None:
+            counter = self._finish_children[key] = self.requests.labels(entry.tenant, self.model, *key[1:])
+        counter.inc()
+
+    def _count_prompt(self, entry: _Live, version: str, usage: Any) -> None:
+        """Prompt, cached and prefix-cache tokens of one prompt (once per prompt, not per choice)."""
+        entry.children.prompt.inc(usage.prompt_tokens)
+        entry.children.cached.inc(usage.cached_tokens)
         pc = self._pc_children.get((entry.tenant, version))
         if pc is None:
             pc = self._pc_children[(entry.tenant, version)] = (
@@ -185,11 +209,6 @@ class EngineRequestMetrics:
             )
         pc[0].inc(usage.prompt_tokens)
         pc[1].inc(usage.cached_tokens)
-        key = (entry.tenant, entry.priority, out.finish_reason or "unknown")
-        counter = self._finish_children.get(key)
-        if counter is None:
-            counter = self._finish_children[key] = self.requests.labels(entry.tenant, self.model, *key[1:])
-        counter.inc()
 
 
 class EngineStatsCollector(Collector):
@@ -301,10 +320,17 @@ class ServerMetrics:
         if self.requests is not None:
             self.requests.tenant_labels = access.tenant_labels
 
-    def tag(self, request_id: str, version_header: str | None, body: Any) -> None:
-        """Label the request's prefix-cache counters with its prompt version."""
-        if self.requests is not None:
-            self.requests.set_prompt_version(request_id, prompt_version(version_header, body))
+    def tag(self, request_id: str, version_header: str | None, body: Any,
+            choices: Sequence[tuple[str, bool]] = ()) -> None:
+        """Label the request's prefix-cache counters with its prompt version; `choices` are the
+        engine ids of a request with several choices (`choices.choice_ids`)."""
+        if self.requests is None:
+            return
+        version = prompt_version(version_header, body)
+        if len(choices) > 1:
+            self.requests.set_choices(choices, version)
+        else:
+            self.requests.set_prompt_version(request_id, version)
 
     async def endpoint(self, request: Request) -> Response:
         return metrics_response(self.registry, self.access, request.headers.get("authorization"), (self.api_key,))

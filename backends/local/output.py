@@ -9,7 +9,7 @@ is clear it is not; the stop string itself is never returned.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from backends.local.types import SamplingParams, TokenLogprobs
 
@@ -89,6 +89,7 @@ class RequestOutput:
     logprobs: list[TokenLogprobs] | None = None  # one per token in token_ids, when asked
     # With echo: one per prompt token (the first None), in the first delta only.
     prompt_logprobs: list[TokenLogprobs | None] | None = None
+    embedding: list[float] | None = None  # `SamplingParams.pool`: the prompt's mean hidden state, last delta
 
     @property
     def finished(self) -> bool:
@@ -106,6 +107,8 @@ class RequestOutput:
             self.logprobs = (self.logprobs or []) + later.logprobs
         if later.prompt_logprobs is not None:
             self.prompt_logprobs = later.prompt_logprobs
+        if later.embedding is not None:
+            self.embedding = later.embedding
 
 
 class IncrementalDecoder(Protocol):
@@ -138,6 +141,9 @@ class OutputTracker:
     # position -> entry, filled as prefill chunks run (kept over a recompute); sent once.
     _prompt_logprobs: dict[int, TokenLogprobs] = field(default_factory=dict)
     _prompt_logprobs_sent: bool = False
+    # `pool`: the sum of the prompt's hidden rows so far and the next position it expects
+    _pool_sum: Any = None
+    _pool_next: int = 0
 
     def __post_init__(self) -> None:
         self._max_stop_len = max((len(s) for s in self.sampling.stop), default=0)
@@ -146,6 +152,14 @@ class OutputTracker:
         """Record prompt-token logprobs a prefill chunk computed (first computation wins)."""
         for pos, entry in entries.items():
             self._prompt_logprobs.setdefault(pos, entry)
+
+    def add_pooled(self, start_pos: int, total: Any, rows: int) -> None:
+        """Add a prefill chunk's summed hidden rows; a recompute (start 0 again) starts over."""
+        if start_pos == 0:
+            self._pool_sum, self._pool_next = total, rows
+        elif start_pos == self._pool_next and self._pool_sum is not None:
+            self._pool_sum = self._pool_sum + total
+            self._pool_next += rows
 
     def process(self, new_token_ids: list[int], cached_tokens: int,
                 logprobs: list[TokenLogprobs] | None = None) -> RequestOutput:
@@ -172,6 +186,8 @@ class OutputTracker:
         out = self._output(emitted_ids, text, cached_tokens)
         if logprobs is not None:
             out.logprobs = logprobs[: len(emitted_ids)]
+        if self.sampling.pool and out.finished and self._pool_next == self.num_prompt_tokens:
+            out.embedding = (self._pool_sum / self.num_prompt_tokens).tolist()
         if self.sampling.prompt_logprobs is not None and not self._prompt_logprobs_sent:
             self._prompt_logprobs_sent = True
             out.prompt_logprobs = [None] + [self._prompt_logprobs.get(p) for p in range(1, self.num_prompt_tokens)]

@@ -94,7 +94,7 @@ def prepare(wire: WireRequest, body: dict[str, Any], info: ModelInfo) -> EngineR
     # Draft verification samples from the raw distribution: requests whose logits are processed
     # (penalties, bias, min_p/min_tokens, grammars) or who want logprobs run unspeculated.
     if sampling.needs_processing or sampling.grammar is not None or sampling.min_p > 0 \
-            or sampling.logprobs is not None or sampling.prompt_logprobs is not None:
+            or sampling.logprobs is not None or sampling.prompt_logprobs is not None or wire.speculative is False:
         sampling.speculative = False
     echoes: list[str] = []
     if wire.kind == "completion" and body.get("echo"):

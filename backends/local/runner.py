@@ -219,7 +219,23 @@ class ModelRunner:
                 for i, toks in zip(verify, kept, strict=True):
                     out[i] = toks
         self._add_prompt_logprobs(inputs, hidden, step.token_start, out)
+        self._add_pooled(inputs, hidden, step.token_start, out)
         return out
+
+    @staticmethod
+    def _add_pooled(inputs: list[RunnerInput], hidden: torch.Tensor, token_start: list[int],
+                    out: list[int | SampleResult | None]) -> None:
+        """Embeddings: the sum of this step's hidden rows of prompt positions, per pooling input."""
+        for i, inp in enumerate(inputs):
+            if not inp.sampling.pool or inp.start_pos >= len(inp.prompt_token_ids):
+                continue
+            rows = min(len(inp.token_ids), len(inp.prompt_token_ids) - inp.start_pos)
+            start = token_start[i]
+            total = hidden[start : start + rows].float().sum(dim=0)  # [hidden]
+            res = out[i]
+            if not isinstance(res, SampleResult):
+                res = out[i] = SampleResult(res)  # type: ignore[arg-type]
+            res.pooled = (inp.start_pos, total, rows)
 
     def _add_prompt_logprobs(self, inputs: list[RunnerInput], hidden: torch.Tensor, token_start: list[int],
                              out: list[int | SampleResult | None]) -> None:

@@ -1,6 +1,7 @@
 """`fairgate engine`: the paged engine behind an OpenAI-compatible HTTP API (Starlette + uvicorn).
 
-Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE), GET /v1/models[/{id}],
+Routes: POST /v1/completions, POST /v1/chat/completions, POST /v1/responses (JSON or SSE),
+POST /v1/embeddings, GET /v1/models[/{id}],
 GET /v1/requests/{id}/usage (what a caller-named request used: backends/local/request_ledger.py),
 GET /health, GET /stats, GET /metrics (Prometheus), GET|PUT /control/fairness. The gateway in
 front passes the tenant, priority class and cache salt in `X-Tenant`, `X-Priority`,
@@ -32,6 +33,7 @@ from starlette.routing import Route
 
 from backends.base import GenerationRequest, Kind
 from backends.local.backend import LocalBackend
+from backends.local.choices import choice_ids
 from backends.local.metrics import ServerMetrics
 from backends.local.prepare import EngineRequest, parse_for_engine
 from backends.local.request_ledger import RequestLedger
@@ -46,8 +48,11 @@ from backends.openai_wire import (
     read_json_object,
     sse,
 )
+from backends.openai_wire.embeddings import parse_embeddings
 from backends.openai_wire.headers import HeaderGuard, HeaderLimits
 from backends.openai_wire.openapi import openapi_routes
+from backends.openai_wire.responses_output import ResponsesOutput
+from backends.openai_wire.responses_request import as_responses_error, responses_to_chat
 from scheduler.request import PRIORITY_CLASSES
 
 log = logging.getLogger(__name__)
@@ -78,6 +83,8 @@ def build_app(
     routes = [
         Route("/v1/completions", server.completions, methods=["POST"]),
         Route("/v1/chat/completions", server.chat, methods=["POST"]),
+        Route("/v1/responses", server.responses, methods=["POST"]),
+        Route("/v1/embeddings", server.embeddings, methods=["POST"]),
         Route("/v1/models", server.models, methods=["GET"]),
         Route("/v1/models/{model:path}", server.model, methods=["GET"]),
         Route("/v1/requests/{rid}/usage", server.request_usage, methods=["GET"]),
@@ -110,25 +117,48 @@ class EngineServer:
     async def chat(self, request: Request) -> Response:
         return await self._generate(request, "chat")
 
-    async def _generate(self, request: Request, kind: Kind) -> Response:
+    async def responses(self, request: Request) -> Response:
+        """POST /v1/responses: the Responses API on the chat path (openai_wire.responses_*)."""
+        return await self._generate(request, "chat", responses=True)
+
+    async def embeddings(self, request: Request) -> Response:
+        """POST /v1/embeddings: mean-pooled hidden states of the served model."""
+        try:
+            trusted = self.auth.trusted(dict(request.headers))
+            body = await _read_json(request, self.max_body_bytes)
+            wire = parse_embeddings(body, require_model=False)
+            if wire.model is not None and wire.model != self.backend.model_name:
+                raise WireError(404, f"The model `{wire.model}` does not exist.", "model_not_found", "model")
+            greq = _generation_request("embedding", body, request.headers if trusted else None)
+            greq.parsed = wire
+            return JSONResponse(await self.backend.embed(greq), headers={"x-request-id": greq.request_id})
+        except WireError as exc:
+            return error_response(exc)
+
+    async def _generate(self, request: Request, kind: Kind, responses: bool = False) -> Response:
         try:
             trusted = self.auth.trusted(dict(request.headers))  # before the body is even read
             body = await _read_json(request, self.max_body_bytes)
+            output = None
+            if responses:
+                output, body = ResponsesOutput(body, uuid.uuid4().hex), responses_to_chat(body)
             greq = _generation_request(kind, body, request.headers if trusted else None)
             prepared = parse_for_engine(kind, body, self.backend.info)
-            self.metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body)
+            self.metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body,
+                             choice_ids(greq.request_id, len(prepared.prompt_batch) or 1, prepared.n))
             if prepared.stream:
-                return await self._stream(greq, prepared)
+                return await self._stream(greq, prepared, output)
             caller_id = request.headers.get("x-request-id") if trusted else None
             with self.ledger.track(caller_id, greq.used) as entry:
-                response = await self._complete(request, greq, prepared)
+                response = await self._complete(request, greq, prepared, output)
                 if entry is not None and response.status_code == 499:
                     entry.status = "cancelled"
                 return response
         except WireError as exc:
-            return error_response(exc)
+            return error_response(as_responses_error(exc) if responses else exc)
 
-    async def _complete(self, request: Request, greq: GenerationRequest, prepared: EngineRequest) -> Response:
+    async def _complete(self, request: Request, greq: GenerationRequest, prepared: EngineRequest,
+                        output: ResponsesOutput | None) -> Response:
         work = asyncio.ensure_future(self.backend.complete_prepared(prepared, greq))
         watch = asyncio.ensure_future(_wait_disconnect(request))
         try:
@@ -141,7 +171,8 @@ class EngineServer:
                     await work
         if work.cancelled():
             return Response(status_code=499)  # nobody is listening; nginx's "client closed"
-        return JSONResponse(work.result(), headers={"x-request-id": greq.request_id})
+        result = work.result() if output is None else output.response(work.result())
+        return JSONResponse(result, headers={"x-request-id": greq.request_id})
 
     async def request_usage(self, request: Request) -> Response:
         """GET /v1/requests/{id}/usage: what a request named by `X-Request-Id` used, once it ended."""
@@ -159,7 +190,8 @@ class EngineServer:
             "prompt_tokens": used.prompt_tokens or 0, "completion_tokens": used.completion_tokens or 0,
             "total_tokens": (used.prompt_tokens or 0) + (used.completion_tokens or 0)}})
 
-    async def _stream(self, greq: GenerationRequest, prepared: EngineRequest) -> Response:
+    async def _stream(self, greq: GenerationRequest, prepared: EngineRequest,
+                      output: ResponsesOutput | None) -> Response:
         batches = self.backend.stream_prepared(prepared, greq, include_usage=prepared.include_usage)
         try:
             first = await batches.__anext__()  # admission errors become a plain 4xx here
@@ -167,16 +199,22 @@ class EngineServer:
             await batches.aclose()
             raise
 
+        def frame(batch: list[dict[str, Any]]) -> bytes:
+            return output.frame(batch) if output is not None else b"".join(sse(c) for c in batch)
+
         async def events() -> AsyncIterator[bytes]:
             try:
-                yield b"".join(sse(c) for c in first)
+                yield frame(first)
                 async for batch in batches:
-                    yield b"".join(sse(c) for c in batch)
+                    yield frame(batch)
             except WireError as exc:  # failed mid-stream: tell the client in-band
+                if output is not None:
+                    yield output.error(exc.message)
+                    return
                 yield sse(exc.body())
             finally:
                 await batches.aclose()  # on disconnect: aborts the request
-            yield SSE_DONE
+            yield SSE_DONE if output is None else output.end()
 
         return StreamingResponse(
             events(), media_type="text/event-stream", headers={"x-request-id": greq.request_id}

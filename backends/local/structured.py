@@ -133,20 +133,72 @@ class GrammarMasks:
             xgr.apply_token_bitmask_inplace(logits, self.bitmask.to(logits.device), indices=self.rows)
 
 
-def fill_grammar_masks(states: Sequence[GrammarState | None], output_ids: Sequence[Sequence[int]],
-                       vocab_size: int) -> GrammarMasks:
-    """Sync each row's grammar with its sequence and fill its mask; rows without one untouched."""
-    rows = []
+class MaskFiller:
+    """Fills a step's grammar masks for all rows at once: rows that moved by one token catch up
+    in one batched accept, every mask is filled by one batched call (xgrammar's C++ loop, not a
+    Python one), the control-token ban is one AND over the whole bitmask, and the bitmask buffer is
+    reused from step to step (a step's masks are applied before the next step fills)."""
+
+    def __init__(self) -> None:
+        self._batch = xgr.BatchGrammarMatcher(max_threads=1)  # the forward pass has the cores
+        self._buffer: torch.Tensor | None = None
+
+    def fill(self, states: Sequence[GrammarState | None], output_ids: Sequence[Sequence[int]],
+             vocab_size: int) -> GrammarMasks:
+        """Sync each row's grammar with its sequence and fill its mask; rows without one untouched."""
+        _sync_all(states, output_ids)
+        rows = [i for i, s in enumerate(states)
+                if s is not None and not s.failed and not s.matcher.is_terminated()]
+        bitmask = self._bitmask(len(states), vocab_size)  # [N, ceil(V / 32)] int32
+        if rows:
+            self._batch.batch_fill_next_token_bitmask([states[i].matcher for i in rows],  # type: ignore[union-attr]
+                                                      bitmask, indices=rows)
+            bans = [states[i].allowed_bits for i in rows]  # type: ignore[union-attr]
+            if all(b is bans[0] for b in bans):  # the usual case: one ban (or none) for all rows
+                if bans[0] is not None:
+                    bitmask &= bans[0]  # [N, W]; rows without a grammar are never applied
+            else:
+                for i, bits in zip(rows, bans, strict=True):
+                    if bits is not None:
+                        bitmask[i] &= bits
+        return GrammarMasks(bitmask, rows)
+
+    def _bitmask(self, rows: int, vocab_size: int) -> torch.Tensor:
+        words = (vocab_size + 31) // 32
+        buf = self._buffer
+        if buf is None or buf.shape[0] < rows or buf.shape[1] != words:
+            buf = self._buffer = xgr.allocate_token_bitmask(max(rows, 16), vocab_size)
+        return buf[:rows]
+
+
+def _sync_all(states: Sequence[GrammarState | None], output_ids: Sequence[Sequence[int]]) -> None:
+    """Catch every grammar up with its sequence; the usual one new token each goes in one
+    batched accept, anything else (several tokens, a rollback) row by row."""
+    single: list[int] = []
     for i, state in enumerate(states):
         if state is None or state.failed:
             continue
-        state.sync(output_ids[i])
-        if not state.failed and not state.matcher.is_terminated():  # terminated: nothing left to mask
-            rows.append(i)
-    bitmask = xgr.allocate_token_bitmask(len(states), vocab_size)  # [N, ceil(V / 32)] int32
-    for i in rows:
-        states[i].fill(bitmask, i)  # type: ignore[union-attr]
-    return GrammarMasks(bitmask, rows)
+        if len(output_ids[i]) == state.num_accepted + 1 and not state.matcher.is_terminated():
+            single.append(i)
+        else:
+            state.sync(output_ids[i])
+    if not single:
+        return
+    matchers = [states[i].matcher for i in single]  # type: ignore[union-attr]
+    accepted = xgr.BatchGrammarMatcher.batch_accept_token(matchers, [output_ids[i][-1] for i in single])
+    for i, ok in zip(single, accepted, strict=True):
+        state = states[i]
+        assert state is not None
+        if ok:
+            state.num_accepted += 1
+        else:
+            state.failed = True
+
+
+def fill_grammar_masks(states: Sequence[GrammarState | None], output_ids: Sequence[Sequence[int]],
+                       vocab_size: int) -> GrammarMasks:
+    """One step's masks without a reusable filler (a fresh buffer)."""
+    return MaskFiller().fill(states, output_ids, vocab_size)
 
 
 class GrammarMasker:
@@ -156,6 +208,7 @@ class GrammarMasker:
 
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
+        self._filler = MaskFiller()
 
     def start(self, states: Sequence[GrammarState | None], output_ids: Sequence[Sequence[int]],
               vocab_size: int) -> Future[GrammarMasks] | None:
@@ -163,7 +216,7 @@ class GrammarMasker:
             return None
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="fairgate-grammar")
-        return self._pool.submit(fill_grammar_masks, list(states), list(output_ids), vocab_size)
+        return self._pool.submit(self._filler.fill, list(states), list(output_ids), vocab_size)
 
 
 def read_grammar_request(body: dict[str, Any]) -> GrammarRequest | None:

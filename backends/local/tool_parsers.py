@@ -17,6 +17,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from backends.local.json_scan import raw_arguments
+
 
 @dataclass(slots=True)
 class ToolCall:
@@ -34,18 +36,22 @@ class ToolCall:
 _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
 
-def _call(obj: Any) -> ToolCall | None:
+def _call(obj: Any, raw: str) -> ToolCall | None:
+    """The call in parsed `obj`; its arguments' text is the model's own (`raw`, the object's
+    text), as a streamed call sends it, or a dump when the model wrote none."""
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
         return None
     args = obj.get("arguments", obj.get("parameters", {}))
-    return ToolCall(obj["name"], args if isinstance(args, str) else json.dumps(args, ensure_ascii=False))
+    if isinstance(args, str):
+        return ToolCall(obj["name"], args)
+    return ToolCall(obj["name"], raw_arguments(raw) or json.dumps(args, ensure_ascii=False))
 
 
 def parse_hermes(text: str) -> tuple[str | None, list[ToolCall]]:
     calls = []
     for m in _HERMES.finditer(text):
         try:
-            call = _call(json.loads(m.group(1)))
+            call = _call(json.loads(m.group(1)), m.group(1))
         except ValueError:
             call = None
         if call is None:
@@ -64,7 +70,7 @@ def parse_llama3_json(text: str) -> tuple[str | None, list[ToolCall]]:
     calls = []
     for part in stripped.split(";"):
         try:
-            call = _call(json.loads(part))
+            call = _call(json.loads(part), part)
         except ValueError:
             return text, []
         if call is None:
@@ -79,7 +85,7 @@ PARSERS = {"hermes": parse_hermes, "llama3_json": parse_llama3_json}
 def parse_forced(text: str) -> list[ToolCall]:
     """The one call structured decoding produced; [] if it was cut off (finish_reason length)."""
     try:
-        call = _call(json.loads(text))
+        call = _call(json.loads(text), text)
     except ValueError:
         return []
     return [call] if call is not None else []

@@ -32,6 +32,9 @@ class SamplingParams:
     # False opts this request out of speculative decoding (greedy output is identical either
     # way; a seeded sampled request only reproduces the plain engine's tokens without it).
     speculative: bool = True
+    # Embeddings: the prompt's hidden states (after the final norm) are summed as prefill
+    # chunks run and the request ends with their mean (`RequestOutput.embedding`).
+    pool: bool = False
 
     @property
     def greedy(self) -> bool:
@@ -108,3 +111,4 @@ class SampleResult:
     token_id: int | None
     logprobs: TokenLogprobs | None = None
     prompt_logprobs: dict[int, TokenLogprobs] | None = None
+    pooled: tuple[int, Any, int] | None = None  # (start_pos, sum of hidden rows [hidden], rows): `pool`

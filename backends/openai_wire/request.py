@@ -53,6 +53,9 @@ class WireRequest:
     seed: int | None = None
     stop: list[str] = field(default_factory=list, repr=False)
     continuous_usage: bool = False  # stream_options.continuous_usage_stats (vLLM): usage on every chunk
+    # fairgate's `"speculative": false` opts the request out of speculative decoding on our
+    # engines (None: the engine decides); other backends see the field as sent.
+    speculative: bool | None = None
 
     @property
     def num_choices(self) -> int:
@@ -103,11 +106,15 @@ def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireR
     if n * max(1, len(prompts)) > MAX_N:
         raise bad_value(f"n x prompts must be at most {MAX_N} choices", "n")
     _check_types(body)
+    speculative = body.get("speculative")
+    if speculative is not None and not isinstance(speculative, bool):
+        raise bad_value("`speculative` must be a boolean", "speculative")
     bound = TEMPLATE_TOKENS_BASE * max(1, len(prompts)) + extra + sum(len(t.encode()) for t in texts)
     return WireRequest(
         kind, model, stream, include_usage, body.get("stream_options") is not None, max_tokens, max_field,
         texts, bound, messages, prompts[0] if prompts else "", prompts, n, _float(body, "temperature"),
-        _float(body, "top_p"), body.get("top_k"), body.get("seed"), _stop(body.get("stop")), continuous_usage)
+        _float(body, "top_p"), body.get("top_k"), body.get("seed"), _stop(body.get("stop")), continuous_usage,
+        speculative)
 
 
 def _model(body: dict[str, Any], required: bool) -> str | None:

@@ -41,8 +41,8 @@ class FinishedText(Protocol):
 
 
 def response_id(kind: Kind, request_id: str) -> str:
-    """`chatcmpl-<id>` or `cmpl-<id>`: the id clients, usage rows and logs know a request by."""
-    return ("chatcmpl-" if kind == "chat" else "cmpl-") + request_id
+    """`chatcmpl-<id>`, `cmpl-<id>` or `embd-<id>`: the id clients, usage rows and logs know a request by."""
+    return {"chat": "chatcmpl-", "completion": "cmpl-", "embedding": "embd-"}[kind] + request_id
 
 
 def usage_dict(usage: UsageCounts) -> dict[str, Any]:

@@ -114,3 +114,22 @@ async def test_only_local_backends_hear_the_tenant(upstream, client):
     assert (h["x-tenant"], h["x-priority"], h["x-cache-salt"]) == ("t-1", "batch", "t-1")
     await OpenAICompatBackend("ext", upstream.base_url, client).complete(req)
     assert "x-tenant" not in upstream.app.headers[-1] and "x-cache-salt" not in upstream.app.headers[-1]
+
+
+async def test_speculative_reaches_our_engines_only(upstream, client):
+    """`"speculative": false` is fairgate's field: kept for a local engine server, dropped for an
+    external API (which would refuse an unknown field)."""
+    ext = OpenAICompatBackend("ext", upstream.base_url, client)
+    await ext.complete(chat(speculative=False))
+    assert "speculative" not in upstream.received[-1]
+    local = OpenAICompatBackend("engine", upstream.base_url, client, is_local=True)
+    await local.complete(chat(speculative=False))
+    assert upstream.received[-1]["speculative"] is False
+
+
+async def test_embed_posts_the_body_upstream(upstream, client):
+    b = OpenAICompatBackend("ext", upstream.base_url, client, model="up-embed")
+    out = await b.embed(GenerationRequest("e1", "embedding", {"model": "mine", "input": ["a b", "c"]}))
+    assert upstream.received[-1] == {"model": "up-embed", "input": ["a b", "c"]}
+    assert [d["embedding"] for d in out["data"]] == [[0.0, 2.0, 1.0], [1.0, 1.0, 1.0]]
+    assert out["usage"] == {"prompt_tokens": 3, "total_tokens": 3}

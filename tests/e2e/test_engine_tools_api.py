@@ -119,3 +119,26 @@ def test_litellm_sdk_with_tools(server: str, monkeypatch: pytest.MonkeyPatch) ->
     call = r.choices[0].message.tool_calls[0]
     assert r.choices[0].finish_reason == "tool_calls" and call.function.name in ("weather", "time_in")
     json.loads(call.function.arguments)
+
+
+def test_tool_calls_stream_incrementally_and_accumulate_to_the_full_response(client: openai.OpenAI) -> None:
+    """OpenAI's streamed shape: the first delta of a call has index, id, type, name and empty
+    arguments; argument fragments follow; the SDK's accumulation equals the non-streamed calls."""
+    for seed, choice in ((5, "required"), (6, {"type": "function", "function": {"name": "weather"}})):
+        args = dict(model="demo", messages=MSGS, tools=TOOLS, tool_choice=choice, max_tokens=60, seed=seed)
+        whole = client.chat.completions.create(**args).choices[0].message.tool_calls
+        fragments = 0
+        with client.chat.completions.stream(**args) as stream:
+            for event in stream:
+                if event.type == "chunk":
+                    for tc in event.chunk.choices[0].delta.tool_calls or [] if event.chunk.choices else []:
+                        if tc.id is not None:
+                            assert tc.type == "function" and tc.function.name and tc.function.arguments == ""
+                        else:
+                            assert tc.function.name is None and tc.function.arguments
+                            fragments += 1
+            final = stream.get_final_completion()
+        got = final.choices[0].message.tool_calls
+        assert final.choices[0].finish_reason == "tool_calls" and fragments > 2
+        assert [(c.function.name, c.function.arguments) for c in got] == \
+            [(c.function.name, c.function.arguments) for c in whole]

@@ -88,6 +88,14 @@ class UpstreamApp:
         if b.fail_next:
             status = b.fail_next.pop(0)
             return await _json(send, status, {"error": {"message": f"injected {status}", "type": "server_error"}})
+        if path.endswith("/embeddings"):  # one 3-float vector per input: [index, words, 1.0]
+            inputs = body.get("input")
+            items = [inputs] if isinstance(inputs, str) else list(inputs or [])
+            data = [{"object": "embedding", "index": i, "embedding": [float(i), float(len(str(x).split())), 1.0]}
+                    for i, x in enumerate(items)]
+            tokens = sum(len(str(x).split()) for x in items)
+            return await _json(send, 200, {"object": "list", "data": data, "model": body.get("model", "up-model"),
+                                           "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
         chat = path.endswith("/chat/completions")
         n = body.get("max_completion_tokens") or body.get("max_tokens") or DEFAULT_COMPLETION_TOKENS
         words = [f"w{i}" for i in range(int(n))]

@@ -144,3 +144,26 @@ def test_metrics_token_when_set(tiny_model_dir: Path, monkeypatch) -> None:
         assert httpx.get(url + "/metrics", headers={"authorization": "Bearer nope"}).status_code == 401
         ok = httpx.get(url + "/metrics", headers={"authorization": "Bearer scrape-me"})
         assert ok.status_code == 200 and "fairgate_kv_blocks_total" in ok.text
+
+
+def test_n_choices_carry_the_prompt_version_and_count_the_prompt_once(tiny_model_dir: Path) -> None:
+    engine = AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=64, served_model_name="tiny"))
+    body = {"model": "tiny", "max_tokens": 4, "temperature": 0.8, "seed": 3, "ignore_eos": True, "n": 3,
+            "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Hi"}]}
+    batch = {"model": "tiny", "max_tokens": 2, "ignore_eos": True, "n": 2, "prompt": [[5, 6, 7], [8, 9, 10, 11]]}
+    with serve(build_app(LocalBackend(engine))) as url, httpx.Client(base_url=url, timeout=60) as http:
+        r = http.post("/v1/chat/completions", json=body, headers={"x-tenant": "n", "x-prompt-version": "v2"})
+        assert r.status_code == 200 and len(r.json()["choices"]) == 3
+        usage = r.json()["usage"]
+        b = http.post("/v1/completions", json=batch, headers={"x-tenant": "p"})
+        assert b.status_code == 200 and len(b.json()["choices"]) == 4
+        _, m = scrape(http)
+    queries = "fairgate_prefix_cache_queries_tokens_total"
+    # Every choice is labelled by the request's version ("none" would mean a lost label) and
+    # the prompt counts once, as in the usage the client got.
+    assert value(m, queries, tenant="n", prompt_version="v2") == usage["prompt_tokens"]
+    assert value(m, queries, tenant="n", prompt_version="none") == 0
+    assert value(m, "fairgate_prompt_tokens_total", tenant="n") == usage["prompt_tokens"]
+    assert value(m, "fairgate_generation_tokens_total", tenant="n") == usage["completion_tokens"] == 12
+    assert value(m, queries, tenant="p", prompt_version="none") == b.json()["usage"]["prompt_tokens"] == 7
+    assert value(m, "fairgate_generation_tokens_total", tenant="p") == 8
