@@ -53,6 +53,37 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
                    help="log throughput, running/waiting, KV use and cache hit rate every S seconds (0: off)")
 
 
+def _eval_args(ev: argparse.ArgumentParser) -> None:
+    ev.add_argument("--model", required=True)
+    ev.add_argument("--baseline-model", default=None)
+    ev.add_argument("--dtype", default="float32")
+    ev.add_argument("--baseline-dtype", default="float32")
+    ev.add_argument("--kv-cache-dtype", default=None, choices=KV_CHOICES,
+                    help="KV cache of the candidate (default: its weights' dtype)")
+    ev.add_argument("--baseline-kv-cache-dtype", default=None, choices=KV_CHOICES)
+    ev.add_argument("--quantization", default=None, metavar="int8|int8-a8|int4[-gN]",
+                    help="weight-only quantization of the candidate (load-time)")
+    ev.add_argument("--baseline-quantization", default=None, metavar="int8|int4[-gN]")
+    ev.add_argument("--speculative", default=None, metavar="ngram|draft:DIR",
+                    help="decode the config side with speculative decoding, the baseline plain (both via the engine)")
+    ev.add_argument("--num-speculative-tokens", type=int, default=4)
+    ev.add_argument("--heldout", default=None, help="held-out text file for perplexity")
+    ev.add_argument("--golden", default=None, help="golden set JSONL")
+    ev.add_argument("--max-ppl-delta-pct", type=float, default=2.0)
+    ev.add_argument("--max-pass-rate-drop", type=float, default=1.0, help="points")
+    ev.add_argument("--min-greedy-agreement", type=float, default=None,
+                    help="fail below this share of prompts with baseline-identical greedy output")
+    ev.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ev.add_argument("--ctx", type=int, default=256, help="perplexity window in tokens")
+    ev.add_argument("--max-heldout-tokens", type=int, default=None)
+    ev.add_argument("--max-tokens", type=int, default=32, help="greedy tokens per prompt")
+    ev.add_argument("--agreement-prompts", type=int, default=16,
+                    help="held-out snippets added to the golden prompts for greedy agreement")
+    ev.add_argument("--batch-size", type=int, default=8, help="sequences per forward pass")
+    ev.add_argument("--progress", default="auto", choices=["auto", "on", "off"])
+    ev.add_argument("-v", "--verbose", action="store_true", help="print each golden item's result")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairgate", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -85,35 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_advise(sub)
 
-    ev = sub.add_parser("eval", help="compare an engine configuration against a baseline")
-    ev.add_argument("--model", required=True)
-    ev.add_argument("--baseline-model", default=None)
-    ev.add_argument("--dtype", default="float32")
-    ev.add_argument("--baseline-dtype", default="float32")
-    ev.add_argument("--kv-cache-dtype", default=None, choices=KV_CHOICES,
-                    help="KV cache of the candidate (default: its weights' dtype)")
-    ev.add_argument("--baseline-kv-cache-dtype", default=None, choices=KV_CHOICES)
-    ev.add_argument("--quantization", default=None, metavar="int8|int8-a8|int4[-gN]",
-                    help="weight-only quantization of the candidate (load-time)")
-    ev.add_argument("--baseline-quantization", default=None, metavar="int8|int4[-gN]")
-    ev.add_argument("--speculative", default=None, metavar="ngram|draft:DIR",
-                    help="decode the config side with speculative decoding, the baseline plain (both via the engine)")
-    ev.add_argument("--num-speculative-tokens", type=int, default=4)
-    ev.add_argument("--heldout", default=None, help="held-out text file for perplexity")
-    ev.add_argument("--golden", default=None, help="golden set JSONL")
-    ev.add_argument("--max-ppl-delta-pct", type=float, default=2.0)
-    ev.add_argument("--max-pass-rate-drop", type=float, default=1.0, help="points")
-    ev.add_argument("--min-greedy-agreement", type=float, default=None,
-                    help="fail below this share of prompts with baseline-identical greedy output")
-    ev.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    ev.add_argument("--ctx", type=int, default=256, help="perplexity window in tokens")
-    ev.add_argument("--max-heldout-tokens", type=int, default=None)
-    ev.add_argument("--max-tokens", type=int, default=32, help="greedy tokens per prompt")
-    ev.add_argument("--agreement-prompts", type=int, default=16,
-                    help="held-out snippets added to the golden prompts for greedy agreement")
-    ev.add_argument("--batch-size", type=int, default=8, help="sequences per forward pass")
-    ev.add_argument("--progress", default="auto", choices=["auto", "on", "off"])
-    ev.add_argument("-v", "--verbose", action="store_true", help="print each golden item's result")
+    _eval_args(sub.add_parser("eval", help="compare an engine configuration against a baseline"))
     add_bench_command(sub)
     return parser
 

@@ -28,7 +28,8 @@ MAX_TOKENS = 6
 @pytest.fixture(scope="module")
 def world(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     db = tmp_path_factory.mktemp("bench") / "gw.db"
-    with EngineProcess(tiny_model_dir, "--max-num-batched-tokens", "256", "--max-model-len", "512") as engine, \
+    with EngineProcess(tiny_model_dir, "--max-num-batched-tokens", "256", "--max-model-len", "512",
+                       "--metrics-tenant-labels") as engine, \
             GatewayThread(Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{db}",
                                    embedded_engine=False, upstream_max_retries=0)) as gw:
         admin = Admin(gw.url)

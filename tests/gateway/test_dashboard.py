@@ -20,7 +20,9 @@ from tests.helpers.dashboard_load import SECRET_PROMPT, run_load
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory, tiny_model_dir):
     db = tmp_path_factory.mktemp("dash") / "d.db"
-    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{db}", model=str(tiny_model_dir))
+    # tenant labels on: the cache panel breaks hit rates down by tenant (off, they merge into one)
+    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{db}", model=str(tiny_model_dir),
+                        metrics_tenant_labels=True)
     with GatewayThread(settings) as gw:
         admin = Admin(gw.url)
         load = run_load(gw.url, admin, tiny_model_dir.name)
@@ -65,7 +67,10 @@ def test_admin_page_shows_every_panel_with_the_loads_figures(loaded):
     assert quota and quota[0] == pytest.approx(per_tenant[load.tenant_a["id"]] / 5000 * 100)
     assert values(html, "routing")[0] == 4  # four requests, all on the local engine
     assert 'data-value="0"' in html.split('<section id="engine"', 1)[1]  # idle KV use
-    assert "No advisor is configured" in html
+    # advice: the gateway's own `fairgate advise` over the page's window (gateway/admin_advice.py)
+    advice = html.split('<section id="advice"', 1)[1].split("</section>", 1)[0]
+    assert "No advisor is configured" not in advice and "could not" not in advice.lower()
+    assert "<ul class=\"advice\">" in advice and "/v1/chat/completions" in advice  # the load's route
     assert SECRET_PROMPT not in html
 
 

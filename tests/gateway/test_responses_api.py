@@ -106,6 +106,8 @@ def test_sensitive_input_never_leaves(world: dict[str, Any]) -> None:
 def test_auth_and_limits_come_first_and_reserve_nothing(world: dict[str, Any]) -> None:
     url = world["gw"].url + "/v1/responses"
     body = {"model": "chat", "input": "Hi", "max_output_tokens": 3}
+    gw = world["gw"]
+    assert gw.call(gw.state.usage.flush())  # the earlier tests' rows are all in before counting
     before = len(rows(world["db"]))
     assert httpx.post(url, json=body).status_code == 401
     over = httpx.post(url, json={**body, "max_output_tokens": 64},
@@ -114,4 +116,5 @@ def test_auth_and_limits_come_first_and_reserve_nothing(world: dict[str, Any]) -
     refused = httpx.post(url, json={**body, "previous_response_id": "resp_x"},
                          headers={"authorization": f"Bearer {world['key']}"})
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "previous_response_id"
+    assert gw.call(gw.state.usage.flush())
     assert len(rows(world["db"])) == before

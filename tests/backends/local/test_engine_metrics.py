@@ -151,7 +151,7 @@ def test_n_choices_carry_the_prompt_version_and_count_the_prompt_once(tiny_model
     body = {"model": "tiny", "max_tokens": 4, "temperature": 0.8, "seed": 3, "ignore_eos": True, "n": 3,
             "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Hi"}]}
     batch = {"model": "tiny", "max_tokens": 2, "ignore_eos": True, "n": 2, "prompt": [[5, 6, 7], [8, 9, 10, 11]]}
-    with serve(build_app(LocalBackend(engine))) as url, httpx.Client(base_url=url, timeout=60) as http:
+    with serve(build_app(LocalBackend(engine), metrics=MetricsAccess(tenant_labels=True))) as url, httpx.Client(base_url=url, timeout=60) as http:
         r = http.post("/v1/chat/completions", json=body, headers={"x-tenant": "n", "x-prompt-version": "v2"})
         assert r.status_code == 200 and len(r.json()["choices"]) == 3
         usage = r.json()["usage"]
