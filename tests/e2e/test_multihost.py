@@ -256,13 +256,17 @@ def test_engine_host_link_down_mid_load_then_back(cluster: dict) -> None:
             errors = [json.loads(x[6:])["error"] for x in r["lines"][:-1] if '"error"' in x]
             assert all(set(e) == {"message", "type", "code", "param"} for e in errors), errors
     wait(lambda: all(live(c, "aff", g)["e1"]["healthy"] is False for g in (0, 1)), 30)
+    # the pool's circuit breaker may still be open from the outage's failures (10 s; a breaker per
+    # backend, not per replica, is an open item of issue 18): wait for it before judging routing
+    wait(lambda: all(client(net, [completion(c, key, "aff", prompts[0], gw=g)], concurrency=1)[0]["status"] == 200
+                     for g in (0, 1)), 30)
     after = client(net, [completion(c, key, "aff", p, gw=i % 2) for i, p in enumerate(prompts[:8])], concurrency=4)
     assert [r["status"] for r in after] == [200] * 8  # new requests go to e0
-    wait(lambda: len(usage_rows(c["db"], tenant["id"])) == 40, 30)
+    wait(lambda: len(usage_rows(c["db"], tenant["id"])) >= 40, 30)
     rows = usage_rows(c["db"], tenant["id"])
     assert all(status in ("finished", "failed", "disconnected") for status, _ in rows), rows
     zcard = subprocess.run(["ip", "netns", "exec", net.ns("sw"), "redis-cli", "-h", net.addr("sw"), "ZCARD",
-                            f"fairgate:q:t:{tenant['id']}:conc"], capture_output=True, text=True, timeout=10)
+                            f"fairgate:{{t:{tenant['id']}}}:q:t:{tenant['id']}:conc"], capture_output=True, text=True, timeout=10)
     assert zcard.stdout.strip() == "0"  # no concurrency slot held by a finished request
     net.link("e1", up=True)
     wait(lambda: all(live(c, "aff", g)["e1"]["healthy"] is True for g in (0, 1)), 30)
