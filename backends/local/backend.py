@@ -51,6 +51,12 @@ class LocalBackend:
     def context_length(self) -> int:
         return self.engine.max_model_len
 
+    @property
+    def token_decoder(self) -> Any:
+        """The served model's tokenizer (a `backends.base.TokenDecoder`): the gateway reads
+        token-id prompts with it."""
+        return self.engine.tokenizer
+
     @classmethod
     def from_config(cls, config: EngineConfig, name: str = "local") -> LocalBackend:
         return cls(AsyncEngine(config), name=name)
