@@ -201,7 +201,7 @@ def _raise_if_failed(out: RequestOutput) -> None:
     if out.finish_reason == "error":
         raise WireError(500, out.error or "engine error", "engine_error")
     if out.finish_reason == "abort":
-        raise WireError(503, "the request was aborted", "aborted")
+        raise WireError(503, out.error or "the request was aborted", "aborted")  # e.g. "engine shut down"
 
 
 def _folder_name(path: str) -> str:
