@@ -2,7 +2,7 @@
 by the openai SDK from real processes on loopback: a `fairgate engine` stopped (SIGTERM) in the
 middle of an answer, and the same engine SIGKILLed behind a gateway. The response object says
 "failed" with an `error` {code, message} and the text so far; nothing chat-style is sent, the
-stream is not just cut, and the gateway's usage row (keyed by the same `resp_…` id) says failed."""
+stream is not just cut (a whole answer cut alike gets OpenAI's error body with a 503), and the gateway's usage row (keyed by the same `resp_…` id) says failed."""
 
 from __future__ import annotations
 
@@ -72,13 +72,28 @@ def _assert_failed(events: list[Any], message_part: str | None = None) -> Any:
 
 @pytest.mark.timeout(300)
 def test_engine_stopped_mid_stream_sends_response_failed(slow_model_dir: Path) -> None:
+    whole: list[BaseException] = []
+
+    def whole_answer(client: openai.OpenAI) -> None:  # a non-streamed request running meanwhile
+        try:
+            client.responses.create(**BODY)
+        except openai.APIError as exc:
+            whole.append(exc)
+
     with EngineProcess(slow_model_dir, *ARGS) as proc, \
             openai.OpenAI(base_url=proc.url + "/v1", api_key="unused", max_retries=0, timeout=120) as client:
+        waiting = threading.Thread(target=whole_answer, args=(client,), daemon=True)
+        waiting.start()
         events = _read_until_signal(client, proc, signal.SIGTERM, after=5)
+        waiting.join(30)
         # it stopped (uvicorn re-raises the signal it shut down on), after telling the client
         assert proc.proc is not None and proc.proc.wait(30) in (0, -signal.SIGTERM)
     failed = _assert_failed(events, "engine shut down")
     assert 5 <= len(failed.output_text) and sum(e.type == "response.output_text.delta" for e in events) < LONG
+    # the whole answer cut by the same shutdown: OpenAI's error body with a 503
+    (err,) = whole
+    assert isinstance(err, openai.APIStatusError) and err.status_code == 503
+    assert isinstance(err.body, dict) and err.body["type"] == "server_error" and "engine shut down" in err.body["message"]
 
 
 @pytest.fixture
