@@ -3,7 +3,8 @@
 Why not httpx here: on the gateway's hot path httpx's pool, anyio and h11 layers cost a few
 ms of CPU per upstream call, more than the rest of the gateway together (bench/upstream_clients.py:
 about 0.13 ms per POST here against 2.3-3.8 ms for httpx 0.28, where the whole gateway spends
-about 2.5 ms per request). tests/backends/test_http_conformance.py holds it to httpx's behaviour. This client does one
+about 2.5 ms per request). tests/backends/test_http_conformance.py (with test_http_proxy.py,
+test_http_tls.py and test_http_transport.py) holds it to httpx's behaviour. This client does one
 thing — POST a body, read a status, headers and a (possibly chunked, possibly streamed) body
 over pooled connections — for `http://` and `https://` upstreams, directly or through an HTTP
 proxy (backends/http_proxy.py), with per-backend TLS settings (backends/http_tls.py). A body

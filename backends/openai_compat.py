@@ -222,7 +222,7 @@ class OpenAICompatBackend:
             async with asyncio.timeout(timeout_s):
                 resp = await self._pool.post(self._origin, f"/requests/{request.request_id}/usage", self._headers,
                                              b"", timeout_s, method="GET")
-                data = await resp.read()
+                data = await resp.read(2**20)
             if resp.status == 200:
                 request.used.note(orjson.loads(data).get("usage"))
 
