@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from backends.base import Backend
 from backends.http1 import HTTP1Pool
+from backends.http_transport import Transport
 from backends.openai_compat import OpenAICompatBackend
 from backends.vllm import VLLMBackend
 from gateway.routing import Router
@@ -67,7 +68,15 @@ def _make_backend(row: BackendRow, pool: HTTP1Pool, settings: Settings) -> Backe
     return cls(
         row.name, row.base_url, pool, model=row.model, api_key=row.api_key or default_key,
         is_local=row.kind in ("local", "vllm"), timeout_s=settings.upstream_timeout_s,
-        max_retries=settings.upstream_max_retries)
+        max_retries=settings.upstream_max_retries, transport=transport_of(row))
+
+
+def transport_of(row: BackendRow) -> Transport:
+    """The row's proxy, TLS, header, query and size settings (validated when they were stored)."""
+    return Transport.of(proxy_url=row.proxy_url, tls_verify=row.tls_verify, ca_bundle=row.ca_bundle,
+                        client_cert=row.client_cert, client_key=row.client_key, extra_headers=row.extra_headers,
+                        extra_query=row.extra_query, auth_header=row.auth_header,
+                        max_response_bytes=row.max_response_bytes)
 
 
 async def load_backends(state: GatewayState) -> None:
