@@ -69,8 +69,19 @@ def _lost(n: int) -> logging.LogRecord:
                              (n,), None)
 
 
+# What a LogRecord looks up when it is made, and the switch that skips it (logging HOWTO,
+# "Optimization"), for a format that shows none of it.
+_RECORD_EXTRAS = (("logThreads", ("%(thread)", "%(threadName)")), ("logProcesses", ("%(process)",)),
+                  ("logMultiprocessing", ("%(processName)",)),
+                  ("_srcfile", ("%(pathname)", "%(filename)", "%(module)", "%(lineno)", "%(funcName)")))
+
+
 def install(level: str, fmt: str, **kwargs: Any) -> BufferedStreamHandler:
-    """`logging.basicConfig(level, format)` with this handler on stderr."""
+    """`logging.basicConfig(level, format)` with this handler on stderr; a record skips finding
+    its caller, thread and process when `fmt` shows none of them."""
+    for switch, fields in _RECORD_EXTRAS:
+        if not any(f in fmt for f in fields):
+            setattr(logging, switch, None if switch == "_srcfile" else False)
     handler = BufferedStreamHandler(**kwargs)
     handler.setFormatter(logging.Formatter(fmt))
     logging.basicConfig(level=level, handlers=[handler])
