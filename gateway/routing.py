@@ -78,6 +78,9 @@ class TenantDetectors:
     keywords: tuple[str, ...] = ()
 
 
+_NO_DETECTORS = TenantDetectors()
+
+
 class Router:
     """Rule-based router over a fixed set of backends (rebuilt when the configuration changes).
 
@@ -117,7 +120,7 @@ class Router:
             header = parse_classification_header(request.classification_header)
         except ValueError as exc:
             raise NoRouteError(str(exc), 400, "invalid_classification_header") from None
-        own = self.tenants.get(request.tenant_id, TenantDetectors())
+        own = self.tenants.get(request.tenant_id, _NO_DETECTORS)
         texts, opaque = list(request.texts), False
         if request.body is not None:
             texts, opaque = inspectable_texts(request.body)
