@@ -152,9 +152,20 @@ def scope_kind(scope_id: str) -> str:
 
 
 def period_tags(now: float | None = None) -> tuple[str, str]:
-    """UTC day and month tags for the budget counters, e.g. ("20261129", "202611")."""
-    tm = time.gmtime(now if now is not None else time.time())
-    return time.strftime("%Y%m%d", tm), time.strftime("%Y%m", tm)
+    """UTC day and month tags for the budget counters, e.g. ("20261129", "202611"); the tags of
+    the day last asked for are kept (every reserve and settle asks)."""
+    global _day_tags
+    t = now if now is not None else time.time()
+    start, tags = _day_tags
+    if start <= t < start + 86400:
+        return tags
+    tm = time.gmtime(t)
+    tags = (time.strftime("%Y%m%d", tm), time.strftime("%Y%m", tm))
+    _day_tags = (math.floor(t) - (tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec), tags)
+    return tags
+
+
+_day_tags: tuple[float, tuple[str, str]] = (math.inf, ("", ""))  # the UTC day's first second, its tags
 
 
 def retry_after_for(limit: str, wait_ms: int, now: float | None = None) -> int:
