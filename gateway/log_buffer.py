@@ -64,6 +64,24 @@ class BufferedStreamHandler(logging.StreamHandler):
             self.flush()
 
 
+class SecondFormatter(logging.Formatter):
+    """`logging.Formatter` with the default timestamp's date and time formatted once a second
+    (the milliseconds are still each record's own); a `datefmt` is formatted as usual."""
+
+    def __init__(self, fmt: str | None = None, datefmt: str | None = None) -> None:
+        super().__init__(fmt, datefmt)
+        self._second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        if datefmt is not None or self.default_msec_format is None:
+            return super().formatTime(record, datefmt)
+        second, stamp = self._second
+        if int(record.created) != second:  # time zones and their changes fall on whole seconds
+            stamp = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (int(record.created), stamp)
+        return self.default_msec_format % (stamp, record.msecs)
+
+
 def _lost(n: int) -> logging.LogRecord:
     return logging.LogRecord("fairgate.log", logging.ERROR, __file__, 0, "%d log lines could not be written",
                              (n,), None)
@@ -83,6 +101,6 @@ def install(level: str, fmt: str, **kwargs: Any) -> BufferedStreamHandler:
         if not any(f in fmt for f in fields):
             setattr(logging, switch, None if switch == "_srcfile" else False)
     handler = BufferedStreamHandler(**kwargs)
-    handler.setFormatter(logging.Formatter(fmt))
+    handler.setFormatter(SecondFormatter(fmt))
     logging.basicConfig(level=level, handlers=[handler])
     return handler

@@ -67,3 +67,16 @@ def test_a_full_buffer_and_a_flush_write_what_is_kept() -> None:
     assert stream.getvalue().count("\n") == 20 and stream.writes == 2
     handler.flush()  # what logging.shutdown does at exit
     assert stream.getvalue().splitlines() == [f"line {i}" for i in range(25)]
+
+
+def test_timestamps_read_as_the_standard_formatter_writes_them() -> None:
+    from gateway.log_buffer import SecondFormatter
+
+    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    ours, theirs = SecondFormatter(fmt), logging.Formatter(fmt)
+    base = time.time()
+    for offset in (0.0, 0.0004, 0.5, 0.9996, 1.0, 1.0001, 59.999, 3600.25, -86400.7, 0.1):
+        record = logging.LogRecord("fairgate.requests", logging.INFO, __file__, 1, "request %s", ("r1",), None)
+        record.created = base + offset
+        record.msecs = int((record.created - int(record.created)) * 1000) + 0.0
+        assert ours.format(record) == theirs.format(record), offset
