@@ -180,8 +180,12 @@ async def authenticate(state: GatewayState, token: str, *, reload: bool, fresh: 
     """The key's principal or the 401; an address over its failed tries gets the throttle's
     429 for any key this replica does not already hold (gateway/auth_throttle.py)."""
     keys = state.keys
-    if not reload and keys.cached(token) is None:
-        state.auth_throttle.check(address)
+    if not reload:
+        cached = keys.cached(token)
+        if cached is None:
+            state.auth_throttle.check(address)
+        elif not fresh:
+            return cached  # what keys.authenticate would return, without hashing the key again
     principal = await (keys.reload(token) if reload else keys.fresh(token) if fresh else keys.authenticate(token))
     if principal is None:
         state.auth_throttle.failed(address)

@@ -39,6 +39,7 @@ from gateway.auth_throttle import AuthThrottle
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.declarative import DeclaredFile
 from gateway.fairness import FairnessSync, push_weights
+from gateway.fast_lane import GatewayApp
 from gateway.metrics import make_metrics, metrics_routes, watch_usage_backlog
 from gateway.pool_share import make_share_gate
 from gateway.quota import QuotaStore
@@ -159,5 +160,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
     routes += admin_classify.routes() + admin_pools.routes() + health.routes() + openapi.routes()
     routes += admin_costs.routes() + admin_usage_log.routes() + admin_advice.routes()
     routes += dashboard.routes(advice=advice_panel)
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
-                     middleware=[Middleware(HeaderGuard, limits=settings.header_limits())])
+    # the OpenAI POST endpoints skip Starlette's layers, with the same header checks (gateway/fast_lane.py)
+    return GatewayApp(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
+                      middleware=[Middleware(HeaderGuard, limits=settings.header_limits())],
+                      limits=settings.header_limits())

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -62,27 +63,32 @@ class CompletionsEndpoint:
 
 async def complete(state: GatewayState, adm: Admitted, receive: Receive, send: Send) -> None:
     """The whole answer; a client that disconnects while it is generating cancels the backend
-    call (the engine frees the sequence) and is billed for what was generated."""
-    call = asyncio.ensure_future(first_answer(adm, lambda b: b.complete(adm.gen)))
-    gone = asyncio.ensure_future(_disconnected(receive))
+    call (the engine frees the sequence) and is billed for what was generated.
+
+    The call runs in this task; a watcher on `receive()` cancels it when the client leaves
+    (one task per request, not two and an `asyncio.wait`)."""
+    task = asyncio.current_task()
+    assert task is not None
+    cut = Cut()
+    watcher = asyncio.get_running_loop().create_task(_watch(receive, cut, task))
     try:
-        await asyncio.wait({call, gone}, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:  # the server is stopping: end the call, still settle once
-        await _cancel(call)
-        await finish(state, adm, "cancelled", adm.trying, 499, None)
-        raise
-    finally:
-        gone.cancel()
-    if not call.done():
-        await _cancel(call)  # the backend fills adm.gen.used on its way out
+        backend, result = await first_answer(adm, lambda b: b.complete(adm.gen))
+    except asyncio.CancelledError:
+        cut.done = True
+        if not cut.left:  # the server is stopping: the call has ended, still settle once
+            await finish(state, adm, "cancelled", adm.trying, 499, None)
+            raise
+        task.uncancel()  # the client left; the backend filled adm.gen.used on its way out
         await finish(state, adm, "disconnected", adm.trying, 499, None)
         return
-    try:
-        backend, result = call.result()
     except WireError as err:
+        cut.done = True
         await send_error(send, err)
         await finish(state, adm, "failed", None, err.status, None)
         return
+    finally:
+        cut.done = True  # from here on a disconnect cancels nothing
+        watcher.cancel()
     # id and model were set by the backend (GenerationRequest)
     body = orjson.dumps(result if adm.output is None else adm.output.response(result))
     adm.ttft = time.perf_counter()
@@ -91,16 +97,22 @@ async def complete(state: GatewayState, adm: Admitted, receive: Receive, send: S
     await finish(state, adm, "finished", backend.name, 200, result.get("usage"))
 
 
-async def _cancel(call: asyncio.Future[Any]) -> None:
-    call.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await call
+@dataclass(slots=True)
+class Cut:
+    """Between a non-streaming call and its disconnect watcher."""
+
+    done: bool = False  # the call has ended: a disconnect now cancels nothing
+    left: bool = False  # the client left while the call ran (the watcher cancelled it)
 
 
-async def _disconnected(receive: Receive) -> None:
-    """Returns when the client has gone (the body was read already: nothing else comes)."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
+async def _watch(receive: Receive, cut: Cut, task: asyncio.Task[Any]) -> None:
+    """Cancels `task` when the client has gone (the body was read already: nothing else comes)."""
+    with contextlib.suppress(Exception):  # a receive that fails: the client is gone as well
+        while (await receive())["type"] != "http.disconnect":
+            pass
+    if not cut.done:
+        cut.left = True
+        task.cancel()
 
 
 async def embed(state: GatewayState, adm: Admitted, send: Send) -> None:

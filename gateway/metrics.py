@@ -116,13 +116,14 @@ class GatewayMetrics:
         counter.inc()
         if backend == "none" or e.usage_estimated:  # nothing was looked up, or we do not know
             return
-        c.cached.inc(e.cached_tokens)
         pc_key = (tenant, e.route, backend, e.model, self._versions(e.prompt_version or NONE))
         pc = self._pc.get(pc_key)
         if pc is None:
             pc = self._pc[pc_key] = (self.pc_queries.labels(*pc_key), self.pc_hits.labels(*pc_key))
         pc[0].inc(e.prompt_tokens)
-        pc[1].inc(e.cached_tokens)
+        if e.cached_tokens:  # the series exist from labels(); adding 0 costs a locked call for nothing
+            c.cached.inc(e.cached_tokens)
+            pc[1].inc(e.cached_tokens)
 
 
 def make_metrics(embedded: LocalBackend | None, tenant_labels: bool = False) -> GatewayMetrics:
@@ -142,7 +143,6 @@ def watch_usage_backlog(metrics: GatewayMetrics, usage: UsageRecorder) -> None:
     pending = Gauge("fairgate_usage_pending_rows", "Usage rows not yet in the database (queued in memory "
                     "or journaled to the local file while the database is unreachable).", registry=metrics.registry)
     pending.set_function(usage.pending_rows)
-    return metrics
 
 
 async def metrics_endpoint(request: Request) -> Response:

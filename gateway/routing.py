@@ -80,6 +80,9 @@ class TenantDetectors:
     keywords: tuple[str, ...] = ()
 
 
+_NO_DETECTORS = TenantDetectors()
+
+
 class Router:
     """Rule-based router over a fixed set of backends (rebuilt when the configuration changes).
 
@@ -119,7 +122,7 @@ class Router:
             header = parse_classification_header(request.classification_header)
         except ValueError as exc:
             raise NoRouteError(str(exc), 400, "invalid_classification_header") from None
-        own = self.tenants.get(request.tenant_id, TenantDetectors())
+        own = self.tenants.get(request.tenant_id, _NO_DETECTORS)
         texts, opaque = list(request.texts), False
         if request.body is not None:
             parts = readable_parts(request.body)

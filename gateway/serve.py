@@ -21,6 +21,7 @@ from backends.http_protocol import limited_protocol
 from gateway.app import create_app
 from gateway.db import make_engine, make_sessionmaker, upgrade
 from gateway.first_run import FirstRun, banner, base_url, bootstrap
+from gateway.log_buffer import install as install_log_handler
 from gateway.secret_box import box_from_settings
 from gateway.settings import load_settings
 from gateway.state import state_of
@@ -58,7 +59,8 @@ def run_gateway(args: argparse.Namespace) -> int:
     settings_values, declared = split_config_file(args.config)
     settings = load_settings(None, values=settings_values, model=args.model, host=args.host, port=args.port,
                              log_level=getattr(args, "log_level", None))
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # stderr, the per-request lines written in batches (gateway/log_buffer.py)
+    install_log_handler(settings.log_level.upper(), "%(asctime)s %(levelname)s %(name)s: %(message)s")
     if settings.log_level != "debug":  # their info lines say nothing an operator needs
         for name in QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.WARNING)

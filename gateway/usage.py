@@ -18,8 +18,10 @@ import asyncio
 import functools
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine
@@ -102,6 +104,14 @@ def event_from_row(row: dict[str, Any]) -> UsageEvent:
 @functools.cache
 def _stored_fields() -> tuple[str, ...]:
     return tuple(f.name for f in fields(UsageEvent) if f.name not in _NOT_STORED)
+
+
+@functools.cache
+def _stored_layout() -> tuple[Callable[[UsageEvent], tuple[Any, ...]], tuple[int, ...]]:
+    """A getter of an event's stored values in column order, and where the datetimes sit."""
+    names = _stored_fields()
+    kinds = {f.name: f.type for f in fields(UsageEvent)}
+    return attrgetter(*names), tuple(i for i, n in enumerate(names) if kinds[n] in ("datetime", datetime))
 
 
 def _insert_sql(engine: Engine) -> tuple[str, bool]:
@@ -204,13 +214,14 @@ class UsageRecorder:
         self._set_db_up(True)
 
     def _insert(self, conn: Connection, batch: list[UsageEvent]) -> None:
-        names = _stored_fields()
+        values_of, dates = _stored_layout()
         rows = []
         for e in batch:
-            values = [getattr(e, n) for n in names]
+            values = [*values_of(e), e.prompt_tokens + e.completion_tokens]  # the last: total_tokens
             if self._dates_as_text:
-                values = [v.strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(v, datetime) else v for v in values]
-            values.append(e.total_tokens)
+                for i in dates:
+                    if isinstance(v := values[i], datetime):
+                        values[i] = v.strftime("%Y-%m-%d %H:%M:%S.%f")
             rows.append(tuple(values))
         conn.exec_driver_sql(self._sql, rows)
 

@@ -16,10 +16,9 @@ JSON_HEADERS = [(b"content-type", b"application/json")]
 async def read_body(receive: Receive, headers: dict[bytes, bytes], limit: int,
                     too_large_code: str = "request_too_large") -> bytes:
     """The whole body, refused with a 413 as soon as it is known to pass `limit` bytes."""
-    too_big = WireError(413, f"The request body is larger than the limit of {limit} bytes.", too_large_code)
     length = headers.get(b"content-length")
     if length is not None and length.isdigit() and int(length) > limit:
-        raise too_big
+        raise _too_large(limit, too_large_code)
     parts: list[bytes] = []
     size = 0
     while True:
@@ -29,10 +28,14 @@ async def read_body(receive: Receive, headers: dict[bytes, bytes], limit: int,
         part = msg.get("body", b"")
         size += len(part)
         if size > limit:
-            raise too_big
+            raise _too_large(limit, too_large_code)
         parts.append(part)
         if not msg.get("more_body"):
             return b"".join(parts)
+
+
+def _too_large(limit: int, code: str) -> WireError:
+    return WireError(413, f"The request body is larger than the limit of {limit} bytes.", code)
 
 
 def parse_json_object(raw: bytes) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import calendar
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -56,12 +56,17 @@ class ScopeLimits:
     daily_tokens: int | None = None
     monthly_tokens: int | None = None
     monthly_cost: float | None = None
+    _ints: tuple[int, int, int, int, int, int] | None = field(default=None, init=False, repr=False, compare=False)
 
     def as_ints(self) -> tuple[int, int, int, int, int, int]:
-        """rpm, tpm, concurrent, daily, monthly, monthly cost (micro-dollars); -1 = unlimited."""
-        return (limit_int(self.requests_per_minute), limit_int(self.tokens_per_minute),
-                limit_int(self.max_concurrent), limit_int(self.daily_tokens), limit_int(self.monthly_tokens),
-                limit_int(self.monthly_cost, COST_UNIT))
+        """rpm, tpm, concurrent, daily, monthly, monthly cost (micro-dollars); -1 = unlimited.
+        Computed once: a principal's limits are read on every request and never change (an
+        admin change builds a new principal)."""
+        if self._ints is None:
+            self._ints = (limit_int(self.requests_per_minute), limit_int(self.tokens_per_minute),
+                          limit_int(self.max_concurrent), limit_int(self.daily_tokens),
+                          limit_int(self.monthly_tokens), limit_int(self.monthly_cost, COST_UNIT))
+        return self._ints
 
 
 @dataclass(slots=True, frozen=True)
@@ -84,12 +89,15 @@ class RateLimitState:
 
     def headers(self) -> list[tuple[bytes, bytes]]:
         out = []
-        for name, w in (("requests", self.requests), ("tokens", self.tokens)):
+        for (limit, remaining, reset), w in zip(_HEADER_NAMES, (self.requests, self.tokens), strict=True):
             if w is not None:
-                out += [(b"x-ratelimit-limit-" + name.encode(), b"%d" % w.limit),
-                        (b"x-ratelimit-remaining-" + name.encode(), b"%d" % w.remaining),
-                        (b"x-ratelimit-reset-" + name.encode(), duration(w.reset_ms).encode())]
+                out += [(limit, b"%d" % w.limit), (remaining, b"%d" % w.remaining),
+                        (reset, duration(w.reset_ms).encode())]
         return out
+
+
+_HEADER_NAMES = tuple(tuple(f"x-ratelimit-{what}-{kind}".encode() for what in ("limit", "remaining", "reset"))
+                      for kind in ("requests", "tokens"))
 
 
 def duration(ms: int) -> str:
@@ -108,17 +116,19 @@ def duration(ms: int) -> str:
 def rate_limit_state(scopes: list[ScopeLimits], values: list[int]) -> RateLimitState:
     """From the stores' four numbers per scope (requests used, ms until the request window is
     empty, tokens used, ms until the token window is empty): the tightest window of each kind."""
-    best: dict[str, WindowState] = {}
+    best: list[tuple[int, int, int] | None] = [None, None]  # requests, tokens: (remaining, limit, reset)
     for i, limits in enumerate(scopes):
-        rpm, tpm = limits.as_ints()[:2]
-        used_r, reset_r, used_t, reset_t = (int(v) for v in values[4 * i: 4 * i + 4])
-        for kind, limit, used, reset in (("requests", rpm, used_r, reset_r), ("tokens", tpm, used_t, reset_t)):
+        ints = limits.as_ints()
+        for k in (0, 1):  # rpm, tpm; their values sit at 4i + 2k (used) and 4i + 2k + 1 (reset)
+            limit = ints[k]
             if limit < 0:
                 continue
-            w = WindowState(limit, max(limit - used, 0), max(reset, 0))
-            if kind not in best or w.remaining < best[kind].remaining:
-                best[kind] = w
-    return RateLimitState(best.get("requests"), best.get("tokens"))
+            remaining = max(limit - int(values[4 * i + 2 * k]), 0)
+            tightest = best[k]
+            if tightest is None or remaining < tightest[0]:
+                best[k] = (remaining, limit, max(int(values[4 * i + 2 * k + 1]), 0))
+    requests, tokens = (None if b is None else WindowState(b[1], b[0], b[2]) for b in best)
+    return RateLimitState(requests, tokens)
 
 
 class QuotaDenied(Exception):
@@ -142,9 +152,20 @@ def scope_kind(scope_id: str) -> str:
 
 
 def period_tags(now: float | None = None) -> tuple[str, str]:
-    """UTC day and month tags for the budget counters, e.g. ("20261129", "202611")."""
-    tm = time.gmtime(now if now is not None else time.time())
-    return time.strftime("%Y%m%d", tm), time.strftime("%Y%m", tm)
+    """UTC day and month tags for the budget counters, e.g. ("20261129", "202611"); the tags of
+    the day last asked for are kept (every reserve and settle asks)."""
+    global _day_tags
+    t = now if now is not None else time.time()
+    start, tags = _day_tags
+    if start <= t < start + 86400:
+        return tags
+    tm = time.gmtime(t)
+    tags = (time.strftime("%Y%m%d", tm), time.strftime("%Y%m", tm))
+    _day_tags = (math.floor(t) - (tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec), tags)
+    return tags
+
+
+_day_tags: tuple[float, tuple[str, str]] = (math.inf, ("", ""))  # the UTC day's first second, its tags
 
 
 def retry_after_for(limit: str, wait_ms: int, now: float | None = None) -> int:
