@@ -282,7 +282,12 @@ async def create_backend(request: Request) -> Any:
 
 @admin_route
 async def list_backends(request: Request) -> Any:
+    """The rows, each with what this gateway sees live of it (its circuit breaker)."""
     rows = await in_tx(request, lambda s: [backend_out(b) for b in s.scalars(select(BackendRow))])
+    live = state_of(request.app).backends
+    for row in rows:
+        breaker = getattr(live.get(row["name"]), "breaker", None)
+        row["live"] = {"breaker": breaker.snapshot()} if breaker is not None else None
     return {"object": "list", "data": rows}
 
 
