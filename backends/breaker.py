@@ -9,8 +9,9 @@ lasts longer each time it repeats) and LiteLLM's cooldowns (a 429's Retry-After 
 a failure).
 
 - What counts: upstream faults only (`FAULT`: connect failures, resets, timeouts, 5xx, a 429
-  without Retry-After). A 4xx the request caused is `ANSWERED` (the upstream is up; nothing is
-  counted) and a client that left reports nothing.
+  without Retry-After; `BROKEN`: a 2xx whose body broke, once counted as a success). A 4xx the
+  request caused is `ANSWERED` (the upstream is up; nothing is counted) and a client that left
+  reports nothing.
 - Two levels. A tenant's sub-circuit opens on that tenant's own failure ratio over the window
   (`tenant_min_requests`, `failure_ratio`): the tenant whose requests fail backs off, nobody
   else. The backend-wide circuit opens on everybody's ratio (`min_requests`), and only when the
@@ -49,6 +50,7 @@ class Outcome(Enum):
     ANSWERED = "answered"  # a 4xx the request caused: the upstream is up; not counted
     FAULT = "fault"  # the upstream's failure: counted
     BACKOFF = "backoff"  # a 429 with Retry-After: the tenant pauses; not counted
+    BROKEN = "broken"  # a 2xx whose body then broke (a reset, a stall): its success becomes a fault
 
 
 @dataclass(slots=True, frozen=True)
@@ -123,6 +125,20 @@ class Window:
             self.failing_tenants += total[1] == 1
         else:
             self.ok += 1
+
+    def amend(self, now: float, tenant: str) -> None:
+        """One of the tenant's successes (the latest) was a failure after all."""
+        self.expire(now)
+        for _, counts in reversed(self._buckets):
+            c = counts.get(tenant)
+            if c is not None and c[0]:
+                c[0], c[1] = c[0] - 1, c[1] + 1
+                total = self.totals[tenant]
+                total[0], total[1] = total[0] - 1, total[1] + 1
+                self.ok, self.failed = self.ok - 1, self.failed + 1
+                self.failing_tenants += total[1] == 1
+                return
+        self.add(now, tenant, failed=True)  # its success has left the window already
 
     def expire(self, now: float) -> None:
         while self._buckets and now - self._buckets[0][0] >= self.window_s:
@@ -217,7 +233,10 @@ class Breaker:
         if retry_after_s is not None and outcome in (Outcome.FAULT, Outcome.BACKOFF):
             hold = now + min(max(retry_after_s, 0.0), self.policy.max_open_s)
             self.retry_after_until = max(self.retry_after_until, hold)
-        if outcome in (Outcome.SUCCESS, Outcome.FAULT):
+        if outcome is Outcome.BROKEN:
+            self.window.amend(now, ticket.tenant)
+            outcome = Outcome.FAULT
+        elif outcome in (Outcome.SUCCESS, Outcome.FAULT):
             self.window.add(now, ticket.tenant, failed=outcome is Outcome.FAULT)
         self._judge_backend(ticket, outcome, now)
         self._judge_tenant(ticket, outcome, now, hold)

@@ -199,8 +199,8 @@ class OpenAICompatBackend:
         return BackendError(f"backend {self.name} refused the request: {message}", resp.status, False), None
 
     def _late_fault(self, tenant: str) -> None:
-        """The upstream failed after its head (a reset, a stall): counted, though the head was a success."""
-        self.breaker.record(Ticket(True, tenant), Outcome.FAULT)
+        """The upstream failed after its head (a reset, a stall): that success was a fault."""
+        self.breaker.record(Ticket(True, tenant), Outcome.BROKEN)
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
         path, payload = self._prepare(request, stream=False)

@@ -236,3 +236,14 @@ def test_holds_while_an_interval_runs_not_while_a_probe_is_out() -> None:
     assert b.holds("a") and not b.holds("b")
     clock.t += 2.0
     assert b.admit("a").tenant_probe and not b.holds("a")  # the probe itself may retry
+
+
+def test_a_body_that_broke_turns_its_success_into_a_failure() -> None:
+    b, _, _ = make()
+    for _ in range(4):
+        ok(b, "a")
+        b.record(Ticket(True, "a"), Outcome.BROKEN)  # head 2xx, then a reset
+    assert (b.window.ok, b.window.failed, b.tenant_state("a")) == (0, 4, State.CLOSED)
+    ok(b, "a")
+    b.record(Ticket(True, "a"), Outcome.BROKEN)
+    assert b.tenant_state("a") is State.OPEN  # 5 of 5
