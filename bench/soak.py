@@ -216,7 +216,8 @@ def breaker_opens(url: str) -> dict[str, Any]:
 
 
 def start_stack(args: argparse.Namespace, work: Path) -> tuple[list[Any], str, str, str, str]:
-    """Engine server, instant upstream, gateway process: (procs, gateway url, engine url, db, prefix)."""
+    """Engine server, instant upstream, gateway process: (procs and the backends to register,
+    gateway url, engine url, db, prefix)."""
     model = make_tiny_model(work / "tiny", "llama", max_position_embeddings=4096)
     eng = EngineProcess(model, "--api-key", ENGINE_KEY, "--max-model-len", "4096", "--num-kv-blocks", "1024",
                         "--max-num-batched-tokens", "256").start()
@@ -232,7 +233,9 @@ def start_stack(args: argparse.Namespace, work: Path) -> tuple[list[Any], str, s
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FAIRGATE_DATABASE_URL": db, "FAIRGATE_REDIS_URL": REDIS_URL,
            "FAIRGATE_REDIS_PREFIX": prefix, "FAIRGATE_ADMIN_TOKEN": ADMIN, "FAIRGATE_EMBEDDED_ENGINE": "false",
            "FAIRGATE_PORT": str(port), "FAIRGATE_HOST": "127.0.0.1",
-           "FAIRGATE_USAGE_JOURNAL_PATH": str(work / "usage.journal")}
+           "FAIRGATE_USAGE_JOURNAL_PATH": str(work / "usage.journal"),
+           # the engine key is stored encrypted (a throwaway key unless one is set)
+           "FAIRGATE_SECRETS_KEY": os.environ.get("FAIRGATE_SECRETS_KEY") or _fernet_key()}
     gw = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve"], cwd=ROOT, env=env,
                           stdout=subprocess.DEVNULL, stderr=open(work / "gateway.log", "wb"))  # noqa: SIM115
     url = f"http://127.0.0.1:{port}"
@@ -242,11 +245,23 @@ def start_stack(args: argparse.Namespace, work: Path) -> tuple[list[Any], str, s
             break
         time.sleep(0.2)
     admin = httpx.Client(base_url=url, headers={"authorization": f"Bearer {ADMIN}"}, timeout=30)
-    admin.post("/admin/backends", json={"name": "eng", "base_url": eng.url + "/v1", "model": "tiny",
-                                        "kind": "local", "api_key": ENGINE_KEY}).raise_for_status()
-    admin.post("/admin/backends", json={"name": "up", "base_url": f"http://127.0.0.1:{up_port}/v1",
-                                        "model": "up-model", "kind": "local"}).raise_for_status()
-    return [eng, up, gw, admin], url, eng.url, db, prefix
+    backends = [  # registered by main, inside its cleanup
+        {"name": "eng", "base_url": eng.url + "/v1", "model": "tiny", "kind": "local", "api_key": ENGINE_KEY},
+        {"name": "up", "base_url": f"http://127.0.0.1:{up_port}/v1", "model": "up-model", "kind": "local"}]
+    return [eng, up, gw, admin, backends], url, eng.url, db, prefix
+
+
+def _fernet_key() -> str:
+    from cryptography.fernet import Fernet
+
+    return Fernet.generate_key().decode()
+
+
+def _drop_pg(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
 
 
 def _fresh_pg() -> str:
@@ -308,8 +323,10 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fg-soak-") as tmp:
         procs, url, engine_url, db, prefix = start_stack(args, Path(tmp))
-        eng, up, gw, admin = procs
+        eng, up, gw, admin, backends = procs
         try:
+            for backend in backends:
+                admin.post("/admin/backends", json=backend).raise_for_status()
             tenants = tenants_of(admin, args.tenants)
             t0, cpu0 = time.monotonic(), cpu_s(gw.pid)
             books = asyncio.run(drive(url, tenants, args.minutes, args.concurrency, args.window_s,
@@ -324,6 +341,8 @@ def main() -> None:
             gw.wait(30)
             up.terminate()
             eng.stop()
+            if args.database_url is None:  # the fresh database this run made
+                _drop_pg(db)
     print(json.dumps(summary))
 
 
