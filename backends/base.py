@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from backends.openai_wire.request import WireRequest
@@ -92,6 +92,17 @@ class GenerationRequest:
     parsed: WireRequest | None = None
     model: str | None = None
     used: UsageSoFar = field(default_factory=UsageSoFar)  # kept current by the backend
+
+
+@runtime_checkable
+class TokenDecoder(Protocol):
+    """A model's token ids back to its text (e.g. `backends.local.tokenizer.Tokenizer`). A
+    backend that holds its model's tokenizer offers one as `token_decoder`, so the gateway can
+    classify a token-id prompt as text instead of treating it as unreadable."""
+
+    @property
+    def vocab_size(self) -> int: ...
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
 
 
 class Backend(Protocol):

@@ -3,9 +3,13 @@
 Why not httpx here: on the gateway's hot path httpx's pool, anyio and h11 layers cost a few
 ms of CPU per upstream call, more than the rest of the gateway together (bench/upstream_clients.py:
 about 0.13 ms per POST here against 2.3-3.8 ms for httpx 0.28, where the whole gateway spends
-about 2.5 ms per request). tests/backends/test_http_conformance.py holds it to httpx's behaviour. This client does one
+about 2.5 ms per request). tests/backends/test_http_conformance.py (with test_http_proxy.py,
+test_http_tls.py and test_http_transport.py) holds it to httpx's behaviour. This client does one
 thing — POST a body, read a status, headers and a (possibly chunked, possibly streamed) body
-over pooled connections — for `http://` and `https://` upstreams.
+over pooled connections — for `http://` and `https://` upstreams, directly or through an HTTP
+proxy (backends/http_proxy.py), with per-backend TLS settings (backends/http_tls.py). A body
+is read under a size cap, and a connection stops reading while a slow consumer has
+`HIGH_WATER` bytes queued, so memory stays bounded whatever the upstream sends.
 """
 
 from __future__ import annotations
@@ -14,32 +18,60 @@ import asyncio
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import httptools
 
+from backends.http_proxy import Proxy, ProxyRefused, open_tunnel
+from backends.http_tls import TLSSettings, tls_failure
+
+HIGH_WATER = 4 * 2**20  # bytes queued unread before the connection stops reading
+LOW_WATER = 1 * 2**20
+
 
 class HTTPError(Exception):
     """Transport failure. `before_response`: nothing of a response arrived (safe to retry);
-    `timeout`: the upstream did not answer in time (a 504 to the client, not a 502)."""
+    `timeout`: the upstream did not answer in time (a 504 to the client, not a 502); `code`:
+    the OpenAI error code the gateway answers with (None: `upstream_error`)."""
 
-    def __init__(self, message: str, before_response: bool, timeout: bool = False) -> None:
+    def __init__(self, message: str, before_response: bool, timeout: bool = False, code: str | None = None) -> None:
         super().__init__(message)
         self.before_response = before_response
         self.timeout = timeout
+        self.code = code or ("upstream_timeout" if timeout else None)
+
+
+class ResponseTooLarge(HTTPError):
+    """The upstream sent more than the cap allows (a whole body, or one line of a stream)."""
+
+    def __init__(self, limit: int, what: str = "response body") -> None:
+        super().__init__(f"upstream {what} over the limit of {limit} bytes (max_response_bytes)", False,
+                         code="upstream_response_too_large")
+        self.limit = limit
 
 
 @dataclass(slots=True, frozen=True)
 class Origin:
     """Where an upstream lives. `query`: the base URL's query string, kept on every request
-    (e.g. Azure OpenAI's `api-version`)."""
+    (e.g. Azure OpenAI's `api-version`); `proxy`: the HTTP proxy to go through (None: direct);
+    `tls`: the backend's own TLS settings (None: the system's trust store, verified)."""
 
     scheme: str
     host: str
     port: int
     base_path: str
     query: str = ""
+    proxy: Proxy | None = None
+    tls: TLSSettings | None = None
+    # an http:// upstream through a proxy: absolute-form targets, the proxy's credentials on each
+    _prefix: str = field(default="", init=False, compare=False, repr=False)
+    proxy_headers: bytes = field(default=b"", init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.proxy is not None and self.scheme == "http":
+            object.__setattr__(self, "_prefix", f"http://{self.host_header}")
+            object.__setattr__(self, "proxy_headers", self.proxy.auth)
 
     @classmethod
     def parse(cls, url: str) -> Origin:
@@ -56,8 +88,8 @@ class Origin:
 
     def target(self, path: str) -> str:
         if not self.query:
-            return f"{self.base_path}{path}"
-        return f"{self.base_path}{path}{'&' if '?' in path else '?'}{self.query}"
+            return f"{self._prefix}{self.base_path}{path}"
+        return f"{self._prefix}{self.base_path}{path}{'&' if '?' in path else '?'}{self.query}"
 
 
 _EOF = object()
@@ -78,6 +110,8 @@ class _Connection(asyncio.Protocol):
         self.got_bytes = False
         self.in_flight = False  # only a connection with a request out has someone to tell
         self.keep_alive = False
+        self.queued = 0  # body bytes in `body` not read yet
+        self.paused = False
 
     # asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -98,7 +132,8 @@ class _Connection(asyncio.Protocol):
                 self.complete = True  # HTTP/1.0 style: the body ends where the connection does
                 self.body.put_nowait(_EOF)
                 return
-            self._fail(HTTPError("connection closed by upstream", not self.got_bytes))
+            why = f" ({tls_failure(exc, 'the upstream')})" if isinstance(exc, ssl.SSLError) else ""
+            self._fail(HTTPError(f"connection closed by upstream{why}", not self.got_bytes))
 
     def _close_delimited(self) -> bool:
         names = {name for name, _ in self.headers}
@@ -122,6 +157,16 @@ class _Connection(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         self.body.put_nowait(body)
+        self.queued += len(body)
+        if self.queued > HIGH_WATER and not self.paused and self.transport is not None:
+            self.paused = True  # the consumer is slower than the upstream: let TCP push back
+            self.transport.pause_reading()
+
+    def taken(self, size: int) -> None:
+        self.queued -= size
+        if self.paused and self.queued <= LOW_WATER and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
 
     def on_message_complete(self) -> None:
         self.complete = True
@@ -135,24 +180,42 @@ class Response:
         self._pool, self._origin, self._conn, self._timeout = pool, origin, conn, timeout
         self._done = False
 
-    async def iter_bytes(self) -> AsyncIterator[bytes]:
-        while not self._done:
-            try:
-                async with asyncio.timeout(self._timeout):
-                    item = await self._conn.body.get()
-            except TimeoutError:
-                self.close()
-                raise HTTPError("upstream read timed out", False, timeout=True) from None
-            if item is _EOF:
-                self._release()
-                return
-            if isinstance(item, HTTPError):
-                self.close()
-                raise item
-            yield item  # type: ignore[misc]
+    async def _next(self) -> bytes | None:
+        """The next piece of the body; None at its end."""
+        if self._done:
+            return None
+        try:
+            async with asyncio.timeout(self._timeout):
+                item = await self._conn.body.get()
+        except TimeoutError:
+            self.close()
+            raise HTTPError("upstream read timed out", False, timeout=True) from None
+        if item is _EOF:
+            self._release()
+            return None
+        if isinstance(item, HTTPError):
+            self.close()
+            raise item
+        self._conn.taken(len(item))  # type: ignore[arg-type]
+        return item  # type: ignore[return-value]
 
-    async def read(self) -> bytes:
-        return b"".join([chunk async for chunk in self.iter_bytes()])
+    async def iter_bytes(self) -> AsyncIterator[bytes]:
+        while (chunk := await self._next()) is not None:
+            yield chunk
+
+    async def read(self, limit: int | None = None) -> bytes:
+        """The whole body; `ResponseTooLarge` (the connection closed) past `limit` bytes."""
+        if limit is not None and int(self.headers.get(b"content-length", b"0") or b"0") > limit:
+            self.close()  # announced too large: not one byte of it is read
+            raise ResponseTooLarge(limit)
+        chunks, size = [], 0
+        while (chunk := await self._next()) is not None:
+            size += len(chunk)
+            if limit is not None and size > limit:
+                self.close()
+                raise ResponseTooLarge(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def _release(self) -> None:
         self._done = True
@@ -171,18 +234,40 @@ class HTTP1Pool:
         self._idle: dict[Origin, deque[_Connection]] = {}
         self._max_idle = max_idle_per_origin
         self._connect_timeout = connect_timeout
-        self._ssl: ssl.SSLContext | None = None
+        self._ssl: dict[TLSSettings | None, ssl.SSLContext] = {}  # one context per distinct setting
+
+    def _tls(self, origin: Origin) -> ssl.SSLContext | None:
+        if origin.scheme != "https":
+            return None
+        ctx = self._ssl.get(origin.tls)
+        if ctx is None:
+            try:
+                ctx = origin.tls.context() if origin.tls is not None else ssl.create_default_context()
+            except ValueError as exc:
+                raise HTTPError(str(exc), True) from None
+            self._ssl[origin.tls] = ctx
+        return ctx
 
     async def _connect(self, origin: Origin) -> _Connection:
         loop = asyncio.get_running_loop()
-        ctx = None
-        if origin.scheme == "https":
-            ctx = self._ssl = self._ssl or ssl.create_default_context()
+        ctx, proxy = self._tls(origin), origin.proxy
+        if proxy is not None and proxy.scheme != "http":
+            raise HTTPError(f"cannot use the proxy: only http:// proxies are supported, not {proxy.scheme}://", True)
         try:
-            _, conn = await asyncio.wait_for(loop.create_connection(
-                _Connection, origin.host, origin.port, ssl=ctx), self._connect_timeout)
+            async with asyncio.timeout(self._connect_timeout):
+                if proxy is None:
+                    _, conn = await loop.create_connection(_Connection, origin.host, origin.port, ssl=ctx)
+                elif ctx is None:  # http:// upstream: absolute-form requests to the proxy
+                    _, conn = await loop.create_connection(_Connection, proxy.host, proxy.port)
+                else:  # https:// upstream: a CONNECT tunnel, TLS with the upstream inside it
+                    _, conn = await open_tunnel(proxy, origin.host, origin.port, ctx, _Connection)
+        except ProxyRefused as exc:
+            raise HTTPError(str(exc), True) from None
+        except ssl.SSLError as exc:
+            raise HTTPError(tls_failure(exc, origin.host_header), True) from None
         except (OSError, TimeoutError) as exc:
-            raise HTTPError(f"cannot connect to upstream: {type(exc).__name__}", True) from None
+            where = "upstream" if proxy is None else f"the proxy {proxy.host}:{proxy.port}"
+            raise HTTPError(f"cannot connect to {where}: {type(exc).__name__}", True) from None
         return conn
 
     def put_back(self, origin: Origin, conn: _Connection, keep: bool) -> None:
@@ -198,7 +283,7 @@ class HTTP1Pool:
         """Send a POST (or `method`); return once the status line and headers are in.
         `headers`: extra raw header lines, each ending in CRLF."""
         head = (f"{method} {origin.target(path)} HTTP/1.1\r\nHost: {origin.host_header}\r\n"
-                f"Content-Length: {len(body)}\r\n").encode() + headers + b"\r\n"
+                f"Content-Length: {len(body)}\r\n").encode() + origin.proxy_headers + headers + b"\r\n"
         idle = self._idle.get(origin)
         for attempt in range(2):
             reused = False
@@ -219,6 +304,11 @@ class HTTP1Pool:
                 # a kept-alive connection the server had just closed: retry once on a fresh one
                 if reused and exc.before_response and attempt == 0:
                     continue
+                if not reused and exc.before_response and origin.scheme == "https" and not (
+                        origin.tls is not None and origin.tls.client_cert):
+                    # TLS 1.3: a server wanting a client certificate hangs up after the handshake
+                    raise HTTPError(f"{exc}; a TLS upstream that closes a new connection at once may require a "
+                                    "client certificate (set the backend's client_cert)", True) from None
                 raise
             except TimeoutError:
                 conn.transport.close()  # type: ignore[union-attr]

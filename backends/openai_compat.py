@@ -23,7 +23,8 @@ import orjson
 
 from backends.base import BackendError, Capabilities, Chunk, GenerationRequest
 from backends.breaker import Breaker, BreakerPolicy, Outcome, State, Ticket, Transition
-from backends.http1 import HTTP1Pool, HTTPError, Origin, Response
+from backends.http1 import HTTP1Pool, HTTPError, Response, ResponseTooLarge
+from backends.http_transport import Transport, header_block, origin_for
 from backends.openai_wire import WireError
 from backends.openai_wire.responses import response_id
 
@@ -62,16 +63,15 @@ class OpenAICompatBackend:
     def __init__(self, name: str, base_url: str, pool: HTTP1Pool, *, model: str | None = None,
                  api_key: str | None = None, is_local: bool = False, timeout_s: float = 60.0,
                  max_retries: int = 2, backoff_s: float = 0.05,
-                 breaker: Breaker | None = None) -> None:
+                 breaker: Breaker | None = None, transport: Transport | None = None) -> None:
         self.name = name
         self.is_local = is_local
         self.model = model
         self._base = base_url.rstrip("/")
-        self._origin = Origin.parse(self._base)
+        self.transport = transport or Transport()  # proxy, TLS, extra headers and query, size cap
+        self._origin = origin_for(self._base, self.transport)
         self._pool = pool
-        self._headers = b"Content-Type: application/json\r\n"
-        if api_key:
-            self._headers += f"Authorization: Bearer {api_key}\r\n".encode()
+        self._headers = header_block(api_key, self.transport)
         self._timeout = timeout_s
         self._max_retries = max_retries
         self._backoff_s = backoff_s
@@ -164,7 +164,7 @@ class OpenAICompatBackend:
                     continue
                 # the upstream may have started work: do not resend here, a fallback may try
                 raise BackendError(f"backend {self.name} failed: {exc}", 504 if exc.timeout else 502, True,
-                                   code="upstream_timeout" if exc.timeout else None) from None
+                                   code=exc.code) from None
             if resp.status < 300:
                 self.breaker.record(ticket, Outcome.SUCCESS)
                 return resp
@@ -187,7 +187,7 @@ class OpenAICompatBackend:
                                 "are not followed: set the backend's base_url to the final address", 502, False,
                                 code="upstream_redirect"), None
         try:
-            data = await resp.read()
+            data = await resp.read(self.transport.max_event_bytes)
         except HTTPError:
             data = b""
         message = _upstream_message(data, resp.status)
@@ -220,11 +220,14 @@ class OpenAICompatBackend:
             resp = await self._send(path, payload, self._request_headers(request), request.tenant)
             try:
                 async with asyncio.timeout(self._timeout):  # the whole body: a trickle ends too
-                    data = await resp.read()
+                    data = await resp.read(self.transport.max_response_bytes)
             except TimeoutError:
                 self._late_fault(request.tenant)
                 raise BackendError(f"backend {self.name} did not finish its response within {self._timeout:g} s",
                                    504, True, code="upstream_timeout") from None
+            except ResponseTooLarge as exc:  # answered, and paid for: no fallback repeats it
+                raise BackendError(f"backend {self.name} sent a response too large: {exc}", 502, False,
+                                   code=exc.code) from None
             except HTTPError as exc:
                 self._late_fault(request.tenant)
                 raise BackendError(f"backend {self.name} failed mid-response: {exc}", 502, True) from None
@@ -251,7 +254,7 @@ class OpenAICompatBackend:
             async with asyncio.timeout(timeout_s):
                 resp = await self._pool.post(self._origin, f"/requests/{request.request_id}/usage", self._headers,
                                              b"", timeout_s, method="GET")
-                data = await resp.read()
+                data = await resp.read(2**20)
             if resp.status == 200:
                 request.used.note(orjson.loads(data).get("usage"))
 
@@ -266,10 +269,13 @@ class OpenAICompatBackend:
         buf = b""
         loop = asyncio.get_running_loop()
         last_event = loop.time()
+        max_line = self.transport.max_event_bytes
         try:
             async for data in resp.iter_bytes():
                 buf += data
                 *lines, buf = buf.split(b"\n")
+                if len(buf) > max_line:  # one event without an end: bounded, not buffered forever
+                    raise ResponseTooLarge(max_line, "stream event")
                 if lines:
                     last_event = loop.time()
                 elif loop.time() - last_event > self._timeout:  # bytes, but no event: a trickle
@@ -295,9 +301,10 @@ class OpenAICompatBackend:
                 if batch:
                     yield batch
         except HTTPError as exc:
-            self._late_fault(request.tenant)
+            if not isinstance(exc, ResponseTooLarge):  # too much is no outage
+                self._late_fault(request.tenant)
             raise BackendError(f"backend {self.name} stream broke: {exc}", 504 if exc.timeout else 502, False,
-                               code="upstream_timeout" if exc.timeout else None) from None
+                               code=exc.code) from None
         finally:
             resp.close()
 

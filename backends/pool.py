@@ -131,6 +131,12 @@ class PoolBackend:
     def model_name(self) -> str | None:
         return self.model
 
+    @property
+    def token_decoder(self) -> Any:
+        """The pool's model tokenizer when it has one (its `tokenizer` folder), else None: the
+        gateway reads token-id prompts with it (a `backends.base.TokenDecoder`)."""
+        return self.keyer.tokenizer
+
     def __repr__(self) -> str:
         return f"PoolBackend(name={self.name!r}, replicas={list(self.replicas)})"
 

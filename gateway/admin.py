@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.routing import Route
 
+from backends.http_transport import DEFAULT_MAX_RESPONSE_BYTES
 from backends.openai_wire import WireError
 from gateway import admin_schemas as sch
 from gateway.admin_http import admin_route
@@ -53,11 +54,14 @@ def quota_out(p: QuotaPolicy | None) -> dict[str, Any]:
 
 
 def backend_out(b: BackendRow) -> dict[str, Any]:
-    # the API key is a credential: say whether one is set, never what it is
+    # credentials are never shown: whether a key is set, header names only, the proxy's password masked
     return {"id": b.id, "object": "backend", "name": b.name, "kind": b.kind, "base_url": b.base_url,
             "model": b.model, "has_api_key": bool(b.api_key), "input_cost_per_mtok": b.input_cost_per_mtok,
             "output_cost_per_mtok": b.output_cost_per_mtok, "hourly_cost_usd": b.hourly_cost_usd,
-            "enabled": b.enabled}
+            "enabled": b.enabled, "proxy_url": sch.redact_url(b.proxy_url), "tls_verify": b.tls_verify is not False,
+            "ca_bundle": b.ca_bundle, "client_cert": b.client_cert, "client_key": b.client_key,
+            "extra_header_names": sorted(b.extra_headers or {}), "extra_query": b.extra_query or {},
+            "auth_header": b.auth_header, "max_response_bytes": b.max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES}
 
 
 def audit(s: Session, action: str, target_type: str, target_id: str, detail: dict[str, Any] | None = None) -> None:
@@ -272,7 +276,7 @@ async def create_backend(request: Request) -> Any:
         b = BackendRow(**body.model_dump())
         s.add(b)
         s.flush()
-        audit(s, "backend.create", "backend", b.name, body.model_dump(exclude={"api_key"}))
+        audit(s, "backend.create", "backend", b.name, sch.backend_audit(body.model_dump()))
         return backend_out(b)
 
     out = await in_tx(request, run)
@@ -284,11 +288,46 @@ async def create_backend(request: Request) -> Any:
 async def list_backends(request: Request) -> Any:
     """The rows, each with what this gateway sees live of it (its circuit breaker)."""
     rows = await in_tx(request, lambda s: [backend_out(b) for b in s.scalars(select(BackendRow))])
-    live = state_of(request.app).backends
-    for row in rows:
-        breaker = getattr(live.get(row["name"]), "breaker", None)
-        row["live"] = {"breaker": breaker.snapshot()} if breaker is not None else None
-    return {"object": "list", "data": rows}
+    return {"object": "list", "data": [with_live(request, row) for row in rows]}
+
+
+def with_live(request: Request, row: dict[str, Any]) -> dict[str, Any]:
+    breaker = getattr(state_of(request.app).backends.get(row["name"]), "breaker", None)
+    return {**row, "live": {"breaker": breaker.snapshot()} if breaker is not None else None}
+
+
+def _backend(s: Session, name: str) -> BackendRow:
+    b = s.scalars(select(BackendRow).where(BackendRow.name == name)).first()
+    if b is None:
+        raise WireError(404, f"No backend {name!r}.", "not_found")
+    return b
+
+
+@admin_route
+async def get_backend(request: Request) -> Any:
+    return await in_tx(request, lambda s: backend_out(_backend(s, request.path_params["name"])))
+
+
+@admin_route
+async def update_backend(request: Request) -> Any:
+    body = await body_of(request, sch.BackendUpdate)
+    fields = body.model_dump(exclude_unset=True)
+    if "name" in fields:
+        raise WireError(400, "name: a backend's name cannot change (routes refer to it).", "invalid_value", "name")
+
+    def run(s: Session) -> dict[str, Any]:
+        b = _backend(s, request.path_params["name"])
+        for k, v in fields.items():
+            if v is not None or k in sch.BACKEND_NULLABLE:
+                setattr(b, k, v)
+        if b.client_key and not b.client_cert:
+            raise WireError(400, "client_key: needs client_cert.", "invalid_value", "client_key")
+        audit(s, "backend.update", "backend", b.name, sch.backend_audit(fields))
+        return backend_out(b)
+
+    out = await in_tx(request, run)
+    await changed(request)
+    return out
 
 
 @admin_route
@@ -337,6 +376,8 @@ def routes() -> list[Route]:
         Route("/admin/keys/{prefix}/quota", put_key_quota, methods=["PUT"]),
         Route("/admin/backends", create_backend, methods=["POST"]),
         Route("/admin/backends", list_backends, methods=["GET"]),
+        Route("/admin/backends/{name}", get_backend, methods=["GET"]),
+        Route("/admin/backends/{name}", update_backend, methods=["PATCH"]),
         Route("/admin/backends/{name}", delete_backend, methods=["DELETE"]),
         Route("/admin/audit", list_audit, methods=["GET"]),
     ]

@@ -79,7 +79,8 @@ def admin_route(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
                                            "database_unavailable", headers={"retry-after": "1"}))
         except StatementError as exc:
             if isinstance(exc.orig, SecretsKeyMissing):  # cannot store an upstream key without the key
-                return error_response(WireError(400, f"This gateway cannot store `api_key`: {MISSING}.",
+                return error_response(WireError(400, "This gateway cannot store `api_key` (nor a backend's `proxy_url` "
+                                               f"or `extra_headers`): {MISSING}.",
                                                "secrets_key_missing", "api_key"))
             log.exception("admin %s %s failed (%s)", request.method, request.url.path, type(exc).__name__)
             return error_response(WireError(500, "The admin request failed; see the gateway log.", "internal_error"))

@@ -31,6 +31,7 @@ from gateway.routing import NoRouteError, Router, RouteRequest
 from gateway.routing_store import read_rules, write_rules
 from gateway.state import GatewayState, state_of
 from gateway.tables import BackendRow, Tenant
+from gateway.tables_pools import PoolRow
 from gateway.tables_routing import RoutingAudit, TenantSensitivity
 from policies.routing import Rule, validate_rules
 from policies.routing_schema import RuleSchemaError, parse_rules, rule_to_dict
@@ -48,9 +49,12 @@ async def _json_body(request: Request) -> Any:
 
 
 def backend_locality(s: Session, state: GatewayState) -> dict[str, bool]:
-    """Every enabled backend by name → is it local. The database is the source of truth (a
-    backend registered on another replica counts at once); the embedded engine is local."""
+    """Every enabled backend and pool by name → is it local. The database is the source of truth
+    (a backend registered on another replica counts at once); the embedded engine and pools
+    (engine servers or vLLM on our hardware) are local."""
     out = {b.name: b.kind == "local" for b in s.scalars(select(BackendRow).where(BackendRow.enabled.is_(True)))}
+    for name in s.scalars(select(PoolRow.name).where(PoolRow.enabled.is_(True))):
+        out.setdefault(name, True)
     if state.embedded is not None:
         out.setdefault(state.embedded.name, True)
     return out

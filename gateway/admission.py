@@ -87,6 +87,7 @@ class Incoming:
     parsed: WireRequest = field(repr=False)
     request_id: str  # bare id; responses carry `rid`
     t0: float
+    rid: str  # the response id: usage row, audit row, x-request-id and the answer's `id`
 
 
 class RouteRefresh(Exception):
@@ -108,9 +109,11 @@ def bearer_token(headers: dict[bytes, bytes]) -> str:
 
 
 async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive,
-                translate: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Admitted:
+                translate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                id_prefix: str | None = None) -> Admitted:
     """Authenticate, validate, route and reserve; raises WireError with nothing reserved.
-    `translate` turns another API's body into this kind's first (e.g. Responses into chat)."""
+    `translate` turns another API's body into this kind's first (e.g. Responses into chat),
+    `id_prefix` names its ids (e.g. "resp_" instead of the kind's "chatcmpl-")."""
     t0 = time.perf_counter()
     headers = dict(scope["headers"])
     token = bearer_token(headers)
@@ -119,7 +122,9 @@ async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive,
     if translate is not None:
         body = translate(body)
     parsed = parse_embeddings(body) if kind == "embedding" else parse_request(kind, body)
-    incoming = Incoming(kind, token, headers, body, parsed, uuid.uuid4().hex, t0)
+    bare = uuid.uuid4().hex
+    rid = id_prefix + bare if id_prefix else response_id(kind, bare)
+    incoming = Incoming(kind, token, headers, body, parsed, bare, t0, rid)
     if not state.usage.accepting():  # usage could not be kept (usage_on_db_unavailable): reserve nothing
         raise WireError(503, "Usage cannot be recorded right now (database unavailable); retry shortly.",
                         "usage_unavailable", headers={"retry-after": "1"})
@@ -150,7 +155,7 @@ async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -
     # every choice may run to max_tokens; embeddings generate nothing
     completion_bound = 0 if req.kind == "embedding" else max_tokens * parsed.num_choices
     cost = reserve_price(state, decision, parsed, completion_bound)
-    rid = response_id(req.kind, req.request_id)
+    rid = req.rid
     await take_share(state, rid, principal.tenant_id, decision)  # tenant_pool_share, before any reserve
     try:
         ratelimit = await reserve(state, rid, principal, parsed.prompt_tokens_bound + completion_bound, cost)
@@ -226,7 +231,7 @@ async def route(state: GatewayState, req: Incoming, principal: Principal, priori
             priority=priority, data_residency=principal.data_residency,
             classification_header=cls.strip().lower() if cls else None,
             texts=req.parsed.texts, prompt_tokens=req.parsed.prompt_tokens_bound,
-            request_id=response_id(req.kind, req.request_id), body=req.body))
+            request_id=req.rid, body=req.body))
     except NoRouteError as exc:
         error = WireError(exc.status, str(exc), exc.code, "model" if exc.status == 404 else None)
         if exc.status == 404:

@@ -3,7 +3,9 @@ quotas), routing rules and prices, applied idempotently (`fairgate apply -f FILE
 with `fairgate serve --config FILE`).
 
     settings:  {admin_token: "${ENV:FAIRGATE_ADMIN_TOKEN}", database_url: ...}   # or flat at the top
-    backends:  [{name, kind: openai|local|vllm, base_url, model, api_key, ...}]
+    backends:  [{name, kind: openai|local|vllm, base_url, model, api_key, ...,
+                 proxy_url, tls_verify, ca_bundle, client_cert, client_key, extra_headers,
+                 extra_query, auth_header, max_response_bytes}]     # how it is reached
     pools:     [{name, kind: local|vllm, model, tokenizer, policy, replicas: [{name, base_url}]}]
     tenants:   [{name, weight, priority_ceiling, ..., quota: {requests_per_minute, ...}}]
     routes:    [{id, match, backend, fallbacks}]     # replaces the whole ordered rule list

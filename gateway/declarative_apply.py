@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from backends.openai_wire import WireError
 from gateway.admin import _set_quota, audit
 from gateway.admin_pools import PoolIn, ReplicaIn, write_pool
+from gateway.admin_schemas import backend_audit
 from gateway.declarative import TENANT_KEYS, BackendDecl, ConfigError, Declared, TenantDecl
 from gateway.pools_store import read_pools
 from gateway.routing_store import read_rules, write_rules
@@ -47,7 +48,7 @@ def _apply_backends(s: Session, items: list[BackendDecl], prune: bool, out: list
             out.append(f"updated backend {item.name}")
         else:
             continue
-        audit(s, "apply.backend", "backend", item.name, item.model_dump(exclude={"api_key"}))
+        audit(s, "apply.backend", "backend", item.name, backend_audit(item.model_dump()))
     for gone in rows.values() if prune else ():
         s.delete(gone)
         out.append(f"deleted backend {gone.name}")

@@ -1,7 +1,8 @@
 """`fairgate export`: the database's configuration as a declarative file (gateway/declarative.py).
 
 Secrets are never written: a backend's or pool's API key becomes `${ENV:FAIRGATE_SECRET_<NAME>}`
-and the export says which variables to set before applying it elsewhere. Applying the export
+(a backend's extra header values and a proxy URL with a password likewise) and the export says
+which variables to set before applying it elsewhere. Applying the export
 to the database it came from (with those variables set to the keys) changes nothing.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 from sqlalchemy import select
@@ -43,6 +45,10 @@ def export_config(s: Session) -> tuple[dict[str, Any], list[str]]:
     for b in s.scalars(select(BackendRow).order_by(BackendRow.name)):
         item = {k: getattr(b, k) for k in BACKEND_KEYS}
         item["api_key"] = secret(b.api_key, b.name)
+        if b.proxy_url and urlsplit(b.proxy_url).password is not None:  # a password: like a key
+            item["proxy_url"] = secret(b.proxy_url, b.name, "proxy_url")
+        if b.extra_headers:
+            item["extra_headers"] = {h: secret(v, b.name, "header", h) or "" for h, v in b.extra_headers.items()}
         backends.append(item)
     pools = []
     for name in s.scalars(select(PoolRow.name).order_by(PoolRow.name)):

@@ -22,12 +22,19 @@ from backends.openai_wire.openapi import (
     responses,
 )
 from gateway.admin_pools import PoolIn, ReplicaIn
-from gateway.admin_schemas import BackendCreate, KeyCreate, QuotaSet, TenantCreate, TenantUpdate
+from gateway.admin_schemas import (
+    BackendCreate,
+    BackendUpdate,
+    KeyCreate,
+    QuotaSet,
+    TenantCreate,
+    TenantUpdate,
+)
 from gateway.reports import GROUPS
 from scheduler.request import PRIORITY_CLASSES
 
-MODELS: tuple[type[BaseModel], ...] = (TenantCreate, TenantUpdate, KeyCreate, QuotaSet, BackendCreate, PoolIn,
-                                       ReplicaIn)
+MODELS: tuple[type[BaseModel], ...] = (TenantCreate, TenantUpdate, KeyCreate, QuotaSet, BackendCreate,
+                                       BackendUpdate, PoolIn, ReplicaIn)
 OBJ: Schema = {"type": "object"}
 LIST: Schema = {"type": "object", "required": ["object", "data"], "properties": {
     "object": {"const": "list"}, "data": {"type": "array", "items": {"type": "object"}}}}
@@ -97,7 +104,10 @@ def _admin_paths() -> dict[str, Schema]:
                                                         params=[path_param("prefix")])},
         "/admin/backends": {"post": operation("Register a backend.", OBJ, body=ref("BackendCreate"), status="201"),
                             "get": operation("List backends.", LIST)},
-        "/admin/backends/{name}": {"delete": operation("Remove a backend.", OBJ, params=name)},
+        "/admin/backends/{name}": {"get": operation("One backend (credentials never shown).", OBJ, params=name),
+                                   "patch": operation("Change a backend.", OBJ, body=ref("BackendUpdate"),
+                                                      params=name),
+                                   "delete": operation("Remove a backend.", OBJ, params=name)},
         "/admin/usage": {"get": _usage("Usage of every tenant.", "tenant")},
         "/admin/audit": {"get": operation("Recent admin changes.", LIST, params=limit)},
         "/admin/routes": {"get": operation("The routing rules.", OBJ),

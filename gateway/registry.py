@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from backends.base import Backend
 from backends.http1 import HTTP1Pool
+from backends.http_transport import Transport
 from backends.openai_compat import OpenAICompatBackend
 from backends.vllm import VLLMBackend
 from gateway.routing import Router
@@ -66,11 +67,21 @@ def _make_backend(row: BackendRow, pool: HTTP1Pool, settings: Settings, old: Bac
     cls = VLLMBackend if row.kind == "vllm" else OpenAICompatBackend  # vllm: on our hardware too
     # the same upstream keeps its breaker across rebuilds: an admin change elsewhere must not
     # close a circuit that an outage opened
-    kept = old.breaker if isinstance(old, OpenAICompatBackend) and old.base_url == row.base_url.rstrip("/") else None
+    transport, kept = transport_of(row), None
+    if isinstance(old, OpenAICompatBackend) and (old.base_url, old.transport) == (row.base_url.rstrip("/"), transport):
+        kept = old.breaker
     return cls(
         row.name, row.base_url, pool, model=row.model, api_key=row.api_key or default_key,
         is_local=row.kind in ("local", "vllm"), timeout_s=settings.upstream_timeout_s,
-        max_retries=settings.upstream_max_retries, breaker=kept)
+        max_retries=settings.upstream_max_retries, transport=transport, breaker=kept)
+
+
+def transport_of(row: BackendRow) -> Transport:
+    """The row's proxy, TLS, header, query and size settings (validated when they were stored)."""
+    return Transport.of(proxy_url=row.proxy_url, tls_verify=row.tls_verify, ca_bundle=row.ca_bundle,
+                        client_cert=row.client_cert, client_key=row.client_key, extra_headers=row.extra_headers,
+                        extra_query=row.extra_query, auth_header=row.auth_header,
+                        max_response_bytes=row.max_response_bytes)
 
 
 async def load_backends(state: GatewayState) -> None:

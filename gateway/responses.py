@@ -3,7 +3,7 @@
 The body is read as a chat body (backends/openai_wire/responses_request.py) before anything else
 looks at it, so the key, quotas, KVKK classification of `instructions` and `input`, routing
 (sensitive input only to local backends), the reservation and the usage row (route
-`/v1/responses`) are exactly the chat path's; the answer goes back as a `response` object or
+`/v1/responses`, keyed by the `resp_…` id the client gets) are exactly the chat path's; the answer goes back as a `response` object or
 Responses events (responses_output.py), whichever backend served it.
 """
 
@@ -20,6 +20,7 @@ from gateway.completions import CompletionsEndpoint
 from gateway.state import GatewayState
 
 ROUTE = "/v1/responses"
+ID_PREFIX = "resp_"  # the answer's `id` is the usage row's, the audit row's and x-request-id's
 
 
 class ResponsesEndpoint(CompletionsEndpoint):
@@ -34,7 +35,7 @@ class ResponsesEndpoint(CompletionsEndpoint):
             return responses_to_chat(body)
 
         try:
-            adm = await admit(state, "chat", scope, receive, to_chat)
+            adm = await admit(state, "chat", scope, receive, to_chat, ID_PREFIX)
         except WireError as err:
             raise as_responses_error(err) from None
         adm.route, adm.output = ROUTE, ResponsesOutput(asked, adm.gen.request_id)

@@ -2,7 +2,8 @@
 
 The request path builds a `RouteRequest`, asks `Router.decide()`, then tries the returned
 backends in order. `decide` classifies the prompt (policies.residency: tenant setting, header,
-detectors; a detector failure counts as sensitive), scores complexity when a rule asks for it,
+detectors; a detector failure counts as sensitive; token-id prompts are read back to text with
+the tokenizer of a local backend serving the model, and count as sensitive when none can read them), scores complexity when a rule asks for it,
 evaluates the ordered rules (policies.routing) and audits the decision. The sensitivity
 invariant (personal data → local backends only) is enforced by the rule engine, checked once
 more here on the Backend objects' own `is_local`, and again by the request path right before
@@ -17,9 +18,10 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
+from backends.base import TokenDecoder
 from gateway.classification import Classifier
 from policies.complexity import complexity_score
-from policies.request_texts import inspectable_texts
+from policies.request_texts import readable_parts
 from policies.residency import SensitivityVerdict, parse_classification_header
 from policies.routing import RouteFacts, RoutingError, Rule, evaluate
 
@@ -120,7 +122,12 @@ class Router:
         own = self.tenants.get(request.tenant_id, TenantDetectors())
         texts, opaque = list(request.texts), False
         if request.body is not None:
-            texts, opaque = inspectable_texts(request.body)
+            parts = readable_parts(request.body)
+            texts, opaque = parts.texts, parts.opaque
+            if parts.token_prompts and not opaque:
+                decoded = self._detokenise(request, parts.token_prompts)
+                opaque = decoded is None  # ids no tokenizer here can read: sensitive (fail closed)
+                texts += decoded or []
         verdict = await self.classifier.assess(
             texts,
             data_residency="local_only" if self.fail_closed else request.data_residency,
@@ -156,6 +163,29 @@ class Router:
         self._record(request, verdict, plan.rule_id, [b.name for b in chosen], plan.reason, 200)
         return RouteDecision(chosen, verdict.sensitive, ";".join(reasons), plan.rule_id, list(verdict.kinds),
                              list(verdict.spans))
+
+    def _detokenise(self, request: RouteRequest, prompts: list[list[int]]) -> list[str] | None:
+        """Token-id prompts as text, read with the tokenizer of a local backend that serves this
+        request's model (the first with one, in the order the rules would send it there if it
+        were sensitive); None when there is none or an id is outside its vocabulary."""
+        facts = RouteFacts(tenant=request.tenant_name, tenant_id=request.tenant_id, model=request.model,
+                           sensitive=True, priority=request.priority, prompt_tokens=request.prompt_tokens)
+        try:
+            plan = evaluate(self.rules, facts, self.locality, aliases=self.aliases)
+        except RoutingError:
+            return None
+        decoders = (getattr(self.backends[n], "token_decoder", None) for n in plan.backends
+                    if self.backends[n].is_local)
+        decoder = next((d for d in decoders if isinstance(d, TokenDecoder)), None)
+        if decoder is None:
+            return None
+        size = decoder.vocab_size
+        if any(not 0 <= t < size for ids in prompts for t in ids):
+            return None
+        try:
+            return [decoder.decode(ids, skip_special_tokens=False) for ids in prompts]
+        except Exception:  # noqa: BLE001 - ids this tokenizer cannot decode stay unread
+            return None
 
     def _record(
         self, request: RouteRequest, verdict: SensitivityVerdict, rule_id: str | None,

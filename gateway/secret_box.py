@@ -1,4 +1,5 @@
-"""Upstream secrets at rest: backend and pool API keys are Fernet tokens in the database.
+"""Upstream secrets at rest: backend and pool API keys (and a backend's proxy URL and extra
+headers) are Fernet tokens in the database.
 
 The key comes from `FAIRGATE_SECRETS_KEY` (or the first line of `FAIRGATE_SECRETS_KEY_FILE`);
 several keys, comma-separated, rotate: the first encrypts, every one decrypts. The columns are
@@ -15,6 +16,7 @@ naming `api_key`. Migration 0007 encrypts keys stored in plaintext by older vers
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +29,8 @@ if TYPE_CHECKING:
     from gateway.settings import Settings
 
 PREFIX = "fernet:"
-SECRET_COLUMNS = (("backends", "api_key"), ("backend_pools", "api_key"), ("pool_replicas", "api_key"))
+SECRET_COLUMNS = (("backends", "api_key"), ("backend_pools", "api_key"), ("pool_replicas", "api_key"),
+                  ("backends", "proxy_url"), ("backends", "extra_headers"))
 MISSING = ("upstream API keys are stored encrypted: set FAIRGATE_SECRETS_KEY (or FAIRGATE_SECRETS_KEY_FILE) "
            "to a Fernet key")
 
@@ -92,15 +95,29 @@ class SecretText(TypeDecorator[str]):
         return None if value is None else _box(dialect).decrypt(value)
 
 
+class SecretJSON(TypeDecorator[Any]):
+    """A JSON value (a backend's extra headers) stored encrypted, as `SecretText` stores a string."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> str | None:
+        return None if value is None else _box(dialect).encrypt(json.dumps(value, sort_keys=True))
+
+    def process_result_value(self, value: str | None, dialect: Any) -> Any:
+        return None if value is None else json.loads(_box(dialect).decrypt(value))
+
+
 def stored_secrets(engine: Engine) -> int:
     """How many secrets the database holds (raw column reads, nothing decrypted)."""
     from sqlalchemy import inspect, text
 
-    names = set(inspect(engine).get_table_names())
+    insp = inspect(engine)
+    names = set(insp.get_table_names())
     total = 0
     with engine.connect() as conn:
         for table, column in SECRET_COLUMNS:
-            if table in names:
+            if table in names and column in {c["name"] for c in insp.get_columns(table)}:  # before 0011
                 total += conn.execute(text(f"SELECT COUNT(*) FROM {table} WHERE {column} IS NOT NULL")).scalar_one()
     return total
 

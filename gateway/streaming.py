@@ -101,7 +101,7 @@ async def stream(state: GatewayState, adm: Admitted, receive: Receive, send: Sen
     except BackendError as exc:  # after bytes went out: report in-band, no fallback
         progress.status, progress.http_status, progress.done = "failed", exc.status, True
         error = (sse_stream_error(str(exc), exc.code or "upstream_error") if adm.output is None
-                 else adm.output.error(str(exc)))
+                 else adm.output.failed(str(exc), exc.status))  # Responses: `response.failed`
         await send({"type": "http.response.body", "body": error, "more_body": False})
     finally:
         progress.done = True

@@ -21,10 +21,11 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from gateway.secret_box import SecretText
+from gateway.secret_box import SecretJSON, SecretText
 
 
 def new_id() -> str:
@@ -109,6 +110,17 @@ class BackendRow(Base):
     hourly_cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # How the upstream is reached (0011; backends/http_transport.py). The proxy URL may carry a
+    # password and header values may be credentials: both encrypted like the API key.
+    proxy_url: Mapped[str | None] = mapped_column(SecretText, nullable=True)  # NULL: the environment's
+    tls_verify: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    ca_bundle: Mapped[str | None] = mapped_column(String(1000), nullable=True)  # PEM file paths
+    client_cert: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    client_key: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    extra_headers: Mapped[dict[str, str] | None] = mapped_column(SecretJSON, nullable=True)
+    extra_query: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
+    auth_header: Mapped[str | None] = mapped_column(String(100), nullable=True)  # NULL: Authorization: Bearer
+    max_response_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # NULL: 64 MiB
 
 
 class UsageRecord(Base):

@@ -51,6 +51,12 @@ class LocalBackend:
     def context_length(self) -> int:
         return self.engine.max_model_len
 
+    @property
+    def token_decoder(self) -> Any:
+        """The served model's tokenizer (a `backends.base.TokenDecoder`): the gateway reads
+        token-id prompts with it."""
+        return self.engine.tokenizer
+
     @classmethod
     def from_config(cls, config: EngineConfig, name: str = "local") -> LocalBackend:
         return cls(AsyncEngine(config), name=name)
@@ -195,7 +201,7 @@ def _raise_if_failed(out: RequestOutput) -> None:
     if out.finish_reason == "error":
         raise WireError(500, out.error or "engine error", "engine_error")
     if out.finish_reason == "abort":
-        raise WireError(503, "the request was aborted", "aborted")
+        raise WireError(503, out.error or "the request was aborted", "aborted")  # e.g. "engine shut down"
 
 
 def _folder_name(path: str) -> str:

@@ -139,10 +139,10 @@ class EngineServer:
         try:
             trusted = self.auth.trusted(dict(request.headers))  # before the body is even read
             body = await _read_json(request, self.max_body_bytes)
-            output = None
-            if responses:
-                output, body = ResponsesOutput(body, uuid.uuid4().hex), responses_to_chat(body)
+            asked, body = body, responses_to_chat(body) if responses else body
             greq = _generation_request(kind, body, request.headers if trusted else None)
+            # `resp_<id>`: the same id as X-Request-Id, as `chatcmpl-<id>` is on the chat route
+            output = ResponsesOutput(asked, greq.request_id) if responses else None
             prepared = parse_for_engine(kind, body, self.backend.info)
             self.metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body,
                              choice_ids(greq.request_id, len(prepared.prompt_batch) or 1, prepared.n))
@@ -207,9 +207,9 @@ class EngineServer:
                 yield frame(first)
                 async for batch in batches:
                     yield frame(batch)
-            except WireError as exc:  # failed mid-stream: tell the client in-band
+            except WireError as exc:  # failed mid-stream (engine error, shutdown): tell the client in-band
                 if output is not None:
-                    yield output.error(exc.message)
+                    yield output.failed(exc.message, exc.status)  # Responses: `response.failed`, no more
                     return
                 yield sse(exc.body())
             finally:
@@ -343,6 +343,7 @@ def run_engine_server(args: argparse.Namespace) -> int:
     from backends.http_protocol import limited_protocol
     from backends.local.engine import AsyncEngine
     from backends.local.engine_config import EngineConfig
+    from backends.local.server_shutdown import EngineUvicorn
 
     level = getattr(args, "log_level", "info")
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -360,11 +361,11 @@ def run_engine_server(args: argparse.Namespace) -> int:
     async def serve() -> None:
         # The engine is built inside the server's loop so its streams deliver to that loop.
         engine = AsyncEngine(EngineConfig.from_args(args))
-        app = build_app(LocalBackend(engine, name="engine"), control_secret=args.control_secret,
-                        auth=auth, metrics=metrics)
+        backend = LocalBackend(engine, name="engine")
+        app = build_app(backend, control_secret=args.control_secret, auth=auth, metrics=metrics)
         config = uvicorn.Config(app, log_level=level, access_log=False, lifespan="on", timeout_graceful_shutdown=5,
                                 http=limited_protocol(HeaderLimits()))
-        server = uvicorn.Server(config)
+        server = EngineUvicorn(config, backend)  # ends unfinished requests in-band when stopping
         shown = f"[{host}]" if ":" in host else host
         print(f"fairgate engine listening on http://{shown}:{port}", flush=True)
         await server.serve(sockets=[sock])

@@ -20,6 +20,7 @@ import orjson
 
 from backends.base import Kind
 from backends.openai_wire.errors import WireError, bad_value
+from backends.openai_wire.fields import check_fields
 
 TEMPLATE_TOKENS_PER_MESSAGE = 8
 TEMPLATE_TOKENS_BASE = 16
@@ -106,6 +107,7 @@ def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireR
     if n * max(1, len(prompts)) > MAX_N:
         raise bad_value(f"n x prompts must be at most {MAX_N} choices", "n")
     _check_types(body)
+    check_fields(kind, body)  # logprobs, sampling extensions, tools, structured output
     speculative = body.get("speculative")
     if speculative is not None and not isinstance(speculative, bool):
         raise bad_value("`speculative` must be a boolean", "speculative")

@@ -6,7 +6,10 @@ Streamed events, in OpenAI's order: `response.created`, `response.in_progress`; 
 `response.output_text.delta`..., `response.output_text.done`, `response.content_part.done`, and for
 a function call `response.function_call_arguments.delta`..., `response.function_call_arguments.done`;
 `response.output_item.done`; last `response.completed` (or `response.incomplete` when
-`max_output_tokens` cut it) with the usage. Every event carries a `sequence_number`.
+`max_output_tokens` cut it) with the usage. A generation that fails after the stream opened
+(engine error, upstream reset, engine shutdown) ends with `response.failed` instead: the response
+object with status "failed", its `error` {code, message} and the output so far (open items
+"incomplete"). Every event carries a `sequence_number`.
 """
 
 from __future__ import annotations
@@ -36,8 +39,14 @@ def _item_id(prefix: str) -> str:
 
 
 def _message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
-    return {"type": "message", "id": item_id, "status": status, "role": "assistant",
-            "content": [_text_part(text)] if status == "completed" else []}
+    content = [] if status == "in_progress" or (status == "incomplete" and not text) else [_text_part(text)]
+    return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
+
+
+def failure_error(message: str, status: int) -> dict[str, str]:
+    """The Response object's `error`: OpenAI's codes are `rate_limit_exceeded` and, for every
+    failure of ours (engine, upstream, shutdown), `server_error`."""
+    return {"code": "rate_limit_exceeded" if status == 429 else "server_error", "message": message}
 
 
 def _text_part(text: str) -> dict[str, Any]:
@@ -79,15 +88,18 @@ class ResponsesOutput:
             self.output.append(_call_item(_item_id("fc"), call.get("id") or _item_id("call"), fn.get("name", ""),
                                           fn.get("arguments", ""), "completed"))
         self.finish, self.usage = choice.get("finish_reason"), chat.get("usage")
-        return self._object(done=True)
+        return self._object(self._final_status())
 
-    def _object(self, done: bool) -> dict[str, Any]:
+    def _final_status(self) -> str:
+        return "incomplete" if self.finish == "length" else "completed"
+
+    def _object(self, status: str = "in_progress", error: dict[str, str] | None = None) -> dict[str, Any]:
+        """The `response` object; `status` in_progress | completed | incomplete | failed."""
         r = self.request
-        incomplete = done and self.finish == "length"
+        done = status != "in_progress"
         return {
-            "id": self.id, "object": "response", "created_at": self.created,
-            "status": ("incomplete" if incomplete else "completed") if done else "in_progress",
-            "error": None, "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+            "id": self.id, "object": "response", "created_at": self.created, "status": status, "error": error,
+            "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
             "instructions": r.get("instructions"), "max_output_tokens": r.get("max_output_tokens"),
             "model": self.model, "output": list(self.output) if done else [],
             "parallel_tool_calls": r.get("parallel_tool_calls", True), "previous_response_id": None,
@@ -101,13 +113,9 @@ class ResponsesOutput:
     # ------------------------------------------------------------------ streaming
     def frame(self, batch: list[Chunk]) -> bytes:
         """The events for one batch of chat chunks (the first batch opens the response)."""
-        events: list[bytes] = []
-        if not self._started:
-            self._started = True
-            if batch and batch[0].get("model"):
-                self.model = batch[0]["model"]
-            events += [self._event("response.created", response=self._object(False)),
-                       self._event("response.in_progress", response=self._object(False))]
+        if not self._started and batch and batch[0].get("model"):
+            self.model = batch[0]["model"]
+        events = self._open()
         for chunk in batch:
             if chunk.get("usage"):
                 self.usage = chunk["usage"]
@@ -120,19 +128,38 @@ class ResponsesOutput:
                 self.finish = choice.get("finish_reason") or self.finish
         return b"".join(events)
 
+    def _open(self) -> list[bytes]:
+        """`response.created` and `response.in_progress`, once, before anything else."""
+        if self._started:
+            return []
+        self._started = True
+        return [self._event("response.created", response=self._object()),
+                self._event("response.in_progress", response=self._object())]
+
     def end(self) -> bytes:
         """Close the open items, then `response.completed` (or `.incomplete`) with the usage."""
-        events = self._close_message()
+        events = self._open() + self._close_message()
         for index in sorted(self._calls):
             events += self._close_call(index)
         if not self.output:  # an empty reply is still one (empty) message
             events += self._text("") + self._close_message()
-        done = self._object(done=True)
-        return b"".join(events) + self._event(f"response.{done['status']}", response=done)
+        status = self._final_status()
+        return b"".join(events) + self._event(f"response.{status}", response=self._object(status))
 
-    def error(self, message: str, code: str = "server_error") -> bytes:
-        """A failure after the stream started."""
-        return self._event("error", code=code, message=message, param=None)
+    def failed(self, message: str, status: int = 500) -> bytes:
+        """The generation failed after the stream opened (`status`: the HTTP status the failure
+        would have had): `response.failed` with the output so far, its open items incomplete.
+        Nothing follows it."""
+        events = self._open()
+        m, self._message = self._message, None
+        if m is not None:
+            self.output.append(_message_item(m["id"], m["text"], "incomplete"))
+        for index in sorted(self._calls):
+            c = self._calls[index]
+            self.output.append(_call_item(c["id"], c["call_id"], c["name"], c["arguments"], "incomplete"))
+        self._calls = {}
+        failed = self._object("failed", failure_error(message, status))
+        return b"".join(events) + self._event("response.failed", response=failed)
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         body = {"type": kind, "sequence_number": self._seq, **fields}

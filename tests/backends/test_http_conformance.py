@@ -1,7 +1,9 @@
 """Our upstream HTTP client (backends/http1.py) held to httpx's behaviour: each case runs the
 same exchange through both against a scripted raw server on loopback and compares what the
 server saw and what the client returned. bench/upstream_clients.py says why we keep our own
-(CPU per call); these say it behaves like the library where it matters."""
+(CPU per call); these say it behaves like the library where it matters. Proxies, TLS, extra
+headers and query, and the size cap have their cases beside this file: test_http_proxy.py,
+test_http_tls.py, test_http_transport.py."""
 
 from __future__ import annotations
 

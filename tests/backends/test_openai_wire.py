@@ -142,3 +142,22 @@ def test_repr_never_shows_the_prompt() -> None:
     p = parse_request("chat", {"model": "m", "messages": [{"role": "user", "content": "TCKN 10000000146"}],
                                "stop": ["secret-stop"]})
     assert "10000000146" not in repr(p) and "secret-stop" not in repr(p) and "model='m'" in repr(p)
+
+
+def test_well_formed_new_fields_pass() -> None:
+    """The fields issue 14 added, at the edges of their ranges, are read without complaint."""
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "logprobs": True, "top_logprobs": 20,
+            "presence_penalty": -2, "frequency_penalty": 2.0, "repetition_penalty": 1.3, "min_p": 1, "min_tokens": 0,
+            "stop_token_ids": [0, 7], "logit_bias": {"0": -100, "12": 100.0}, "tools": [tool],
+            "tool_choice": {"type": "function", "function": {"name": "f"}},
+            "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "object"}}},
+            "guided_json": '{"type": "object"}', "guided_regex": "a+", "guided_choice": ["x"],
+            "structured_outputs": {"choice": ["x"]}}
+    assert parse_request("chat", chat).model == "m"
+    for choice in ("none", "auto", "required"):
+        parse_request("chat", {**chat, "tool_choice": choice})
+    parse_request("chat", {**chat, "tools": None, "tool_choice": "none"})
+    completion = {"model": "m", "prompt": [[1, 2], [3]], "logprobs": 0, "echo": True}
+    assert parse_request("completion", completion).num_choices == 2
+    parse_request("completion", {**completion, "logprobs": 20, "echo": False})

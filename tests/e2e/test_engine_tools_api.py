@@ -1,5 +1,6 @@
 """Tool calling on a real `fairgate engine` process with the demo model's template, driven by the
-openai SDK (every tool_choice, streamed tool calls, tool history)."""
+openai SDK (every tool_choice, streamed tool calls, tool history), and `required` on a
+random-weight model, where only the grammar makes the call."""
 
 from __future__ import annotations
 
@@ -142,3 +143,35 @@ def test_tool_calls_stream_incrementally_and_accumulate_to_the_full_response(cli
         assert final.choices[0].finish_reason == "tool_calls" and fragments > 2
         assert [(c.function.name, c.function.arguments) for c in got] == \
             [(c.function.name, c.function.arguments) for c in whole]
+
+
+BOUNDED = {"type": "object", "properties": {"city": {"enum": ["Istanbul", "Ankara"]},
+                                            "days": {"type": "integer", "minimum": 1, "maximum": 7},
+                                            "note": {"type": "string", "maxLength": 5}},
+           "required": ["city", "days", "note"], "additionalProperties": False}
+RANDOM_TOOLS = [{"type": "function", "function": {"name": "weather", "parameters": BOUNDED}},
+                {"type": "function", "function": {"name": "noop", "parameters": {
+                    "type": "object", "properties": {}, "additionalProperties": False}}}]
+
+
+@pytest.fixture(scope="module")
+def random_client(tiny_model_dir: Path) -> Iterator[openai.OpenAI]:
+    """The random-weight tiny model with a 512-token context (the tools section is long)."""
+    with engine_server(tiny_model_dir, "--served-model-name", "tiny", "--num-kv-blocks", "160",
+                       "--max-model-len", "512") as url:
+        with openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=120) as c:
+            yield c
+
+
+def test_required_parses_every_time_with_a_random_model(random_client: openai.OpenAI) -> None:
+    """A random model never means to call a tool: `required` still yields exactly one call that
+    parses and matches its function's schema, in every run (sampled, 12 seeds)."""
+    schemas = {"weather": BOUNDED, "noop": RANDOM_TOOLS[1]["function"]["parameters"]}
+    for seed in range(12):
+        r = random_client.chat.completions.create(
+            model="tiny", messages=[{"role": "user", "content": "Weather?"}], tools=RANDOM_TOOLS,
+            tool_choice="required", max_tokens=80, seed=seed, temperature=1.0)
+        choice = r.choices[0]
+        assert choice.finish_reason == "tool_calls", choice.message
+        (call,) = choice.message.tool_calls
+        jsonschema.validate(json.loads(call.function.arguments), schemas[call.function.name])

@@ -73,6 +73,83 @@ def test_nothing_reserved_or_recorded_for_refusals(env, upstream):
     assert gw.state.usage.written == 1
 
 
+TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+# Every field issue 14 added, malformed (wrong type, out of range): (path, extra body fields, param).
+NEW_FIELDS = [
+    ("chat", {"logprobs": 1}, "logprobs"),
+    ("chat", {"logprobs": True, "top_logprobs": 21}, "top_logprobs"),
+    ("chat", {"logprobs": True, "top_logprobs": "3"}, "top_logprobs"),
+    ("chat", {"top_logprobs": 2}, "top_logprobs"),
+    ("completions", {"logprobs": 21}, "logprobs"),
+    ("completions", {"logprobs": -1}, "logprobs"),
+    ("completions", {"logprobs": True}, "logprobs"),
+    ("completions", {"echo": "yes"}, "echo"),
+    ("chat", {"presence_penalty": 2.5}, "presence_penalty"),
+    ("chat", {"frequency_penalty": -3}, "frequency_penalty"),
+    ("chat", {"frequency_penalty": "x"}, "frequency_penalty"),
+    ("chat", {"repetition_penalty": 0}, "repetition_penalty"),
+    ("chat", {"repetition_penalty": "high"}, "repetition_penalty"),
+    ("chat", {"min_p": 1.5}, "min_p"),
+    ("chat", {"min_tokens": -1}, "min_tokens"),
+    ("chat", {"min_tokens": 2.5}, "min_tokens"),
+    ("chat", {"stop_token_ids": [1, "2"]}, "stop_token_ids"),
+    ("chat", {"stop_token_ids": 7}, "stop_token_ids"),
+    ("chat", {"logit_bias": {"12": 101}}, "logit_bias"),
+    ("chat", {"logit_bias": {"12": -100.5}}, "logit_bias"),
+    ("chat", {"logit_bias": {"abc": 1}}, "logit_bias"),
+    ("chat", {"logit_bias": [12]}, "logit_bias"),
+    ("chat", {"tools": "f"}, "tools"),
+    ("chat", {"tools": [], "tool_choice": "required"}, "tool_choice"),
+    ("chat", {"tools": [{"type": "function", "function": {"name": ""}}]}, "tools"),
+    ("chat", {"tools": [{"type": "function", "function": {"name": "f", "parameters": "x"}}]}, "tools"),
+    ("chat", {"tool_choice": "required"}, "tool_choice"),
+    ("chat", {"tools": [TOOL], "tool_choice": "always"}, "tool_choice"),
+    ("chat", {"tools": [TOOL], "tool_choice": {"type": "function", "function": {"name": "g"}}}, "tool_choice"),
+    ("chat", {"response_format": {"type": "yaml"}}, "response_format"),
+    ("chat", {"response_format": "json"}, "response_format"),
+    ("chat", {"response_format": {"type": "json_schema", "json_schema": {"schema": 3}}}, "response_format"),
+    ("chat", {"guided_json": 5}, "guided_json"),
+    ("chat", {"guided_regex": ""}, "guided_regex"),
+    ("chat", {"guided_choice": ["a", 1]}, "guided_choice"),
+    ("chat", {"guided_choice": []}, "guided_choice"),
+    ("chat", {"structured_outputs": "json"}, "structured_outputs"),
+    ("chat", {"n": 129}, "n"),
+    ("completions", {"prompt": [[1, 2], [3, "x"]]}, "prompt"),
+    ("completions", {"prompt": []}, "prompt"),
+]
+
+
+def _new_field_body(path: str, extra: dict) -> tuple[str, dict]:
+    base = {"model": "up", "max_tokens": 2}
+    base.update({"messages": MSG} if path == "chat" else {"prompt": "hi"})
+    return f"/v1/{'chat/completions' if path == 'chat' else 'completions'}", {**base, **extra}
+
+
+@pytest.mark.parametrize(("path", "extra", "param"), NEW_FIELDS, ids=[f"{p}-{i}" for i, (_, _, p) in enumerate(NEW_FIELDS)])
+def test_new_fields_bad_input_is_a_400_naming_the_field(env, upstream, path, extra, param):
+    gw, admin, t, key = env
+    before = len(upstream.received)
+    route, body = _new_field_body(path, extra)
+    r = post(gw, key, body, path=route)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == param and err["type"] == "invalid_request_error" and err["message"]
+    assert len(upstream.received) == before
+
+
+def test_new_fields_refusals_reserve_and_record_nothing(env, upstream):
+    import asyncio
+
+    gw, admin, t, key = env
+    for path, extra, _ in NEW_FIELDS:
+        route, body = _new_field_body(path, extra)
+        assert post(gw, key, body, path=route).status_code == 400
+    c = asyncio.run_coroutine_threadsafe(gw.state.quota.counters(f"t:{t['id']}"), gw.server_loop).result(10)
+    assert c["requests"] == 0 and c["daily_tokens"] == 0 and c["concurrent"] == 0
+    assert gw.call(gw.state.usage.flush())
+    assert gw.state.usage.written == 0
+
+
 def test_auth_errors(env):
     gw, admin, t, key = env
     r = httpx.post(gw.url + "/v1/chat/completions", json={"model": "up", "messages": MSG})

@@ -75,6 +75,7 @@ def test_one_tenants_failing_requests_back_off_that_tenant_only(make_gateway, fl
                                "fairgate_backend_breaker_tenant_opened_total": 1.0}
     view = breaker_view(admin)
     assert view["state"] == "closed" and list(view["tenants"]) == [a]
+    assert view["tenants_open"] == 1
     assert view["tenants"][a]["state"] in ("open", "half_open")
 
 

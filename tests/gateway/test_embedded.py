@@ -70,3 +70,35 @@ def test_embedded_engine_takes_the_new_fields_and_refuses_bad_ones(tmp_path, tin
                     "additionalProperties": False}}})
             assert js.choices[0].message.content in ('{"ok": true}', '{"ok": false}')
         admin.close()
+
+
+def test_token_id_prompts_are_read_with_the_embedded_engines_tokenizer(tmp_path, tiny_model_dir):
+    """The in-process engine's tokenizer reads token-id prompts back to text for the classifier:
+    ids of a harmless sentence may go to the external upstream, ids of a TC kimlik number stay
+    on the embedded engine, and ids outside its vocabulary never leave (the engine refuses them)."""
+    import openai
+
+    from backends.local.tokenizer import Tokenizer
+    from tests.helpers.upstream import UpstreamServer
+
+    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/e.db",
+                        model=str(tiny_model_dir), upstream_max_retries=0)
+    with UpstreamServer() as ext, GatewayThread(settings) as gw:
+        admin = Admin(gw.url)
+        admin.backend("ext", ext.base_url, kind="openai", model="up-model")
+        rules = [{"match": {"model": "m", "sensitivity": "sensitive"}, "backend": gw.state.embedded.name},
+                 {"match": {"model": "m", "sensitivity": "public"}, "backend": "ext"}]
+        assert admin.client.put("/admin/routes", json=rules).status_code == 200
+        key = admin.key(admin.tenant()["id"])["key"]
+        tok = Tokenizer(tiny_model_dir)
+        with openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=120) as c:
+            harmless = tok.encode("Toplantı yarın saat onda.")
+            c.completions.create(model="m", prompt=harmless, max_tokens=2)
+            assert [r["prompt"] for r in ext.received] == [harmless]
+            local = c.completions.create(model="m", prompt=[tok.encode("TC kimlik 10000000146 kayıtlı")],
+                                         max_tokens=2, temperature=0)
+            assert local.usage.completion_tokens <= 2  # the embedded engine answered
+            with pytest.raises(openai.BadRequestError):
+                c.completions.create(model="m", prompt=[*harmless, tok.vocab_size + 3], max_tokens=2)
+        assert len(ext.received) == 1
+        admin.close()

@@ -1,6 +1,8 @@
 """/v1/responses through a real gateway (uvicorn, SQLite) to real recording backends on loopback,
 driven by the openai SDK: the chat path's auth, key limits, KVKK routing (a sensitive input only
-reaches the local backend) and one usage row per request, streamed or not."""
+reaches the local backend) and one usage row per request, streamed or not, found by the `resp_…`
+id the client got; an upstream that resets mid-answer ends a stream with `response.failed` and a
+whole answer with OpenAI's error."""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from sqlalchemy import select
 from gateway.db import make_engine
 from gateway.settings import Settings
 from gateway.tables import UsageRecord
+from gateway.tables_routing import RoutingAudit
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
+from tests.helpers.raw_upstream import RawUpstream
 from tests.helpers.rows import wait_for
 from tests.helpers.upstream import UpstreamServer
 
@@ -29,14 +33,17 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     db = f"sqlite:///{tmp_path_factory.mktemp('responses') / 'gw.db'}"
     with contextlib.ExitStack() as es:
         local, ext = es.enter_context(UpstreamServer()), es.enter_context(UpstreamServer())
+        broken = es.enter_context(RawUpstream("reset"))  # two SSE events (or half a body), then RST
         gw = es.enter_context(GatewayThread(Settings(admin_token=ADMIN_TOKEN, database_url=db,
                                                      embedded_engine=False, upstream_max_retries=0)))
         admin = Admin(gw.url)
         es.callback(admin.close)
         admin.backend("local-up", local.base_url, kind="local", model="up-model")
         admin.backend("ext-up", ext.base_url, kind="openai", model="up-model")
+        admin.backend("broken-up", broken.base_url, kind="openai", model="up-model")
         rules = [{"match": {"model": "chat", "sensitivity": "sensitive"}, "backend": "local-up"},
-                 {"match": {"model": "chat", "sensitivity": "public"}, "backend": "ext-up"}]
+                 {"match": {"model": "chat", "sensitivity": "public"}, "backend": "ext-up"},
+                 {"match": {"model": "broken", "sensitivity": "public"}, "backend": "broken-up"}]
         saved = admin.client.put("/admin/routes", json=rules)
         assert saved.status_code == 200, saved.text
         tenant = admin.tenant(name="resp")
@@ -45,7 +52,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         admin.quota(small["id"], max_tokens_per_request=16)
         limited = admin.key(small["id"])["key"]
         client = es.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=30))
-        yield {"gw": gw, "db": db, "local": local, "ext": ext, "client": client, "key": key, "limited": limited}
+        yield {"gw": gw, "db": db, "local": local, "ext": ext, "client": client, "key": key, "limited": limited,
+               "broken": broken}
 
 
 def rows(db: str) -> dict[str, UsageRecord]:
@@ -67,7 +75,7 @@ def test_create_goes_to_the_chat_path_and_records_usage(world: dict[str, Any]) -
     assert sent["max_tokens"] == 5 and "input" not in sent
     assert r.output_text == "w0 w1 w2 w3 w4" and r.usage.output_tokens == 5 and r.usage.input_tokens == 5
     wait_for(lambda: len(rows(world["db"])) == before + 1)
-    row = rows(world["db"])["chatcmpl-" + r.id.removeprefix("resp_")]
+    row = rows(world["db"])[r.id]  # the usage row is keyed by the id the client got
     assert (row.prompt_tokens, row.completion_tokens, row.backend, row.status) == (5, 5, "ext-up", "finished")
 
 
@@ -82,7 +90,7 @@ def test_stream_events_and_one_usage_row(world: dict[str, Any]) -> None:
     assert world["ext"].received[-1]["stream"] is True
     assert final is not None and final.output_text == text == "w0 w1 w2 w3" and final.usage.output_tokens == 4
     wait_for(lambda: len(rows(world["db"])) == before + 1)
-    row = rows(world["db"])["chatcmpl-" + final.id.removeprefix("resp_")]
+    row = rows(world["db"])[final.id]
     assert row.stream and row.completion_tokens == 4 and row.status == "finished"
 
 
@@ -118,3 +126,55 @@ def test_auth_and_limits_come_first_and_reserve_nothing(world: dict[str, Any]) -
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "previous_response_id"
     assert gw.call(gw.state.usage.flush())
     assert len(rows(world["db"])) == before
+
+
+def test_one_id_from_the_answer_to_the_usage_row_audit_and_log(world: dict[str, Any]) -> None:
+    raw = world["client"].responses.with_raw_response.create(model="chat", input="Plan it.", max_output_tokens=3)
+    r = raw.parse()
+    assert r.id.startswith("resp_") and raw.headers["x-request-id"] == r.id
+    with world["client"].responses.with_streaming_response.create(model="chat", input="Go.", max_output_tokens=2,
+                                                                  stream=True) as streamed:
+        header = streamed.headers["x-request-id"]
+        ids = [json.loads(line[6:])["response"]["id"] for line in streamed.iter_lines()
+               if line.startswith("data: ") and '"response.created"' in line]
+    assert ids == [header] and header.startswith("resp_")
+    gw = world["gw"]
+    assert gw.call(gw.state.usage.flush())
+    assert {r.id, header} <= set(rows(world["db"]))
+    listed = httpx.get(gw.url + "/admin/usage/requests", params={"limit": 1000},
+                       headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).json()["data"]
+    assert {r.id, header} <= {e["id"] for e in listed}
+    assert gw.call(gw.state.routing_audit.flush())
+    engine = make_engine(world["db"])
+    try:
+        with engine.connect() as conn:
+            audited = set(conn.execute(select(RoutingAudit.request_id)).scalars())
+    finally:
+        engine.dispose()
+    assert {r.id, header} <= audited
+
+
+def test_upstream_reset_mid_stream_ends_in_response_failed(world: dict[str, Any]) -> None:
+    before = len(rows(world["db"]))
+    events = list(world["client"].responses.create(model="broken", input="Go on.", max_output_tokens=50,
+                                                   stream=True))
+    kinds = [e.type for e in events]
+    assert kinds[:2] == ["response.created", "response.in_progress"] and kinds[-1] == "response.failed"
+    assert "response.completed" not in kinds and "error" not in kinds
+    failed = events[-1].response
+    assert failed.status == "failed" and failed.error is not None and failed.error.code == "server_error"
+    assert failed.error.message and failed.id == events[0].response.id
+    assert [o.status for o in failed.output] == ["incomplete"] and failed.output_text == "ww"  # what arrived
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    wait_for(lambda: len(rows(world["db"])) == before + 1)
+    row = rows(world["db"])[failed.id]
+    assert (row.status, row.http_status, row.stream) == ("failed", 502, True)
+
+
+def test_upstream_reset_whole_answer_is_an_openai_error(world: dict[str, Any]) -> None:
+    with pytest.raises(openai.APIStatusError) as caught:
+        world["client"].responses.create(model="broken", input="Go on.", max_output_tokens=5)
+    err = caught.value
+    assert err.status_code == 502 and isinstance(err.body, dict)
+    assert err.body["type"] == "server_error" and err.body["message"]
+    assert err.response.headers["content-type"].startswith("application/json")

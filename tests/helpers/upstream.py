@@ -59,6 +59,8 @@ class UpstreamApp:
         self.behaviour = behaviour or UpstreamBehaviour()
         self.received: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []  # with `queries`: where each recorded request went
+        self.queries: list[bytes] = []
         self.completed_streams = 0
         self.cancelled_streams = 0
         self.arrivals: list[float] = []  # time.monotonic() of every recorded request
@@ -90,6 +92,8 @@ class UpstreamApp:
             self.received.append(body)
             self.headers.append(hdrs)
             self.arrivals.append(time.monotonic())
+            self.paths.append(path)
+            self.queries.append(scope.get("query_string", b""))
         if b.require_key and hdrs.get("authorization") != f"Bearer {b.require_key}":
             return await _json(send, 401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
         status = b.fail_next.pop(0) if b.fail_next else b.fail_if(body, hdrs) if b.fail_if else None
@@ -183,12 +187,14 @@ async def _event(send: Callable, obj: dict[str, Any]) -> None:
 
 
 class UpstreamServer:
-    """UpstreamApp under uvicorn on 127.0.0.1:<free port>, in a background thread."""
+    """UpstreamApp under uvicorn on 127.0.0.1:<free port>, in a background thread. `tls`:
+    uvicorn's ssl_* options (ssl_certfile, ssl_keyfile, ssl_ca_certs, ssl_cert_reqs): https://."""
 
-    def __init__(self, behaviour: UpstreamBehaviour | None = None) -> None:
+    def __init__(self, behaviour: UpstreamBehaviour | None = None, tls: dict[str, Any] | None = None) -> None:
         self.app = UpstreamApp(behaviour)
+        self._scheme = "https" if tls else "http"
         config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="error",
-                                access_log=False, lifespan="on")
+                                access_log=False, lifespan="on", **(tls or {}))
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
@@ -208,7 +214,7 @@ class UpstreamServer:
                 raise RuntimeError("upstream server did not start")
             time.sleep(0.01)
         self.port = self._server.servers[0].sockets[0].getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.base_url = f"{self._scheme}://127.0.0.1:{self.port}/v1"
         return self
 
     def stop(self) -> None:

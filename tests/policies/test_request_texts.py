@@ -52,3 +52,19 @@ def test_unreadable_parts_make_the_request_opaque() -> None:
     tools = {"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
              "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {}}}}
     assert not inspectable_texts(tools)[1]
+
+
+def test_token_id_prompts_are_set_apart_for_the_tokenizer() -> None:
+    from policies.request_texts import readable_parts
+
+    flat = readable_parts({"model": "m", "prompt": [5, 6, 7]})
+    assert (flat.texts, flat.opaque, flat.token_prompts) == ([], False, [[5, 6, 7]])
+    batch = readable_parts({"model": "m", "prompt": ["TC 10000000146", [1, 2], [3]]})
+    assert (batch.texts, batch.opaque, batch.token_prompts) == (["TC 10000000146"], False, [[1, 2], [3]])
+    embed = readable_parts({"model": "m", "input": [[9, 8]]})  # embeddings: ids, not numbers to scan
+    assert (embed.texts, embed.opaque, embed.token_prompts) == ([], False, [[9, 8]])
+    for odd in ([[1, 2], {"x": 1}], [[1, True]], [[]], [1.5]):  # nothing a tokenizer or detector reads
+        assert readable_parts({"model": "m", "prompt": odd}).opaque, odd
+    nested = readable_parts({"metadata": {"prompt": [1, 2]}, "messages": [{"role": "user", "content": "hi"}]})
+    assert nested.opaque and nested.token_prompts == []  # ids below the top level: unread, fail closed
+    assert inspectable_texts({"model": "m", "prompt": [[1, 2]]}) == ([], True)  # callers without a tokenizer
