@@ -323,6 +323,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fg-soak-") as tmp:
         procs, url, engine_url, db, prefix = start_stack(args, Path(tmp))
+        end: dict[str, Any] = {}
         eng, up, gw, admin, backends = procs
         try:
             for backend in backends:
@@ -341,8 +342,10 @@ def main() -> None:
             gw.wait(30)
             up.terminate()
             eng.stop()
-            if args.database_url is None:  # the fresh database this run made
-                _drop_pg(db)
+            if args.database_url is None and not (end.get("usage_records_missing") or end.get("usage_records_duplicated")):
+                _drop_pg(db)  # the fresh database this run made; kept to look into when the books are off
+    if end.get("usage_records_missing") or end.get("usage_records_duplicated"):
+        print(f"database kept: {db}", file=sys.stderr)
     print(json.dumps(summary))
 
 
