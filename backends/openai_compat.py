@@ -1,15 +1,19 @@
 """An OpenAI-compatible server as a `Backend`: external APIs, vLLM, TGI, another fairgate.
 
 Calls go over the gateway's shared keep-alive `HTTP1Pool` (backends/http1.py). Retries with
-backoff on 429/5xx and connection errors, but only before the first byte reached the caller; a
-small circuit breaker per backend stops hammering an upstream that keeps failing. The upstream
-API key is held in a private header blob and kept out of repr, logs and errors.
+backoff on 429/5xx and connection errors (waiting out the upstream's Retry-After), but only
+before the first byte reached the caller; a circuit breaker per backend (backends/breaker.py)
+stops hammering an upstream that keeps failing, for the tenant whose requests fail or, in an
+outage, for everybody. The upstream API key is held in a private header blob and kept out of
+repr, logs and errors.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import math
 import random
 import time
 from collections.abc import AsyncGenerator
@@ -18,8 +22,10 @@ from typing import Any
 import orjson
 
 from backends.base import BackendError, Capabilities, Chunk, GenerationRequest
+from backends.breaker import Breaker, BreakerPolicy, Outcome, State, Ticket, Transition
 from backends.http1 import HTTP1Pool, HTTPError, Response, ResponseTooLarge
 from backends.http_transport import Transport, header_block, origin_for
+from backends.openai_wire import WireError
 from backends.openai_wire.responses import response_id
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -27,33 +33,22 @@ MAX_RETRY_AFTER_S = 5.0  # an upstream asking for a longer pause is not retried 
 # a fairgate engine server (or a vLLM we feed): it schedules by tenant and salts caches
 LOCAL_ENGINE = Capabilities(tenant_scheduling=True, cache_salt=True, embeddings=True)
 EXTERNAL = Capabilities(embeddings=True)  # OpenAI-compatible APIs serve /v1/embeddings
+log = logging.getLogger("fairgate.backends")
 
 
-class CircuitBreaker:
-    """Open after `threshold` consecutive failures; after `cooldown_s` let one trial through."""
+def log_transition(backend: str, t: Transition) -> None:
+    """One log line per state change (the backend and tenant ids only, never a request)."""
+    who = f"backend {backend}" + (f" tenant {t.tenant}" if t.tenant is not None else "")
+    open_for = f", open for {t.open_for_s:g} s" if t.new is State.OPEN else ""
+    log.log(logging.WARNING if t.tenant is None else logging.INFO, "%s circuit %s -> %s (%s%s)",
+            who, t.old.name.lower(), t.new.name.lower(), t.reason, open_for)
 
-    def __init__(self, threshold: int = 5, cooldown_s: float = 10.0) -> None:
-        self.threshold = threshold
-        self.cooldown_s = cooldown_s
-        self.failures = 0
-        self.opened_at: float | None = None
 
-    def allow(self) -> bool:
-        if self.opened_at is None:
-            return True
-        if time.monotonic() - self.opened_at >= self.cooldown_s:
-            self.opened_at = time.monotonic()  # half-open: this caller is the one trial
-            return True
-        return False
-
-    def success(self) -> None:
-        self.failures = 0
-        self.opened_at = None
-
-    def failure(self) -> None:
-        self.failures += 1
-        if self.failures >= self.threshold:
-            self.opened_at = time.monotonic()
+def outcome_of(status: int, retry_after: float | None) -> Outcome:
+    """What an upstream's error status says about the upstream (not about the request)."""
+    if status == 429:
+        return Outcome.BACKOFF if retry_after is not None else Outcome.FAULT
+    return Outcome.FAULT if status >= 500 else Outcome.ANSWERED
 
 
 class OpenAICompatBackend:
@@ -68,7 +63,7 @@ class OpenAICompatBackend:
     def __init__(self, name: str, base_url: str, pool: HTTP1Pool, *, model: str | None = None,
                  api_key: str | None = None, is_local: bool = False, timeout_s: float = 60.0,
                  max_retries: int = 2, backoff_s: float = 0.05,
-                 breaker: CircuitBreaker | None = None, transport: Transport | None = None) -> None:
+                 breaker: Breaker | None = None, transport: Transport | None = None) -> None:
         self.name = name
         self.is_local = is_local
         self.model = model
@@ -80,12 +75,18 @@ class OpenAICompatBackend:
         self._timeout = timeout_s
         self._max_retries = max_retries
         self._backoff_s = backoff_s
-        self.breaker = breaker or CircuitBreaker()
+        # a probe's answer arrives within the head timeout (retries and their pauses included)
+        policy = BreakerPolicy(probe_timeout_s=(max_retries + 1) * (timeout_s + MAX_RETRY_AFTER_S))
+        self.breaker = breaker or Breaker(policy, on_change=lambda t: log_transition(name, t))
         self.capabilities = LOCAL_ENGINE if is_local else EXTERNAL
 
     @property
     def model_name(self) -> str | None:
         return self.model
+
+    @property
+    def base_url(self) -> str:
+        return self._base
 
     def __repr__(self) -> str:
         return f"OpenAICompatBackend(name={self.name!r}, base_url={self._base!r}, is_local={self.is_local})"
@@ -125,52 +126,81 @@ class OpenAICompatBackend:
                 extra += f"{name}: {value}\r\n".encode()
         return self._headers + extra
 
-    async def _send(self, path: str, payload: bytes, headers: bytes | None = None) -> Response:
+    async def _send(self, path: str, payload: bytes, headers: bytes, tenant: str) -> Response:
         """POST with retries; returns a 2xx response whose body is not read yet."""
+        ticket = self.breaker.admit(tenant)
+        if not ticket.allowed:
+            raise self._refusal(ticket)
+        try:
+            return await self._attempts(ticket, path, payload, headers)
+        finally:
+            self.breaker.release(ticket)  # a probe whose client left frees its slot
+
+    def _refusal(self, ticket: Ticket) -> WireError:
+        """A 503 with Retry-After; retryable: a fallback backend may take the request."""
+        wait, headers = f"{ticket.retry_in_s:.1f}", {"retry-after": str(max(1, math.ceil(ticket.retry_in_s)))}
+        if ticket.scope == "tenant":
+            return WireError(503, f"backend {self.name} is backing off this tenant's requests for {wait} s (its "
+                             "recent requests failed upstream, or the upstream asked to wait)", "upstream_backoff",
+                             headers=headers, retryable=True)
+        return WireError(503, f"backend {self.name} is unavailable (circuit open, next try in {wait} s)",
+                         "circuit_open", headers=headers, retryable=True)
+
+    async def _attempts(self, ticket: Ticket, path: str, payload: bytes, headers: bytes) -> Response:
         last: BackendError | None = None
         wait: float | None = None  # the upstream's Retry-After, when it gave one
         for attempt in range(self._max_retries + 1):
-            if not self.breaker.allow():
-                raise BackendError(f"backend {self.name} is unavailable (circuit open)", 503, True)
             if attempt:
                 await asyncio.sleep(wait if wait is not None else
                                     self._backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random()))
+                if self.breaker.holds(ticket.tenant):
+                    break  # an outage, this tenant's failures or a Retry-After meanwhile: no more tries
             try:
-                resp = await self._pool.post(self._origin, path, headers or self._headers, payload, self._timeout)
+                resp = await self._pool.post(self._origin, path, headers, payload, self._timeout)
             except HTTPError as exc:
-                self.breaker.failure()
+                self.breaker.record(ticket, Outcome.FAULT)
                 if exc.before_response:
                     last = BackendError(f"backend {self.name} unreachable: {exc}", 502, True)
                     continue
                 # the upstream may have started work: do not resend here, a fallback may try
                 raise BackendError(f"backend {self.name} failed: {exc}", 504 if exc.timeout else 502, True,
                                    code=exc.code) from None
-            if 300 <= resp.status < 400:  # never taken as an answer; never followed to a new host
-                resp.close()
-                where = resp.headers.get(b"location", b"?").decode("latin-1")[:200]
-                raise BackendError(f"backend {self.name} answered a redirect ({resp.status} to {where}); redirects "
-                                   "are not followed: set the backend's base_url to the final address", 502, False,
-                                   code="upstream_redirect")
-            if resp.status < 400:
-                self.breaker.success()
+            if resp.status < 300:
+                self.breaker.record(ticket, Outcome.SUCCESS)
                 return resp
-            try:
-                data = await resp.read(self.transport.max_event_bytes)
-            except HTTPError:
-                data = b""
-            message = _upstream_message(data, resp.status)
-            if resp.status in RETRY_STATUSES:
-                self.breaker.failure()
-                last = BackendError(f"backend {self.name} answered {resp.status}: {message}", resp.status, True)
-                wait = retry_after_s(resp.headers.get(b"retry-after"))
-                if wait is not None and wait > MAX_RETRY_AFTER_S:
-                    break  # longer than a request should wait here: a fallback, or the client, retries
-                continue
-            # the request itself is bad (400, 401, 404...): no retry, no fallback
-            self.breaker.success()
-            raise BackendError(f"backend {self.name} refused the request: {message}", resp.status, False)
+            error, wait = await self._refused(ticket, resp)
+            if not error.retryable:
+                raise error
+            last = error
+            if wait is not None and wait > MAX_RETRY_AFTER_S:
+                break  # longer than a request should wait here: a fallback, or the client, retries
         assert last is not None
         raise last
+
+    async def _refused(self, ticket: Ticket, resp: Response) -> tuple[BackendError, float | None]:
+        """The error for a non-2xx answer (retryable for 429/5xx) and its Retry-After, recorded."""
+        if resp.status < 400:  # never taken as an answer; never followed to a new host
+            resp.close()
+            self.breaker.record(ticket, Outcome.ANSWERED)
+            where = resp.headers.get(b"location", b"?").decode("latin-1")[:200]
+            return BackendError(f"backend {self.name} answered a redirect ({resp.status} to {where}); redirects "
+                                "are not followed: set the backend's base_url to the final address", 502, False,
+                                code="upstream_redirect"), None
+        try:
+            data = await resp.read(self.transport.max_event_bytes)
+        except HTTPError:
+            data = b""
+        message = _upstream_message(data, resp.status)
+        wait = retry_after_s(resp.headers.get(b"retry-after"))
+        self.breaker.record(ticket, outcome_of(resp.status, wait), wait)
+        if resp.status in RETRY_STATUSES:
+            return BackendError(f"backend {self.name} answered {resp.status}: {message}", resp.status, True), wait
+        # the request itself is bad (400, 401, 404...): no retry, no fallback
+        return BackendError(f"backend {self.name} refused the request: {message}", resp.status, False), None
+
+    def _late_fault(self, tenant: str) -> None:
+        """The upstream failed after its head (a reset, a stall): that success was a fault."""
+        self.breaker.record(Ticket(True, tenant), Outcome.BROKEN)
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
         path, payload = self._prepare(request, stream=False)
@@ -187,16 +217,20 @@ class OpenAICompatBackend:
 
     async def _json_answer(self, request: GenerationRequest, path: str, payload: bytes) -> dict[str, Any]:
         try:
-            resp = await self._send(path, payload, self._request_headers(request))
+            resp = await self._send(path, payload, self._request_headers(request), request.tenant)
             try:
                 async with asyncio.timeout(self._timeout):  # the whole body: a trickle ends too
                     data = await resp.read(self.transport.max_response_bytes)
             except TimeoutError:
+                self._late_fault(request.tenant)
                 raise BackendError(f"backend {self.name} did not finish its response within {self._timeout:g} s",
                                    504, True, code="upstream_timeout") from None
             except ResponseTooLarge as exc:  # answered, and paid for: no fallback repeats it
                 raise BackendError(f"backend {self.name} sent a response too large: {exc}", 502, False,
                                    code=exc.code) from None
+            except HTTPError as exc:
+                self._late_fault(request.tenant)
+                raise BackendError(f"backend {self.name} failed mid-response: {exc}", 502, True) from None
             finally:
                 resp.close()  # cut before the end: the connection goes, so the upstream notices
         except asyncio.CancelledError:  # our client left: closing the connection aborted the work
@@ -205,8 +239,6 @@ class OpenAICompatBackend:
             raise
         try:
             result: Any = orjson.loads(data)
-        except HTTPError as exc:
-            raise BackendError(f"backend {self.name} failed mid-response: {exc}", 502, True) from None
         except orjson.JSONDecodeError:
             raise BackendError(f"backend {self.name} sent invalid JSON", 502, True) from None
         if not isinstance(result, dict):
@@ -230,7 +262,7 @@ class OpenAICompatBackend:
         """The chunks as they arrive, grouped by network read, so the gateway can forward
         whatever came in one packet with one write."""
         path, payload = self._prepare(request, stream=True)
-        resp = await self._send(path, payload, self._request_headers(request))
+        resp = await self._send(path, payload, self._request_headers(request), request.tenant)
         rid, model = _identity(request)
         parsed = request.parsed
         keep_usage = parsed is None or parsed.continuous_usage  # the client asked for it itself
@@ -269,6 +301,8 @@ class OpenAICompatBackend:
                 if batch:
                     yield batch
         except HTTPError as exc:
+            if not isinstance(exc, ResponseTooLarge):  # too much is no outage
+                self._late_fault(request.tenant)
             raise BackendError(f"backend {self.name} stream broke: {exc}", 504 if exc.timeout else 502, False,
                                code=exc.code) from None
         finally:

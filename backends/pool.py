@@ -173,6 +173,7 @@ class PoolBackend:
 
     def _failed(self, replica: Replica, exc: BackendError) -> None:
         replica.failures += 1
+        # the replica's backend-wide circuit, not one tenant's back-off ("upstream_backoff")
         if exc.status in DEAD_STATUSES or exc.code == "circuit_open":
             replica.eject(f"request failed with {exc.status}")
 
@@ -268,7 +269,8 @@ class PoolBackend:
         """Per replica, what this gateway sees (admin and metrics); never the key."""
         return [{"name": r.name, "base_url": r.spec.base_url, "healthy": r.healthy, "draining": r.spec.draining,
                  "outstanding": r.outstanding, "kv_usage": r.kv_usage, "requests": r.requests,
-                 "failures": r.failures, "ejections": r.ejections, "routed": dict(r.routed)}
+                 "failures": r.failures, "ejections": r.ejections, "routed": dict(r.routed),
+                 "breaker": breaker.snapshot() if (breaker := getattr(r.backend, "breaker", None)) else None}
                 for r in self.replicas.values()]
 
     async def aclose(self) -> None:

@@ -11,7 +11,8 @@ the engine's non-streaming answers and the gateway's and engine's RSS.
 
 At the end, with the load drained: KV blocks still used by the engine, reservations still in
 Redis, usage rows against the requests that were admitted (missing, duplicated), RSS growth of
-the gateway after the first window (warm-up). A table, then a last line of JSON.
+the gateway and the engine after the first window (warm-up; use a `--window-s` of a minute or
+two for long runs), circuit opens. A table, then a last line of JSON.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class Window:
     latencies: list[float] = field(default_factory=list)  # engine non-stream answers, seconds
     rss_gateway: float = 0.0
     rss_engine: float = 0.0
+    load1: float = 0.0  # the machine's 1-minute load average at the window's end
 
     def row(self, t0: float) -> dict[str, Any]:
         lat = sorted(self.latencies)
@@ -75,7 +77,7 @@ class Window:
         return {"t_s": round(self.start - t0), "requests": sum(self.counts.values()),
                 "unexpected": sum(n for k, n in self.counts.items() if k.startswith(("5", "transport"))),
                 "p50_ms": p(0.5), "p99_ms": p(0.99), "rss_gateway_mb": round(self.rss_gateway, 1),
-                "rss_engine_mb": round(self.rss_engine, 1)}
+                "rss_engine_mb": round(self.rss_engine, 1), "load1": round(self.load1, 2)}
 
 
 @dataclass
@@ -160,7 +162,7 @@ async def drive(url: str, tenants: list[tuple[str, str]], minutes: float, concur
         while time.monotonic() < end:
             await asyncio.sleep(min(window_s, max(0.0, end - time.monotonic())))
             w = books.windows[-1]
-            w.rss_gateway, w.rss_engine = rss_mb(pids[0]), rss_mb(pids[1])
+            w.rss_gateway, w.rss_engine, w.load1 = rss_mb(pids[0]), rss_mb(pids[1]), os.getloadavg()[0]
             if time.monotonic() < end:
                 books.windows.append(Window(time.monotonic()))
 
@@ -195,13 +197,27 @@ def settle(url: str, engine_url: str, db: str, prefix: str, tenants: list[tuple[
         engine.dispose()
         r.close()
     expected = sum(books.admitted.values())
-    return {"kv_blocks_leaked": stats["kv_blocks_used"], "reservations_leaked": reservations,
+    return {**breaker_opens(url), "kv_blocks_leaked": stats["kv_blocks_used"], "reservations_leaked": reservations,
             "usage_records_missing": max(0, expected - distinct), "usage_records_duplicated": rows - distinct,
             "usage_records": rows, "requests_admitted": expected, "engine_aborted": stats["requests_aborted"]}
 
 
+def breaker_opens(url: str) -> dict[str, Any]:
+    """Circuit opens over the run, per backend: a healthy load (bad inputs and clients that leave
+    included) must open none."""
+    text = httpx.get(url + "/metrics", headers={"authorization": f"Bearer {ADMIN}"}, timeout=10).text
+    out: dict[str, dict[str, float]] = {"breaker_opened": {}, "breaker_tenant_opened": {}}
+    for line in text.splitlines():
+        for key, metric in (("breaker_opened", "fairgate_backend_breaker_opened_total{"),
+                            ("breaker_tenant_opened", "fairgate_backend_breaker_tenant_opened_total{")):
+            if line.startswith(metric):
+                out[key][line.split('backend="', 1)[1].split('"', 1)[0]] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
 def start_stack(args: argparse.Namespace, work: Path) -> tuple[list[Any], str, str, str, str]:
-    """Engine server, instant upstream, gateway process: (procs, gateway url, engine url, db, prefix)."""
+    """Engine server, instant upstream, gateway process: (procs and the backends to register,
+    gateway url, engine url, db, prefix)."""
     model = make_tiny_model(work / "tiny", "llama", max_position_embeddings=4096)
     eng = EngineProcess(model, "--api-key", ENGINE_KEY, "--max-model-len", "4096", "--num-kv-blocks", "1024",
                         "--max-num-batched-tokens", "256").start()
@@ -217,7 +233,9 @@ def start_stack(args: argparse.Namespace, work: Path) -> tuple[list[Any], str, s
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FAIRGATE_DATABASE_URL": db, "FAIRGATE_REDIS_URL": REDIS_URL,
            "FAIRGATE_REDIS_PREFIX": prefix, "FAIRGATE_ADMIN_TOKEN": ADMIN, "FAIRGATE_EMBEDDED_ENGINE": "false",
            "FAIRGATE_PORT": str(port), "FAIRGATE_HOST": "127.0.0.1",
-           "FAIRGATE_USAGE_JOURNAL_PATH": str(work / "usage.journal")}
+           "FAIRGATE_USAGE_JOURNAL_PATH": str(work / "usage.journal"),
+           # the engine key is stored encrypted (a throwaway key unless one is set)
+           "FAIRGATE_SECRETS_KEY": os.environ.get("FAIRGATE_SECRETS_KEY") or _fernet_key()}
     gw = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve"], cwd=ROOT, env=env,
                           stdout=subprocess.DEVNULL, stderr=open(work / "gateway.log", "wb"))  # noqa: SIM115
     url = f"http://127.0.0.1:{port}"
@@ -227,11 +245,23 @@ def start_stack(args: argparse.Namespace, work: Path) -> tuple[list[Any], str, s
             break
         time.sleep(0.2)
     admin = httpx.Client(base_url=url, headers={"authorization": f"Bearer {ADMIN}"}, timeout=30)
-    admin.post("/admin/backends", json={"name": "eng", "base_url": eng.url + "/v1", "model": "tiny",
-                                        "kind": "local", "api_key": ENGINE_KEY}).raise_for_status()
-    admin.post("/admin/backends", json={"name": "up", "base_url": f"http://127.0.0.1:{up_port}/v1",
-                                        "model": "up-model", "kind": "local"}).raise_for_status()
-    return [eng, up, gw, admin], url, eng.url, db, prefix
+    backends = [  # registered by main, inside its cleanup
+        {"name": "eng", "base_url": eng.url + "/v1", "model": "tiny", "kind": "local", "api_key": ENGINE_KEY},
+        {"name": "up", "base_url": f"http://127.0.0.1:{up_port}/v1", "model": "up-model", "kind": "local"}]
+    return [eng, up, gw, admin, backends], url, eng.url, db, prefix
+
+
+def _fernet_key() -> str:
+    from cryptography.fernet import Fernet
+
+    return Fernet.generate_key().decode()
+
+
+def _drop_pg(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
 
 
 def _fresh_pg() -> str:
@@ -257,21 +287,30 @@ def report(books: Books, end: dict[str, Any], t0: float) -> dict[str, Any]:
     print("  ".join(f"{c:>14}" for c in cols))
     for row in rows:
         print("  ".join(f"{'-' if row[c] is None else row[c]:>14}" for c in cols))
-    warm = rows[0]["rss_gateway_mb"] if rows else 0.0
-    last = rows[-1]["rss_gateway_mb"] if rows else 0.0
     p99s = [r["p99_ms"] for r in rows if r["p99_ms"] is not None]
+    growth = {f"{k}_growth_{unit}": v for k in ("rss_gateway", "rss_engine")
+              for unit, v in zip(("mb", "pct"), _growth(rows, f"{k}_mb"), strict=True)}
+    loads = [r["load1"] for r in rows]
     summary = {**end, "requests": sum(books.totals.values()),
                "errors_unexpected": sum(n for k, n in books.totals.items() if k.startswith(("5", "transport"))),
                "bad_inputs_refused": sum(n for k, n in books.totals.items() if k.startswith("bad:")),
                "bad_inputs_not_refused": sum(n for k, n in books.totals.items() if "not_refused" in k),
-               "rss_growth_mb": round(last - warm, 1), "rss_growth_pct": round(100 * (last - warm) / warm, 1) if warm else None,
-               "p99_ms_first": p99s[0] if p99s else None, "p99_ms_last": p99s[-1] if p99s else None,
-               "p99_ms_median": statistics.median(p99s) if p99s else None, "outcomes": dict(books.totals)}
+               **growth, "p99_ms_first": p99s[0] if p99s else None, "p99_ms_last": p99s[-1] if p99s else None,
+               "p99_ms_median": statistics.median(p99s) if p99s else None, "p99_ms_max": max(p99s, default=None),
+               "load1_mean": round(statistics.mean(loads), 2) if loads else None, "outcomes": dict(books.totals)}
     print()
     for k, v in summary.items():
         if k != "outcomes":
             print(f"{k:>26}  {v}")
     return summary
+
+
+def _growth(rows: list[dict[str, Any]], col: str) -> tuple[float | None, float | None]:
+    """RSS growth from the end of the first window (the warm-up) to the end of the last."""
+    if len(rows) < 2 or not rows[0][col]:
+        return None, None
+    warm, last = rows[0][col], rows[-1][col]
+    return round(last - warm, 1), round(100 * (last - warm) / warm, 1)
 
 
 def main() -> None:
@@ -284,8 +323,11 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fg-soak-") as tmp:
         procs, url, engine_url, db, prefix = start_stack(args, Path(tmp))
-        eng, up, gw, admin = procs
+        end: dict[str, Any] = {}
+        eng, up, gw, admin, backends = procs
         try:
+            for backend in backends:
+                admin.post("/admin/backends", json=backend).raise_for_status()
             tenants = tenants_of(admin, args.tenants)
             t0, cpu0 = time.monotonic(), cpu_s(gw.pid)
             books = asyncio.run(drive(url, tenants, args.minutes, args.concurrency, args.window_s,
@@ -300,6 +342,10 @@ def main() -> None:
             gw.wait(30)
             up.terminate()
             eng.stop()
+            if args.database_url is None and not (end.get("usage_records_missing") or end.get("usage_records_duplicated")):
+                _drop_pg(db)  # the fresh database this run made; kept to look into when the books are off
+    if end.get("usage_records_missing") or end.get("usage_records_duplicated"):
+        print(f"database kept: {db}", file=sys.stderr)
     print(json.dumps(summary))
 
 

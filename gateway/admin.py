@@ -286,8 +286,14 @@ async def create_backend(request: Request) -> Any:
 
 @admin_route
 async def list_backends(request: Request) -> Any:
+    """The rows, each with what this gateway sees live of it (its circuit breaker)."""
     rows = await in_tx(request, lambda s: [backend_out(b) for b in s.scalars(select(BackendRow))])
-    return {"object": "list", "data": rows}
+    return {"object": "list", "data": [with_live(request, row) for row in rows]}
+
+
+def with_live(request: Request, row: dict[str, Any]) -> dict[str, Any]:
+    breaker = getattr(state_of(request.app).backends.get(row["name"]), "breaker", None)
+    return {**row, "live": {"breaker": breaker.snapshot()} if breaker is not None else None}
 
 
 def _backend(s: Session, name: str) -> BackendRow:

@@ -106,9 +106,11 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
         st.config_version = await bus.version()
     except Exception:  # Redis down at start: serve 503s until it is back, then catch up
         st.config_version = -1
+    from gateway.breaker_metrics import BreakerCollector  # every upstream's circuit breaker
     from gateway.pool_metrics import PoolCollector  # per-replica gauges of backend pools
 
     metrics.registry.register(PoolCollector(lambda: st.backends))
+    metrics.registry.register(BreakerCollector(lambda: st.backends))
     await load_backends(st)
     await push_weights(st)
     st.fairness_sync = FairnessSync(st, settings.fairness_sync_interval_s).start()

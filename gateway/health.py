@@ -7,7 +7,8 @@
     GET /version           the package version
 
 A backend can take a request unless it is a pool with no routable replica (all ejected or
-draining) or an upstream whose circuit breaker is open.
+draining) or an upstream whose backend-wide circuit is open (a tenant's own back-off does
+not count: the others are still served).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from backends.breaker import State
 from backends.pool import PoolBackend
 from gateway.state import GatewayState, state_of
 
@@ -37,8 +39,8 @@ def version() -> str:
 def backend_ready(backend: Any) -> bool:
     if isinstance(backend, PoolBackend):
         return any(r.routable for r in backend.replicas.values())
-    breaker = getattr(backend, "breaker", None)  # OpenAICompatBackend's; open = failing upstream
-    return breaker is None or breaker.opened_at is None
+    breaker = getattr(backend, "breaker", None)  # OpenAICompatBackend's; open = an upstream outage
+    return breaker is None or breaker.state is not State.OPEN
 
 
 async def _db_ok(state: GatewayState) -> bool:

@@ -60,15 +60,20 @@ def start_embedded_engine(settings: Settings) -> LocalBackend | None:
     return backend
 
 
-def _make_backend(row: BackendRow, pool: HTTP1Pool, settings: Settings) -> Backend:
+def _make_backend(row: BackendRow, pool: HTTP1Pool, settings: Settings, old: Backend | None = None) -> Backend:
     # a "local" backend is a fairgate engine server on company hardware: same protocol,
     # but personal data may go there; it gets the engine key, never the external API's key
     default_key = settings.engine_api_key if row.kind in ("local", "vllm") else settings.upstream_api_key
     cls = VLLMBackend if row.kind == "vllm" else OpenAICompatBackend  # vllm: on our hardware too
+    # the same upstream keeps its breaker across rebuilds: an admin change elsewhere must not
+    # close a circuit that an outage opened
+    transport, kept = transport_of(row), None
+    if isinstance(old, OpenAICompatBackend) and (old.base_url, old.transport) == (row.base_url.rstrip("/"), transport):
+        kept = old.breaker
     return cls(
         row.name, row.base_url, pool, model=row.model, api_key=row.api_key or default_key,
         is_local=row.kind in ("local", "vllm"), timeout_s=settings.upstream_timeout_s,
-        max_retries=settings.upstream_max_retries, transport=transport_of(row))
+        max_retries=settings.upstream_max_retries, transport=transport, breaker=kept)
 
 
 def transport_of(row: BackendRow) -> Transport:
@@ -90,7 +95,7 @@ async def load_backends(state: GatewayState) -> None:
     prices: dict[str, Price] = {}
     old = state.backends
     for row in await asyncio.to_thread(rows):
-        backends[row.name] = _make_backend(row, state.upstream_pool, state.settings)
+        backends[row.name] = _make_backend(row, state.upstream_pool, state.settings, old.get(row.name))
         prices[row.name] = Price(row.input_cost_per_mtok, row.output_cost_per_mtok)
     from gateway.pools_store import load_pools  # pools keep their live state across rebuilds
 

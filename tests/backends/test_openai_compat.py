@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from backends.base import BackendError, GenerationRequest
+from backends.breaker import Breaker, BreakerPolicy, State
 from backends.http1 import HTTP1Pool
-from backends.openai_compat import CircuitBreaker, OpenAICompatBackend
+from backends.openai_compat import OpenAICompatBackend
 from tests.helpers.upstream import UpstreamServer
 
 
@@ -23,10 +24,10 @@ async def client():
     await pool.aclose()
 
 
-def chat(max_tokens: int = 3, **extra) -> GenerationRequest:
+def chat(max_tokens: int = 3, tenant: str = "default", **extra) -> GenerationRequest:
     body = {"model": "public-name", "messages": [{"role": "user", "content": "hello there"}],
             "max_tokens": max_tokens, **extra}
-    return GenerationRequest("r1", "chat", body)
+    return GenerationRequest("r1", "chat", body, tenant=tenant)
 
 
 async def test_complete_rewrites_model_and_sends_key(upstream, client):
@@ -81,29 +82,91 @@ async def test_client_errors_are_not_retried(upstream, client):
     upstream.behaviour.fail_next.clear()
 
 
-async def test_connection_refused_is_retryable_and_opens_the_breaker(client):
+async def test_connection_refused_backs_off_that_tenant_then_everybody(client):
     import socket
 
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()  # nothing listens there now
-    b = OpenAICompatBackend("dead", f"http://127.0.0.1:{port}/v1", client, max_retries=1,
-                            backoff_s=0.001, breaker=CircuitBreaker(threshold=2, cooldown_s=60))
+    b = OpenAICompatBackend("dead", f"http://127.0.0.1:{port}/v1", client, max_retries=1, backoff_s=0.001,
+                            breaker=Breaker(BreakerPolicy(tenant_min_requests=2, min_requests=4, open_s=60)))
     with pytest.raises(BackendError) as e:
-        await b.complete(chat())
+        await b.complete(chat(tenant="a"))  # two refused connections: a's circuit opens
     assert e.value.retryable and e.value.status == 502
     with pytest.raises(BackendError) as e:
-        await b.complete(chat())
-    assert "circuit open" in str(e.value) and e.value.status == 503
+        await b.complete(chat(tenant="a"))
+    assert (e.value.status, e.value.code, e.value.retryable) == (503, "upstream_backoff", True)
+    with pytest.raises(BackendError) as e:
+        await b.complete(chat(tenant="b"))  # b still goes upstream: 4 failures from 2 tenants
+    assert e.value.status == 502
+    with pytest.raises(BackendError) as e:
+        await b.complete(chat(tenant="c"))
+    assert (e.value.status, e.value.code) == (503, "circuit_open") and "circuit open" in str(e.value)
+    assert (b.breaker.state, b.breaker.opened, b.breaker.tenant_opened) == (State.OPEN, 1, 2)
 
 
-def test_breaker_half_opens_after_cooldown():
-    br = CircuitBreaker(threshold=1, cooldown_s=0.0)
-    br.failure()
-    assert br.allow()  # cooldown of 0: the trial goes through
-    br.success()
-    assert br.opened_at is None and br.failures == 0
+async def test_a_probe_closes_the_circuit_once_the_upstream_answers(upstream, client):
+    b = OpenAICompatBackend("ext", upstream.base_url, client, max_retries=0,
+                            breaker=Breaker(BreakerPolicy(tenant_min_requests=2, open_s=0.0)))
+    upstream.behaviour.fail_next[:] = [500, 502]
+    for _ in range(2):
+        with pytest.raises(BackendError):
+            await b.complete(chat(tenant="a"))
+    assert b.breaker.tenant_state("a") is State.HALF_OPEN  # open for 0 s: the next request probes
+    out = await b.complete(chat(tenant="a"))
+    assert out["usage"]["completion_tokens"] == 3 and b.breaker.tenant_state("a") is State.CLOSED
+
+
+async def test_client_errors_and_a_cancelled_probe_trip_nothing(upstream, client):
+    import asyncio
+
+    b = OpenAICompatBackend("ext", upstream.base_url, client, max_retries=0,
+                            breaker=Breaker(BreakerPolicy(tenant_min_requests=2, open_s=0.0)))
+    upstream.behaviour.fail_next[:] = [400, 404, 422]
+    for _ in range(3):
+        with pytest.raises(BackendError) as e:
+            await b.complete(chat(tenant="a"))
+        assert not e.value.retryable
+    assert (b.breaker.tenants, b.breaker.window.failed) == ({}, 0)
+    upstream.behaviour.fail_next[:] = [500, 500]
+    for _ in range(2):
+        with pytest.raises(BackendError):
+            await b.complete(chat(tenant="a"))
+    probe = asyncio.ensure_future(b.complete(chat(tenant="a")))
+    await asyncio.sleep(0)  # it is admitted as the probe and waits on the upstream
+    assert b.breaker.tenants["a"].probe != 0
+    probe.cancel()  # the client left before any answer
+    with pytest.raises(asyncio.CancelledError):
+        await probe
+    assert b.breaker.tenants["a"].probe == 0  # the slot is free again
+    await b.complete(chat(tenant="a"))
+    assert b.breaker.tenant_state("a") is State.CLOSED
+
+
+async def test_retry_after_is_waited_out_then_backs_the_tenant_off(upstream, client):
+    b = OpenAICompatBackend("ext", upstream.base_url, client, max_retries=1, backoff_s=0.001)
+    upstream.behaviour.fail_next[:] = [503]
+    upstream.behaviour.fail_headers = [(b"retry-after", b"0.3")]
+    try:
+        n = len(upstream.app.arrivals)
+        out = await b.complete(chat(tenant="a"))
+        assert out["usage"]["completion_tokens"] == 3
+        first, second = upstream.app.arrivals[n:]
+        assert second - first >= 0.29  # a lower bound the retry's pause guarantees
+        upstream.behaviour.fail_next[:] = [429]
+        upstream.behaviour.fail_headers = [(b"retry-after", b"20")]
+        with pytest.raises(BackendError) as e:  # longer than a request waits: no retry here
+            await b.complete(chat(tenant="a"))
+        assert (e.value.status, len(upstream.app.arrivals)) == (429, n + 3)
+        with pytest.raises(BackendError) as e:
+            await b.complete(chat(tenant="a"))  # refused here: the upstream hears nothing
+        assert (e.value.code, len(upstream.app.arrivals)) == ("upstream_backoff", n + 3)
+        assert 19 < b.breaker.snapshot()["tenants"]["a"]["open_for_s"] <= 20
+        await b.complete(chat(tenant="b"))  # another tenant is served
+        assert b.breaker.window.failed == 1  # the 503; the 429 with Retry-After is a pause, not a failure
+    finally:
+        upstream.behaviour.fail_headers = []
 
 
 async def test_only_local_backends_hear_the_tenant(upstream, client):

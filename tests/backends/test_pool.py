@@ -51,3 +51,35 @@ def test_vllm_metrics_parse() -> None:
             'vllm:num_requests_waiting{engine="0",model_name="m"} 3.0\nvllm:num_requests_running 2\n')
     assert parse_vllm_metrics(text) == LoadReading(0.375, 3)
     assert parse_vllm_metrics("vllm:gpu_cache_usage_perc 0.5\n") == LoadReading(0.5, None)
+
+
+async def test_one_tenants_back_off_on_a_replica_neither_ejects_it_nor_blocks_others() -> None:
+    """r0 fails tenant a's requests only: a fails over to r1 and, once a's circuit on r0 opens,
+    skips r0 at once; r0 stays healthy and keeps serving b."""
+    from backends.base import GenerationRequest
+    from backends.breaker import Breaker, BreakerPolicy
+    from tests.helpers.upstream import UpstreamServer
+
+    with UpstreamServer() as r0, UpstreamServer() as r1:
+        r0.behaviour.fail_if = lambda body, headers: 500 if headers.get("x-tenant") == "a" else None
+        http1 = HTTP1Pool()
+        async with httpx.AsyncClient() as http:
+            pool = PoolBackend("p", "local", [ReplicaSpec("r0", r0.base_url), ReplicaSpec("r1", r1.base_url)],
+                               lambda s: OpenAICompatBackend(f"p/{s.name}", s.base_url, http1, is_local=True,
+                                                             max_retries=0, breaker=Breaker(BreakerPolicy(open_s=60))),
+                               http, options=PoolOptions(policy="least_loaded"))  # r0 first while idle
+
+            def req(tenant: str) -> GenerationRequest:
+                return GenerationRequest("r", "chat", {"model": "m", "max_tokens": 1, "messages": [
+                    {"role": "user", "content": "x"}]}, tenant=tenant)
+
+            for _ in range(8):
+                assert (await pool.complete(req("a")))["usage"]["completion_tokens"] == 1
+            for _ in range(3):
+                await pool.complete(req("b"))
+            heard = [h.get("x-tenant") for h in r0.app.headers]
+            assert heard == ["a"] * 5 + ["b"] * 3  # a's circuit on r0 opened at its fifth failure
+            r = pool.replicas["r0"]
+            assert (r.healthy, r.ejections, r.backend.breaker.tenant_state("a").name) == (True, 0, "OPEN")
+            assert [h.get("x-tenant") for h in r1.app.headers] == ["a"] * 8
+        await http1.aclose()

@@ -4,6 +4,8 @@
         up.base_url                        # "http://127.0.0.1:<port>/v1"
         up.received                        # every request body, in arrival order
         up.behaviour.fail_next = [503, 503]  # answer the next two requests with these statuses
+        up.behaviour.fail_if = lambda body, headers: 500 if headers.get("x-tenant") == "a" else None
+        up.behaviour.fail_headers = [(b"retry-after", b"2")]  # sent with every injected failure
 
 Answers are deterministic: the completion is `max_tokens` words "w0 w1 ...", one word per
 streamed chunk (default 8 when no max_tokens), and usage counts prompt words with
@@ -45,6 +47,9 @@ class UpstreamBehaviour:
     require_key: str | None = None  # when set, other Authorization values get 401
     stats: dict[str, Any] | None = None  # GET /stats answers this (an engine server's), else 404
     stream_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # added to streamed answers
+    # a status for the requests it picks (body, lower-cased headers), after `fail_next`
+    fail_if: Callable[[dict[str, Any], dict[str, str]], int | None] | None = None
+    fail_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # added to injected failures
 
 
 class UpstreamApp:
@@ -58,6 +63,7 @@ class UpstreamApp:
         self.queries: list[bytes] = []
         self.completed_streams = 0
         self.cancelled_streams = 0
+        self.arrivals: list[float] = []  # time.monotonic() of every recorded request
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] == "lifespan":
@@ -85,13 +91,15 @@ class UpstreamApp:
         if b.record:
             self.received.append(body)
             self.headers.append(hdrs)
+            self.arrivals.append(time.monotonic())
             self.paths.append(path)
             self.queries.append(scope.get("query_string", b""))
         if b.require_key and hdrs.get("authorization") != f"Bearer {b.require_key}":
             return await _json(send, 401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
-        if b.fail_next:
-            status = b.fail_next.pop(0)
-            return await _json(send, status, {"error": {"message": f"injected {status}", "type": "server_error"}})
+        status = b.fail_next.pop(0) if b.fail_next else b.fail_if(body, hdrs) if b.fail_if else None
+        if status is not None:
+            return await _json(send, status, {"error": {"message": f"injected {status}", "type": "server_error"}},
+                               b.fail_headers)
         if path.endswith("/embeddings"):  # one 3-float vector per input: [index, words, 1.0]
             inputs = body.get("input")
             items = [inputs] if isinstance(inputs, str) else list(inputs or [])
@@ -167,10 +175,10 @@ async def send_text(send: Callable, text: str) -> None:
     await send({"type": "http.response.body", "body": text.encode()})
 
 
-async def _json(send: Callable, status: int, obj: dict[str, Any]) -> None:
+async def _json(send: Callable, status: int, obj: dict[str, Any], extra: list[tuple[bytes, bytes]] | None = None) -> None:
     data = orjson.dumps(obj)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *(extra or [])]})
     await send({"type": "http.response.body", "body": data})
 
 
