@@ -1,17 +1,14 @@
-"""Our hand-written HTTP client against the library it stands in for, and the gateway's Redis
-client, in one process: `backends/http1.py` (HTTP1Pool) vs httpx, and redis-py as
-`gateway/quota/redis_client.connect` configures it (hiredis parser). CPU time of this process
-per call (time.process_time, so other load on a shared machine counts little), rounds
-alternated A/B/A/B.
+"""Our hand-written upstream clients against the libraries they stand in for, in one process:
+`backends/http1.py` (HTTP1Pool) vs httpx, and `gateway/quota/resp.py` (RespClient) vs redis-py
+(asyncio, with hiredis when importable). CPU time of this process per call (time.process_time,
+so other load on a shared machine counts little), rounds alternated A/B/A/B.
 
     python bench/upstream_clients.py [--calls 2000] [--concurrency 16] [--rounds 4]
 
 HTTP: POST a chat body to an instant upstream (its own process) and read the whole JSON
 answer; and a streamed answer of 8 chunks read to the end. RESP: EVALSHA of a small script
 (the shape of a quota call: a few keys touched, one reply). Prints a table, then a last line
-of JSON: per-call CPU in microseconds for each client and the httpx/ours ratios. (redis-py
-replaced a hand-written RESP client, issue 18: docs/fleet.md has the figures of both, per
-EVALSHA and for the whole gateway.)
+of JSON: per-call CPU in microseconds for each client and the library/ours ratio.
 """
 
 from __future__ import annotations
@@ -36,7 +33,7 @@ import orjson  # noqa: E402
 import redis.asyncio as aredis  # noqa: E402
 
 from backends.http1 import HTTP1Pool, Origin  # noqa: E402
-from gateway.quota.redis_client import connect  # noqa: E402
+from gateway.quota.resp import RespClient  # noqa: E402
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 BODY = orjson.dumps({"model": "up", "messages": [{"role": "user", "content": "Say hello in five words"}],
@@ -92,18 +89,28 @@ def http_calls(base: str) -> dict[str, Callable[[], Awaitable[object]]]:
 
 
 def resp_calls(prefix: str) -> dict[str, Callable[[], Awaitable[object]]]:
-    script = connect(REDIS_URL).register_script(SCRIPT)  # EVALSHA, SCRIPT LOAD on the first NOSCRIPT
+    import hashlib
 
-    async def gateway() -> object:
-        return await script(args=[prefix, 1])
+    sha = hashlib.sha1(SCRIPT.encode()).hexdigest()
+    ours_client = RespClient(REDIS_URL)
+    lib_client = aredis.Redis.from_url(REDIS_URL, max_connections=64)
 
-    return {"resp redis-py": gateway}
+    async def ours() -> object:
+        try:
+            return await ours_client.execute("EVALSHA", sha, 0, prefix, 1)
+        except Exception:  # NOSCRIPT on the first call
+            return await ours_client.execute("EVAL", SCRIPT, 0, prefix, 1)
+
+    async def lib() -> object:
+        return await lib_client.evalsha(sha, 0, prefix, 1)
+
+    return {"resp ours": ours, "resp redis-py": lib}
 
 
 async def measure(args: argparse.Namespace, base: str) -> dict[str, list[float]]:
     prefix = f"bench-clients-{uuid.uuid4().hex[:8]}"
     calls = {**http_calls(base), **resp_calls(prefix)}
-    await calls["resp redis-py"]()  # loads the script
+    await calls["resp ours"]()  # loads the script
     results: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(args.rounds):
         for name, call in calls.items():  # alternated: every client once per round
@@ -148,7 +155,8 @@ def main() -> None:
            "http_ratio": round(med["http httpx"] / med["http ours"], 2),
            "sse_ours_us": med["sse ours"], "sse_httpx_us": med["sse httpx"],
            "sse_ratio": round(med["sse httpx"] / med["sse ours"], 2),
-           "resp_redispy_us": med["resp redis-py"], "redis_py_parser": parser,
+           "resp_ours_us": med["resp ours"], "resp_redispy_us": med["resp redis-py"],
+           "resp_ratio": round(med["resp redis-py"] / med["resp ours"], 2), "redis_py_parser": parser,
            "calls": args.calls, "concurrency": args.concurrency, "loop": args.loop, "rounds": args.rounds,
            "load_avg_1m": os.getloadavg()[0]}
     print(json.dumps(out))

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from gateway.quota.redis_client import RedisClient
+    from gateway.quota.cluster import ClusterClient
+    from gateway.quota.resp import RespClient
 
 
 class ConfigBus(Protocol):
@@ -41,12 +42,12 @@ class MemoryConfigBus:
 class RedisConfigBus:
     """All replicas: one Redis counter, `<prefix>:ver` (the reserve script reads it too)."""
 
-    def __init__(self, redis: RedisClient, prefix: str) -> None:
+    def __init__(self, redis: RespClient | ClusterClient, prefix: str) -> None:
         self._redis = redis
         self.key = f"{prefix}:ver"
 
     async def version(self) -> int:
-        return int(await self._redis.get(self.key) or 0)
+        return int(await self._redis.execute("GET", self.key) or 0)
 
     async def bump(self) -> int:
-        return int(await self._redis.incr(self.key))
+        return int(await self._redis.execute("INCR", self.key))

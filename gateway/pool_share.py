@@ -14,12 +14,12 @@ slots back within a TTL. Without Redis (one process) the count is kept in memory
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from backends.openai_wire import WireError
 from backends.pool import PoolBackend
 from gateway.quota.heartbeat import ReservationHeartbeat
-from gateway.quota.redis_client import connect
+from gateway.quota.resp import RespClient, Script
 
 if TYPE_CHECKING:
     from gateway.routing import RouteDecision
@@ -88,11 +88,16 @@ class RedisShareGate:
     """Every gateway replica: the slots in Redis (or a Redis Cluster, one slot per pool)."""
 
     def __init__(self, url: str, prefix: str, ttl_s: int, cluster: bool = False) -> None:
-        self._redis = connect(url, cluster)
+        if cluster:
+            from gateway.quota.cluster import ClusterClient
+
+            self._redis: Any = ClusterClient(url)
+        else:
+            self._redis = RespClient(url)
         self._prefix = prefix
         self._ttl_ms = ttl_s * 1000
-        self._acquire = self._redis.register_script(ACQUIRE)
-        self._renew_script = self._redis.register_script(RENEW)
+        self._acquire = Script(self._redis, ACQUIRE)
+        self._renew_script = Script(self._redis, RENEW)
         self._held: dict[str, tuple[str, str]] = {}
         self.heartbeat = ReservationHeartbeat(self._renew, ttl_s)
 
@@ -100,7 +105,7 @@ class RedisShareGate:
         return f"{self._prefix}:{{pool:{pool}}}"
 
     async def acquire(self, pool: str, tenant: str, rid: str, cap: int) -> bool:
-        n = await self._acquire(keys=[self.base(pool)], args=[tenant, rid, cap, self._ttl_ms])
+        n = await self._acquire([self.base(pool)], [tenant, rid, cap, self._ttl_ms])
         if int(n) < 0:
             return False
         self._held[rid] = (pool, tenant)
@@ -111,14 +116,14 @@ class RedisShareGate:
         held = self._held.pop(rid, None)
         self.heartbeat.discard(rid)
         if held is not None:
-            await self._redis.zrem(f"{self.base(held[0])}:share:{held[1]}", rid)
+            await self._redis.execute("ZREM", f"{self.base(held[0])}:share:{held[1]}", rid)
 
     async def in_flight(self, pool: str, tenant: str) -> int:
         key = f"{self.base(pool)}:share:{tenant}"
-        return int(await self._redis.zcount(key, "(" + str(await self._now_ms()), "+inf"))
+        return int(await self._redis.execute("ZCOUNT", key, "(" + str(await self._now_ms()), "+inf"))
 
     async def _now_ms(self) -> int:
-        sec, usec = await self._redis.time()
+        sec, usec = await self._redis.execute("TIME")
         return int(sec) * 1000 + int(usec) // 1000
 
     async def _renew(self, rids: list[str]) -> None:
@@ -127,7 +132,7 @@ class RedisShareGate:
             if (held := self._held.get(rid)) is not None:
                 groups.setdefault(held, []).append(rid)
         for (pool, tenant), ids in groups.items():
-            await self._renew_script(keys=[self.base(pool)], args=[tenant, self._ttl_ms, *ids])
+            await self._renew_script([self.base(pool)], [tenant, self._ttl_ms, *ids])
 
     async def aclose(self) -> None:
         await self.heartbeat.aclose()

@@ -30,7 +30,7 @@ from gateway.quota import (
     scope_kind,
 )
 from gateway.quota.heartbeat import ReservationHeartbeat
-from gateway.quota.redis_client import connect
+from gateway.quota.resp import RespClient, Script
 
 # KEYS: the tenant's base `<prefix>:{tag}`, optionally the version key (single Redis).
 # ARGV: unused, rid, version, ttl_ms, day, month, tokens, cost, nscopes, then 7 per scope:
@@ -241,14 +241,19 @@ class RedisQuotaStore:
 
     def __init__(self, url: str, prefix: str = "fairgate", reservation_ttl_s: int = 30,
                  cluster: bool = False) -> None:
-        self._redis = connect(url, cluster)
+        if cluster:
+            from gateway.quota.cluster import ClusterClient
+
+            self._redis: RespClient | ClusterClient = ClusterClient(url)
+        else:
+            self._redis = RespClient(url)
         self._cluster = cluster
         self._prefix = prefix
         self._ver_key = f"{prefix}:ver"
         self._ttl_ms = reservation_ttl_s * 1000
-        self._reserve = self._redis.register_script(RESERVE)
-        self._settle = self._redis.register_script(SETTLE)
-        self._renew_script = self._redis.register_script(RENEW)
+        self._reserve = Script(self._redis, RESERVE)
+        self._settle = Script(self._redis, SETTLE)
+        self._renew_script = Script(self._redis, RENEW)
         self._tags: dict[str, str] = {}  # live reservation id → its hash tag (settle, renew)
         self.heartbeat = ReservationHeartbeat(self._renew, reservation_ttl_s)
 
@@ -260,18 +265,18 @@ class RedisQuotaStore:
                       cost: float, version: int) -> RateLimitState:
         day, month = period_tags()
         tag = hash_tag(scopes)
-        args: list[str | int] = ["-", reservation_id, version, self._ttl_ms, day, month,
+        args: list[object] = ["-", reservation_id, version, self._ttl_ms, day, month,
                               clamp_amount(tokens), cost_units(cost), len(scopes)]
         for limits in scopes:
             args.append(limits.scope)
             args.extend(limits.as_ints())
         if self._cluster:  # the version key is in another slot: checked just before (module docstring)
-            if int(await self._redis.get(self._ver_key) or 0) != version:
+            if int(await self._redis.execute("GET", self._ver_key) or 0) != version:
                 raise StaleConfig()
             keys = [self.base(tag)]
         else:
             keys = [self.base(tag), self._ver_key]
-        result = await self._reserve(keys=keys, args=args)
+        result = await self._reserve(keys, args)
         if result[0] == 0:
             self._tags[reservation_id] = tag
             self.heartbeat.add(reservation_id)
@@ -289,8 +294,7 @@ class RedisQuotaStore:
         tag = self._tags.pop(reservation_id, None)
         if tag is None:  # not reserved here, or settled already
             return False
-        done = await self._settle(keys=[self.base(tag)],
-                                  args=["-", reservation_id, clamp_amount(tokens), cost_units(cost)])
+        done = await self._settle([self.base(tag)], ["-", reservation_id, clamp_amount(tokens), cost_units(cost)])
         if done == -1:
             raise ValueError("quota settle: amount out of range")
         return bool(done)
@@ -302,7 +306,7 @@ class RedisQuotaStore:
             if tag is not None:
                 by_tag.setdefault(tag, []).append(rid)
         for tag, ids in by_tag.items():  # one call per slot
-            await self._renew_script(keys=[self.base(tag)], args=["-", self._ttl_ms, *ids])
+            await self._renew_script([self.base(tag)], ["-", self._ttl_ms, *ids])
 
     def config_bus(self) -> RedisConfigBus:
         """The config version on this store's connection (the reserve script checks it)."""
@@ -313,10 +317,10 @@ class RedisQuotaStore:
         s = f"{self.base(tag or scope)}:q:{scope}"
         day, month = period_tags()
         now = int(time.time() * 1000)
-        r = self._redis
-        rpm = await r.zcount(f"{s}:rpm", f"({now - 60000}", "+inf")
-        conc = await r.zcount(f"{s}:conc", f"({now}", "+inf")
-        tpms, d, m, c = await r.mget([f"{s}:tpms", f"{s}:d:{day}", f"{s}:m:{month}", f"{s}:c:{month}"])
+        ex = self._redis.execute
+        rpm = await ex("ZCOUNT", f"{s}:rpm", f"({now - 60000}", "+inf")
+        conc = await ex("ZCOUNT", f"{s}:conc", f"({now}", "+inf")
+        tpms, d, m, c = await ex("MGET", f"{s}:tpms", f"{s}:d:{day}", f"{s}:m:{month}", f"{s}:c:{month}")
         return {"requests": int(rpm), "tokens": int(tpms or 0), "concurrent": int(conc),
                 "daily_tokens": int(d or 0), "monthly_tokens": int(m or 0), "monthly_cost": int(c or 0)}
 
