@@ -202,8 +202,9 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
     blocks = args.num_kv_blocks or sum(-(-(len(r.prompt) + r.max_tokens) // 16) for r in reqs) + 64
     runs = [("engine", "auto")] + [(f"engine_{d}_kv", d) for d in args.also_kv_dtype.split(",") if d]
     for key, kv_dtype in runs:
-        config = EngineConfig(str(path), max_num_seqs=args.max_num_seqs, kv_cache_dtype=kv_dtype, gemm=args.gemm,
-                              max_num_batched_tokens=args.max_num_batched_tokens, num_kv_blocks=blocks)
+        config = EngineConfig(str(path), max_num_seqs=args.max_num_seqs, kv_cache_dtype=kv_dtype,
+                              max_num_batched_tokens=args.max_num_batched_tokens, num_kv_blocks=blocks,
+                              **({} if args.gemm == "auto" else {"gemm": args.gemm}))  # (auto: older trees too)
         res.update(engine_figures(key, AsyncEngine(config), reqs, warm, gen))
         if "hf_sequential_tokens_per_s" in res:
             res[f"{key}_vs_hf_sequential"] = res[f"{key}_tokens_per_s"] / res["hf_sequential_tokens_per_s"]
@@ -233,7 +234,7 @@ def server_figures(peers, path: Path, blocks: int, args: argparse.Namespace, n: 
     out: dict = {}
     engine_passes: list[dict] = []
     engine = peers.start_engine(path, blocks, args.max_num_seqs, args.max_num_batched_tokens, args.threads,
-                                tmp / "engine-server.log", ("--gemm", args.gemm))
+                                tmp / "engine-server.log", () if args.gemm == "auto" else ("--gemm", args.gemm))
     with peers.running(engine):
         budgets = [int(b) for b in args.vllm_step_budgets.split(",")] if args.vllm else []
         if not budgets:
