@@ -126,6 +126,21 @@ def _fused(t: torch.Tensor) -> ModuleType:
     return cpu_fused
 
 
+def rope_write_kv(qkv: torch.Tensor, cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                  slot_mapping: torch.Tensor, num_heads: int, k_scale: torch.Tensor | None = None,
+                  v_scale: torch.Tensor | None = None) -> torch.Tensor:
+    """See `kernels.reference.rope_write_kv`: one native pass on the CPU for a float32 cache;
+    elsewhere the torch rotation, then `write_kv` on the device's path."""
+    fused = _fused(qkv)
+    if k_scale is None and fused is not reference:
+        native_q: torch.Tensor | None = fused.rope_write_kv(qkv, cos_sin, k_cache, v_cache, slot_mapping, num_heads)
+        if native_q is not None:
+            return native_q
+    q, k, v = reference.rotate_qkv(qkv, cos_sin, num_heads, k_cache.shape[2])
+    write_kv(k, v, k_cache, v_cache, slot_mapping, k_scale, v_scale)
+    return q
+
+
 def rms_norm(x, weight, eps, residual=None):
     """See `kernels.reference.rms_norm`."""
     return _fused(x).rms_norm(x, weight, eps, residual)
