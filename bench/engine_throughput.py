@@ -7,7 +7,8 @@ temp folder, fp32: "110m" (hidden 768, 12 layers, 12 heads, intermediate 3072, v
 "5m" (hidden 192, 4 layers, 6 heads, intermediate 512, vocab 8000).
 
 tokens_per_s counts generated tokens. The roofline is the same count at the machine's fp32
-matmul rate (one large square matmul measured in this run) for the workload's necessary FLOPs:
+matmul rate (one large square matmul measured in this run, the faster of MKL's `torch.mm` and
+pre-packed oneDNN; both are reported) for the workload's necessary FLOPs:
 2 x block params x (prompt + generated) + 2 x lm_head params x generated + attention
 (4 x layers x hidden x context per token, causal). Static batches generate to the longest
 output in the batch, only each request's own tokens count.
@@ -15,6 +16,7 @@ output in the batch, only each request's own tokens count.
     python bench/engine_throughput.py [--quick] [--models 110m,5m] [--requests 64] [--threads N]
         [--also-kv-dtype float16] [--llama-cpp LLAMA_DIR [--llama-cpp-kv f16,f32]]
         [--vllm VLLM_VENV [--vllm-step-budgets 512,2048]] [--server-passes 2] [--no-server]
+        [--gemm auto|onednn|torch]
 Prints a table, then one JSON line (keys for the 110m model unprefixed, others prefixed).
 
 Servers (bench/server_peers.py). For the first model, the same workload also goes through
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import tempfile
@@ -97,16 +100,25 @@ def workload_flops(spec: dict, reqs: list[Req]) -> float:
     return flops
 
 
-def matmul_rate(n: int = 2048, reps: int = 6) -> float:
-    """Best-of fp32 FLOP/s of a large square matmul (the machine's practical peak)."""
+def matmul_rates(n: int = 2048, reps: int = 6) -> dict[str, float]:
+    """Best-of fp32 FLOP/s of a large square matmul through each GEMM library torch carries:
+    `torch.mm` (MKL on x86; on AMD it takes its AVX2 path) and oneDNN with the weight pre-packed
+    (what the engine's CPU linears run, kernels/cpu_linear.py). The best is the machine's peak."""
     a, b = torch.randn(n, n), torch.randn(n, n)
-    torch.mm(a, b)
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        torch.mm(a, b)
-        best = min(best, time.perf_counter() - t)
-    return 2 * n**3 / best
+    calls = {"mkl": lambda: torch.mm(a, b)}
+    if torch.backends.mkldnn.is_available():
+        packed = torch.ops.mkldnn._reorder_linear_weight(b.t().contiguous())
+        calls["onednn"] = lambda: torch.ops.mkldnn._linear_pointwise(a, packed, None, "none", [], "")
+    rates = {}
+    for name, call in calls.items():
+        call()
+        best = float("inf")
+        for _ in range(reps):
+            t = time.perf_counter()
+            call()
+            best = min(best, time.perf_counter() - t)
+        rates[name] = 2 * n**3 / best
+    return rates
 
 
 @torch.inference_mode()
@@ -170,8 +182,10 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
     prompt = sum(len(r.prompt) for r in reqs)
     res: dict = {"requests": n, "prompt_tokens": prompt, "generated_tokens": gen}
 
-    rate = matmul_rate()
+    rates = matmul_rates()
+    rate = max(rates.values())
     res["matmul_gflops"] = rate / 1e9
+    res.update({f"matmul_gflops_{lib}": r / 1e9 for lib, r in rates.items()})
     res["roofline_tokens_per_s"] = gen / (workload_flops(spec, reqs) / rate)
 
     warm = workload(2, spec["vocab_size"], (16, 32), (4, 8))
@@ -189,7 +203,8 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
     runs = [("engine", "auto")] + [(f"engine_{d}_kv", d) for d in args.also_kv_dtype.split(",") if d]
     for key, kv_dtype in runs:
         config = EngineConfig(str(path), max_num_seqs=args.max_num_seqs, kv_cache_dtype=kv_dtype,
-                              max_num_batched_tokens=args.max_num_batched_tokens, num_kv_blocks=blocks)
+                              max_num_batched_tokens=args.max_num_batched_tokens, num_kv_blocks=blocks,
+                              **({} if args.gemm == "auto" else {"gemm": args.gemm}))  # (auto: older trees too)
         res.update(engine_figures(key, AsyncEngine(config), reqs, warm, gen))
         if "hf_sequential_tokens_per_s" in res:
             res[f"{key}_vs_hf_sequential"] = res[f"{key}_tokens_per_s"] / res["hf_sequential_tokens_per_s"]
@@ -219,7 +234,7 @@ def server_figures(peers, path: Path, blocks: int, args: argparse.Namespace, n: 
     out: dict = {}
     engine_passes: list[dict] = []
     engine = peers.start_engine(path, blocks, args.max_num_seqs, args.max_num_batched_tokens, args.threads,
-                                tmp / "engine-server.log")
+                                tmp / "engine-server.log", () if args.gemm == "auto" else ("--gemm", args.gemm))
     with peers.running(engine):
         budgets = [int(b) for b in args.vllm_step_budgets.split(",")] if args.vllm else []
         if not budgets:
@@ -249,20 +264,24 @@ def server_figures(peers, path: Path, blocks: int, args: argparse.Namespace, n: 
 def engine_figures(key: str, engine: AsyncEngine, reqs: list[Req], warm: list[Req], gen: int) -> dict:
     """One timed pass of the workload through `engine` (after a warm-up), then close it."""
 
-    async def go() -> tuple[float, list[float], float, int]:
+    async def go() -> tuple[float, list[float], float, int, float]:
         try:
             await engine_run(engine, warm)
             before = engine.stats()
+            cpu0 = time.process_time()
             wall, ttfts = await engine_run(engine, reqs)
-            return wall, ttfts, before.busy_seconds, before.steps
+            return wall, ttfts, before.busy_seconds, before.steps, time.process_time() - cpu0
         finally:
             await engine.aclose()
 
-    wall, ttfts, busy0, steps0 = asyncio.run(go())
+    wall, ttfts, busy0, steps0, cpu = asyncio.run(go())
     stats = engine.stats()
     return {
         f"{key}_tokens_per_s": gen / wall,
         f"{key}_wall_s": wall,
+        # CPU seconds of this process (all threads) over the pass: steadier than wall on a shared box
+        f"{key}_cpu_s": cpu,
+        f"{key}_tokens_per_cpu_s": gen / cpu,
         f"{key}_busy_fraction": (stats.busy_seconds - busy0) / wall,  # time inside runner.execute
         f"{key}_steps": stats.steps - steps0,
         f"{key}_preemptions": stats.preemptions,
@@ -311,12 +330,15 @@ def main() -> None:
     ap.add_argument("--server-passes", type=int, default=2, help="timed passes per server (alternating)")
     ap.add_argument("--server-model", default=None, help="model to run through the servers (default: the first)")
     ap.add_argument("--no-server", action="store_true", help="in-process figures only")
+    ap.add_argument("--gemm", default="auto", choices=["auto", "onednn", "torch"],
+                    help="the engine's float32 CPU linears (torch: F.linear, for an A/B against oneDNN)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     args.server_model = args.server_model or names[0]
     results = {}
+    load_start = [round(x, 2) for x in os.getloadavg()]  # the box is shared: say how busy it was
     with tempfile.TemporaryDirectory(prefix="fairgate-bench-") as tmp:
         for name in names:
             results[name] = run_model(name, args, Path(tmp))
@@ -343,6 +365,9 @@ def main() -> None:
                   f" {cell('hf_static_tokens_per_s', 9)} {rate:8.1f} {cell('roofline_tokens_per_s', 8)}"
                   f" {ratios[0]:7.2f} {ratios[1]:9.2f} {ratios[2]:8.2f} {'-':>5}")
     print("(tokens/s = generated tokens per second; busy = share of engine wall time inside the forward pass)")
+    for name, r in results.items():
+        libs = ", ".join(f"{k[len('matmul_gflops_'):]} {v:.0f}" for k, v in r.items() if k.startswith("matmul_gflops_"))
+        print(f"({name} roofline at {r['matmul_gflops']:.0f} fp32 GFLOP/s, the best of: {libs})")
     print_servers(results)
     flat: dict = {}
     main_name = "110m" if "110m" in results else names[0]
@@ -352,6 +377,8 @@ def main() -> None:
     flat["model"] = main_name
     flat["torch_threads"] = torch.get_num_threads()
     flat["quick"] = args.quick
+    flat["load_average_start"] = load_start
+    flat["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(flat))
 
 

@@ -126,6 +126,21 @@ def _fused(t: torch.Tensor) -> ModuleType:
     return cpu_fused
 
 
+def rope_write_kv(qkv: torch.Tensor, cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                  slot_mapping: torch.Tensor, num_heads: int, k_scale: torch.Tensor | None = None,
+                  v_scale: torch.Tensor | None = None) -> torch.Tensor:
+    """See `kernels.reference.rope_write_kv`: one native pass on the CPU for a float32 cache;
+    elsewhere the torch rotation, then `write_kv` on the device's path."""
+    fused = _fused(qkv)
+    if k_scale is None and fused is not reference:
+        native_q: torch.Tensor | None = fused.rope_write_kv(qkv, cos_sin, k_cache, v_cache, slot_mapping, num_heads)
+        if native_q is not None:
+            return native_q
+    q, k, v = reference.rotate_qkv(qkv, cos_sin, num_heads, k_cache.shape[2])
+    write_kv(k, v, k_cache, v_cache, slot_mapping, k_scale, v_scale)
+    return q
+
+
 def rms_norm(x, weight, eps, residual=None):
     """See `kernels.reference.rms_norm`."""
     return _fused(x).rms_norm(x, weight, eps, residual)
@@ -141,15 +156,26 @@ def argmax(logits):
     return _fused(logits).argmax(logits)
 
 
-def pack_linears(model: torch.nn.Module, device: torch.device | str) -> int:
-    """Swap a CPU model's float32 linears for pre-packed ones (`kernels.cpu_linear`) where the
-    native CPU path is chosen; return how many were packed (0 on CUDA or FAIRGATE_KERNELS=reference)."""
-    mode = kernel_mode()
-    if torch.device(device).type != "cpu" or mode not in ("auto", "native"):
+GEMM_CHOICES = ("auto", "onednn", "torch")
+
+
+def pack_linears(model: torch.nn.Module, device: torch.device | str, gemm: str = "auto") -> int:
+    """Swap a CPU model's float32 linears for pre-packed oneDNN ones (`kernels.cpu_linear`);
+    return how many were packed.
+
+    `gemm`: "auto" packs where the native CPU path is chosen (0 on CUDA or
+    FAIRGATE_KERNELS=reference); "onednn" always packs on the CPU (an error where oneDNN cannot
+    run); "torch" keeps `F.linear` (MKL on x86), for A/B runs."""
+    if gemm not in GEMM_CHOICES:
+        raise ValueError(f"gemm={gemm!r}; expected one of {', '.join(GEMM_CHOICES)}")
+    on_cpu = torch.device(device).type == "cpu"
+    if gemm == "torch" or (gemm == "auto" and (not on_cpu or kernel_mode() not in ("auto", "native"))):
         return 0
+    if not on_cpu:
+        raise ValueError("gemm=onednn runs on the CPU only")
     from kernels.cpu_linear import pack_linears as pack
 
-    return pack(model)
+    return pack(model, required=gemm == "onednn")
 
 
 def describe_backend(device: torch.device | str) -> str:

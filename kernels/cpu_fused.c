@@ -145,3 +145,46 @@ void argmax_rows(const float *x, int64_t *out, int64_t rows, int64_t n, int64_t 
         out[r] = found;
     }
 }
+
+/* One head row of rotary embedding: out[i] = x[i] cos[i] + x[(i + D/2) % D] sin'[i], where sin'
+ * holds sin with its first half negated (rotate_half folded in). Rounded as torch's reference
+ * (mul, then addcmul: one fused multiply-add of the rolled term onto the rounded product), so
+ * the bits are the same; contraction is off so the compiler adds no other fusions (the fmaf
+ * loop still vectorises). */
+__attribute__((optimize("fp-contract=off"))) static void rope_row(const float *x, const float *c, const float *s,
+                                                                  float *out, int half)
+{
+    const float *lo = x, *hi = x + half;
+    for (int i = 0; i < half; i++)
+        out[i] = __builtin_fmaf(hi[i], s[i], lo[i] * c[i]);
+    for (int i = 0; i < half; i++)
+        out[half + i] = __builtin_fmaf(lo[i], s[half + i], hi[i] * c[half + i]);
+}
+
+/* Rotary embedding of a step's queries and keys and the KV-cache write, in one pass over the
+ * fused projection's rows (instead of a rotation pass, a gather pass and two scatter copies).
+ * qkv: [tokens, (heads + 2 kv_heads) * head_dim], q heads then k heads then v heads;
+ * cos_sin: [tokens, 2, head_dim] (cos, sin'); slots: [tokens] cache rows (negative: not stored).
+ * q_out: [tokens, heads, head_dim] gets the rotated queries; k_cache / v_cache
+ * [rows, kv_heads, head_dim] get the rotated keys and the values at each token's slot. */
+void rope_write_kv(const float *qkv, const float *cos_sin, const int64_t *slots, float *q_out, float *k_cache,
+                   float *v_cache, int64_t tokens, int heads, int kv_heads, int head_dim, int num_threads)
+{
+    const int64_t row = (int64_t)(heads + 2 * kv_heads) * head_dim, kv_row = (int64_t)kv_heads * head_dim;
+#pragma omp parallel for num_threads(num_threads) schedule(static) if (tokens * row >= PARALLEL_MIN_ELEMS)
+    for (int64_t t = 0; t < tokens; t++) {
+        const float *x = qkv + t * row, *c = cos_sin + t * 2 * head_dim, *s = c + head_dim;
+        const int64_t slot = slots[t];
+        for (int h = 0; h < heads; h++)
+            rope_row(x + (int64_t)h * head_dim, c, s, q_out + (t * heads + h) * head_dim, head_dim / 2);
+        if (slot < 0)
+            continue;
+        for (int h = 0; h < kv_heads; h++)
+            rope_row(x + (int64_t)(heads + h) * head_dim, c, s, k_cache + slot * kv_row + (int64_t)h * head_dim,
+                     head_dim / 2);
+        const float *v = x + (int64_t)(heads + kv_heads) * head_dim;
+        float *dst = v_cache + slot * kv_row;
+        for (int64_t i = 0; i < kv_row; i++)
+            dst[i] = v[i];
+    }
+}

@@ -1,5 +1,5 @@
 """The fused elementwise CPU kernels (cpu_fused.c): RMSNorm with the residual add folded in,
-SwiGLU, and a row-wise argmax. Same contracts as `kernels.reference`; float32 contiguous
+SwiGLU, rotary embedding with the KV-cache write, and a row-wise argmax. Same contracts as `kernels.reference`; float32 contiguous
 CPU tensors take the native path, anything else the reference.
 """
 
@@ -33,6 +33,8 @@ def load() -> ctypes.CDLL | None:
     lib.rms_norm.argtypes = [p, p, p, p, i64, i32, f32, i32]
     lib.silu_mul.argtypes = [p, p, i64, i32, i32]
     lib.argmax_rows.argtypes = [p, p, i64, i64, i64, i32]
+    lib.rope_write_kv.restype = None
+    lib.rope_write_kv.argtypes = [p, p, p, p, p, p, i64, i32, i32, i32, i32]
     return lib
 
 
@@ -66,6 +68,23 @@ def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
     out = gate_up.new_empty(rows, width // 2)
     lib.silu_mul(gate_up.data_ptr(), out.data_ptr(), rows, width // 2, torch.get_num_threads())
     return out
+
+
+def rope_write_kv(qkv: torch.Tensor, cos_sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                  slot_mapping: torch.Tensor, num_heads: int) -> torch.Tensor | None:
+    """`kernels.reference.rope_write_kv` for float32 caches in one pass (same bits); None when
+    the tensors do not fit the native layout (the caller takes the reference path)."""
+    lib = _native(qkv, cos_sin, k_cache, v_cache)
+    num_tokens, head_dim = qkv.shape[0], cos_sin.shape[-1]
+    num_kv_heads = k_cache.shape[-2]
+    if (lib is None or qkv.dim() != 2 or head_dim % 2 or k_cache.shape[-1] != head_dim
+            or v_cache.shape != k_cache.shape or qkv.shape[1] != (num_heads + 2 * num_kv_heads) * head_dim
+            or slot_mapping.dtype != torch.int64 or not slot_mapping.is_contiguous()):
+        return None
+    q = qkv.new_empty(num_tokens, num_heads, head_dim)
+    lib.rope_write_kv(qkv.data_ptr(), cos_sin.data_ptr(), slot_mapping.data_ptr(), q.data_ptr(), k_cache.data_ptr(),
+                      v_cache.data_ptr(), num_tokens, num_heads, num_kv_heads, head_dim, torch.get_num_threads())
+    return q
 
 
 def argmax(logits: torch.Tensor) -> torch.Tensor:

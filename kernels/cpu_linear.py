@@ -6,6 +6,12 @@ of 4 to 128 tokens it is most of the time (measured here on a 110M Llama, two co
 layers' matmuls run 1.4-1.8x faster packed at those sizes, the same at 512 tokens). Packing is a
 module swap done once after loading, like a weight-only quantization step; the unpacked
 weight is dropped, so memory does not grow.
+
+A row's result must not depend on how many rows share the call: speculative verification runs
+k + 1 rows where plain decoding runs one, and greedy output has to be the same bits. oneDNN keeps
+that for any batch of two or more rows, but for a single row it takes another kernel when K is
+large (here: K > 1024, e.g. a down projection), whose sums round differently. Each layer checks
+this once at packing time and, where it differs, runs a lone row as two.
 """
 
 from __future__ import annotations
@@ -54,21 +60,38 @@ class PackedLinear(nn.Module):
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), PACK_BATCH_HINT)
         self.bias = None if linear.bias is None else linear.bias.detach().contiguous()
+        self.pad_single_row = False
+        self.pad_single_row = self._single_row_differs()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.packed, self.bias, "none", [], "")
+        if self.pad_single_row and x.numel() == self.in_features:
+            two = x.reshape(1, self.in_features).expand(2, -1).contiguous()  # [2, K]
+            return self._matmul(two)[:1].view(*x.shape[:-1], self.out_features)
+        return self._matmul(x.contiguous())
+
+    def _matmul(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+
+    def _single_row_differs(self) -> bool:
+        """Whether a row computed alone differs in any bit from the same row in a batch."""
+        gen = torch.Generator().manual_seed(0)
+        rows = torch.randn(3, self.in_features, generator=gen)  # [3, K]
+        batch = self._matmul(rows)
+        return not all(torch.equal(self._matmul(rows[i : i + 1].contiguous())[0], batch[i]) for i in range(3))
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-def pack_linears(model: nn.Module) -> int:
+def pack_linears(model: nn.Module, required: bool = False) -> int:
     """Swap every float32 CPU `nn.Linear` in `model` for a `PackedLinear`; return how many.
 
-    Does nothing (returns 0) where packing is unavailable. A tied weight (an LM head sharing
-    the embedding) is packed as a copy; the embedding keeps its own.
+    Does nothing (returns 0) where packing is unavailable, unless `required` (then RuntimeError).
+    A tied weight (an LM head sharing the embedding) is packed as a copy; the embedding keeps its own.
     """
     if not packing_available():
+        if required:
+            raise RuntimeError("gemm=onednn but this torch build cannot run oneDNN linears here")
         return 0
     swaps = [
         (parent, name, child)

@@ -17,6 +17,44 @@ import torch.nn.functional as F
 from kernels.kv_quant import float_rows, is_quantized, quantize_rows
 
 
+def apply_rope(x: torch.Tensor, cos_sin: torch.Tensor) -> torch.Tensor:
+    """Rotate x [T, H, D] by cos_sin [T, 2, D] (rows already gathered for each token's position;
+    row 0 cos, row 1 (-sin, sin): backends/local/rope.py builds the table).
+
+    out = x * cos + rotate_half(x) * sin, where rotate_half(x) = (-x2, x1) = roll(x) * (-1, 1).
+    """
+    half = x.shape[-1] // 2
+    cos = cos_sin[:, None, 0]  # [T, 1, D]
+    signed_sin = cos_sin[:, None, 1]
+    return torch.addcmul(x * cos, torch.roll(x, shifts=half, dims=-1), signed_sin)
+
+
+def rope_write_kv(
+    qkv: torch.Tensor,  # [num_tokens, (num_heads + 2 * num_kv_heads) * head_dim]: q, k, v heads
+    cos_sin: torch.Tensor,  # [num_tokens, 2, head_dim]
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    slot_mapping: torch.Tensor,  # [num_tokens] int64
+    num_heads: int,
+    k_scale: torch.Tensor | None = None,
+    v_scale: torch.Tensor | None = None,
+) -> torch.Tensor:  # [num_tokens, num_heads, head_dim], the rotated queries
+    """Rotate q and k (`apply_rope`), store k and v in their slots (`write_kv`); return q."""
+    q, k, v = rotate_qkv(qkv, cos_sin, num_heads, k_cache.shape[2])
+    write_kv(k, v, k_cache, v_cache, slot_mapping, k_scale, v_scale)
+    return q
+
+
+def rotate_qkv(qkv: torch.Tensor, cos_sin: torch.Tensor, num_heads: int,
+               num_kv_heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Split qkv into q [T, H, D], k, v [T, Hkv, D] views, q and k rotated (one rope call)."""
+    num_tokens, head_dim = qkv.shape[0], cos_sin.shape[-1]
+    q_kv = (num_heads + num_kv_heads) * head_dim
+    qk = apply_rope(qkv[:, :q_kv].view(num_tokens, -1, head_dim), cos_sin)  # [T, H + Hkv, D]
+    v = qkv[:, q_kv:].view(num_tokens, num_kv_heads, head_dim)
+    return qk[:, :num_heads], qk[:, num_heads:], v
+
+
 def write_kv(
     key: torch.Tensor,  # [num_tokens, num_kv_heads, head_dim]
     value: torch.Tensor,  # [num_tokens, num_kv_heads, head_dim]

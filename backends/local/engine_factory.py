@@ -46,6 +46,7 @@ def build_runner(config: EngineConfig) -> ModelExecutor:
         dtype=config.dtype,
         kv_cache_dtype=None if config.kv_cache_dtype == "auto" else config.kv_cache_dtype,
         quantization=config.quantization,
+        gemm=config.gemm,
         block_size=config.block_size,
         num_kv_blocks=config.num_kv_blocks,
         kv_cache_memory=config.kv_cache_memory,

@@ -15,7 +15,7 @@ from torch import nn
 
 import kernels
 from backends.local.config import ModelConfig
-from backends.local.rope import apply_rope, cos_sin_cache
+from backends.local.rope import cos_sin_cache
 
 
 @dataclass(slots=True)
@@ -60,13 +60,9 @@ class Attention(nn.Module):
         num_tokens = x.shape[0]
         k_cache, v_cache, k_scale, v_scale = cache
         qkv = self.qkv_proj(x)  # [T, (H + 2 Hkv) * D]
-        # q and k rotate together: one rope call on [T, H + Hkv, D].
-        qk = qkv[:, : self.q_size + self.kv_size].view(num_tokens, -1, self.head_dim)
-        qk = apply_rope(qk, meta.cos_sin)
-        q = qk[:, : self.num_heads]  # [T, H, D]
-        k = qk[:, self.num_heads :]  # [T, Hkv, D]
-        v = qkv[:, self.q_size + self.kv_size :].view(num_tokens, self.num_kv_heads, self.head_dim)
-        kernels.write_kv(k, v, k_cache, v_cache, meta.slot_mapping, k_scale, v_scale)
+        # q and k rotate, k and v go to their cache slots: one pass on the CPU. q: [T, H, D]
+        q = kernels.rope_write_kv(qkv, meta.cos_sin, k_cache, v_cache, meta.slot_mapping, self.num_heads,
+                                  k_scale, v_scale)
         scales = (k_scale, v_scale)
 
         nd = meta.num_decodes

@@ -11,6 +11,9 @@ import math
 import torch
 
 from backends.local.config import ModelConfig
+from kernels.reference import apply_rope
+
+__all__ = ["apply_rope", "cos_sin_cache", "inv_frequencies"]
 
 
 def inv_frequencies(cfg: ModelConfig) -> torch.Tensor:  # [head_dim // 2] float32
@@ -57,14 +60,3 @@ def cos_sin_cache(cfg: ModelConfig, max_positions: int, dtype: torch.dtype, devi
     cos, sin = freqs.cos(), freqs.sin()
     table = torch.stack([torch.cat([cos, cos], -1), torch.cat([-sin, sin], -1)], dim=1)  # [P, 2, D]
     return table.to(dtype=dtype, device=device)
-
-
-def apply_rope(x: torch.Tensor, cos_sin: torch.Tensor) -> torch.Tensor:
-    """Rotate x [T, H, D] by cos_sin [T, 2, D] (rows already gathered for each token's position).
-
-    out = x * cos + rotate_half(x) * sin, where rotate_half(x) = (-x2, x1) = roll(x) * (-1, 1).
-    """
-    half = x.shape[-1] // 2
-    cos = cos_sin[:, None, 0]  # [T, 1, D]
-    signed_sin = cos_sin[:, None, 1]
-    return torch.addcmul(x * cos, torch.roll(x, shifts=half, dims=-1), signed_sin)

@@ -55,6 +55,7 @@ class ModelRunner:
     "int8" and "int4" store quantized rows with float16 scales beside the blocks (kernels/kv_quant.py).
     `quantization` ("int8", "int4", "int4-gN") quantizes the decoder linears of a float folder as
     it loads; None keeps what the folder holds (a `fairgate quantize` folder stays quantized).
+    `gemm` picks how the float32 CPU linears run (`kernels.pack_linears`: auto, onednn, torch).
     """
 
     def __init__(
@@ -68,6 +69,7 @@ class ModelRunner:
         seed: int | None = None,
         kv_cache_dtype: str | torch.dtype | None = None,
         quantization: str | None = None,
+        gemm: str = "auto",
     ) -> None:
         self.model_dir = Path(model_dir)
         self.config = ModelConfig.from_dir(self.model_dir)
@@ -84,7 +86,7 @@ class ModelRunner:
             self.device)
         self.model = DecoderModel.from_state_dict(self.config, state, self.max_model_len, linears)
         del state, linears
-        self.packed_linears = kernels.pack_linears(self.model, self.device)
+        self.packed_linears = kernels.pack_linears(self.model, self.device, gemm)
 
         self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
         self._allocate_kv_pool()

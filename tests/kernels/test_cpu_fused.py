@@ -64,3 +64,36 @@ def test_dispatch_uses_the_reference_when_asked(monkeypatch):
     assert kernels._fused(torch.zeros(1)) is reference
     monkeypatch.setenv("FAIRGATE_KERNELS", "native")
     assert kernels._fused(torch.zeros(1)) is cpu_fused
+
+
+@pytest.mark.parametrize(("heads", "kv_heads", "head_dim", "tokens"), [(12, 12, 64, 70), (4, 2, 24, 5), (2, 1, 128, 2)])
+def test_rope_write_kv_gives_the_reference_bits(heads, kv_heads, head_dim, tokens):
+    # Same bits, not just close: the parity tests' greedy tokens must not move when this runs.
+    gen = _gen(heads * head_dim + tokens)
+    qkv = torch.randn(tokens, (heads + 2 * kv_heads) * head_dim, generator=gen)
+    angles = torch.rand(tokens, head_dim // 2, generator=gen) * 50
+    cos, sin = angles.cos(), angles.sin()
+    cos_sin = torch.stack([torch.cat([cos, cos], -1), torch.cat([-sin, sin], -1)], dim=1)  # [T, 2, D]
+    caches = [torch.zeros(6, 16, kv_heads, head_dim) for _ in range(4)]  # k, v native; k, v reference
+    slots = torch.randperm(96, generator=gen)[:tokens]
+    slots[0] = -1  # a slot the runner does not store (its row stays zero)
+    q = cpu_fused.rope_write_kv(qkv, cos_sin, caches[0], caches[1], slots, heads)
+    kept = slots >= 0
+    q_ref = reference.rope_write_kv(qkv[kept], cos_sin[kept], caches[2], caches[3], slots[kept], heads)
+    assert q is not None and q.shape == (tokens, heads, head_dim)
+    assert torch.equal(q[kept], q_ref)
+    assert torch.equal(q[0], reference.apply_rope(qkv[:1, : heads * head_dim].view(1, heads, head_dim), cos_sin[:1])[0])
+    assert torch.equal(caches[0], caches[2]) and torch.equal(caches[1], caches[3])
+    assert int(caches[0].count_nonzero()) == int(kept.sum()) * kv_heads * head_dim
+
+
+def test_rope_write_kv_dispatch_falls_back_for_a_quantized_or_strided_cache():
+    gen = _gen(3)
+    qkv = torch.randn(4, 4 * 16, generator=gen)  # 2 heads, 1 kv head, head_dim 16
+    cos_sin = torch.randn(4, 2, 16, generator=gen)
+    k, v = torch.zeros(2, 4, 1, 16).transpose(0, 1), torch.zeros(2, 4, 1, 16).transpose(0, 1)  # not contiguous
+    assert cpu_fused.rope_write_kv(qkv, cos_sin, k, v, torch.arange(4), 2) is None
+    k2, v2 = torch.zeros(2, 4, 1, 16), torch.zeros(2, 4, 1, 16)
+    q = kernels.rope_write_kv(qkv, cos_sin, k2, v2, torch.arange(4), 2)
+    q_ref, k_ref, v_ref = reference.rotate_qkv(qkv, cos_sin, 2, 1)
+    assert torch.equal(q, q_ref) and torch.equal(k2.view(-1, 1, 16)[:4], k_ref) and torch.equal(v2.view(-1, 1, 16)[:4], v_ref)

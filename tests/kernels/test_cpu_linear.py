@@ -30,6 +30,22 @@ def test_packed_matches_f_linear(rows, bias):
                                atol=1e-4, rtol=1e-5)
 
 
+@pytest.mark.parametrize("in_features", [768, 3072])  # 3072: oneDNN's lone-row kernel differs there
+def test_a_row_has_the_same_bits_in_any_batch(in_features):
+    # Speculative verification (k + 1 rows) must give the bits plain decoding (one row) gives.
+    gen = torch.Generator().manual_seed(in_features)
+    linear = nn.Linear(in_features, 64)
+    with torch.no_grad():
+        linear.weight.copy_(torch.randn(64, in_features, generator=gen))
+    packed = cpu_linear.PackedLinear(linear)
+    x = torch.randn(300, in_features, generator=gen)
+    alone = torch.cat([packed(x[i : i + 1]) for i in range(8)])  # [8, 64], one row per call
+    for rows in (1, 2, 7, 64, 300):
+        batch = packed(x[:rows])
+        assert torch.equal(batch[: min(rows, 8)], alone[: min(rows, 8)]), rows
+    assert torch.equal(packed(x[3]), alone[3])  # a 1-D row too
+
+
 def test_pack_linears_swaps_float32_cpu_linears_only():
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Sequential(nn.Linear(16, 4, bias=False)),
                           nn.Linear(4, 4).to(torch.bfloat16))

@@ -40,6 +40,21 @@ def test_reference_mode_packs_nothing_and_auto_packs_cpu_linears(monkeypatch):
     assert kernels.pack_linears(model, "cpu") == (1 if packing_available() else 0)
 
 
+def test_gemm_option_keeps_f_linear_or_insists_on_onednn(monkeypatch):
+    monkeypatch.setenv("FAIRGATE_KERNELS", "auto")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    assert kernels.pack_linears(model, "cpu", "torch") == 0 and type(model[0]) is torch.nn.Linear
+    with pytest.raises(ValueError, match="CPU only"):
+        kernels.pack_linears(model, "cuda", "onednn")
+    with pytest.raises(ValueError, match="expected one of"):
+        kernels.pack_linears(model, "cpu", "mkl")
+    from kernels.cpu_linear import packing_available
+
+    if packing_available():  # FAIRGATE_KERNELS=reference does not stop an explicit onednn
+        monkeypatch.setenv("FAIRGATE_KERNELS", "reference")
+        assert kernels.pack_linears(model, "cpu", "onednn") == 1
+
+
 def test_reference_mode_wins_even_on_cuda(monkeypatch):
     monkeypatch.setenv("FAIRGATE_KERNELS", "reference")
     monkeypatch.setattr(kernels, "_load_triton", lambda: pytest.fail("triton must not load"))

@@ -96,3 +96,14 @@ def test_bfloat16_kv_cache_stays_close(tiny_model_dir):
     # decode steps read the narrow cache back
     step = RunnerInput("a", [7], 40, [6, 1, 3], False, GREEDY)
     torch.testing.assert_close(narrow.forward_logits([step])[0], exact.forward_logits([step])[0], atol=0.1, rtol=0.05)
+
+
+def test_gemm_torch_keeps_f_linear_and_greedy_tokens_agree(tiny_model_dir):
+    from kernels.cpu_linear import packing_available
+
+    plain = ModelRunner(tiny_model_dir, num_kv_blocks=16, gemm="torch")
+    packed = ModelRunner(tiny_model_dir, num_kv_blocks=16)
+    assert plain.packed_linears == 0 and type(plain.model.lm_head) is torch.nn.Linear
+    assert packed.packed_linears == (2 * 4 + 1 if packing_available() else 0)  # 4 per layer + LM head
+    step = [RunnerInput("a", list(range(5, 25)), 0, [0, 1], True, GREEDY)]
+    assert plain.execute(step) == packed.execute(step)
