@@ -9,7 +9,8 @@ the continuous batch.
 The decision uses `StepCosts`, measured at the current batch size (buckets of powers of two,
 prefill steps left out): v, the seconds one plain decode step costs per sequence (a token's
 worth), and d, the extra seconds one verified draft position adds to a step, plus p, the
-proposer's seconds per draft token. A request with measured acceptance a (the chance a draft
+proposer's seconds per draft token at that batch size (a draft model's round costs about the
+same at batch 1 and batch 16, so per token it is far cheaper in a batch). A request with measured acceptance a (the chance a draft
 is accepted given the ones before it were) expects E(a, k) = (1 - a^(k+1)) / (1 - a) tokens
 from k drafts, so it gets the k (0 .. cap) with the largest saving (E - 1) * v - (d + p) * k.
 At batch 1 a step's fixed cost makes v large and d small, so k grows to the cap when guesses
@@ -27,6 +28,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from backends.local.output import EngineStats
@@ -44,6 +46,7 @@ class BucketCost:
 
     plain_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per sequence
     draft_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per draft
+    propose_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per draft
 
     @property
     def plain(self) -> float | None:
@@ -54,6 +57,13 @@ class BucketCost:
     def draft(self) -> float | None:
         """Extra seconds one verified draft position adds to a step."""
         return _median(self.draft_samples)
+
+    @property
+    def propose(self) -> float:
+        """Seconds the proposer spends per draft token (0 until measured: a proposal comes
+        before its verify, so by the time `draft` is known this is too). The median leaves out
+        the proposals that first caught a draft model up on a whole prompt."""
+        return _median(self.propose_samples) or 0.0
 
 
 def _median(samples: deque[float], min_samples: int = 3) -> float | None:
@@ -104,25 +114,32 @@ class Acceptance:
 class SpeculativeDecoder:
     """Proposes drafts between steps; `num_tokens` is the cap k on drafts per request."""
 
-    def __init__(self, proposer: Proposer, num_tokens: int = 4, adaptive: bool = True) -> None:
+    def __init__(self, proposer: Proposer, num_tokens: int = 4, adaptive: bool = True,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         if num_tokens < 1:
             raise ValueError("num_speculative_tokens must be >= 1")
         self.proposer = proposer
         self.num_tokens = num_tokens
         self.adaptive = adaptive
+        self.clock = clock  # what the cost model measures steps and proposals in (cost_clock)
+        self._step_started = 0.0
         self.costs = StepCosts()
         self._steps = 0  # decode steps seen, for the periodic re-measurement
         self._next_check, self._check_every, self._last_choice = 16, 16, True
         self._acceptance: dict[str, Acceptance] = {}
-        self._propose_per_token = 0.0  # EMA of proposing seconds per draft token
 
     # ------------------------------------------------------------------ per step
+    def before_step(self) -> None:
+        self._step_started = self.clock()
+
     def after_step(
         self, plan: StepPlan, kept: dict[str, int | list[int]], seconds: float,
         decoding: list[SchedRequest], batch: int, stats: EngineStats,
     ) -> None:
-        """Record the step just run, then set drafts on `decoding` (the decoding requests that
-        allow speculation, out of `batch` decoding requests in all)."""
+        """Record the step just run (`seconds` of wall time since `before_step`, for the
+        metrics), then set drafts on `decoding` (the decoding requests that allow speculation,
+        out of `batch` decoding requests in all)."""
+        cost = seconds if self.clock is time.perf_counter else self.clock() - self._step_started
         for request_id in plan.preempted:
             self.drop(request_id)
         verified = False
@@ -135,7 +152,7 @@ class SpeculativeDecoder:
             stats.spec_verify_seconds += seconds
         # Costs describe decode and verify steps; a step with a prefill chunk says nothing.
         if plan.chunks and all(c.num_tokens == 1 + c.num_spec_tokens for c in plan.chunks):
-            self.costs.observe(len(plan.chunks), sum(c.num_spec_tokens for c in plan.chunks), seconds)
+            self.costs.observe(len(plan.chunks), sum(c.num_spec_tokens for c in plan.chunks), cost)
         self._propose(decoding, max(batch, len(decoding)), stats)
 
     def drop(self, request_id: str) -> None:
@@ -158,8 +175,7 @@ class SpeculativeDecoder:
             return [0] * len(requests)  # measure a plain step first
         if cost.draft is None:
             return ramp  # measure what drafts cost here
-        per_draft = cost.draft + self._propose_per_token
-        ks = [self._best_k(r.rate, cost.plain, per_draft) for r in requests]
+        ks = self._ks(requests, cost.plain, cost.draft + cost.propose)
         if self._steps >= self._next_check:  # re-measure the kind of step not chosen
             # back off while the choice stays the same: 16, 32, 64 .. 256 steps between checks
             on = any(ks)
@@ -168,6 +184,19 @@ class SpeculativeDecoder:
             self._next_check = self._steps + self._check_every
             return [0] * len(requests) if on else ramp
         return ks
+
+    def _ks(self, requests: list[Acceptance], value: float, per_draft: float) -> list[int]:
+        if per_draft >= value:  # a draft costs what a token saves: no acceptance repays one
+            return [0] * len(requests)
+        best: dict[float, int] = {}  # requests share rates (the prior, long streaks)
+        out = []
+        for r in requests:
+            rate = r.rate
+            k = best.get(rate)
+            if k is None:
+                k = best[rate] = self._best_k(rate, value, per_draft)
+            out.append(k)
+        return out
 
     def _best_k(self, acceptance: float, value: float, per_draft: float) -> int:
         best, best_k = 0.0, 0
@@ -191,7 +220,8 @@ class SpeculativeDecoder:
 
     def _propose(self, decoding: list[SchedRequest], batch: int, stats: EngineStats) -> None:
         for request in decoding:
-            request.spec_token_ids = []
+            if request.spec_token_ids:
+                request.spec_token_ids = []
         if not decoding:
             return
         ks = self.choose_k([self._acceptance.setdefault(r.request_id, Acceptance()) for r in decoding], batch)
@@ -201,22 +231,27 @@ class SpeculativeDecoder:
         if not wanted:
             stats.spec_off_steps += 1
             return
-        started = time.perf_counter()
+        started, cost_started = time.perf_counter(), self.clock()
         try:
             drafts = self.proposer.propose(wanted)
         except Exception:  # speculation is optional: a proposer failure only costs speed
             log.exception("draft proposer failed; decoding without drafts this step")
             return
-        elapsed = time.perf_counter() - started
-        stats.spec_propose_seconds += elapsed
+        stats.spec_propose_seconds += time.perf_counter() - started
         num_drafts = sum(len(d) for d in drafts.values())
         if num_drafts:
-            per_token = elapsed / num_drafts
-            self._propose_per_token = per_token if not self._propose_per_token else (
-                0.9 * self._propose_per_token + 0.1 * per_token
-            )
+            self.costs.bucket(batch).propose_samples.append((self.clock() - cost_started) / num_drafts)
         for request in decoding:
             request.spec_token_ids = drafts.get(request.request_id, [])[: self.num_tokens]
+
+
+def cost_clock(device: str, threads: int) -> Callable[[], float]:
+    """The clock the cost model measures in. A CPU engine computing on its own thread (one
+    torch thread): that thread's CPU time, the work a step did, which other processes on a
+    shared machine do not stretch (wall time there swings several-fold between identical
+    steps, and the choice to speculate is a ratio of work). Otherwise (a GPU, a thread pool)
+    wall time."""
+    return time.thread_time if device.startswith("cpu") and threads == 1 else time.perf_counter
 
 
 def expected_tokens(acceptance: float, k: int) -> float:
