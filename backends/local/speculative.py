@@ -8,17 +8,20 @@ the continuous batch.
 
 The decision uses `StepCosts`, measured at the current batch size (buckets of powers of two,
 prefill steps left out): v, the seconds one plain decode step costs per sequence (a token's
-worth), and d, the extra seconds one verified draft position adds to a step, plus p, the
-proposer's seconds per draft token at that batch size (a draft model's round costs about the
-same at batch 1 and batch 16, so per token it is far cheaper in a batch). A request with measured acceptance a (the chance a draft
-is accepted given the ones before it were) expects E(a, k) = (1 - a^(k+1)) / (1 - a) tokens
-from k drafts, so it gets the k (0 .. cap) with the largest saving (E - 1) * v - (d + p) * k.
-At batch 1 a step's fixed cost makes v large and d small, so k grows to the cap when guesses
-are good; at large batches a step costs about its tokens, v falls toward d and k falls to 0:
+worth); F + d * k, the extra seconds a sequence verifying k drafts adds to a step (F: the
+verify's fixed part, e.g. the ragged-chunk attention path and the logits rows; d: per draft
+position), fitted through the per-k medians of the verify samples; and p, the proposer's
+seconds per draft token at that batch size (a draft model's round costs about the same at
+batch 1 and batch 16, so per token it is far cheaper in a batch). A request with measured
+acceptance a (the chance a draft is accepted given the ones before it were) expects
+E(a, k) = (1 - a^(k+1)) / (1 - a) tokens from k drafts, so it gets the k (0 .. cap) with the
+largest saving (E - 1) * v - F - (d + p) * k. At batch 1 a step's fixed cost makes v large
+and d small, so k grows to the cap when guesses are good; at large batches a step costs about
+its tokens, v falls toward d and k falls to 0:
 that is the off switch (the step runs plain, `spec_off_steps`). Measuring needs both kinds of
 step: a bucket without plain measurements runs plain steps first, one without draft
-measurements lets four of its requests speculate (one draft, one more per fully accepted
-verify), and now and then (after 16 steps, backing off to 256 while the choice holds) a step
+measurements lets four of its requests speculate (two at batch 16 and up; k going round 1 ..
+cap), and now and then (after 16 steps, backing off to 256 while the choice holds) a step
 runs the other kind than chosen, so the estimates follow the load. Estimates are medians of
 the last 16 samples (at least 3).
 """
@@ -45,7 +48,8 @@ class BucketCost:
     delays single steps by several times their cost, and a median ignores those)."""
 
     plain_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per sequence
-    draft_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per draft
+    # (drafts per speculating sequence, extra seconds per speculating sequence) of verify steps
+    verify_samples: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=32))
     propose_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per draft
 
     @property
@@ -54,9 +58,33 @@ class BucketCost:
         return _median(self.plain_samples)
 
     @property
+    def verify(self) -> tuple[float, float] | None:
+        """(F, d): a sequence verifying k drafts adds F + d * k seconds to a step; a line
+        through the median extra at each k seen (one k seen: all of it per draft, F = 0)."""
+        if len(self.verify_samples) < 3:
+            return None
+        by_k: dict[int, list[float]] = {}
+        for k, extra in self.verify_samples:
+            by_k.setdefault(k, []).append(extra)
+        points = [(k, sorted(v)[len(v) // 2]) for k, v in by_k.items()]
+        mean_k = sum(k for k, _ in points) / len(points)
+        mean_e = sum(e for _, e in points) / len(points)
+        sxx = sum((k - mean_k) ** 2 for k, _ in points)
+        if sxx == 0:
+            return 0.0, mean_e / mean_k
+        d = sum((k - mean_k) * (e - mean_e) for k, e in points) / sxx
+        fixed = mean_e - d * mean_k
+        if d < 0:  # noise: the cost did not grow with k; call it all fixed
+            return mean_e, 0.0
+        if fixed < 0:
+            return 0.0, sum(e / k for k, e in points) / len(points)
+        return fixed, d
+
+    @property
     def draft(self) -> float | None:
-        """Extra seconds one verified draft position adds to a step."""
-        return _median(self.draft_samples)
+        """Extra seconds one more verified draft position adds to a step (d)."""
+        fit = self.verify
+        return None if fit is None else fit[1]
 
     @property
     def propose(self) -> float:
@@ -82,15 +110,17 @@ class StepCosts:
     def bucket(self, batch: int) -> BucketCost:
         return self._buckets.setdefault(max(batch, 1).bit_length(), BucketCost())
 
-    def observe(self, batch: int, num_drafts: int, seconds: float) -> None:
-        """A step of `batch` decodes (`num_drafts` draft positions among them) took `seconds`."""
+    def observe(self, batch: int, num_drafts: int, seconds: float, num_verifies: int | None = None) -> None:
+        """A step of `batch` decodes (`num_drafts` draft positions among them, in `num_verifies`
+        speculating sequences: by default all of them, at most one per draft) took `seconds`."""
         cost = self.bucket(batch)
         if num_drafts == 0:
             cost.plain_samples.append(seconds / batch)
             return
         plain = cost.plain
         if plain is not None:
-            cost.draft_samples.append(max(seconds - batch * plain, 0.0) / num_drafts)
+            seqs = num_verifies or min(batch, num_drafts)
+            cost.verify_samples.append((round(num_drafts / seqs), max(seconds - batch * plain, 0.0) / seqs))
 
 
 @dataclass(slots=True)
@@ -152,7 +182,8 @@ class SpeculativeDecoder:
             stats.spec_verify_seconds += seconds
         # Costs describe decode and verify steps; a step with a prefill chunk says nothing.
         if plan.chunks and all(c.num_tokens == 1 + c.num_spec_tokens for c in plan.chunks):
-            self.costs.observe(len(plan.chunks), sum(c.num_spec_tokens for c in plan.chunks), cost)
+            self.costs.observe(len(plan.chunks), sum(c.num_spec_tokens for c in plan.chunks), cost,
+                               sum(1 for c in plan.chunks if c.num_spec_tokens))
         self._propose(decoding, max(batch, len(decoding)), stats)
 
     def drop(self, request_id: str) -> None:
@@ -166,16 +197,20 @@ class SpeculativeDecoder:
         if not self.adaptive:
             return [cap] * len(requests)
         self._steps += 1
-        # Measuring: four requests draft (one, one more per fully accepted verify), enough to
-        # see the cost; all of a large batch would pay for a guess the bucket may not afford
-        # (a draft model first catches up on each one's whole context).
-        ramp = [min(cap, 1 + r.streak) if i < 4 else 0 for i, r in enumerate(requests)]
         cost = self.costs.bucket(batch)
+        # Measuring: a few requests draft, enough to see the cost (all of a large batch would
+        # pay for guesses the bucket may not afford; a draft model first catches up on each
+        # one's whole context): four, two from batch 16 on, where a step's own noise is
+        # larger than their cost anyway; k going round 1 .. cap from step to step, so the
+        # fit sees the fixed part apart.
+        k_ramp, few = 1 + len(cost.verify_samples) % cap, 4 if batch < 16 else 2
+        ramp = [k_ramp if i < few else 0 for i in range(len(requests))]
         if cost.plain is None:
             return [0] * len(requests)  # measure a plain step first
-        if cost.draft is None:
+        fit = cost.verify
+        if fit is None:
             return ramp  # measure what drafts cost here
-        ks = self._ks(requests, cost.plain, cost.draft + cost.propose)
+        ks = self._ks(requests, cost.plain, fit[0], fit[1] + cost.propose)
         if self._steps >= self._next_check:  # re-measure the kind of step not chosen
             # back off while the choice stays the same: 16, 32, 64 .. 256 steps between checks
             on = any(ks)
@@ -185,7 +220,7 @@ class SpeculativeDecoder:
             return [0] * len(requests) if on else ramp
         return ks
 
-    def _ks(self, requests: list[Acceptance], value: float, per_draft: float) -> list[int]:
+    def _ks(self, requests: list[Acceptance], value: float, fixed: float, per_draft: float) -> list[int]:
         if per_draft >= value:  # a draft costs what a token saves: no acceptance repays one
             return [0] * len(requests)
         best: dict[float, int] = {}  # requests share rates (the prior, long streaks)
@@ -194,14 +229,14 @@ class SpeculativeDecoder:
             rate = r.rate
             k = best.get(rate)
             if k is None:
-                k = best[rate] = self._best_k(rate, value, per_draft)
+                k = best[rate] = self._best_k(rate, value, fixed, per_draft)
             out.append(k)
         return out
 
-    def _best_k(self, acceptance: float, value: float, per_draft: float) -> int:
+    def _best_k(self, acceptance: float, value: float, fixed: float, per_draft: float) -> int:
         best, best_k = 0.0, 0
         for k in range(1, self.num_tokens + 1):
-            saving = (expected_tokens(acceptance, k) - 1) * value - per_draft * k
+            saving = (expected_tokens(acceptance, k) - 1) * value - fixed - per_draft * k
             if saving > best:
                 best, best_k = saving, k
         return best_k

@@ -65,8 +65,23 @@ def test_unmeasured_buckets_measure_plain_first_then_ramp_drafts() -> None:
     assert spec.choose_k([Acceptance()], 1) == [0]
     for _ in range(3):
         spec.costs.observe(1, 0, 0.004)
-    streaky = Acceptance(streak=2)
-    assert spec.choose_k([Acceptance(), streaky], 1) == [1, 3]  # one draft, one more per full accept
+    assert spec.choose_k([Acceptance(), Acceptance()], 1) == [1, 1]  # k goes round 1 .. cap
+    spec.costs.observe(1, 1, 0.005)
+    assert spec.choose_k([Acceptance()] * 5, 1) == [2, 2, 2, 2, 0]  # four requests measure
+
+
+def test_a_verifys_fixed_cost_is_told_apart_from_its_cost_per_draft() -> None:
+    costs = StepCosts()
+    for _ in range(3):
+        costs.observe(1, 0, 0.002)
+    for k, seconds in ((1, 0.0031), (4, 0.0034), (1, 0.0031), (4, 0.0034), (2, 0.0032)):
+        costs.observe(1, k, seconds)  # a verify costs 1 ms, plus 0.1 ms per draft
+    fixed, per_draft = costs.bucket(1).verify or (0.0, 0.0)
+    assert abs(fixed - 0.001) < 1e-9 and abs(per_draft - 0.0001) < 1e-9
+    # Four guesses at a = 0.8 repay the fixed part; one guess alone would not.
+    spec = SpeculativeDecoder(NgramProposer(), num_tokens=4)
+    spec.costs = costs
+    assert spec.choose_k([acceptance(0.8), acceptance(0.3)], 1) == [4, 0]
 
 
 def test_expected_tokens() -> None:
