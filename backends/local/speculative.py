@@ -15,10 +15,10 @@ seconds per draft token at that batch size (a draft model's round costs about th
 batch 1 and batch 16, so per token it is far cheaper in a batch). A request with measured
 acceptance a (the chance a draft is accepted given the ones before it were) expects
 E(a, k) = (1 - a^(k+1)) / (1 - a) tokens from k drafts, so it gets the k (0 .. cap) with the
-largest saving (E - 1) * v - F - (d + p) * k. At batch 1 a step's fixed cost makes v large
-and d small, so k grows to the cap when guesses are good; at large batches a step costs about
-its tokens, v falls toward d and k falls to 0:
-that is the off switch (the step runs plain, `spec_off_steps`). Measuring needs both kinds of
+largest saving (E - 1) * v - F - (d + p) * k, if that beats a margin of v / 10. At batch 1
+a step's fixed cost makes v large and d small, so k grows to the cap when guesses are
+good; at large batches a step costs about its tokens, v falls toward d and k falls to 0: that
+is the off switch (the step runs plain, `spec_off_steps`). Measuring needs both kinds of
 step: a bucket without plain measurements runs plain steps first, one without draft
 measurements lets four of its requests speculate (two at batch 16 and up; k going round 1 ..
 cap), and now and then (after 16 steps, backing off to 256 while the choice holds) a step
@@ -141,6 +141,9 @@ class Acceptance:
         self.streak = self.streak + 1 if num_accepted == num_drafts else 0
 
 
+MARGIN = 0.1  # of a plain token's cost: the least expected saving worth speculating for
+
+
 class SpeculativeDecoder:
     """Proposes drafts between steps; `num_tokens` is the cap k on drafts per request."""
 
@@ -234,7 +237,9 @@ class SpeculativeDecoder:
         return out
 
     def _best_k(self, acceptance: float, value: float, fixed: float, per_draft: float) -> int:
-        best, best_k = 0.0, 0
+        # A guess must save a tenth of a token's worth at least: the estimates are medians of
+        # noisy steps, and a saving inside their noise is as likely a loss.
+        best, best_k = MARGIN * value, 0
         for k in range(1, self.num_tokens + 1):
             saving = (expected_tokens(acceptance, k) - 1) * value - fixed - per_draft * k
             if saving > best:
