@@ -186,6 +186,10 @@ Reproduce: `python -m tools.demo_model.distill_data && python -m tools.demo_mode
 | fairgate-demo-draft | {d['heldout_ppl']:.2f} |
 | fairgate-demo (target) | {m['target_ppl']:.2f} |
 
+The perplexity is worse than the unigram baseline's, and that is the trade: the draft learnt
+the target's top {a.get('top_k', '?')} choices only, so a token outside them gets almost no
+probability. It is a proposer, not a language model; what it is for is the next figure.
+
 Greedy next-token agreement with the target: {d['heldout_agreement'] * 100:.1f}% of held-out
 positions (the first {d['agreement_tokens']:,} held-out tokens; the first draft, trained on the
 corpus alone, had 29.4%), and {d['continuation_agreement'] * 100:.1f}% of the positions of the
@@ -199,7 +203,8 @@ def _acceptance(d: dict) -> str:
     if not bench:
         return ""
     return (f"\n`bench/spec_decode.py` (free chat, batch 1): acceptance {bench['acceptance_draft']:.2f}, "
-            f"{bench['draft_speedup_bs1']:.2f}x the plain engine's tokens/s.\n")
+            f"{bench['draft_speedup_bs1']:.2f}x the plain engine's tokens/s (one run, CPU time, on a shared "
+            f"two-core machine at load average {bench.get('load', '?')}).\n")
 
 
 def record_distilled_draft(target_dir: Path, draft_dir: Path, info: dict) -> None:
