@@ -18,7 +18,7 @@ tokens/s counts generated tokens; a speedup is against the plain engine in the s
 learns from scratch every run, as it would in a new server). `greedy_identical` is whether
 every speculative output equals the plain engine's, token for token.
 
-    python bench/spec_decode.py [--quick] [--repeats 2] [--threads 1] [--k 4]
+    python bench/spec_decode.py [--quick] [--repeats 2] [--threads 1] [--k 4] [--batches 1,64]
 Prints a table, then one JSON line.
 """
 
@@ -134,9 +134,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--k", type=int, default=4, help="num_speculative_tokens")
+    ap.add_argument("--batches", default=None, help="comma-separated batch sizes (default 1,4,16,64)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    batches = (1, 4) if args.quick else BATCHES
+    batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else (1, 4) if args.quick else BATCHES
     repeats = 1 if args.quick else args.repeats
     tok = Tokenizer(TARGET)
     loads = workloads(tok, max(batches))

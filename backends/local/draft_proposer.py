@@ -9,6 +9,13 @@ space). Per step, for the sequences that want drafts:
             draft's greedy token at the last position is draft 1;
   round j   one batched decode pass of the sequences still short of their k: draft j + 1.
 
+The rounds do not go through `ModelRunner.execute`: round j's inputs are round j - 1's argmax,
+still a tensor, at the next position of each sequence, so a round only advances positions,
+slots and lengths (no step building, checks, sampler or grammar masks), and the forward pass
+is `LeanForward` (draft_forward.py: the model's computation without nn.Module calls); the
+host sees the guesses once, after the last round. At batch 1 a draft forward is mostly
+per-call overhead, so this is what makes a small draft cheap.
+
 Draft KV written for guesses that the target then rejected is simply recomputed: the next
 proposal starts from the longest prefix of what the draft was fed that is still the sequence.
 The draft decodes greedily, so its proposals are deterministic (q one-hot; see spec_verify.py).
@@ -19,7 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
+from backends.local.batch import build_step
 from backends.local.block_manager import BlockManager
+from backends.local.draft_forward import LeanForward
+from backends.local.model import AttentionMetadata
 from backends.local.proposers import ProposalRequest
 from backends.local.runner import ModelRunner
 from backends.local.types import RunnerInput, SamplingParams
@@ -32,6 +44,7 @@ _GREEDY = SamplingParams(temperature=0.0)
 class _DraftSeq:
     kv: SchedRequest  # the draft block manager's view: num_computed_tokens = draft KV present
     fed: list[int] = field(default_factory=list)  # tokens whose KV the draft cache holds, in order
+    verified: int = 0  # how many of `fed` were the sequence itself (not guesses) when fed
 
 
 class DraftModelProposer:
@@ -41,6 +54,8 @@ class DraftModelProposer:
         self.runner = runner
         self.kv = BlockManager(runner.num_kv_blocks, runner.block_size, enable_prefix_caching=False)
         self._seqs: dict[str, _DraftSeq] = {}
+        lean = LeanForward.load(runner.model_dir, runner.config, runner.model)
+        self._forward = runner.model if lean is None else lean.hidden  # (ids, kv_caches, meta) -> hidden
 
     @classmethod
     def load(
@@ -58,6 +73,7 @@ class DraftModelProposer:
         if seq is not None:
             self.kv.free(seq.kv)
 
+    @torch.inference_mode()
     def propose(self, requests: list[ProposalRequest]) -> dict[str, list[int]]:
         inputs: list[RunnerInput] = []
         wanted: list[ProposalRequest] = []
@@ -66,23 +82,61 @@ class DraftModelProposer:
             if inp is not None:
                 inputs.append(inp)
                 wanted.append(req)
-        drafts: dict[str, list[int]] = {req.request_id: [] for req in wanted}
-        while inputs:
-            tokens = self.runner.execute(inputs)
-            step: list[RunnerInput] = []
-            for inp, req, tok in zip(inputs, wanted, tokens, strict=True):
-                assert isinstance(tok, int)
-                out = drafts[req.request_id]
-                out.append(tok)
-                if len(out) < req.num_tokens:  # feed the guess to get the next one
-                    pos = inp.start_pos + len(inp.token_ids)
-                    step.append(RunnerInput(req.request_id, [tok], pos, inp.block_table, True, _GREEDY))
-            wanted = [r for r in wanted if len(drafts[r.request_id]) < r.num_tokens]
-            inputs = step
+        if not inputs:
+            return {}
+        guesses = self._rounds(inputs, [req.num_tokens for req in wanted])
+        drafts = {req.request_id: out for req, out in zip(wanted, guesses, strict=True)}
         for request_id, out in drafts.items():
             seq = self._seqs[request_id]
             seq.fed.extend(out[:-1])  # the last guess was never fed
         return drafts
+
+    def _rounds(self, inputs: list[RunnerInput], ks: list[int]) -> list[list[int]]:
+        """Round 0 over the ragged catch-up inputs, then decode rounds until each has its k."""
+        runner, model = self.runner, self.runner.model
+        step = build_step(inputs, runner.block_size, runner.max_model_len, model.cos_sin, runner.device,
+                          runner.config.vocab_size)
+        hidden = self._forward(step.input_ids, runner.kv_caches, step.meta)  # [T, hidden]
+        last = [start + n - 1 for start, n in zip(step.token_start, step.token_count, strict=True)]
+        rows = torch.tensor(last, dtype=torch.int64, device=runner.device)
+        tok = model.compute_logits(hidden.index_select(0, rows)).argmax(dim=-1)  # [B] draft 1
+        rounds = [(list(range(len(inputs))), tok)]  # per round: (input indices, their guesses)
+        active = rounds[0][0]
+        pos = [inp.start_pos + len(inp.token_ids) for inp in inputs]  # where draft 1 is fed
+        tables = [inp.block_table for inp in inputs]
+        for j in range(1, max(ks)):
+            keep = [n for n, i in enumerate(active) if ks[i] > j]
+            if not keep:
+                break
+            if len(keep) < len(active):
+                tok = tok.index_select(0, torch.tensor(keep, dtype=torch.int64, device=runner.device))
+                active = [active[n] for n in keep]
+            at = [pos[i] + j - 1 for i in active]  # the previous guess's position
+            meta = self._decode_meta(at, [tables[i] for i in active])
+            tok = model.compute_logits(self._forward(tok, runner.kv_caches, meta)).argmax(dim=-1)  # [n]
+            rounds.append((active, tok))
+        out: list[list[int]] = [[] for _ in inputs]
+        for indices, toks in rounds:
+            for i, t in zip(indices, toks.tolist(), strict=True):
+                out[i].append(t)
+        return out
+
+    def _decode_meta(self, positions: list[int], tables: list[list[int]]) -> AttentionMetadata:
+        """Attention metadata of one decode token per sequence at `positions`."""
+        bs, device = self.runner.block_size, self.runner.device
+        slots = [t[p // bs] * bs + p % bs for p, t in zip(positions, tables, strict=True)]
+        width = max(p // bs + 1 for p in positions)
+        padded = [t[:width] + [0] * (width - len(t[:width])) for t in tables]
+        pos_t = torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)
+        return AttentionMetadata(
+            slot_mapping=torch.tensor(slots, dtype=torch.int64).to(device, non_blocking=True),
+            cos_sin=self.runner.model.cos_sin.index_select(0, pos_t),
+            num_decodes=len(positions),
+            decode_block_tables=torch.tensor(padded, dtype=torch.int32).to(device, non_blocking=True),
+            decode_seq_lens=torch.tensor([p + 1 for p in positions], dtype=torch.int32).to(device, non_blocking=True),
+            decode_max_seq_len=max(positions) + 1,
+            prefill_block_tables=None, prefill_query_start_loc=None, prefill_seq_lens=None,
+        )
 
     def _catch_up(self, req: ProposalRequest) -> RunnerInput | None:
         """Round 0's input for one sequence: the tokens its draft cache is missing."""
@@ -91,8 +145,10 @@ class DraftModelProposer:
         if seq is None:
             seq = self._seqs[req.request_id] = _DraftSeq(SchedRequest(req.request_id, [], 1))
         fed = seq.fed
-        same = 0
         limit = min(len(fed), len(tokens) - 1)  # the last token is always run: its logits are needed
+        # Usually the sequence still starts with what was verified when last fed (one C-speed
+        # comparison); the guesses after it are compared one by one.
+        same = seq.verified if seq.verified <= limit and fed[: seq.verified] == tokens[: seq.verified] else 0
         while same < limit and fed[same] == tokens[same]:
             same += 1
         # Positions up to len + k - 2 get draft KV (the last guess is never fed).
@@ -103,6 +159,6 @@ class DraftModelProposer:
         if not self.kv.allocate_slots(seq.kv, end - same):
             self.drop(req.request_id)  # the draft pool is full: this sequence gets no guess
             return None
-        seq.fed = tokens[:]  # after round 0 the cache holds the whole sequence
+        seq.fed, seq.verified = tokens[:], len(tokens)  # after round 0 the cache holds the sequence
         table = list(self.kv.block_table(req.request_id))
         return RunnerInput(req.request_id, tokens[same:], same, table, True, _GREEDY)

@@ -68,6 +68,8 @@ class EngineCore:
     def step(self) -> StepResult:
         """Run one step; raises `StepFailed` when scheduling or the forward pass fails."""
         started = time.perf_counter()
+        if self.speculator is not None:
+            self.speculator.before_step()
         plan = self._schedule()
         if plan.is_empty:
             return StepResult([], ran=False)

@@ -15,7 +15,7 @@ from backends.local.block_manager import BlockManager
 from backends.local.engine_config import EngineConfig
 from backends.local.proposers import NgramProposer, Proposer
 from backends.local.protocols import EngineTokenizer, ModelExecutor
-from backends.local.speculative import SpeculativeDecoder
+from backends.local.speculative import SpeculativeDecoder, cost_clock
 from scheduler.fair_queue import FairQueue
 from scheduler.queue import WaitQueue
 from scheduler.scheduler import Scheduler, SchedulerConfig
@@ -68,7 +68,10 @@ def build_speculator(config: EngineConfig, runner: ModelExecutor) -> Speculative
             block_size=runner.block_size, num_kv_blocks=runner.num_kv_blocks + config.max_num_seqs,
             vocab_size=int(runner.config.vocab_size),
         )
-    return SpeculativeDecoder(proposer, config.num_speculative_tokens, adaptive=config.speculative_adaptive)
+    import torch
+
+    return SpeculativeDecoder(proposer, config.num_speculative_tokens, adaptive=config.speculative_adaptive,
+                              clock=cost_clock(config.device, torch.get_num_threads()))
 
 
 def admission_limits(

@@ -8,16 +8,20 @@ the continuous batch.
 
 The decision uses `StepCosts`, measured at the current batch size (buckets of powers of two,
 prefill steps left out): v, the seconds one plain decode step costs per sequence (a token's
-worth), and d, the extra seconds one verified draft position adds to a step, plus p, the
-proposer's seconds per draft token. A request with measured acceptance a (the chance a draft
-is accepted given the ones before it were) expects E(a, k) = (1 - a^(k+1)) / (1 - a) tokens
-from k drafts, so it gets the k (0 .. cap) with the largest saving (E - 1) * v - (d + p) * k.
-At batch 1 a step's fixed cost makes v large and d small, so k grows to the cap when guesses
-are good; at large batches a step costs about its tokens, v falls toward d and k falls to 0:
-that is the off switch (the step runs plain, `spec_off_steps`). Measuring needs both kinds of
+worth); F + d * k, the extra seconds a sequence verifying k drafts adds to a step (F: the
+verify's fixed part, e.g. the ragged-chunk attention path and the logits rows; d: per draft
+position), fitted through the per-k medians of the verify samples; and p, the proposer's
+seconds per draft token at that batch size (a draft model's round costs about the same at
+batch 1 and batch 16, so per token it is far cheaper in a batch). A request with measured
+acceptance a (the chance a draft is accepted given the ones before it were) expects
+E(a, k) = (1 - a^(k+1)) / (1 - a) tokens from k drafts, so it gets the k (0 .. cap) with the
+largest saving (E - 1) * v - F - (d + p) * k, if that beats a margin of v / 10. At batch 1
+a step's fixed cost makes v large and d small, so k grows to the cap when guesses are
+good; at large batches a step costs about its tokens, v falls toward d and k falls to 0: that
+is the off switch (the step runs plain, `spec_off_steps`). Measuring needs both kinds of
 step: a bucket without plain measurements runs plain steps first, one without draft
-measurements lets four of its requests speculate (one draft, one more per fully accepted
-verify), and now and then (after 16 steps, backing off to 256 while the choice holds) a step
+measurements lets four of its requests speculate (two at batch 16 and up; k going round 1 ..
+cap), and now and then (after 16 steps, backing off to 256 while the choice holds) a step
 runs the other kind than chosen, so the estimates follow the load. Estimates are medians of
 the last 16 samples (at least 3).
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from backends.local.output import EngineStats
@@ -43,7 +48,9 @@ class BucketCost:
     delays single steps by several times their cost, and a median ignores those)."""
 
     plain_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per sequence
-    draft_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per draft
+    # (drafts per speculating sequence, extra seconds per speculating sequence) of verify steps
+    verify_samples: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=32))
+    propose_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per draft
 
     @property
     def plain(self) -> float | None:
@@ -51,9 +58,40 @@ class BucketCost:
         return _median(self.plain_samples)
 
     @property
+    def verify(self) -> tuple[float, float] | None:
+        """(F, d): a sequence verifying k drafts adds F + d * k seconds to a step; a line
+        through the median extra at each k seen (one k seen: all of it per draft, F = 0)."""
+        if len(self.verify_samples) < 3:
+            return None
+        by_k: dict[int, list[float]] = {}
+        for k, extra in self.verify_samples:
+            by_k.setdefault(k, []).append(extra)
+        points = [(k, sorted(v)[len(v) // 2]) for k, v in by_k.items()]
+        mean_k = sum(k for k, _ in points) / len(points)
+        mean_e = sum(e for _, e in points) / len(points)
+        sxx = sum((k - mean_k) ** 2 for k, _ in points)
+        if sxx == 0:
+            return 0.0, mean_e / mean_k
+        d = sum((k - mean_k) * (e - mean_e) for k, e in points) / sxx
+        fixed = mean_e - d * mean_k
+        if d < 0:  # noise: the cost did not grow with k; call it all fixed
+            return mean_e, 0.0
+        if fixed < 0:
+            return 0.0, sum(e / k for k, e in points) / len(points)
+        return fixed, d
+
+    @property
     def draft(self) -> float | None:
-        """Extra seconds one verified draft position adds to a step."""
-        return _median(self.draft_samples)
+        """Extra seconds one more verified draft position adds to a step (d)."""
+        fit = self.verify
+        return None if fit is None else fit[1]
+
+    @property
+    def propose(self) -> float:
+        """Seconds the proposer spends per draft token (0 until measured: a proposal comes
+        before its verify, so by the time `draft` is known this is too). The median leaves out
+        the proposals that first caught a draft model up on a whole prompt."""
+        return _median(self.propose_samples) or 0.0
 
 
 def _median(samples: deque[float], min_samples: int = 3) -> float | None:
@@ -72,15 +110,17 @@ class StepCosts:
     def bucket(self, batch: int) -> BucketCost:
         return self._buckets.setdefault(max(batch, 1).bit_length(), BucketCost())
 
-    def observe(self, batch: int, num_drafts: int, seconds: float) -> None:
-        """A step of `batch` decodes (`num_drafts` draft positions among them) took `seconds`."""
+    def observe(self, batch: int, num_drafts: int, seconds: float, num_verifies: int | None = None) -> None:
+        """A step of `batch` decodes (`num_drafts` draft positions among them, in `num_verifies`
+        speculating sequences: by default all of them, at most one per draft) took `seconds`."""
         cost = self.bucket(batch)
         if num_drafts == 0:
             cost.plain_samples.append(seconds / batch)
             return
         plain = cost.plain
         if plain is not None:
-            cost.draft_samples.append(max(seconds - batch * plain, 0.0) / num_drafts)
+            seqs = num_verifies or min(batch, num_drafts)
+            cost.verify_samples.append((round(num_drafts / seqs), max(seconds - batch * plain, 0.0) / seqs))
 
 
 @dataclass(slots=True)
@@ -101,28 +141,38 @@ class Acceptance:
         self.streak = self.streak + 1 if num_accepted == num_drafts else 0
 
 
+MARGIN = 0.1  # of a plain token's cost: the least expected saving worth speculating for
+
+
 class SpeculativeDecoder:
     """Proposes drafts between steps; `num_tokens` is the cap k on drafts per request."""
 
-    def __init__(self, proposer: Proposer, num_tokens: int = 4, adaptive: bool = True) -> None:
+    def __init__(self, proposer: Proposer, num_tokens: int = 4, adaptive: bool = True,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         if num_tokens < 1:
             raise ValueError("num_speculative_tokens must be >= 1")
         self.proposer = proposer
         self.num_tokens = num_tokens
         self.adaptive = adaptive
+        self.clock = clock  # what the cost model measures steps and proposals in (cost_clock)
+        self._step_started = 0.0
         self.costs = StepCosts()
         self._steps = 0  # decode steps seen, for the periodic re-measurement
         self._next_check, self._check_every, self._last_choice = 16, 16, True
         self._acceptance: dict[str, Acceptance] = {}
-        self._propose_per_token = 0.0  # EMA of proposing seconds per draft token
 
     # ------------------------------------------------------------------ per step
+    def before_step(self) -> None:
+        self._step_started = self.clock()
+
     def after_step(
         self, plan: StepPlan, kept: dict[str, int | list[int]], seconds: float,
         decoding: list[SchedRequest], batch: int, stats: EngineStats,
     ) -> None:
-        """Record the step just run, then set drafts on `decoding` (the decoding requests that
-        allow speculation, out of `batch` decoding requests in all)."""
+        """Record the step just run (`seconds` of wall time since `before_step`, for the
+        metrics), then set drafts on `decoding` (the decoding requests that allow speculation,
+        out of `batch` decoding requests in all)."""
+        cost = seconds if self.clock is time.perf_counter else self.clock() - self._step_started
         for request_id in plan.preempted:
             self.drop(request_id)
         verified = False
@@ -135,7 +185,8 @@ class SpeculativeDecoder:
             stats.spec_verify_seconds += seconds
         # Costs describe decode and verify steps; a step with a prefill chunk says nothing.
         if plan.chunks and all(c.num_tokens == 1 + c.num_spec_tokens for c in plan.chunks):
-            self.costs.observe(len(plan.chunks), sum(c.num_spec_tokens for c in plan.chunks), seconds)
+            self.costs.observe(len(plan.chunks), sum(c.num_spec_tokens for c in plan.chunks), cost,
+                               sum(1 for c in plan.chunks if c.num_spec_tokens))
         self._propose(decoding, max(batch, len(decoding)), stats)
 
     def drop(self, request_id: str) -> None:
@@ -149,17 +200,20 @@ class SpeculativeDecoder:
         if not self.adaptive:
             return [cap] * len(requests)
         self._steps += 1
-        # Measuring: four requests draft (one, one more per fully accepted verify), enough to
-        # see the cost; all of a large batch would pay for a guess the bucket may not afford
-        # (a draft model first catches up on each one's whole context).
-        ramp = [min(cap, 1 + r.streak) if i < 4 else 0 for i, r in enumerate(requests)]
         cost = self.costs.bucket(batch)
+        # Measuring: a few requests draft, enough to see the cost (all of a large batch would
+        # pay for guesses the bucket may not afford; a draft model first catches up on each
+        # one's whole context): four, two from batch 16 on, where a step's own noise is
+        # larger than their cost anyway; k going round 1 .. cap from step to step, so the
+        # fit sees the fixed part apart.
+        k_ramp, few = 1 + len(cost.verify_samples) % cap, 4 if batch < 16 else 2
+        ramp = [k_ramp if i < few else 0 for i in range(len(requests))]
         if cost.plain is None:
             return [0] * len(requests)  # measure a plain step first
-        if cost.draft is None:
+        fit = cost.verify
+        if fit is None:
             return ramp  # measure what drafts cost here
-        per_draft = cost.draft + self._propose_per_token
-        ks = [self._best_k(r.rate, cost.plain, per_draft) for r in requests]
+        ks = self._ks(requests, cost.plain, fit[0], fit[1] + cost.propose)
         if self._steps >= self._next_check:  # re-measure the kind of step not chosen
             # back off while the choice stays the same: 16, 32, 64 .. 256 steps between checks
             on = any(ks)
@@ -169,10 +223,25 @@ class SpeculativeDecoder:
             return [0] * len(requests) if on else ramp
         return ks
 
-    def _best_k(self, acceptance: float, value: float, per_draft: float) -> int:
-        best, best_k = 0.0, 0
+    def _ks(self, requests: list[Acceptance], value: float, fixed: float, per_draft: float) -> list[int]:
+        if per_draft >= value:  # a draft costs what a token saves: no acceptance repays one
+            return [0] * len(requests)
+        best: dict[float, int] = {}  # requests share rates (the prior, long streaks)
+        out = []
+        for r in requests:
+            rate = r.rate
+            k = best.get(rate)
+            if k is None:
+                k = best[rate] = self._best_k(rate, value, fixed, per_draft)
+            out.append(k)
+        return out
+
+    def _best_k(self, acceptance: float, value: float, fixed: float, per_draft: float) -> int:
+        # A guess must save a tenth of a token's worth at least: the estimates are medians of
+        # noisy steps, and a saving inside their noise is as likely a loss.
+        best, best_k = MARGIN * value, 0
         for k in range(1, self.num_tokens + 1):
-            saving = (expected_tokens(acceptance, k) - 1) * value - per_draft * k
+            saving = (expected_tokens(acceptance, k) - 1) * value - fixed - per_draft * k
             if saving > best:
                 best, best_k = saving, k
         return best_k
@@ -191,7 +260,8 @@ class SpeculativeDecoder:
 
     def _propose(self, decoding: list[SchedRequest], batch: int, stats: EngineStats) -> None:
         for request in decoding:
-            request.spec_token_ids = []
+            if request.spec_token_ids:
+                request.spec_token_ids = []
         if not decoding:
             return
         ks = self.choose_k([self._acceptance.setdefault(r.request_id, Acceptance()) for r in decoding], batch)
@@ -201,22 +271,27 @@ class SpeculativeDecoder:
         if not wanted:
             stats.spec_off_steps += 1
             return
-        started = time.perf_counter()
+        started, cost_started = time.perf_counter(), self.clock()
         try:
             drafts = self.proposer.propose(wanted)
         except Exception:  # speculation is optional: a proposer failure only costs speed
             log.exception("draft proposer failed; decoding without drafts this step")
             return
-        elapsed = time.perf_counter() - started
-        stats.spec_propose_seconds += elapsed
+        stats.spec_propose_seconds += time.perf_counter() - started
         num_drafts = sum(len(d) for d in drafts.values())
         if num_drafts:
-            per_token = elapsed / num_drafts
-            self._propose_per_token = per_token if not self._propose_per_token else (
-                0.9 * self._propose_per_token + 0.1 * per_token
-            )
+            self.costs.bucket(batch).propose_samples.append((self.clock() - cost_started) / num_drafts)
         for request in decoding:
             request.spec_token_ids = drafts.get(request.request_id, [])[: self.num_tokens]
+
+
+def cost_clock(device: str, threads: int) -> Callable[[], float]:
+    """The clock the cost model measures in. A CPU engine computing on its own thread (one
+    torch thread): that thread's CPU time, the work a step did, which other processes on a
+    shared machine do not stretch (wall time there swings several-fold between identical
+    steps, and the choice to speculate is a ratio of work). Otherwise (a GPU, a thread pool)
+    wall time."""
+    return time.thread_time if device.startswith("cpu") and threads == 1 else time.perf_counter
 
 
 def expected_tokens(acceptance: float, k: int) -> float:

@@ -61,9 +61,13 @@ def main() -> None:
         "draft_steps": args.draft_steps, "batch": args.batch, "target_lr": args.target_lr,
         "draft_lr": args.draft_lr, "agreement_tokens": min(65536, len(held_ids)),
     }
-    print(json.dumps(m))
     eval_dir = args.target / "eval"
     eval_dir.mkdir(exist_ok=True)
+    before = json.loads((eval_dir / "metrics.json").read_text()) if (eval_dir / "metrics.json").exists() else {}
+    if "draft_distill" in before:  # a distilled draft (distill.py) keeps its own record
+        m["draft_distill"] = before["draft_distill"]
+        m["draft_arch"] = before["draft_distill"]["arch"]
+    print(json.dumps(m))
     (eval_dir / "heldout.txt").write_text(held_text, encoding="utf-8")
     (eval_dir / "metrics.json").write_text(json.dumps(m, indent=2) + "\n")
     model_card.write_cards(args.target, args.draft, m)

@@ -124,6 +124,8 @@ shipped by Debian packages under those packages' licences (mostly GPL/LGPL).
 
 
 def draft_card(m: dict) -> str:
+    if m.get("draft_distill"):
+        return distilled_draft_card(m, m["draft_distill"])
     return f"""# fairgate-demo-draft
 
 The draft model for speculative decoding with `fairgate-demo`: same tokenizer, same corpus,
@@ -145,6 +147,74 @@ learning rate {m['draft_lr']}, otherwise as the target (see `../fairgate-demo/RE
 
 Greedy next-token agreement with the target on held-out positions: {m['greedy_agreement'] * 100:.1f}%.
 """
+
+
+def distilled_draft_card(m: dict, d: dict) -> str:
+    a = d["data_args"]
+    return f"""# fairgate-demo-draft
+
+The draft model for speculative decoding with `fairgate-demo`: same tokenizer,
+{d['params']:,} parameters (most of them the tied embedding table), distilled from the target's
+own outputs so that its greedy guesses are the target's.
+
+| | |
+|---|---|
+| parameters | {d['params']:,} |
+{_arch_rows(d['arch'], m)}
+
+## Distillation
+
+`tools/demo_model/distill_data.py` took {d['sequences']:,} passages of the training split (never
+the held-out one) and had the target continue each by {a.get('continuation', '?')} tokens
+through fairgate's engine (greedy; one in {a.get('sampled_one_in', '?')} sampled at temperature
+{a.get('temperature', '?')}), then scored the {d['data_tokens']:,} tokens with the target: its top
+{a.get('top_k', '?')} next tokens and their log-probabilities at every position.
+`tools/demo_model/distill.py` trained the draft on those sequences: cross-entropy on the
+target's argmax plus {d['soft_weight']} x cross-entropy on its renormalised top-{a.get('top_k', '?')}
+distribution; the tied embedding started as the target's projected on its first
+{d['arch']['hidden_size']} principal directions. {d['steps']} steps ({d['epochs']} epochs, batches of
+{d['batch']} sequences of similar length), AdamW with warmup and cosine decay from {d['lr']},
+fp32, one thread, seed {d['seed']}.
+CPU time: {d['data_cpu_minutes']:.0f} minutes for the data, {d['train_cpu_minutes']:.0f} for training.
+Reproduce: `python -m tools.demo_model.distill_data && python -m tools.demo_model.distill`.
+
+## Evaluation (weights as stored)
+
+| | held-out perplexity |
+|---|---|
+| unigram baseline | {m['unigram_ppl']:.1f} |
+| fairgate-demo-draft | {d['heldout_ppl']:.2f} |
+| fairgate-demo (target) | {m['target_ppl']:.2f} |
+
+The perplexity is worse than the unigram baseline's, and that is the trade: the draft learnt
+the target's top {a.get('top_k', '?')} choices only, so a token outside them gets almost no
+probability. It is a proposer, not a language model; what it is for is the next figure.
+
+Greedy next-token agreement with the target: {d['heldout_agreement'] * 100:.1f}% of held-out
+positions (the first {d['agreement_tokens']:,} held-out tokens; the first draft, trained on the
+corpus alone, had 29.4%), and {d['continuation_agreement'] * 100:.1f}% of the positions of the
+target's own greedy continuations of {d['continuation_passages']} held-out passages
+({d['continuation_tokens']} tokens each): the per-token acceptance greedy speculative decoding sees.
+{_acceptance(d)}"""
+
+
+def _acceptance(d: dict) -> str:
+    bench = d.get("bench")
+    if not bench:
+        return ""
+    return (f"\n`bench/spec_decode.py` (free chat, batch 1): acceptance {bench['acceptance_draft']:.2f}, "
+            f"{bench['draft_speedup_bs1']:.2f}x the plain engine's tokens/s (one run, CPU time, on a shared "
+            f"two-core machine at load average {bench.get('load', '?')}).\n")
+
+
+def record_distilled_draft(target_dir: Path, draft_dir: Path, info: dict) -> None:
+    """Put a distilled draft's figures into the pair's metrics.json and rewrite both cards."""
+    path = target_dir / "eval" / "metrics.json"
+    m = json.loads(path.read_text())
+    m.update(draft_params=info["params"], draft_ppl=info["heldout_ppl"], draft_arch=info["arch"],
+             greedy_agreement=info["heldout_agreement"], draft_distill=info)
+    path.write_text(json.dumps(m, indent=2, ensure_ascii=False) + "\n")
+    write_cards(target_dir, draft_dir, m)
 
 
 def write_cards(target_dir: Path, draft_dir: Path, m: dict) -> None:

@@ -9,6 +9,8 @@ draft, then the target, saving the target every --save-every steps so a usable m
 even if the run is cut short; finally measure held-out perplexity of both, a unigram baseline
 and draft/target greedy agreement, and write both folders with their model cards.
 Everything is seeded: the same corpus and arguments give the same weights.
+The committed draft is not this one: distill_data.py and distill.py distil a better one from
+the target's own outputs (its card says how).
 """
 
 from __future__ import annotations

@@ -43,13 +43,45 @@ def test_a_large_batch_turns_speculation_off() -> None:
     assert spec.choose_k([acceptance(0.8)] * 64, 64) == [0] * 64
 
 
+def test_proposing_costs_are_medians_per_batch_bucket() -> None:
+    spec = decoder_with(1, plain=0.004, draft=0.0002)
+    for _ in range(3):
+        spec.costs.observe(16, 0, 0.0005 * 16)
+    for _ in range(3):
+        spec.costs.observe(16, 2 * 16, 0.0005 * 16 + 0.0001 * 2 * 16)
+    # A draft model's round costs ~5 ms per draft token alone; the first proposal also caught
+    # it up on a whole prompt (50 ms), which the median leaves out.
+    spec.costs.bucket(1).propose_samples.extend([0.05, 0.005, 0.005])
+    assert spec.costs.bucket(1).propose == 0.005
+    assert spec.choose_k([acceptance(0.8)], 1) == [0]  # more than a plain step per guess: off
+    # In a batch of 16 the same rounds cost 16x less per draft token: speculating pays there.
+    spec.costs.bucket(16).propose_samples.extend([0.0003, 0.0001, 0.0001])
+    ks = spec.choose_k([acceptance(0.8)] * 16, 16)
+    assert len(set(ks)) == 1 and ks[0] > 0
+
+
 def test_unmeasured_buckets_measure_plain_first_then_ramp_drafts() -> None:
     spec = SpeculativeDecoder(NgramProposer(), num_tokens=4)
     assert spec.choose_k([Acceptance()], 1) == [0]
     for _ in range(3):
         spec.costs.observe(1, 0, 0.004)
-    streaky = Acceptance(streak=2)
-    assert spec.choose_k([Acceptance(), streaky], 1) == [1, 3]  # one draft, one more per full accept
+    assert spec.choose_k([Acceptance(), Acceptance()], 1) == [1, 1]  # k goes round 1 .. cap
+    spec.costs.observe(1, 1, 0.005)
+    assert spec.choose_k([Acceptance()] * 5, 1) == [2, 2, 2, 2, 0]  # four requests measure
+
+
+def test_a_verifys_fixed_cost_is_told_apart_from_its_cost_per_draft() -> None:
+    costs = StepCosts()
+    for _ in range(3):
+        costs.observe(1, 0, 0.002)
+    for k, seconds in ((1, 0.0031), (4, 0.0034), (1, 0.0031), (4, 0.0034), (2, 0.0032)):
+        costs.observe(1, k, seconds)  # a verify costs 1 ms, plus 0.1 ms per draft
+    fixed, per_draft = costs.bucket(1).verify or (0.0, 0.0)
+    assert abs(fixed - 0.001) < 1e-9 and abs(per_draft - 0.0001) < 1e-9
+    # Four guesses at a = 0.8 repay the fixed part; one guess alone would not.
+    spec = SpeculativeDecoder(NgramProposer(), num_tokens=4)
+    spec.costs = costs
+    assert spec.choose_k([acceptance(0.8), acceptance(0.3)], 1) == [4, 0]
 
 
 def test_expected_tokens() -> None:
@@ -82,3 +114,12 @@ async def test_an_engine_exports_its_speculation_metrics(tiny_model_dir) -> None
         assert get("fairgate_spec_verify_seconds_total", {"model": "tiny"}) > 0
     finally:
         await engine.aclose()
+
+
+def test_the_cost_model_clock_is_cpu_time_for_a_one_thread_cpu_engine() -> None:
+    import time
+
+    from backends.local.speculative import cost_clock
+
+    assert cost_clock("cpu", 1) is time.thread_time  # what a step did, whatever else runs
+    assert cost_clock("cpu", 8) is time.perf_counter and cost_clock("cuda", 1) is time.perf_counter

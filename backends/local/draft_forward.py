@@ -1,0 +1,111 @@
+"""The draft model's forward pass as plain function calls, for its many tiny steps.
+
+A draft proposes k tokens with k forward passes of a batch of one token per sequence; at batch
+1 on the CPU such a pass is almost all per-call overhead: nn.Module dispatch (a dozen module
+calls per layer) and the packed oneDNN linears, which cost ~10 us a call more than `F.linear`
+on one row (kernels/cpu_linear.py packs for steps of many rows). `LeanForward` runs the same
+computation as `DecoderModel.forward` (model.py: pre-norm Llama layers, fused QKV and
+gate/up projections, RoPE, paged KV through the kernel dispatchers) from dense weights of its
+own, as a loop over layers with no modules. It serves any batch the model does (decode and
+prefill chunks), so round 0's catch-up runs on it too. The draft's guesses only need to be
+deterministic: the target verifies every one, so float32 rounding that differs from the
+packed path cannot change an output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+import kernels
+from backends.local.config import ModelConfig
+from backends.local.loader import load_weights
+from backends.local.model import AttentionMetadata, DecoderModel, LayerKV
+from backends.local.rope import apply_rope
+
+
+@dataclass(slots=True)
+class _Layer:
+    input_norm: torch.Tensor
+    qkv: torch.Tensor
+    qkv_bias: torch.Tensor | None
+    o: torch.Tensor
+    o_bias: torch.Tensor | None
+    post_attn_norm: torch.Tensor
+    gate_up: torch.Tensor
+    gate_up_bias: torch.Tensor | None
+    down: torch.Tensor
+    down_bias: torch.Tensor | None
+
+
+class LeanForward:
+    """`DecoderModel.forward` without nn.Module calls; `hidden(input_ids, kv_caches, meta)`."""
+
+    def __init__(self, model: DecoderModel, state: dict[str, torch.Tensor]) -> None:
+        cfg = model.cfg
+        self.cfg = cfg
+        self.embed = model.embed_tokens.weight
+        self.norm = model.norm.weight
+        self.cos_sin = model.cos_sin
+        self.layers = [self._layer(model, state, i) for i in range(cfg.num_layers)]
+
+    @classmethod
+    def load(cls, model_dir: str | Path, cfg: ModelConfig, model: DecoderModel) -> LeanForward | None:
+        """From the folder's weights as the runner loaded them; None for a quantized folder
+        (its linears are not dense: the draft then runs through its model)."""
+        if cfg.quantization is not None:
+            return None
+        weight = model.embed_tokens.weight
+        state = load_weights(model_dir, cfg, weight.dtype, weight.device, progress=False)
+        return cls(model, state)
+
+    @staticmethod
+    def _layer(model: DecoderModel, state: dict[str, torch.Tensor], i: int) -> _Layer:
+        p = f"layers.{i}."
+        layer = model.layers[i]
+        return _Layer(
+            layer.input_norm.weight, state[p + "attn.qkv_proj.weight"], state.get(p + "attn.qkv_proj.bias"),
+            state[p + "attn.o_proj.weight"], state.get(p + "attn.o_proj.bias"), layer.post_attn_norm.weight,
+            state[p + "mlp.gate_up_proj.weight"], state.get(p + "mlp.gate_up_proj.bias"),
+            state[p + "mlp.down_proj.weight"], state.get(p + "mlp.down_proj.bias"),
+        )
+
+    def hidden(self, input_ids: torch.Tensor, kv_caches: list[LayerKV], meta: AttentionMetadata) -> torch.Tensor:
+        """[T, hidden] after the final norm, as `DecoderModel.forward` returns."""
+        eps = self.cfg.rms_norm_eps
+        h = F.embedding(input_ids, self.embed)  # [T, hidden], the residual stream
+        pending = None
+        for layer, cache in zip(self.layers, kv_caches, strict=True):
+            x = kernels.rms_norm(h, layer.input_norm, eps) if pending is None else kernels.rms_norm(
+                pending, layer.input_norm, eps, h)
+            x = kernels.rms_norm(self._attention(layer, x, cache, meta), layer.post_attn_norm, eps, h)
+            pending = F.linear(kernels.silu_mul(F.linear(x, layer.gate_up, layer.gate_up_bias)),
+                               layer.down, layer.down_bias)
+        return kernels.rms_norm(h, self.norm, eps) if pending is None else kernels.rms_norm(pending, self.norm, eps, h)
+
+    def _attention(self, layer: _Layer, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
+        cfg = self.cfg
+        num_tokens, q_size, kv_size, d = x.shape[0], cfg.q_size, cfg.kv_size, cfg.head_dim
+        qkv = F.linear(x, layer.qkv, layer.qkv_bias)  # [T, (H + 2 Hkv) * D]
+        qk = apply_rope(qkv[:, : q_size + kv_size].view(num_tokens, -1, d), meta.cos_sin)
+        q, k = qk[:, : cfg.num_heads], qk[:, cfg.num_heads :]
+        v = qkv[:, q_size + kv_size :].view(num_tokens, cfg.num_kv_heads, d)
+        k_cache, v_cache, k_scale, v_scale = cache
+        kernels.write_kv(k, v, k_cache, v_cache, meta.slot_mapping, k_scale, v_scale)
+        scale, nd = d**-0.5, meta.num_decodes
+        if nd == num_tokens:
+            out = kernels.paged_decode_attention(q, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
+                                                 scale, meta.decode_max_seq_len, k_scale, v_scale)
+        else:
+            out = torch.empty_like(q)  # [T, H, D]
+            if nd:
+                out[:nd] = kernels.paged_decode_attention(
+                    q[:nd], k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens, scale,
+                    meta.decode_max_seq_len, k_scale, v_scale)
+            out[nd:] = kernels.paged_prefill_attention(
+                q[nd:], k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
+                meta.prefill_seq_lens, scale, k_scale, v_scale)
+        return F.linear(out.reshape(num_tokens, q_size), layer.o, layer.o_bias)
