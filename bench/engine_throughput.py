@@ -230,7 +230,9 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
 
 def server_figures(peers, path: Path, blocks: int, args: argparse.Namespace, n: int, vocab: int,
                    tmp: Path) -> dict:
-    """`fairgate engine` over HTTP, alternating with vLLM at each step budget when `--vllm` is given."""
+    """`fairgate engine` over HTTP, alternating with vLLM at each step budget when `--vllm` is given:
+    every vLLM budget gets its own A B A B block, and `engine_vs_<key>` divides the engine passes of
+    that block by vLLM's, so a drift between blocks does not enter a ratio."""
     out: dict = {}
     engine_passes: list[dict] = []
     engine = peers.start_engine(path, blocks, args.max_num_seqs, args.max_num_batched_tokens, args.threads,
@@ -242,22 +244,21 @@ def server_figures(peers, path: Path, blocks: int, args: argparse.Namespace, n: 
         for i, budget in enumerate(budgets):
             key = "vllm" if i == 0 else f"vllm_{budget}"
             vllm = peers.start_vllm(Path(args.vllm), path, args.max_num_seqs, budget, tmp / f"{key}.log")
-            vllm_passes = []
+            vllm_passes, block = [], []
             with peers.running(vllm):
                 for _ in range(args.server_passes):  # A B A B
-                    if i == 0:
-                        engine_passes.append(peers.drive(engine, n, args.quick, vocab))
-                        progress("engine server", engine_passes[-1])
+                    block.append(peers.drive(engine, n, args.quick, vocab))
+                    progress("engine server", block[-1])
                     vllm_passes.append(peers.drive(vllm, n, args.quick, vocab))
                     progress(key, vllm_passes[-1])
+            engine_passes += block
             out.update({f"{key}_{k}": v for k, v in peers.mean_of(vllm_passes).items()})
             out[f"{key}_step_budget"] = budget
             out[f"{key}_passes_tokens_per_s"] = [p["tokens_per_s"] for p in vllm_passes]
+            out[f"engine_with_{key}_passes_tokens_per_s"] = [p["tokens_per_s"] for p in block]
+            out[f"engine_vs_{key}"] = peers.mean_of(block)["tokens_per_s"] / out[f"{key}_tokens_per_s"]
     out.update({f"engine_server_{k}": v for k, v in peers.mean_of(engine_passes).items()})
     out["engine_server_passes_tokens_per_s"] = [p["tokens_per_s"] for p in engine_passes]
-    for key in [k[: -len("_tokens_per_s")] for k in out if k.startswith("vllm") and k.endswith("_tokens_per_s")
-                and "passes" not in k]:
-        out[f"engine_vs_{key}"] = out["engine_server_tokens_per_s"] / out[f"{key}_tokens_per_s"]
     return out
 
 

@@ -13,6 +13,11 @@ At the end, with the load drained: KV blocks still used by the engine, reservati
 Redis, usage rows against the requests that were admitted (missing, duplicated), RSS growth of
 the gateway and the engine after the first window (warm-up; use a `--window-s` of a minute or
 two for long runs), circuit opens. A table, then a last line of JSON.
+
+The requests whose client leaves go out under a tenant of their own: such a client may be gone
+before the gateway has read its request, so the client cannot know that a row is owed. For that
+tenant the gateway's own record is the reference: every request it routed (a routing audit row)
+must have exactly one usage row (`left_rows_lost`), and no more rows than requests were sent.
 """
 
 from __future__ import annotations
@@ -83,6 +88,8 @@ class Window:
 @dataclass
 class Books:
     admitted: dict[str, int] = field(default_factory=Counter)  # per tenant: requests that must have a row
+    left: tuple[str, str] = ("", "")  # the tenant (id, key) whose clients leave mid-way
+    left_sent: int = 0
     windows: list[Window] = field(default_factory=list)
     totals: Counter[str] = field(default_factory=Counter)
 
@@ -100,9 +107,11 @@ def chat(model: str, stream: bool, max_tokens: int) -> dict[str, Any]:
 
 async def one(c: httpx.AsyncClient, books: Books, tenant: str, key: str) -> None:
     """One request of a random kind; counts its outcome and whether it must leave a usage row."""
-    h = {"authorization": f"Bearer {key}"}
     kind = random.choices(["eng", "eng_stream", "cut_stream", "left", "up", "up_stream", "bad"],
                           [30, 20, 10, 8, 15, 10, 7])[0]
+    if kind == "left":
+        tenant, key = books.left
+    h = {"authorization": f"Bearer {key}"}
     t0 = time.monotonic()
     try:
         if kind == "bad":
@@ -111,13 +120,14 @@ async def one(c: httpx.AsyncClient, books: Books, tenant: str, key: str) -> None
         model = "up" if kind.startswith("up") else "eng"
         stream = kind in ("eng_stream", "cut_stream", "up_stream")
         body = chat(model, stream, 48 if kind == "left" else 12)
-        books.admitted[tenant] += 1  # well formed: admitted, so exactly one row
         if kind == "left":
+            books.left_sent += 1  # a row only if the gateway read it before the client left
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(0.15):  # leave mid-generation: httpx closes the connection
                     await c.post("/v1/chat/completions", headers=h, json=body)
             books.note("left")
             return
+        books.admitted[tenant] += 1  # well formed: admitted, so exactly one row
         if not stream:
             r = await c.post("/v1/chat/completions", headers=h, json=body)
             books.note(str(r.status_code), time.monotonic() - t0 if model == "eng" and r.status_code == 200 else None)
@@ -145,9 +155,9 @@ async def _bad(c: httpx.AsyncClient, books: Books, h: dict[str, str]) -> None:
     books.note(f"bad:{r.status_code}" if ok else f"{r.status_code}:bad_input_not_refused")
 
 
-async def drive(url: str, tenants: list[tuple[str, str]], minutes: float, concurrency: int, window_s: float,
-                pids: tuple[int, int]) -> Books:
-    books = Books()
+async def drive(url: str, tenants: list[tuple[str, str]], left: tuple[str, str], minutes: float,
+                concurrency: int, window_s: float, pids: tuple[int, int]) -> Books:
+    books = Books(left=left)
     t0 = time.monotonic()
     end = t0 + minutes * 60
     books.windows.append(Window(t0))
@@ -174,10 +184,18 @@ def settle(url: str, engine_url: str, db: str, prefix: str, tenants: list[tuple[
            timeout_s: float = 60) -> dict[str, Any]:
     """Wait for the load to drain, then read the books."""
     import redis
-    from sqlalchemy import func, select
+    from sqlalchemy import func, select, text
 
     from gateway.db import make_engine
     from gateway.tables import UsageRecord
+
+    def left_lost(conn: Any) -> tuple[int, int]:
+        """(requests the gateway routed for the leaving tenant with no usage row, its usage rows)."""
+        tid = books.left[0]
+        audited = {r for (r,) in conn.execute(text("SELECT request_id FROM routing_audit WHERE tenant_id = :t"),
+                                               {"t": tid})}
+        rows = {r for (r,) in conn.execute(select(UsageRecord.request_id).where(UsageRecord.tenant_id == tid))}
+        return len(audited - rows), len(rows)
 
     deadline = time.monotonic() + timeout_s
     r = redis.Redis.from_url(REDIS_URL)
@@ -188,9 +206,10 @@ def settle(url: str, engine_url: str, db: str, prefix: str, tenants: list[tuple[
             with engine.connect() as conn:
                 rows, distinct = conn.execute(select(func.count(), func.count(UsageRecord.request_id.distinct())).where(
                     UsageRecord.tenant_id.in_([t for t, _ in tenants]))).one()
+                lost, left_rows = left_lost(conn)
             reservations = len(list(r.scan_iter(f"{prefix}:r:*")))
             drained = stats["running"] == stats["waiting"] == stats["kv_blocks_used"] == 0 and reservations == 0
-            if (drained and rows >= sum(books.admitted.values())) or time.monotonic() > deadline:
+            if (drained and rows >= sum(books.admitted.values()) and not lost) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
     finally:
@@ -199,7 +218,9 @@ def settle(url: str, engine_url: str, db: str, prefix: str, tenants: list[tuple[
     expected = sum(books.admitted.values())
     return {**breaker_opens(url), "kv_blocks_leaked": stats["kv_blocks_used"], "reservations_leaked": reservations,
             "usage_records_missing": max(0, expected - distinct), "usage_records_duplicated": rows - distinct,
-            "usage_records": rows, "requests_admitted": expected, "engine_aborted": stats["requests_aborted"]}
+            "usage_records": rows, "requests_admitted": expected, "engine_aborted": stats["requests_aborted"],
+            "left_sent": books.left_sent, "left_rows": left_rows, "left_rows_lost": lost,
+            "left_rows_over_sent": max(0, left_rows - books.left_sent)}
 
 
 def breaker_opens(url: str) -> dict[str, Any]:
@@ -305,6 +326,11 @@ def report(books: Books, end: dict[str, Any], t0: float) -> dict[str, Any]:
     return summary
 
 
+def _books_off(end: dict[str, Any]) -> bool:
+    return any(end.get(k) for k in ("usage_records_missing", "usage_records_duplicated", "left_rows_lost",
+                                    "left_rows_over_sent"))
+
+
 def _growth(rows: list[dict[str, Any]], col: str) -> tuple[float | None, float | None]:
     """RSS growth from the end of the first window (the warm-up) to the end of the last."""
     if len(rows) < 2 or not rows[0][col]:
@@ -328,9 +354,9 @@ def main() -> None:
         try:
             for backend in backends:
                 admin.post("/admin/backends", json=backend).raise_for_status()
-            tenants = tenants_of(admin, args.tenants)
+            *tenants, left = tenants_of(admin, args.tenants + 1)
             t0, cpu0 = time.monotonic(), cpu_s(gw.pid)
-            books = asyncio.run(drive(url, tenants, args.minutes, args.concurrency, args.window_s,
+            books = asyncio.run(drive(url, tenants, left, args.minutes, args.concurrency, args.window_s,
                                       (gw.pid, eng.proc.pid)))
             cpu = cpu_s(gw.pid) - cpu0
             end = settle(url, engine_url, db, prefix, tenants, books)
@@ -342,9 +368,9 @@ def main() -> None:
             gw.wait(30)
             up.terminate()
             eng.stop()
-            if args.database_url is None and not (end.get("usage_records_missing") or end.get("usage_records_duplicated")):
+            if args.database_url is None and not _books_off(end):
                 _drop_pg(db)  # the fresh database this run made; kept to look into when the books are off
-    if end.get("usage_records_missing") or end.get("usage_records_duplicated"):
+    if _books_off(end):
         print(f"database kept: {db}", file=sys.stderr)
     print(json.dumps(summary))
 
