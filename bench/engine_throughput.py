@@ -255,7 +255,7 @@ def server_figures(peers, path: Path, blocks: int, args: argparse.Namespace, n: 
             out.update({f"{key}_{k}": v for k, v in peers.mean_of(vllm_passes).items()})
             out[f"{key}_step_budget"] = budget
             out[f"{key}_passes_tokens_per_s"] = [p["tokens_per_s"] for p in vllm_passes]
-            out[f"engine_with_{key}_passes_tokens_per_s"] = [p["tokens_per_s"] for p in block]
+            out[f"{key}_engine_passes_tokens_per_s"] = [p["tokens_per_s"] for p in block]
             out[f"engine_vs_{key}"] = peers.mean_of(block)["tokens_per_s"] / out[f"{key}_tokens_per_s"]
     out.update({f"engine_server_{k}": v for k, v in peers.mean_of(engine_passes).items()})
     out["engine_server_passes_tokens_per_s"] = [p["tokens_per_s"] for p in engine_passes]
