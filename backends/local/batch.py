@@ -14,10 +14,16 @@ import torch
 from backends.local.model import AttentionMetadata
 from backends.local.types import RunnerInput
 
+# Inputs of up to this many tokens (decodes, speculative verify chunks, a draft's catch-up, a
+# prompt's short last chunk) go through the decode attention kernel, one row per token: a
+# verify row then attends exactly as the plain decode step at its position would, and the
+# per-sequence cost of the prefill path (masks, a kernel call per sequence) is not paid.
+DECODE_ROWS_MAX = 16
+
 
 @dataclass(slots=True)
 class StepBatch:
-    input_ids: torch.Tensor  # [T] int64, decode tokens first, then prefill chunks
+    input_ids: torch.Tensor  # [T] int64, short inputs' tokens (decode rows) first, then prefill chunks
     meta: AttentionMetadata
     order: list[int]  # execution position -> index into the caller's inputs
     token_start: list[int]  # per caller input: offset of its first token in input_ids
@@ -59,8 +65,8 @@ def build_step(
     """
     for inp in inputs:
         _check(inp, block_size, max_model_len, vocab_size)
-    decodes = [i for i, inp in enumerate(inputs) if len(inp.token_ids) == 1]
-    prefills = [i for i, inp in enumerate(inputs) if len(inp.token_ids) > 1]
+    decodes = [i for i, inp in enumerate(inputs) if len(inp.token_ids) <= DECODE_ROWS_MAX]
+    prefills = [i for i, inp in enumerate(inputs) if len(inp.token_ids) > DECODE_ROWS_MAX]
     order = decodes + prefills
 
     ids: list[int] = []
@@ -85,7 +91,11 @@ def build_step(
     def i32(values) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.int32).to(device, non_blocking=True)
 
-    dec_lens = [inputs[i].start_pos + 1 for i in decodes]
+    # A short input runs each of its tokens as a decode row: token p sees positions 0 .. p, its
+    # sequence's block table repeated (every new token's KV is written before attention).
+    dec_lens = [p + 1 for i in decodes
+                for p in range(inputs[i].start_pos, inputs[i].start_pos + len(inputs[i].token_ids))]
+    dec_tables = [t for i in decodes for t in [blocks_needed(i)] * len(inputs[i].token_ids)]
     pre_lens = [inputs[i].start_pos + len(inputs[i].token_ids) for i in prefills]
     qsl = [0]
     for i in prefills:
@@ -94,8 +104,8 @@ def build_step(
     meta = AttentionMetadata(
         slot_mapping=torch.tensor(slots, dtype=torch.int64).to(device, non_blocking=True),
         cos_sin=cos_sin_table.index_select(0, pos_t),  # [T, 2, head_dim]
-        num_decodes=len(decodes),
-        decode_block_tables=i32(_padded_tables([blocks_needed(i) for i in decodes])) if decodes else None,
+        num_decodes=len(dec_lens),
+        decode_block_tables=i32(_padded_tables(dec_tables)) if decodes else None,
         decode_seq_lens=i32(dec_lens) if decodes else None,
         decode_max_seq_len=max(dec_lens, default=0),
         prefill_block_tables=i32(_padded_tables([blocks_needed(i) for i in prefills])) if prefills else None,

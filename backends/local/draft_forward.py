@@ -24,7 +24,6 @@ import kernels
 from backends.local.config import ModelConfig
 from backends.local.loader import load_weights
 from backends.local.model import AttentionMetadata, DecoderModel, LayerKV
-from backends.local.rope import apply_rope
 
 
 @dataclass(slots=True)
@@ -42,12 +41,15 @@ class _Layer:
 
 
 class LeanForward:
-    """`DecoderModel.forward` without nn.Module calls; `hidden(input_ids, kv_caches, meta)`."""
+    """`DecoderModel.forward` without nn.Module calls: `hidden(input_ids, kv_caches, meta)`, then
+    `logits(hidden)`."""
 
     def __init__(self, model: DecoderModel, state: dict[str, torch.Tensor]) -> None:
         cfg = model.cfg
         self.cfg = cfg
         self.embed = model.embed_tokens.weight
+        # dense, not the model's packed lm_head: one row a round (a tied head is the embedding)
+        self.lm_head = self.embed if cfg.tie_word_embeddings else state["lm_head.weight"]
         self.norm = model.norm.weight
         self.cos_sin = model.cos_sin
         self.layers = [self._layer(model, state, i) for i in range(cfg.num_layers)]
@@ -73,6 +75,10 @@ class LeanForward:
             state[p + "mlp.down_proj.weight"], state.get(p + "mlp.down_proj.bias"),
         )
 
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[N, vocab] float32, as `DecoderModel.compute_logits`."""
+        return F.linear(hidden, self.lm_head).float()
+
     def hidden(self, input_ids: torch.Tensor, kv_caches: list[LayerKV], meta: AttentionMetadata) -> torch.Tensor:
         """[T, hidden] after the final norm, as `DecoderModel.forward` returns."""
         eps = self.cfg.rms_norm_eps
@@ -88,13 +94,12 @@ class LeanForward:
 
     def _attention(self, layer: _Layer, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
         cfg = self.cfg
-        num_tokens, q_size, kv_size, d = x.shape[0], cfg.q_size, cfg.kv_size, cfg.head_dim
+        num_tokens, q_size, d = x.shape[0], cfg.q_size, cfg.head_dim
         qkv = F.linear(x, layer.qkv, layer.qkv_bias)  # [T, (H + 2 Hkv) * D]
-        qk = apply_rope(qkv[:, : q_size + kv_size].view(num_tokens, -1, d), meta.cos_sin)
-        q, k = qk[:, : cfg.num_heads], qk[:, cfg.num_heads :]
-        v = qkv[:, q_size + kv_size :].view(num_tokens, cfg.num_kv_heads, d)
         k_cache, v_cache, k_scale, v_scale = cache
-        kernels.write_kv(k, v, k_cache, v_cache, meta.slot_mapping, k_scale, v_scale)
+        # q and k rotate, k and v go to their cache slots (one native pass on the CPU); q: [T, H, D]
+        q = kernels.rope_write_kv(qkv, meta.cos_sin, k_cache, v_cache, meta.slot_mapping, cfg.num_heads,
+                                  k_scale, v_scale)
         scale, nd = d**-0.5, meta.num_decodes
         if nd == num_tokens:
             out = kernels.paged_decode_attention(q, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,

@@ -56,6 +56,7 @@ class DraftModelProposer:
         self._seqs: dict[str, _DraftSeq] = {}
         lean = LeanForward.load(runner.model_dir, runner.config, runner.model)
         self._forward = runner.model if lean is None else lean.hidden  # (ids, kv_caches, meta) -> hidden
+        self._logits = runner.model.compute_logits if lean is None else lean.logits  # hidden -> logits
 
     @classmethod
     def load(
@@ -99,7 +100,7 @@ class DraftModelProposer:
         hidden = self._forward(step.input_ids, runner.kv_caches, step.meta)  # [T, hidden]
         last = [start + n - 1 for start, n in zip(step.token_start, step.token_count, strict=True)]
         rows = torch.tensor(last, dtype=torch.int64, device=runner.device)
-        tok = model.compute_logits(hidden.index_select(0, rows)).argmax(dim=-1)  # [B] draft 1
+        tok = self._logits(hidden.index_select(0, rows)).argmax(dim=-1)  # [B] draft 1
         rounds = [(list(range(len(inputs))), tok)]  # per round: (input indices, their guesses)
         active = rounds[0][0]
         pos = [inp.start_pos + len(inp.token_ids) for inp in inputs]  # where draft 1 is fed
@@ -113,7 +114,7 @@ class DraftModelProposer:
                 active = [active[n] for n in keep]
             at = [pos[i] + j - 1 for i in active]  # the previous guess's position
             meta = self._decode_meta(at, [tables[i] for i in active])
-            tok = model.compute_logits(self._forward(tok, runner.kv_caches, meta)).argmax(dim=-1)  # [n]
+            tok = self._logits(self._forward(tok, runner.kv_caches, meta)).argmax(dim=-1)  # [n]
             rounds.append((active, tok))
         out: list[list[int]] = [[] for _ in inputs]
         for indices, toks in rounds:

@@ -22,14 +22,16 @@ from backends.local.rope import cos_sin_cache
 class AttentionMetadata:
     """Per-step tensors shared by every layer (built once per step by the runner).
 
-    Tokens are ordered: the `num_decodes` single-token sequences first, then the prefill chunks.
+    Tokens are ordered: the `num_decodes` decode rows first (one per token of a short input,
+    batch.DECODE_ROWS_MAX: each attends to its own position and those before it), then the
+    prefill chunks.
     """
 
     slot_mapping: torch.Tensor  # [num_tokens] int64
     cos_sin: torch.Tensor  # [num_tokens, 2, head_dim], rows for each token's position
     num_decodes: int
-    decode_block_tables: torch.Tensor | None  # [num_decodes, max_blocks] int32
-    decode_seq_lens: torch.Tensor | None  # [num_decodes] int32
+    decode_block_tables: torch.Tensor | None  # [num_decodes, max_blocks] int32 (a row per decode row)
+    decode_seq_lens: torch.Tensor | None  # [num_decodes] int32, each row's position + 1
     decode_max_seq_len: int
     prefill_block_tables: torch.Tensor | None  # [num_prefills, max_blocks] int32
     prefill_query_start_loc: torch.Tensor | None  # [num_prefills + 1] int32

@@ -89,8 +89,8 @@ class BucketCost:
     @property
     def propose(self) -> float:
         """Seconds the proposer spends per draft token (0 until measured: a proposal comes
-        before its verify, so by the time `draft` is known this is too). The median leaves out
-        the proposals that first caught a draft model up on a whole prompt."""
+        before its verify, so by the time `draft` is known this is usually too). A request's
+        first proposal, which may catch a draft model up on its whole prompt, is no sample."""
         return _median(self.propose_samples) or 0.0
 
 
@@ -142,6 +142,7 @@ class Acceptance:
 
 
 MARGIN = 0.1  # of a plain token's cost: the least expected saving worth speculating for
+POPULATION_DECAY = 0.98  # the engine-wide acceptance follows about the last fifty verifies
 
 
 class SpeculativeDecoder:
@@ -160,6 +161,9 @@ class SpeculativeDecoder:
         self._steps = 0  # decode steps seen, for the periodic re-measurement
         self._next_check, self._check_every, self._last_choice = 16, 16, True
         self._acceptance: dict[str, Acceptance] = {}
+        self._population = Acceptance()  # every verify's, decayed slowly: new requests start from it
+        self._rows_seen: set[int] = set()  # the row counts of the steps run so far
+        self._proposed: set[str] = set()  # requests proposed for at least once
 
     # ------------------------------------------------------------------ per step
     def before_step(self) -> None:
@@ -183,8 +187,13 @@ class SpeculativeDecoder:
                 self._record(chunk.request_id, chunk.num_spec_tokens, len(tokens) - 1, stats)
         if verified:
             stats.spec_verify_seconds += seconds
-        # Costs describe decode and verify steps; a step with a prefill chunk says nothing.
-        if plan.chunks and all(c.num_tokens == 1 + c.num_spec_tokens for c in plan.chunks):
+        # Costs describe decode and verify steps; a step with a prefill chunk says nothing, nor
+        # does the first step of a row count (it pays once for that shape's matmul kernels:
+        # oneDNN builds them per row count, ~0.5 ms a linear, more than a whole small step).
+        rows = sum(c.num_tokens for c in plan.chunks)
+        first_of_shape = rows not in self._rows_seen
+        self._rows_seen.add(rows)
+        if plan.chunks and not first_of_shape and all(c.num_tokens == 1 + c.num_spec_tokens for c in plan.chunks):
             self.costs.observe(len(plan.chunks), sum(c.num_spec_tokens for c in plan.chunks), cost,
                                sum(1 for c in plan.chunks if c.num_spec_tokens))
         self._propose(decoding, max(batch, len(decoding)), stats)
@@ -192,6 +201,7 @@ class SpeculativeDecoder:
     def drop(self, request_id: str) -> None:
         """Forget a request (finished, aborted, preempted)."""
         self._acceptance.pop(request_id, None)
+        self._proposed.discard(request_id)
         self.proposer.drop(request_id)
 
     def choose_k(self, requests: list[Acceptance], batch: int) -> list[int]:
@@ -256,7 +266,15 @@ class SpeculativeDecoder:
             by_pos.extend([0] * (num_drafts - len(by_pos)))
         for j in range(num_accepted):
             by_pos[j] += 1
-        self._acceptance.setdefault(request_id, Acceptance()).update(num_drafts, num_accepted)
+        self._acceptance.setdefault(request_id, self._prior()).update(num_drafts, num_accepted)
+        self._population.update(num_drafts, num_accepted, POPULATION_DECAY)
+
+    def _prior(self) -> Acceptance:
+        """A new request's acceptance: what recent requests accepted, worth one verify. (A fixed
+        prior of one half keeps a new request off wherever drafts cost a quarter of a token or
+        more, and a request that never speculates never measures its own rate.)"""
+        rate = self._population.rate
+        return Acceptance(accepted=rate, rejected=1.0 - rate)
 
     def _propose(self, decoding: list[SchedRequest], batch: int, stats: EngineStats) -> None:
         for request in decoding:
@@ -264,7 +282,9 @@ class SpeculativeDecoder:
                 request.spec_token_ids = []
         if not decoding:
             return
-        ks = self.choose_k([self._acceptance.setdefault(r.request_id, Acceptance()) for r in decoding], batch)
+        acceptance = self._acceptance
+        ks = self.choose_k([acceptance.get(r.request_id) or acceptance.setdefault(r.request_id, self._prior())
+                            for r in decoding], batch)
         wanted = [
             ProposalRequest(r.request_id, r.all_token_ids, k) for r, k in zip(decoding, ks, strict=True) if k > 0
         ]
@@ -279,7 +299,11 @@ class SpeculativeDecoder:
             return
         stats.spec_propose_seconds += time.perf_counter() - started
         num_drafts = sum(len(d) for d in drafts.values())
-        if num_drafts:
+        # A request's first proposal may read its whole prompt (a draft model's catch-up): a
+        # one-off, not what a draft costs from then on.
+        first = [w.request_id for w in wanted if w.request_id not in self._proposed]
+        self._proposed.update(first)
+        if num_drafts and not first:
             self.costs.bucket(batch).propose_samples.append((self.clock() - cost_started) / num_drafts)
         for request in decoding:
             request.spec_token_ids = drafts.get(request.request_id, [])[: self.num_tokens]

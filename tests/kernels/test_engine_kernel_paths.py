@@ -20,9 +20,11 @@ pytest.importorskip("triton")
 def _generate(model_dir, device: str, monkeypatch, mode: str) -> list[list[int]]:
     monkeypatch.setenv("FAIRGATE_KERNELS", mode)
     runner = ModelRunner(model_dir, device=device, dtype="float32", block_size=16, num_kv_blocks=16)
-    prompts = [[1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57], [1, 7, 8]]
+    # Chunks of 18 run on the prefill kernel; the short last chunk (5) and [1, 7, 8] run as
+    # decode rows (batch.DECODE_ROWS_MAX), next to the first prompt's long chunks.
+    prompts = [[1, *range(40, 80)], [1, 7, 8]]
     # stop_at_eos=False: both runs always take the same number of steps to compare.
-    return PagedDriver(runner, chunk=6, seed=1, stop_at_eos=False).generate(prompts, [3, 5])
+    return PagedDriver(runner, chunk=18, seed=1, stop_at_eos=False).generate(prompts, [3, 5])
 
 
 def _count_triton_calls(monkeypatch) -> Counter[str]:

@@ -107,3 +107,26 @@ def test_gemm_torch_keeps_f_linear_and_greedy_tokens_agree(tiny_model_dir):
     assert packed.packed_linears == (2 * 4 + 1 if packing_available() else 0)  # 4 per layer + LM head
     step = [RunnerInput("a", list(range(5, 25)), 0, [0, 1], True, GREEDY)]
     assert plain.execute(step) == packed.execute(step)
+
+
+def test_short_chunks_run_as_decode_rows_and_attend_as_a_long_chunk_does(tiny_model_dir):
+    """A prompt run as chunks of 8 (decode rows: batch.DECODE_ROWS_MAX) gives the logits of
+    the same prompt in one chunk of 40 (the prefill kernel), next to another sequence's decode."""
+    from backends.local.batch import DECODE_ROWS_MAX, build_step
+
+    prompt = [(7 * i + 3) % 500 for i in range(40)]
+    whole = ModelRunner(tiny_model_dir, num_kv_blocks=16, block_size=16)
+    one = whole.forward_logits([RunnerInput("a", prompt, 0, [1, 2, 3], False, GREEDY)])[0]  # [40, vocab]
+    chunked = ModelRunner(tiny_model_dir, num_kv_blocks=16, block_size=16)
+    rows = []
+    for start in range(0, 40, 8):
+        other = RunnerInput("b", [9], start, [4, 5, 6], False, GREEDY)
+        rows.append(chunked.forward_logits([other, RunnerInput("a", prompt[start:start + 8], start, [1, 2, 3], False,
+                                                               GREEDY)])[1])
+    torch.testing.assert_close(torch.cat(rows), one, rtol=1e-4, atol=1e-4)
+    step = build_step([RunnerInput("a", prompt[:8], 32, [1, 2, 3], False, GREEDY),
+                       RunnerInput("b", prompt, 0, [4, 5, 6], False, GREEDY)], 16, 512,
+                      whole.model.cos_sin, torch.device("cpu"), 512)
+    assert 8 <= DECODE_ROWS_MAX < 40 and step.meta.num_decodes == 8  # a's rows; b is a prefill
+    assert step.meta.decode_seq_lens.tolist() == list(range(33, 41))
+    assert step.meta.decode_block_tables.tolist() == [[1, 2, 3]] * 8

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from backends.local.proposers import NgramProposer
+import pytest
+
+from backends.local.output import EngineStats
+from backends.local.proposers import NgramProposer, ProposalRequest
 from backends.local.speculative import Acceptance, SpeculativeDecoder, StepCosts, expected_tokens
+from scheduler.plan import ScheduledChunk, StepPlan
+from scheduler.request import SchedRequest
 
 
 def decoder_with(batch: int, plain: float, draft: float) -> SpeculativeDecoder:
@@ -123,3 +128,65 @@ def test_the_cost_model_clock_is_cpu_time_for_a_one_thread_cpu_engine() -> None:
 
     assert cost_clock("cpu", 1) is time.thread_time  # what a step did, whatever else runs
     assert cost_clock("cpu", 8) is time.perf_counter and cost_clock("cuda", 1) is time.perf_counter
+
+
+class _Clock:
+    """The cost clock, advanced by hand: each step and proposal takes what the test says."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _CountingProposer(NgramProposer):
+    def __init__(self, clock: _Clock, seconds: dict[str, float]) -> None:
+        super().__init__()
+        self.clock, self.seconds, self.calls = clock, seconds, 0
+
+    def propose(self, requests: list[ProposalRequest]) -> dict[str, list[int]]:
+        self.calls += 1
+        first = self.calls == 1
+        self.clock.now += self.seconds["first" if first else "again"]
+        return {r.request_id: [5] * r.num_tokens for r in requests}
+
+
+def _decode_step(spec: SpeculativeDecoder, clock: _Clock, seconds: float, request: SchedRequest,
+                 drafts: int = 0) -> None:
+    spec.before_step()
+    clock.now += seconds
+    chunk = ScheduledChunk(request.request_id, 100, 1 + drafts, [0], True, drafts)
+    kept = {request.request_id: [5] * (1 + drafts) if drafts else 5}
+    spec.after_step(StepPlan([chunk], num_batched_tokens=1 + drafts), kept, seconds, [request], 1, EngineStats())
+
+
+def test_a_row_counts_first_step_and_a_requests_first_proposal_are_not_cost_samples() -> None:
+    clock = _Clock()
+    proposer = _CountingProposer(clock, {"first": 0.050, "again": 0.001})  # the first caught up on a prompt
+    spec = SpeculativeDecoder(proposer, num_tokens=2, clock=clock)
+    request = SchedRequest("a", list(range(100)), 50)
+    _decode_step(spec, clock, 0.030, request)  # the first one-row step: 30 ms of one-off kernel setup
+    for _ in range(4):
+        _decode_step(spec, clock, 0.004, request)
+    cost = spec.costs.bucket(1)
+    assert list(cost.plain_samples) == pytest.approx([0.004] * 4)
+    _decode_step(spec, clock, 0.004, request)  # measuring drafts now: a proposal after each step
+    _decode_step(spec, clock, 0.004, request)
+    assert proposer.calls >= 3 and len(cost.propose_samples) == proposer.calls - 1
+    assert max(cost.propose_samples) < 0.002  # the 50 ms catch-up is left out
+
+
+def test_a_new_request_starts_from_the_engines_recent_acceptance() -> None:
+    spec = SpeculativeDecoder(NgramProposer(), num_tokens=4)
+    stats = EngineStats()
+    for n in range(40):  # earlier requests: three of four guesses accepted, then a miss
+        spec._record(f"old{n}", 4, 3, stats)
+    prior = spec._prior()
+    assert 0.7 < prior.rate < 0.8 and prior.accepted + prior.rejected == 1.0  # worth one verify
+    # Where a guess costs 60% of a token, the fixed one-half prior would keep it off.
+    for _ in range(3):
+        spec.costs.observe(1, 0, 0.003)
+    for _ in range(3):
+        spec.costs.observe(1, 2, 0.003 + 2 * 0.0018)
+    assert spec.choose_k([Acceptance()], 1) == [0] and spec.choose_k([prior], 1) == [1]
