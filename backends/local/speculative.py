@@ -48,6 +48,7 @@ class BucketCost:
     delays single steps by several times their cost, and a median ignores those)."""
 
     plain_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per sequence
+    plain_batches: deque[int] = field(default_factory=lambda: deque(maxlen=16))  # their batch sizes
     # (drafts per speculating sequence, extra seconds per speculating sequence) of verify steps
     verify_samples: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=32))
     propose_samples: deque[float] = field(default_factory=lambda: deque(maxlen=16))  # s per draft
@@ -110,12 +111,38 @@ class StepCosts:
     def bucket(self, batch: int) -> BucketCost:
         return self._buckets.setdefault(max(batch, 1).bit_length(), BucketCost())
 
+    def marginal(self, batch: int) -> float | None:
+        """Seconds one more row adds to a plain step near `batch`: the slope between this
+        bucket's median step and the nearest other measured bucket's (None until two are).
+        A verified draft is such a row, so this bounds a verify's measured cost per draft from
+        below where a few drafts in a large step drown in its noise."""
+        here = self._point(batch.bit_length() if batch > 0 else 1)
+        if here is None:
+            return None
+        others = sorted((abs(key - here[0]), key) for key in self._buckets if key != here[0])
+        for _, key in others:
+            there = self._point(key)
+            if there is not None and there[1] != here[1]:
+                slope = (there[2] - here[2]) / (there[1] - here[1])
+                return slope if slope > 0 else None
+        return None
+
+    def _point(self, key: int) -> tuple[int, int, float] | None:
+        """(bucket, median batch, median plain step seconds) of a measured bucket."""
+        cost = self._buckets.get(key)
+        if cost is None or cost.plain is None:
+            return None
+        batches = sorted(cost.plain_batches)
+        b = batches[len(batches) // 2]
+        return key, b, cost.plain * b
+
     def observe(self, batch: int, num_drafts: int, seconds: float, num_verifies: int | None = None) -> None:
         """A step of `batch` decodes (`num_drafts` draft positions among them, in `num_verifies`
         speculating sequences: by default all of them, at most one per draft) took `seconds`."""
         cost = self.bucket(batch)
         if num_drafts == 0:
             cost.plain_samples.append(seconds / batch)
+            cost.plain_batches.append(batch)
             return
         plain = cost.plain
         if plain is not None:
@@ -164,6 +191,7 @@ class SpeculativeDecoder:
         self._population = Acceptance()  # every verify's, decayed slowly: new requests start from it
         self._rows_seen: set[int] = set()  # the row counts of the steps run so far
         self._proposed: set[str] = set()  # requests proposed for at least once
+        self._catch_up: deque[float] = deque(maxlen=16)  # first proposals' seconds per context token
 
     # ------------------------------------------------------------------ per step
     def before_step(self) -> None:
@@ -223,7 +251,7 @@ class SpeculativeDecoder:
         fit = cost.verify
         if fit is None:
             return ramp  # measure what drafts cost here
-        ks = self._ks(requests, cost.plain, fit[0], fit[1] + cost.propose)
+        ks = self._ks(requests, cost.plain, fit[0], self.per_draft(batch))
         if self._steps >= self._next_check:  # re-measure the kind of step not chosen
             # back off while the choice stays the same: 16, 32, 64 .. 256 steps between checks
             on = any(ks)
@@ -232,6 +260,28 @@ class SpeculativeDecoder:
             self._next_check = self._steps + self._check_every
             return [0] * len(requests) if on else ramp
         return ks
+
+    def per_draft(self, batch: int) -> float:
+        """Seconds a draft costs at `batch` (verify plus proposal; the verify's share at least a
+        plain row's, `StepCosts.marginal`); needs the bucket's verify fit."""
+        cost = self.costs.bucket(batch)
+        fit = cost.verify
+        verify = 0.0 if fit is None else fit[1]
+        return max(verify, self.costs.marginal(batch) or 0.0) + cost.propose
+
+    def repays_catch_up(self, request: SchedRequest, acceptance: float, k: int, batch: int) -> bool:
+        """Whether `request`'s first k drafts are worth the proposer reading its whole context
+        (a draft model's catch-up, measured per token): the saving of a verify, over the
+        verifies its remaining tokens take, must exceed it. True until catch-ups are measured."""
+        per_token = _median(self._catch_up)
+        cost = self.costs.bucket(batch)
+        fit = cost.verify
+        if per_token is None or cost.plain is None or fit is None:
+            return True
+        expected = expected_tokens(acceptance, k)
+        saving = (expected - 1) * cost.plain - fit[0] - self.per_draft(batch) * k
+        verifies = max(request.max_tokens - len(request.output_token_ids), 0) / expected
+        return saving * verifies > per_token * request.num_tokens
 
     def _ks(self, requests: list[Acceptance], value: float, fixed: float, per_draft: float) -> list[int]:
         if per_draft >= value:  # a draft costs what a token saves: no acceptance repays one
@@ -285,8 +335,10 @@ class SpeculativeDecoder:
         acceptance = self._acceptance
         ks = self.choose_k([acceptance.get(r.request_id) or acceptance.setdefault(r.request_id, self._prior())
                             for r in decoding], batch)
+        proposed = self._proposed
         wanted = [
-            ProposalRequest(r.request_id, r.all_token_ids, k) for r, k in zip(decoding, ks, strict=True) if k > 0
+            ProposalRequest(r.request_id, r.all_token_ids, k) for r, k in zip(decoding, ks, strict=True)
+            if k > 0 and (r.request_id in proposed or self.repays_catch_up(r, acceptance[r.request_id].rate, k, batch))
         ]
         if not wanted:
             stats.spec_off_steps += 1
@@ -301,10 +353,13 @@ class SpeculativeDecoder:
         num_drafts = sum(len(d) for d in drafts.values())
         # A request's first proposal may read its whole prompt (a draft model's catch-up): a
         # one-off, not what a draft costs from then on.
-        first = [w.request_id for w in wanted if w.request_id not in self._proposed]
-        self._proposed.update(first)
-        if num_drafts and not first:
-            self.costs.bucket(batch).propose_samples.append((self.clock() - cost_started) / num_drafts)
+        first = [w for w in wanted if w.request_id not in proposed]
+        proposed.update(w.request_id for w in first)
+        seconds = self.clock() - cost_started
+        if first:  # what reading a context costs per token (an upper bound: others were drafted too)
+            self._catch_up.append(seconds / sum(len(w.token_ids) for w in first))
+        elif num_drafts:
+            self.costs.bucket(batch).propose_samples.append(seconds / num_drafts)
         for request in decoding:
             request.spec_token_ids = drafts.get(request.request_id, [])[: self.num_tokens]
 

@@ -50,10 +50,10 @@ def test_a_large_batch_turns_speculation_off() -> None:
 
 def test_proposing_costs_are_medians_per_batch_bucket() -> None:
     spec = decoder_with(1, plain=0.004, draft=0.0002)
+    for _ in range(3):  # a step of 16 costs 4.8 ms: a row adds ~0.05 ms to the 4 ms of one
+        spec.costs.observe(16, 0, 0.0003 * 16)
     for _ in range(3):
-        spec.costs.observe(16, 0, 0.0005 * 16)
-    for _ in range(3):
-        spec.costs.observe(16, 2 * 16, 0.0005 * 16 + 0.0001 * 2 * 16)
+        spec.costs.observe(16, 2 * 16, 0.0003 * 16 + 0.00005 * 2 * 16)
     # A draft model's round costs ~5 ms per draft token alone; the first proposal also caught
     # it up on a whole prompt (50 ms), which the median leaves out.
     spec.costs.bucket(1).propose_samples.extend([0.05, 0.005, 0.005])
@@ -190,3 +190,25 @@ def test_a_new_request_starts_from_the_engines_recent_acceptance() -> None:
     for _ in range(3):
         spec.costs.observe(1, 2, 0.003 + 2 * 0.0018)
     assert spec.choose_k([Acceptance()], 1) == [0] and spec.choose_k([prior], 1) == [1]
+
+
+def test_a_drafts_cost_is_at_least_a_plain_rows() -> None:
+    # Two drafting sequences in a step of 64 add less than its noise: the verify fit says
+    # drafts are free. Plain steps of 32 and 64 say a row costs 0.1 ms: that is the floor.
+    spec = SpeculativeDecoder(NgramProposer(), num_tokens=4)
+    for _ in range(3):
+        spec.costs.observe(32, 0, 0.0032 + 32 * 0.0001)
+        spec.costs.observe(64, 0, 0.0032 + 64 * 0.0001)
+    for _ in range(3):
+        spec.costs.observe(64, 4, 0.0032 + 64 * 0.0001, num_verifies=2)
+    assert spec.costs.bucket(64).draft == 0.0 and abs(spec.costs.marginal(64) - 0.0001) < 1e-9
+    assert spec.choose_k([acceptance(0.6)] * 64, 64) == [0] * 64  # 0.6 x 0.15 ms < 0.1 ms + margin
+    assert spec.costs.marginal(1) is None  # one measured bucket alone has no slope
+
+
+def test_a_new_request_drafts_only_if_its_remaining_tokens_repay_the_catch_up() -> None:
+    spec = decoder_with(1, plain=0.004, draft=0.0002)
+    spec._catch_up.extend([0.0001] * 3)  # reading a context costs 0.1 ms a token
+    long_prompt = SchedRequest("a", list(range(400)), 4)  # 40 ms to read, 4 tokens to go
+    assert not spec.repays_catch_up(long_prompt, 0.8, 4, 1)
+    assert spec.repays_catch_up(SchedRequest("b", list(range(40)), 200), 0.8, 4, 1)
