@@ -116,6 +116,12 @@ def paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_l
     )
 
 
+def fused_ops(t: torch.Tensor) -> ModuleType:
+    """The module `rms_norm`, `silu_mul` and `argmax` dispatch to for tensors like `t` under
+    the current mode: a caller making thousands of tiny calls binds its functions once."""
+    return _fused(t)
+
+
 def _fused(t: torch.Tensor) -> ModuleType:
     """The fused elementwise ops: native on the CPU where the native kernels are chosen (they
     check dtype and layout themselves), the torch reference everywhere else."""

@@ -102,6 +102,11 @@ class QuantLinear(nn.Module):
         y = y.view(*shape[:-1], self.out_features)
         return y if x.dtype == torch.float32 else y.to(x.dtype)
 
+    @property
+    def native(self) -> bool:
+        """Whether `forward` runs on a native CPU kernel (not the torch fallback)."""
+        return self.qw is None
+
     def weight_bytes(self) -> int:
         """Bytes this layer holds for its weight (codes and scales; bias not counted)."""
         parts = [self.qw.qweight, self.qw.scale, self.qw.minimum] if self.qw is not None else [

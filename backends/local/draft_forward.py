@@ -24,6 +24,8 @@ import kernels
 from backends.local.config import ModelConfig
 from backends.local.loader import load_weights
 from backends.local.model import AttentionMetadata, DecoderModel, LayerKV
+from kernels.quant_format import QuantMethod, quantize_weight
+from kernels.quant_linear import QuantLinear
 
 
 @dataclass(slots=True)
@@ -44,25 +46,30 @@ class LeanForward:
     """`DecoderModel.forward` without nn.Module calls: `hidden(input_ids, kv_caches, meta)`, then
     `logits(hidden)`."""
 
-    def __init__(self, model: DecoderModel, state: dict[str, torch.Tensor]) -> None:
+    def __init__(self, model: DecoderModel, state: dict[str, torch.Tensor], int8_head: bool = True) -> None:
         cfg = model.cfg
         self.cfg = cfg
         self.embed = model.embed_tokens.weight
         # dense, not the model's packed lm_head: one row a round (a tied head is the embedding)
         self.lm_head = self.embed if cfg.tie_word_embeddings else state["lm_head.weight"]
+        self._head = _int8_head(self.lm_head) if int8_head else None
+        fused = kernels.fused_ops(self.embed)  # bound once: a round makes seven such calls
+        self._rms_norm, self._silu_mul = fused.rms_norm, fused.silu_mul
         self.norm = model.norm.weight
         self.cos_sin = model.cos_sin
         self.layers = [self._layer(model, state, i) for i in range(cfg.num_layers)]
 
     @classmethod
-    def load(cls, model_dir: str | Path, cfg: ModelConfig, model: DecoderModel) -> LeanForward | None:
+    def load(cls, model_dir: str | Path, cfg: ModelConfig, model: DecoderModel,
+             int8_head: bool = True) -> LeanForward | None:
         """From the folder's weights as the runner loaded them; None for a quantized folder
-        (its linears are not dense: the draft then runs through its model)."""
+        (its linears are not dense: the draft then runs through its model). `int8_head`:
+        the head on int8 codes where the native kernels run (`_int8_head`)."""
         if cfg.quantization is not None:
             return None
         weight = model.embed_tokens.weight
         state = load_weights(model_dir, cfg, weight.dtype, weight.device, progress=False)
-        return cls(model, state)
+        return cls(model, state, int8_head)
 
     @staticmethod
     def _layer(model: DecoderModel, state: dict[str, torch.Tensor], i: int) -> _Layer:
@@ -76,21 +83,22 @@ class LeanForward:
         )
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """[N, vocab] float32, as `DecoderModel.compute_logits`."""
+        """[N, vocab] float32, as `DecoderModel.compute_logits` (from int8 weights on the CPU)."""
+        if self._head is not None:
+            return self._head(hidden)
         return F.linear(hidden, self.lm_head).float()
 
     def hidden(self, input_ids: torch.Tensor, kv_caches: list[LayerKV], meta: AttentionMetadata) -> torch.Tensor:
         """[T, hidden] after the final norm, as `DecoderModel.forward` returns."""
-        eps = self.cfg.rms_norm_eps
+        eps, rms_norm = self.cfg.rms_norm_eps, self._rms_norm
         h = F.embedding(input_ids, self.embed)  # [T, hidden], the residual stream
         pending = None
         for layer, cache in zip(self.layers, kv_caches, strict=True):
-            x = kernels.rms_norm(h, layer.input_norm, eps) if pending is None else kernels.rms_norm(
-                pending, layer.input_norm, eps, h)
-            x = kernels.rms_norm(self._attention(layer, x, cache, meta), layer.post_attn_norm, eps, h)
-            pending = F.linear(kernels.silu_mul(F.linear(x, layer.gate_up, layer.gate_up_bias)),
+            x = rms_norm(h, layer.input_norm, eps) if pending is None else rms_norm(pending, layer.input_norm, eps, h)
+            x = rms_norm(self._attention(layer, x, cache, meta), layer.post_attn_norm, eps, h)
+            pending = F.linear(self._silu_mul(F.linear(x, layer.gate_up, layer.gate_up_bias)),
                                layer.down, layer.down_bias)
-        return kernels.rms_norm(h, self.norm, eps) if pending is None else kernels.rms_norm(pending, self.norm, eps, h)
+        return rms_norm(h, self.norm, eps) if pending is None else rms_norm(pending, self.norm, eps, h)
 
     def _attention(self, layer: _Layer, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
         cfg = self.cfg
@@ -114,3 +122,21 @@ class LeanForward:
                 q[nd:], k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
                 meta.prefill_seq_lens, scale, k_scale, v_scale)
         return F.linear(out.reshape(num_tokens, q_size), layer.o, layer.o_bias)
+
+
+INT8_HEAD_MIN_BYTES = 1 << 20  # a float head smaller than this stays in a core's cache between rounds
+
+
+def _int8_head(weight: torch.Tensor) -> QuantLinear | None:
+    """The head as an int8 layer on the native CPU kernels, or None (elsewhere, or without them).
+
+    The head is most of a small draft's round (vocab x hidden floats read for one row: 60 us
+    for 6144 x 128 here); int8 codes are a quarter of that memory and the int8-activation
+    kernel takes 23 us. The head only ranks the draft's guesses, which the target verifies:
+    rounding there can change a guess (the acceptance the bench measures), never an output."""
+    if weight.device.type != "cpu" or weight.dtype != torch.float32 or kernels.kernel_mode() in ("reference", "triton"):
+        return None
+    if weight.numel() * weight.element_size() < INT8_HEAD_MIN_BYTES:  # in cache anyway: float is as fast
+        return None
+    head = QuantLinear(quantize_weight(weight.detach(), QuantMethod.parse("int8-a8")), None, native=True)
+    return head if head.native else None

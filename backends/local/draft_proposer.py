@@ -50,11 +50,11 @@ class _DraftSeq:
 class DraftModelProposer:
     """Implements `proposers.Proposer` with a draft `ModelRunner`."""
 
-    def __init__(self, runner: ModelRunner) -> None:
+    def __init__(self, runner: ModelRunner, int8_head: bool = True) -> None:
         self.runner = runner
         self.kv = BlockManager(runner.num_kv_blocks, runner.block_size, enable_prefix_caching=False)
         self._seqs: dict[str, _DraftSeq] = {}
-        lean = LeanForward.load(runner.model_dir, runner.config, runner.model)
+        lean = LeanForward.load(runner.model_dir, runner.config, runner.model, int8_head)
         self._forward = runner.model if lean is None else lean.hidden  # (ids, kv_caches, meta) -> hidden
         self._logits = runner.model.compute_logits if lean is None else lean.logits  # hidden -> logits
 
