@@ -96,7 +96,7 @@ class DraftModelProposer:
         """Round 0 over the ragged catch-up inputs, then decode rounds until each has its k."""
         runner, model = self.runner, self.runner.model
         step = build_step(inputs, runner.block_size, runner.max_model_len, model.cos_sin, runner.device,
-                          runner.config.vocab_size)
+                          runner.config.vocab_size, runner.config.num_heads)
         hidden = self._forward(step.input_ids, runner.kv_caches, step.meta)  # [T, hidden]
         last = [start + n - 1 for start, n in zip(step.token_start, step.token_count, strict=True)]
         rows = torch.tensor(last, dtype=torch.int64, device=runner.device)

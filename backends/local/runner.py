@@ -178,7 +178,7 @@ class ModelRunner:
     def _build(self, inputs: list[RunnerInput]):
         return build_step(
             inputs, self.block_size, self.max_model_len, self.model.cos_sin, self.device,
-            self.config.vocab_size,
+            self.config.vocab_size, self.config.num_heads,
         )
 
     @torch.inference_mode()

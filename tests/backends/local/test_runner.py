@@ -126,7 +126,13 @@ def test_short_chunks_run_as_decode_rows_and_attend_as_a_long_chunk_does(tiny_mo
     torch.testing.assert_close(torch.cat(rows), one, rtol=1e-4, atol=1e-4)
     step = build_step([RunnerInput("a", prompt[:8], 32, [1, 2, 3], False, GREEDY),
                        RunnerInput("b", prompt, 0, [4, 5, 6], False, GREEDY)], 16, 512,
-                      whole.model.cos_sin, torch.device("cpu"), 512)
+                      whole.model.cos_sin, torch.device("cpu"), 512, num_heads=4)
     assert 8 <= DECODE_ROWS_MAX < 40 and step.meta.num_decodes == 8  # a's rows; b is a prefill
     assert step.meta.decode_seq_lens.tolist() == list(range(33, 41))
     assert step.meta.decode_block_tables.tolist() == [[1, 2, 3]] * 8
+    # With many heads the same chunk is too much work for rows; a verify chunk runs as rows anyway.
+    wide = build_step([RunnerInput("a", prompt[:8], 32, [1, 2, 3], False, GREEDY)], 16, 512,
+                      whole.model.cos_sin, torch.device("cpu"), 512, num_heads=128)
+    verify = build_step([RunnerInput("a", prompt[:8], 32, [1, 2, 3], True, GREEDY, num_spec_tokens=7)], 16, 512,
+                        whole.model.cos_sin, torch.device("cpu"), 512, num_heads=128)
+    assert (wide.meta.num_decodes, verify.meta.num_decodes) == (0, 8)
