@@ -97,6 +97,18 @@ def build_step(
         positions.extend(pos)
         slots.extend(table[p // block_size] * block_size + p % block_size for p in pos)
 
+    pos_t = torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)
+    meta = _attention_metadata(
+        inputs, decodes, prefills, block_size, device,
+        slot_mapping=torch.tensor(slots, dtype=torch.int64).to(device, non_blocking=True),
+        cos_sin=cos_sin_table.index_select(0, pos_t),  # [T, 2, head_dim]
+    )
+    input_ids = torch.tensor(ids, dtype=torch.int64).to(device, non_blocking=True)
+    return StepBatch(input_ids, meta, order, token_start, token_count)
+
+
+def _attention_metadata(inputs: Sequence[RunnerInput], decodes: list[int], prefills: list[int], block_size: int,
+                        device: torch.device, slot_mapping: torch.Tensor, cos_sin: torch.Tensor) -> AttentionMetadata:
     def blocks_needed(i: int) -> list[int]:
         inp = inputs[i]
         ctx = inp.start_pos + len(inp.token_ids)
@@ -114,10 +126,9 @@ def build_step(
     qsl = [0]
     for i in prefills:
         qsl.append(qsl[-1] + len(inputs[i].token_ids))
-    pos_t = torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)
-    meta = AttentionMetadata(
-        slot_mapping=torch.tensor(slots, dtype=torch.int64).to(device, non_blocking=True),
-        cos_sin=cos_sin_table.index_select(0, pos_t),  # [T, 2, head_dim]
+    return AttentionMetadata(
+        slot_mapping=slot_mapping,
+        cos_sin=cos_sin,
         num_decodes=len(dec_lens),
         decode_block_tables=i32(_padded_tables(dec_tables)) if decodes else None,
         decode_seq_lens=i32(dec_lens) if decodes else None,
@@ -126,5 +137,3 @@ def build_step(
         prefill_query_start_loc=i32(qsl) if prefills else None,
         prefill_seq_lens=i32(pre_lens) if prefills else None,
     )
-    input_ids = torch.tensor(ids, dtype=torch.int64).to(device, non_blocking=True)
-    return StepBatch(input_ids, meta, order, token_start, token_count)
