@@ -65,7 +65,22 @@ def sign_in(driver, url: str, secret: str) -> None:
     assert "/login" in driver.current_url  # not signed in: the page sent us to its form
     driver.find_element(By.ID, "token").send_keys(secret)
     driver.find_element(By.ID, "sign-in").click()
-    WebDriverWait(driver, 60).until(ec.presence_of_element_located((By.ID, "usage")))
+    try:  # a loaded CI box renders a page in seconds, not a minute
+        WebDriverWait(driver, 90).until(ec.presence_of_element_located((By.ID, "usage")))
+    except Exception as exc:  # say where the browser is and what it shows
+        raise AssertionError(f"no dashboard after signing in: at {driver.current_url}, page says "
+                             f"{driver.find_element(By.TAG_NAME, 'body').text[:300]!r}") from exc
+
+
+def sign_out(driver) -> None:
+    """Click sign-out and wait for the login form: the next page load must not race its redirect
+    (a sign-out answered after the next sign-in would clear that one's cookie)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.find_element(By.ID, "sign-out").click()
+    WebDriverWait(driver, 60).until(ec.presence_of_element_located((By.ID, "token")))
 
 
 def plotted(driver) -> dict[str, int]:
@@ -109,7 +124,7 @@ def test_admin_and_tenant_dashboards_in_chromium(gateway, browser, tmp_path):
     colours, blue, red = plot_pixels(png)
     assert colours > 50 and blue > 2000 and red > 500, (colours, blue, red)  # lines and bars drawn
 
-    browser.find_element(By.ID, "sign-out").click()
+    sign_out(browser)
     sign_in(browser, gw.url + "/dashboard", load.key_a)
     assert "tenant docs-team" in browser.title and "billing-team" not in browser.page_source
     marks = plotted(browser)
