@@ -1,0 +1,172 @@
+/* One decode round of a small float32 Llama model in one native call: a draft model's
+ * rounds j >= 1 (one token per sequence), from the embedding gather to the final RMSNorm.
+ *
+ * Built at first use by kernels/cpu_native.py (cc -O3 -march=native -fopenmp) and called
+ * through ctypes (kernels/cpu_draft.py). Why: at batch 1 a small draft's round is ~15 tiny
+ * calls (norms, linears, RoPE, attention, SwiGLU), each ~10 us of Python and ctypes overhead
+ * around a few microseconds of work; here the whole round is one call.
+ *
+ * The norms, SwiGLU, RoPE with the KV write and the paged attention are the functions of
+ * cpu_fused.c and cpu_attention.c, reached through pointers the caller fills in: the same
+ * code, so the same bits, as the per-op path. Only the linears are this file's own, on
+ * weights packed [K, N] (N contiguous): a tile of output columns stays in registers while
+ * the K inputs stream past, one broadcast and a few FMAs per input, no horizontal sums.
+ * Their summation order differs from torch's, which is fine for a draft: the target
+ * verifies every guess.
+ */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef float vf16 __attribute__((vector_size(64), aligned(4))); /* for unaligned loads and stores */
+typedef float vreg __attribute__((vector_size(64))); /* naturally aligned: arrays of it stay in registers */
+#define LANES 16
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#define PARALLEL_MIN_MACS (1 << 20) /* below this a parallel region costs more than it saves */
+
+typedef void (*rms_norm_fn)(const float *x, float *residual, const float *weight, float *out, int64_t rows, int n,
+                            float eps, int num_threads);
+typedef void (*silu_mul_fn)(const float *gate_up, float *out, int64_t rows, int inter, int num_threads);
+typedef void (*rope_fn)(const float *qkv, const float *cos_sin, const int64_t *slots, float *q_out, float *k_cache,
+                        float *v_cache, int64_t tokens, int heads, int kv_heads, int head_dim, int num_threads);
+typedef int (*attention_fn)(const float *query, const void *k_cache, const void *v_cache, const int32_t *block_tables,
+                            int64_t table_stride, const int32_t *seq_lens, float *out, int num_seqs, int num_heads,
+                            int num_kv_heads, int head_dim, int block_size, float scale, int kv_dtype,
+                            int num_threads, const void *k_scale, const void *v_scale);
+
+/* One layer's weights: linears packed [K, N]; biases [N] or NULL; caches
+ * [num_blocks, block_size, kv_heads, head_dim] float32. */
+typedef struct {
+    const float *input_norm, *qkv, *qkv_bias, *o, *o_bias, *post_norm, *gate_up, *gate_up_bias, *down, *down_bias;
+    float *k_cache, *v_cache;
+} draft_layer;
+
+typedef struct {
+    int num_layers, hidden, heads, kv_heads, head_dim, inter, block_size;
+    float eps, scale;
+    const float *embed, *final_norm; /* [vocab, hidden], [hidden] */
+    const draft_layer *layers;
+    rms_norm_fn rms_norm;
+    silu_mul_fn silu_mul;
+    rope_fn rope_write_kv;
+    attention_fn attention;
+} draft_model;
+
+/* out[b, n0 .. n0 + CV*16) = bias + x[b] . w[:, cols] for NB rows b: NB x CV accumulators in
+ * registers (at most 4 x 4 plus the CV weight vectors: AVX-512 has 32). */
+ALWAYS_INLINE void tile(const float *x, int K, const float *w, int N, const float *bias, float *out, int n0,
+                        const int NB, const int CV)
+{
+    vreg acc[4][8]; /* NB x CV of it used; fixed sizes (not VLAs) so they live in registers */
+#pragma GCC unroll 8
+    for (int c = 0; c < CV; c++) {
+        const vreg b0 = bias ? (vreg) * (const vf16 *)(bias + n0 + c * LANES) : (vreg){0};
+#pragma GCC unroll 4
+        for (int b = 0; b < NB; b++)
+            acc[b][c] = b0;
+    }
+    const float *wk = w + n0;
+    for (int k = 0; k < K; k++, wk += N) {
+        vreg wv[8];
+#pragma GCC unroll 8
+        for (int c = 0; c < CV; c++)
+            wv[c] = (vreg) * (const vf16 *)(wk + c * LANES);
+#pragma GCC unroll 4
+        for (int b = 0; b < NB; b++) {
+            const float xb = x[(int64_t)b * K + k];
+#pragma GCC unroll 8
+            for (int c = 0; c < CV; c++)
+                acc[b][c] += xb * wv[c];
+        }
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < NB; b++)
+#pragma GCC unroll 8
+        for (int c = 0; c < CV; c++)
+            *(vf16 *)(out + (int64_t)b * N + n0 + c * LANES) = (vf16)acc[b][c];
+}
+
+/* Columns [n_begin, n_end) of NB rows: wide tiles, then single vectors, then a scalar tail. */
+ALWAYS_INLINE void rows_linear(const float *x, int K, const float *w, int N, const float *bias, float *out,
+                               int n_begin, int n_end, const int NB)
+{
+    const int CV = NB == 1 ? 8 : 4; /* enough independent FMA chains to hide their latency */
+    int n = n_begin;
+    for (; n + CV * LANES <= n_end; n += CV * LANES)
+        tile(x, K, w, N, bias, out, n, NB, CV);
+    for (; n + LANES <= n_end; n += LANES)
+        tile(x, K, w, N, bias, out, n, NB, 1);
+    for (; n < n_end; n++)
+        for (int b = 0; b < NB; b++) {
+            float sum = bias ? bias[n] : 0.0f;
+            for (int k = 0; k < K; k++)
+                sum += x[(int64_t)b * K + k] * w[(int64_t)k * N + n];
+            out[(int64_t)b * N + n] = sum;
+        }
+}
+
+/* out[M, N] = x[M, K] @ w[K, N] + bias, rows four at a time; the columns split over threads
+ * when there is enough work (each thread's share a multiple of 64 columns). */
+static void linear(const float *x, int M, int K, const float *w, int N, const float *bias, float *out,
+                   int num_threads)
+{
+    const int64_t macs = (int64_t)M * K * N;
+    const int parts = macs >= PARALLEL_MIN_MACS && num_threads > 1 ? num_threads : 1;
+    const int step = ((N + parts - 1) / parts + 63) / 64 * 64;
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+    for (int p = 0; p < parts; p++) {
+        const int n_begin = p * step, n_end = n_begin + step < N ? n_begin + step : N;
+        if (n_begin >= n_end)
+            continue;
+        int m = 0;
+        for (; m + 4 <= M; m += 4)
+            rows_linear(x + (int64_t)m * K, K, w, N, bias, out + (int64_t)m * N, n_begin, n_end, 4);
+        const float *xm = x + (int64_t)m * K;
+        float *om = out + (int64_t)m * N;
+        if (M - m == 3)
+            rows_linear(xm, K, w, N, bias, om, n_begin, n_end, 3);
+        else if (M - m == 2)
+            rows_linear(xm, K, w, N, bias, om, n_begin, n_end, 2);
+        else if (M - m == 1)
+            rows_linear(xm, K, w, N, bias, om, n_begin, n_end, 1);
+    }
+}
+
+/* One token per sequence: ids [batch], cos_sin [batch, 2, head_dim] (cos, sin' as for
+ * rope_write_kv), slots [batch] cache rows, block_tables [batch, table_stride] int32,
+ * seq_lens [batch] int32 (including the new token). out: [batch, hidden], the hidden states
+ * after the final norm. Returns 0, or -1 when scratch memory could not be had. */
+int draft_decode_round(const draft_model *m, const int64_t *ids, const float *cos_sin, const int64_t *slots,
+                       const int32_t *block_tables, int64_t table_stride, const int32_t *seq_lens, int batch,
+                       float *out, int num_threads)
+{
+    const int H = m->hidden, D = m->head_dim, qd = m->heads * D, qkv_n = (m->heads + 2 * m->kv_heads) * D;
+    const int64_t B = batch;
+    float *scratch = malloc(sizeof(float) * B * (3 * (int64_t)H + qkv_n + 2 * (int64_t)qd + 3 * (int64_t)m->inter));
+    if (!scratch)
+        return -1;
+    float *h = scratch, *x = h + B * H, *pending = x + B * H, *qkv = pending + B * H, *q = qkv + B * qkv_n;
+    float *att = q + B * qd, *gate_up = att + B * qd, *act = gate_up + 2 * B * m->inter;
+    for (int64_t b = 0; b < B; b++) /* the residual stream */
+        memcpy(h + b * H, m->embed + ids[b] * H, sizeof(float) * H);
+    int rc = 0;
+    for (int l = 0; l < m->num_layers && rc == 0; l++) {
+        const draft_layer *L = m->layers + l;
+        m->rms_norm(l == 0 ? h : pending, l == 0 ? NULL : h, L->input_norm, x, B, H, m->eps, num_threads);
+        linear(x, batch, H, L->qkv, qkv_n, L->qkv_bias, qkv, num_threads);
+        m->rope_write_kv(qkv, cos_sin, slots, q, L->k_cache, L->v_cache, B, m->heads, m->kv_heads, D, num_threads);
+        rc = m->attention(q, L->k_cache, L->v_cache, block_tables, table_stride, seq_lens, att, batch, m->heads,
+                          m->kv_heads, D, m->block_size, m->scale, 0, num_threads, NULL, NULL);
+        linear(att, batch, qd, L->o, H, L->o_bias, pending, num_threads);
+        m->rms_norm(pending, h, L->post_norm, x, B, H, m->eps, num_threads);
+        linear(x, batch, H, L->gate_up, 2 * m->inter, L->gate_up_bias, gate_up, num_threads);
+        m->silu_mul(gate_up, act, B, m->inter, num_threads);
+        linear(act, batch, m->inter, L->down, H, L->down_bias, pending, num_threads);
+    }
+    if (rc == 0)
+        m->rms_norm(m->num_layers ? pending : h, m->num_layers ? h : NULL, m->final_norm, out, B, H, m->eps,
+                    num_threads);
+    free(scratch);
+    return rc;
+}

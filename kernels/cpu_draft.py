@@ -1,0 +1,137 @@
+"""A small float32 Llama model's decode round (one token per sequence) in one native call
+(cpu_draft.c): embedding gather, every layer, final RMSNorm.
+
+For a draft model's rounds j >= 1, whose per-op path at batch 1 is mostly call overhead.
+The norms, RoPE with the KV write, attention and SwiGLU are the per-op kernels themselves
+(cpu_fused.c, cpu_attention.c, passed in as function pointers); the linears run on weights
+packed here once as [K, N], so only their summation order differs from `F.linear`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import torch
+
+from kernels import cpu_fused, cpu_native
+
+LANES = 16  # head_dim must be a multiple (the attention kernel's vector width)
+_P = ctypes.c_void_p
+_LAYER_FIELDS = ("input_norm", "qkv", "qkv_bias", "o", "o_bias", "post_norm", "gate_up", "gate_up_bias",
+                 "down", "down_bias", "k_cache", "v_cache")
+
+
+class _Layer(ctypes.Structure):
+    _fields_ = [(name, _P) for name in _LAYER_FIELDS]
+
+
+class _Model(ctypes.Structure):
+    _fields_ = [
+        *((name, ctypes.c_int) for name in ("num_layers", "hidden", "heads", "kv_heads", "head_dim", "inter",
+                                            "block_size")),
+        ("eps", ctypes.c_float), ("scale", ctypes.c_float), ("embed", _P), ("final_norm", _P),
+        ("layers", ctypes.POINTER(_Layer)),
+        *((name, _P) for name in ("rms_norm", "silu_mul", "rope_write_kv", "attention")),
+    ]
+
+
+@dataclass(slots=True)
+class LayerWeights:
+    """One layer's float32 weights in torch's layout: linears [out, in], biases [out] or None."""
+
+    input_norm: torch.Tensor
+    qkv: torch.Tensor  # [(H + 2 Hkv) * D, hidden]
+    qkv_bias: torch.Tensor | None
+    o: torch.Tensor  # [hidden, H * D]
+    o_bias: torch.Tensor | None
+    post_norm: torch.Tensor
+    gate_up: torch.Tensor  # [2 * inter, hidden]
+    gate_up_bias: torch.Tensor | None
+    down: torch.Tensor  # [hidden, inter]
+    down_bias: torch.Tensor | None
+
+
+class DecodeRound:
+    """`round(input_ids, kv_caches, cos_sin, slots, block_tables, seq_lens)` -> [B, hidden] after
+    the final norm, or None when the caches are not float32 [blocks, block_size, Hkv, D]."""
+
+    def __init__(self, lib: ctypes.CDLL, embed: torch.Tensor, final_norm: torch.Tensor,
+                 layers: list[LayerWeights], heads: int, kv_heads: int, head_dim: int, eps: float) -> None:
+        self._lib = lib
+        # [K, N]: the kernel's linears run over N contiguous (kept alive here: C holds pointers)
+        self._keep: list[torch.Tensor] = [embed, final_norm]
+        self._layers = (_Layer * len(layers))()
+        for slot, w in zip(self._layers, layers, strict=True):
+            for name in _LAYER_FIELDS[:-2]:
+                t = getattr(w, name)
+                if t is not None:
+                    t = t.detach().t().contiguous() if t.dim() == 2 else t.detach().contiguous()
+                    self._keep.append(t)
+                    setattr(slot, name, t.data_ptr())
+        attention, fused = cpu_native.load(), cpu_fused.load()
+        assert attention is not None and fused is not None  # `build` checked
+        inter = layers[0].down.shape[1] if layers else 0
+        fn = [ctypes.cast(f, _P).value for f in (fused.rms_norm, fused.silu_mul, fused.rope_write_kv,
+                                                  attention.paged_decode_attention)]
+        self._model = _Model(len(layers), embed.shape[1], heads, kv_heads, head_dim, inter, 0, eps, head_dim**-0.5,
+                             embed.data_ptr(), final_norm.data_ptr(), self._layers, *fn)
+        self._bound: tuple[int, ...] = ()  # the caches' data pointers the layers hold
+
+    @classmethod
+    def build(cls, embed: torch.Tensor, final_norm: torch.Tensor, layers: list[LayerWeights], heads: int,
+              kv_heads: int, head_dim: int, eps: float) -> DecodeRound | None:
+        """The round for float32 CPU weights, or None (other dtypes or devices, a head_dim the
+        attention kernel does not take, or native libraries that did not build)."""
+        tensors = [embed, final_norm, *(t for w in layers for t in (getattr(w, f) for f in _LAYER_FIELDS[:-2]))]
+        if any(t is not None and (t.device.type != "cpu" or t.dtype != torch.float32) for t in tensors):
+            return None
+        if head_dim % LANES or not embed.is_contiguous() or not final_norm.is_contiguous():
+            return None
+        lib = cpu_native.load_draft()
+        if lib is None or cpu_native.load() is None or cpu_fused.load() is None:
+            return None
+        return cls(lib, embed, final_norm, layers, heads, kv_heads, head_dim, eps)
+
+    def __call__(self, input_ids: torch.Tensor, kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+                 cos_sin: torch.Tensor, slots: torch.Tensor, block_tables: torch.Tensor,
+                 seq_lens: torch.Tensor) -> torch.Tensor | None:
+        # input_ids [B] int64, cos_sin [B, 2, D] float32, slots [B] int64, block_tables [B, W]
+        # int32, seq_lens [B] int32: all contiguous CPU tensors (the proposer's decode metadata)
+        if (input_ids.dtype, cos_sin.dtype, slots.dtype, block_tables.dtype, seq_lens.dtype) != _DTYPES:
+            return None
+        if not self._bind(kv_caches):
+            return None
+        batch = input_ids.shape[0]
+        ids, cs, tables = input_ids.contiguous(), cos_sin.contiguous(), block_tables.contiguous()
+        out = torch.empty(batch, self._model.hidden, dtype=torch.float32)
+        rc = self._lib.draft_decode_round(ctypes.byref(self._model), ids.data_ptr(), cs.data_ptr(),
+                                          slots.contiguous().data_ptr(), tables.data_ptr(), tables.stride(0),
+                                          seq_lens.contiguous().data_ptr(), batch, out.data_ptr(),
+                                          torch.get_num_threads())
+        if rc != 0:
+            raise MemoryError("draft_decode_round: no scratch memory")
+        return out
+
+    def _bind(self, kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> bool:
+        """Point the layers at these caches (once per set of caches); False when they do not fit."""
+        ptrs = tuple(t.data_ptr() for kv in kv_caches for t in kv[:2])
+        if ptrs == self._bound:
+            return True
+        m = self._model
+        shape = (m.kv_heads, m.head_dim)
+        for k, v in (kv[:2] for kv in kv_caches):
+            if (k.dtype != torch.float32 or k.device.type != "cpu" or not k.is_contiguous() or k.dim() != 4
+                    or tuple(k.shape[2:]) != shape or v.shape != k.shape or v.dtype != k.dtype
+                    or not v.is_contiguous() or k.shape[1] != kv_caches[0][0].shape[1]):
+                return False
+        if len(kv_caches) != m.num_layers:
+            return False
+        for slot, (k, v) in zip(self._layers, (kv[:2] for kv in kv_caches), strict=True):
+            slot.k_cache, slot.v_cache = k.data_ptr(), v.data_ptr()
+        m.block_size = kv_caches[0][0].shape[1] if kv_caches else 0
+        self._bound = ptrs
+        return True
+
+
+_DTYPES = (torch.int64, torch.float32, torch.int64, torch.int32, torch.int32)
