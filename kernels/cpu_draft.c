@@ -43,9 +43,10 @@ typedef struct {
 } draft_layer;
 
 typedef struct {
-    int num_layers, hidden, heads, kv_heads, head_dim, inter, block_size;
+    int num_layers, hidden, heads, kv_heads, head_dim, inter, block_size, max_positions;
     float eps, scale;
     const float *embed, *final_norm; /* [vocab, hidden], [hidden] */
+    const float *cos_sin;            /* [max_positions, 2, head_dim]: cos, sin' of every position */
     const draft_layer *layers;
     rms_norm_fn rms_norm;
     silu_mul_fn silu_mul;
@@ -133,21 +134,51 @@ static void linear(const float *x, int M, int K, const float *w, int N, const fl
     }
 }
 
-/* One token per sequence: ids [batch], cos_sin [batch, 2, head_dim] (cos, sin' as for
- * rope_write_kv), slots [batch] cache rows, block_tables [batch, table_stride] int32,
- * seq_lens [batch] int32 (including the new token). out: [batch, hidden], the hidden states
- * after the final norm. Returns 0, or -1 when scratch memory could not be had. */
-int draft_decode_round(const draft_model *m, const int64_t *ids, const float *cos_sin, const int64_t *slots,
-                       const int32_t *block_tables, int64_t table_stride, const int32_t *seq_lens, int batch,
-                       float *out, int num_threads)
+/* The per-token RoPE rows, cache slots and context lengths of decode tokens at `positions`,
+ * into the caller's scratch (for callers that pass positions instead of them). */
+static int decode_inputs(const draft_model *m, const int64_t *positions, const int32_t *block_tables,
+                         int64_t table_stride, int batch, float *cos_sin, int64_t *slots, int32_t *seq_lens)
+{
+    const int bs = m->block_size, width = 2 * m->head_dim;
+    for (int b = 0; b < batch; b++) {
+        const int64_t p = positions[b];
+        if (p < 0 || p >= m->max_positions || p / bs >= table_stride)
+            return -2;
+        memcpy(cos_sin + (int64_t)b * width, m->cos_sin + p * width, sizeof(float) * width);
+        slots[b] = (int64_t)block_tables[b * table_stride + p / bs] * bs + p % bs;
+        seq_lens[b] = (int32_t)(p + 1);
+    }
+    return 0;
+}
+
+/* One token per sequence: ids [batch]; block_tables [batch, table_stride] int32. Either
+ * `positions` [batch] (and NULL for the next three), or cos_sin [batch, 2, head_dim] (cos, sin'
+ * as for rope_write_kv), slots [batch] cache rows and seq_lens [batch] int32 (including the
+ * new token). out: [batch, hidden], the hidden states after the final norm. Returns 0, -1
+ * when scratch memory could not be had, -2 for a position past the RoPE table or its block table. */
+int draft_decode_round(const draft_model *m, const int64_t *ids, const int64_t *positions, const float *cos_sin,
+                       const int64_t *slots, const int32_t *seq_lens, const int32_t *block_tables,
+                       int64_t table_stride, int batch, float *out, int num_threads)
 {
     const int H = m->hidden, D = m->head_dim, qd = m->heads * D, qkv_n = (m->heads + 2 * m->kv_heads) * D;
     const int64_t B = batch;
-    float *scratch = malloc(sizeof(float) * B * (3 * (int64_t)H + qkv_n + 2 * (int64_t)qd + 3 * (int64_t)m->inter));
+    /* floats, then (8-byte aligned) the int64 slots and int32 lengths a positions call derives */
+    const int64_t floats = B * (3 * (int64_t)H + qkv_n + 2 * (int64_t)qd + 3 * (int64_t)m->inter + 2 * D);
+    float *scratch = malloc(sizeof(float) * (floats + (floats & 1)) + (sizeof(int64_t) + sizeof(int32_t)) * B);
     if (!scratch)
         return -1;
     float *h = scratch, *x = h + B * H, *pending = x + B * H, *qkv = pending + B * H, *q = qkv + B * qkv_n;
     float *att = q + B * qd, *gate_up = att + B * qd, *act = gate_up + 2 * B * m->inter;
+    if (positions) {
+        float *rows = act + B * m->inter;
+        int64_t *own_slots = (int64_t *)(scratch + floats + (floats & 1));
+        int32_t *own_lens = (int32_t *)(own_slots + B);
+        if (decode_inputs(m, positions, block_tables, table_stride, batch, rows, own_slots, own_lens)) {
+            free(scratch);
+            return -2;
+        }
+        cos_sin = rows, slots = own_slots, seq_lens = own_lens;
+    }
     for (int64_t b = 0; b < B; b++) /* the residual stream */
         memcpy(h + b * H, m->embed + ids[b] * H, sizeof(float) * H);
     int rc = 0;

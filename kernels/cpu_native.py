@@ -120,7 +120,7 @@ def load_draft() -> ctypes.CDLL | None:
         return None
     p, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
     lib.draft_decode_round.restype = ctypes.c_int
-    lib.draft_decode_round.argtypes = [p, p, p, p, p, i64, p, i32, p, i32]
+    lib.draft_decode_round.argtypes = [p, p, p, p, p, p, p, i64, i32, p, i32]
     return lib
 
 

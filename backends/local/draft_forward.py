@@ -63,7 +63,7 @@ class LeanForward:
         self.norm = model.norm.weight
         self.cos_sin = model.cos_sin
         self.layers = [self._layer(model, state, i) for i in range(cfg.num_layers)]
-        self._round = _native_round(cfg, self.embed, self.norm, self.layers)  # decode-only steps, or None
+        self._round = _native_round(cfg, self.embed, self.norm, self.cos_sin, self.layers)  # decode steps, or None
 
     @classmethod
     def load(cls, model_dir: str | Path, cfg: ModelConfig, model: DecoderModel,
@@ -111,6 +111,15 @@ class LeanForward:
                                layer.down, layer.down_bias)
         return rms_norm(h, self.norm, eps) if pending is None else rms_norm(pending, self.norm, eps, h)
 
+    def decode_hidden(self, input_ids: torch.Tensor, kv_caches: list[LayerKV], positions: torch.Tensor,
+                      block_tables: torch.Tensor) -> torch.Tensor | None:
+        """`hidden` of one decode token per sequence (`input_ids` [B] at `positions` [B] int64,
+        `block_tables` [B, W] int32) in one native call; None where that does not run (the
+        caller builds the step's metadata and calls `hidden`)."""
+        if self._round is None or kv_caches[0][2] is not None:
+            return None
+        return self._round.at_positions(input_ids, kv_caches, positions, block_tables)
+
     def _attention(self, layer: _Layer, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
         cfg = self.cfg
         num_tokens, q_size, d = x.shape[0], cfg.q_size, cfg.head_dim
@@ -135,14 +144,14 @@ class LeanForward:
         return F.linear(out.reshape(num_tokens, q_size), layer.o, layer.o_bias)
 
 
-def _native_round(cfg: ModelConfig, embed: torch.Tensor, norm: torch.Tensor,
+def _native_round(cfg: ModelConfig, embed: torch.Tensor, norm: torch.Tensor, cos_sin: torch.Tensor | None,
                   layers: list[_Layer]) -> DecodeRound | None:
     """The one-call decode round where the native CPU kernels run, else None."""
-    if embed.device.type != "cpu" or kernels.kernel_mode() in ("reference", "triton"):
+    if cos_sin is None or embed.device.type != "cpu" or kernels.kernel_mode() in ("reference", "triton"):
         return None
     weights = [LayerWeights(w.input_norm, w.qkv, w.qkv_bias, w.o, w.o_bias, w.post_attn_norm, w.gate_up,
                             w.gate_up_bias, w.down, w.down_bias) for w in layers]
-    return DecodeRound.build(embed, norm, weights, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.rms_norm_eps)
+    return DecodeRound.build(embed, norm, cos_sin, weights, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.rms_norm_eps)
 
 
 INT8_HEAD_MIN_BYTES = 1 << 20  # a float head smaller than this stays in a core's cache between rounds

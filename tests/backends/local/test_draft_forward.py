@@ -52,7 +52,8 @@ def decode_meta(runner: ModelRunner, positions: list[int], tables: list[list[int
 
 def both_paths(runner: ModelRunner, lean: LeanForward, positions: list[int],
                seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The native and the per-op hidden states of one decode step over random cached contexts.
+    """The native and the per-op hidden states of one decode step over random cached contexts
+    (the native one from the step's metadata and from positions alone: the same bits).
 
     Each path writes the new token's K and V itself before attending, so the order of the two
     runs does not matter; the rest of the context is random cache contents."""
@@ -68,6 +69,9 @@ def both_paths(runner: ModelRunner, lean: LeanForward, positions: list[int],
     meta = decode_meta(runner, positions, tables)
     ids = torch.randint(0, runner.config.vocab_size, (len(positions),), generator=gen)
     native = lean.hidden(ids, runner.kv_caches, meta)
+    assert meta.decode_block_tables is not None
+    at = lean.decode_hidden(ids, runner.kv_caches, torch.tensor(positions), meta.decode_block_tables)
+    assert at is not None and torch.equal(at, native)
     round_fn, lean._round = lean._round, None
     try:
         per_op = lean.hidden(ids, runner.kv_caches, meta)
@@ -101,19 +105,20 @@ def test_the_proposer_takes_the_native_round_for_decode_rounds_on_float_caches(
     if lean._round is None:
         pytest.skip("the native CPU kernels did not build here")
     batches: list[int] = []
-    native = lean._round
+    native = proposer._native_decode
+    assert native is not None
 
     def counting(input_ids: torch.Tensor, *args: object) -> torch.Tensor | None:
         out = native(input_ids, *args)  # type: ignore[arg-type]
         batches.append(len(input_ids) if out is not None else -1)
         return out
 
-    lean._round = counting
+    proposer._native_decode = counting
     drafts = proposer.propose([ProposalRequest("a", list(range(30, 47)), 4), ProposalRequest("b", [5, 6, 7], 2)])
     assert [len(drafts["a"]), len(drafts["b"])] == [4, 2]
     # round 0 (the ragged catch-up) is per-op; rounds 1-3 are native, "b" leaving after round 1;
-    # an int8 cache (its scales beside it) always takes the per-op path
-    assert batches == ([2, 1, 1] if kv_cache_dtype is None else [])
+    # an int8 cache (its scales beside it) declines, and the rounds take the per-op path
+    assert batches == ([2, 1, 1] if kv_cache_dtype is None else [-1, -1, -1])
 
 
 def test_proposer_guesses_are_the_same_with_and_without_the_native_round() -> None:
@@ -132,3 +137,11 @@ def test_proposer_guesses_are_the_same_with_and_without_the_native_round() -> No
         again = proposer.propose([ProposalRequest(f"r{i}", p, 5) for i, p in enumerate(moved)])
         guesses.append((first, again))
     assert guesses[0] == guesses[1]
+
+
+def test_a_position_past_its_block_table_is_refused_not_read(tiny_dir: Path) -> None:
+    runner, lean = lean_for(tiny_dir, block_size=4)
+    tables = torch.tensor([[3, 4]], dtype=torch.int32)  # positions 0-7
+    assert lean.decode_hidden(torch.tensor([1]), runner.kv_caches, torch.tensor([7]), tables) is not None
+    with pytest.raises(ValueError, match="block table"):
+        lean.decode_hidden(torch.tensor([1]), runner.kv_caches, torch.tensor([8]), tables)
