@@ -4,7 +4,8 @@
 For a draft model's rounds j >= 1, whose per-op path at batch 1 is mostly call overhead.
 The norms, RoPE with the KV write, attention and SwiGLU are the per-op kernels themselves
 (cpu_fused.c, cpu_attention.c, passed in as function pointers); the linears run on weights
-packed here once as [K, N], so only their summation order differs from `F.linear`.
+packed here once in panels of 64 output columns ([K, 64] each: `pack_panels`), so only their
+summation order differs from `F.linear`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import torch
 from kernels import cpu_fused, cpu_native
 
 KV = tuple[torch.Tensor, ...]  # a layer's (k_cache, v_cache, ...): the first two are read
-LANES = 16  # head_dim must be a multiple (the attention kernel's vector width)
+LANES = 16  # head_dim and every linear's width must be multiples (the kernels' vector width)
+PANEL = 64  # output columns per packed weight panel (cpu_draft.c's PANEL)
 _P = ctypes.c_void_p
 _LAYER_FIELDS = ("input_norm", "qkv", "qkv_bias", "o", "o_bias", "post_norm", "gate_up", "gate_up_bias",
                  "down", "down_bias", "k_cache", "v_cache")
@@ -68,8 +70,8 @@ class DecodeRound:
         for slot, w in zip(self._layers, layers, strict=True):
             for name in _LAYER_FIELDS[:-2]:
                 t = getattr(w, name)
-                if t is not None:  # linears packed [K, N]: the kernel runs over N contiguous
-                    t = t.detach().t().contiguous() if t.dim() == 2 else t.detach().contiguous()
+                if t is not None:
+                    t = pack_panels(t.detach()) if t.dim() == 2 else t.detach().contiguous()
                     self._keep.append(t)
                     setattr(slot, name, t.data_ptr())
         attention, fused = cpu_native.load(), cpu_fused.load()
@@ -93,7 +95,7 @@ class DecodeRound:
             return None
         if head_dim % LANES or not all(t.is_contiguous() for t in (embed, final_norm, cos_sin)):
             return None
-        if tuple(cos_sin.shape[1:]) != (2, head_dim):
+        if tuple(cos_sin.shape[1:]) != (2, head_dim) or any(w.shape[0] % LANES for w in _linears(layers)):
             return None
         lib = cpu_native.load_draft()
         if lib is None or cpu_native.load() is None or cpu_fused.load() is None:
@@ -153,6 +155,16 @@ class DecodeRound:
 
 _META_DTYPES = (torch.int64, torch.float32, torch.int64, torch.int32, torch.int32)
 _POSITION_DTYPES = (torch.int64, torch.int64, torch.int32)
+
+
+def pack_panels(weight: torch.Tensor) -> torch.Tensor:
+    """[N, K] (torch's linear layout) -> panels of PANEL output columns, each [K, width] with
+    N contiguous, one after another (the last `N % PANEL` wide): cpu_draft.c's `linear` layout."""
+    return torch.cat([weight[n: n + PANEL].t().contiguous().flatten() for n in range(0, weight.shape[0], PANEL)])
+
+
+def _linears(layers: list[LayerWeights]) -> list[torch.Tensor]:
+    return [t for w in layers for t in (w.qkv, w.o, w.gate_up, w.down)]
 
 
 def _ptr(t: torch.Tensor | None) -> int:

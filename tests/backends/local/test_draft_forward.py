@@ -20,10 +20,16 @@ from tests.helpers.tiny_models import make_tiny_model
 DEMO_DRAFT = Path(__file__).resolve().parents[3] / "models" / "fairgate-demo-draft"
 
 
-@pytest.fixture(scope="module", params=["llama", "qwen2"])
+# llama: 4 query heads over 2 KV heads (GQA), head_dim 16; qwen2 adds qkv biases; "narrow": linears
+# whose widths (qkv 80, gate_up 160, o and down 48) end in part-width weight panels (16, 32, 48)
+TINY = {"llama": ("llama", {}), "qwen2": ("qwen2", {}),
+        "narrow": ("llama", dict(hidden_size=48, num_attention_heads=3, num_key_value_heads=1, intermediate_size=80))}
+
+
+@pytest.fixture(scope="module", params=sorted(TINY))
 def tiny_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # llama: 4 query heads over 2 KV heads (GQA), head_dim 16; qwen2 adds qkv biases
-    return make_tiny_model(tmp_path_factory.mktemp(f"tiny-{request.param}"), request.param, seed=5)
+    arch, overrides = TINY[request.param]
+    return make_tiny_model(tmp_path_factory.mktemp(f"tiny-{request.param}"), arch, seed=5, **overrides)
 
 
 def lean_for(folder: Path, block_size: int) -> tuple[ModelRunner, LeanForward]:
