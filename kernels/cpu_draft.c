@@ -45,7 +45,7 @@ typedef struct {
 } draft_layer;
 
 typedef struct {
-    int num_layers, hidden, heads, kv_heads, head_dim, inter, block_size, max_positions;
+    int num_layers, hidden, heads, kv_heads, head_dim, inter, block_size, max_positions, vocab;
     float eps, scale;
     const float *embed, *final_norm; /* [vocab, hidden], [hidden] */
     const float *cos_sin;            /* [max_positions, 2, head_dim]: cos, sin' of every position */
@@ -155,7 +155,7 @@ static int decode_inputs(const draft_model *m, const int64_t *positions, const i
  * `positions` [batch] (and NULL for the next three), or cos_sin [batch, 2, head_dim] (cos, sin'
  * as for rope_write_kv), slots [batch] cache rows and seq_lens [batch] int32 (including the
  * new token). out: [batch, hidden], the hidden states after the final norm. Returns 0, -1
- * when scratch memory could not be had, -2 for a position past the RoPE table or its block table. */
+ * when scratch memory could not be had, -2 for a token id past the vocabulary or a position past the RoPE table or its block table. */
 int draft_decode_round(const draft_model *m, const int64_t *ids, const int64_t *positions, const float *cos_sin,
                        const int64_t *slots, const int32_t *seq_lens, const int32_t *block_tables,
                        int64_t table_stride, int batch, float *out, int num_threads)
@@ -179,8 +179,13 @@ int draft_decode_round(const draft_model *m, const int64_t *ids, const int64_t *
         }
         cos_sin = rows, slots = own_slots, seq_lens = own_lens;
     }
-    for (int64_t b = 0; b < B; b++) /* the residual stream */
+    for (int64_t b = 0; b < B; b++) { /* the residual stream */
+        if (ids[b] < 0 || ids[b] >= m->vocab) {
+            free(scratch);
+            return -2;
+        }
         memcpy(h + b * H, m->embed + ids[b] * H, sizeof(float) * H);
+    }
     int rc = 0;
     for (int l = 0; l < m->num_layers && rc == 0; l++) {
         const draft_layer *L = m->layers + l;

@@ -32,7 +32,7 @@ class _Layer(ctypes.Structure):
 class _Model(ctypes.Structure):
     _fields_ = [
         *((name, ctypes.c_int) for name in ("num_layers", "hidden", "heads", "kv_heads", "head_dim", "inter",
-                                            "block_size", "max_positions")),
+                                            "block_size", "max_positions", "vocab")),
         ("eps", ctypes.c_float), ("scale", ctypes.c_float), ("embed", _P), ("final_norm", _P), ("cos_sin", _P),
         ("layers", ctypes.POINTER(_Layer)),
         *((name, _P) for name in ("rms_norm", "silu_mul", "rope_write_kv", "attention")),
@@ -80,7 +80,7 @@ class DecodeRound:
         fn = [ctypes.cast(f, _P).value for f in (fused.rms_norm, fused.silu_mul, fused.rope_write_kv,
                                                   attention.paged_decode_attention)]
         self._model = _Model(len(layers), embed.shape[1], heads, kv_heads, head_dim, inter, 0, cos_sin.shape[0],
-                             eps, head_dim**-0.5, embed.data_ptr(), final_norm.data_ptr(), cos_sin.data_ptr(),
+                             embed.shape[0], eps, head_dim**-0.5, embed.data_ptr(), final_norm.data_ptr(), cos_sin.data_ptr(),
                              self._layers, *fn)
         self._bound: tuple[object, int] = (None, 0)  # the caches the layers point at: (list, first pointer)
 
@@ -130,7 +130,8 @@ class DecodeRound:
             ctypes.byref(self._model), ids.data_ptr(), _ptr(positions), _ptr(cos_sin), _ptr(slots), _ptr(seq_lens),
             tables.data_ptr(), tables.stride(0), batch, out.data_ptr(), torch.get_num_threads())
         if rc == -2:
-            raise ValueError("draft_decode_round: a position past the RoPE table or its block table")
+            raise ValueError("draft_decode_round: a token id past the vocabulary, or a position past the RoPE "
+                             "table or its block table")
         if rc != 0:
             raise MemoryError("draft_decode_round: no scratch memory")
         return out

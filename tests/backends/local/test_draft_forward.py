@@ -145,9 +145,12 @@ def test_proposer_guesses_are_the_same_with_and_without_the_native_round() -> No
     assert guesses[0] == guesses[1]
 
 
-def test_a_position_past_its_block_table_is_refused_not_read(tiny_dir: Path) -> None:
+def test_a_position_past_its_block_table_or_a_token_past_the_vocabulary_is_refused_not_read(
+        tiny_dir: Path) -> None:
     runner, lean = lean_for(tiny_dir, block_size=4)
     tables = torch.tensor([[3, 4]], dtype=torch.int32)  # positions 0-7
     assert lean.decode_hidden(torch.tensor([1]), runner.kv_caches, torch.tensor([7]), tables) is not None
     with pytest.raises(ValueError, match="block table"):
         lean.decode_hidden(torch.tensor([1]), runner.kv_caches, torch.tensor([8]), tables)
+    with pytest.raises(ValueError, match="vocabulary"):
+        lean.decode_hidden(torch.tensor([runner.config.vocab_size]), runner.kv_caches, torch.tensor([7]), tables)
