@@ -1,4 +1,4 @@
-"""The native CPU kernels (cpu_attention.c, cpu_quant.c, cpu_quant_a8.c): each built with the
+"""The native CPU kernels (cpu_attention.c, cpu_quant.c, cpu_quant_a8.c, cpu_draft.c): each built with the
 system C compiler at first use, loaded with ctypes, called on torch tensors' memory.
 
 The library is cached under $FAIRGATE_KERNEL_CACHE (default ~/.cache/fairgate/kernels), keyed
@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 SOURCE = Path(__file__).with_name("cpu_attention.c")
 QUANT_SOURCE = Path(__file__).with_name("cpu_quant.c")
 QUANT_A8_SOURCE = Path(__file__).with_name("cpu_quant_a8.c")
+DRAFT_SOURCE = Path(__file__).with_name("cpu_draft.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
 KV_DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2, torch.int8: 3, torch.uint8: 4}
 LANES = 16  # head_dim must be a multiple (cpu_attention.c's vector width)
@@ -106,6 +107,20 @@ def load_quant_a8(extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
     lib.quant_linear_a8.argtypes = [p, i64, p, p, p, p, p, i64, i32, i32, i32, i32]
     lib.quant_a8_path.restype = ctypes.c_int
     lib.quant_a8_path.argtypes = []
+    return lib
+
+
+@functools.cache
+def load_draft() -> ctypes.CDLL | None:
+    """The built draft decode-round library (cpu_draft.c), or None (logged once)."""
+    try:
+        lib = ctypes.CDLL(str(build_library(DRAFT_SOURCE)))
+    except Exception as exc:  # noqa: BLE001 - any failure means "use the per-op path"
+        log.warning("native draft decode round unavailable (%s: %s)", type(exc).__name__, exc)
+        return None
+    p, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
+    lib.draft_decode_round.restype = ctypes.c_int
+    lib.draft_decode_round.argtypes = [p, p, p, p, p, p, p, i64, i32, p, i32]
     return lib
 
 

@@ -10,6 +10,10 @@ own, as a loop over layers with no modules. It serves any batch the model does (
 prefill chunks), so round 0's catch-up runs on it too. The draft's guesses only need to be
 deterministic: the target verifies every one, so float32 rounding that differs from the
 packed path cannot change an output.
+
+A decode-only step (one token per sequence: the proposer's rounds j >= 1) on float32 CPU
+weights and an unquantized cache runs as one native call instead (kernels/cpu_draft.py):
+the same computation, only the linears' summation order differs.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import kernels
 from backends.local.config import ModelConfig
 from backends.local.loader import load_weights
 from backends.local.model import AttentionMetadata, DecoderModel, LayerKV
+from kernels.cpu_draft import DecodeRound, LayerWeights
 from kernels.quant_format import QuantMethod, quantize_weight
 from kernels.quant_linear import QuantLinear
 
@@ -58,6 +63,7 @@ class LeanForward:
         self.norm = model.norm.weight
         self.cos_sin = model.cos_sin
         self.layers = [self._layer(model, state, i) for i in range(cfg.num_layers)]
+        self._round = _native_round(cfg, self.embed, self.norm, self.cos_sin, self.layers)  # decode steps, or None
 
     @classmethod
     def load(cls, model_dir: str | Path, cfg: ModelConfig, model: DecoderModel,
@@ -90,6 +96,11 @@ class LeanForward:
 
     def hidden(self, input_ids: torch.Tensor, kv_caches: list[LayerKV], meta: AttentionMetadata) -> torch.Tensor:
         """[T, hidden] after the final norm, as `DecoderModel.forward` returns."""
+        if self._round is not None and meta.num_decodes == input_ids.shape[0] and kv_caches[0][2] is None:
+            out = self._round(input_ids, kv_caches, meta.cos_sin, meta.slot_mapping, meta.decode_block_tables,
+                              meta.decode_seq_lens)
+            if out is not None:
+                return out
         eps, rms_norm = self.cfg.rms_norm_eps, self._rms_norm
         h = F.embedding(input_ids, self.embed)  # [T, hidden], the residual stream
         pending = None
@@ -99,6 +110,15 @@ class LeanForward:
             pending = F.linear(self._silu_mul(F.linear(x, layer.gate_up, layer.gate_up_bias)),
                                layer.down, layer.down_bias)
         return rms_norm(h, self.norm, eps) if pending is None else rms_norm(pending, self.norm, eps, h)
+
+    def decode_hidden(self, input_ids: torch.Tensor, kv_caches: list[LayerKV], positions: torch.Tensor,
+                      block_tables: torch.Tensor) -> torch.Tensor | None:
+        """`hidden` of one decode token per sequence (`input_ids` [B] at `positions` [B] int64,
+        `block_tables` [B, W] int32) in one native call; None where that does not run (the
+        caller builds the step's metadata and calls `hidden`)."""
+        if self._round is None or kv_caches[0][2] is not None:
+            return None
+        return self._round.at_positions(input_ids, kv_caches, positions, block_tables)
 
     def _attention(self, layer: _Layer, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
         cfg = self.cfg
@@ -122,6 +142,16 @@ class LeanForward:
                 q[nd:], k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
                 meta.prefill_seq_lens, scale, k_scale, v_scale)
         return F.linear(out.reshape(num_tokens, q_size), layer.o, layer.o_bias)
+
+
+def _native_round(cfg: ModelConfig, embed: torch.Tensor, norm: torch.Tensor, cos_sin: torch.Tensor | None,
+                  layers: list[_Layer]) -> DecodeRound | None:
+    """The one-call decode round where the native CPU kernels run, else None."""
+    if cos_sin is None or embed.device.type != "cpu" or kernels.kernel_mode() in ("reference", "triton"):
+        return None
+    weights = [LayerWeights(w.input_norm, w.qkv, w.qkv_bias, w.o, w.o_bias, w.post_attn_norm, w.gate_up,
+                            w.gate_up_bias, w.down, w.down_bias) for w in layers]
+    return DecodeRound.build(embed, norm, cos_sin, weights, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.rms_norm_eps)
 
 
 INT8_HEAD_MIN_BYTES = 1 << 20  # a float head smaller than this stays in a core's cache between rounds

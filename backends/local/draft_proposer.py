@@ -57,6 +57,7 @@ class DraftModelProposer:
         lean = LeanForward.load(runner.model_dir, runner.config, runner.model, int8_head)
         self._forward = runner.model if lean is None else lean.hidden  # (ids, kv_caches, meta) -> hidden
         self._logits = runner.model.compute_logits if lean is None else lean.logits  # hidden -> logits
+        self._native_decode = None if lean is None else lean.decode_hidden  # (ids, kv, positions, tables) or None
 
     @classmethod
     def load(
@@ -105,16 +106,23 @@ class DraftModelProposer:
         active = rounds[0][0]
         pos = [inp.start_pos + len(inp.token_ids) for inp in inputs]  # where draft 1 is fed
         tables = [inp.block_table for inp in inputs]
+        native = self._native_inputs(pos, tables, ks)  # (positions, block tables) tensors, built once
         for j in range(1, max(ks)):
             keep = [n for n, i in enumerate(active) if ks[i] > j]
             if not keep:
                 break
             if len(keep) < len(active):
-                tok = tok.index_select(0, torch.tensor(keep, dtype=torch.int64, device=runner.device))
+                kept = torch.tensor(keep, dtype=torch.int64, device=runner.device)
+                tok = tok.index_select(0, kept)
                 active = [active[n] for n in keep]
-            at = [pos[i] + j - 1 for i in active]  # the previous guess's position
-            meta = self._decode_meta(at, [tables[i] for i in active])
-            tok = self._logits(self._forward(tok, runner.kv_caches, meta)).argmax(dim=-1)  # [n]
+                native = None if native is None else (native[0].index_select(0, kept), native[1].index_select(0, kept))
+            # one native call (no metadata tensors) where it runs, else a forward pass
+            hidden = None if native is None else self._native_decode(tok, runner.kv_caches, native[0] + (j - 1),
+                                                                     native[1])
+            if hidden is None:
+                at = [pos[i] + j - 1 for i in active]  # the previous guess's position
+                hidden = self._forward(tok, runner.kv_caches, self._decode_meta(at, [tables[i] for i in active]))
+            tok = self._logits(hidden).argmax(dim=-1)  # [n]
             rounds.append((active, tok))
         out: list[list[int]] = [[] for _ in inputs]
         for indices, toks in rounds:
@@ -122,12 +130,25 @@ class DraftModelProposer:
                 out[i].append(t)
         return out
 
+    def _native_inputs(self, pos: list[int], tables: list[list[int]],
+                       ks: list[int]) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """For LeanForward's native decode round: where each sequence feeds draft 1 [B] int64, and
+        its block table [B, W] int32 wide enough for its last round; None where it does not run."""
+        if self._native_decode is None or max(ks) < 2:
+            return None
+        last = [p + k - 2 for p, k in zip(pos, ks, strict=True)]
+        return torch.tensor(pos), torch.tensor(self._padded(last, tables), dtype=torch.int32)
+
+    def _padded(self, positions: list[int], tables: list[list[int]]) -> list[list[int]]:
+        """Each table cut or padded to the blocks the furthest position needs."""
+        width = max(p // self.runner.block_size + 1 for p in positions)
+        return [t[:width] + [0] * (width - len(t[:width])) for t in tables]
+
     def _decode_meta(self, positions: list[int], tables: list[list[int]]) -> AttentionMetadata:
         """Attention metadata of one decode token per sequence at `positions`."""
         bs, device = self.runner.block_size, self.runner.device
         slots = [t[p // bs] * bs + p % bs for p, t in zip(positions, tables, strict=True)]
-        width = max(p // bs + 1 for p in positions)
-        padded = [t[:width] + [0] * (width - len(t[:width])) for t in tables]
+        padded = self._padded(positions, tables)
         pos_t = torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)
         return AttentionMetadata(
             slot_mapping=torch.tensor(slots, dtype=torch.int64).to(device, non_blocking=True),
