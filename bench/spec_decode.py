@@ -20,7 +20,7 @@ server that has been running a while has: the speculator's step-time model has m
 batch size and torch's first calls are behind it. Acceptance counts the timed requests only.
 `greedy_identical` is whether every speculative output equals the plain engine's, token for token.
 
-    python bench/spec_decode.py [--quick] [--repeats 3] [--threads 1] [--k 4] [--batches 1,64]
+    python bench/spec_decode.py [--quick] [--repeats 5] [--threads 1] [--k 4] [--batches 1,64]
 Prints a table, then one JSON line.
 """
 
@@ -150,7 +150,7 @@ def cell(prompts: list[list[int]], k: int, repeats: int, warmup: list[list[int]]
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="batches 1 and 4 only, one repeat")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--k", type=int, default=4, help="num_speculative_tokens")
     ap.add_argument("--batches", default=None, help="comma-separated batch sizes (default 1,4,16,64)")

@@ -157,6 +157,7 @@ class Acceptance:
     accepted: float = 0.5  # prior: half an accept, half a reject (estimate 0.5)
     rejected: float = 0.5
     streak: int = 0  # verifies in a row whose drafts were all accepted
+    verifies: int = 0  # of this request's own drafts (0: the rate is still the prior)
 
     @property
     def rate(self) -> float:
@@ -166,6 +167,7 @@ class Acceptance:
         self.accepted = self.accepted * decay + num_accepted
         self.rejected = self.rejected * decay + (1 if num_accepted < num_drafts else 0)
         self.streak = self.streak + 1 if num_accepted == num_drafts else 0
+        self.verifies += 1
 
 
 MARGIN = 0.1  # of a plain token's cost: the least expected saving worth speculating for
@@ -288,12 +290,15 @@ class SpeculativeDecoder:
             return [0] * len(requests)
         best: dict[float, int] = {}  # requests share rates (the prior, long streaks)
         out = []
+        probe = max(1, self.num_tokens // 2)
         for r in requests:
             rate = r.rate
             k = best.get(rate)
             if k is None:
                 k = best[rate] = self._best_k(rate, value, fixed, per_draft)
-            out.append(k)
+            # A request not yet verified drafts anyway, to measure its own rate: the prior is
+            # other requests' (a code edit after a chat would otherwise wait for a check step).
+            out.append(k or (probe if not r.verifies else 0))
         return out
 
     def _best_k(self, acceptance: float, value: float, fixed: float, per_draft: float) -> int:

@@ -21,7 +21,7 @@ def decoder_with(batch: int, plain: float, draft: float) -> SpeculativeDecoder:
 
 
 def acceptance(rate: float) -> Acceptance:
-    return Acceptance(accepted=rate * 100, rejected=(1 - rate) * 100)
+    return Acceptance(accepted=rate * 100, rejected=(1 - rate) * 100, verifies=100)
 
 
 def test_step_costs_are_medians_per_batch_bucket() -> None:
@@ -189,7 +189,19 @@ def test_a_new_request_starts_from_the_engines_recent_acceptance() -> None:
         spec.costs.observe(1, 0, 0.003)
     for _ in range(3):
         spec.costs.observe(1, 2, 0.003 + 2 * 0.0018)
-    assert spec.choose_k([Acceptance()], 1) == [0] and spec.choose_k([prior], 1) == [1]
+    half = Acceptance(verifies=3)  # measured at one half
+    assert spec.choose_k([half], 1) == [0] and spec.choose_k([Acceptance(prior.accepted, prior.rejected, verifies=3)],
+                                                             1) == [1]
+
+
+def test_a_request_not_yet_verified_drafts_to_measure_its_own_rate() -> None:
+    spec = decoder_with(1, plain=0.004, draft=0.0012)  # a guess costs 30% of a token
+    assert spec.choose_k([acceptance(0.2)], 1) == [0]  # measured: too poor to pay
+    assert spec.choose_k([Acceptance(accepted=0.2, rejected=0.8)], 1) == [2]  # a prior of 0.2: probe
+    assert spec.choose_k([acceptance(0.8), Acceptance(accepted=0.2, rejected=0.8)], 1)[1] == 2
+    # where no acceptance repays a draft, nothing probes either
+    off = decoder_with(64, plain=0.0005, draft=0.0006)
+    assert off.choose_k([Acceptance()] * 3, 64) == [0, 0, 0]
 
 
 def test_a_drafts_cost_is_at_least_a_plain_rows() -> None:
