@@ -290,7 +290,9 @@ class SpeculativeDecoder:
             return [0] * len(requests)
         best: dict[float, int] = {}  # requests share rates (the prior, long streaks)
         out = []
-        probe = max(1, self.num_tokens // 2)
+        # where a request accepting 9 guesses in 10 would pay (not at a batch where a row of
+        # verify costs what a plain row does)
+        probe = max(1, self.num_tokens // 2) if self._best_k(0.9, value, fixed, per_draft) else 0
         for r in requests:
             rate = r.rate
             k = best.get(rate)
