@@ -24,6 +24,15 @@ measurements lets four of its requests speculate (two at batch 16 and up; k goin
 cap), and now and then (after 16 steps, backing off to 256 while the choice holds) a step
 runs the other kind than chosen, so the estimates follow the load. Estimates are medians of
 the last 16 samples (at least 3).
+
+What keeps the samples honest and new requests measured: the first step of each row count is
+no sample (oneDNN builds its kernels per row count, more than a small step costs), nor is a
+request's first proposal (a draft model's catch-up over the prompt; it is priced per context
+token instead, and a request's first drafts must repay it from its remaining tokens); d is at
+least what one more row adds to a plain step (the slope between two measured batch sizes),
+since a few drafts in a large step drown in its noise; a new request starts from the engine's
+recent acceptance, and one not yet verified drafts cap / 2 once where a request accepting nine
+in ten would pay, so it measures its own rate.
 """
 
 from __future__ import annotations
