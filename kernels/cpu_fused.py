@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import logging
 from pathlib import Path
 
 import torch
 
 from kernels import reference
-from kernels.cpu_native import build_library
-
-log = logging.getLogger(__name__)
+from kernels.cpu_native import open_library
 
 SOURCE = Path(__file__).with_name("cpu_fused.c")
 
@@ -23,10 +20,8 @@ SOURCE = Path(__file__).with_name("cpu_fused.c")
 @functools.cache
 def load() -> ctypes.CDLL | None:
     """The built library, or None (logged once) when it cannot be built or loaded here."""
-    try:
-        lib = ctypes.CDLL(str(build_library(SOURCE)))
-    except Exception as exc:  # noqa: BLE001 - any failure means "use the torch path"
-        log.warning("native fused CPU kernels unavailable (%s: %s)", type(exc).__name__, exc)
+    lib = open_library(SOURCE, "native fused CPU kernels")
+    if lib is None:  # the torch path then
         return None
     p, i32, i64, f32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float
     lib.rms_norm.restype = lib.silu_mul.restype = lib.argmax_rows.restype = None

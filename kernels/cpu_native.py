@@ -80,10 +80,8 @@ def _load() -> ctypes.CDLL:
 @functools.cache
 def load_quant() -> ctypes.CDLL | None:
     """The built quantized-linear library (cpu_quant.c), or None (logged once)."""
-    try:
-        lib = ctypes.CDLL(str(build_library(QUANT_SOURCE)))
-    except Exception as exc:  # noqa: BLE001 - any failure means "use the torch path"
-        log.warning("native quantized linears unavailable (%s: %s)", type(exc).__name__, exc)
+    lib = open_library(QUANT_SOURCE, "native quantized linears")
+    if lib is None:
         return None
     fn = lib.quant_linear
     fn.restype = None
@@ -97,10 +95,8 @@ def load_quant_a8(extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
     """The built int8 x int8 linear library (cpu_quant_a8.c), or None (logged once).
 
     `extra_flags` (e.g. ("-mno-avx512f",)) build a narrower instruction path of it, for tests."""
-    try:
-        lib = ctypes.CDLL(str(build_library(QUANT_A8_SOURCE, extra_flags)))
-    except Exception as exc:  # noqa: BLE001 - any failure means "use the weight-only path"
-        log.warning("native int8 x int8 linears unavailable (%s: %s)", type(exc).__name__, exc)
+    lib = open_library(QUANT_A8_SOURCE, "native int8 x int8 linears", extra_flags)
+    if lib is None:  # the weight-only path then
         return None
     p, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
     lib.quant_linear_a8.restype = ctypes.c_int
@@ -113,15 +109,23 @@ def load_quant_a8(extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
 @functools.cache
 def load_draft() -> ctypes.CDLL | None:
     """The built draft decode-round library (cpu_draft.c), or None (logged once)."""
-    try:
-        lib = ctypes.CDLL(str(build_library(DRAFT_SOURCE)))
-    except Exception as exc:  # noqa: BLE001 - any failure means "use the per-op path"
-        log.warning("native draft decode round unavailable (%s: %s)", type(exc).__name__, exc)
+    lib = open_library(DRAFT_SOURCE, "native draft decode round")
+    if lib is None:  # the per-op path then
         return None
     p, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
     lib.draft_decode_round.restype = ctypes.c_int
     lib.draft_decode_round.argtypes = [p, p, p, p, p, p, p, i64, i32, p, i32]
     return lib
+
+
+def open_library(source_path: Path, what: str, extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
+    """`source_path` built (see `build_library`) and loaded; None, with a warning naming `what`,
+    when it cannot be here (the caller falls back to a slower path)."""
+    try:
+        return ctypes.CDLL(str(build_library(source_path, extra_flags)))
+    except Exception as exc:  # noqa: BLE001 - any failure means "use the fallback"
+        log.warning("%s unavailable (%s: %s)", what, type(exc).__name__, exc)
+        return None
 
 
 def build_library(source_path: Path, extra_flags: tuple[str, ...] = ()) -> Path:

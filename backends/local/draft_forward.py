@@ -18,7 +18,6 @@ the same computation, only the linears' summation order differs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -31,20 +30,6 @@ from backends.local.model import AttentionMetadata, DecoderModel, LayerKV
 from kernels.cpu_draft import DecodeRound, LayerWeights
 from kernels.quant_format import QuantMethod, quantize_weight
 from kernels.quant_linear import QuantLinear
-
-
-@dataclass(slots=True)
-class _Layer:
-    input_norm: torch.Tensor
-    qkv: torch.Tensor
-    qkv_bias: torch.Tensor | None
-    o: torch.Tensor
-    o_bias: torch.Tensor | None
-    post_attn_norm: torch.Tensor
-    gate_up: torch.Tensor
-    gate_up_bias: torch.Tensor | None
-    down: torch.Tensor
-    down_bias: torch.Tensor | None
 
 
 class LeanForward:
@@ -78,10 +63,10 @@ class LeanForward:
         return cls(model, state, int8_head)
 
     @staticmethod
-    def _layer(model: DecoderModel, state: dict[str, torch.Tensor], i: int) -> _Layer:
+    def _layer(model: DecoderModel, state: dict[str, torch.Tensor], i: int) -> LayerWeights:
         p = f"layers.{i}."
         layer = model.layers[i]
-        return _Layer(
+        return LayerWeights(
             layer.input_norm.weight, state[p + "attn.qkv_proj.weight"], state.get(p + "attn.qkv_proj.bias"),
             state[p + "attn.o_proj.weight"], state.get(p + "attn.o_proj.bias"), layer.post_attn_norm.weight,
             state[p + "mlp.gate_up_proj.weight"], state.get(p + "mlp.gate_up_proj.bias"),
@@ -106,7 +91,7 @@ class LeanForward:
         pending = None
         for layer, cache in zip(self.layers, kv_caches, strict=True):
             x = rms_norm(h, layer.input_norm, eps) if pending is None else rms_norm(pending, layer.input_norm, eps, h)
-            x = rms_norm(self._attention(layer, x, cache, meta), layer.post_attn_norm, eps, h)
+            x = rms_norm(self._attention(layer, x, cache, meta), layer.post_norm, eps, h)
             pending = F.linear(self._silu_mul(F.linear(x, layer.gate_up, layer.gate_up_bias)),
                                layer.down, layer.down_bias)
         return rms_norm(h, self.norm, eps) if pending is None else rms_norm(pending, self.norm, eps, h)
@@ -120,7 +105,7 @@ class LeanForward:
             return None
         return self._round.at_positions(input_ids, kv_caches, positions, block_tables)
 
-    def _attention(self, layer: _Layer, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
+    def _attention(self, layer: LayerWeights, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
         cfg = self.cfg
         num_tokens, q_size, d = x.shape[0], cfg.q_size, cfg.head_dim
         qkv = F.linear(x, layer.qkv, layer.qkv_bias)  # [T, (H + 2 Hkv) * D]
@@ -145,13 +130,11 @@ class LeanForward:
 
 
 def _native_round(cfg: ModelConfig, embed: torch.Tensor, norm: torch.Tensor, cos_sin: torch.Tensor | None,
-                  layers: list[_Layer]) -> DecodeRound | None:
+                  layers: list[LayerWeights]) -> DecodeRound | None:
     """The one-call decode round where the native CPU kernels run, else None."""
     if cos_sin is None or embed.device.type != "cpu" or kernels.kernel_mode() in ("reference", "triton"):
         return None
-    weights = [LayerWeights(w.input_norm, w.qkv, w.qkv_bias, w.o, w.o_bias, w.post_attn_norm, w.gate_up,
-                            w.gate_up_bias, w.down, w.down_bias) for w in layers]
-    return DecodeRound.build(embed, norm, cos_sin, weights, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.rms_norm_eps)
+    return DecodeRound.build(embed, norm, cos_sin, layers, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.rms_norm_eps)
 
 
 INT8_HEAD_MIN_BYTES = 1 << 20  # a float head smaller than this stays in a core's cache between rounds
