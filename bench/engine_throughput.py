@@ -16,7 +16,7 @@ output in the batch, only each request's own tokens count.
     python bench/engine_throughput.py [--quick] [--models 110m,5m] [--requests 64] [--threads N]
         [--also-kv-dtype float16] [--llama-cpp LLAMA_DIR [--llama-cpp-kv f16,f32]]
         [--vllm VLLM_VENV [--vllm-step-budgets 512,2048]] [--server-passes 2] [--no-server]
-        [--gemm auto|onednn|torch]
+        [--gemm auto|native|onednn|torch]
 Prints a table, then one JSON line (keys for the 110m model unprefixed, others prefixed).
 
 Servers (bench/server_peers.py). For the first model, the same workload also goes through
@@ -331,7 +331,7 @@ def main() -> None:
     ap.add_argument("--server-passes", type=int, default=2, help="timed passes per server (alternating)")
     ap.add_argument("--server-model", default=None, help="model to run through the servers (default: the first)")
     ap.add_argument("--no-server", action="store_true", help="in-process figures only")
-    ap.add_argument("--gemm", default="auto", choices=["auto", "onednn", "torch"],
+    ap.add_argument("--gemm", default="auto", choices=["auto", "native", "onednn", "torch"],
                     help="the engine's float32 CPU linears (torch: F.linear, for an A/B against oneDNN)")
     args = ap.parse_args()
     if args.threads:

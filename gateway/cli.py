@@ -25,8 +25,9 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
                         " bytes; int8 / int4 store quantized rows (about 1.9x / 3.5x the tokens of float16)")
     p.add_argument("--quantization", default=None, metavar="int8|int8-a8|int4[-gN]",
                    help="weight-only quantization of the decoder linears at load time")
-    p.add_argument("--gemm", default="auto", choices=["auto", "onednn", "torch"],
-                   help="float32 CPU linears: oneDNN pre-packed (auto: where it runs) or torch's F.linear")
+    p.add_argument("--gemm", default="auto", choices=["auto", "native", "onednn", "torch"],
+                   help="float32 CPU linears: native panels with oneDNN's bits, oneDNN pre-packed "
+                        "(auto: native where it builds, else oneDNN) or torch's F.linear")
     p.add_argument("--block-size", type=int, default=16)
     kv = p.add_mutually_exclusive_group()
     kv.add_argument("--num-kv-blocks", type=int, default=None)

@@ -162,26 +162,27 @@ def argmax(logits):
     return _fused(logits).argmax(logits)
 
 
-GEMM_CHOICES = ("auto", "onednn", "torch")
+GEMM_CHOICES = ("auto", "native", "onednn", "torch")
 
 
 def pack_linears(model: torch.nn.Module, device: torch.device | str, gemm: str = "auto") -> int:
-    """Swap a CPU model's float32 linears for pre-packed oneDNN ones (`kernels.cpu_linear`);
-    return how many were packed.
+    """Swap a CPU model's float32 linears for pre-packed ones (`kernels.cpu_linear`); return how
+    many were packed.
 
     `gemm`: "auto" packs where the native CPU path is chosen (0 on CUDA or
-    FAIRGATE_KERNELS=reference); "onednn" always packs on the CPU (an error where oneDNN cannot
-    run); "torch" keeps `F.linear` (MKL on x86), for A/B runs."""
+    FAIRGATE_KERNELS=reference): native panel linears (cpu_gemm.c, oneDNN's bits), else oneDNN;
+    "native" / "onednn" always pack on the CPU with that kernel (an error where it cannot run);
+    "torch" keeps `F.linear` (MKL on x86), for A/B runs."""
     if gemm not in GEMM_CHOICES:
         raise ValueError(f"gemm={gemm!r}; expected one of {', '.join(GEMM_CHOICES)}")
     on_cpu = torch.device(device).type == "cpu"
     if gemm == "torch" or (gemm == "auto" and (not on_cpu or kernel_mode() not in ("auto", "native"))):
         return 0
     if not on_cpu:
-        raise ValueError("gemm=onednn runs on the CPU only")
+        raise ValueError(f"gemm={gemm} runs on the CPU only")
     from kernels.cpu_linear import pack_linears as pack
 
-    return pack(model, required=gemm == "onednn")
+    return pack(model, required=gemm != "auto", kind=gemm)
 
 
 def describe_backend(device: torch.device | str) -> str:

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import torch
 
 from kernels import cpu_fused, cpu_native
+from kernels.cpu_linear import pack_panels  # cpu_draft.c's PANEL is cpu_linear.PANEL
 
 KV = tuple[torch.Tensor, ...]  # a layer's (k_cache, v_cache, ...): the first two are read
 LANES = 16  # head_dim and every linear's width must be multiples (the kernels' vector width)
-PANEL = 64  # output columns per packed weight panel (cpu_draft.c's PANEL)
 _P = ctypes.c_void_p
 _LAYER_FIELDS = ("input_norm", "qkv", "qkv_bias", "o", "o_bias", "post_norm", "gate_up", "gate_up_bias",
                  "down", "down_bias", "k_cache", "v_cache")
@@ -156,12 +156,6 @@ class DecodeRound:
 
 _META_DTYPES = (torch.int64, torch.float32, torch.int64, torch.int32, torch.int32)
 _POSITION_DTYPES = (torch.int64, torch.int64, torch.int32)
-
-
-def pack_panels(weight: torch.Tensor) -> torch.Tensor:
-    """[N, K] (torch's linear layout) -> panels of PANEL output columns, each [K, width] with
-    N contiguous, one after another (the last `N % PANEL` wide): cpu_draft.c's `linear` layout."""
-    return torch.cat([weight[n: n + PANEL].t().contiguous().flatten() for n in range(0, weight.shape[0], PANEL)])
 
 
 def _linears(layers: list[LayerWeights]) -> list[torch.Tensor]:

@@ -1,4 +1,5 @@
-"""Linear layers with weights packed once for the CPU's matmul library (oneDNN).
+"""Linear layers with weights packed once at load: in panels for the native kernel (cpu_gemm.c,
+`PanelLinear`, the default), or in the layout of the CPU's matmul library (oneDNN, `PackedLinear`).
 
 `F.linear` on the CPU repacks the weight into the GEMM library's blocked layout on every call.
 For a prefill of hundreds of tokens that cost hides behind the arithmetic; for a decode step
@@ -12,18 +13,28 @@ k + 1 rows where plain decoding runs one, and greedy output has to be the same b
 that for any batch of two or more rows, but for a single row it takes another kernel when K is
 large (here: K > 1024, e.g. a down projection), whose sums round differently. Each layer checks
 this once at packing time and, where it differs, runs a lone row as two.
+
+`PanelLinear` gives oneDNN's bits for any number of rows, by construction (cpu_gemm.c sums in
+oneDNN's order: blocks of `onednn_block(K)` inputs), and at a decode step's few rows it streams
+the weights at up to twice oneDNN's rate; at hundreds of rows the two run at the same speed.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import logging
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 log = logging.getLogger(__name__)
+
+GEMM_SOURCE = Path(__file__).with_name("cpu_gemm.c")
+PANEL = 64  # output columns per packed weight panel (cpu_gemm.c's PANEL)
+LANES = 16  # a panel linear's output width must be a multiple of this (the kernel's vector width)
 
 # oneDNN picks its blocked layout for a typical batch; any batch size runs on it.
 PACK_BATCH_HINT = 64
@@ -83,15 +94,82 @@ class PackedLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-def pack_linears(model: nn.Module, required: bool = False) -> int:
-    """Swap every float32 CPU `nn.Linear` in `model` for a `PackedLinear`; return how many.
+@functools.cache
+def load_gemm() -> ctypes.CDLL | None:
+    """The built cpu_gemm.c, or None (logged once) where it cannot be built or loaded here."""
+    from kernels.cpu_native import open_library
 
-    Does nothing (returns 0) where packing is unavailable, unless `required` (then RuntimeError).
-    A tied weight (an LM head sharing the embedding) is packed as a copy; the embedding keeps its own.
+    lib = open_library(GEMM_SOURCE, "native panel linears")
+    if lib is not None:
+        p, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
+        lib.exact_linear.restype = None
+        lib.exact_linear.argtypes = [p, i64, i32, p, i32, p, p, i32, i32]
+    return lib
+
+
+def onednn_block(in_features: int) -> int:
+    """How many inputs oneDNN (torch 2.13's) sums in one FMA chain before it adds the chain to
+    the output: measured by comparing bits, and asserted in tests/kernels/test_cpu_linear.py."""
+    return 512 if in_features <= 1024 else 1024
+
+
+def pack_panels(weight: torch.Tensor) -> torch.Tensor:
+    """[N, K] (torch's linear layout) -> panels of PANEL output columns, each [K, width] with
+    N contiguous, one after another (the last `N % PANEL` wide): cpu_gemm.c's layout."""
+    return torch.cat([weight[n: n + PANEL].t().contiguous().flatten() for n in range(0, weight.shape[0], PANEL)])
+
+
+class PanelLinear(nn.Module):
+    """y = x W^T + b for float32 CPU tensors on cpu_gemm.c, W packed in panels (`pack_panels`).
+
+    Takes x [..., in_features], returns [..., out_features] with oneDNN's bits (the same sums in
+    the same order), whatever the number of rows. out_features must be a multiple of LANES.
     """
-    if not packing_available():
+
+    def __init__(self, linear: nn.Linear) -> None:
+        super().__init__()
+        weight = linear.weight.detach()
+        if weight.device.type != "cpu" or weight.dtype != torch.float32 or weight.shape[0] % LANES:
+            raise ValueError(f"PanelLinear takes float32 CPU weights with a multiple of {LANES} outputs")
+        lib = load_gemm()
+        if lib is None:
+            raise RuntimeError("native panel linears are not available")
+        self._lib = lib
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.packed = pack_panels(weight)
+        self.bias = None if linear.bias is None else linear.bias.detach().contiguous()
+        self.block = onednn_block(self.in_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype != torch.float32 or x.shape[-1] != self.in_features:
+            raise ValueError(f"PanelLinear takes float32 [..., {self.in_features}], not {x.dtype} {tuple(x.shape)}")
+        x = x.contiguous()
+        rows = x.numel() // self.in_features
+        out = torch.empty(*x.shape[:-1], self.out_features)
+        self._lib.exact_linear(x.data_ptr(), rows, self.in_features, self.packed.data_ptr(), self.out_features,
+                               0 if self.bias is None else self.bias.data_ptr(), out.data_ptr(), self.block,
+                               torch.get_num_threads())
+        return out
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+def pack_linears(model: nn.Module, required: bool = False, kind: str = "auto") -> int:
+    """Swap every float32 CPU `nn.Linear` in `model` for a packed one; return how many.
+
+    `kind`: "native" = `PanelLinear` (an error where cpu_gemm.c cannot build); "onednn" =
+    `PackedLinear`; "auto" = `PanelLinear` where the native library builds and the layer's
+    width allows, else `PackedLinear`. Does nothing (returns 0) where neither is available, unless
+    `required` (then RuntimeError). A tied weight (an LM head sharing the embedding) is packed as
+    a copy; the embedding keeps its own.
+    """
+    native = kind != "onednn" and load_gemm() is not None
+    if kind == "native" and not native:
+        raise RuntimeError("gemm=native but the native panel linears cannot be built here")
+    if not native and not packing_available():
         if required:
-            raise RuntimeError("gemm=onednn but this torch build cannot run oneDNN linears here")
+            raise RuntimeError(f"gemm={kind} but this torch build cannot run oneDNN linears here")
         return 0
     swaps = [
         (parent, name, child)
@@ -99,6 +177,12 @@ def pack_linears(model: nn.Module, required: bool = False) -> int:
         for name, child in parent.named_children()
         if type(child) is nn.Linear and child.weight.device.type == "cpu" and child.weight.dtype == torch.float32
     ]
+    packed = 0
     for parent, name, child in swaps:
-        setattr(parent, name, PackedLinear(child))
-    return len(swaps)
+        panel = native and child.out_features % LANES == 0
+        if kind == "native" and not panel:
+            raise RuntimeError(f"gemm=native needs a multiple of {LANES} outputs, not {child.out_features}")
+        if panel or packing_available():
+            setattr(parent, name, PanelLinear(child) if panel else PackedLinear(child))
+            packed += 1
+    return packed

@@ -21,8 +21,9 @@ class EngineConfig:
     kv_cache_dtype: str = "auto"  # "auto" = the weights' dtype; float16/bfloat16 halve the KV memory and traffic
     # Weight-only quantization at load ("int8", "int4", "int4-gN"); None = as the folder holds.
     quantization: str | None = None
-    # Float32 CPU linears: "auto" = oneDNN pre-packed where it runs, "onednn" = always (or fail),
-    # "torch" = F.linear (MKL), kept for A/B runs (kernels.pack_linears).
+    # Float32 CPU linears: "auto" = native panels (cpu_gemm.c, oneDNN's bits) where they build, else
+    # oneDNN pre-packed; "native" / "onednn" = that one always (or fail); "torch" = F.linear (MKL),
+    # kept for A/B runs (kernels.pack_linears).
     gemm: str = "auto"
     block_size: int = 16
     num_kv_blocks: int | None = None
@@ -59,8 +60,8 @@ class EngineConfig:
             from kernels.quant_format import QuantMethod
 
             QuantMethod.parse(self.quantization)  # raises ValueError naming the bad value
-        if self.gemm not in ("auto", "onednn", "torch"):
-            raise ValueError(f"gemm must be auto, onednn or torch, not {self.gemm!r}")
+        if self.gemm not in ("auto", "native", "onednn", "torch"):
+            raise ValueError(f"gemm must be auto, native, onednn or torch, not {self.gemm!r}")
         spec = self.speculative
         if spec not in ("off", "ngram") and not (spec.startswith("draft:") and len(spec) > len("draft:")):
             raise ValueError(f"speculative must be off, ngram or draft:DIR, not {spec!r}")

@@ -79,7 +79,7 @@ def weight_bytes(model: nn.Module) -> int:
         if isinstance(module, QuantLinear):
             total += module.weight_bytes()
             continue
-        if hasattr(module, "packed"):  # a PackedLinear (oneDNN layout, float32 weight)
+        if hasattr(module, "packed"):  # a PackedLinear or PanelLinear (a float32 weight in a packed layout)
             total += module.in_features * module.out_features * 4
         for t in module.parameters(recurse=False):
             if t.data_ptr() not in seen:

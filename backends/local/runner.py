@@ -55,7 +55,7 @@ class ModelRunner:
     "int8" and "int4" store quantized rows with float16 scales beside the blocks (kernels/kv_quant.py).
     `quantization` ("int8", "int4", "int4-gN") quantizes the decoder linears of a float folder as
     it loads; None keeps what the folder holds (a `fairgate quantize` folder stays quantized).
-    `gemm` picks how the float32 CPU linears run (`kernels.pack_linears`: auto, onednn, torch).
+    `gemm` picks how the float32 CPU linears run (`kernels.pack_linears`: auto, native, onednn, torch).
     """
 
     def __init__(

@@ -1,4 +1,5 @@
-"""Pre-packed CPU linears (kernels/cpu_linear.py) against F.linear."""
+"""Pre-packed CPU linears (kernels/cpu_linear.py): oneDNN's against F.linear, the native panel
+ones (cpu_gemm.c) against oneDNN's bits."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_pack_linears_swaps_float32_cpu_linears_only():
                           nn.Linear(4, 4).to(torch.bfloat16))
     x = torch.randn(5, 8)
     expected = model[2](model[1](model[0](x)))
-    assert cpu_linear.pack_linears(model) == 2
+    assert cpu_linear.pack_linears(model, kind="onednn") == 2
     assert isinstance(model[0], cpu_linear.PackedLinear) and isinstance(model[2][0], cpu_linear.PackedLinear)
     assert type(model[3]) is nn.Linear  # bf16 stays as it was
     torch.testing.assert_close(model[2](model[1](model[0](x))), expected, atol=1e-5, rtol=1e-5)
@@ -61,3 +62,92 @@ def test_pack_linears_swaps_float32_cpu_linears_only():
 def test_packed_linear_refuses_other_dtypes():
     with pytest.raises(ValueError, match="float32 CPU"):
         cpu_linear.PackedLinear(nn.Linear(4, 4).to(torch.float16))
+
+
+native = pytest.mark.skipif(cpu_linear.load_gemm() is None, reason="no C compiler for cpu_gemm.c")
+
+
+def _linear(in_features: int, out_features: int, bias: bool, seed: int) -> nn.Linear:
+    gen = torch.Generator().manual_seed(seed)
+    linear = nn.Linear(in_features, out_features, bias=bias)
+    with torch.no_grad():
+        linear.weight.copy_(torch.randn(out_features, in_features, generator=gen) * 0.05)
+        if bias:
+            linear.bias.copy_(torch.randn(out_features, generator=gen))
+    return linear
+
+
+@native
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize(("in_features", "out_features"), [
+    (96, 80), (512, 48), (513, 64), (768, 2304), (1024, 16), (1025, 1040), (3072, 768), (4096, 256),
+])
+def test_panel_linear_gives_onednns_bits(in_features, out_features, bias):
+    # The same sums in the same order (blocks of onednn_block(K) inputs): equal bits, not close
+    # ones, so either path can run any step and greedy output does not change with the choice.
+    linear = _linear(in_features, out_features, bias, seed=in_features + out_features)
+    onednn, panels = cpu_linear.PackedLinear(linear), cpu_linear.PanelLinear(linear)
+    gen = torch.Generator().manual_seed(1)
+    for rows in (1, 2, 5, 6, 7, 64, 129):
+        x = torch.randn(rows, in_features, generator=gen)
+        assert torch.equal(panels(x), onednn(x)), rows
+    torch.testing.assert_close(panels(x), F.linear(x, linear.weight, linear.bias), atol=1e-4, rtol=1e-4)
+
+
+@native
+def test_panel_linear_row_bits_do_not_depend_on_the_batch_or_threads():
+    linear = _linear(3072, 128, True, seed=3)
+    panels = cpu_linear.PanelLinear(linear)
+    x = torch.randn(40, 3072, generator=torch.Generator().manual_seed(2))
+    alone = torch.cat([panels(x[i : i + 1]) for i in range(40)])
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one_thread = panels(x)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(panels(x), alone) and torch.equal(one_thread, alone)
+    assert torch.equal(panels(x[7]), alone[7])  # a 1-D row too
+    assert torch.equal(panels(x[:, None, :]).squeeze(1), alone)  # [rows, 1, K]
+
+
+@native
+def test_the_avx2_build_gives_the_same_bits():
+    # CI machines may lack AVX-512: the narrower build tiles differently, the sums stay the same.
+    from kernels.cpu_native import open_library
+
+    narrow = open_library(cpu_linear.GEMM_SOURCE, "cpu_gemm.c without AVX-512", ("-mno-avx512f",))
+    if narrow is None:
+        pytest.skip("this compiler cannot build without AVX-512")
+    linear = _linear(768, 208, True, seed=4)
+    panels = cpu_linear.PanelLinear(linear)
+    x = torch.randn(13, 768, generator=torch.Generator().manual_seed(5))
+    out = torch.empty(13, 208)
+    narrow.exact_linear.argtypes = cpu_linear.load_gemm().exact_linear.argtypes
+    narrow.exact_linear(x.data_ptr(), 13, 768, panels.packed.data_ptr(), 208, panels.bias.data_ptr(),
+                        out.data_ptr(), panels.block, 2)
+    assert torch.equal(out, panels(x))
+
+
+@native
+def test_pack_linears_auto_takes_panels_where_the_width_allows():
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
+    x = torch.randn(3, 8)
+    expected = model(x)
+    assert cpu_linear.pack_linears(model) == 2
+    assert isinstance(model[0], cpu_linear.PanelLinear)
+    assert isinstance(model[2], cpu_linear.PackedLinear)  # 4 outputs: not a multiple of 16
+    torch.testing.assert_close(model(x), expected, atol=1e-5, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="multiple of 16"):
+        cpu_linear.pack_linears(nn.Sequential(nn.Linear(8, 4)), kind="native")
+
+
+@native
+def test_panel_linear_refuses_what_it_cannot_run():
+    with pytest.raises(ValueError, match="multiple of 16"):
+        cpu_linear.PanelLinear(nn.Linear(8, 20))
+    panels = cpu_linear.PanelLinear(nn.Linear(8, 16))
+    with pytest.raises(ValueError, match="float32"):
+        panels(torch.randn(2, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"\[\.\.\., 8\]"):
+        panels(torch.randn(2, 9))

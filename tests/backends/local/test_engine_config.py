@@ -23,6 +23,6 @@ def test_the_gemm_flag_reaches_the_config():
 
 
 def test_an_unknown_gemm_is_refused_by_name():
-    with pytest.raises(ValueError, match="gemm must be auto, onednn or torch, not 'mkl'"):
+    with pytest.raises(ValueError, match="gemm must be auto, native, onednn or torch, not 'mkl'"):
         EngineConfig("some-folder", gemm="mkl").validate()
     EngineConfig("some-folder", gemm="torch").validate()
