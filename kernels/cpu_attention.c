@@ -1,4 +1,6 @@
-/* Paged decode attention for CPUs: one query token per sequence over its cached context.
+/* Paged attention for CPUs: decode (one query token per sequence over its cached context) and,
+ * for a float32 cache, prefill (a chunk of new tokens per sequence, causal over its context;
+ * see paged_prefill_attention at the end).
  *
  * Built at first use by kernels/cpu_native.py (cc -O3 -march=native -fopenmp) and called
  * through ctypes, so it needs no torch headers; the OpenMP runtime is the one torch loaded.
@@ -357,6 +359,166 @@ int paged_decode_attention(
         }
         free(scores);
         free(partial);
+    }
+    return failed ? -1 : 0;
+}
+
+/* Causal attention of R (<= 4) consecutive query rows of one head over their sequence's float32
+ * cache: row r sits at position first_pos + r and sees tokens 0 .. first_pos + r. Each K and V
+ * row is read once for the R rows (from L2: a head's rows of a 512-token context are 256 KB).
+ * Pass 1 scores sixteen tokens at a time (q in registers, one fold per sixteen tokens and row),
+ * pass 2 the softmax, pass 3 sums the weighted V rows in registers. Tokens past a row's own
+ * position score -inf and weigh 0, so a row's result depends only on its position and context,
+ * not on the chunk it came in. `scores`: R rows of `stride` floats (>= first_pos + R, rounded up
+ * to 16); `rows_at[t]`: where token t's row of this head starts in the cache. */
+ALWAYS_INLINE void prefill_group(const float *query, int64_t q_stride, const float *k_cache, const float *v_cache,
+                                 int first_pos, float *out, const int head_dim, float scale, float *scores,
+                                 int64_t stride, const int64_t *rows_at, const int R)
+{
+    const int chunks = head_dim / LANES, len = first_pos + R; /* the last row's context */
+    vf16 qv[4][8], peak[4];
+    for (int r = 0; r < R; r++) {
+        peak[r] = (vf16){0} - INFINITY;
+        for (int c = 0; c < chunks; c++)
+            qv[r][c] = *(const vf16 *)(query + r * q_stride + c * LANES);
+    }
+    for (int t0 = 0; t0 < len; t0 += LANES) {
+        const int m = len - t0 < LANES ? len - t0 : LANES;
+        vf16 part[4][LANES];
+        for (int j = 0; j < LANES; j++) {
+            const float *k = k_cache + rows_at[t0 + (j < m ? j : 0)];
+            vf16 kv[8];
+            for (int c = 0; c < chunks; c++)
+                kv[c] = *(const vf16 *)(k + c * LANES);
+            for (int r = 0; r < R; r++) {
+                vf16 acc = qv[r][0] * kv[0];
+                for (int c = 1; c < chunks; c++)
+                    acc += qv[r][c] * kv[c];
+                part[r][j] = acc;
+            }
+        }
+        for (int r = 0; r < R; r++) {
+            vf16 dots = fold16(part[r]) * scale;
+            for (int j = first_pos + r + 1 - t0; j < LANES; j++) /* past row r's position (and len) */
+                if (j >= 0)
+                    dots[j] = -INFINITY;
+            peak[r] = select16(dots > peak[r], dots, peak[r]);
+            *(vf16 *)(scores + r * stride + t0) = dots;
+        }
+    }
+    float inv[4];
+    for (int r = 0; r < R; r++) {
+        float top = peak[r][0];
+        for (int i = 1; i < LANES; i++)
+            top = peak[r][i] > top ? peak[r][i] : top;
+        vf16 total = {0};
+        for (int t0 = 0; t0 < len; t0 += LANES) {
+            const vf16 e = exp16(*(vf16 *)(scores + r * stride + t0) - top);
+            *(vf16 *)(scores + r * stride + t0) = e;
+            total += e;
+        }
+        float sum = 0.0f;
+        for (int i = 0; i < LANES; i++)
+            sum += total[i];
+        inv[r] = 1.0f / sum;
+    }
+    vf16 o[4][8];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < chunks; c++)
+            o[r][c] = (vf16){0};
+    for (int t = 0; t < len; t++) {
+        const float *v = v_cache + rows_at[t];
+        vf16 vv[8];
+        for (int c = 0; c < chunks; c++)
+            vv[c] = *(const vf16 *)(v + c * LANES);
+        for (int r = 0; r < R; r++) {
+            const float p = scores[r * stride + t];
+            for (int c = 0; c < chunks; c++)
+                o[r][c] += p * vv[c];
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < chunks; c++)
+            *(vf16 *)(out + r * q_stride + c * LANES) = o[r][c] * inv[r];
+}
+
+/* `rows` query rows of one head, four at a time (see prefill_group). */
+ALWAYS_INLINE void prefill_rows(const float *query, int64_t q_stride, const float *k_cache, const float *v_cache,
+                                const int32_t *table, int first_pos, int rows, float *out, int kv_head,
+                                int num_kv_heads, const int head_dim, int block_size, float scale, float *scores,
+                                int64_t stride, int64_t *rows_at)
+{
+    for (int t = 0; t < first_pos + rows; t++) /* one division a token */
+        rows_at[t] = (((int64_t)table[t / block_size] * block_size + t % block_size) * num_kv_heads + kv_head) * head_dim;
+    int r = 0;
+    for (; r + 4 <= rows; r += 4)
+        prefill_group(query + r * q_stride, q_stride, k_cache, v_cache, first_pos + r, out + r * q_stride, head_dim,
+                      scale, scores, stride, rows_at, 4);
+    const float *q = query + r * q_stride;
+    float *o = out + r * q_stride;
+    if (rows - r == 3)
+        prefill_group(q, q_stride, k_cache, v_cache, first_pos + r, o, head_dim, scale, scores, stride, rows_at, 3);
+    else if (rows - r == 2)
+        prefill_group(q, q_stride, k_cache, v_cache, first_pos + r, o, head_dim, scale, scores, stride, rows_at, 2);
+    else if (rows - r == 1)
+        prefill_group(q, q_stride, k_cache, v_cache, first_pos + r, o, head_dim, scale, scores, stride, rows_at, 1);
+}
+
+#define PREFILL_TILE 16 /* query rows of one head per work item */
+
+/* query, out: [num_tokens, num_heads, head_dim] float32; sequence s's new tokens are rows
+ * query_start[s] .. query_start[s + 1] and sit at the last positions of its seq_lens[s]
+ * context, whose K/V (the new tokens' too) are already in the float32 cache. head_dim a
+ * multiple of 16, at most 128. Returns 0, or -1 when scratch memory could not be had. */
+int paged_prefill_attention(const float *query, const float *k_cache, const float *v_cache,
+                            const int32_t *block_tables, int64_t table_stride, const int32_t *query_start,
+                            const int32_t *seq_lens, float *out, int num_seqs, int num_heads, int num_kv_heads,
+                            int head_dim, int block_size, float scale, int num_threads)
+{
+    int tiles = 0, max_len = 1;
+    for (int s = 0; s < num_seqs; s++) {
+        tiles += (query_start[s + 1] - query_start[s] + PREFILL_TILE - 1) / PREFILL_TILE;
+        max_len = seq_lens[s] > max_len ? seq_lens[s] : max_len;
+    }
+    const int64_t num_items = (int64_t)tiles * num_heads, q_stride = (int64_t)num_heads * head_dim;
+    const int group = num_heads / num_kv_heads;
+    int failed = 0;
+#pragma omp parallel num_threads(num_threads) reduction(| : failed)
+    {
+        const int64_t stride = ((int64_t)max_len + LANES - 1) / LANES * LANES;
+        float *scores = aligned_alloc(64, sizeof(float) * 4 * (size_t)stride);
+        int64_t *rows_at = malloc(sizeof(int64_t) * (size_t)max_len);
+        /* Every thread meets the worksharing loop, scratch or not (a skipped one deadlocks). */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t item = 0; item < num_items; item++) {
+            if (!scores || !rows_at) {
+                failed = 1;
+                continue;
+            }
+            const int head = (int)(item % num_heads);
+            int tile = (int)(item / num_heads), s = 0;
+            for (;; s++) { /* the sequence this tile belongs to */
+                const int n = (query_start[s + 1] - query_start[s] + PREFILL_TILE - 1) / PREFILL_TILE;
+                if (tile < n)
+                    break;
+                tile -= n;
+            }
+            const int q_len = query_start[s + 1] - query_start[s], r0 = tile * PREFILL_TILE;
+            const int rows = q_len - r0 < PREFILL_TILE ? q_len - r0 : PREFILL_TILE;
+            const int64_t first = (int64_t)query_start[s] + r0;
+            const float *q = query + first * q_stride + (int64_t)head * head_dim;
+            float *o = out + first * q_stride + (int64_t)head * head_dim;
+            const int32_t *table = block_tables + (int64_t)s * table_stride;
+            const int first_pos = seq_lens[s] - q_len + r0;
+            if (head_dim == 64)
+                prefill_rows(q, q_stride, k_cache, v_cache, table, first_pos, rows, o, head / group, num_kv_heads, 64,
+                             block_size, scale, scores, stride, rows_at);
+            else
+                prefill_rows(q, q_stride, k_cache, v_cache, table, first_pos, rows, o, head / group, num_kv_heads,
+                             head_dim, block_size, scale, scores, stride, rows_at);
+        }
+        free(scores);
+        free(rows_at);
     }
     return failed ? -1 : 0;
 }

@@ -74,6 +74,8 @@ def _load() -> ctypes.CDLL:
     fn.restype = ctypes.c_int
     p, i32, i64, f32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float
     fn.argtypes = [p, p, p, p, i64, p, p, i32, i32, i32, i32, i32, f32, i32, i32, p, p]
+    lib.paged_prefill_attention.restype = ctypes.c_int
+    lib.paged_prefill_attention.argtypes = [p, p, p, p, i64, p, p, p, i32, i32, i32, i32, i32, f32, i32]
     return lib
 
 
@@ -214,3 +216,43 @@ def _scales_fit(cache: torch.Tensor, scales: torch.Tensor | None) -> bool:
     width = 1 if cache.dtype == torch.int8 else 2
     return (scales is not None and scales.dtype == torch.float16 and scales.is_contiguous()
             and tuple(scales.shape) == (*cache.shape[:3], width))
+
+
+def paged_prefill_attention(
+    query: torch.Tensor,  # [num_tokens, num_heads, head_dim]
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
+    query_start_loc: torch.Tensor,  # [num_seqs + 1] int32
+    seq_lens: torch.Tensor,  # [num_seqs] int32
+    scale: float,
+    k_scale: torch.Tensor | None = None,
+    v_scale: torch.Tensor | None = None,
+) -> torch.Tensor:  # [num_tokens, num_heads, head_dim]
+    """Same contract as `kernels.reference.paged_prefill_attention`: natively for a float32
+    cache (cpu_attention.c: no gather, no mask tensor, every sequence in one call), the
+    reference (torch's SDPA per sequence) for anything else."""
+    num_tokens, num_heads, head_dim = query.shape
+    fits = (
+        k_scale is None and query.dtype == k_cache.dtype == v_cache.dtype == torch.float32
+        and head_dim % LANES == 0 and head_dim <= 128 and k_cache.device.type == "cpu" and k_cache.is_contiguous()
+        and v_cache.is_contiguous() and num_heads % k_cache.shape[2] == 0 and k_cache.shape[3] == head_dim
+        and v_cache.shape == k_cache.shape
+    )
+    lib = load() if fits else None
+    if lib is None:
+        return reference.paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc, seq_lens,
+                                                 scale, k_scale, v_scale)
+    q = query.contiguous()
+    tables = block_tables.to(torch.int32).contiguous()
+    starts = query_start_loc.to(torch.int32).contiguous()
+    lens = seq_lens.to(torch.int32).contiguous()
+    out = torch.empty_like(q)
+    rc = lib.paged_prefill_attention(
+        q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), tables.data_ptr(), tables.stride(0), starts.data_ptr(),
+        lens.data_ptr(), out.data_ptr(), lens.shape[0], num_heads, k_cache.shape[2], head_dim, k_cache.shape[1],
+        scale, torch.get_num_threads(),
+    )
+    if rc != 0:
+        raise MemoryError("paged_prefill_attention: no scratch memory")
+    return out

@@ -1,14 +1,14 @@
-"""The CPU kernel set: the native decode attention (cpu_attention.c) with the torch reference
-for the rest, exactly the signatures of `kernels.reference`.
+"""The CPU kernel set: the native decode and prefill attention (cpu_attention.c) with the torch
+reference for the rest, exactly the signatures of `kernels.reference`.
 
-Prefill attention stays on torch's fused flash kernel (its queries come in blocks, which that
-kernel handles well); writing KV is one indexed copy either way (quantized rows: a few
-elementwise ops first).
+Prefill attention is native for a float32 cache (every sequence in one call, no mask tensor;
+2-2.5x torch's flash kernel at 256-512-token chunks), torch's SDPA per sequence for the others;
+writing KV is one indexed copy either way (quantized rows: a few elementwise ops first).
 """
 
 from __future__ import annotations
 
-from kernels.cpu_native import paged_decode_attention
-from kernels.reference import paged_prefill_attention, write_kv
+from kernels.cpu_native import paged_decode_attention, paged_prefill_attention
+from kernels.reference import write_kv
 
 __all__ = ["write_kv", "paged_decode_attention", "paged_prefill_attention"]
