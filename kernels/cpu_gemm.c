@@ -1,16 +1,17 @@
-/* float32 linears y = x W^T (+ b) that give oneDNN's bits, for the few-row calls where oneDNN
- * leaves half the memory bandwidth unused (a decode step of a few sequences streams every weight
- * once for a handful of rows).
+/* float32 linears y = x W^T (+ b) that give oneDNN's bits, for any number of rows: the engine's
+ * default CPU GEMM (kernels/cpu_linear.py `PanelLinear`). At a decode step's few rows oneDNN
+ * streams the weights at about two thirds of the memory rate; this streams them at it, and at
+ * hundreds of rows it runs a few percent faster than oneDNN.
  *
  * Built at first use by kernels/cpu_native.py (cc -O3 -march=native -fopenmp) and called through
  * ctypes (kernels/cpu_linear.py).
  *
- * The summation order is oneDNN's, found by comparing bits (kernels/cpu_linear.py checks it
- * again for every layer before it uses this path): K is cut into blocks of `kb` inputs (512 for
- * K <= 1024, 1024 above, on the oneDNN in torch 2.13); each block is one FMA chain from zero,
- * in input order; the blocks' sums are added to the output in block order; the bias last. A
- * row's bits therefore do not depend on how many rows share the call, on the tiling or on the
- * number of threads, and this path and oneDNN's can be mixed freely from step to step.
+ * The summation order is oneDNN's, found by comparing bits (tests/kernels/test_cpu_linear.py
+ * asserts it): K is cut into blocks of `kb` inputs (512 for K <= 1024, 1024 above, on the oneDNN
+ * in torch 2.13); each block is one FMA chain from zero, in input order; the blocks' sums are
+ * added to the output in block order; the bias last. A row's bits therefore do not depend on how
+ * many rows share the call, on the tiling or on the number of threads, and this path and
+ * oneDNN's can be mixed freely from step to step.
  *
  * Weights are packed in panels of PANEL output columns, each [K, width] contiguous (width 64,
  * the last panel N % 64): a tile of output columns stays in registers while its panel streams
