@@ -91,7 +91,9 @@ class Cell:
         self.deadline = None if duration is None else time.perf_counter() + duration
 
     def take(self) -> int | None:
-        """The next spec index, or None when the budget is spent."""
+        """The next spec index, or None when the budget is spent or the run is stopping."""
+        if self.runner.stopping:
+            return None
         if self.count is not None and self.sent >= self.count:
             return None
         if self.deadline is not None and time.perf_counter() >= self.deadline:
@@ -146,6 +148,7 @@ class LoadRunner:
         self.progress = progress  # a tqdm bar (or anything with update/set_postfix_str), optional
         self.results: list[RequestResult] = []
         self.errors = 0
+        self.stopping = False  # set by Ctrl-C: cells take no new request
         self.t0 = time.perf_counter()
 
     async def send(self, t: int, level: LoadLevel, i: int) -> None:
@@ -187,10 +190,16 @@ class LoadRunner:
             key = (self.targets[t].label, level.label)
             cell = Cell(self, t, level, offsets[(t, level.label)], count, duration)
             started = time.perf_counter()
+            running = asyncio.ensure_future(cell.run())
             try:
-                await cell.run()
+                await asyncio.shield(running)
             except asyncio.CancelledError:  # Ctrl-C: stop, and report what was measured so far
                 interrupted = True
+                # A request whose client swallowed the cancel must not go on to take the next
+                # one (the cell would then run out its whole duration): no new request from here.
+                self.stopping = True
+                running.cancel()
+                await asyncio.gather(running, return_exceptions=True)
             seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - started
             sent[key] = sent.get(key, 0) + cell.sent
             offsets[(t, level.label)] = cell.next
