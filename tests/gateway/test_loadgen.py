@@ -105,6 +105,13 @@ def test_bench_against_an_external_api_measures_its_pace_and_cost(tmp_path: Path
     assert tf["cost"]["cost_per_million_output_tokens"] == pytest.approx(0.012 / 30 * 1e6)
 
 
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT unblocked and at its default, whatever the test process
+    inherited or set (an ignored or blocked signal carries over exec), as in a terminal."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_still_writes_a_consistent_report(tmp_path: Path) -> None:
     """SIGINT in the middle of a run: the report is written, cut-off requests count as errors."""
     out = tmp_path / "r"
@@ -113,12 +120,17 @@ def test_ctrl_c_still_writes_a_consistent_report(tmp_path: Path) -> None:
             [sys.executable, "-m", "gateway.cli", "bench", "--base-url", up.base_url, "--model", "up-model",
              "--duration", "60", "--concurrency", "3", "--max-tokens", "20", "--warmup", "0", "--out", str(out),
              "--progress", "off"], env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=_default_sigint)
         deadline = time.time() + 120
         while len(up.received) < 6 and time.time() < deadline and proc.poll() is None:
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        output, _ = proc.communicate(timeout=60)
+        try:
+            output, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            output, _ = proc.communicate()
+            pytest.fail(f"the bench ran on after SIGINT; its output:\n{output[-2000:]}")
     assert proc.returncode == 130, output
     doc = json.loads((out / "bench.json").read_text())
     assert doc["interrupted"] is True
