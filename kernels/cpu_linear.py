@@ -17,6 +17,8 @@ this once at packing time and, where it differs, runs a lone row as two.
 `PanelLinear` gives oneDNN's bits for any number of rows, by construction (cpu_gemm.c sums in
 oneDNN's order: blocks of `onednn_block(K)` inputs), and at a decode step's few rows it streams
 the weights at up to twice oneDNN's rate; at hundreds of rows the two run at the same speed.
+A `PanelLinear` built with `swiglu=True` (what `pack_linears` does for a `gate_up_proj`) returns
+silu(gate) * up itself: the [rows, 2 I] projection is never written out and read back.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ log = logging.getLogger(__name__)
 GEMM_SOURCE = Path(__file__).with_name("cpu_gemm.c")
 PANEL = 64  # output columns per packed weight panel (cpu_gemm.c's PANEL)
 LANES = 16  # a panel linear's output width must be a multiple of this (the kernel's vector width)
+
+# The decoder's fused [gate; up] projection: a panel linear of this name applies SwiGLU itself
+# (its module then has `fused_swiglu` set; backends/local/model.py's MLP looks for it).
+SWIGLU_NAME = "gate_up_proj"
 
 # oneDNN picks its blocked layout for a typical batch; any batch size runs on it.
 PACK_BATCH_HINT = 64
@@ -104,6 +110,8 @@ def load_gemm() -> ctypes.CDLL | None:
         p, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
         lib.exact_linear.restype = None
         lib.exact_linear.argtypes = [p, i64, i32, p, i32, p, p, i32, i32]
+        lib.exact_linear_swiglu.restype = i32
+        lib.exact_linear_swiglu.argtypes = [p, i64, i32, p, i32, p, p, i32, i32]
     return lib
 
 
@@ -119,6 +127,14 @@ def pack_panels(weight: torch.Tensor) -> torch.Tensor:
     return torch.cat([weight[n: n + PANEL].t().contiguous().flatten() for n in range(0, weight.shape[0], PANEL)])
 
 
+def swiglu_order(rows: int) -> torch.Tensor:
+    """Row order of a [gate; up] weight (2 I rows) for `exact_linear_swiglu`: each panel of PANEL
+    rows holds PANEL / 2 gate rows, then the up rows of the same outputs."""
+    inter, half = rows // 2, PANEL // 2
+    return torch.cat([torch.cat([torch.arange(n, n + half), torch.arange(inter + n, inter + n + half)])
+                      for n in range(0, inter, half)])
+
+
 class PanelLinear(nn.Module):
     """y = x W^T + b for float32 CPU tensors on cpu_gemm.c, W packed in panels (`pack_panels`).
 
@@ -126,18 +142,27 @@ class PanelLinear(nn.Module):
     the same order), whatever the number of rows. out_features must be a multiple of LANES.
     """
 
-    def __init__(self, linear: nn.Linear) -> None:
+    def __init__(self, linear: nn.Linear, swiglu: bool = False) -> None:
         super().__init__()
         weight = linear.weight.detach()
         if weight.device.type != "cpu" or weight.dtype != torch.float32 or weight.shape[0] % LANES:
             raise ValueError(f"PanelLinear takes float32 CPU weights with a multiple of {LANES} outputs")
+        if swiglu and weight.shape[0] % (2 * PANEL):
+            raise ValueError(f"a SwiGLU PanelLinear needs a multiple of {2 * PANEL} outputs")
         lib = load_gemm()
         if lib is None:
             raise RuntimeError("native panel linears are not available")
         self._lib = lib
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        self.packed = pack_panels(weight)
         self.bias = None if linear.bias is None else linear.bias.detach().contiguous()
+        # With `swiglu`, the layer is a [gate; up] projection that returns silu(gate) * up
+        # ([..., out_features / 2]): the activation runs on each panel's sums while they are in L2.
+        self.fused_swiglu = swiglu
+        if swiglu:
+            order = swiglu_order(weight.shape[0])
+            weight = weight.index_select(0, order)
+            self.bias = None if self.bias is None else self.bias.index_select(0, order)
+        self.packed = pack_panels(weight)
         self.block = onednn_block(self.in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -145,14 +170,23 @@ class PanelLinear(nn.Module):
             raise ValueError(f"PanelLinear takes float32 [..., {self.in_features}], not {x.dtype} {tuple(x.shape)}")
         x = x.contiguous()
         rows = x.numel() // self.in_features
+        bias = 0 if self.bias is None else self.bias.data_ptr()
+        if self.fused_swiglu:
+            out = torch.empty(*x.shape[:-1], self.out_features // 2)
+            if self._lib.exact_linear_swiglu(x.data_ptr(), rows, self.in_features, self.packed.data_ptr(),
+                                             self.out_features, bias, out.data_ptr(), self.block,
+                                             torch.get_num_threads()):
+                raise MemoryError("exact_linear_swiglu: no scratch memory")
+            return out
         out = torch.empty(*x.shape[:-1], self.out_features)
         self._lib.exact_linear(x.data_ptr(), rows, self.in_features, self.packed.data_ptr(), self.out_features,
-                               0 if self.bias is None else self.bias.data_ptr(), out.data_ptr(), self.block,
+                               bias, out.data_ptr(), self.block,
                                torch.get_num_threads())
         return out
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+        swiglu = ", swiglu" if self.fused_swiglu else ""
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}{swiglu}"
 
 
 def pack_linears(model: nn.Module, required: bool = False, kind: str = "auto") -> int:
@@ -183,6 +217,8 @@ def pack_linears(model: nn.Module, required: bool = False, kind: str = "auto") -
         if kind == "native" and not panel:
             raise RuntimeError(f"gemm=native needs a multiple of {LANES} outputs, not {child.out_features}")
         if panel or packing_available():
-            setattr(parent, name, PanelLinear(child) if panel else PackedLinear(child))
+            # A [gate; up] projection (the model's `gate_up_proj`) takes its SwiGLU with it.
+            swiglu = panel and name == SWIGLU_NAME and child.out_features % (2 * PANEL) == 0
+            setattr(parent, name, PanelLinear(child, swiglu) if panel else PackedLinear(child))
             packed += 1
     return packed

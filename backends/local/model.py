@@ -99,6 +99,8 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=cfg.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if getattr(self.gate_up_proj, "fused_swiglu", False):  # a panel linear that applies it itself
+            return self.down_proj(self.gate_up_proj(x))
         gate_up = self.gate_up_proj(x)  # [T, 2 I]
         return self.down_proj(kernels.silu_mul(gate_up))  # SwiGLU: silu(gate) * up, [T, I]
 

@@ -151,3 +151,41 @@ def test_panel_linear_refuses_what_it_cannot_run():
         panels(torch.randn(2, 8, dtype=torch.float64))
     with pytest.raises(ValueError, match=r"\[\.\.\., 8\]"):
         panels(torch.randn(2, 9))
+
+
+@native
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize(("in_features", "inter"), [(768, 3072), (1025, 64), (96, 192)])
+def test_swiglu_panel_linear_gives_the_bits_of_the_separate_activation(in_features, inter, bias):
+    # The activation runs on each panel's sums in the kernel; the result must be the bits of the
+    # plain projection followed by cpu_fused.c's silu_mul, at every row count (prefetching and
+    # not: the kernel prefetches up to 96 rows).
+    from kernels import cpu_fused
+
+    linear = _linear(in_features, 2 * inter, bias, seed=in_features + inter)
+    plain, fused = cpu_linear.PanelLinear(linear), cpu_linear.PanelLinear(linear, swiglu=True)
+    gen = torch.Generator().manual_seed(6)
+    for rows in (1, 5, 6, 13, 96, 97, 200):
+        x = torch.randn(rows, in_features, generator=gen) * 3
+        out = fused(x)
+        assert out.shape == (rows, inter)
+        assert torch.equal(out, cpu_fused.silu_mul(plain(x))), rows
+    gate, up = F.linear(x, linear.weight, linear.bias).chunk(2, dim=-1)
+    torch.testing.assert_close(out, F.silu(gate) * up, atol=1e-4, rtol=1e-4)
+    with pytest.raises(ValueError, match="multiple of 128"):
+        cpu_linear.PanelLinear(nn.Linear(8, 96), swiglu=True)
+
+
+@native
+def test_pack_linears_fuses_the_swiglu_of_a_gate_up_projection():
+    from types import SimpleNamespace
+
+    from backends.local.model import MLP
+
+    mlp = MLP(SimpleNamespace(hidden_size=64, intermediate_size=128, mlp_bias=False))  # what MLP reads
+    x = torch.randn(9, 64, generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        expected = mlp(x)
+        assert cpu_linear.pack_linears(mlp) == 2
+        assert mlp.gate_up_proj.fused_swiglu and not mlp.down_proj.fused_swiglu
+        torch.testing.assert_close(mlp(x), expected, atol=1e-5, rtol=1e-5)
