@@ -21,7 +21,8 @@ Prints a table, then one JSON line (keys for the 110m model unprefixed, others p
 
 Servers (bench/server_peers.py). For the first model, the same workload also goes through
 `fairgate engine` over HTTP, driven by the shared standard-library client, so the server's own
-cost is on record (`server_vs_in_process` = server tokens/s over in-process tokens/s). With
+cost is on record (`server_vs_in_process` = server tokens/s over in-process tokens/s, the latter
+from an in-process pass run after each server pass, `in_process_passes_tokens_per_s`). With
 `--vllm VENV`, vLLM's CPU build serves the same model folder with the same sequence limit and step
 budget, and the two servers are driven alternately (A B A B, `--server-passes` each); each figure
 is the mean over a server's passes. A second vLLM budget (its own default, 2048) runs the same way.
@@ -37,6 +38,7 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -201,11 +203,15 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
     # KV pool: room for the whole workload at once (as a GPU would have), unless given.
     blocks = args.num_kv_blocks or sum(-(-(len(r.prompt) + r.max_tokens) // 16) for r in reqs) + 64
     runs = [("engine", "auto")] + [(f"engine_{d}_kv", d) for d in args.also_kv_dtype.split(",") if d]
+
+    def engine(kv_dtype: str = "auto") -> AsyncEngine:
+        return AsyncEngine(EngineConfig(
+            str(path), max_num_seqs=args.max_num_seqs, kv_cache_dtype=kv_dtype,
+            max_num_batched_tokens=args.max_num_batched_tokens, num_kv_blocks=blocks,
+            **({} if args.gemm == "auto" else {"gemm": args.gemm})))  # (auto: older trees too)
+
     for key, kv_dtype in runs:
-        config = EngineConfig(str(path), max_num_seqs=args.max_num_seqs, kv_cache_dtype=kv_dtype,
-                              max_num_batched_tokens=args.max_num_batched_tokens, num_kv_blocks=blocks,
-                              **({} if args.gemm == "auto" else {"gemm": args.gemm}))  # (auto: older trees too)
-        res.update(engine_figures(key, AsyncEngine(config), reqs, warm, gen))
+        res.update(engine_figures(key, engine(kv_dtype), reqs, warm, gen))
         if "hf_sequential_tokens_per_s" in res:
             res[f"{key}_vs_hf_sequential"] = res[f"{key}_tokens_per_s"] / res["hf_sequential_tokens_per_s"]
             res[f"{key}_vs_hf_static"] = res[f"{key}_tokens_per_s"] / res["hf_static_tokens_per_s"]
@@ -222,33 +228,46 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
     if name == args.server_model and not args.no_server:
         from bench import server_peers
 
-        res.update(server_figures(server_peers, path, blocks, args, n, spec["vocab_size"], tmp))
-        res["server_vs_in_process"] = res["engine_server_tokens_per_s"] / res["engine_tokens_per_s"]
+        def in_process() -> float:  # one more in-process pass, right after an engine-server pass
+            return engine_figures("engine", engine(), reqs, warm, gen)["engine_tokens_per_s"]
+
+        res.update(server_figures(server_peers, path, blocks, args, n, spec["vocab_size"], tmp, in_process))
+        passes = res["in_process_passes_tokens_per_s"]
+        res["server_vs_in_process"] = res["engine_server_tokens_per_s"] / (sum(passes) / len(passes))
         progress(name, res)
     return res
 
 
 def server_figures(peers, path: Path, blocks: int, args: argparse.Namespace, n: int, vocab: int,
-                   tmp: Path) -> dict:
+                   tmp: Path, in_process: Callable[[], float]) -> dict:
     """`fairgate engine` over HTTP, alternating with vLLM at each step budget when `--vllm` is given:
     every vLLM budget gets its own A B A B block, and `engine_vs_<key>` divides the engine passes of
-    that block by vLLM's, so a drift between blocks does not enter a ratio."""
+    that block by vLLM's, so a drift between blocks does not enter a ratio. Each engine-server pass
+    is followed by an in-process pass (`in_process`, its tokens/s), so `server_vs_in_process` too
+    compares passes that ran side by side (the box drifts by 10-20% within minutes)."""
     out: dict = {}
     engine_passes: list[dict] = []
+    in_process_passes: list[float] = []
+
+    def drive_engine() -> dict:
+        result = peers.drive(engine, n, args.quick, vocab)
+        progress("engine server", result)
+        in_process_passes.append(in_process())
+        return result
+
     engine = peers.start_engine(path, blocks, args.max_num_seqs, args.max_num_batched_tokens, args.threads,
                                 tmp / "engine-server.log", () if args.gemm == "auto" else ("--gemm", args.gemm))
     with peers.running(engine):
         budgets = [int(b) for b in args.vllm_step_budgets.split(",")] if args.vllm else []
         if not budgets:
-            engine_passes = [peers.drive(engine, n, args.quick, vocab) for _ in range(args.server_passes)]
+            engine_passes = [drive_engine() for _ in range(args.server_passes)]
         for i, budget in enumerate(budgets):
             key = "vllm" if i == 0 else f"vllm_{budget}"
             vllm = peers.start_vllm(Path(args.vllm), path, args.max_num_seqs, budget, tmp / f"{key}.log")
             vllm_passes, block = [], []
             with peers.running(vllm):
                 for _ in range(args.server_passes):  # A B A B
-                    block.append(peers.drive(engine, n, args.quick, vocab))
-                    progress("engine server", block[-1])
+                    block.append(drive_engine())
                     vllm_passes.append(peers.drive(vllm, n, args.quick, vocab))
                     progress(key, vllm_passes[-1])
             engine_passes += block
@@ -259,6 +278,7 @@ def server_figures(peers, path: Path, blocks: int, args: argparse.Namespace, n: 
             out[f"engine_vs_{key}"] = peers.mean_of(block)["tokens_per_s"] / out[f"{key}_tokens_per_s"]
     out.update({f"engine_server_{k}": v for k, v in peers.mean_of(engine_passes).items()})
     out["engine_server_passes_tokens_per_s"] = [p["tokens_per_s"] for p in engine_passes]
+    out["in_process_passes_tokens_per_s"] = [round(t, 2) for t in in_process_passes]
     return out
 
 
