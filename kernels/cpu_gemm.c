@@ -164,7 +164,9 @@ void exact_linear(const float *x, int64_t M, int K, const float *panels, int N, 
 }
 
 /* e^x for any float x, clamped to [-87, 88]: cpu_fused.c's exp16, the same expression, so that
- * the SwiGLU below gives the bits of cpu_fused.c's silu_mul (tests/kernels/test_cpu_linear.py). */
+ * the SwiGLU below gives the bits of cpu_fused.c's silu_mul (tests/kernels/test_cpu_linear.py).
+ * A copy, not a shared header: each library is built from its one source file and cached by
+ * that file's content, so a header's change would not rebuild it. */
 ALWAYS_INLINE vreg exp16(vreg x)
 {
     typedef int32_t vi32 __attribute__((vector_size(64)));
