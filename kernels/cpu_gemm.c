@@ -191,7 +191,7 @@ ALWAYS_INLINE vreg exp16(vreg x)
 
 /* A SwiGLU projection with its activation: y[M, N/2] = silu(g) * u, where [g | u] = x W^T + bias
  * in oneDNN's order. The weight's gate and up rows are interleaved before packing (each panel holds
- * 32 gate columns and the 32 up columns of the same outputs, `pack_swiglu_panels`), so a panel's
+ * 32 gate columns and the 32 up columns of the same outputs, kernels/cpu_linear.py `swiglu_order`), so a panel's
  * sums finish in a per-thread [M, 64] scratch that stays in L2 and turn into 32 output columns
  * there: the [M, N] gate/up tensor is never written out, nor read back. N a multiple of 64. */
 int exact_linear_swiglu(const float *x, int64_t M, int K, const float *panels, int N, const float *bias, float *y,
