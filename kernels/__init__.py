@@ -185,6 +185,17 @@ def pack_linears(model: torch.nn.Module, device: torch.device | str, gemm: str =
     return pack(model, required=gemm != "auto", kind=gemm)
 
 
+def native_stack(layers, final_norm: torch.Tensor, heads: int, kv_heads: int, head_dim: int, eps: float):
+    """A `kernels.cpu_stack.NativeStack` (every decoder layer of a step in one native call) where
+    the native CPU kernels are chosen and every part fits them, else None (the per-op path).
+    `layers`: `kernels.cpu_stack.StackLayer`s."""
+    if final_norm.device.type != "cpu" or kernel_mode() not in ("auto", "native") or _load_native()[0] is None:
+        return None
+    from kernels.cpu_stack import NativeStack
+
+    return NativeStack.build(layers, final_norm, heads, kv_heads, head_dim, eps)
+
+
 def describe_backend(device: torch.device | str) -> str:
     """One line for the startup log: which kernel path a device will use."""
     mode = kernel_mode()

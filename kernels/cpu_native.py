@@ -1,4 +1,4 @@
-"""The native CPU kernels (cpu_attention.c, cpu_quant.c, cpu_quant_a8.c, cpu_draft.c): each built with the
+"""The native CPU kernels (cpu_attention.c, cpu_quant.c, cpu_quant_a8.c, cpu_draft.c, cpu_stack.c): each built with the
 system C compiler at first use, loaded with ctypes, called on torch tensors' memory.
 
 The library is cached under $FAIRGATE_KERNEL_CACHE (default ~/.cache/fairgate/kernels), keyed
@@ -31,6 +31,7 @@ SOURCE = Path(__file__).with_name("cpu_attention.c")
 QUANT_SOURCE = Path(__file__).with_name("cpu_quant.c")
 QUANT_A8_SOURCE = Path(__file__).with_name("cpu_quant_a8.c")
 DRAFT_SOURCE = Path(__file__).with_name("cpu_draft.c")
+STACK_SOURCE = Path(__file__).with_name("cpu_stack.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
 KV_DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2, torch.int8: 3, torch.uint8: 4}
 LANES = 16  # head_dim must be a multiple (cpu_attention.c's vector width)
@@ -117,6 +118,17 @@ def load_draft() -> ctypes.CDLL | None:
     p, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
     lib.draft_decode_round.restype = ctypes.c_int
     lib.draft_decode_round.argtypes = [p, p, p, p, p, p, p, i64, i32, p, i32]
+    return lib
+
+
+@functools.cache
+def load_stack() -> ctypes.CDLL | None:
+    """The built one-call decoder stack (cpu_stack.c), or None (logged once)."""
+    lib = open_library(STACK_SOURCE, "native decoder stack")
+    if lib is None:  # the per-op path then
+        return None
+    lib.stack_forward.restype = ctypes.c_int
+    lib.stack_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
     return lib
 
 

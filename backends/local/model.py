@@ -16,6 +16,7 @@ from torch import nn
 import kernels
 from backends.local.config import ModelConfig
 from backends.local.rope import cos_sin_cache
+from kernels.cpu_stack import NativeStack, StackLayer, StepRows
 
 
 @dataclass(slots=True)
@@ -145,6 +146,7 @@ class DecoderModel(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.cos_sin: torch.Tensor | None = None  # [max_positions, 2, head_dim], set by from_state_dict
+        self.native_stack: NativeStack | None = None  # every layer in one native call (attach_native_stack)
 
     @classmethod
     def from_state_dict(
@@ -172,6 +174,18 @@ class DecoderModel(nn.Module):
         model.requires_grad_(False)
         return model.eval()
 
+    def attach_native_stack(self) -> bool:
+        """Run every layer of a step in one native call (kernels/cpu_stack.py: the same kernels in
+        the same order, so the same bits) where the weights allow: float32 panel linears on the
+        CPU, a SwiGLU-fused gate/up. Steps on caches it does not take still run per op."""
+        layers = [StackLayer(layer.input_norm.weight, layer.attn.qkv_proj, layer.attn.o_proj,
+                             layer.post_attn_norm.weight, layer.mlp.gate_up_proj, layer.mlp.down_proj)
+                  for layer in self.layers]
+        cfg = self.cfg
+        self.native_stack = kernels.native_stack(layers, self.norm.weight, cfg.num_heads, cfg.num_kv_heads,
+                                                 cfg.head_dim, cfg.rms_norm_eps)
+        return self.native_stack is not None
+
     def forward(
         self,
         input_ids: torch.Tensor,  # [T] int64
@@ -179,6 +193,13 @@ class DecoderModel(nn.Module):
         meta: AttentionMetadata,
     ) -> torch.Tensor:  # [T, hidden] after the final norm
         h = self.embed_tokens(input_ids)  # [T, hidden], the residual stream
+        if self.native_stack is not None:
+            rows = StepRows(meta.cos_sin, meta.slot_mapping, meta.num_decodes, meta.decode_block_tables,
+                            meta.decode_seq_lens, meta.prefill_block_tables, meta.prefill_query_start_loc,
+                            meta.prefill_seq_lens)
+            out = self.native_stack(h, kv_caches, rows)
+            if out is not None:
+                return out
         pending = None
         for layer, cache in zip(self.layers, kv_caches, strict=True):
             pending = layer(h, pending, cache, meta)

@@ -87,6 +87,7 @@ class ModelRunner:
         self.model = DecoderModel.from_state_dict(self.config, state, self.max_model_len, linears)
         del state, linears
         self.packed_linears = kernels.pack_linears(self.model, self.device, gemm)
+        native_stack = self.model.attach_native_stack()
 
         self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
         self._allocate_kv_pool()
@@ -101,10 +102,11 @@ class ModelRunner:
         self.weight_bytes = weight_bytes(self.model)
         log.info(
             "model runner: %s, %d layers, dtype %s on %s, weights %s (%.1f MiB), %d KV blocks x %d"
-            " tokens (%s), %s, %d packed linears",
+            " tokens (%s), %s, %d packed linears%s",
             cfg.model_type, cfg.num_layers, self.dtype, self.device, self.quantization_name,
             self.weight_bytes / 2**20, self.num_kv_blocks, block_size, self.kv_cache_dtype,
             kernels.describe_backend(self.device), self.packed_linears,
+            ", every layer in one native call" if native_stack else "",
         )
 
     def _kv_layout(self, kv_cache_dtype: str | torch.dtype | None) -> None:
