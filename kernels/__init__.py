@@ -196,6 +196,18 @@ def native_stack(layers, final_norm: torch.Tensor, heads: int, kv_heads: int, he
     return NativeStack.build(layers, final_norm, heads, kv_heads, head_dim, eps)
 
 
+def greedy_head(lm_head: torch.nn.Module):
+    """A `kernels.cpu_greedy.GreedyHead` (greedy tokens without every float32 logit, the same
+    tokens) for a float32 panel LM head where the native CPU kernels are chosen, else None."""
+    from kernels.cpu_linear import PanelLinear
+
+    if type(lm_head) is not PanelLinear or kernel_mode() not in ("auto", "native") or _load_native()[0] is None:
+        return None
+    from kernels.cpu_greedy import GreedyHead
+
+    return GreedyHead.build(lm_head)
+
+
 def describe_backend(device: torch.device | str) -> str:
     """One line for the startup log: which kernel path a device will use."""
     mode = kernel_mode()

@@ -1,4 +1,5 @@
-"""The native CPU kernels (cpu_attention.c, cpu_quant.c, cpu_quant_a8.c, cpu_draft.c, cpu_stack.c): each built with the
+"""The native CPU kernels (cpu_attention.c, cpu_quant.c, cpu_quant_a8.c, cpu_draft.c, cpu_stack.c,
+cpu_greedy.c): each built with the
 system C compiler at first use, loaded with ctypes, called on torch tensors' memory.
 
 The library is cached under $FAIRGATE_KERNEL_CACHE (default ~/.cache/fairgate/kernels), keyed
@@ -32,6 +33,7 @@ QUANT_SOURCE = Path(__file__).with_name("cpu_quant.c")
 QUANT_A8_SOURCE = Path(__file__).with_name("cpu_quant_a8.c")
 DRAFT_SOURCE = Path(__file__).with_name("cpu_draft.c")
 STACK_SOURCE = Path(__file__).with_name("cpu_stack.c")
+GREEDY_SOURCE = Path(__file__).with_name("cpu_greedy.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu11")
 KV_DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2, torch.int8: 3, torch.uint8: 4}
 LANES = 16  # head_dim must be a multiple (cpu_attention.c's vector width)
@@ -129,6 +131,19 @@ def load_stack() -> ctypes.CDLL | None:
         return None
     lib.stack_forward.restype = ctypes.c_int
     lib.stack_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+    return lib
+
+
+@functools.cache
+def load_greedy(extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
+    """The built greedy LM-head library (cpu_greedy.c), or None (logged once). `extra_flags`
+    (e.g. ("-mno-avx512bf16",)) build its portable screen, for tests."""
+    lib = open_library(GREEDY_SOURCE, "native greedy LM head", extra_flags)
+    if lib is None:  # full logits then
+        return None
+    p, i32, i64, f64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
+    lib.greedy_tokens.restype = ctypes.c_int
+    lib.greedy_tokens.argtypes = [p, i64, i32, p, p, f64, i32, i32, f64, f64, p, i32]
     return lib
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Future
 from pathlib import Path
 
 import torch
@@ -16,7 +17,7 @@ from backends.local.model import DecoderModel, LayerKV
 from backends.local.quantization import quantized_linears, weight_bytes
 from backends.local.sampling import Sampler, sample_batch
 from backends.local.spec_verify import verify_drafts
-from backends.local.structured import GrammarMasker
+from backends.local.structured import GrammarMasker, GrammarMasks
 from backends.local.types import RunnerInput, SampleResult
 from kernels.kv_quant import KV_FORMATS, SCALE_DTYPE, cache_shape
 from kernels.quant_format import QuantMethod
@@ -88,6 +89,8 @@ class ModelRunner:
         del state, linears
         self.packed_linears = kernels.pack_linears(self.model, self.device, gemm)
         native_stack = self.model.attach_native_stack()
+        # greedy rows with nothing to apply to their logits take their tokens without them
+        self.greedy_head = kernels.greedy_head(self.model.lm_head)
 
         self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
         self._allocate_kv_pool()
@@ -207,24 +210,49 @@ class ModelRunner:
                 row_of[i] = len(rows)
                 rows.extend(range(end - 1 - inputs[i].num_spec_tokens, end))
             rows_t = torch.tensor(rows, dtype=torch.int64, device=self.device)
-            logits = self.model.compute_logits(hidden.index_select(0, rows_t))  # [sum(1 + k), vocab]
-            if plain:
-                plain_logits = logits  # no verify in the step: every row is a plain one, no copy
-                if verify:
-                    plain_rows = torch.tensor([row_of[i] for i in plain], dtype=torch.int64, device=self.device)
-                    plain_logits = logits.index_select(0, plain_rows)
-                tokens = sample_batch(self.sampler, plain_logits, [inputs[i] for i in plain],
-                                      self.eos_token_ids, masks)
-                for i, tok in zip(plain, tokens, strict=True):
+            selected = hidden.index_select(0, rows_t)  # [sum(1 + k), hidden]
+            greedy = self._plain_greedy_tokens(inputs, plain, verify, selected)
+            if greedy is not None:
+                for i, tok in zip(plain, greedy, strict=True):
                     out[i] = tok
-            if verify:
-                spans = [logits[row_of[i] : row_of[i] + 1 + inputs[i].num_spec_tokens] for i in verify]
-                kept = verify_drafts([inputs[i] for i in verify], spans, self.sampler.generator)
-                for i, toks in zip(verify, kept, strict=True):
-                    out[i] = toks
+            else:
+                self._sample(inputs, plain, verify, row_of, self.model.compute_logits(selected), masks, out)
         self._add_prompt_logprobs(inputs, hidden, step.token_start, out)
         self._add_pooled(inputs, hidden, step.token_start, out)
         return out
+
+    def _sample(self, inputs: list[RunnerInput], plain: list[int], verify: list[int], row_of: dict[int, int],
+                logits: torch.Tensor, masks: Future[GrammarMasks] | None,
+                out: list[int | list[int] | SampleResult | None]) -> None:
+        """Sample the plain rows and verify the drafts of the others from their logits
+        [sum(1 + k), vocab] (input i's rows start at row_of[i]), into `out`."""
+        if plain:
+            plain_logits = logits  # no verify in the step: every row is a plain one, no copy
+            if verify:
+                plain_rows = torch.tensor([row_of[i] for i in plain], dtype=torch.int64, device=self.device)
+                plain_logits = logits.index_select(0, plain_rows)
+            tokens = sample_batch(self.sampler, plain_logits, [inputs[i] for i in plain],
+                                  self.eos_token_ids, masks)
+            for i, tok in zip(plain, tokens, strict=True):
+                out[i] = tok
+        if verify:
+            spans = [logits[row_of[i] : row_of[i] + 1 + inputs[i].num_spec_tokens] for i in verify]
+            kept = verify_drafts([inputs[i] for i in verify], spans, self.sampler.generator)
+            for i, toks in zip(verify, kept, strict=True):
+                out[i] = toks
+
+    def _plain_greedy_tokens(self, inputs: list[RunnerInput], plain: list[int], verify: list[int],
+                             hidden: torch.Tensor) -> list[int] | None:
+        """The tokens of a step whose sampling rows are all plain greedy ones (no logits
+        processor, logprobs or grammar; no verify rows) from the greedy head, which gives the
+        argmax of the logits without computing them all; None where it does not apply."""
+        if self.greedy_head is None or verify:
+            return None
+        for i in plain:
+            p = inputs[i].sampling
+            if not p.greedy or p.needs_processing or p.logprobs is not None:
+                return None
+        return self.greedy_head(hidden)
 
     @staticmethod
     def _add_pooled(inputs: list[RunnerInput], hidden: torch.Tensor, token_start: list[int],

@@ -1,0 +1,194 @@
+/* Greedy tokens straight from the final hidden states: the argmax of a float32 panel LM head's
+ * logits (cpu_gemm.c's exact_linear, to the bit), without computing every logit in float32.
+ *
+ * Built at first use by kernels/cpu_native.py (cc -O3 -march=native -fopenmp) and called through
+ * ctypes (kernels/cpu_greedy.py, which proves the bound below in its docstring).
+ *
+ * A screen first scores every vocabulary row with bfloat16 copies of the hidden row and of the
+ * weights (AVX512-BF16's dot-product instruction where the CPU has it: twice the float32 FMA
+ * rate on half the bytes; widened to float32 FMAs elsewhere). Each screened score s_v is within
+ * B_v = c |h| |w_v| of the float32 logit f_v (c from the two roundings to bfloat16 and the two
+ * summations; the caller passes it), and B_v <= B_max (the largest weight norm's). The true
+ * argmax v* has f_v* >= f_u for every u, so s_v* >= s_top - B_max - B_v* >= s_top - 2 B_max:
+ * only the rows that score that much can be the argmax, and each of them is recomputed in
+ * float32 in exact_linear's summation order (blocks of kb inputs, each one FMA chain from zero,
+ * the blocks added in order). The first largest of those is the token: the one argmax over the
+ * float32 logits would return. Typically a handful of rows pass.
+ *
+ * Weight layouts: `wbf` the screen's, panels of 64 columns each [K / 2, width, 2] bfloat16
+ * (pairs of inputs together, as the dot-product instruction takes them); `w32` the float32
+ * weight [N, K] in rows, so that a recomputed row is one contiguous read (in exact_linear's
+ * panels its inputs lie a panel's width apart: a cache line each). */
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__AVX512BF16__)
+#include <immintrin.h>
+#endif
+
+typedef float vf16 __attribute__((vector_size(64), aligned(4)));
+typedef uint32_t vu32 __attribute__((vector_size(64), aligned(4)));
+#define LANES 16
+#define PANEL 64
+#define ROWS 6 /* hidden rows a tile keeps in registers: 6 x 4 accumulators */
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* float32 -> bfloat16, rounding to nearest even (NaN stays NaN) */
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* acc[c] += the pair (x2) . the 16 column pairs at w + 32 c, for CV vectors of columns */
+ALWAYS_INLINE void dot_pairs(vf16 *acc, uint32_t x2, const uint16_t *w, const int CV)
+{
+#if defined(__AVX512BF16__)
+    const __m512bh xb = (__m512bh)_mm512_set1_epi32((int)x2);
+    for (int c = 0; c < CV; c++)
+        acc[c] = (vf16)_mm512_dpbf16_ps((__m512)acc[c], xb, (__m512bh)_mm512_loadu_si512(w + 32 * c));
+#else
+    float lo, hi;
+    const uint32_t l = x2 << 16, h = x2 & 0xffff0000u;
+    memcpy(&lo, &l, 4);
+    memcpy(&hi, &h, 4);
+    for (int c = 0; c < CV; c++) {
+        const vu32 pairs = *(const vu32 *)(w + 32 * c);
+        acc[c] += lo * (vf16)(pairs << 16); /* each product exact in float32, as the instruction's */
+        acc[c] += hi * (vf16)(pairs & 0xffff0000u);
+    }
+#endif
+}
+
+/* scores[r, 0 .. CV*16) = x2[r] . panel for NR rows */
+ALWAYS_INLINE void screen_tile(const uint32_t *x2, int pairs, const uint16_t *panel, float *scores, int64_t ld,
+                               const int NR, const int CV)
+{
+    vf16 acc[ROWS][4];
+    for (int r = 0; r < NR; r++)
+        for (int c = 0; c < CV; c++)
+            acc[r][c] = (vf16){0};
+    for (int k = 0; k < pairs; k++, panel += 2 * LANES * CV)
+        for (int r = 0; r < NR; r++)
+            dot_pairs(acc[r], x2[(int64_t)r * pairs + k], panel, CV);
+    for (int r = 0; r < NR; r++)
+        for (int c = 0; c < CV; c++)
+            *(vf16 *)(scores + r * ld + c * LANES) = acc[r][c];
+}
+
+ALWAYS_INLINE void screen_panel(const uint32_t *x2, int64_t M, int pairs, const uint16_t *panel, float *scores,
+                                int64_t ld, const int CV)
+{
+    int64_t m = 0;
+    for (; m + ROWS <= M; m += ROWS)
+        screen_tile(x2 + m * pairs, pairs, panel, scores + m * ld, ld, ROWS, CV);
+    switch (M - m) {
+    case 5: screen_tile(x2 + m * pairs, pairs, panel, scores + m * ld, ld, 5, CV); break;
+    case 4: screen_tile(x2 + m * pairs, pairs, panel, scores + m * ld, ld, 4, CV); break;
+    case 3: screen_tile(x2 + m * pairs, pairs, panel, scores + m * ld, ld, 3, CV); break;
+    case 2: screen_tile(x2 + m * pairs, pairs, panel, scores + m * ld, ld, 2, CV); break;
+    case 1: screen_tile(x2 + m * pairs, pairs, panel, scores + m * ld, ld, 1, CV); break;
+    default: break;
+    }
+}
+
+/* Row v's logit in exact_linear's order (its vector kernel's lane v, written out). */
+static float exact_logit(const float *x, int K, const float *w32, int v, int kb)
+{
+    const float *row = w32 + (int64_t)v * K;
+    float out = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += kb) {
+        const int end = K - k0 < kb ? K : k0 + kb;
+        float acc = 0.0f;
+        for (int k = k0; k < end; k++)
+            acc = fmaf(x[k], row[k], acc);
+        out = k0 == 0 ? acc : out + acc;
+    }
+    return out;
+}
+
+/* tokens[m] = argmax_v of x[m] . w_v (float32 panel logits, first index on ties) for M rows.
+ * x: [M, K] float32, K even; w_norm_max: the largest of the weight rows' L2 norms (rounded up);
+ * the screen's bound is B_v = c |x_m| |w_v| + slack <= c |x_m| w_norm_max + slack = B_max (slack: what flushing subnormals to zero can lose); N a
+ * multiple of 16. Returns 0; -1 without scratch memory; -2 when a
+ * row is not finite (NaN or inf in x or its logits): the caller takes the full logits then. */
+int greedy_tokens(const float *x, int64_t M, int K, const uint16_t *wbf, const float *w32, double w_norm_max,
+                  int N, int kb, double c, double slack, int64_t *tokens, int num_threads)
+{
+    const int pairs = K / 2, panels = (N + PANEL - 1) / PANEL;
+    uint32_t *x2 = malloc(sizeof(uint32_t) * (size_t)(M * pairs > 0 ? M * pairs : 1));
+    float *scores = malloc(sizeof(float) * (size_t)(M * N > 0 ? M * N : 1));
+    if (!x2 || !scores) {
+        free(x2);
+        free(scores);
+        return -1;
+    }
+    for (int64_t i = 0; i < M * pairs; i++)
+        x2[i] = (uint32_t)to_bf16(x[2 * i]) | (uint32_t)to_bf16(x[2 * i + 1]) << 16;
+    const int threads = num_threads < panels ? num_threads : panels;
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+    for (int p = 0; p < panels; p++) {
+        const int n0 = p * PANEL, width = N - n0 < PANEL ? N - n0 : PANEL;
+        const uint16_t *panel = wbf + (int64_t)n0 * K;
+        switch (width / LANES) {
+        case 4: screen_panel(x2, M, pairs, panel, scores + n0, N, 4); break;
+        case 3: screen_panel(x2, M, pairs, panel, scores + n0, N, 3); break;
+        case 2: screen_panel(x2, M, pairs, panel, scores + n0, N, 2); break;
+        default: screen_panel(x2, M, pairs, panel, scores + n0, N, 1);
+        }
+    }
+    int bad = 0;
+    const int row_threads = num_threads < M ? num_threads : (int)M;
+#pragma omp parallel for num_threads(row_threads) schedule(static) reduction(| : bad) if (row_threads > 1)
+    for (int64_t m = 0; m < M; m++) {
+        const float *xm = x + m * K, *s = scores + m * N;
+        double norm = 0.0;
+        for (int k = 0; k < K; k++)
+            norm += (double)xm[k] * xm[k];
+        /* max_u (s_u - B_u) >= top - B_max, and the argmax v* has s_v* >= that - B_v*: so only
+         * rows scoring at least top - 2 B_max can be it (a superset of the exact test's rows,
+         * found in two vector passes) */
+        vf16 peak = *(const vf16 *)s;
+        for (int v = LANES; v < N; v += LANES) {
+            const vf16 sv = *(const vf16 *)(s + v);
+            peak = (vf16)(((vu32)sv & (vu32)(sv > peak)) | ((vu32)peak & ~(vu32)(sv > peak)));
+        }
+        float top = peak[0];
+        for (int i = 1; i < LANES; i++)
+            top = peak[i] > top ? peak[i] : top;
+        const double floor = (double)top - 2.0 * (c * sqrt(norm) * w_norm_max + slack);
+        const float cut = nextafterf((float)floor, -INFINITY); /* rounded towards keeping more rows */
+        float best = -INFINITY;
+        int64_t token = -1;
+        for (int v0 = 0; v0 < N; v0 += LANES) {
+            const vf16 sv = *(const vf16 *)(s + v0);
+            const vu32 hit = (vu32)(sv >= cut);
+            uint32_t any = 0;
+            for (int i = 0; i < LANES; i++)
+                any |= hit[i];
+            if (!any)
+                continue;
+            for (int v = v0; v < v0 + LANES; v++) {
+                if (!(s[v] >= cut))
+                    continue;
+                const float f = exact_logit(xm, K, w32, v, kb);
+                if (f > best) {
+                    best = f;
+                    token = v;
+                }
+            }
+        }
+        if (!isfinite(norm) || !isfinite(top) || token < 0 || !isfinite(best))
+            bad = 1;
+        tokens[m] = token;
+    }
+    free(x2);
+    free(scores);
+    return bad ? -2 : 0;
+}

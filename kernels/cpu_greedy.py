@@ -1,0 +1,95 @@
+"""Greedy tokens from a float32 panel LM head without every float32 logit (cpu_greedy.c).
+
+A greedy row only needs the argmax of its logits. `GreedyHead` screens the whole vocabulary
+with bfloat16 copies of the hidden row and the head's weights (twice the float32 rate on half
+the bytes), keeps the rows whose screened score could still be the largest, and recomputes those
+in float32 in exact_linear's summation order. The token is the one `argmax(lm_head(hidden))`
+gives, by the bound below, not by luck: tests compare the two on random and adversarial heads.
+
+The bound. With u = 2^-8 (bfloat16 rounds to 8 significant bits) and g = K 2^-24 / (1 - K 2^-24)
+(a float32 sum of K terms), the screened score s of a row w and the float32 logit f satisfy
+
+    |s - f| <= [(2u + u^2) + g ((1 + u)^2 + 1)] sum_i |x_i w_i| + slack <= c |x| |w| + slack = B:
+
+rounding x and w to bfloat16 moves each product by at most (2u + u^2)|x_i w_i|; the screen's sum
+of those exact products adds g times their magnitudes, the float32 logit's own sum g times
+sum |x_i w_i|; Cauchy-Schwarz gives |x| |w|. `slack` covers what the dot-product instruction's
+flush of subnormals to zero can lose (at most 2^-126 a term and a partial sum, times the
+weights). The true argmax v* has f_v* >= f_u for all u, so s_v* >= max_u s_u - 2 B_max (B_max
+with the largest weight norm): only rows scoring that much are recomputed. `c` takes a further
+0.1% for the float64 arithmetic of the test, the norm is rounded up and the cut rounded down, so
+the test errs only towards keeping a row.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import torch
+
+from kernels import cpu_native
+from kernels.cpu_linear import PANEL, PanelLinear
+
+SUBNORMAL = 2.0**-126
+
+
+class GreedyHead:
+    """`head(hidden)` -> the greedy token of each row of `hidden` [M, K] float32 under the panel
+    LM head it was built from, or None when a row is not finite (the caller computes logits)."""
+
+    def __init__(self, lib: ctypes.CDLL, head: PanelLinear, weight: torch.Tensor) -> None:
+        self._lib = lib
+        self._block = head.block  # exact_linear's summation blocks, which the recompute follows
+        self._rows = weight.contiguous()  # [N, K] float32: a recomputed row is one contiguous read
+        n, k = weight.shape
+        self._bf16 = pack_bf16_panels(weight)
+        self.norm_max = float(weight.double().norm(dim=1).max()) * (1 + 2.0**-40)  # rounded up
+        u, g = 2.0**-8, k * 2.0**-24 / (1 - k * 2.0**-24)
+        self.bound_factor = ((2 * u + u * u) + g * ((1 + u) ** 2 + 1)) * 1.001
+        self.slack = 4.0 * k * SUBNORMAL * max(1.0, float(weight.abs().max()))
+        self.in_features, self.out_features = k, n
+
+    @classmethod
+    def build(cls, head: PanelLinear, extra_flags: tuple[str, ...] = ()) -> GreedyHead | None:
+        """For a bias-free float32 panel head with an even input width and finite weights whose
+        library builds here, else None (greedy rows then take the full logits). `extra_flags`:
+        see `cpu_native.load_greedy`."""
+        if type(head) is not PanelLinear or head.bias is not None or head.fused_swiglu or head.in_features % 2:
+            return None
+        weight = unpack_panels(head.packed, head.out_features, head.in_features)
+        if not bool(torch.isfinite(weight).all()):
+            return None
+        lib = cpu_native.load_greedy(extra_flags)
+        return None if lib is None else cls(lib, head, weight)
+
+    def __call__(self, hidden: torch.Tensor) -> list[int] | None:
+        if hidden.dtype != torch.float32 or hidden.dim() != 2 or hidden.shape[1] != self.in_features:
+            raise ValueError(f"GreedyHead takes float32 [M, {self.in_features}], not {hidden.dtype} {tuple(hidden.shape)}")
+        x = hidden.contiguous()
+        tokens = torch.empty(x.shape[0], dtype=torch.int64)
+        rc = self._lib.greedy_tokens(
+            x.data_ptr(), x.shape[0], self.in_features, self._bf16.data_ptr(), self._rows.data_ptr(),
+            self.norm_max, self.out_features, self._block, self.bound_factor, self.slack,
+            tokens.data_ptr(), torch.get_num_threads())
+        if rc == -1:
+            raise MemoryError("greedy_tokens: no scratch memory")
+        return None if rc else tokens.tolist()
+
+
+def unpack_panels(packed: torch.Tensor, n: int, k: int) -> torch.Tensor:
+    """`cpu_linear.pack_panels` undone: [N, K] from panels of PANEL columns, each [K, width]."""
+    rows = []
+    for n0 in range(0, n, PANEL):
+        width = min(PANEL, n - n0)
+        rows.append(packed[n0 * k:(n0 + width) * k].view(k, width).t())
+    return torch.cat(rows)
+
+
+def pack_bf16_panels(weight: torch.Tensor) -> torch.Tensor:
+    """[N, K] float32 -> bfloat16 (round to nearest even) panels of PANEL columns, each
+    [K / 2, width, 2]: input pairs together, as cpu_greedy.c's screen reads them."""
+    n, k = weight.shape
+    w = weight.to(torch.bfloat16)
+    parts = [w[n0:n0 + PANEL].reshape(-1, k // 2, 2).permute(1, 0, 2).contiguous().flatten()
+             for n0 in range(0, n, PANEL)]
+    return torch.cat(parts).view(torch.int16)

@@ -1,0 +1,107 @@
+"""The greedy LM head (kernels/cpu_greedy.c) returns exactly the argmax of the float32 panel
+head's logits, first index on ties: random heads and rows, near-ties that bfloat16 cannot tell
+apart, exact ties, part-width last panels, several summation blocks; on the AVX512-BF16 screen
+and on the portable one. Where it does not apply it is not built, or it hands the row back."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import kernels
+from kernels.cpu_greedy import GreedyHead
+from kernels.cpu_linear import PanelLinear, load_gemm
+
+BUILDS = {"native": (), "portable": ("-mno-avx512bf16",)}
+
+
+def head_of(weight: torch.Tensor, bias: bool = False) -> PanelLinear:
+    lin = nn.Linear(weight.shape[1], weight.shape[0], bias=bias)
+    lin.weight.data.copy_(weight)
+    return PanelLinear(lin)
+
+
+def greedy_for(head: PanelLinear, build: str) -> GreedyHead:
+    if load_gemm() is None:
+        pytest.skip("the native CPU kernels did not build here")
+    greedy = GreedyHead.build(head, BUILDS[build])
+    assert greedy is not None
+    return greedy
+
+
+def full_argmax(head: PanelLinear, x: torch.Tensor) -> list[int]:
+    return kernels.argmax(head(x)).tolist()
+
+
+@pytest.mark.parametrize("build", sorted(BUILDS))
+@pytest.mark.parametrize(("k", "n", "std"), [(768, 4096, 0.02), (64, 1040, 0.15), (2050, 528, 0.05)])
+def test_random_rows_get_the_full_argmax(build: str, k: int, n: int, std: float) -> None:
+    gen = torch.Generator().manual_seed(k + n)
+    head = head_of(torch.randn(n, k, generator=gen) * std)
+    greedy = greedy_for(head, build)
+    for rows in (1, 5, 6, 7, 13, 64):
+        for scale in (1.0, 30.0):
+            x = torch.randn(rows, k, generator=gen) * scale
+            assert greedy(x) == full_argmax(head, x)
+
+
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_near_ties_below_bfloat16_resolution_are_decided_in_float32(build: str) -> None:
+    # rows 3, 500 and 777 differ in one input by 1-2 parts in 10^4 (bfloat16 resolves 4 in 10^3):
+    # their bfloat16 copies and screened scores are equal, only the float32 logits tell them apart
+    gen = torch.Generator().manual_seed(1)
+    weight = torch.randn(1024, 64, generator=gen) * 0.1
+    base = weight[3].clone()
+    for row, rel in ((500, 2e-4), (777, -1e-4)):
+        weight[row] = base
+        weight[row, 0] = base[0] * (1 + rel)
+    assert torch.equal(weight[[3, 500, 777]].bfloat16()[:, 0], weight[[3, 3, 3]].bfloat16()[:, 0])
+    head = head_of(weight)
+    greedy = greedy_for(head, build)
+    x = base.repeat(8, 1) * 5.0  # aligned with the tied rows: they are the top
+    x[4:, 0] *= -1.0  # the sign of the one differing input flips which row wins
+    expected = full_argmax(head, x)
+    assert set(expected) <= {3, 500, 777} and len(set(expected)) == 2
+    assert greedy(x) == expected
+
+
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_exact_ties_take_the_first_index(build: str) -> None:
+    gen = torch.Generator().manual_seed(2)
+    weight = torch.randn(704, 32, generator=gen)
+    weight[650] = weight[40]
+    weight[41] = weight[40]
+    head = head_of(weight)
+    x = weight[40:41].clone() * 3.0
+    assert full_argmax(head, x) == [40]
+    assert greedy_for(head, build)(x) == [40]
+
+
+def test_a_row_that_is_not_finite_is_handed_back() -> None:
+    head = head_of(torch.randn(256, 32))
+    greedy = greedy_for(head, "native")
+    x = torch.randn(3, 32)
+    x[1, 5] = float("nan")
+    assert greedy(x) is None
+    x[1, 5] = float("inf")
+    assert greedy(x) is None
+
+
+def test_heads_it_does_not_take_build_nothing() -> None:
+    if load_gemm() is None:
+        pytest.skip("the native CPU kernels did not build here")
+    assert GreedyHead.build(head_of(torch.randn(64, 32), bias=True)) is None
+    assert GreedyHead.build(head_of(torch.randn(64, 33))) is None  # an odd input width
+    weight = torch.randn(64, 32)
+    weight[7, 3] = float("inf")
+    assert GreedyHead.build(head_of(weight)) is None
+    assert kernels.greedy_head(nn.Linear(32, 64)) is None  # not a panel linear
+
+
+def test_wrong_input_is_refused() -> None:
+    greedy = greedy_for(head_of(torch.randn(64, 32)), "native")
+    with pytest.raises(ValueError, match="float32"):
+        greedy(torch.randn(2, 31))
+    with pytest.raises(ValueError, match="float32"):
+        greedy(torch.randn(2, 32, dtype=torch.float64))
