@@ -116,19 +116,16 @@ static float exact_logit(const float *x, int K, const float *w32, int v, int kb)
 /* tokens[m] = argmax_v of x[m] . w_v (float32 panel logits, first index on ties) for M rows.
  * x: [M, K] float32, K even; w_norm_max: the largest of the weight rows' L2 norms (rounded up);
  * the screen's bound is B_v = c |x_m| |w_v| + slack <= c |x_m| w_norm_max + slack = B_max (slack: what flushing subnormals to zero can lose); N a
- * multiple of 16. Returns 0; -1 without scratch memory; -2 when a
- * row is not finite (NaN or inf in x or its logits): the caller takes the full logits then. */
+ * multiple of 16. Returns 0, or -2 when a row is not finite (NaN or inf in x or its logits):
+ * the caller takes the full logits then. */
 int greedy_tokens(const float *x, int64_t M, int K, const uint16_t *wbf, const float *w32, double w_norm_max,
-                  int N, int kb, double c, double slack, int64_t *tokens, int num_threads)
+                  int N, int kb, double c, double slack, int64_t *tokens, float *scratch, int num_threads)
 {
+    /* scratch: M * N floats for the screened scores, then M * K / 2 for the hidden rows' pairs
+     * (the caller's buffer, kept between calls: a fresh 8 MB a step faulted its pages in each time) */
     const int pairs = K / 2, panels = (N + PANEL - 1) / PANEL;
-    uint32_t *x2 = malloc(sizeof(uint32_t) * (size_t)(M * pairs > 0 ? M * pairs : 1));
-    float *scores = malloc(sizeof(float) * (size_t)(M * N > 0 ? M * N : 1));
-    if (!x2 || !scores) {
-        free(x2);
-        free(scores);
-        return -1;
-    }
+    float *scores = scratch;
+    uint32_t *x2 = (uint32_t *)(scratch + M * N);
     for (int64_t i = 0; i < M * pairs; i++)
         x2[i] = (uint32_t)to_bf16(x[2 * i]) | (uint32_t)to_bf16(x[2 * i + 1]) << 16;
     const int threads = num_threads < panels ? num_threads : panels;
@@ -188,7 +185,5 @@ int greedy_tokens(const float *x, int64_t M, int K, const uint16_t *wbf, const f
             bad = 1;
         tokens[m] = token;
     }
-    free(x2);
-    free(scores);
     return bad ? -2 : 0;
 }

@@ -48,6 +48,7 @@ class GreedyHead:
         self.bound_factor = ((2 * u + u * u) + g * ((1 + u) ** 2 + 1)) * 1.001
         self.slack = 4.0 * k * SUBNORMAL * max(1.0, float(weight.abs().max()))
         self.in_features, self.out_features = k, n
+        self._scratch = torch.empty(0)  # screened scores and bfloat16 rows, grown to the largest step
 
     @classmethod
     def build(cls, head: PanelLinear, extra_flags: tuple[str, ...] = ()) -> GreedyHead | None:
@@ -66,13 +67,15 @@ class GreedyHead:
         if hidden.dtype != torch.float32 or hidden.dim() != 2 or hidden.shape[1] != self.in_features:
             raise ValueError(f"GreedyHead takes float32 [M, {self.in_features}], not {hidden.dtype} {tuple(hidden.shape)}")
         x = hidden.contiguous()
-        tokens = torch.empty(x.shape[0], dtype=torch.int64)
+        rows = x.shape[0]
+        tokens = torch.empty(rows, dtype=torch.int64)
+        need = rows * (self.out_features + self.in_features // 2)
+        if self._scratch.numel() < need:
+            self._scratch = torch.empty(need, dtype=torch.float32)
         rc = self._lib.greedy_tokens(
             x.data_ptr(), x.shape[0], self.in_features, self._bf16.data_ptr(), self._rows.data_ptr(),
             self.norm_max, self.out_features, self._block, self.bound_factor, self.slack,
-            tokens.data_ptr(), torch.get_num_threads())
-        if rc == -1:
-            raise MemoryError("greedy_tokens: no scratch memory")
+            tokens.data_ptr(), self._scratch.data_ptr(), torch.get_num_threads())
         return None if rc else tokens.tolist()
 
 

@@ -53,6 +53,7 @@ def vllm_server() -> Iterator[str]:
     if not VLLM.exists() or not SERVE.exists():
         pytest.skip(f"no vLLM CPU venv at {VLLM} (install it with {SERVE.parent}/install.sh)")
     port = free_port()
+    (PEERS / "cache").mkdir(parents=True, exist_ok=True)  # serve.sh makes it too, but only once it runs
     log = open(PEERS / "cache" / f"vllm-test-{port}.log", "w")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(["bash", str(SERVE), str(DEMO), str(port), "--served-model-name", "demo",
                              "--scheduling-policy", "priority", "--enable-prompt-tokens-details",
