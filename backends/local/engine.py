@@ -36,6 +36,7 @@ from backends.local.protocols import EngineObserver, EngineTokenizer, ModelExecu
 from backends.local.stats_log import EngineStatsLogger
 from backends.local.step_cost import StepCosts
 from backends.local.types import SamplingParams
+from kernels.openmp import release_pool
 from scheduler.fairness import is_stale
 from scheduler.queue import WaitQueue
 from scheduler.request import SchedRequest
@@ -90,6 +91,10 @@ class AsyncEngine:
         self.config = config
         self.core = EngineCore(parts)
         self.core.stats.startup_seconds = time.perf_counter() - started
+        # Loading ran torch ops here, which left an OpenMP pool in this thread; with the engine
+        # thread's own pool that outnumbers a small machine's cores and throttles every barrier
+        # (kernels/openmp.py). The engine thread is the one that computes from now on.
+        release_pool()
         self.runner = parts.runner
         self.tokenizer = parts.tokenizer
         self.block_manager = parts.block_manager
