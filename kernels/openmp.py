@@ -33,7 +33,8 @@ def _libgomp() -> ctypes.CDLL | None:
     except OSError:
         return None
     for line in maps.splitlines():
-        path = line.split(maxsplit=5)[-1] if line.count(" ") >= 5 else ""
+        fields = line.split(maxsplit=5)  # address, perms, offset, device, inode[, path]
+        path = fields[5] if len(fields) == 6 else ""
         if Path(path).name.startswith("libgomp"):
             try:
                 lib = ctypes.CDLL(path)
