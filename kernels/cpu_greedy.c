@@ -15,6 +15,15 @@
  * the blocks added in order). The first largest of those is the token: the one argmax over the
  * float32 logits would return. Typically a handful of rows pass.
  *
+ * Where the CPU has AMX (AMX-BF16) and K is a multiple of 32, the screen runs on the tile unit
+ * instead: the same pairs, the same layout (a panel's 16-column group is a B tile of 16 pair rows,
+ * 256 bytes apart), products exact and summed in float32 with subnormals flushed as the vector
+ * instruction's are; only the order of the sums is the tile unit's, and the bound allows any
+ * order (kernels/cpu_greedy.py). It computes so much faster than the vector units that the screen
+ * runs at the rate the bfloat16 weights stream in (a Sapphire Rapids core: ~4x the AVX512-BF16
+ * screen at a decode step's rows). The kernel must grant the process the tile state first
+ * (arch_prctl ARCH_REQ_XCOMP_PERM, Linux 5.16+); where it does not, the vector screen runs.
+ *
  * Weight layouts: `wbf` the screen's, panels of 64 columns each [K / 2, width, 2] bfloat16
  * (pairs of inputs together, as the dot-product instruction takes them); `w32` the float32
  * weight [N, K] in rows, so that a recomputed row is one contiguous read (in exact_linear's
@@ -24,8 +33,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__AVX512BF16__)
+#if defined(__AVX512BF16__) || (defined(__AMX_TILE__) && defined(__AMX_BF16__))
 #include <immintrin.h>
+#endif
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__linux__)
+#define HAVE_AMX 1
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 typedef float vf16 __attribute__((vector_size(64), aligned(4)));
@@ -98,7 +112,124 @@ ALWAYS_INLINE void screen_panel(const uint32_t *x2, int64_t M, int pairs, const 
     }
 }
 
-/* Row v's logit in exact_linear's order (its vector kernel's lane v, written out). */
+#ifdef HAVE_AMX
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+#define TILE_ROWS 16  /* hidden rows a C tile holds */
+#define TILE_PAIRS 16 /* input pairs an A tile row holds (64 bytes) */
+
+/* 1 once the kernel has granted this process the tile state, -1 if it will not: asked once */
+static int amx_usable(void)
+{
+    static int state; /* 0: not asked yet (two threads asking at once both get the same answer) */
+    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (!s) {
+        s = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 ? 1 : -1;
+        __atomic_store_n(&state, s, __ATOMIC_RELEASE);
+    }
+    return s > 0;
+}
+
+struct tile_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+};
+
+/* tmm0-3: C (R rows x 16 float32 columns each); tmm4: A (R rows x 16 pairs); tmm5-7: B (16 pair
+ * rows x 16 columns of pairs), three in turn so a load overlaps the product before it */
+static void configure_tiles(int R)
+{
+    struct tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 5; t++) {
+        cfg.rows[t] = (uint8_t)R;
+        cfg.colsb[t] = 64;
+    }
+    for (int t = 5; t < 8; t++) {
+        cfg.rows[t] = TILE_PAIRS;
+        cfg.colsb[t] = 64;
+    }
+    _tile_loadconfig(&cfg);
+}
+
+/* scores[m .. m+R, 0 .. CV*16) = x2[m .. m+R] . panel on the tile unit (the tiles are
+ * configured for R rows); the panel is [pairs, width, 2] bfloat16, width = CV * 16 */
+ALWAYS_INLINE void amx_block(const uint32_t *x2, int pairs, const uint16_t *panel, int width, float *scores,
+                             int64_t ld, const int CV)
+{
+    const int64_t xs = (int64_t)pairs * 4, ws = (int64_t)width * 4; /* bytes between rows */
+    _tile_zero(0);
+    if (CV > 1)
+        _tile_zero(1);
+    if (CV > 2)
+        _tile_zero(2);
+    if (CV > 3)
+        _tile_zero(3);
+    for (int k = 0; k < pairs; k += TILE_PAIRS) {
+        const uint16_t *w = panel + (int64_t)k * width * 2;
+        _tile_loadd(4, x2 + k, xs);
+        _tile_loadd(5, w, ws);
+        _tile_dpbf16ps(0, 4, 5);
+        if (CV > 1) {
+            _tile_loadd(6, w + 32, ws);
+            _tile_dpbf16ps(1, 4, 6);
+        }
+        if (CV > 2) {
+            _tile_loadd(7, w + 64, ws);
+            _tile_dpbf16ps(2, 4, 7);
+        }
+        if (CV > 3) {
+            _tile_loadd(5, w + 96, ws);
+            _tile_dpbf16ps(3, 4, 5);
+        }
+    }
+    _tile_stored(0, scores, ld * 4);
+    if (CV > 1)
+        _tile_stored(1, scores + 16, ld * 4);
+    if (CV > 2)
+        _tile_stored(2, scores + 32, ld * 4);
+    if (CV > 3)
+        _tile_stored(3, scores + 48, ld * 4);
+}
+
+/* The screen of every panel on the tile unit: pairs a multiple of TILE_PAIRS. */
+static void amx_screen(const uint32_t *x2, int64_t M, int pairs, const uint16_t *wbf, float *scores, int N,
+                       int num_threads)
+{
+    const int panels = (N + PANEL - 1) / PANEL;
+    const int threads = num_threads < panels ? num_threads : panels;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int configured = 0; /* the rows the tiles are set for: each thread has its own tiles */
+#pragma omp for schedule(static)
+        for (int p = 0; p < panels; p++) {
+            const int n0 = p * PANEL, width = N - n0 < PANEL ? N - n0 : PANEL;
+            const uint16_t *panel = wbf + (int64_t)n0 * pairs * 2;
+            for (int64_t m = 0; m < M; m += TILE_ROWS) {
+                const int R = M - m < TILE_ROWS ? (int)(M - m) : TILE_ROWS;
+                if (R != configured) {
+                    configure_tiles(R);
+                    configured = R;
+                }
+                const uint32_t *xm = x2 + m * pairs;
+                float *out = scores + m * N + n0;
+                switch (width / LANES) {
+                case 4: amx_block(xm, pairs, panel, width, out, N, 4); break;
+                case 3: amx_block(xm, pairs, panel, width, out, N, 3); break;
+                case 2: amx_block(xm, pairs, panel, width, out, N, 2); break;
+                default: amx_block(xm, pairs, panel, width, out, N, 1);
+                }
+            }
+        }
+        if (configured)
+            _tile_release(); /* a thread holding no tile state switches as cheaply as before */
+    }
+}
+#endif
+
+/* Row v's logit in exact_linear's order/* Row v's logit in exact_linear's order (its vector kernel's lane v, written out). */
 static float exact_logit(const float *x, int K, const float *w32, int v, int kb)
 {
     const float *row = w32 + (int64_t)v * K;
@@ -111,6 +242,40 @@ static float exact_logit(const float *x, int K, const float *w32, int v, int kb)
         out = k0 == 0 ? acc : out + acc;
     }
     return out;
+}
+
+/* The screen of every panel on the vector units. */
+static void vector_screen(const uint32_t *x2, int64_t M, int pairs, const uint16_t *wbf, float *scores, int N,
+                          int num_threads)
+{
+    const int K = 2 * pairs, panels = (N + PANEL - 1) / PANEL;
+    const int threads = num_threads < panels ? num_threads : panels;
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+    for (int p = 0; p < panels; p++) {
+        const int n0 = p * PANEL, width = N - n0 < PANEL ? N - n0 : PANEL;
+        const uint16_t *panel = wbf + (int64_t)n0 * K;
+        switch (width / LANES) {
+        case 4: screen_panel(x2, M, pairs, panel, scores + n0, N, 4); break;
+        case 3: screen_panel(x2, M, pairs, panel, scores + n0, N, 3); break;
+        case 2: screen_panel(x2, M, pairs, panel, scores + n0, N, 2); break;
+        default: screen_panel(x2, M, pairs, panel, scores + n0, N, 1);
+        }
+    }
+}
+
+/* Which screen greedy_tokens runs for K inputs: 2 the AMX tile unit, 1 AVX512-BF16's dot
+ * products, 0 float32 FMAs (for tests and the engine's log). */
+int greedy_screen(int K)
+{
+#ifdef HAVE_AMX
+    if ((K / 2) % TILE_PAIRS == 0 && amx_usable())
+        return 2;
+#endif
+#if defined(__AVX512BF16__)
+    return 1;
+#else
+    return 0;
+#endif
 }
 
 /* tokens[m] = argmax_v of x[m] . w_v (float32 panel logits, first index on ties) for M rows.
@@ -128,18 +293,12 @@ int greedy_tokens(const float *x, int64_t M, int K, const uint16_t *wbf, const f
     uint32_t *x2 = (uint32_t *)(scratch + M * N);
     for (int64_t i = 0; i < M * pairs; i++)
         x2[i] = (uint32_t)to_bf16(x[2 * i]) | (uint32_t)to_bf16(x[2 * i + 1]) << 16;
-    const int threads = num_threads < panels ? num_threads : panels;
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int p = 0; p < panels; p++) {
-        const int n0 = p * PANEL, width = N - n0 < PANEL ? N - n0 : PANEL;
-        const uint16_t *panel = wbf + (int64_t)n0 * K;
-        switch (width / LANES) {
-        case 4: screen_panel(x2, M, pairs, panel, scores + n0, N, 4); break;
-        case 3: screen_panel(x2, M, pairs, panel, scores + n0, N, 3); break;
-        case 2: screen_panel(x2, M, pairs, panel, scores + n0, N, 2); break;
-        default: screen_panel(x2, M, pairs, panel, scores + n0, N, 1);
-        }
-    }
+#ifdef HAVE_AMX
+    if (pairs % TILE_PAIRS == 0 && amx_usable())
+        amx_screen(x2, M, pairs, wbf, scores, N, num_threads);
+    else
+#endif
+        vector_screen(x2, M, pairs, wbf, scores, N, num_threads);
     int bad = 0;
     const int row_threads = num_threads < M ? num_threads : (int)M;
 #pragma omp parallel for num_threads(row_threads) schedule(static) reduction(| : bad) if (row_threads > 1)

@@ -2,17 +2,19 @@
 
 A greedy row only needs the argmax of its logits. `GreedyHead` screens the whole vocabulary
 with bfloat16 copies of the hidden row and the head's weights (twice the float32 rate on half
-the bytes), keeps the rows whose screened score could still be the largest, and recomputes those
-in float32 in exact_linear's summation order. The token is the one `argmax(lm_head(hidden))`
-gives, by the bound below, not by luck: tests compare the two on random and adversarial heads.
+the bytes; on the AMX tile unit where the CPU has one, at the rate the weights stream in),
+keeps the rows whose screened score could still be the largest, and recomputes those in float32
+in exact_linear's summation order. The token is the one `argmax(lm_head(hidden))` gives, by the bound below, not by luck: tests compare the two on random and adversarial heads.
 
 The bound. With u = 2^-8 (bfloat16 rounds to 8 significant bits) and g = K 2^-24 / (1 - K 2^-24)
 (a float32 sum of K terms), the screened score s of a row w and the float32 logit f satisfy
 
-    |s - f| <= [(2u + u^2) + g ((1 + u)^2 + 1)] sum_i |x_i w_i| + slack <= c |x| |w| + slack = B:
+    |s - f| <= [(2u + u^2) + g (2 (1 + u)^2 + 1)] sum_i |x_i w_i| + slack <= c |x| |w| + slack = B:
 
 rounding x and w to bfloat16 moves each product by at most (2u + u^2)|x_i w_i|; the screen's sum
-of those exact products adds g times their magnitudes, the float32 logit's own sum g times
+of those exact products adds g times their magnitudes in any order it takes (taken twice here:
+the AMX tile unit's order and internal rounding of a pair's sum are not documented, and 2g
+covers a sum rounded at half the precision), the float32 logit's own sum g times
 sum |x_i w_i|; Cauchy-Schwarz gives |x| |w|. `slack` covers what the dot-product instruction's
 flush of subnormals to zero can lose (at most 2^-126 a term and a partial sum, times the
 weights). The true argmax v* has f_v* >= f_u for all u, so s_v* >= max_u s_u - 2 B_max (B_max
@@ -45,7 +47,7 @@ class GreedyHead:
         self._bf16 = pack_bf16_panels(weight)
         self.norm_max = float(weight.double().norm(dim=1).max()) * (1 + 2.0**-40)  # rounded up
         u, g = 2.0**-8, k * 2.0**-24 / (1 - k * 2.0**-24)
-        self.bound_factor = ((2 * u + u * u) + g * ((1 + u) ** 2 + 1)) * 1.001
+        self.bound_factor = ((2 * u + u * u) + g * (2 * (1 + u) ** 2 + 1)) * 1.001
         self.slack = 4.0 * k * SUBNORMAL * max(1.0, float(weight.abs().max()))
         self.in_features, self.out_features = k, n
         self._scratch = torch.empty(0)  # screened scores and bfloat16 rows, grown to the largest step
@@ -62,6 +64,11 @@ class GreedyHead:
             return None
         lib = cpu_native.load_greedy(extra_flags)
         return None if lib is None else cls(lib, head, weight)
+
+    @property
+    def screen(self) -> str:
+        """The unit the screen runs on here: "amx", "avx512_bf16" or "fma"."""
+        return ("fma", "avx512_bf16", "amx")[self._lib.greedy_screen(self.in_features)]
 
     def __call__(self, hidden: torch.Tensor) -> list[int] | None:
         if hidden.dtype != torch.float32 or hidden.dim() != 2 or hidden.shape[1] != self.in_features:

@@ -144,6 +144,8 @@ def load_greedy(extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
     p, i32, i64, f64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double
     lib.greedy_tokens.restype = ctypes.c_int
     lib.greedy_tokens.argtypes = [p, i64, i32, p, p, f64, i32, i32, f64, f64, p, p, i32]
+    lib.greedy_screen.restype = ctypes.c_int
+    lib.greedy_screen.argtypes = [i32]
     return lib
 
 

@@ -1,9 +1,13 @@
 """The greedy LM head (kernels/cpu_greedy.c) returns exactly the argmax of the float32 panel
 head's logits, first index on ties: random heads and rows, near-ties that bfloat16 cannot tell
-apart, exact ties, part-width last panels, several summation blocks; on the AVX512-BF16 screen
-and on the portable one. Where it does not apply it is not built, or it hands the row back."""
+apart, exact ties, part-width last panels, several summation blocks, row counts that are not a
+tile's; on the AMX screen, the AVX512-BF16 one and the portable one. Where it does not apply it
+is not built, or it hands the row back."""
 
 from __future__ import annotations
+
+import ctypes
+import platform
 
 import pytest
 import torch
@@ -13,7 +17,10 @@ import kernels
 from kernels.cpu_greedy import GreedyHead
 from kernels.cpu_linear import PanelLinear, load_gemm
 
-BUILDS = {"native": (), "portable": ("-mno-avx512bf16",)}
+# native: the AMX screen where the CPU has AMX-BF16 (K a multiple of 32), else AVX512-BF16's;
+# vector: AVX512-BF16's dot products where the CPU has them; portable: float32 FMAs
+NO_AMX = ("-mno-amx-tile", "-mno-amx-bf16", "-mno-amx-int8")
+BUILDS = {"native": (), "vector": NO_AMX, "portable": ("-mno-avx512bf16", *NO_AMX)}
 
 
 def head_of(weight: torch.Tensor, bias: bool = False) -> PanelLinear:
@@ -40,7 +47,7 @@ def test_random_rows_get_the_full_argmax(build: str, k: int, n: int, std: float)
     gen = torch.Generator().manual_seed(k + n)
     head = head_of(torch.randn(n, k, generator=gen) * std)
     greedy = greedy_for(head, build)
-    for rows in (1, 5, 6, 7, 13, 64):
+    for rows in (1, 5, 6, 7, 13, 16, 17, 37, 64):
         for scale in (1.0, 30.0):
             x = torch.randn(rows, k, generator=gen) * scale
             assert greedy(x) == full_argmax(head, x)
@@ -105,3 +112,30 @@ def test_wrong_input_is_refused() -> None:
         greedy(torch.randn(2, 31))
     with pytest.raises(ValueError, match="float32"):
         greedy(torch.randn(2, 32, dtype=torch.float64))
+
+
+def cpu_flags() -> set[str]:
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def amx_granted() -> bool:
+    """Whether Linux lets this process use the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)."""
+    if platform.machine() != "x86_64":
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(158, 0x1023, 18) == 0  # SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XTILEDATA
+
+
+def test_each_build_screens_on_the_unit_it_was_built_for() -> None:
+    flags = cpu_flags()
+    head = head_of(torch.randn(256, 768) * 0.02)
+    odd = head_of(torch.randn(256, 2050) * 0.02)  # 1025 input pairs: not whole AMX tiles
+    vector = "avx512_bf16" if "avx512_bf16" in flags else "fma"
+    assert greedy_for(head, "native").screen == ("amx" if {"amx_tile", "amx_bf16"} <= flags and amx_granted() else vector)
+    assert greedy_for(odd, "native").screen == vector
+    assert greedy_for(head, "vector").screen == vector
+    assert greedy_for(head, "portable").screen == "fma"
