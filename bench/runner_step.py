@@ -49,10 +49,12 @@ def matmul_roofline(n: int = 2048, reps: int = 5) -> tuple[float, float]:
 
 def linear_flops(runner: ModelRunner, tokens: int, sampled: int) -> float:
     """FLOPs of every weight matmul in one step (attention score/value products excluded)."""
-    per_token = sum(
-        p.numel() for n, p in runner.model.named_parameters() if n.endswith(".weight") and "layers" in n and p.dim() == 2
-    )
-    return 2.0 * (per_token * tokens + runner.model.lm_head.weight.numel() * sampled)
+    def size(m: torch.nn.Module) -> int:  # packed linears keep no `weight`, so count by shape
+        return m.in_features * m.out_features
+
+    per_token = sum(size(m) for n, m in runner.model.named_modules()
+                    if "layers" in n and hasattr(m, "in_features") and hasattr(m, "out_features"))
+    return 2.0 * (per_token * tokens + size(runner.model.lm_head) * sampled)
 
 
 def make_case(runner: ModelRunner, decodes: int, prefill: int, seed: int = 0) -> list[RunnerInput]:
