@@ -15,10 +15,12 @@
  *
  * Weights are packed in panels of PANEL output columns, each [K, width] contiguous (width 64,
  * the last panel N % 64): a tile of output columns stays in registers while its panel streams
- * past in memory order, one broadcast and a few FMAs per input, no horizontal sums. From 7 to
- * 96 rows a panel block is read by several tiles: the first streams it from memory, the others
- * read it from L2 and prefetch the next block meanwhile, so the stream overlaps the arithmetic
- * (a 16-56-row decode step's linears: 8-10% faster, measured).
+ * past in memory order, one broadcast and a few FMAs per input, no horizontal sums. Up to 96
+ * rows, while the tiles read a panel block (the first from memory, the others from L2), they
+ * prefetch the next block into L2, one cache line at a time spread evenly over all their k
+ * steps, so the weight stream overlaps the arithmetic (12 layers of 110m weights from memory, on
+ * a Sapphire Rapids box: 8 rows 32 -> 24.5 ms, 32 rows 46.5 -> 36 ms, 64 rows 63.5 -> 52 ms
+ * against prefetching in bursts, measured).
  *
  * `exact_linear_swiglu` is the MLP's [gate; up] projection with its SwiGLU applied to each
  * panel's sums while they are in L2 (the same bits as the separate pass in cpu_fused.c).
@@ -42,10 +44,20 @@ typedef float vreg __attribute__((vector_size(64)));             /* naturally al
 /* out[r, 0 .. CV*16) (+)= x[r, 0 .. klen) . panel[0 .. klen, 0 .. CV*16) for NR rows r:
  * one FMA chain per output from zero over this block; `first` stores it, otherwise it is added
  * to what the earlier blocks left; `bias` (last block only) is added after. */
-ALWAYS_INLINE const char *tile(const float *x, int64_t ldx, int klen, const float *panel, int width, float *out,
-                               int64_t ldo, int first, const float *bias, const int NR, const int CV,
-                               const char *ahead, const char *ahead_end, const int PREFETCH)
+/* The next block's prefetch, spread evenly over every k step of every tile of this block:
+ * `lines` cache lines over `steps` k steps, one whenever the running credit reaches `steps`. */
+struct ahead {
+    const char *next;
+    int64_t credit, lines, steps;
+};
+
+ALWAYS_INLINE void tile(const float *x, int64_t ldx, int klen, const float *panel, int width, float *out,
+                        int64_t ldo, int first, const float *bias, const int NR, const int CV,
+                        struct ahead *ahead, const int PREFETCH)
 {
+    const char *next = PREFETCH ? ahead->next : 0;
+    int64_t credit = PREFETCH ? ahead->credit : 0;
+    const int64_t lines = PREFETCH ? ahead->lines : 0, steps = PREFETCH ? ahead->steps : 1;
     vreg acc[MAX_ROWS][4];
 #pragma GCC unroll 6
     for (int r = 0; r < NR; r++)
@@ -54,10 +66,13 @@ ALWAYS_INLINE const char *tile(const float *x, int64_t ldx, int klen, const floa
             acc[r][c] = (vreg){0};
     for (int k = 0; k < klen; k++, panel += width) {
         vreg wv[4];
-        if (PREFETCH && ahead < ahead_end) { /* the next block's weights, into L2 while this one computes */
-            __builtin_prefetch(ahead, 0, 2);
-            __builtin_prefetch(ahead + 64, 0, 2);
-            ahead += 128;
+        if (PREFETCH) { /* the next block's weights, into L2 while this one computes */
+            credit += lines;
+            while (credit >= steps) {
+                __builtin_prefetch(next, 0, 2);
+                next += 64;
+                credit -= steps;
+            }
         }
 #pragma GCC unroll 4
         for (int c = 0; c < CV; c++)
@@ -80,41 +95,46 @@ ALWAYS_INLINE const char *tile(const float *x, int64_t ldx, int klen, const floa
                 v = v + (vreg) * (const vf16 *)(bias + c * LANES);
             *o = (vf16)v;
         }
-    return ahead;
+    if (PREFETCH) {
+        ahead->next = next;
+        ahead->credit = credit;
+    }
 }
 
-/* All rows of one panel over one K block, NR rows at a time. The first tile streams the block
- * from memory; with PREFETCH the others, which read it from L2, meanwhile prefetch what comes
- * next (a thread's panels are contiguous, in the order it runs them). */
+/* All rows of one panel over one K block, NR rows at a time. With PREFETCH, every tile's k
+ * steps share the prefetch of what comes next (a thread's panels are contiguous, in the order it
+ * runs them), evenly: a burst of prefetches fills the line-fill buffers and stalls the loads of
+ * the tile that issues them, while an even stream keeps the weights coming at the rate the
+ * arithmetic takes them (at 8-64 rows, 12 layers' weights from memory: 30-62 ms -> see
+ * docs/engine-performance.md). A single tile prefetches the next block as it reads this one. */
 ALWAYS_INLINE void rows_block(const float *x, int64_t M, int K, int k0, int klen, const float *panel, int width,
                               float *out, int64_t N, int first, const float *bias, const int CV, const int PREFETCH)
 {
-    const char *next = (const char *)(panel + (int64_t)klen * width);
-    const char *next_end = next + (int64_t)klen * width * sizeof(float);
+    const int64_t tiles = (M + MAX_ROWS - 1) / MAX_ROWS;
+    struct ahead ahead = {(const char *)(panel + (int64_t)klen * width), 0,
+                          (int64_t)klen * width * (int64_t)sizeof(float) / 64, tiles * klen};
     int64_t m = 0;
     for (; m + MAX_ROWS <= M; m += MAX_ROWS)
-        next = tile(x + m * K + k0, K, klen, panel, width, out + m * N, N, first, bias, MAX_ROWS, CV, next,
-                    m ? next_end : next, PREFETCH);
+        tile(x + m * K + k0, K, klen, panel, width, out + m * N, N, first, bias, MAX_ROWS, CV, &ahead, PREFETCH);
     const float *xm = x + m * K + k0;
     float *om = out + m * N;
-    const char *end = m ? next_end : next;
     switch (M - m) {
 #if MAX_ROWS > 5
     case 5:
-        tile(xm, K, klen, panel, width, om, N, first, bias, 5, CV, next, end, PREFETCH);
+        tile(xm, K, klen, panel, width, om, N, first, bias, 5, CV, &ahead, PREFETCH);
         break;
     case 4:
-        tile(xm, K, klen, panel, width, om, N, first, bias, 4, CV, next, end, PREFETCH);
+        tile(xm, K, klen, panel, width, om, N, first, bias, 4, CV, &ahead, PREFETCH);
         break;
     case 3:
-        tile(xm, K, klen, panel, width, om, N, first, bias, 3, CV, next, end, PREFETCH);
+        tile(xm, K, klen, panel, width, om, N, first, bias, 3, CV, &ahead, PREFETCH);
         break;
     case 2:
-        tile(xm, K, klen, panel, width, om, N, first, bias, 2, CV, next, end, PREFETCH);
+        tile(xm, K, klen, panel, width, om, N, first, bias, 2, CV, &ahead, PREFETCH);
         break;
 #endif
     case 1:
-        tile(xm, K, klen, panel, width, om, N, first, bias, 1, CV, next, end, PREFETCH);
+        tile(xm, K, klen, panel, width, om, N, first, bias, 1, CV, &ahead, PREFETCH);
         break;
     default:
         break;
