@@ -29,7 +29,7 @@ import ctypes
 
 import torch
 
-from kernels import cpu_native
+from kernels import cpu_native, hugepages
 from kernels.cpu_linear import PANEL, PanelLinear
 
 SUBNORMAL = 2.0**-126
@@ -102,4 +102,4 @@ def pack_bf16_panels(weight: torch.Tensor) -> torch.Tensor:
     w = weight.to(torch.bfloat16)
     parts = [w[n0:n0 + PANEL].reshape(-1, k // 2, 2).permute(1, 0, 2).contiguous().flatten()
              for n0 in range(0, n, PANEL)]
-    return torch.cat(parts).view(torch.int16)
+    return torch.cat(parts, out=hugepages.zeros((n * k,), torch.bfloat16)).view(torch.int16)  # streamed each step

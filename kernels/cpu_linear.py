@@ -32,6 +32,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from kernels import hugepages
+
 log = logging.getLogger(__name__)
 
 GEMM_SOURCE = Path(__file__).with_name("cpu_gemm.c")
@@ -124,7 +126,9 @@ def onednn_block(in_features: int) -> int:
 def pack_panels(weight: torch.Tensor) -> torch.Tensor:
     """[N, K] (torch's linear layout) -> panels of PANEL output columns, each [K, width] with
     N contiguous, one after another (the last `N % PANEL` wide): cpu_gemm.c's layout."""
-    return torch.cat([weight[n: n + PANEL].t().contiguous().flatten() for n in range(0, weight.shape[0], PANEL)])
+    out = hugepages.zeros((weight.numel(),), weight.dtype)  # streamed every decode step
+    return torch.cat([weight[n: n + PANEL].t().contiguous().flatten() for n in range(0, weight.shape[0], PANEL)],
+                     out=out)
 
 
 def swiglu_order(rows: int) -> torch.Tensor:

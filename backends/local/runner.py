@@ -19,6 +19,7 @@ from backends.local.sampling import Sampler, sample_batch
 from backends.local.spec_verify import verify_drafts
 from backends.local.structured import GrammarMasker, GrammarMasks
 from backends.local.types import RunnerInput, SampleResult
+from kernels import hugepages
 from kernels.kv_quant import KV_FORMATS, SCALE_DTYPE, cache_shape
 from kernels.quant_format import QuantMethod
 
@@ -130,7 +131,10 @@ class ModelRunner:
         # (4-bit codes: head_dim / 2 bytes a row.) Scales: [layers, K|V, blocks, block_size, kv_heads, S],
         # indexed by the same block ids, so a block's scales travel with it.
         pool = (cfg.num_layers, 2, self.num_kv_blocks, self.block_size, cfg.num_kv_heads)
-        self.kv_cache = torch.zeros(*pool, self._kv_width, dtype=self.kv_cache_dtype, device=self.device)
+        if self.device.type == "cpu":  # read through every decode step: on huge pages (kernels/hugepages.py)
+            self.kv_cache = hugepages.zeros((*pool, self._kv_width), self.kv_cache_dtype)
+        else:
+            self.kv_cache = torch.zeros(*pool, self._kv_width, dtype=self.kv_cache_dtype, device=self.device)
         self.kv_scales = None if not self._kv_scales else torch.zeros(
             *pool, self._kv_scales, dtype=SCALE_DTYPE, device=self.device)
         scales = [(None, None) if self.kv_scales is None else (self.kv_scales[i, 0], self.kv_scales[i, 1])
