@@ -34,6 +34,7 @@ typedef float vreg __attribute__((vector_size(64)));             /* naturally al
 #define LANES 16
 #define PANEL 64
 #define PREFETCH_MAX_ROWS 96
+#define L1_AHEAD 16 /* k steps ahead that a tile of many rows prefetches its panel rows into L1 */
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #ifdef __AVX512F__
 #define MAX_ROWS 6 /* 6 rows x 4 vectors of accumulators + 4 weight vectors: 28 of 32 registers */
@@ -73,6 +74,11 @@ ALWAYS_INLINE void tile(const float *x, int64_t ldx, int klen, const float *pane
                 next += 64;
                 credit -= steps;
             }
+        }
+        if (!PREFETCH) { /* many rows: each tile reads the block from L2 (prefill: +3-5% a core, measured) */
+#pragma GCC unroll 4
+            for (int c = 0; c < CV; c++)
+                __builtin_prefetch(panel + L1_AHEAD * width + c * LANES, 0, 3);
         }
 #pragma GCC unroll 4
         for (int c = 0; c < CV; c++)
