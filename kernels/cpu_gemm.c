@@ -42,9 +42,6 @@ typedef float vreg __attribute__((vector_size(64)));             /* naturally al
 #define MAX_ROWS 2 /* AVX2: a vreg is two registers; 2 x 4 x 2 + 8 = 24 (some spill, still streaming) */
 #endif
 
-/* out[r, 0 .. CV*16) (+)= x[r, 0 .. klen) . panel[0 .. klen, 0 .. CV*16) for NR rows r:
- * one FMA chain per output from zero over this block; `first` stores it, otherwise it is added
- * to what the earlier blocks left; `bias` (last block only) is added after. */
 /* The next block's prefetch, spread evenly over every k step of every tile of this block:
  * `lines` cache lines over `steps` k steps, one whenever the running credit reaches `steps`. */
 struct ahead {
@@ -52,6 +49,9 @@ struct ahead {
     int64_t credit, lines, steps;
 };
 
+/* out[r, 0 .. CV*16) (+)= x[r, 0 .. klen) . panel[0 .. klen, 0 .. CV*16) for NR rows r:
+ * one FMA chain per output from zero over this block; `first` stores it, otherwise it is added
+ * to what the earlier blocks left; `bias` (last block only) is added after. */
 ALWAYS_INLINE void tile(const float *x, int64_t ldx, int klen, const float *panel, int width, float *out,
                         int64_t ldo, int first, const float *bias, const int NR, const int CV,
                         struct ahead *ahead, const int PREFETCH)
@@ -74,8 +74,7 @@ ALWAYS_INLINE void tile(const float *x, int64_t ldx, int klen, const float *pane
                 next += 64;
                 credit -= steps;
             }
-        }
-        if (!PREFETCH) { /* many rows: each tile reads the block from L2 (prefill: +3-5% a core, measured) */
+        } else { /* many rows: each tile reads the block from L2 (prefill: +3-5% a core, measured) */
 #pragma GCC unroll 4
             for (int c = 0; c < CV; c++)
                 __builtin_prefetch(panel + L1_AHEAD * width + c * LANES, 0, 3);

@@ -4,7 +4,8 @@ A greedy row only needs the argmax of its logits. `GreedyHead` screens the whole
 with bfloat16 copies of the hidden row and the head's weights (twice the float32 rate on half
 the bytes; on the AMX tile unit where the CPU has one, at the rate the weights stream in),
 keeps the rows whose screened score could still be the largest, and recomputes those in float32
-in exact_linear's summation order. The token is the one `argmax(lm_head(hidden))` gives, by the bound below, not by luck: tests compare the two on random and adversarial heads.
+in exact_linear's summation order. The token is the one `argmax(lm_head(hidden))` gives, by the
+bound below, not by luck: tests compare the two on random and adversarial heads.
 
 The bound. With u = 2^-8 (bfloat16 rounds to 8 significant bits) and g = K 2^-24 / (1 - K 2^-24)
 (a float32 sum of K terms), the screened score s of a row w and the float32 logit f satisfy
