@@ -7,8 +7,8 @@
  * ctypes (kernels/cpu_linear.py).
  *
  * The summation order is oneDNN's, found by comparing bits (tests/kernels/test_cpu_linear.py
- * asserts it): K is cut into blocks of `kb` inputs (512 for K <= 1024, 1024 above, on the oneDNN
- * in torch 2.13); each block is one FMA chain from zero, in input order; the blocks' sums are
+ * asserts it): K is cut into blocks of `kb` inputs (which depends on the CPU: kernels/cpu_linear.py
+ * `onednn_block` finds it by comparing bits); each block is one FMA chain from zero, in input order; the blocks' sums are
  * added to the output in block order; the bias last. A row's bits therefore do not depend on how
  * many rows share the call, on the tiling or on the number of threads, and this path and
  * oneDNN's can be mixed freely from step to step.
@@ -29,18 +29,32 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-typedef float vf16 __attribute__((vector_size(64), aligned(4))); /* for unaligned loads and stores */
-typedef float vreg __attribute__((vector_size(64)));             /* naturally aligned: stays in registers */
+/* A tile keeps TILE_ROWS rows x TILE_VECS vectors of sums in registers, with room left for the
+ * weight vectors of a k step and a broadcast input. With AVX-512 (32 registers of 16 floats) a
+ * tile covers a whole 64-column panel: 6 x 4 accumulators + 4 weight vectors = 28. With 16
+ * registers of 8 floats (AVX2) it covers 16 columns: 6 x 2 + 2 + 1 = 15; a wider tile would not
+ * fit, and GCC lowers a vector wider than the registers to loads and stores through the stack
+ * (the kernel then ran at a fraction of the FMA rate). Any tiling gives the same bits: each
+ * output's sum is still one chain over the block's inputs in order. */
+#ifdef __AVX512F__
 #define LANES 16
+#define TILE_VECS 4
+#define PREFETCH_MAX_ROWS 96 /* up to here the next block is prefetched into L2 as well (below) */
+#else
+#define LANES 8
+#define TILE_VECS 2
+/* On a Zen 3 core (AVX2) the L1 prefetch of the block being read beats the next block's L2
+ * prefetch at every row count: 12 layers' linears from memory, 32 rows 58 -> 45 ms, 64 rows
+ * 138 -> 93 ms, 1-16 rows the same. */
+#define PREFETCH_MAX_ROWS 0
+#endif
+#define TILE_ROWS 6
+#define CHAINS 8 /* independent FMA chains a tile of one or two rows needs to keep the FMA units busy */
+typedef float vfu __attribute__((vector_size(LANES * 4), aligned(4))); /* for unaligned loads and stores */
+typedef float vreg __attribute__((vector_size(LANES * 4)));             /* naturally aligned: stays in registers */
 #define PANEL 64
-#define PREFETCH_MAX_ROWS 96
 #define L1_AHEAD 16 /* k steps ahead that a tile of many rows prefetches its panel rows into L1 */
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
-#ifdef __AVX512F__
-#define MAX_ROWS 6 /* 6 rows x 4 vectors of accumulators + 4 weight vectors: 28 of 32 registers */
-#else
-#define MAX_ROWS 2 /* AVX2: a vreg is two registers; 2 x 4 x 2 + 8 = 24 (some spill, still streaming) */
-#endif
 
 /* The next block's prefetch, spread evenly over every k step of every tile of this block:
  * `lines` cache lines over `steps` k steps, one whenever the running credit reaches `steps`. */
@@ -49,7 +63,7 @@ struct ahead {
     int64_t credit, lines, steps;
 };
 
-/* out[r, 0 .. CV*16) (+)= x[r, 0 .. klen) . panel[0 .. klen, 0 .. CV*16) for NR rows r:
+/* out[r, 0 .. CV*LANES) (+)= x[r, 0 .. klen) . panel[0 .. klen, 0 .. CV*LANES) for NR rows r:
  * one FMA chain per output from zero over this block; `first` stores it, otherwise it is added
  * to what the earlier blocks left; `bias` (last block only) is added after. */
 ALWAYS_INLINE void tile(const float *x, int64_t ldx, int klen, const float *panel, int width, float *out,
@@ -59,14 +73,14 @@ ALWAYS_INLINE void tile(const float *x, int64_t ldx, int klen, const float *pane
     const char *next = PREFETCH ? ahead->next : 0;
     int64_t credit = PREFETCH ? ahead->credit : 0;
     const int64_t lines = PREFETCH ? ahead->lines : 0, steps = PREFETCH ? ahead->steps : 1;
-    vreg acc[MAX_ROWS][4];
+    vreg acc[TILE_ROWS][CHAINS];
 #pragma GCC unroll 6
     for (int r = 0; r < NR; r++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int c = 0; c < CV; c++)
             acc[r][c] = (vreg){0};
     for (int k = 0; k < klen; k++, panel += width) {
-        vreg wv[4];
+        vreg wv[CHAINS];
         if (PREFETCH) { /* the next block's weights, into L2 while this one computes */
             credit += lines;
             while (credit >= steps) {
@@ -76,29 +90,29 @@ ALWAYS_INLINE void tile(const float *x, int64_t ldx, int klen, const float *pane
             }
         } else { /* many rows: each tile reads the block from L2 (prefill: +3-5% a core, measured) */
 #pragma GCC unroll 4
-            for (int c = 0; c < CV; c++)
-                __builtin_prefetch(panel + L1_AHEAD * width + c * LANES, 0, 3);
+            for (int c = 0; c < CV * LANES; c += 16) /* a cache line at a time */
+                __builtin_prefetch(panel + L1_AHEAD * width + c, 0, 3);
         }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int c = 0; c < CV; c++)
-            wv[c] = (vreg) * (const vf16 *)(panel + c * LANES);
+            wv[c] = (vreg) * (const vfu *)(panel + c * LANES);
 #pragma GCC unroll 6
         for (int r = 0; r < NR; r++) {
             const float xr = x[r * ldx + k];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int c = 0; c < CV; c++)
                 acc[r][c] += xr * wv[c]; /* contracted to one FMA (gnu11: -ffp-contract=fast) */
         }
     }
 #pragma GCC unroll 6
     for (int r = 0; r < NR; r++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int c = 0; c < CV; c++) {
-            vf16 *o = (vf16 *)(out + r * ldo + c * LANES);
+            vfu *o = (vfu *)(out + r * ldo + c * LANES);
             vreg v = first ? acc[r][c] : (vreg)*o + acc[r][c];
             if (bias)
-                v = v + (vreg) * (const vf16 *)(bias + c * LANES);
-            *o = (vf16)v;
+                v = v + (vreg) * (const vfu *)(bias + c * LANES);
+            *o = (vfu)v;
         }
     if (PREFETCH) {
         ahead->next = next;
@@ -106,54 +120,75 @@ ALWAYS_INLINE void tile(const float *x, int64_t ldx, int klen, const float *pane
     }
 }
 
-/* All rows of one panel over one K block, NR rows at a time. With PREFETCH, every tile's k
- * steps share the prefetch of what comes next (a thread's panels are contiguous, in the order it
- * runs them), evenly: a burst of prefetches fills the line-fill buffers and stalls the loads of
+/* NR rows of one panel over one K block: the panel's PV vectors of columns in tiles of CV
+ * (PV % CV == 0), then, where a tile of one or two rows has room for more vectors (CHAINS),
+ * in wider tiles: a lone decode row runs 8 FMA chains, not 2. */
+ALWAYS_INLINE void rows_tiles(const float *x, int64_t K, int klen, const float *panel, int width, float *out,
+                              int64_t N, int first, const float *bias, const int NR, const int PV, const int CV,
+                              struct ahead *ahead, const int PREFETCH)
+{
+    const int wide = NR * CV * 2 <= CHAINS && PV % (CV * 2) == 0 ? (NR * CV * 4 <= CHAINS && PV % (CV * 4) == 0 ? CV * 4 : CV * 2) : CV;
+#pragma GCC unroll 8
+    for (int c = 0; c < PV; c += wide)
+        tile(x, K, klen, panel + c * LANES, width, out + c * LANES, N, first, bias ? bias + c * LANES : 0, NR, wide,
+             ahead, PREFETCH);
+}
+
+/* How many tiles rows_tiles runs for NR rows (the prefetch is spread over all their k steps). */
+ALWAYS_INLINE int64_t tiles_of(const int NR, const int PV, const int CV)
+{
+    const int wide = NR * CV * 2 <= CHAINS && PV % (CV * 2) == 0 ? (NR * CV * 4 <= CHAINS && PV % (CV * 4) == 0 ? CV * 4 : CV * 2) : CV;
+    return PV / wide;
+}
+
+/* All rows of one panel over one K block, TILE_ROWS rows at a time. With PREFETCH, every tile's
+ * k steps share the prefetch of what comes next (a thread's panels are contiguous, in the order
+ * it runs them), evenly: a burst of prefetches fills the line-fill buffers and stalls the loads of
  * the tile that issues them, while an even stream keeps the weights coming at the rate the
  * arithmetic takes them (at 8-64 rows, 12 layers' weights from memory: 30-62 ms -> see
  * docs/engine-performance.md). A single tile prefetches the next block as it reads this one. */
 ALWAYS_INLINE void rows_block(const float *x, int64_t M, int K, int k0, int klen, const float *panel, int width,
-                              float *out, int64_t N, int first, const float *bias, const int CV, const int PREFETCH)
+                              float *out, int64_t N, int first, const float *bias, const int PV, const int CV,
+                              const int PREFETCH)
 {
-    const int64_t tiles = (M + MAX_ROWS - 1) / MAX_ROWS;
+    const int64_t full = M / TILE_ROWS, rest = M % TILE_ROWS;
+    int64_t tiles = full * tiles_of(TILE_ROWS, PV, CV);
+    switch (rest) {
+    case 5: tiles += tiles_of(5, PV, CV); break;
+    case 4: tiles += tiles_of(4, PV, CV); break;
+    case 3: tiles += tiles_of(3, PV, CV); break;
+    case 2: tiles += tiles_of(2, PV, CV); break;
+    case 1: tiles += tiles_of(1, PV, CV); break;
+    default: break;
+    }
     struct ahead ahead = {(const char *)(panel + (int64_t)klen * width), 0,
                           (int64_t)klen * width * (int64_t)sizeof(float) / 64, tiles * klen};
     int64_t m = 0;
-    for (; m + MAX_ROWS <= M; m += MAX_ROWS)
-        tile(x + m * K + k0, K, klen, panel, width, out + m * N, N, first, bias, MAX_ROWS, CV, &ahead, PREFETCH);
+    for (; m + TILE_ROWS <= M; m += TILE_ROWS)
+        rows_tiles(x + m * K + k0, K, klen, panel, width, out + m * N, N, first, bias, TILE_ROWS, PV, CV, &ahead,
+                   PREFETCH);
     const float *xm = x + m * K + k0;
     float *om = out + m * N;
-    switch (M - m) {
-#if MAX_ROWS > 5
-    case 5:
-        tile(xm, K, klen, panel, width, om, N, first, bias, 5, CV, &ahead, PREFETCH);
-        break;
-    case 4:
-        tile(xm, K, klen, panel, width, om, N, first, bias, 4, CV, &ahead, PREFETCH);
-        break;
-    case 3:
-        tile(xm, K, klen, panel, width, om, N, first, bias, 3, CV, &ahead, PREFETCH);
-        break;
-    case 2:
-        tile(xm, K, klen, panel, width, om, N, first, bias, 2, CV, &ahead, PREFETCH);
-        break;
-#endif
-    case 1:
-        tile(xm, K, klen, panel, width, om, N, first, bias, 1, CV, &ahead, PREFETCH);
-        break;
-    default:
-        break;
+    switch (rest) {
+    case 5: rows_tiles(xm, K, klen, panel, width, om, N, first, bias, 5, PV, CV, &ahead, PREFETCH); break;
+    case 4: rows_tiles(xm, K, klen, panel, width, om, N, first, bias, 4, PV, CV, &ahead, PREFETCH); break;
+    case 3: rows_tiles(xm, K, klen, panel, width, om, N, first, bias, 3, PV, CV, &ahead, PREFETCH); break;
+    case 2: rows_tiles(xm, K, klen, panel, width, om, N, first, bias, 2, PV, CV, &ahead, PREFETCH); break;
+    case 1: rows_tiles(xm, K, klen, panel, width, om, N, first, bias, 1, PV, CV, &ahead, PREFETCH); break;
+    default: break;
     }
 }
 
-/* Above PREFETCH_MAX_ROWS the block is compute-bound and x's rows fill L2: no prefetch there. */
+/* Above PREFETCH_MAX_ROWS the block is compute-bound and x's rows fill L2: no prefetch there.
+ * PV: the panel's width in vectors (width / LANES); the tiles take CV = min(PV, TILE_VECS) of them. */
 ALWAYS_INLINE void panel_block(const float *x, int64_t M, int K, int k0, int klen, const float *panel, int width,
-                               float *out, int64_t N, int first, const float *bias, const int CV)
+                               float *out, int64_t N, int first, const float *bias, const int PV)
 {
+    const int CV = PV < TILE_VECS ? PV : TILE_VECS;
     if (M <= PREFETCH_MAX_ROWS)
-        rows_block(x, M, K, k0, klen, panel, width, out, N, first, bias, CV, 1);
+        rows_block(x, M, K, k0, klen, panel, width, out, N, first, bias, PV, CV, 1);
     else
-        rows_block(x, M, K, k0, klen, panel, width, out, N, first, bias, CV, 0);
+        rows_block(x, M, K, k0, klen, panel, width, out, N, first, bias, PV, CV, 0);
 }
 
 /* y[M, N] = x[M, K] W^T + bias in oneDNN's order (see the top): W as panels (kernels/cpu_linear.py
@@ -171,18 +206,18 @@ void exact_linear(const float *x, int64_t M, int K, const float *panels, int N, 
             const int klen = K - k0 < kb ? K - k0 : kb;
             const float *b = k0 + klen == K && bias ? bias + n0 : 0;
             const float *pk = panel + (int64_t)k0 * width;
-            switch (width / LANES) {
+            switch (width / 16) { /* a multiple of 16 columns: LANES divides it */
             case 4:
-                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 4);
+                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 64 / LANES);
                 break;
             case 3:
-                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 3);
+                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 48 / LANES);
                 break;
             case 2:
-                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 2);
+                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 32 / LANES);
                 break;
             default:
-                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 1);
+                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 16 / LANES);
             }
         }
     }
@@ -192,9 +227,9 @@ void exact_linear(const float *x, int64_t M, int K, const float *panels, int N, 
  * the SwiGLU below gives the bits of cpu_fused.c's silu_mul (tests/kernels/test_cpu_linear.py).
  * A copy, not a shared header: each library is built from its one source file and cached by
  * that file's content, so a header's change would not rebuild it. */
-ALWAYS_INLINE vreg exp16(vreg x)
+ALWAYS_INLINE vreg exp_lanes(vreg x)
 {
-    typedef int32_t vi32 __attribute__((vector_size(64)));
+    typedef int32_t vi32 __attribute__((vector_size(LANES * 4)));
     const vreg lo = (vreg){0} - 87.0f, hi = (vreg){0} + 88.0f;
     x = (vreg)(((vi32)lo & (vi32)(x < lo)) | ((vi32)x & ~(vi32)(x < lo)));
     x = (vreg)(((vi32)hi & (vi32)(x > hi)) | ((vi32)x & ~(vi32)(x > hi)));
@@ -239,14 +274,15 @@ int exact_linear_swiglu(const float *x, int64_t M, int K, const float *panels, i
             for (int k0 = 0; k0 < K; k0 += kb) {
                 const int klen = K - k0 < kb ? K - k0 : kb;
                 const float *b = k0 + klen == K && bias ? bias + (int64_t)p * PANEL : 0;
-                panel_block(x, M, K, k0, klen, panel + (int64_t)k0 * PANEL, PANEL, scratch, PANEL, k0 == 0, b, 4);
+                panel_block(x, M, K, k0, klen, panel + (int64_t)k0 * PANEL, PANEL, scratch, PANEL, k0 == 0, b,
+                            PANEL / LANES);
             }
             for (int64_t r = 0; r < M; r++) {
                 const float *g = scratch + r * PANEL, *u = g + half;
                 float *o = y + r * inter + (int64_t)p * half;
                 for (int i = 0; i < half; i += LANES) {
-                    const vreg gv = (vreg) * (const vf16 *)(g + i);
-                    *(vf16 *)(o + i) = (vf16)(gv / (1.0f + exp16(-gv)) * (vreg) * (const vf16 *)(u + i));
+                    const vreg gv = (vreg) * (const vfu *)(g + i);
+                    *(vfu *)(o + i) = (vfu)(gv / (1.0f + exp_lanes(-gv)) * (vreg) * (const vfu *)(u + i));
                 }
             }
         }

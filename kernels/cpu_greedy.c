@@ -42,11 +42,26 @@
 #include <unistd.h>
 #endif
 
-typedef float vf16 __attribute__((vector_size(64), aligned(4)));
-typedef uint32_t vu32 __attribute__((vector_size(64), aligned(4)));
-#define LANES 16
+#define LANES 16 /* a panel's column groups (the layout, and the AMX tiles' width) */
 #define PANEL 64
-#define ROWS 6 /* hidden rows a tile keeps in registers: 6 x 4 accumulators */
+/* The vector screen's registers: with AVX-512, 16 floats, and a tile of 6 rows x a panel's 4
+ * vectors of sums; with 16 registers of 8 floats (AVX2), 4 rows x 2 vectors of 8 columns (8
+ * sums + 4 widened weight vectors + 2 broadcasts). A vector wider than the registers is lowered
+ * by GCC to loads and stores through the stack: the AVX2 build of the 16-float screen ran at a
+ * small fraction of the FMA rate (it took a third of a 110m pass on a Zen 3 box). */
+#ifdef __AVX512F__
+#define VL 16
+#define ROWS 6
+#define TILE_VECS 4
+#else
+#define VL 8
+#define ROWS 4
+#define TILE_VECS 2
+#endif
+typedef float vfl __attribute__((vector_size(VL * 4), aligned(4)));    /* unaligned loads and stores */
+typedef float vacc __attribute__((vector_size(VL * 4)));                /* in registers */
+typedef uint32_t vul __attribute__((vector_size(VL * 4), aligned(4)));
+typedef uint32_t vu __attribute__((vector_size(VL * 4)));
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 /* float32 -> bfloat16, rounding to nearest even (NaN stays NaN) */
@@ -60,54 +75,72 @@ static uint16_t to_bf16(float f)
     return (uint16_t)(u >> 16);
 }
 
-/* acc[c] += the pair (x2) . the 16 column pairs at w + 32 c, for CV vectors of columns */
-ALWAYS_INLINE void dot_pairs(vf16 *acc, uint32_t x2, const uint16_t *w, const int CV)
+/* The vector screen's hidden rows: bfloat16 pairs in one uint32 (XW 1, as the dot-product
+ * instruction takes them), or each pair's two values widened to float32 (XW 2, so a product
+ * is a broadcast from memory and an FMA, with no per-step widening of the input). */
+#if defined(__AVX512BF16__)
+#define XW 1
+#else
+#define XW 2
+#endif
+
+/* acc[c] += the pair at xp . the VL column pairs at w + 2 VL c, for CV vectors of columns */
+ALWAYS_INLINE void dot_pairs(vacc *acc, const uint32_t *xp, const uint16_t *w, const int CV)
 {
 #if defined(__AVX512BF16__)
-    const __m512bh xb = (__m512bh)_mm512_set1_epi32((int)x2);
+    const __m512bh xb = (__m512bh)_mm512_set1_epi32((int)xp[0]);
     for (int c = 0; c < CV; c++)
-        acc[c] = (vf16)_mm512_dpbf16_ps((__m512)acc[c], xb, (__m512bh)_mm512_loadu_si512(w + 32 * c));
+        acc[c] = (vacc)_mm512_dpbf16_ps((__m512)acc[c], xb, (__m512bh)_mm512_loadu_si512(w + 2 * VL * c));
 #else
-    float lo, hi;
-    const uint32_t l = x2 << 16, h = x2 & 0xffff0000u;
-    memcpy(&lo, &l, 4);
-    memcpy(&hi, &h, 4);
+    const float lo = ((const float *)xp)[0], hi = ((const float *)xp)[1];
     for (int c = 0; c < CV; c++) {
-        const vu32 pairs = *(const vu32 *)(w + 32 * c);
-        acc[c] += lo * (vf16)(pairs << 16); /* each product exact in float32, as the instruction's */
-        acc[c] += hi * (vf16)(pairs & 0xffff0000u);
+        const vu pairs = (vu) * (const vul *)(w + 2 * VL * c);
+        acc[c] += lo * (vacc)(pairs << 16); /* each product exact in float32, as the instruction's */
+        acc[c] += hi * (vacc)(pairs & 0xffff0000u);
     }
 #endif
 }
 
-/* scores[r, 0 .. CV*16) = x2[r] . panel for NR rows */
-ALWAYS_INLINE void screen_tile(const uint32_t *x2, int pairs, const uint16_t *panel, float *scores, int64_t ld,
-                               const int NR, const int CV)
+/* scores[r, 0 .. CV*VL) = x2[r] . panel for NR rows; the panel's pair rows lie `stride`
+ * uint16 apart (2 x its width) */
+ALWAYS_INLINE void screen_tile(const uint32_t *x2, int pairs, const uint16_t *panel, int64_t stride, float *scores,
+                               int64_t ld, const int NR, const int CV)
 {
-    vf16 acc[ROWS][4];
+    vacc acc[ROWS][TILE_VECS];
     for (int r = 0; r < NR; r++)
         for (int c = 0; c < CV; c++)
-            acc[r][c] = (vf16){0};
-    for (int k = 0; k < pairs; k++, panel += 2 * LANES * CV)
+            acc[r][c] = (vacc){0};
+    for (int k = 0; k < pairs; k++, panel += stride)
         for (int r = 0; r < NR; r++)
-            dot_pairs(acc[r], x2[(int64_t)r * pairs + k], panel, CV);
+            dot_pairs(acc[r], x2 + ((int64_t)r * pairs + k) * XW, panel, CV);
     for (int r = 0; r < NR; r++)
         for (int c = 0; c < CV; c++)
-            *(vf16 *)(scores + r * ld + c * LANES) = acc[r][c];
+            *(vfl *)(scores + r * ld + c * VL) = (vfl)acc[r][c];
+}
+
+/* NR rows over a panel of PV vectors of columns, in tiles of CV vectors (PV % CV == 0) */
+ALWAYS_INLINE void screen_rows(const uint32_t *x2, int pairs, const uint16_t *panel, float *scores, int64_t ld,
+                               const int NR, const int PV, const int CV)
+{
+    for (int c = 0; c < PV; c += CV)
+        screen_tile(x2, pairs, panel + 2 * VL * c, 2 * VL * PV, scores + c * VL, ld, NR, CV);
 }
 
 ALWAYS_INLINE void screen_panel(const uint32_t *x2, int64_t M, int pairs, const uint16_t *panel, float *scores,
-                                int64_t ld, const int CV)
+                                int64_t ld, const int PV)
 {
+    const int CV = PV < TILE_VECS ? PV : TILE_VECS;
     int64_t m = 0;
     for (; m + ROWS <= M; m += ROWS)
-        screen_tile(x2 + m * pairs, pairs, panel, scores + m * ld, ld, ROWS, CV);
+        screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, ROWS, PV, CV);
     switch (M - m) {
-    case 5: screen_tile(x2 + m * pairs, pairs, panel, scores + m * ld, ld, 5, CV); break;
-    case 4: screen_tile(x2 + m * pairs, pairs, panel, scores + m * ld, ld, 4, CV); break;
-    case 3: screen_tile(x2 + m * pairs, pairs, panel, scores + m * ld, ld, 3, CV); break;
-    case 2: screen_tile(x2 + m * pairs, pairs, panel, scores + m * ld, ld, 2, CV); break;
-    case 1: screen_tile(x2 + m * pairs, pairs, panel, scores + m * ld, ld, 1, CV); break;
+#if ROWS > 4
+    case 5: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 5, PV, CV); break;
+    case 4: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 4, PV, CV); break;
+#endif
+    case 3: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 3, PV, CV); break;
+    case 2: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 2, PV, CV); break;
+    case 1: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 1, PV, CV); break;
     default: break;
     }
 }
@@ -229,7 +262,7 @@ static void amx_screen(const uint32_t *x2, int64_t M, int pairs, const uint16_t 
 }
 #endif
 
-/* Row v's logit in exact_linear's order/* Row v's logit in exact_linear's order (its vector kernel's lane v, written out). */
+/* Row v's logit in exact_linear's order (its vector kernel's lane v, written out). */
 static float exact_logit(const float *x, int K, const float *w32, int v, int kb)
 {
     const float *row = w32 + (int64_t)v * K;
@@ -254,11 +287,11 @@ static void vector_screen(const uint32_t *x2, int64_t M, int pairs, const uint16
     for (int p = 0; p < panels; p++) {
         const int n0 = p * PANEL, width = N - n0 < PANEL ? N - n0 : PANEL;
         const uint16_t *panel = wbf + (int64_t)n0 * K;
-        switch (width / LANES) {
-        case 4: screen_panel(x2, M, pairs, panel, scores + n0, N, 4); break;
-        case 3: screen_panel(x2, M, pairs, panel, scores + n0, N, 3); break;
-        case 2: screen_panel(x2, M, pairs, panel, scores + n0, N, 2); break;
-        default: screen_panel(x2, M, pairs, panel, scores + n0, N, 1);
+        switch (width / LANES) { /* a multiple of 16 columns: VL divides it */
+        case 4: screen_panel(x2, M, pairs, panel, scores + n0, N, 64 / VL); break;
+        case 3: screen_panel(x2, M, pairs, panel, scores + n0, N, 48 / VL); break;
+        case 2: screen_panel(x2, M, pairs, panel, scores + n0, N, 32 / VL); break;
+        default: screen_panel(x2, M, pairs, panel, scores + n0, N, 16 / VL);
         }
     }
 }
@@ -286,15 +319,24 @@ int greedy_screen(int K)
 int greedy_tokens(const float *x, int64_t M, int K, const uint16_t *wbf, const float *w32, double w_norm_max,
                   int N, int kb, double c, double slack, int64_t *tokens, float *scratch, int num_threads)
 {
-    /* scratch: M * N floats for the screened scores, then M * K / 2 for the hidden rows' pairs
+    /* scratch: M * N floats for the screened scores, then M * K for the hidden rows in bfloat16
      * (the caller's buffer, kept between calls: a fresh 8 MB a step faulted its pages in each time) */
-    const int pairs = K / 2, panels = (N + PANEL - 1) / PANEL;
+    const int pairs = K / 2;
     float *scores = scratch;
     uint32_t *x2 = (uint32_t *)(scratch + M * N);
-    for (int64_t i = 0; i < M * pairs; i++)
-        x2[i] = (uint32_t)to_bf16(x[2 * i]) | (uint32_t)to_bf16(x[2 * i + 1]) << 16;
 #ifdef HAVE_AMX
-    if (pairs % TILE_PAIRS == 0 && amx_usable())
+    const int amx = pairs % TILE_PAIRS == 0 && amx_usable();
+#else
+    const int amx = 0;
+#endif
+    if (amx || XW == 1)
+        for (int64_t i = 0; i < M * pairs; i++)
+            x2[i] = (uint32_t)to_bf16(x[2 * i]) | (uint32_t)to_bf16(x[2 * i + 1]) << 16;
+    else
+        for (int64_t i = 0; i < M * K; i++)
+            x2[i] = (uint32_t)to_bf16(x[i]) << 16; /* the bfloat16 value as a float32's bits */
+#ifdef HAVE_AMX
+    if (amx)
         amx_screen(x2, M, pairs, wbf, scores, N, num_threads);
     else
 #endif
@@ -310,27 +352,27 @@ int greedy_tokens(const float *x, int64_t M, int K, const uint16_t *wbf, const f
         /* max_u (s_u - B_u) >= top - B_max, and the argmax v* has s_v* >= that - B_v*: so only
          * rows scoring at least top - 2 B_max can be it (a superset of the exact test's rows,
          * found in two vector passes) */
-        vf16 peak = *(const vf16 *)s;
-        for (int v = LANES; v < N; v += LANES) {
-            const vf16 sv = *(const vf16 *)(s + v);
-            peak = (vf16)(((vu32)sv & (vu32)(sv > peak)) | ((vu32)peak & ~(vu32)(sv > peak)));
+        vacc peak = (vacc) * (const vfl *)s;
+        for (int v = VL; v < N; v += VL) {
+            const vacc sv = (vacc) * (const vfl *)(s + v);
+            peak = (vacc)(((vu)sv & (vu)(sv > peak)) | ((vu)peak & ~(vu)(sv > peak)));
         }
         float top = peak[0];
-        for (int i = 1; i < LANES; i++)
+        for (int i = 1; i < VL; i++)
             top = peak[i] > top ? peak[i] : top;
         const double floor = (double)top - 2.0 * (c * sqrt(norm) * w_norm_max + slack);
         const float cut = nextafterf((float)floor, -INFINITY); /* rounded towards keeping more rows */
         float best = -INFINITY;
         int64_t token = -1;
-        for (int v0 = 0; v0 < N; v0 += LANES) {
-            const vf16 sv = *(const vf16 *)(s + v0);
-            const vu32 hit = (vu32)(sv >= cut);
+        for (int v0 = 0; v0 < N; v0 += VL) {
+            const vacc sv = (vacc) * (const vfl *)(s + v0);
+            const vu hit = (vu)(sv >= cut);
             uint32_t any = 0;
-            for (int i = 0; i < LANES; i++)
+            for (int i = 0; i < VL; i++)
                 any |= hit[i];
             if (!any)
                 continue;
-            for (int v = v0; v < v0 + LANES; v++) {
+            for (int v = v0; v < v0 + VL; v++) {
                 if (!(s[v] >= cut))
                     continue;
                 const float f = exact_logit(xm, K, w32, v, kb);

@@ -77,7 +77,7 @@ class GreedyHead:
         x = hidden.contiguous()
         rows = x.shape[0]
         tokens = torch.empty(rows, dtype=torch.int64)
-        need = rows * (self.out_features + self.in_features // 2)
+        need = rows * (self.out_features + self.in_features)
         if self._scratch.numel() < need:
             self._scratch = torch.empty(need, dtype=torch.float32)
         rc = self._lib.greedy_tokens(

@@ -117,10 +117,34 @@ def load_gemm() -> ctypes.CDLL | None:
     return lib
 
 
+@functools.cache
 def onednn_block(in_features: int) -> int:
-    """How many inputs oneDNN (torch 2.13's) sums in one FMA chain before it adds the chain to
-    the output: measured by comparing bits, and asserted in tests/kernels/test_cpu_linear.py."""
-    return 512 if in_features <= 1024 else 1024
+    """How many inputs oneDNN sums in one FMA chain before it adds the chain to the output.
+
+    It depends on the CPU: torch 2.13's oneDNN takes 512 for K <= 1024 and 1024 above with
+    AVX-512, and 1024 at any K with AVX2 only (a Zen 3 box). So it is found here by comparing
+    bits, once per K: a probe layer through oneDNN against cpu_gemm.c at each candidate block,
+    the first that gives the same bits (any block >= K is the same single chain). Where oneDNN
+    or the native library is missing there is nothing to match, and the AVX-512 rule stands.
+    """
+    rule = 512 if in_features <= 1024 else 1024
+    lib = load_gemm()
+    if lib is None or not packing_available():
+        return rule
+    gen = torch.Generator().manual_seed(in_features)
+    rows, outputs = 7, 32
+    weight = torch.randn(outputs, in_features, generator=gen)
+    x = torch.randn(rows, in_features, generator=gen)
+    expected = torch.ops.mkldnn._linear_pointwise(
+        x, torch.ops.mkldnn._reorder_linear_weight(weight, PACK_BATCH_HINT), None, "none", [], "")
+    panels, out = pack_panels(weight), torch.empty(rows, outputs)
+    candidates = sorted({c for c in (64, 128, 256, 384, 512, 768, 1024, 2048, 4096) if c < in_features} | {in_features})
+    for block in candidates:
+        lib.exact_linear(x.data_ptr(), rows, in_features, panels.data_ptr(), outputs, 0, out.data_ptr(), block, 1)
+        if torch.equal(out, expected):
+            return block
+    log.warning("oneDNN's summation blocks for K=%d not found; panel linears will not give its bits", in_features)
+    return rule
 
 
 def pack_panels(weight: torch.Tensor) -> torch.Tensor:
