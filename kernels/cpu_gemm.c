@@ -7,9 +7,9 @@
  * ctypes (kernels/cpu_linear.py).
  *
  * The summation order is oneDNN's, found by comparing bits (tests/kernels/test_cpu_linear.py
- * asserts it): K is cut into blocks of `kb` inputs (which depends on the CPU: kernels/cpu_linear.py
- * `onednn_block` finds it by comparing bits); each block is one FMA chain from zero, in input order; the blocks' sums are
- * added to the output in block order; the bias last. A row's bits therefore do not depend on how
+ * asserts it): K is cut into blocks of `kb` inputs (the CPU decides how many: kernels/cpu_linear.py
+ * `onednn_block` finds out by comparing bits); each block is one FMA chain from zero, in input
+ * order; the blocks' sums are added to the output in block order; the bias last. A row's bits therefore do not depend on how
  * many rows share the call, on the tiling or on the number of threads, and this path and
  * oneDNN's can be mixed freely from step to step.
  *
