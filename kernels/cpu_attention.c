@@ -133,27 +133,87 @@ ALWAYS_INLINE vf16 select16(vi32 mask, vf16 a, vf16 b)
 
 /* e^x for x <= 0 (softmax inputs once the max is taken off): 2^(x log2 e) split into an
  * integer power n, put straight into the exponent bits, and a degree-7 Taylor polynomial of
- * the fraction f in [-0.5, 0.5] (truncation error below 1e-8). Below -87 the result is 0. */
-ALWAYS_INLINE vf16 exp16(vf16 x)
+ * the fraction f in [-0.5, 0.5] (truncation error below 1e-8). Below -87 the result is 0.
+ * Defined for each vector width (V floats, VI the int32 lanes, SELECT its select). */
+#define DEFINE_EXP(NAME, V, VI, SELECT)                                                   \
+    ALWAYS_INLINE V NAME(V x)                                                             \
+    {                                                                                     \
+        const V lowest = (V){0} - 87.0f;                                                  \
+        const VI underflow = x < lowest;                                                  \
+        x = SELECT(underflow, lowest, x);                                                 \
+        const V t = x * 1.44269504088896341f;                                             \
+        const VI n = __builtin_convertvector(t - 0.5f, VI); /* t <= 0: rounds to nearest */ \
+        const V f = t - __builtin_convertvector(n, V);                                    \
+        V p = f * 1.525273380405984e-05f;                                                 \
+        p = p + 1.5403530393381606e-04f;                                                  \
+        p = p * f + 1.3333558146428443e-03f;                                              \
+        p = p * f + 9.618129107628477e-03f;                                               \
+        p = p * f + 5.550410866482158e-02f;                                               \
+        p = p * f + 2.402265069591007e-01f;                                               \
+        p = p * f + 6.931471805599453e-01f;                                               \
+        p = p * f + 1.0f;                                                                 \
+        const V scale = (V)((n + 127) << 23);                                             \
+        const V zero = {0};                                                               \
+        return SELECT(underflow, zero, p * scale);                                        \
+    }
+DEFINE_EXP(exp16, vf16, vi32, select16)
+
+/* The prefill kernel's vectors are as wide as the registers: 16 floats with AVX-512, else 8.
+ * GCC lowers a 16-float vector on 16 AVX2 registers to loads and stores through the stack,
+ * and the AVX2 build of this kernel then ran at a few GFLOP/s (a seventh of a 110m pass on a
+ * Zen 3 box). With RL lanes, pass 1 folds RL tokens at once and pass 3 keeps OUT_CHUNKS
+ * vectors of each output row in registers at a time. */
+#ifdef __AVX512F__
+#define RL 16
+#define OUT_CHUNKS 8
+typedef vf16 vr;
+typedef vi32 vri;
+#define fold_r fold16
+#define select_r select16
+#define exp_r exp16
+#define fma_r(a, b, c) ((a) * (b) + (c)) /* contracted to one FMA (gnu11: -ffp-contract=fast) */
+#else
+#define RL 8
+#define OUT_CHUNKS 2 /* 4 rows x 2 vectors of sums + 2 of V + a broadcast, of 16 registers */
+typedef float vr __attribute__((vector_size(32), aligned(4)));
+typedef int32_t vri __attribute__((vector_size(32)));
+
+ALWAYS_INLINE vr fold8(vr x, vr y)
 {
-    const vf16 lowest = (vf16){0} - 87.0f;
-    const vi32 underflow = x < lowest;
-    x = select16(underflow, lowest, x);
-    const vf16 t = x * 1.44269504088896341f;
-    const vi32 n = __builtin_convertvector(t - 0.5f, vi32); /* t <= 0: truncation rounds to nearest */
-    const vf16 f = t - __builtin_convertvector(n, vf16);
-    vf16 p = f * 1.525273380405984e-05f;
-    p = p + 1.5403530393381606e-04f;
-    p = p * f + 1.3333558146428443e-03f;
-    p = p * f + 9.618129107628477e-03f;
-    p = p * f + 5.550410866482158e-02f;
-    p = p * f + 2.402265069591007e-01f;
-    p = p * f + 6.931471805599453e-01f;
-    p = p * f + 1.0f;
-    const vf16 scale = (vf16)((n + 127) << 23);
-    const vf16 zero = {0};
-    return select16(underflow, zero, p * scale);
+    return __builtin_shufflevector(x, y, 0, 2, 4, 6, 8, 10, 12, 14) + __builtin_shufflevector(x, y, 1, 3, 5, 7, 9, 11, 13, 15);
 }
+
+/* lane j: the sum of a[j]'s lanes (fold16's three rounds for 8 tokens) */
+ALWAYS_INLINE vr fold_r(const vr *a)
+{
+    vr b[4], c[2];
+    for (int i = 0; i < 4; i++)
+        b[i] = fold8(a[2 * i], a[2 * i + 1]);
+    for (int i = 0; i < 2; i++)
+        c[i] = fold8(b[2 * i], b[2 * i + 1]);
+    return fold8(c[0], c[1]);
+}
+
+ALWAYS_INLINE vr select_r(vri mask, vr a, vr b)
+{
+    return (vr)(((vri)a & mask) | ((vri)b & ~mask));
+}
+DEFINE_EXP(exp_r, vr, vri, select_r)
+
+/* a * b + c in one rounding. GCC left some of pass 3's multiply-adds uncontracted in this
+ * build, differently for each row of a group, so a row's bits came to depend on its chunk. */
+ALWAYS_INLINE vr fma_r(vr a, vr b, vr c)
+{
+#if defined(__FMA__)
+    return (vr)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    vr out;
+    for (int i = 0; i < RL; i++)
+        out[i] = fmaf(a[i], b[i], c[i]);
+    return out;
+#endif
+}
+#endif
 
 /* The cache lines of one K or V row into L2: the same row of the block read next, one block
  * ahead. Blocks lie anywhere in the pool, so the hardware's stream prefetcher, which follows
@@ -393,71 +453,74 @@ ALWAYS_INLINE void prefill_group(const float *query, int64_t q_stride, const flo
                                  int first_pos, float *out, const int head_dim, float scale, float *scores,
                                  int64_t stride, const int64_t *rows_at, const int R)
 {
-    const int chunks = head_dim / LANES, len = first_pos + R; /* the last row's context */
-    vf16 qv[4][8], peak[4];
+    const int chunks = head_dim / RL, len = first_pos + R; /* the last row's context */
+    vr qv[4][128 / RL], peak[4];
     for (int r = 0; r < R; r++) {
-        peak[r] = (vf16){0} - INFINITY;
+        peak[r] = (vr){0} - INFINITY;
         for (int c = 0; c < chunks; c++)
-            qv[r][c] = *(const vf16 *)(query + r * q_stride + c * LANES);
+            qv[r][c] = *(const vr *)(query + r * q_stride + c * RL);
     }
-    for (int t0 = 0; t0 < len; t0 += LANES) {
-        const int m = len - t0 < LANES ? len - t0 : LANES;
-        vf16 part[4][LANES];
-        for (int j = 0; j < LANES; j++) {
+    for (int t0 = 0; t0 < len; t0 += RL) {
+        const int m = len - t0 < RL ? len - t0 : RL;
+        vr part[4][RL];
+        for (int j = 0; j < RL; j++) {
             const float *k = k_cache + rows_at[t0 + (j < m ? j : 0)];
-            vf16 kv[8];
+            vr kv[128 / RL];
             for (int c = 0; c < chunks; c++)
-                kv[c] = *(const vf16 *)(k + c * LANES);
+                kv[c] = *(const vr *)(k + c * RL);
             for (int r = 0; r < R; r++) {
-                vf16 acc = qv[r][0] * kv[0];
+                vr acc = qv[r][0] * kv[0];
                 for (int c = 1; c < chunks; c++)
-                    acc += qv[r][c] * kv[c];
+                    acc = fma_r(qv[r][c], kv[c], acc);
                 part[r][j] = acc;
             }
         }
         for (int r = 0; r < R; r++) {
-            vf16 dots = fold16(part[r]) * scale;
-            for (int j = first_pos + r + 1 - t0; j < LANES; j++) /* past row r's position (and len) */
+            vr dots = fold_r(part[r]) * scale;
+            for (int j = first_pos + r + 1 - t0; j < RL; j++) /* past row r's position (and len) */
                 if (j >= 0)
                     dots[j] = -INFINITY;
-            peak[r] = select16(dots > peak[r], dots, peak[r]);
-            *(vf16 *)(scores + r * stride + t0) = dots;
+            peak[r] = select_r(dots > peak[r], dots, peak[r]);
+            *(vr *)(scores + r * stride + t0) = dots;
         }
     }
     float inv[4];
     for (int r = 0; r < R; r++) {
         float top = peak[r][0];
-        for (int i = 1; i < LANES; i++)
+        for (int i = 1; i < RL; i++)
             top = peak[r][i] > top ? peak[r][i] : top;
-        vf16 total = {0};
-        for (int t0 = 0; t0 < len; t0 += LANES) {
-            const vf16 e = exp16(*(vf16 *)(scores + r * stride + t0) - top);
-            *(vf16 *)(scores + r * stride + t0) = e;
+        vr total = {0};
+        for (int t0 = 0; t0 < len; t0 += RL) {
+            const vr e = exp_r(*(vr *)(scores + r * stride + t0) - top);
+            *(vr *)(scores + r * stride + t0) = e;
             total += e;
         }
         float sum = 0.0f;
-        for (int i = 0; i < LANES; i++)
+        for (int i = 0; i < RL; i++)
             sum += total[i];
         inv[r] = 1.0f / sum;
     }
-    vf16 o[4][8];
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < chunks; c++)
-            o[r][c] = (vf16){0};
-    for (int t = 0; t < len; t++) {
-        const float *v = v_cache + rows_at[t];
-        vf16 vv[8];
-        for (int c = 0; c < chunks; c++)
-            vv[c] = *(const vf16 *)(v + c * LANES);
-        for (int r = 0; r < R; r++) {
-            const float p = scores[r * stride + t];
-            for (int c = 0; c < chunks; c++)
-                o[r][c] += p * vv[c];
+    for (int c0 = 0; c0 < chunks; c0 += OUT_CHUNKS) {
+        const int cn = chunks - c0 < OUT_CHUNKS ? chunks - c0 : OUT_CHUNKS;
+        vr o[4][OUT_CHUNKS];
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < cn; c++)
+                o[r][c] = (vr){0};
+        for (int t = 0; t < len; t++) {
+            const float *v = v_cache + rows_at[t] + c0 * RL;
+            vr vv[OUT_CHUNKS];
+            for (int c = 0; c < cn; c++)
+                vv[c] = *(const vr *)(v + c * RL);
+            for (int r = 0; r < R; r++) {
+                const float p = scores[r * stride + t];
+                for (int c = 0; c < cn; c++)
+                    o[r][c] = fma_r((vr){0} + p, vv[c], o[r][c]);
+            }
         }
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < cn; c++)
+                *(vr *)(out + r * q_stride + (c0 + c) * RL) = o[r][c] * inv[r];
     }
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < chunks; c++)
-            *(vf16 *)(out + r * q_stride + c * LANES) = o[r][c] * inv[r];
 }
 
 /* `rows` query rows of one head, four at a time (see prefill_group). */
