@@ -354,6 +354,104 @@ ALWAYS_INLINE void attend_item(
     }
 }
 
+#if RL != LANES
+/* attend_item for a float32 cache in vectors as wide as the registers (an AVX2 build: see RL):
+ * the same passes, RL tokens folded at once. */
+ALWAYS_INLINE void attend_item_f32(
+    const float *query, const float *k_cache, const float *v_cache, const int32_t *table, int ctx_len, float *out,
+    int num_heads, int num_kv_heads, const int head_dim, int block_size, float scale, int head_begin, int head_end,
+    float *scores, vr *partial)
+{
+    const int group = num_heads / num_kv_heads;
+    const int width = (head_end - head_begin) * group;
+    const int chunks = head_dim / RL;
+    const size_t row_floats = (size_t)head_dim, block_floats = (size_t)block_size * num_kv_heads * head_dim;
+    const float *q0 = query + (int64_t)head_begin * group * head_dim;
+    float *o0 = out + (int64_t)head_begin * group * head_dim;
+    const int num_blocks = (ctx_len + block_size - 1) / block_size;
+
+    /* pass 1: scores[w * ctx_len + t] = scale * q_w . k_t */
+    for (int b = 0; b < num_blocks; b++) {
+        const float *block = k_cache + (size_t)table[b] * block_floats;
+        const ptrdiff_t ahead = ((b + 1 < num_blocks ? k_cache + (size_t)table[b + 1] * block_floats
+                                                     : v_cache + (size_t)table[0] * block_floats) - block) * 4;
+        const int n = ctx_len - b * block_size < block_size ? ctx_len - b * block_size : block_size;
+        for (int j0 = 0; j0 < n; j0 += RL) {
+            const int m = n - j0 < RL ? n - j0 : RL;
+            for (int j = 0; j < m; j++) {
+                const float *row = block + ((size_t)(j0 + j) * num_kv_heads + head_begin) * row_floats;
+                for (int h = 0; h < head_end - head_begin; h++, row += row_floats) {
+                    prefetch_row((const char *)row + ahead, 4 * row_floats);
+                    for (int g = 0; g < group; g++) {
+                        const float *q = q0 + (int64_t)(h * group + g) * head_dim;
+                        vr acc = *(const vr *)q * *(const vr *)row;
+                        for (int c = 1; c < chunks; c++)
+                            acc = fma_r(*(const vr *)(q + c * RL), *(const vr *)(row + c * RL), acc);
+                        partial[(h * group + g) * RL + j] = acc;
+                    }
+                }
+            }
+            for (int w = 0; w < width; w++) {
+                vr *acc = partial + w * RL;
+                for (int j = m; j < RL; j++)
+                    acc[j] = (vr){0};
+                const vr dots = fold_r(acc) * scale;
+                float *dst = scores + (int64_t)w * ctx_len + b * block_size + j0;
+                if (m == RL)
+                    *(vr *)dst = dots;
+                else
+                    for (int j = 0; j < m; j++)
+                        dst[j] = dots[j];
+            }
+        }
+    }
+    /* pass 2: softmax per query head, in place */
+    for (int w = 0; w < width; w++) {
+        float *s = scores + (int64_t)w * ctx_len;
+        float peak = -INFINITY;
+        for (int t = 0; t < ctx_len; t++)
+            peak = s[t] > peak ? s[t] : peak;
+        float total = 0.0f;
+        int t = 0;
+        for (; t + RL <= ctx_len; t += RL) {
+            const vr e = exp_r(*(vr *)(s + t) - peak);
+            *(vr *)(s + t) = e;
+            for (int i = 0; i < RL; i++)
+                total += e[i];
+        }
+        for (; t < ctx_len; t++) {
+            s[t] = expf(s[t] - peak);
+            total += s[t];
+        }
+        const float inv = 1.0f / total;
+        for (t = 0; t < ctx_len; t++)
+            s[t] *= inv;
+        memset(o0 + (int64_t)w * head_dim, 0, sizeof(float) * head_dim);
+    }
+    /* pass 3: out_w = sum_t p_w,t * v_t */
+    for (int b = 0; b < num_blocks; b++) {
+        const float *block = v_cache + (size_t)table[b] * block_floats;
+        const ptrdiff_t ahead = b + 1 < num_blocks ? (v_cache + (size_t)table[b + 1] * block_floats - block) * 4 : 0;
+        const int n = ctx_len - b * block_size < block_size ? ctx_len - b * block_size : block_size;
+        for (int j = 0; j < n; j++) {
+            const float *row = block + ((size_t)j * num_kv_heads + head_begin) * row_floats;
+            const int t = b * block_size + j;
+            for (int h = 0; h < head_end - head_begin; h++, row += row_floats) {
+                if (ahead)
+                    prefetch_row((const char *)row + ahead, 4 * row_floats);
+                for (int g = 0; g < group; g++) {
+                    const int w = h * group + g;
+                    const vr p = (vr){0} + scores[(int64_t)w * ctx_len + t];
+                    vr *o = (vr *)(o0 + (int64_t)w * head_dim);
+                    for (int c = 0; c < chunks; c++)
+                        o[c] = fma_r(p, *(const vr *)(row + c * RL), o[c]);
+                }
+            }
+        }
+    }
+}
+#endif
+
 static void attend_item_any(
     const float *query, const void *k_cache, const void *v_cache, const int32_t *table,
     int ctx_len, float *out, int num_heads, int num_kv_heads, int head_dim, int block_size,
@@ -373,7 +471,19 @@ static void attend_item_any(
     } while (0)
     switch (kv_dtype) {
     case KV_F32:
+#if RL != LANES
+#define ATTEND_F32(D) attend_item_f32(query, k_cache, v_cache, table, ctx_len, out, num_heads, num_kv_heads, D, \
+                                      block_size, scale, head_begin, head_end, scores, (vr *)partial)
+        if (head_dim == 64)
+            ATTEND_F32(64);
+        else if (head_dim == 128)
+            ATTEND_F32(128);
+        else
+            ATTEND_F32(head_dim);
+#undef ATTEND_F32
+#else
         BY_DIM(KV_F32);
+#endif
         break;
     case KV_BF16:
         BY_DIM(KV_BF16);
