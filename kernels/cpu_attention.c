@@ -172,6 +172,7 @@ typedef vi32 vri;
 #define select_r select16
 #define exp_r exp16
 #define fma_r(a, b, c) ((a) * (b) + (c)) /* contracted to one FMA (gnu11: -ffp-contract=fast) */
+#define fmas_r(s, b, c) ((s) * (b) + (c)) /* the same with a scalar s for a */
 #else
 #define RL 8
 #define OUT_CHUNKS 2 /* 4 rows x 2 vectors of sums + 2 of V + a broadcast, of 16 registers */
@@ -211,6 +212,16 @@ ALWAYS_INLINE vr fma_r(vr a, vr b, vr c)
     for (int i = 0; i < RL; i++)
         out[i] = fmaf(a[i], b[i], c[i]);
     return out;
+#endif
+}
+
+/* fma_r with every lane of a = the scalar s */
+ALWAYS_INLINE vr fmas_r(float s, vr b, vr c)
+{
+#if defined(__FMA__)
+    return fma_r((vr)_mm256_set1_ps(s), b, c);
+#else
+    return fma_r((vr){s, s, s, s, s, s, s, s}, b, c);
 #endif
 }
 #endif
@@ -441,10 +452,10 @@ ALWAYS_INLINE void attend_item_f32(
                     prefetch_row((const char *)row + ahead, 4 * row_floats);
                 for (int g = 0; g < group; g++) {
                     const int w = h * group + g;
-                    const vr p = (vr){0} + scores[(int64_t)w * ctx_len + t];
+                    const float p = scores[(int64_t)w * ctx_len + t];
                     vr *o = (vr *)(o0 + (int64_t)w * head_dim);
                     for (int c = 0; c < chunks; c++)
-                        o[c] = fma_r(p, *(const vr *)(row + c * RL), o[c]);
+                        o[c] = fmas_r(p, *(const vr *)(row + c * RL), o[c]);
                 }
             }
         }
@@ -610,8 +621,8 @@ ALWAYS_INLINE void prefill_group(const float *query, int64_t q_stride, const flo
             sum += total[i];
         inv[r] = 1.0f / sum;
     }
-    for (int c0 = 0; c0 < chunks; c0 += OUT_CHUNKS) {
-        const int cn = chunks - c0 < OUT_CHUNKS ? chunks - c0 : OUT_CHUNKS;
+    const int cn = chunks < OUT_CHUNKS ? chunks : OUT_CHUNKS; /* divides chunks: head_dim is a multiple of 16 */
+    for (int c0 = 0; c0 < chunks; c0 += cn) {
         vr o[4][OUT_CHUNKS];
         for (int r = 0; r < R; r++)
             for (int c = 0; c < cn; c++)
@@ -624,7 +635,7 @@ ALWAYS_INLINE void prefill_group(const float *query, int64_t q_stride, const flo
             for (int r = 0; r < R; r++) {
                 const float p = scores[r * stride + t];
                 for (int c = 0; c < cn; c++)
-                    o[r][c] = fma_r((vr){0} + p, vv[c], o[r][c]);
+                    o[r][c] = fmas_r(p, vv[c], o[r][c]);
             }
         }
         for (int r = 0; r < R; r++)
