@@ -71,8 +71,9 @@ def load() -> ctypes.CDLL | None:
         return None
 
 
-def _load() -> ctypes.CDLL:
-    lib = ctypes.CDLL(str(build_library(SOURCE)))
+def _load(extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL:
+    """The attention library built with `extra_flags` too (tests build the AVX2 one on any x86 CPU)."""
+    lib = ctypes.CDLL(str(build_library(SOURCE, extra_flags)))
     fn = lib.paged_decode_attention
     fn.restype = ctypes.c_int
     p, i32, i64, f32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float

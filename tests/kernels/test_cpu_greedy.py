@@ -1,8 +1,8 @@
 """The greedy LM head (kernels/cpu_greedy.c) returns exactly the argmax of the float32 panel
 head's logits, first index on ties: random heads and rows, near-ties that bfloat16 cannot tell
 apart, exact ties, part-width last panels, several summation blocks, row counts that are not a
-tile's; on the AMX screen, the AVX512-BF16 one and the portable one. Where it does not apply it
-is not built, or it hands the row back."""
+tile's; on the AMX screen, the AVX512-BF16 one, the portable one and AVX2's. Where it does not
+apply it is not built, or it hands the row back."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ from kernels.cpu_greedy import GreedyHead
 from kernels.cpu_linear import PanelLinear, load_gemm
 
 # native: the AMX screen where the CPU has AMX-BF16 (K a multiple of 32), else AVX512-BF16's;
-# vector: AVX512-BF16's dot products where the CPU has them; portable: float32 FMAs
+# vector: AVX512-BF16's dot products where the CPU has them; portable: float32 FMAs; avx2: float32
+# FMAs in 8-float vectors on pre-widened inputs (a CPU without AVX-512)
 NO_AMX = ("-mno-amx-tile", "-mno-amx-bf16", "-mno-amx-int8")
-BUILDS = {"native": (), "vector": NO_AMX, "portable": ("-mno-avx512bf16", *NO_AMX)}
+BUILDS = {"native": (), "vector": NO_AMX, "portable": ("-mno-avx512bf16", *NO_AMX), "avx2": ("-mno-avx512f", *NO_AMX)}
 
 
 def head_of(weight: torch.Tensor, bias: bool = False) -> PanelLinear:
@@ -139,3 +140,4 @@ def test_each_build_screens_on_the_unit_it_was_built_for() -> None:
     assert greedy_for(odd, "native").screen == vector
     assert greedy_for(head, "vector").screen == vector
     assert greedy_for(head, "portable").screen == "fma"
+    assert greedy_for(head, "avx2").screen == "fma"

@@ -121,12 +121,21 @@ def test_the_avx2_build_gives_the_same_bits():
         pytest.skip("this compiler cannot build without AVX-512")
     linear = _linear(768, 208, True, seed=4)
     panels = cpu_linear.PanelLinear(linear)
-    x = torch.randn(13, 768, generator=torch.Generator().manual_seed(5))
-    out = torch.empty(13, 208)
     narrow.exact_linear.argtypes = cpu_linear.load_gemm().exact_linear.argtypes
-    narrow.exact_linear(x.data_ptr(), 13, 768, panels.packed.data_ptr(), 208, panels.bias.data_ptr(),
-                        out.data_ptr(), panels.block, 2)
-    assert torch.equal(out, panels(x))
+    for rows in (1, 2, 3, 13, 200):  # 1-2 rows take wider tiles there; 200: above the prefetch's rows
+        x = torch.randn(rows, 768, generator=torch.Generator().manual_seed(rows))
+        out = torch.empty(rows, 208)
+        narrow.exact_linear(x.data_ptr(), rows, 768, panels.packed.data_ptr(), 208, panels.bias.data_ptr(),
+                            out.data_ptr(), panels.block, 2)
+        assert torch.equal(out, panels(x)), rows
+    gate_up = cpu_linear.PanelLinear(_linear(768, 256, False, seed=6), swiglu=True)
+    narrow.exact_linear_swiglu.argtypes = cpu_linear.load_gemm().exact_linear_swiglu.argtypes
+    for rows in (1, 7):
+        x = torch.randn(rows, 768, generator=torch.Generator().manual_seed(rows))
+        out = torch.empty(rows, 128)
+        assert narrow.exact_linear_swiglu(x.data_ptr(), rows, 768, gate_up.packed.data_ptr(), 256, 0,
+                                          out.data_ptr(), gate_up.block, 2) == 0
+        assert torch.equal(out, gate_up(x)), rows
 
 
 @native

@@ -4,6 +4,7 @@ build cache, and what the dispatch does when it cannot build."""
 from __future__ import annotations
 
 import logging
+import platform
 
 import pytest
 import torch
@@ -53,6 +54,18 @@ def test_decode_matches_reference(block_size, head_dim, group, dtype):
     out, expected = _both(q, kv, head_dim**-0.5)
     assert out.dtype == torch.float32 and out.shape == q.shape
     torch.testing.assert_close(out, expected.float(), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the AVX2 build is an x86 one")
+def test_the_avx2_build_matches_the_reference(monkeypatch):
+    # Without AVX-512 a float32 cache is read in 8-float vectors (cpu_attention.c's RL), 8 tokens
+    # folded at once: contexts shorter than 8, ending mid-fold, over many blocks; three head sizes.
+    narrow = cpu_native._load(("-mno-avx512f",))
+    monkeypatch.setattr(cpu_native, "load", lambda: narrow)
+    for block_size, head_dim, group in ((16, 64, 1), (8, 128, 4), (32, 16, 2)):
+        q, kv = _case([1, 5, 2 * block_size + 3, 300], 2, group, head_dim, block_size, torch.float32, seed=head_dim)
+        out, expected = _both(q, kv, head_dim**-0.5)
+        torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

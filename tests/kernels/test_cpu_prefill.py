@@ -3,6 +3,8 @@ the torch reference (SDPA per sequence)."""
 
 from __future__ import annotations
 
+import platform
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -23,6 +25,18 @@ def _case(chunks, num_kv_heads, group, head_dim, block_size, dtype=torch.float32
     starts = torch.tensor([0, *torch.tensor([q for q, _ in chunks]).cumsum(0).tolist()], dtype=torch.int32)
     q = torch.randn(int(starts[-1]), num_kv_heads * group, head_dim, generator=gen)
     return q, kv, starts
+
+
+@pytest.fixture(params=["native", "avx2"])
+def build(request, monkeypatch):
+    """The library this machine builds, and (on any x86 CPU) the one a CPU without AVX-512 runs:
+    there the kernel works in 8-float vectors (cpu_attention.c's RL)."""
+    if request.param == "avx2":
+        if platform.machine() not in ("x86_64", "AMD64"):
+            pytest.skip("the AVX2 build is an x86 one")
+        narrow = cpu_native._load(("-mno-avx512f",))
+        monkeypatch.setattr(cpu_native, "load", lambda: narrow)
+    return request.param
 
 
 def _run(fn, q, kv, starts, scale):
@@ -48,7 +62,7 @@ def test_prefill_matches_reference(block_size, head_dim, group, num_kv_heads, ch
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
-def test_long_chunks_match_reference():
+def test_long_chunks_match_reference(build):
     # the bench's shapes: 12 heads of 64, whole 512-token prompts and a chunk after a long prefix
     q, kv, starts = _case([(512, 512), (200, 700), (3, 40)], 12, 1, 64, 16, seed=3)
     out = _run(cpu_native.paged_prefill_attention, q, kv, starts, 0.125)
@@ -56,7 +70,7 @@ def test_long_chunks_match_reference():
                                atol=1e-5, rtol=1e-5)
 
 
-def test_a_rows_bits_do_not_depend_on_its_chunk():
+def test_a_rows_bits_do_not_depend_on_its_chunk(build):
     # a 100-token prompt in one chunk, or as 37 + 63 tokens: the same bits for every row
     q, kv, starts = _case([(100, 100)], 2, 2, 64, 16, seed=4)
     whole = _run(cpu_native.paged_prefill_attention, q, kv, starts, 0.125)
