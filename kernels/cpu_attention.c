@@ -181,7 +181,8 @@ typedef int32_t vri __attribute__((vector_size(32)));
 
 ALWAYS_INLINE vr fold8(vr x, vr y)
 {
-    return __builtin_shufflevector(x, y, 0, 2, 4, 6, 8, 10, 12, 14) + __builtin_shufflevector(x, y, 1, 3, 5, 7, 9, 11, 13, 15);
+    return __builtin_shufflevector(x, y, 0, 2, 4, 6, 8, 10, 12, 14)
+         + __builtin_shufflevector(x, y, 1, 3, 5, 7, 9, 11, 13, 15);
 }
 
 /* lane j: the sum of a[j]'s lanes (fold16's three rounds for 8 tokens) */

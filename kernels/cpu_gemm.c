@@ -9,9 +9,9 @@
  * The summation order is oneDNN's, found by comparing bits (tests/kernels/test_cpu_linear.py
  * asserts it): K is cut into blocks of `kb` inputs (the CPU decides how many: kernels/cpu_linear.py
  * `onednn_block` finds out by comparing bits); each block is one FMA chain from zero, in input
- * order; the blocks' sums are added to the output in block order; the bias last. A row's bits therefore do not depend on how
- * many rows share the call, on the tiling or on the number of threads, and this path and
- * oneDNN's can be mixed freely from step to step.
+ * order; the blocks' sums are added to the output in block order; the bias last. A row's bits
+ * therefore do not depend on how many rows share the call, on the tiling or on the number of
+ * threads, and this path and oneDNN's can be mixed freely from step to step.
  *
  * Weights are packed in panels of PANEL output columns, each [K, width] contiguous (width 64,
  * the last panel N % 64): a tile of output columns stays in registers while its panel streams
@@ -120,14 +120,24 @@ ALWAYS_INLINE void tile(const float *x, int64_t ldx, int klen, const float *pane
     }
 }
 
-/* NR rows of one panel over one K block: the panel's PV vectors of columns in tiles of CV
- * (PV % CV == 0), then, where a tile of one or two rows has room for more vectors (CHAINS),
- * in wider tiles: a lone decode row runs 8 FMA chains, not 2. */
+/* The vectors of columns a tile of NR rows takes: CV (PV % CV == 0), or, where a tile of one or
+ * two rows has room for more FMA chains (CHAINS), 2 or 4 times that: a lone decode row runs 8
+ * chains, not 2. */
+ALWAYS_INLINE int tile_vecs(const int NR, const int PV, const int CV)
+{
+    if (NR * CV * 4 <= CHAINS && PV % (CV * 4) == 0)
+        return CV * 4;
+    if (NR * CV * 2 <= CHAINS && PV % (CV * 2) == 0)
+        return CV * 2;
+    return CV;
+}
+
+/* NR rows of one panel over one K block: the panel's PV vectors of columns, tile_vecs at a time. */
 ALWAYS_INLINE void rows_tiles(const float *x, int64_t K, int klen, const float *panel, int width, float *out,
                               int64_t N, int first, const float *bias, const int NR, const int PV, const int CV,
                               struct ahead *ahead, const int PREFETCH)
 {
-    const int wide = NR * CV * 2 <= CHAINS && PV % (CV * 2) == 0 ? (NR * CV * 4 <= CHAINS && PV % (CV * 4) == 0 ? CV * 4 : CV * 2) : CV;
+    const int wide = tile_vecs(NR, PV, CV);
 #pragma GCC unroll 8
     for (int c = 0; c < PV; c += wide)
         tile(x, K, klen, panel + c * LANES, width, out + c * LANES, N, first, bias ? bias + c * LANES : 0, NR, wide,
@@ -137,8 +147,7 @@ ALWAYS_INLINE void rows_tiles(const float *x, int64_t K, int klen, const float *
 /* How many tiles rows_tiles runs for NR rows (the prefetch is spread over all their k steps). */
 ALWAYS_INLINE int64_t tiles_of(const int NR, const int PV, const int CV)
 {
-    const int wide = NR * CV * 2 <= CHAINS && PV % (CV * 2) == 0 ? (NR * CV * 4 <= CHAINS && PV % (CV * 4) == 0 ? CV * 4 : CV * 2) : CV;
-    return PV / wide;
+    return PV / tile_vecs(NR, PV, CV);
 }
 
 /* All rows of one panel over one K block, TILE_ROWS rows at a time. With PREFETCH, every tile's
