@@ -227,6 +227,29 @@ ALWAYS_INLINE vr fmas_r(float s, vr b, vr c)
 }
 #endif
 
+/* s[0 .. n) = softmax(s), in place: RL lanes of e^x at a time, the tail one by one. */
+static void softmax_in_place(float *s, int n)
+{
+    float peak = -INFINITY;
+    for (int t = 0; t < n; t++)
+        peak = s[t] > peak ? s[t] : peak;
+    float total = 0.0f;
+    int t = 0;
+    for (; t + RL <= n; t += RL) {
+        const vr e = exp_r(*(vr *)(s + t) - peak);
+        *(vr *)(s + t) = e;
+        for (int i = 0; i < RL; i++)
+            total += e[i];
+    }
+    for (; t < n; t++) {
+        s[t] = expf(s[t] - peak);
+        total += s[t];
+    }
+    const float inv = 1.0f / total;
+    for (t = 0; t < n; t++)
+        s[t] *= inv;
+}
+
 /* The cache lines of one K or V row into L2: the same row of the block read next, one block
  * ahead. Blocks lie anywhere in the pool, so the hardware's stream prefetcher, which follows
  * addresses within a page, starts cold at every block; this keeps the stream going across them
@@ -317,25 +340,7 @@ ALWAYS_INLINE void attend_item(
     }
     /* pass 2: softmax per query head, in place */
     for (int w = 0; w < width; w++) {
-        float *s = scores + (int64_t)w * ctx_len;
-        float peak = -INFINITY;
-        for (int t = 0; t < ctx_len; t++)
-            peak = s[t] > peak ? s[t] : peak;
-        float total = 0.0f;
-        int t = 0;
-        for (; t + LANES <= ctx_len; t += LANES) {
-            vf16 e = exp16(*(vf16 *)(s + t) - peak);
-            *(vf16 *)(s + t) = e;
-            for (int i = 0; i < LANES; i++)
-                total += e[i];
-        }
-        for (; t < ctx_len; t++) {
-            s[t] = expf(s[t] - peak);
-            total += s[t];
-        }
-        const float inv = 1.0f / total;
-        for (t = 0; t < ctx_len; t++)
-            s[t] *= inv;
+        softmax_in_place(scores + (int64_t)w * ctx_len, ctx_len);
         memset(o0 + (int64_t)w * head_dim, 0, sizeof(float) * head_dim);
     }
     /* pass 3: out_w = sum_t p_w,t * v_t */
@@ -419,25 +424,7 @@ ALWAYS_INLINE void attend_item_f32(
     }
     /* pass 2: softmax per query head, in place */
     for (int w = 0; w < width; w++) {
-        float *s = scores + (int64_t)w * ctx_len;
-        float peak = -INFINITY;
-        for (int t = 0; t < ctx_len; t++)
-            peak = s[t] > peak ? s[t] : peak;
-        float total = 0.0f;
-        int t = 0;
-        for (; t + RL <= ctx_len; t += RL) {
-            const vr e = exp_r(*(vr *)(s + t) - peak);
-            *(vr *)(s + t) = e;
-            for (int i = 0; i < RL; i++)
-                total += e[i];
-        }
-        for (; t < ctx_len; t++) {
-            s[t] = expf(s[t] - peak);
-            total += s[t];
-        }
-        const float inv = 1.0f / total;
-        for (t = 0; t < ctx_len; t++)
-            s[t] *= inv;
+        softmax_in_place(scores + (int64_t)w * ctx_len, ctx_len);
         memset(o0 + (int64_t)w * head_dim, 0, sizeof(float) * head_dim);
     }
     /* pass 3: out_w = sum_t p_w,t * v_t */
