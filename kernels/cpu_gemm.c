@@ -48,6 +48,16 @@
  * 138 -> 93 ms, 1-16 rows the same. */
 #define PREFETCH_MAX_ROWS 0
 #endif
+/* Which thread takes which panel. Where a block's tiles prefetch the next panel (AVX-512, few
+ * rows), a thread's panels must be contiguous: static. Elsewhere each thread takes the next panel
+ * as it finishes one, so a thread that the OS preempted (the server's event loop, a client) holds
+ * up the other only for the panel it is in, not for its whole static share; a panel's sums are the
+ * same whichever thread runs it. */
+#if PREFETCH_MAX_ROWS > 0
+#define PANEL_LOOP _Pragma("omp for schedule(static)")
+#else
+#define PANEL_LOOP _Pragma("omp for schedule(dynamic, 1)")
+#endif
 #define TILE_ROWS 6
 #define CHAINS 8 /* independent FMA chains a tile of one or two rows needs to keep the FMA units busy */
 typedef float vfu __attribute__((vector_size(LANES * 4), aligned(4))); /* for unaligned loads and stores */
@@ -207,7 +217,8 @@ void exact_linear(const float *x, int64_t M, int K, const float *panels, int N, 
 {
     const int num_panels = (N + PANEL - 1) / PANEL;
     const int threads = num_threads < num_panels ? num_threads : num_panels;
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    PANEL_LOOP
     for (int p = 0; p < num_panels; p++) {
         const int n0 = p * PANEL, width = N - n0 < PANEL ? N - n0 : PANEL;
         const float *panel = panels + (int64_t)n0 * K;
@@ -273,7 +284,7 @@ int exact_linear_swiglu(const float *x, int64_t M, int K, const float *panels, i
     {
         float *scratch = malloc(sizeof(float) * PANEL * (M > 0 ? M : 1));
         /* Every thread meets the worksharing loop, scratch or not (a skipped one deadlocks). */
-#pragma omp for schedule(static)
+        PANEL_LOOP
         for (int p = 0; p < num_panels; p++) {
             if (!scratch) {
                 failed = 1;

@@ -283,7 +283,7 @@ static void vector_screen(const uint32_t *x2, int64_t M, int pairs, const uint16
 {
     const int K = 2 * pairs, panels = (N + PANEL - 1) / PANEL;
     const int threads = num_threads < panels ? num_threads : panels;
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 4) if (threads > 1)
     for (int p = 0; p < panels; p++) {
         const int n0 = p * PANEL, width = N - n0 < PANEL ? N - n0 : PANEL;
         const uint16_t *panel = wbf + (int64_t)n0 * K;
@@ -343,7 +343,7 @@ int greedy_tokens(const float *x, int64_t M, int K, const uint16_t *wbf, const f
         vector_screen(x2, M, pairs, wbf, scores, N, num_threads);
     int bad = 0;
     const int row_threads = num_threads < M ? num_threads : (int)M;
-#pragma omp parallel for num_threads(row_threads) schedule(static) reduction(| : bad) if (row_threads > 1)
+#pragma omp parallel for num_threads(row_threads) schedule(dynamic, 1) reduction(| : bad) if (row_threads > 1)
     for (int64_t m = 0; m < M; m++) {
         const float *xm = x + m * K, *s = scores + m * N;
         double norm = 0.0;
