@@ -205,7 +205,10 @@ def greedy_head(lm_head: torch.nn.Module):
         return None
     from kernels.cpu_greedy import GreedyHead
 
-    return GreedyHead.build(lm_head)
+    head = GreedyHead.build(lm_head)
+    if head is not None:
+        head.calibrate()
+    return head
 
 
 def describe_backend(device: torch.device | str) -> str:

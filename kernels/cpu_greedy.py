@@ -27,6 +27,8 @@ the test errs only towards keeping a row.
 from __future__ import annotations
 
 import ctypes
+import sys
+import time
 
 import torch
 
@@ -42,6 +44,7 @@ class GreedyHead:
 
     def __init__(self, lib: ctypes.CDLL, head: PanelLinear, weight: torch.Tensor) -> None:
         self._lib = lib
+        self._head = head
         self._block = head.block  # exact_linear's summation blocks, which the recompute follows
         self._rows = weight.contiguous()  # [N, K] float32: a recomputed row is one contiguous read
         n, k = weight.shape
@@ -52,6 +55,8 @@ class GreedyHead:
         self.slack = 4.0 * k * SUBNORMAL * max(1.0, float(weight.abs().max()))
         self.in_features, self.out_features = k, n
         self._scratch = torch.empty(0)  # screened scores and bfloat16 rows, grown to the largest step
+        # Steps of more rows than this take the float32 head and its argmax instead (`calibrate`).
+        self.screen_rows_max = sys.maxsize
 
     @classmethod
     def build(cls, head: PanelLinear, extra_flags: tuple[str, ...] = ()) -> GreedyHead | None:
@@ -71,10 +76,48 @@ class GreedyHead:
         """The unit the screen runs on here: "amx", "avx512_bf16" or "fma"."""
         return ("fma", "avx512_bf16", "amx")[self._lib.greedy_screen(self.in_features)]
 
+    def calibrate(self, rows: tuple[int, ...] = (4, 16, 64), reps: int = 3) -> int:
+        """Time the screen against the float32 head and its argmax at each row count (best of
+        `reps`) and keep the screen for steps up to the last count of an unbroken run of wins from
+        the first; returns that (0: never). The screen computes in float32 FMAs where the CPU has
+        no bfloat16 dot product, so it only saves bytes: it lost from 16 rows on a Zen 1 box
+        (32000 x 768 head, 64 rows: 53 against 45 ms) and tied from 32 on a Zen 3 one. Both give
+        the same tokens; only the time differs."""
+        self.screen_rows_max = sys.maxsize
+        kept = 0
+        gen = torch.Generator().manual_seed(0)
+        for m in rows:
+            x = torch.randn(m, self.in_features, generator=gen)
+            screen, exact = float("inf"), float("inf")
+            for _ in range(reps):
+                t = time.perf_counter()
+                self._screened(x)
+                screen = min(screen, time.perf_counter() - t)
+                t = time.perf_counter()
+                self._exact(x)
+                exact = min(exact, time.perf_counter() - t)
+            if screen >= exact:
+                break
+            kept = m
+        self.screen_rows_max = kept if kept < rows[-1] else sys.maxsize
+        return self.screen_rows_max
+
     def __call__(self, hidden: torch.Tensor) -> list[int] | None:
         if hidden.dtype != torch.float32 or hidden.dim() != 2 or hidden.shape[1] != self.in_features:
             raise ValueError(f"GreedyHead takes float32 [M, {self.in_features}], not {hidden.dtype} {tuple(hidden.shape)}")
         x = hidden.contiguous()
+        return self._screened(x) if x.shape[0] <= self.screen_rows_max else self._exact(x)
+
+    def _exact(self, x: torch.Tensor) -> list[int] | None:
+        """argmax of the float32 head's logits (first index on ties), or None for a row whose
+        logits are not all finite."""
+        logits = self._head(x)
+        peak, tokens = logits.max(dim=1)
+        if not bool(torch.isfinite(peak).all()):  # (max propagates a NaN)
+            return None
+        return tokens.tolist()
+
+    def _screened(self, x: torch.Tensor) -> list[int] | None:
         rows = x.shape[0]
         tokens = torch.empty(rows, dtype=torch.int64)
         need = rows * (self.out_features + self.in_features)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import platform
+import sys
 
 import pytest
 import torch
@@ -94,6 +95,33 @@ def test_a_row_that_is_not_finite_is_handed_back() -> None:
     assert greedy(x) is None
     x[1, 5] = float("inf")
     assert greedy(x) is None
+
+
+def test_steps_above_the_screens_rows_take_the_float32_heads_argmax() -> None:
+    gen = torch.Generator().manual_seed(5)
+    weight = torch.randn(1040, 64, generator=gen) * 0.15
+    weight[900] = weight[17]  # an exact tie: the first index
+    head = head_of(weight)
+    greedy = greedy_for(head, "native")
+    greedy.screen_rows_max = 3
+    x = torch.randn(9, 64, generator=gen)
+    x[2] = weight[17] * 4.0
+    expected = full_argmax(head, x)
+    assert expected[2] == 17
+    assert greedy(x) == expected  # 9 rows: the float32 head
+    assert greedy(x[:3]) == expected[:3]  # 3 rows: the screen
+    x[6, 1] = float("nan")
+    assert greedy(x) is None
+    x[6, 1] = float("inf")
+    assert greedy(x) is None
+
+
+def test_calibration_keeps_the_screen_up_to_a_measured_row_count() -> None:
+    greedy = greedy_for(head_of(torch.randn(4096, 256) * 0.05), "native")
+    kept = greedy.calibrate(rows=(2, 8), reps=1)
+    assert kept in (0, 2, sys.maxsize) and greedy.screen_rows_max == kept
+    x = torch.randn(12, 256)
+    assert greedy(x) == full_argmax(greedy._head, x)
 
 
 def test_heads_it_does_not_take_build_nothing() -> None:
