@@ -522,6 +522,17 @@ int paged_decode_attention(
     const int num_items = num_seqs * splits;
     const int group = num_heads / num_kv_heads;
     int failed = 0;
+    /* Longest sequences first, so that the threads' last items are short ones and neither waits
+     * long for the other at the end (an item's time goes with its context); stable order. */
+    int *order = malloc(sizeof(int) * (num_seqs > 0 ? num_seqs : 1));
+    if (!order)
+        return -1;
+    for (int i = 0; i < num_seqs; i++) {
+        int j = i;
+        for (; j > 0 && seq_lens[order[j - 1]] < seq_lens[i]; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
 
 #pragma omp parallel num_threads(num_threads) reduction(| : failed)
     {
@@ -535,7 +546,7 @@ int paged_decode_attention(
                 failed = 1;
                 continue;
             }
-            const int seq = item / splits;
+            const int seq = order[item / splits];
             const int head_begin = (item % splits) * heads_per_item;
             const int head_end = head_begin + heads_per_item < num_kv_heads ? head_begin + heads_per_item : num_kv_heads;
             attend_item_any(query + (int64_t)seq * num_heads * head_dim, k_cache, v_cache,
@@ -547,6 +558,7 @@ int paged_decode_attention(
         free(scores);
         free(partial);
     }
+    free(order);
     return failed ? -1 : 0;
 }
 
