@@ -206,7 +206,7 @@ def greedy_head(lm_head: torch.nn.Module):
     from kernels.cpu_greedy import GreedyHead
 
     head = GreedyHead.build(lm_head)
-    if head is not None:
+    if head is not None and head.screen == "fma":  # a bfloat16 dot product or AMX: the screen wins outright
         head.calibrate()
     return head
 

@@ -524,9 +524,7 @@ int paged_decode_attention(
     int failed = 0;
     /* Longest sequences first, so that the threads' last items are short ones and neither waits
      * long for the other at the end (an item's time goes with its context); stable order. */
-    int *order = malloc(sizeof(int) * (num_seqs > 0 ? num_seqs : 1));
-    if (!order)
-        return -1;
+    int order[num_seqs > 0 ? num_seqs : 1];
     for (int i = 0; i < num_seqs; i++) {
         int j = i;
         for (; j > 0 && seq_lens[order[j - 1]] < seq_lens[i]; j--)
@@ -558,7 +556,6 @@ int paged_decode_attention(
         free(scores);
         free(partial);
     }
-    free(order);
     return failed ? -1 : 0;
 }
 
