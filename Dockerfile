@@ -9,9 +9,16 @@ ARG PYTHON_VERSION=3.11
 FROM python:${PYTHON_VERSION}-slim-bookworm AS cpu
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
+# A C compiler and OpenMP: the native CPU kernels are built with -march=native for the CPU the
+# container runs on (at the engine's first start, cached in FAIRGATE_KERNEL_CACHE), so they cannot
+# be built here; without gcc the engine would fall back to the torch reference path.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev libgomp1 \
+    && rm -rf /var/lib/apt/lists/*
 # torch from the CPU index: the default wheel drags in 2 GB of CUDA libraries a gateway never uses
 RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0"
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md __init__.py ./
 COPY backends ./backends
 COPY gateway ./gateway
 COPY kernels ./kernels
@@ -19,6 +26,7 @@ COPY migrations ./migrations
 COPY policies ./policies
 COPY scheduler ./scheduler
 RUN pip install . && useradd --system --uid 10001 --home /app fairgate
+ENV FAIRGATE_KERNEL_CACHE=/tmp/fairgate-kernels
 USER 10001
 EXPOSE 8000 8100
 HEALTHCHECK --interval=10s --timeout=3s CMD ["python", "-c", "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:' + __import__('os').environ.get('FAIRGATE_PORT', '8000') + '/health/liveness', timeout=2)"]
@@ -34,7 +42,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 RUN pip3 install --index-url https://download.pytorch.org/whl/cu128 "torch==2.13.0"
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md __init__.py ./
 COPY backends ./backends
 COPY gateway ./gateway
 COPY kernels ./kernels

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from backends.openai_wire.request import WireRequest
+    from fairgate.backends.openai_wire.request import WireRequest
 
 Kind = Literal["chat", "completion", "embedding"]
 Chunk = dict[str, Any]

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 import httptools
 
-from backends.http_proxy import Proxy, ProxyRefused, open_tunnel
-from backends.http_tls import TLSSettings, tls_failure
+from fairgate.backends.http_proxy import Proxy, ProxyRefused, open_tunnel
+from fairgate.backends.http_tls import TLSSettings, tls_failure
 
 HIGH_WATER = 4 * 2**20  # bytes queued unread before the connection stops reading
 LOW_WATER = 1 * 2**20

@@ -17,8 +17,8 @@ from typing import Any
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from backends.openai_wire.errors import WireError
-from backends.openai_wire.headers import HeaderLimits, too_large
+from fairgate.backends.openai_wire.errors import WireError
+from fairgate.backends.openai_wire.headers import HeaderLimits, too_large
 
 HEAD_SLACK = 8192  # the request line and the CRLFs around the headers
 

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, quote, urlencode
 
-from backends.http1 import Origin
-from backends.http_proxy import proxy_for
-from backends.http_tls import DEFAULT_TLS, TLSSettings
+from fairgate.backends.http1 import Origin
+from fairgate.backends.http_proxy import proxy_for
+from fairgate.backends.http_tls import DEFAULT_TLS, TLSSettings
 
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20  # a whole non-streamed body
 MAX_EVENT_BYTES = 8 * 2**20  # one line of a stream (capped by max_response_bytes when smaller)

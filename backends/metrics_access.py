@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.responses import Response
 
-from backends.openai_wire import WireError, error_response
-from backends.openai_wire.headers import bearer
+from fairgate.backends.openai_wire import WireError, error_response
+from fairgate.backends.openai_wire.headers import bearer
 
 TRUE = ("1", "true", "yes", "on")
 

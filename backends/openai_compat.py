@@ -21,12 +21,12 @@ from typing import Any
 
 import orjson
 
-from backends.base import BackendError, Capabilities, Chunk, GenerationRequest
-from backends.breaker import Breaker, BreakerPolicy, Outcome, State, Ticket, Transition
-from backends.http1 import HTTP1Pool, HTTPError, Response, ResponseTooLarge
-from backends.http_transport import Transport, header_block, origin_for
-from backends.openai_wire import WireError
-from backends.openai_wire.responses import response_id
+from fairgate.backends.base import BackendError, Capabilities, Chunk, GenerationRequest
+from fairgate.backends.breaker import Breaker, BreakerPolicy, Outcome, State, Ticket, Transition
+from fairgate.backends.http1 import HTTP1Pool, HTTPError, Response, ResponseTooLarge
+from fairgate.backends.http_transport import Transport, header_block, origin_for
+from fairgate.backends.openai_wire import WireError
+from fairgate.backends.openai_wire.responses import response_id
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 5.0  # an upstream asking for a longer pause is not retried within the request

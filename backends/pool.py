@@ -23,10 +23,10 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from backends.base import Backend, BackendError, Capabilities, Chunk, GenerationRequest
-from backends.pool_load import LoadReading, read_load
-from backends.pool_prefix import PrefixKeyer
-from backends.pool_routing import Policy, PoolChoice, ReplicaLoad, choose
+from fairgate.backends.base import Backend, BackendError, Capabilities, Chunk, GenerationRequest
+from fairgate.backends.pool_load import LoadReading, read_load
+from fairgate.backends.pool_prefix import PrefixKeyer
+from fairgate.backends.pool_routing import Policy, PoolChoice, ReplicaLoad, choose
 
 if TYPE_CHECKING:
     import httpx

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from backends.local.block_pool import sha256_block_hash
+from fairgate.backends.local.block_pool import sha256_block_hash
 
 if TYPE_CHECKING:
-    from backends.base import GenerationRequest
+    from fairgate.backends.base import GenerationRequest
 
 BYTES_PER_TOKEN = 4  # byte fallback: a block of text about as long as a block of tokens
 

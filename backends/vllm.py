@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from backends.base import GenerationRequest
-from backends.openai_compat import OpenAICompatBackend
+from fairgate.backends.base import GenerationRequest
+from fairgate.backends.openai_compat import OpenAICompatBackend
 
 # our classes → vLLM priorities (lower value is scheduled earlier; standard stays vLLM's default)
 VLLM_PRIORITY = {"interactive": -10, "standard": 0, "batch": 10}

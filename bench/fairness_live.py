@@ -40,7 +40,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
 ADMIN, SECRET = "live-admin-token", "live-control-secret"
 # big enough that the engine, not the HTTP path, is the bottleneck on a few CPU cores
@@ -58,11 +58,11 @@ def serve_engine(args: argparse.Namespace) -> int:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from backends.local.backend import LocalBackend
-    from backends.local.engine import AsyncEngine, EngineConfig
-    from backends.local.server import build_app
-    from scheduler.fair_queue import FairQueue
-    from scheduler.queue import FCFSQueue
+    from fairgate.backends.local.backend import LocalBackend
+    from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+    from fairgate.backends.local.server import build_app
+    from fairgate.scheduler.fair_queue import FairQueue
+    from fairgate.scheduler.queue import FCFSQueue
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -132,7 +132,7 @@ def start_gateway(workdir: str) -> Proc:
            "FAIRGATE_ADMIN_TOKEN": ADMIN, "FAIRGATE_EMBEDDED_ENGINE": "false",
            "FAIRGATE_CONTROL_SECRET": SECRET, "FAIRGATE_HOST": "127.0.0.1", "FAIRGATE_PORT": str(port)}
     log = open(Path(workdir) / "gateway.log", "w")  # noqa: SIM115 - lives as long as the process
-    p = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve"], cwd=workdir, env=env,
+    p = subprocess.Popen([sys.executable, "-m", "fairgate.gateway.cli", "serve"], cwd=workdir, env=env,
                          stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 180

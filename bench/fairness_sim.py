@@ -25,15 +25,15 @@ from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from backends.local.block_manager import BlockManager  # noqa: E402
-from scheduler.fair_queue import FairQueue  # noqa: E402
-from scheduler.fairness import FairnessConfig, FairnessWeights  # noqa: E402
-from scheduler.plan import StepPlan  # noqa: E402
-from scheduler.queue import FCFSQueue, WaitQueue  # noqa: E402
-from scheduler.request import RequestStatus, SchedRequest  # noqa: E402
-from scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
+from fairgate.backends.local.block_manager import BlockManager  # noqa: E402
+from fairgate.scheduler.fair_queue import FairQueue  # noqa: E402
+from fairgate.scheduler.fairness import FairnessConfig, FairnessWeights  # noqa: E402
+from fairgate.scheduler.plan import StepPlan  # noqa: E402
+from fairgate.scheduler.queue import FCFSQueue, WaitQueue  # noqa: E402
+from fairgate.scheduler.request import RequestStatus, SchedRequest  # noqa: E402
+from fairgate.scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 
 
 @dataclass(slots=True)

@@ -21,17 +21,17 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
 import httpx  # noqa: E402
 import orjson  # noqa: E402
 
-from backends.base import Capabilities, Chunk, GenerationRequest  # noqa: E402
-from backends.openai_wire import response_id  # noqa: E402
-from gateway.app import create_app  # noqa: E402
-from gateway.routing import Router  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
-from gateway.state import state_of  # noqa: E402
+from fairgate.backends.base import Capabilities, Chunk, GenerationRequest  # noqa: E402
+from fairgate.backends.openai_wire import response_id  # noqa: E402
+from fairgate.gateway.app import create_app  # noqa: E402
+from fairgate.gateway.routing import Router  # noqa: E402
+from fairgate.gateway.settings import Settings  # noqa: E402
+from fairgate.gateway.state import state_of  # noqa: E402
 
 PROMPT = [{"role": "user", "content": "Say hello in five words"}]
 USAGE = {"prompt_tokens": 5, "completion_tokens": 8, "total_tokens": 13}

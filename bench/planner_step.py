@@ -15,11 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from backends.local.block_manager import BlockManager  # noqa: E402
-from scheduler.request import SchedRequest  # noqa: E402
-from scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
+from fairgate.backends.local.block_manager import BlockManager  # noqa: E402
+from fairgate.scheduler.request import SchedRequest  # noqa: E402
+from fairgate.scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 
 
 def decode_steady_state(running: int, steps: int, prompt: int, block_size: int) -> tuple[float, float]:

@@ -34,16 +34,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 sys.path.insert(0, str(ROOT / "bench"))
 
 import httpx  # noqa: E402
 
-from backends.base import GenerationRequest  # noqa: E402
-from backends.http1 import HTTP1Pool  # noqa: E402
-from backends.openai_compat import OpenAICompatBackend  # noqa: E402
-from backends.pool import PoolBackend, PoolOptions, ReplicaSpec  # noqa: E402
-from backends.pool_prefix import PrefixKeyer  # noqa: E402
+from fairgate.backends.base import GenerationRequest  # noqa: E402
+from fairgate.backends.http1 import HTTP1Pool  # noqa: E402
+from fairgate.backends.openai_compat import OpenAICompatBackend  # noqa: E402
+from fairgate.backends.pool import PoolBackend, PoolOptions, ReplicaSpec  # noqa: E402
+from fairgate.backends.pool_prefix import PrefixKeyer  # noqa: E402
 
 SPEC_5M = dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=6, num_key_value_heads=6,
                intermediate_size=512, vocab_size=8000)
@@ -54,7 +54,7 @@ def start_engines(model: Path, n: int, blocks: int) -> list[tuple[subprocess.Pop
     out = []
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for _ in range(n):
-        p = subprocess.Popen([sys.executable, "-m", "gateway.cli", "engine", "--model", str(model), "--port", "0",
+        p = subprocess.Popen([sys.executable, "-m", "fairgate.gateway.cli", "engine", "--model", str(model), "--port", "0",
                               "--served-model-name", "m", "--num-kv-blocks", str(blocks), "--max-model-len", "1024",
                               "--max-num-batched-tokens", "1024"],
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

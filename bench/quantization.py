@@ -34,13 +34,13 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from backends.local.runner import ModelRunner  # noqa: E402
-from backends.local.types import RunnerInput, SamplingParams  # noqa: E402
 from bench import quant_peers  # noqa: E402
 from bench.runner_step import ensure_model  # noqa: E402
-from kernels.quant_linear import QuantLinear  # noqa: E402
+from fairgate.backends.local.runner import ModelRunner  # noqa: E402
+from fairgate.backends.local.types import RunnerInput, SamplingParams  # noqa: E402
+from fairgate.kernels.quant_linear import QuantLinear  # noqa: E402
 
 WEIGHTS = ("fp32", "int8", "int8-a8", "int4-g64")
 KV_FORMATS = ("float32", "int8", "int4")

@@ -16,13 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
 import httpx  # noqa: E402
 
-from backends.openai_compat import OpenAICompatBackend  # noqa: E402
-from gateway.routing import Router, RouteRequest  # noqa: E402
-from policies.routing import Rule, RuleMatch  # noqa: E402
+from fairgate.backends.openai_compat import OpenAICompatBackend  # noqa: E402
+from fairgate.gateway.routing import Router, RouteRequest  # noqa: E402
+from fairgate.policies.routing import Rule, RuleMatch  # noqa: E402
 
 SENTENCE = "Geçen haftaki toplantıda ürün yol haritasını ve üçüncü çeyrek hedeflerini konuştuk. "
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from backends.local.runner import ModelRunner  # noqa: E402
-from backends.local.types import RunnerInput, SamplingParams  # noqa: E402
+from fairgate.backends.local.runner import ModelRunner  # noqa: E402
+from fairgate.backends.local.types import RunnerInput, SamplingParams  # noqa: E402
 
 LLAMA_110M = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=12,
                   intermediate_size=3072, vocab_size=32000, max_position_embeddings=2048,

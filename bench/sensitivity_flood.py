@@ -106,7 +106,7 @@ def flood(seconds: float, prompts: dict[str, str], clients: int = 4) -> dict[str
         env = {**os.environ, "FAIRGATE_ADMIN_TOKEN": ADMIN, "FAIRGATE_DATABASE_URL": f"sqlite:///{tmp}/gw.db",
                "FAIRGATE_EMBEDDED_ENGINE": "false", "FAIRGATE_MAX_BODY_BYTES": str(4 << 20),
                "PYTHONPATH": str(ROOT)}
-        gw = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)], cwd=ROOT,
+        gw = subprocess.Popen([sys.executable, "-m", "fairgate.gateway.cli", "serve", "--port", str(port)], cwd=ROOT,
                               env=env, stdout=(tmp / "gw.log").open("w"), stderr=subprocess.STDOUT,
                               start_new_session=True)
         procs.append(gw)

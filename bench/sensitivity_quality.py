@@ -25,9 +25,9 @@ import random
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from policies.sensitivity import classify  # noqa: E402
+from fairgate.policies.sensitivity import classify  # noqa: E402
 from tests.helpers.pii_corpus_kvkk import NEW_KINDS, make_full_corpus  # noqa: E402
 from tests.helpers.pii_layouts import LAYOUTS, evasive  # noqa: E402
 from tests.helpers.pii_quality import score  # noqa: E402

@@ -29,10 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
 from bench.sensitivity_flood import flood  # noqa: E402
-from policies.sensitivity import classify, classify_parts  # noqa: E402
+from fairgate.policies.sensitivity import classify, classify_parts  # noqa: E402
 from tests.helpers.pii_corpus import make_negative, make_positive  # noqa: E402
 
 MB = 1 << 20

@@ -78,7 +78,7 @@ def start_engine(model_dir: Path, num_kv_blocks: int, max_num_seqs: int, max_num
     """`fairgate engine` on a free loopback port with the in-process run's settings (and
     `extra_args`, e.g. ("--quantization", "int8"))."""
     port = _free_port()
-    cmd = [sys.executable, "-m", "gateway.cli", "engine", "--model", str(model_dir), "--port", str(port),
+    cmd = [sys.executable, "-m", "fairgate.gateway.cli", "engine", "--model", str(model_dir), "--port", str(port),
            "--num-kv-blocks", str(num_kv_blocks), "--max-num-seqs", str(max_num_seqs),
            "--max-num-batched-tokens", str(max_num_batched_tokens), *extra_args]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

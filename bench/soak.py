@@ -42,7 +42,7 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
 from tests.gateway.harness import PG_ADMIN, REDIS_URL, free_port  # noqa: E402
 from tests.helpers.engine_proc import EngineProcess  # noqa: E402
@@ -186,8 +186,8 @@ def settle(url: str, engine_url: str, db: str, prefix: str, tenants: list[tuple[
     import redis
     from sqlalchemy import func, select, text
 
-    from gateway.db import make_engine
-    from gateway.tables import UsageRecord
+    from fairgate.gateway.db import make_engine
+    from fairgate.gateway.tables import UsageRecord
 
     def left_lost(conn: Any) -> tuple[int, int]:
         """(requests the gateway routed for the leaving tenant with no usage row, its usage rows)."""
@@ -246,7 +246,7 @@ def start_stack(args: argparse.Namespace, work: Path) -> tuple[list[Any], str, s
                           stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     up_port = int(up.stdout.readline().split()[1])  # type: ignore[union-attr]
     db = args.database_url or _fresh_pg()
-    from gateway.db import upgrade
+    from fairgate.gateway.db import upgrade
 
     upgrade(db)
     prefix = f"soak-{uuid.uuid4().hex[:8]}"
@@ -257,7 +257,7 @@ def start_stack(args: argparse.Namespace, work: Path) -> tuple[list[Any], str, s
            "FAIRGATE_USAGE_JOURNAL_PATH": str(work / "usage.journal"),
            # the engine key is stored encrypted (a throwaway key unless one is set)
            "FAIRGATE_SECRETS_KEY": os.environ.get("FAIRGATE_SECRETS_KEY") or _fernet_key()}
-    gw = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve"], cwd=ROOT, env=env,
+    gw = subprocess.Popen([sys.executable, "-m", "fairgate.gateway.cli", "serve"], cwd=ROOT, env=env,
                           stdout=subprocess.DEVNULL, stderr=open(work / "gateway.log", "wb"))  # noqa: SIM115
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):

@@ -37,16 +37,16 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from backends.local.engine_config import EngineConfig  # noqa: E402
-from backends.local.engine_core import EngineCore  # noqa: E402
-from backends.local.engine_factory import build_engine_parts  # noqa: E402
-from backends.local.output import OutputTracker  # noqa: E402
-from backends.local.tokenizer import Tokenizer  # noqa: E402
-from backends.local.types import SamplingParams  # noqa: E402
-from scheduler.queue import FCFSQueue  # noqa: E402
-from scheduler.request import SchedRequest  # noqa: E402
+from fairgate.backends.local.engine_config import EngineConfig  # noqa: E402
+from fairgate.backends.local.engine_core import EngineCore  # noqa: E402
+from fairgate.backends.local.engine_factory import build_engine_parts  # noqa: E402
+from fairgate.backends.local.output import OutputTracker  # noqa: E402
+from fairgate.backends.local.tokenizer import Tokenizer  # noqa: E402
+from fairgate.backends.local.types import SamplingParams  # noqa: E402
+from fairgate.scheduler.queue import FCFSQueue  # noqa: E402
+from fairgate.scheduler.request import SchedRequest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET, DRAFT = ROOT / "models" / "fairgate-demo", ROOT / "models" / "fairgate-demo-draft"

@@ -26,14 +26,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
 import httpx  # noqa: E402
 import orjson  # noqa: E402
 import redis.asyncio as aredis  # noqa: E402
 
-from backends.http1 import HTTP1Pool, Origin  # noqa: E402
-from gateway.quota.resp import RespClient  # noqa: E402
+from fairgate.backends.http1 import HTTP1Pool, Origin  # noqa: E402
+from fairgate.gateway.quota.resp import RespClient  # noqa: E402
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 BODY = orjson.dumps({"model": "up", "messages": [{"role": "user", "content": "Say hello in five words"}],

@@ -18,15 +18,15 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.routing import Route
 
-from backends.http_transport import DEFAULT_MAX_RESPONSE_BYTES
-from backends.openai_wire import WireError
-from gateway import admin_schemas as sch
-from gateway.admin_http import admin_route
-from gateway.keys import generate_key
-from gateway.registry import refresh_if_stale
-from gateway.state import state_of
-from gateway.tables import ApiKey, AuditEntry, BackendRow, QuotaPolicy, Tenant, utcnow
-from gateway.tables_pools import PoolRow
+from fairgate.backends.http_transport import DEFAULT_MAX_RESPONSE_BYTES
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway import admin_schemas as sch
+from fairgate.gateway.admin_http import admin_route
+from fairgate.gateway.keys import generate_key
+from fairgate.gateway.registry import refresh_if_stale
+from fairgate.gateway.state import state_of
+from fairgate.gateway.tables import ApiKey, AuditEntry, BackendRow, QuotaPolicy, Tenant, utcnow
+from fairgate.gateway.tables_pools import PoolRow
 
 log = logging.getLogger("fairgate.admin")
 

@@ -10,10 +10,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import Route
 
-from backends.openai_wire import WireError
-from gateway.admin import admin_route
-from gateway.advise import advice_json, advise_for, parse_window
-from gateway.state import GatewayState, state_of
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway.admin import admin_route
+from fairgate.gateway.advise import advice_json, advise_for, parse_window
+from fairgate.gateway.state import GatewayState, state_of
 
 
 @admin_route

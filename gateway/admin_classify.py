@@ -15,12 +15,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import Route
 
-from backends.openai_wire import WireError
-from gateway.admin import admin_route
-from gateway.admin_routing import _json_body
-from gateway.classification import classifier_for
-from gateway.state import state_of
-from policies.sensitivity import classify, validate_tenant_patterns
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway.admin import admin_route
+from fairgate.gateway.admin_routing import _json_body
+from fairgate.gateway.classification import classifier_for
+from fairgate.gateway.state import state_of
+from fairgate.policies.sensitivity import classify, validate_tenant_patterns
 
 MAX_TEXT = 1 << 20
 

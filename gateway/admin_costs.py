@@ -21,15 +21,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from backends.openai_wire import WireError
-from gateway.admin import audit, body_of, changed, in_tx
-from gateway.admin_http import admin_route
-from gateway.cost_sources import costed_report
-from gateway.declarative import PriceDecl
-from gateway.reports import BACKEND_COLUMNS, COLUMNS, GROUPS, parse_time, to_csv
-from gateway.state import state_of
-from gateway.tables import BackendRow
-from gateway.tables_pools import PoolRow
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway.admin import audit, body_of, changed, in_tx
+from fairgate.gateway.admin_http import admin_route
+from fairgate.gateway.cost_sources import costed_report
+from fairgate.gateway.declarative import PriceDecl
+from fairgate.gateway.reports import BACKEND_COLUMNS, COLUMNS, GROUPS, parse_time, to_csv
+from fairgate.gateway.state import state_of
+from fairgate.gateway.tables import BackendRow
+from fairgate.gateway.tables_pools import PoolRow
 
 
 def window_of(request: Request) -> tuple[datetime | None, datetime | None]:

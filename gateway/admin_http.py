@@ -19,12 +19,12 @@ from sqlalchemy.exc import (
 from starlette.requests import Request
 from starlette.responses import Response
 
-from backends.openai_wire import WireError, error_response
-from backends.openai_wire.headers import bearer
-from gateway.admin_token import admin_enabled, admin_token_ok
-from gateway.auth_throttle import client_address
-from gateway.secret_box import MISSING, SecretsKeyMissing
-from gateway.state import state_of
+from fairgate.backends.openai_wire import WireError, error_response
+from fairgate.backends.openai_wire.headers import bearer
+from fairgate.gateway.admin_token import admin_enabled, admin_token_ok
+from fairgate.gateway.auth_throttle import client_address
+from fairgate.gateway.secret_box import MISSING, SecretsKeyMissing
+from fairgate.gateway.state import state_of
 
 Handler = Callable[[Request], Awaitable[Any]]
 log = logging.getLogger("fairgate.admin")

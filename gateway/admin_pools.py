@@ -22,15 +22,15 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.routing import Route
 
-from backends.openai_wire import WireError
-from backends.pool import PoolBackend
-from backends.pool_routing import POLICIES
-from gateway.admin import audit, body_of, changed, in_tx
-from gateway.admin_http import admin_route
-from gateway.admin_schemas import BaseUrl, Credential, Text, _Strict
-from gateway.state import state_of
-from gateway.tables import BackendRow
-from gateway.tables_pools import PoolReplicaRow, PoolRow
+from fairgate.backends.openai_wire import WireError
+from fairgate.backends.pool import PoolBackend
+from fairgate.backends.pool_routing import POLICIES
+from fairgate.gateway.admin import audit, body_of, changed, in_tx
+from fairgate.gateway.admin_http import admin_route
+from fairgate.gateway.admin_schemas import BaseUrl, Credential, Text, _Strict
+from fairgate.gateway.state import state_of
+from fairgate.gateway.tables import BackendRow
+from fairgate.gateway.tables_pools import PoolReplicaRow, PoolRow
 
 NAME = r"^[A-Za-z0-9_.:-]{1,200}$"
 

@@ -24,18 +24,18 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.routing import Route
 
-from backends.openai_wire import WireError
-from gateway.admin import admin_route, audit, in_tx
-from gateway.registry import load_backends
-from gateway.routing import NoRouteError, Router, RouteRequest
-from gateway.routing_store import read_rules, write_rules
-from gateway.state import GatewayState, state_of
-from gateway.tables import BackendRow, Tenant
-from gateway.tables_pools import PoolRow
-from gateway.tables_routing import RoutingAudit, TenantSensitivity
-from policies.routing import Rule, validate_rules
-from policies.routing_schema import RuleSchemaError, parse_rules, rule_to_dict
-from policies.sensitivity import validate_tenant_patterns
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway.admin import admin_route, audit, in_tx
+from fairgate.gateway.registry import load_backends
+from fairgate.gateway.routing import NoRouteError, Router, RouteRequest
+from fairgate.gateway.routing_store import read_rules, write_rules
+from fairgate.gateway.state import GatewayState, state_of
+from fairgate.gateway.tables import BackendRow, Tenant
+from fairgate.gateway.tables_pools import PoolRow
+from fairgate.gateway.tables_routing import RoutingAudit, TenantSensitivity
+from fairgate.policies.routing import Rule, validate_rules
+from fairgate.policies.routing_schema import RuleSchemaError, parse_rules, rule_to_dict
+from fairgate.policies.sensitivity import validate_tenant_patterns
 
 MAX_RULES = 500
 MAX_TENANT_TERMS = 200

@@ -7,10 +7,10 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from backends.http_transport import header_problem
-from backends.openai_wire.request import MAX_TOKENS
-from gateway.quota import MAX_AMOUNT, MAX_COST
-from scheduler.request import PRIORITY_CLASSES
+from fairgate.backends.http_transport import header_problem
+from fairgate.backends.openai_wire.request import MAX_TOKENS
+from fairgate.gateway.quota import MAX_AMOUNT, MAX_COST
+from fairgate.scheduler.request import PRIORITY_CLASSES
 
 Residency = Literal["any", "local_only"]
 

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from gateway.keys import hash_key
-from gateway.tables import AdminCredential
+from fairgate.gateway.keys import hash_key
+from fairgate.gateway.tables import AdminCredential
 
 if TYPE_CHECKING:
-    from gateway.state import GatewayState
+    from fairgate.gateway.state import GatewayState
 
 ADMIN = "admin"  # the row's fixed name
 

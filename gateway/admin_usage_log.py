@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.routing import Route
 
-from backends.openai_wire import WireError
-from gateway.admin import in_tx
-from gateway.admin_costs import window_of
-from gateway.admin_http import admin_route
-from gateway.tables import UsageRecord
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway.admin import in_tx
+from fairgate.gateway.admin_costs import window_of
+from fairgate.gateway.admin_http import admin_route
+from fairgate.gateway.tables import UsageRecord
 
 FILTERS = {"tenant": UsageRecord.tenant_id, "key": UsageRecord.key_prefix, "backend": UsageRecord.backend,
            "model": UsageRecord.model, "priority": UsageRecord.priority, "status": UsageRecord.status}

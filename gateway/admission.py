@@ -19,25 +19,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from backends.base import GenerationRequest, Kind
-from backends.openai_wire import (
+from fairgate.backends.base import GenerationRequest, Kind
+from fairgate.backends.openai_wire import (
     WireError,
     WireRequest,
     completion_room,
     parse_request,
     read_json_object,
 )
-from backends.openai_wire.embeddings import parse_embeddings
-from backends.openai_wire.headers import bearer
-from backends.openai_wire.responses import response_id
-from backends.types import Receive, Scope
-from gateway.auth import Principal
-from gateway.auth_throttle import client_address
-from gateway.pool_share import give_back_share, take_share
-from gateway.quota import QuotaDenied, RateLimitState, StaleConfig
-from gateway.registry import refresh_if_stale
-from gateway.routing import NoRouteError, RouteDecision, RouteRequest
-from gateway.state import GatewayState
+from fairgate.backends.openai_wire.embeddings import parse_embeddings
+from fairgate.backends.openai_wire.headers import bearer
+from fairgate.backends.openai_wire.responses import response_id
+from fairgate.backends.types import Receive, Scope
+from fairgate.gateway.auth import Principal
+from fairgate.gateway.auth_throttle import client_address
+from fairgate.gateway.pool_share import give_back_share, take_share
+from fairgate.gateway.quota import QuotaDenied, RateLimitState, StaleConfig
+from fairgate.gateway.registry import refresh_if_stale
+from fairgate.gateway.routing import NoRouteError, RouteDecision, RouteRequest
+from fairgate.gateway.state import GatewayState
 
 log = logging.getLogger("fairgate.request")
 MAX_ATTEMPTS = 3  # one pass, plus retries after a route refresh or a stale principal

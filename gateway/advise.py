@@ -25,12 +25,19 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, select
 
-from gateway.tables import UsageRecord, utcnow
-from policies.advice import Advice, AdviceConfig, EngineWindow, RouteWindow, advise, replicas
-from policies.replica_plan import plan_replicas
+from fairgate.gateway.tables import UsageRecord, utcnow
+from fairgate.policies.advice import (
+    Advice,
+    AdviceConfig,
+    EngineWindow,
+    RouteWindow,
+    advise,
+    replicas,
+)
+from fairgate.policies.replica_plan import plan_replicas
 
 if TYPE_CHECKING:
-    from gateway.state import GatewayState
+    from fairgate.gateway.state import GatewayState
 
 _WINDOW = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -214,9 +221,9 @@ def local_engine_scrapes(state: GatewayState, timeout_s: float = 2.0) -> dict[st
     read now; an engine that does not answer is left out."""
     import httpx
 
-    from backends.pool_load import server_root
-    from gateway.tables import BackendRow
-    from gateway.tables_pools import PoolReplicaRow, PoolRow
+    from fairgate.backends.pool_load import server_root
+    from fairgate.gateway.tables import BackendRow
+    from fairgate.gateway.tables_pools import PoolReplicaRow, PoolRow
 
     with state.sessions() as s:
         targets = [(b.name, b.base_url) for b in s.scalars(select(BackendRow).where(

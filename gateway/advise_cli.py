@@ -61,9 +61,9 @@ def _from_gateway(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _from_database(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from gateway.advise import AdviseOptions, advice_json, advise_from, parse_window
-    from gateway.db import make_engine
-    from gateway.settings import load_settings
+    from fairgate.gateway.advise import AdviseOptions, advice_json, advise_from, parse_window
+    from fairgate.gateway.db import make_engine
+    from fairgate.gateway.settings import load_settings
 
     url = args.database or load_settings(args.config).database_url
     token = args.metrics_token or os.environ.get("FAIRGATE_METRICS_TOKEN")

@@ -16,10 +16,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from backends.http1 import HTTP1Pool
-from backends.openai_wire import WireError, error_response
-from backends.openai_wire.headers import HeaderGuard
-from gateway import (
+from fairgate.backends.http1 import HTTP1Pool
+from fairgate.backends.openai_wire import WireError, error_response
+from fairgate.backends.openai_wire.headers import HeaderGuard
+from fairgate.gateway import (
     admin,
     admin_advice,
     admin_classify,
@@ -32,32 +32,32 @@ from gateway import (
     openapi,
     tenant_api,
 )
-from gateway.admin_advice import advice_panel
-from gateway.admin_token import load_admin_token_hash
-from gateway.auth import KeyCache
-from gateway.auth_throttle import AuthThrottle
-from gateway.db import make_engine, make_sessionmaker, upgrade
-from gateway.declarative import DeclaredFile
-from gateway.fairness import FairnessSync, push_weights
-from gateway.fast_lane import GatewayApp
-from gateway.metrics import make_metrics, metrics_routes, watch_usage_backlog
-from gateway.pool_share import make_share_gate
-from gateway.quota import QuotaStore
-from gateway.registry import load_backends, start_embedded_engine, watch_config
-from gateway.request_log import log_request
-from gateway.secret_box import box_from_settings, check_readable
-from gateway.settings import Settings
-from gateway.state import GatewayState
-from gateway.usage import UsageRecorder
+from fairgate.gateway.admin_advice import advice_panel
+from fairgate.gateway.admin_token import load_admin_token_hash
+from fairgate.gateway.auth import KeyCache
+from fairgate.gateway.auth_throttle import AuthThrottle
+from fairgate.gateway.db import make_engine, make_sessionmaker, upgrade
+from fairgate.gateway.declarative import DeclaredFile
+from fairgate.gateway.fairness import FairnessSync, push_weights
+from fairgate.gateway.fast_lane import GatewayApp
+from fairgate.gateway.metrics import make_metrics, metrics_routes, watch_usage_backlog
+from fairgate.gateway.pool_share import make_share_gate
+from fairgate.gateway.quota import QuotaStore
+from fairgate.gateway.registry import load_backends, start_embedded_engine, watch_config
+from fairgate.gateway.request_log import log_request
+from fairgate.gateway.secret_box import box_from_settings, check_readable
+from fairgate.gateway.settings import Settings
+from fairgate.gateway.state import GatewayState
+from fairgate.gateway.usage import UsageRecorder
 
 
 def make_quota_store(settings: Settings) -> QuotaStore:
     if settings.redis_url:
-        from gateway.quota.redis_store import RedisQuotaStore
+        from fairgate.gateway.quota.redis_store import RedisQuotaStore
 
         return RedisQuotaStore(settings.redis_url, settings.redis_prefix, settings.reservation_ttl_s,
                                cluster=settings.redis_cluster)
-    from gateway.quota.memory import MemoryQuotaStore
+    from fairgate.gateway.quota.memory import MemoryQuotaStore
 
     return MemoryQuotaStore(settings.reservation_ttl_s)
 
@@ -83,7 +83,7 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
     quota = make_quota_store(settings)
     bus = quota.config_bus()
     if declared is not None:  # `serve --config FILE` with backends/pools/tenants/...: apply first
-        from gateway.declarative_cli import apply_in_db
+        from fairgate.gateway.declarative_cli import apply_in_db
 
         if await asyncio.to_thread(apply_in_db, sessions, declared.config):
             await bus.bump()
@@ -106,8 +106,10 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
         st.config_version = await bus.version()
     except Exception:  # Redis down at start: serve 503s until it is back, then catch up
         st.config_version = -1
-    from gateway.breaker_metrics import BreakerCollector  # every upstream's circuit breaker
-    from gateway.pool_metrics import PoolCollector  # per-replica gauges of backend pools
+    from fairgate.gateway.breaker_metrics import (
+        BreakerCollector,  # every upstream's circuit breaker
+    )
+    from fairgate.gateway.pool_metrics import PoolCollector  # per-replica gauges of backend pools
 
     metrics.registry.register(PoolCollector(lambda: st.backends))
     metrics.registry.register(BreakerCollector(lambda: st.backends))

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from gateway.config_bus import ConfigBus
-from gateway.keys import hash_key
-from gateway.quota import ScopeLimits
-from gateway.tables import ApiKey, QuotaPolicy, Tenant
-from scheduler.request import PRIORITY_CLASSES, PRIORITY_RANKS
+from fairgate.gateway.config_bus import ConfigBus
+from fairgate.gateway.keys import hash_key
+from fairgate.gateway.quota import ScopeLimits
+from fairgate.gateway.tables import ApiKey, QuotaPolicy, Tenant
+from fairgate.scheduler.request import PRIORITY_CLASSES, PRIORITY_RANKS
 
 NEGATIVE_TTL_S = 2.0  # unknown keys: spare the database from a flood of bad tokens
 MAX_NEGATIVE = 10_000

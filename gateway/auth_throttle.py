@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from backends.openai_wire import WireError
-from backends.types import Scope
+from fairgate.backends.openai_wire import WireError
+from fairgate.backends.types import Scope
 
 MAX_ADDRESSES = 100_000  # tracked at once; past it the oldest windows are forgotten first
 

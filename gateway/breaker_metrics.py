@@ -17,8 +17,8 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from backends.breaker import Breaker
-from backends.pool import PoolBackend
+from fairgate.backends.breaker import Breaker
+from fairgate.backends.pool import PoolBackend
 
 
 def breakers(backends: Mapping[str, Any]) -> Iterator[tuple[str, Breaker]]:

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter
 
-from policies.residency import SensitivityVerdict, assess
+from fairgate.policies.residency import SensitivityVerdict, assess
 
 if TYPE_CHECKING:
-    from gateway.state import GatewayState
+    from fairgate.gateway.state import GatewayState
 
 FAIL_CLOSED_METRIC = "fairgate_classification_fail_closed"
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gateway.loadgen.cli import add_parser as add_bench_command  # light: the run's imports are lazy
+from fairgate.gateway.loadgen.cli import (
+    add_parser as add_bench_command,  # light: the run's imports are lazy
+)
 
 KV_CHOICES = ["float32", "float16", "bfloat16", "int8", "int4"]
 LOG_LEVELS = ["debug", "info", "warning", "error", "critical"]
@@ -112,10 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     qz.add_argument("--method", required=True, metavar="int8|int8-a8|int4[-gN]",
                     help="int8 per output channel, or int4 with a scale per N inputs (default 64)")
 
-    from gateway.declarative_cli import add_commands  # apply / export
+    from fairgate.gateway.declarative_cli import add_commands  # apply / export
 
     add_commands(sub)
-    from gateway.advise_cli import add_command as add_advise
+    from fairgate.gateway.advise_cli import add_command as add_advise
 
     add_advise(sub)
 
@@ -127,35 +129,35 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "engine":
-        from backends.local.server import run_engine_server
+        from fairgate.backends.local.server import run_engine_server
 
         return run_engine_server(args) or 0
     if args.command == "serve":
-        from gateway.serve import run_gateway
+        from fairgate.gateway.serve import run_gateway
 
         return run_gateway(args) or 0
     if args.command == "db":
-        from gateway.db import run_db_command
+        from fairgate.gateway.db import run_db_command
 
         return run_db_command(args) or 0
     if args.command in ("apply", "export"):
-        from gateway import declarative_cli
+        from fairgate.gateway import declarative_cli
 
         return declarative_cli.run_apply(args) if args.command == "apply" else declarative_cli.run_export(args)
     if args.command == "advise":
-        from gateway.advise_cli import run_advise
+        from fairgate.gateway.advise_cli import run_advise
 
         return run_advise(args)
     if args.command == "quantize":
-        from backends.local.quantization import run_quantize
+        from fairgate.backends.local.quantization import run_quantize
 
         return run_quantize(args)
     if args.command == "eval":
-        from backends.local.evaluation import run_eval
+        from fairgate.backends.local.evaluation import run_eval
 
         return run_eval(args) or 0
     if args.command == "bench":
-        from gateway.loadgen.cli import run_bench
+        from fairgate.gateway.loadgen.cli import run_bench
 
         return run_bench(args)
     return 2

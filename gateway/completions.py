@@ -19,15 +19,15 @@ from typing import Any
 
 import orjson
 
-from backends.base import Kind
-from backends.openai_wire import WireError, send_error, send_json
-from backends.types import Receive, Scope, Send
-from gateway.admission import Admitted, admit
-from gateway.fallback import first_answer
-from gateway.request_log import log_refusal
-from gateway.settlement import finish
-from gateway.state import GatewayState, state_of
-from gateway.streaming import stream
+from fairgate.backends.base import Kind
+from fairgate.backends.openai_wire import WireError, send_error, send_json
+from fairgate.backends.types import Receive, Scope, Send
+from fairgate.gateway.admission import Admitted, admit
+from fairgate.gateway.fallback import first_answer
+from fairgate.gateway.request_log import log_refusal
+from fairgate.gateway.settlement import finish
+from fairgate.gateway.state import GatewayState, state_of
+from fairgate.gateway.streaming import stream
 
 log = logging.getLogger("fairgate.request")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from gateway.quota.cluster import ClusterClient
-    from gateway.quota.resp import RespClient
+    from fairgate.gateway.quota.cluster import ClusterClient
+    from fairgate.gateway.quota.resp import RespClient
 
 
 class ConfigBus(Protocol):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from backends.local.step_cost import StepCosts
+from fairgate.backends.local.step_cost import StepCosts
 
 MINUTE = timedelta(minutes=1)
 

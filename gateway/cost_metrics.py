@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from gateway.cost import BackendCost, per_million
-from gateway.tables import utcnow
+from fairgate.gateway.cost import BackendCost, per_million
+from fairgate.gateway.tables import utcnow
 
 if TYPE_CHECKING:
-    from gateway.state import GatewayState
+    from fairgate.gateway.state import GatewayState
 
 log = logging.getLogger("fairgate.cost")
 MAX_AGE_S = 15.0
@@ -47,7 +47,7 @@ class CostCollector(Collector):
         async with self._lock:  # one refresh for scrapes that arrive together
             if time.monotonic() - self.refreshed < max_age_s:
                 return
-            from gateway.cost_sources import costed_report
+            from fairgate.gateway.cost_sources import costed_report
 
             now = utcnow()
             try:

@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from backends.local.step_cost import StepCosts
-from backends.pool_load import server_root
-from gateway.cost import HourlyPrice
-from gateway.reports import UsageReport, cost_report
-from gateway.tables import BackendRow
-from gateway.tables_pools import PoolReplicaRow, PoolRow
+from fairgate.backends.local.step_cost import StepCosts
+from fairgate.backends.pool_load import server_root
+from fairgate.gateway.cost import HourlyPrice
+from fairgate.gateway.reports import UsageReport, cost_report
+from fairgate.gateway.tables import BackendRow
+from fairgate.gateway.tables_pools import PoolReplicaRow, PoolRow
 
 if TYPE_CHECKING:
     import httpx
 
-    from gateway.state import GatewayState
+    from fairgate.gateway.state import GatewayState
 
 log = logging.getLogger("fairgate.cost")
 STATS_TIMEOUT_S = 2.0

@@ -12,8 +12,8 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.orm import Session, sessionmaker
 
-import migrations
-from gateway.secret_box import SecretBox, attach, box_from_settings
+from fairgate import migrations
+from fairgate.gateway.secret_box import SecretBox, attach, box_from_settings
 
 
 def make_engine(url: str, secrets: SecretBox | None = None) -> Engine:
@@ -82,7 +82,7 @@ def refuse_plaintext_without_key(conn: Connection, secrets: SecretBox | None) ->
     """Stop before any migration runs when stored upstream keys are plaintext and no secrets key is
     set: SQLite commits DDL as it goes, so failing inside migration 0008 would leave the earlier
     ones applied but unrecorded."""
-    from gateway.settings import Settings
+    from fairgate.gateway.settings import Settings
 
     if secrets is not None or box_from_settings(Settings()) is not None:
         return
@@ -95,7 +95,7 @@ def refuse_plaintext_without_key(conn: Connection, secrets: SecretBox | None) ->
 
 
 def run_db_command(args: argparse.Namespace) -> int:
-    from gateway.settings import load_settings
+    from fairgate.gateway.settings import load_settings
 
     settings = load_settings(args.config)
     if args.action == "upgrade":

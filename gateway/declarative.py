@@ -29,9 +29,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from gateway import admin_schemas as sch
-from gateway.admin_pools import PoolIn
-from gateway.settings import Settings
+from fairgate.gateway import admin_schemas as sch
+from fairgate.gateway.admin_pools import PoolIn
+from fairgate.gateway.settings import Settings
 
 SECTIONS = ("settings", "backends", "pools", "tenants", "routes", "prices")
 ENV_REF = re.compile(r"\$\{ENV:([A-Za-z_][A-Za-z0-9_]*)\}")

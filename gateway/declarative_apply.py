@@ -12,16 +12,16 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from backends.openai_wire import WireError
-from gateway.admin import _set_quota, audit
-from gateway.admin_pools import PoolIn, ReplicaIn, write_pool
-from gateway.admin_schemas import backend_audit
-from gateway.declarative import TENANT_KEYS, BackendDecl, ConfigError, Declared, TenantDecl
-from gateway.pools_store import read_pools
-from gateway.routing_store import read_rules, write_rules
-from gateway.tables import BackendRow, QuotaPolicy, Tenant
-from gateway.tables_pools import PoolRow
-from policies.routing_schema import RuleSchemaError, parse_rules, rule_to_dict
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway.admin import _set_quota, audit
+from fairgate.gateway.admin_pools import PoolIn, ReplicaIn, write_pool
+from fairgate.gateway.admin_schemas import backend_audit
+from fairgate.gateway.declarative import TENANT_KEYS, BackendDecl, ConfigError, Declared, TenantDecl
+from fairgate.gateway.pools_store import read_pools
+from fairgate.gateway.routing_store import read_rules, write_rules
+from fairgate.gateway.tables import BackendRow, QuotaPolicy, Tenant
+from fairgate.gateway.tables_pools import PoolRow
+from fairgate.policies.routing_schema import RuleSchemaError, parse_rules, rule_to_dict
 
 
 def _sync_fields(row: Any, values: dict[str, Any]) -> bool:

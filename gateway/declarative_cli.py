@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import IntegrityError
 
-from gateway.declarative import ConfigError, Declared, load_file
+from fairgate.gateway.declarative import ConfigError, Declared, load_file
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
-    from gateway.settings import Settings
+    from fairgate.gateway.settings import Settings
 
 
 def apply_in_db(sessions: sessionmaker[Session], config: Declared, prune: bool = False) -> list[str]:
     """One transaction; a second try when another replica created the same rows meanwhile."""
-    from gateway.declarative_apply import apply_config
+    from fairgate.gateway.declarative_apply import apply_config
 
     for attempt in range(2):
         try:
@@ -33,7 +33,7 @@ def apply_in_db(sessions: sessionmaker[Session], config: Declared, prune: bool =
 
 
 async def bump_version(settings: Settings) -> None:
-    from gateway.app import make_quota_store
+    from fairgate.gateway.app import make_quota_store
 
     store = make_quota_store(settings)
     try:
@@ -45,9 +45,9 @@ async def bump_version(settings: Settings) -> None:
 def run_apply(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import StatementError
 
-    from gateway.db import make_engine, make_sessionmaker, upgrade
-    from gateway.secret_box import SecretsKeyMissing, box_from_settings
-    from gateway.settings import load_settings
+    from fairgate.gateway.db import make_engine, make_sessionmaker, upgrade
+    from fairgate.gateway.secret_box import SecretsKeyMissing, box_from_settings
+    from fairgate.gateway.settings import load_settings
 
     try:
         declared = load_file(args.file)
@@ -72,10 +72,10 @@ def run_apply(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from gateway.db import make_engine, make_sessionmaker
-    from gateway.declarative_export import export_yaml
-    from gateway.secret_box import box_from_settings
-    from gateway.settings import load_settings
+    from fairgate.gateway.db import make_engine, make_sessionmaker
+    from fairgate.gateway.declarative_export import export_yaml
+    from fairgate.gateway.secret_box import box_from_settings
+    from fairgate.gateway.settings import load_settings
 
     try:
         settings = load_settings(args.config)

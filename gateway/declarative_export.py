@@ -16,13 +16,13 @@ import yaml
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from gateway.admin_schemas import QuotaSet
-from gateway.declarative import BACKEND_KEYS, TENANT_KEYS
-from gateway.declarative_apply import pool_state
-from gateway.routing_store import read_rules
-from gateway.tables import BackendRow, QuotaPolicy, Tenant
-from gateway.tables_pools import PoolRow
-from policies.routing_schema import rule_to_dict
+from fairgate.gateway.admin_schemas import QuotaSet
+from fairgate.gateway.declarative import BACKEND_KEYS, TENANT_KEYS
+from fairgate.gateway.declarative_apply import pool_state
+from fairgate.gateway.routing_store import read_rules
+from fairgate.gateway.tables import BackendRow, QuotaPolicy, Tenant
+from fairgate.gateway.tables_pools import PoolRow
+from fairgate.policies.routing_schema import rule_to_dict
 
 
 def secret_ref(*names: str) -> str:

@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING
 import httpx
 from sqlalchemy import select
 
-from gateway.pools_store import local_replica_urls
-from gateway.quota import COST_UNIT, QuotaStore
-from gateway.tables import BackendRow, QuotaPolicy, Tenant
-from policies.budget_weights import budget_scaled, used_fraction
+from fairgate.gateway.pools_store import local_replica_urls
+from fairgate.gateway.quota import COST_UNIT, QuotaStore
+from fairgate.gateway.tables import BackendRow, QuotaPolicy, Tenant
+from fairgate.policies.budget_weights import budget_scaled, used_fraction
 
 if TYPE_CHECKING:
-    from backends.local.backend import LocalBackend
-    from gateway.state import GatewayState
+    from fairgate.backends.local.backend import LocalBackend
+    from fairgate.gateway.state import GatewayState
 
 log = logging.getLogger("fairgate.fairness")
 PUSH_TIMEOUT_S = 2.0

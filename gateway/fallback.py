@@ -11,10 +11,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from backends.base import Backend, BackendError, UsageSoFar
-from backends.openai_wire import WireError
-from gateway.admission import Admitted
-from gateway.routing import sensitive_unavailable
+from fairgate.backends.base import Backend, BackendError, UsageSoFar
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway.admission import Admitted
+from fairgate.gateway.routing import sensitive_unavailable
 
 T = TypeVar("T")
 

@@ -15,9 +15,9 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
 
-from backends.openai_wire import send_error
-from backends.openai_wire.headers import HeaderLimits, check_headers
-from backends.types import ASGIApp, Receive, Scope, Send
+from fairgate.backends.openai_wire import send_error
+from fairgate.backends.openai_wire.headers import HeaderLimits, check_headers
+from fairgate.backends.types import ASGIApp, Receive, Scope, Send
 
 
 def direct_endpoints(routes: list[BaseRoute]) -> dict[str, ASGIApp]:

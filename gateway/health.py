@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from backends.breaker import State
-from backends.pool import PoolBackend
-from gateway.state import GatewayState, state_of
+from fairgate.backends.breaker import State
+from fairgate.backends.pool import PoolBackend
+from fairgate.gateway.state import GatewayState, state_of
 
 CHECK_TIMEOUT_S = 2.0
 

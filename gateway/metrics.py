@@ -30,17 +30,22 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from backends.local.metrics import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, EngineStatsCollector
-from backends.metrics_access import MetricsAccess, metrics_response
-from backends.openai_wire.headers import bearer
-from backends.prompt_version import NONE, LabelCap
-from gateway.admin_token import admin_token_ok
-from gateway.cost_metrics import CostCollector
-from gateway.state import state_of
-from gateway.usage import UsageEvent, UsageRecorder
+from fairgate.backends.local.metrics import (
+    E2E_BUCKETS,
+    ITL_BUCKETS,
+    TTFT_BUCKETS,
+    EngineStatsCollector,
+)
+from fairgate.backends.metrics_access import MetricsAccess, metrics_response
+from fairgate.backends.openai_wire.headers import bearer
+from fairgate.backends.prompt_version import NONE, LabelCap
+from fairgate.gateway.admin_token import admin_token_ok
+from fairgate.gateway.cost_metrics import CostCollector
+from fairgate.gateway.state import state_of
+from fairgate.gateway.usage import UsageEvent, UsageRecorder
 
 if TYPE_CHECKING:
-    from backends.local.backend import LocalBackend
+    from fairgate.backends.local.backend import LocalBackend
 
 LABELS = ("tenant", "route", "backend", "model", "priority")
 OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.0075, 0.01,

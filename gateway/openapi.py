@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 from starlette.routing import Route
 
-from backends.openai_wire.openapi import (
+from fairgate.backends.openai_wire.openapi import (
     Schema,
     document,
     openai_paths,
@@ -21,8 +21,8 @@ from backends.openai_wire.openapi import (
     ref,
     responses,
 )
-from gateway.admin_pools import PoolIn, ReplicaIn
-from gateway.admin_schemas import (
+from fairgate.gateway.admin_pools import PoolIn, ReplicaIn
+from fairgate.gateway.admin_schemas import (
     BackendCreate,
     BackendUpdate,
     KeyCreate,
@@ -30,8 +30,8 @@ from gateway.admin_schemas import (
     TenantCreate,
     TenantUpdate,
 )
-from gateway.reports import GROUPS
-from scheduler.request import PRIORITY_CLASSES
+from fairgate.gateway.reports import GROUPS
+from fairgate.scheduler.request import PRIORITY_CLASSES
 
 MODELS: tuple[type[BaseModel], ...] = (TenantCreate, TenantUpdate, KeyCreate, QuotaSet, BackendCreate,
                                        BackendUpdate, PoolIn, ReplicaIn)

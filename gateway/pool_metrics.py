@@ -13,7 +13,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from backends.pool import PoolBackend
+from fairgate.backends.pool import PoolBackend
 
 
 class PoolCollector(Collector):

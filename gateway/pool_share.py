@@ -16,15 +16,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Protocol
 
-from backends.openai_wire import WireError
-from backends.pool import PoolBackend
-from gateway.quota.heartbeat import ReservationHeartbeat
-from gateway.quota.resp import RespClient, Script
+from fairgate.backends.openai_wire import WireError
+from fairgate.backends.pool import PoolBackend
+from fairgate.gateway.quota.heartbeat import ReservationHeartbeat
+from fairgate.gateway.quota.resp import RespClient, Script
 
 if TYPE_CHECKING:
-    from gateway.routing import RouteDecision
-    from gateway.settings import Settings
-    from gateway.state import GatewayState
+    from fairgate.gateway.routing import RouteDecision
+    from fairgate.gateway.settings import Settings
+    from fairgate.gateway.state import GatewayState
 
 # KEYS: the pool's base `<prefix>:{pool:<name>}`. ARGV: tenant, rid, cap, ttl_ms.
 # Returns the tenant's in-flight count after admitting, or -1 when at the cap.
@@ -89,7 +89,7 @@ class RedisShareGate:
 
     def __init__(self, url: str, prefix: str, ttl_s: int, cluster: bool = False) -> None:
         if cluster:
-            from gateway.quota.cluster import ClusterClient
+            from fairgate.gateway.quota.cluster import ClusterClient
 
             self._redis: Any = ClusterClient(url)
         else:

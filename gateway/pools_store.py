@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from backends.base import Backend
-from backends.openai_compat import OpenAICompatBackend
-from backends.pool import PoolBackend, PoolOptions, ReplicaSpec
-from backends.pool_prefix import PrefixKeyer, PromptEncoder
-from backends.vllm import VLLMBackend
-from gateway.tables_pools import PoolReplicaRow, PoolRow
+from fairgate.backends.base import Backend
+from fairgate.backends.openai_compat import OpenAICompatBackend
+from fairgate.backends.pool import PoolBackend, PoolOptions, ReplicaSpec
+from fairgate.backends.pool_prefix import PrefixKeyer, PromptEncoder
+from fairgate.backends.vllm import VLLMBackend
+from fairgate.gateway.tables_pools import PoolReplicaRow, PoolRow
 
 if TYPE_CHECKING:
-    from gateway.state import GatewayState
+    from fairgate.gateway.state import GatewayState
 
 
 @dataclass(slots=True)
@@ -57,7 +57,7 @@ def local_replica_urls(s: Session) -> list[str]:
 
 @lru_cache(maxsize=8)
 def _tokenizer(folder: str) -> PromptEncoder:
-    from backends.local.tokenizer import Tokenizer
+    from fairgate.backends.local.tokenizer import Tokenizer
 
     return Tokenizer(folder)
 

@@ -12,18 +12,18 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
-from backends.base import Backend
-from backends.http1 import HTTP1Pool
-from backends.http_transport import Transport
-from backends.openai_compat import OpenAICompatBackend
-from backends.vllm import VLLMBackend
-from gateway.routing import Router
-from gateway.settings import Settings
-from gateway.tables import BackendRow
+from fairgate.backends.base import Backend
+from fairgate.backends.http1 import HTTP1Pool
+from fairgate.backends.http_transport import Transport
+from fairgate.backends.openai_compat import OpenAICompatBackend
+from fairgate.backends.vllm import VLLMBackend
+from fairgate.gateway.routing import Router
+from fairgate.gateway.settings import Settings
+from fairgate.gateway.tables import BackendRow
 
 if TYPE_CHECKING:
-    from backends.local.backend import LocalBackend
-    from gateway.state import GatewayState
+    from fairgate.backends.local.backend import LocalBackend
+    from fairgate.gateway.state import GatewayState
 
 log = logging.getLogger("fairgate.registry")
 DEMO_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "fairgate-demo"
@@ -51,8 +51,8 @@ def start_embedded_engine(settings: Settings) -> LocalBackend | None:
     folder = embedded_model_dir(settings)
     if folder is None:
         return None
-    from backends.local.backend import LocalBackend
-    from backends.local.engine_config import EngineConfig
+    from fairgate.backends.local.backend import LocalBackend
+    from fairgate.backends.local.engine_config import EngineConfig
 
     name = settings.served_model_name or Path(folder).resolve().name
     backend = LocalBackend.from_config(EngineConfig(model=folder, served_model_name=name), name=name)
@@ -97,7 +97,9 @@ async def load_backends(state: GatewayState) -> None:
     for row in await asyncio.to_thread(rows):
         backends[row.name] = _make_backend(row, state.upstream_pool, state.settings, old.get(row.name))
         prices[row.name] = Price(row.input_cost_per_mtok, row.output_cost_per_mtok)
-    from gateway.pools_store import load_pools  # pools keep their live state across rebuilds
+    from fairgate.gateway.pools_store import (
+        load_pools,  # pools keep their live state across rebuilds
+    )
 
     for name, (pool, row) in (await load_pools(state, old)).items():
         backends[name] = pool
@@ -116,7 +118,7 @@ async def load_backends(state: GatewayState) -> None:
 async def refresh_if_stale(state: GatewayState, version: int | None = None) -> bool:
     """Rebuild backends and push weights when the config version moved (an admin change on any
     replica); the key cache reloads itself through the version check at admission."""
-    from gateway.fairness import push_weights
+    from fairgate.gateway.fairness import push_weights
 
     current = await state.config.version() if version is None else version
     if current == state.config_version:
@@ -141,6 +143,8 @@ async def watch_config(state: GatewayState, interval_s: float = 1.0) -> None:
 
 
 def build_router(state: GatewayState) -> Router:
-    from gateway.routing_store import build_router as build_rule_router  # the routing issue's rules
+    from fairgate.gateway.routing_store import (
+        build_router as build_rule_router,  # the routing issue's rules
+    )
 
     return build_rule_router(state)

@@ -18,10 +18,17 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from backends.local.step_cost import StepCosts
-from backends.openai_wire import WireError
-from gateway.cost import BackendCost, Cell, HourlyPrice, backend_costs, cell_cost, per_million
-from gateway.tables import UsageRecord, utcnow
+from fairgate.backends.local.step_cost import StepCosts
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway.cost import (
+    BackendCost,
+    Cell,
+    HourlyPrice,
+    backend_costs,
+    cell_cost,
+    per_million,
+)
+from fairgate.gateway.tables import UsageRecord, utcnow
 
 GROUPS = ("hour", "day", "model", "backend", "priority")
 COLUMNS = ("tenant_id", "group", "requests", "prompt_tokens", "completion_tokens", "total_tokens", "cost",

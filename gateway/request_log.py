@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 
-from gateway.usage import UsageEvent
+from fairgate.gateway.usage import UsageEvent
 
 log = logging.getLogger("fairgate.requests")
 

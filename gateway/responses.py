@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from backends.openai_wire import WireError
-from backends.openai_wire.responses_output import ResponsesOutput
-from backends.openai_wire.responses_request import as_responses_error, responses_to_chat
-from backends.types import Receive, Scope
-from gateway.admission import Admitted, admit
-from gateway.completions import CompletionsEndpoint
-from gateway.state import GatewayState
+from fairgate.backends.openai_wire import WireError
+from fairgate.backends.openai_wire.responses_output import ResponsesOutput
+from fairgate.backends.openai_wire.responses_request import as_responses_error, responses_to_chat
+from fairgate.backends.types import Receive, Scope
+from fairgate.gateway.admission import Admitted, admit
+from fairgate.gateway.completions import CompletionsEndpoint
+from fairgate.gateway.state import GatewayState
 
 ROUTE = "/v1/responses"
 ID_PREFIX = "resp_"  # the answer's `id` is the usage row's, the audit row's and x-request-id's

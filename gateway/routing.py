@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
-from backends.base import TokenDecoder
-from gateway.classification import Classifier
-from policies.complexity import complexity_score
-from policies.request_texts import readable_parts
-from policies.residency import SensitivityVerdict, parse_classification_header
-from policies.routing import RouteFacts, RoutingError, Rule, evaluate
+from fairgate.backends.base import TokenDecoder
+from fairgate.gateway.classification import Classifier
+from fairgate.policies.complexity import complexity_score
+from fairgate.policies.request_texts import readable_parts
+from fairgate.policies.residency import SensitivityVerdict, parse_classification_header
+from fairgate.policies.routing import RouteFacts, RoutingError, Rule, evaluate
 
 if TYPE_CHECKING:
-    from backends.base import Backend
-    from gateway.routing_audit import RoutingAuditWriter
+    from fairgate.backends.base import Backend
+    from fairgate.gateway.routing_audit import RoutingAuditWriter
 
 log = logging.getLogger("fairgate.routing")
 
@@ -196,7 +196,7 @@ class Router:
     ) -> None:
         if self.audit is None:
             return
-        from gateway.routing_audit import AuditRecord
+        from fairgate.gateway.routing_audit import AuditRecord
 
         self.audit.record(AuditRecord(
             tenant_id=request.tenant_id, model=request.model[:200], priority=request.priority,

@@ -25,9 +25,15 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, Engine, insert
 
-from gateway.row_writer import BatchLoop, WriteCounts, clean_text, column_widths, write_rows
-from gateway.tables import utcnow
-from gateway.tables_routing import RoutingAudit
+from fairgate.gateway.row_writer import (
+    BatchLoop,
+    WriteCounts,
+    clean_text,
+    column_widths,
+    write_rows,
+)
+from fairgate.gateway.tables import utcnow
+from fairgate.gateway.tables_routing import RoutingAudit
 
 log = logging.getLogger("fairgate.routing")
 

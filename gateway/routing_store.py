@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from gateway.classification import classifier_for
-from gateway.routing import Router, TenantDetectors
-from gateway.routing_audit import RoutingAuditWriter
-from gateway.tables_routing import RoutingRuleRow, TenantSensitivity
-from policies.routing import Rule
-from policies.routing_schema import parse_rules, rule_to_dict
+from fairgate.gateway.classification import classifier_for
+from fairgate.gateway.routing import Router, TenantDetectors
+from fairgate.gateway.routing_audit import RoutingAuditWriter
+from fairgate.gateway.tables_routing import RoutingRuleRow, TenantSensitivity
+from fairgate.policies.routing import Rule
+from fairgate.policies.routing_schema import parse_rules, rule_to_dict
 
 if TYPE_CHECKING:
-    from gateway.state import GatewayState
+    from fairgate.gateway.state import GatewayState
 
 log = logging.getLogger("fairgate.routing")
 

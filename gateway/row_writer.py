@@ -22,7 +22,7 @@ from sqlalchemy import Connection, DateTime, Engine, Integer, String, Text, inse
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.tables import Base, utcnow
+from fairgate.gateway.tables import Base, utcnow
 
 log = logging.getLogger("fairgate.rows")
 T = TypeVar("T")

@@ -26,7 +26,7 @@ from sqlalchemy import Text, TypeDecorator
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from gateway.settings import Settings
+    from fairgate.gateway.settings import Settings
 
 PREFIX = "fernet:"
 SECRET_COLUMNS = (("backends", "api_key"), ("backend_pools", "api_key"), ("pool_replicas", "api_key"),

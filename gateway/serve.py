@@ -17,14 +17,14 @@ from types import FrameType
 import uvicorn
 from starlette.applications import Starlette
 
-from backends.http_protocol import limited_protocol
-from gateway.app import create_app
-from gateway.db import make_engine, make_sessionmaker, upgrade
-from gateway.first_run import FirstRun, banner, base_url, bootstrap
-from gateway.log_buffer import install as install_log_handler
-from gateway.secret_box import box_from_settings
-from gateway.settings import load_settings
-from gateway.state import state_of
+from fairgate.backends.http_protocol import limited_protocol
+from fairgate.gateway.app import create_app
+from fairgate.gateway.db import make_engine, make_sessionmaker, upgrade
+from fairgate.gateway.first_run import FirstRun, banner, base_url, bootstrap
+from fairgate.gateway.log_buffer import install as install_log_handler
+from fairgate.gateway.secret_box import box_from_settings
+from fairgate.gateway.settings import load_settings
+from fairgate.gateway.state import state_of
 
 QUIET_LOGGERS = ("alembic", "httpx", "httpcore")
 
@@ -54,7 +54,7 @@ class GracefulServer(uvicorn.Server):
 
 
 def run_gateway(args: argparse.Namespace) -> int:
-    from gateway.declarative import split_config_file
+    from fairgate.gateway.declarative import split_config_file
 
     settings_values, declared = split_config_file(args.config)
     settings = load_settings(None, values=settings_values, model=args.model, host=args.host, port=args.port,

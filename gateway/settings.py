@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from backends.openai_wire.headers import HeaderLimits
+from fairgate.backends.openai_wire.headers import HeaderLimits
 
 ENV_PREFIX = "FAIRGATE_"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")

@@ -7,13 +7,13 @@ import logging
 import time
 from typing import Any
 
-from backends.prompt_version import prompt_version
-from gateway.admission import Admitted
-from gateway.pool_share import give_back_share
-from gateway.state import GatewayState
-from gateway.usage import UsageEvent
-from policies.complexity import complexity_score
-from policies.prompt_layout import head_fingerprint
+from fairgate.backends.prompt_version import prompt_version
+from fairgate.gateway.admission import Admitted
+from fairgate.gateway.pool_share import give_back_share
+from fairgate.gateway.state import GatewayState
+from fairgate.gateway.usage import UsageEvent
+from fairgate.policies.complexity import complexity_score
+from fairgate.policies.prompt_layout import head_fingerprint
 
 log = logging.getLogger("fairgate.request")
 ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions", "embedding": "/v1/embeddings"}

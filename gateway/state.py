@@ -12,28 +12,28 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gateway.auth_throttle import AuthThrottle
-from gateway.routing import Router
+from fairgate.gateway.auth_throttle import AuthThrottle
+from fairgate.gateway.routing import Router
 
 if TYPE_CHECKING:
     import httpx
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
-    from backends.base import Backend
-    from backends.http1 import HTTP1Pool
-    from backends.local.backend import LocalBackend
-    from gateway.auth import KeyCache
-    from gateway.classification import Classifier
-    from gateway.config_bus import ConfigBus
-    from gateway.fairness import FairnessSync
-    from gateway.metrics import GatewayMetrics
-    from gateway.pool_share import ShareGate
-    from gateway.quota import QuotaStore
-    from gateway.registry import Price
-    from gateway.routing_audit import RoutingAuditWriter
-    from gateway.settings import Settings
-    from gateway.usage import UsageEvent, UsageRecorder
+    from fairgate.backends.base import Backend
+    from fairgate.backends.http1 import HTTP1Pool
+    from fairgate.backends.local.backend import LocalBackend
+    from fairgate.gateway.auth import KeyCache
+    from fairgate.gateway.classification import Classifier
+    from fairgate.gateway.config_bus import ConfigBus
+    from fairgate.gateway.fairness import FairnessSync
+    from fairgate.gateway.metrics import GatewayMetrics
+    from fairgate.gateway.pool_share import ShareGate
+    from fairgate.gateway.quota import QuotaStore
+    from fairgate.gateway.registry import Price
+    from fairgate.gateway.routing_audit import RoutingAuditWriter
+    from fairgate.gateway.settings import Settings
+    from fairgate.gateway.usage import UsageEvent, UsageRecorder
 
 
 @dataclass(slots=True)

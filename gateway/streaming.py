@@ -13,8 +13,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
-from backends.base import Backend, BackendError, Chunk, Kind
-from backends.openai_wire import (
+from fairgate.backends.base import Backend, BackendError, Chunk, Kind
+from fairgate.backends.openai_wire import (
     SSE_DONE,
     WireError,
     chunk_text_count,
@@ -22,11 +22,11 @@ from backends.openai_wire import (
     sse,
     sse_stream_error,
 )
-from backends.types import Receive, Send
-from gateway.admission import Admitted
-from gateway.fallback import first_answer
-from gateway.settlement import finish
-from gateway.state import GatewayState
+from fairgate.backends.types import Receive, Send
+from fairgate.gateway.admission import Admitted
+from fairgate.gateway.fallback import first_answer
+from fairgate.gateway.settlement import finish
+from fairgate.gateway.state import GatewayState
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 Batches = AsyncGenerator[list[Chunk], None]

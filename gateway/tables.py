@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from gateway.secret_box import SecretJSON, SecretText
+from fairgate.gateway.secret_box import SecretJSON, SecretText
 
 
 def new_id() -> str:

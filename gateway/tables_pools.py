@@ -13,8 +13,8 @@ from datetime import datetime
 from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.secret_box import SecretText
-from gateway.tables import Base, new_id, utcnow
+from fairgate.gateway.secret_box import SecretText
+from fairgate.gateway.tables import Base, new_id, utcnow
 
 
 class PoolRow(Base):

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.tables import Base, utcnow
+from fairgate.gateway.tables import Base, utcnow
 
 
 class RoutingRuleRow(Base):

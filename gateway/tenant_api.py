@@ -8,15 +8,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from backends.openai_wire import WireError, error_response
-from gateway.admission import authenticate, bearer_token
-from gateway.auth import Principal
-from gateway.auth_throttle import client_address
-from gateway.completions import CompletionsEndpoint
-from gateway.cost_sources import costed_report
-from gateway.reports import GROUPS, parse_time, to_csv
-from gateway.responses import ResponsesEndpoint
-from gateway.state import state_of
+from fairgate.backends.openai_wire import WireError, error_response
+from fairgate.gateway.admission import authenticate, bearer_token
+from fairgate.gateway.auth import Principal
+from fairgate.gateway.auth_throttle import client_address
+from fairgate.gateway.completions import CompletionsEndpoint
+from fairgate.gateway.cost_sources import costed_report
+from fairgate.gateway.reports import GROUPS, parse_time, to_csv
+from fairgate.gateway.responses import ResponsesEndpoint
+from fairgate.gateway.state import state_of
 
 
 async def _principal(request: Request) -> Principal:

@@ -26,12 +26,18 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine
 
-from gateway.row_writer import BatchLoop, WriteCounts, clean_text, column_widths, write_rows
-from gateway.tables import UsageRecord, utcnow
-from gateway.usage_journal import UsageJournal
+from fairgate.gateway.row_writer import (
+    BatchLoop,
+    WriteCounts,
+    clean_text,
+    column_widths,
+    write_rows,
+)
+from fairgate.gateway.tables import UsageRecord, utcnow
+from fairgate.gateway.usage_journal import UsageJournal
 
 if TYPE_CHECKING:
-    from gateway.settings import Settings
+    from fairgate.gateway.settings import Settings
 
 log = logging.getLogger("fairgate.usage")
 

@@ -25,7 +25,7 @@ from types import ModuleType
 
 import torch
 
-from kernels import reference
+from fairgate.kernels import reference
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def kernel_mode() -> str:
 def _load_triton() -> tuple[ModuleType | None, str | None]:
     """Import the Triton kernels once; (module, None) or (None, why not)."""
     try:
-        triton_ops = importlib.import_module("kernels.triton_ops")
+        triton_ops = importlib.import_module("fairgate.kernels.triton_ops")
     except Exception as exc:  # noqa: BLE001 - any import failure means "use the torch path"
         why = f"{type(exc).__name__}: {exc}"
         log.warning("triton kernels unavailable (%s); using the torch reference kernels", why)
@@ -60,11 +60,11 @@ def triton_available() -> bool:
 @functools.cache
 def _load_native() -> tuple[ModuleType | None, str | None]:
     """The native CPU kernel set once; (module, None) or (None, why not)."""
-    from kernels import cpu_native
+    from fairgate.kernels import cpu_native
 
     if cpu_native.load() is None:
         return None, "the native CPU kernels did not build (see the warning above)"
-    return importlib.import_module("kernels.cpu_ops"), None
+    return importlib.import_module("fairgate.kernels.cpu_ops"), None
 
 
 def _impl(t: torch.Tensor) -> ModuleType:
@@ -125,9 +125,9 @@ def fused_ops(t: torch.Tensor) -> ModuleType:
 def _fused(t: torch.Tensor) -> ModuleType:
     """The fused elementwise ops: native on the CPU where the native kernels are chosen (they
     check dtype and layout themselves), the torch reference everywhere else."""
-    if _impl(t).__name__ != "kernels.cpu_ops":
+    if _impl(t).__name__ != "fairgate.kernels.cpu_ops":
         return reference
-    from kernels import cpu_fused
+    from fairgate.kernels import cpu_fused
 
     return cpu_fused
 
@@ -180,7 +180,7 @@ def pack_linears(model: torch.nn.Module, device: torch.device | str, gemm: str =
         return 0
     if not on_cpu:
         raise ValueError(f"gemm={gemm} runs on the CPU only")
-    from kernels.cpu_linear import pack_linears as pack
+    from fairgate.kernels.cpu_linear import pack_linears as pack
 
     return pack(model, required=gemm != "auto", kind=gemm)
 
@@ -191,7 +191,7 @@ def native_stack(layers, final_norm: torch.Tensor, heads: int, kv_heads: int, he
     `layers`: `kernels.cpu_stack.StackLayer`s."""
     if final_norm.device.type != "cpu" or kernel_mode() not in ("auto", "native") or _load_native()[0] is None:
         return None
-    from kernels.cpu_stack import NativeStack
+    from fairgate.kernels.cpu_stack import NativeStack
 
     return NativeStack.build(layers, final_norm, heads, kv_heads, head_dim, eps)
 
@@ -199,11 +199,11 @@ def native_stack(layers, final_norm: torch.Tensor, heads: int, kv_heads: int, he
 def greedy_head(lm_head: torch.nn.Module):
     """A `kernels.cpu_greedy.GreedyHead` (greedy tokens without every float32 logit, the same
     tokens) for a float32 panel LM head where the native CPU kernels are chosen, else None."""
-    from kernels.cpu_linear import PanelLinear
+    from fairgate.kernels.cpu_linear import PanelLinear
 
     if type(lm_head) is not PanelLinear or kernel_mode() not in ("auto", "native") or _load_native()[0] is None:
         return None
-    from kernels.cpu_greedy import GreedyHead
+    from fairgate.kernels.cpu_greedy import GreedyHead
 
     head = GreedyHead.build(lm_head)
     if head is not None and head.screen == "fma":  # a bfloat16 dot product or AMX: the screen wins outright

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import cpu_fused, cpu_native
-from kernels.cpu_linear import pack_panels  # cpu_draft.c's PANEL is cpu_linear.PANEL
+from fairgate.kernels import cpu_fused, cpu_native
+from fairgate.kernels.cpu_linear import pack_panels  # cpu_draft.c's PANEL is cpu_linear.PANEL
 
 KV = tuple[torch.Tensor, ...]  # a layer's (k_cache, v_cache, ...): the first two are read
 LANES = 16  # head_dim and every linear's width must be multiples (the kernels' vector width)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-from kernels import reference
-from kernels.cpu_native import open_library
+from fairgate.kernels import reference
+from fairgate.kernels.cpu_native import open_library
 
 SOURCE = Path(__file__).with_name("cpu_fused.c")
 

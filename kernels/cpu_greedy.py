@@ -32,8 +32,8 @@ import time
 
 import torch
 
-from kernels import cpu_native, hugepages
-from kernels.cpu_linear import PANEL, PanelLinear
+from fairgate.kernels import cpu_native, hugepages
+from fairgate.kernels.cpu_linear import PANEL, PanelLinear
 
 SUBNORMAL = 2.0**-126
 

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kernels import hugepages
+from fairgate.kernels import hugepages
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class PackedLinear(nn.Module):
 @functools.cache
 def load_gemm() -> ctypes.CDLL | None:
     """The built cpu_gemm.c, or None (logged once) where it cannot be built or loaded here."""
-    from kernels.cpu_native import open_library
+    from fairgate.kernels.cpu_native import open_library
 
     lib = open_library(GEMM_SOURCE, "native panel linears")
     if lib is not None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from kernels import reference
+from fairgate.kernels import reference
 
 log = logging.getLogger(__name__)
 

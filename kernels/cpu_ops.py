@@ -8,7 +8,7 @@ writing KV is one indexed copy either way (quantized rows: a few elementwise ops
 
 from __future__ import annotations
 
-from kernels.cpu_native import paged_decode_attention, paged_prefill_attention
-from kernels.reference import write_kv
+from fairgate.kernels.cpu_native import paged_decode_attention, paged_prefill_attention
+from fairgate.kernels.reference import write_kv
 
 __all__ = ["write_kv", "paged_decode_attention", "paged_prefill_attention"]

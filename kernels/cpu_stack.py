@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import cpu_fused, cpu_native
-from kernels.cpu_linear import PanelLinear, load_gemm
+from fairgate.kernels import cpu_fused, cpu_native
+from fairgate.kernels.cpu_linear import PanelLinear, load_gemm
 
 _P = ctypes.c_void_p
 _LAYER_FIELDS = ("input_norm", "qkv", "qkv_bias", "o", "o_bias", "post_norm", "gate_up", "gate_up_bias",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from kernels.quant_format import QuantizedWeight
+from fairgate.kernels.quant_format import QuantizedWeight
 
 LANES = 16  # output channels per panel (cpu_quant_a8.c)
 QUAD = 4  # inputs per 32-bit group of the dot-product instructions

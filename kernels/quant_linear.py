@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kernels.quant_a8 import MAX_K, pack_a8, reference_a8
-from kernels.quant_format import QuantizedWeight, int4_codes
+from fairgate.kernels.quant_a8 import MAX_K, pack_a8, reference_a8
+from fairgate.kernels.quant_format import QuantizedWeight, int4_codes
 
 LANES = 16  # output channels per panel (cpu_quant.c)
 _KIND = {8: 0, 4: 1}
@@ -54,7 +54,7 @@ class QuantLinear(nn.Module):
         self.bias = None if bias is None else bias.detach().float().contiguous()
         self._lib = self._a8 = None
         if native:
-            from kernels import cpu_native
+            from fairgate.kernels import cpu_native
 
             self._lib = cpu_native.load_quant()
             if qw.method.activations == 8 and qw.in_features <= MAX_K:
@@ -73,7 +73,7 @@ class QuantLinear(nn.Module):
         if self.qw is not None:
             if self.method.activations == 8 and x.device.type == "cpu":  # int8-a8, in torch
                 return reference_a8(x, self.qw, self.bias).to(x.dtype)
-            import kernels
+            from fairgate import kernels
 
             return kernels.weight_only_linear(x, self.qw, self.bias)  # (CUDA: float activations)
         shape = x.shape

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from kernels.kv_quant import float_rows, is_quantized, quantize_rows
+from fairgate.kernels.kv_quant import float_rows, is_quantized, quantize_rows
 
 
 def apply_rope(x: torch.Tensor, cos_sin: torch.Tensor) -> torch.Tensor:
@@ -269,7 +269,7 @@ def quant_linear(x: torch.Tensor, qw, bias: torch.Tensor | None = None) -> torch
     x [..., K] -> [..., N]; math in float32, result in x's dtype. Reference only: it rebuilds
     the float weight on every call, which the native and Triton kernels never do.
     """
-    from kernels.quant_format import dequantize_weight
+    from fairgate.kernels.quant_format import dequantize_weight
 
     y = F.linear(x.float(), dequantize_weight(qw), None if bias is None else bias.float())
     return y.to(x.dtype)

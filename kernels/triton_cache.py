@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton_common import check_device, kv_quant_args
+from fairgate.kernels.triton_common import check_device, kv_quant_args
 
 
 @triton.jit

@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton_common import (
+from fairgate.kernels.triton_common import (
     cdiv,
     check_device,
     dot_config,

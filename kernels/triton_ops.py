@@ -6,9 +6,9 @@ lazily, the first time a kernel call wants the Triton path.
 
 from __future__ import annotations
 
-from kernels.triton_cache import write_kv
-from kernels.triton_decode import paged_decode_attention
-from kernels.triton_prefill import paged_prefill_attention
-from kernels.triton_quant import quant_linear
+from fairgate.kernels.triton_cache import write_kv
+from fairgate.kernels.triton_decode import paged_decode_attention
+from fairgate.kernels.triton_prefill import paged_prefill_attention
+from fairgate.kernels.triton_quant import quant_linear
 
 __all__ = ["write_kv", "paged_decode_attention", "paged_prefill_attention", "quant_linear"]

@@ -14,7 +14,13 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton_common import cdiv, check_device, dot_config, kv_quant_args, load_kv_rows
+from fairgate.kernels.triton_common import (
+    cdiv,
+    check_device,
+    dot_config,
+    kv_quant_args,
+    load_kv_rows,
+)
 
 _LOG2E = 1.4426950408889634
 

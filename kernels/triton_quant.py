@@ -13,8 +13,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.quant_format import QuantizedWeight
-from kernels.triton_common import cdiv, check_device
+from fairgate.kernels.quant_format import QuantizedWeight
+from fairgate.kernels.triton_common import cdiv, check_device
 
 
 @triton.jit

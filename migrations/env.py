@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from alembic import context
 
-from gateway.db import make_engine
-from gateway.tables import Base
+from fairgate.gateway.db import make_engine
+from fairgate.gateway.tables import Base
 
 config = context.config
 target_metadata = Base.metadata

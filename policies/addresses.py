@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from policies.gazetteer import fold_key, is_person_name, places
+from fairgate.policies.gazetteer import fold_key, is_person_name, places
 
 _UP = "A-ZÇĞİÖŞÜ"
 _LO = "a-zçğıöşüâî"

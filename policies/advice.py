@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from policies.replica_plan import ReplicaPlan
+from fairgate.policies.replica_plan import ReplicaPlan
 
 PROMPT_LAYOUT = "prompt layout"
 KV_QUANTIZATION = "KV quantization"

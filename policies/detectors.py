@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import re
 
-from policies.addresses import find_person_addresses
-from policies.checksums import tckn_valid
-from policies.digit_chains import scan_numbers
-from policies.emails import find_emails
-from policies.encodings import decoded_runs
-from policies.iban import scan_foreign_ibans
-from policies.identifiers import find_identifiers, vkn_spans
-from policies.special_categories import SPECIAL_KINDS, find_special
-from policies.textnorm import MESSAGE_JOIN, normalize
-from policies.triggers import find_triggers
+from fairgate.policies.addresses import find_person_addresses
+from fairgate.policies.checksums import tckn_valid
+from fairgate.policies.digit_chains import scan_numbers
+from fairgate.policies.emails import find_emails
+from fairgate.policies.encodings import decoded_runs
+from fairgate.policies.iban import scan_foreign_ibans
+from fairgate.policies.identifiers import find_identifiers, vkn_spans
+from fairgate.policies.special_categories import SPECIAL_KINDS, find_special
+from fairgate.policies.textnorm import MESSAGE_JOIN, normalize
+from fairgate.policies.triggers import find_triggers
 
 STRUCTURED_KINDS = ("tckn", "iban", "phone", "card", "email")
 IDENTIFIER_KINDS = ("vkn", "passport", "plate", "birth_date")

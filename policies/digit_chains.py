@@ -27,9 +27,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from policies.checksums import iban_tr_valid, luhn_valid, tckn_valid
-from policies.digit_windows import numeric_chains
-from policies.textnorm import MESSAGE_JOIN
+from fairgate.policies.checksums import iban_tr_valid, luhn_valid, tckn_valid
+from fairgate.policies.digit_windows import numeric_chains
+from fairgate.policies.textnorm import MESSAGE_JOIN
 
 Emit = Callable[[str, int, int], None]
 

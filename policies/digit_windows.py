@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from policies.textnorm import MESSAGE_JOIN
+from fairgate.policies.textnorm import MESSAGE_JOIN
 
 _DOUBLED = np.array([0, 2, 4, 6, 8, 1, 3, 5, 7, 9], dtype=np.int32)
 _CARD_FIRST = np.array([d in (2, 3, 4, 5, 6, 9) for d in range(10)])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from policies.textnorm import MESSAGE_JOIN
+from fairgate.policies.textnorm import MESSAGE_JOIN
 
 _J = MESSAGE_JOIN
 _DOT = r"(?:\.|[ \t]?[\[\(\{<][ \t]?(?:dot|nokta)[ \t]?[\]\)\}>][ \t]?|[ \t]+(?:dot|nokta)[ \t]+)"

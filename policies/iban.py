@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from policies.textnorm import fold
+from fairgate.policies.textnorm import fold
 
 # Country code → IBAN length (SWIFT IBAN registry).
 IBAN_LENGTHS = {

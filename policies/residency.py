@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from policies.sensitivity import classify_parts
+from fairgate.policies.sensitivity import classify_parts
 
 HEADER_VALUES = ("sensitive", "public")
 RESIDENCY_VALUES = ("any", "local_only")

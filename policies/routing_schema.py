@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.routing import Rule, RuleMatch
+from fairgate.policies.routing import Rule, RuleMatch
 
 _MATCH_STR = ("tenant", "model", "sensitivity", "priority")
 _MATCH_INT = ("max_prompt_tokens", "min_prompt_tokens")

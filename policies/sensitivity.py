@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from policies.detectors import DETECTOR_KINDS, MAX_FINDINGS, detect
-from policies.tenant_patterns import tenant_findings, validate_tenant_patterns
-from policies.textnorm import MESSAGE_JOIN, normalize
+from fairgate.policies.detectors import DETECTOR_KINDS, MAX_FINDINGS, detect
+from fairgate.policies.tenant_patterns import tenant_findings, validate_tenant_patterns
+from fairgate.policies.textnorm import MESSAGE_JOIN, normalize
 
 __all__ = ["DETECTOR_KINDS", "Classification", "Finding", "classify", "classify_parts",
            "validate_tenant_patterns"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from policies.addresses import person_name_spans
-from policies.special_categories_terms import TERMS, loose
+from fairgate.policies.addresses import person_name_spans
+from fairgate.policies.special_categories_terms import TERMS, loose
 
 SPECIAL_KINDS = tuple(TERMS)
 _CATEGORY = re.compile(

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import re2
 
-from policies.special_categories_terms import TERM_ALTERNATION
+from fairgate.policies.special_categories_terms import TERM_ALTERNATION
 
 _NUMBER_WORD = "sıfır|sifir|bir|iki|üç|uc|dört|dort|beş|bes|altı|alti|yedi|sekiz|dokuz|on|yirmi|otuz|kırk|kirk|" \
                "elli|altmış|altmis|yetmiş|yetmis|seksen|doksan|yüz|yuz"

@@ -28,8 +28,8 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from scheduler.fairness import FairnessConfig, FairnessWeights, is_stale
-from scheduler.request import SchedRequest
+from fairgate.scheduler.fairness import FairnessConfig, FairnessWeights, is_stale
+from fairgate.scheduler.request import SchedRequest
 
 
 @dataclass(slots=True)

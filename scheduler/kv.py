@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from scheduler.request import SchedRequest
+from fairgate.scheduler.request import SchedRequest
 
 
 class KVCacheManager(Protocol):

@@ -6,7 +6,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Protocol
 
-from scheduler.request import SchedRequest
+from fairgate.scheduler.request import SchedRequest
 
 
 class WaitQueue(Protocol):

@@ -31,10 +31,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from scheduler.kv import KVCacheManager
-from scheduler.plan import NewRequest, ScheduledChunk, StepPlan
-from scheduler.queue import FCFSQueue, WaitQueue
-from scheduler.request import RequestStatus, SchedRequest
+from fairgate.scheduler.kv import KVCacheManager
+from fairgate.scheduler.plan import NewRequest, ScheduledChunk, StepPlan
+from fairgate.scheduler.queue import FCFSQueue, WaitQueue
+from fairgate.scheduler.request import RequestStatus, SchedRequest
 
 
 @dataclass(slots=True)

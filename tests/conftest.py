@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-import pytest
+# `python -m pytest` puts the repository root first on sys.path, where its folder `kernels/` would
+# shadow Hugging Face's `kernels` distribution (transformers imports it). Our rooms are imported
+# only as `fairgate.*` (installed); the root is needed here just for `tests.*`, so it goes last.
+_ROOT = str(Path(__file__).resolve().parents[1])
+sys.path[:] = [p for p in sys.path if p not in ("", _ROOT)] + [_ROOT]
 
-from tests.helpers.tiny_models import LLAMA3_ROPE_SCALING, make_tiny_model
+import pytest  # noqa: E402
+
+from tests.helpers.tiny_models import LLAMA3_ROPE_SCALING, make_tiny_model  # noqa: E402
 
 # Upstream API keys are stored encrypted (gateway/secret_box.py): every gateway a test starts,
 # in-process or as `fairgate serve`, has this key unless the test says otherwise.

@@ -3,7 +3,8 @@
     gateway/  ->  policies/ scheduler/ backends/  ->  kernels/
 
 Every module's imports are read with `ast` (nothing is imported), including those under
-`TYPE_CHECKING` and inside functions: a lazy import still couples the rooms.
+`TYPE_CHECKING` and inside functions: a lazy import still couples the rooms. Installed, the rooms
+are sub-packages of `fairgate`; the scan names them by their folder (`gateway.app`).
 """
 
 from __future__ import annotations
@@ -46,7 +47,12 @@ def modules() -> Iterator[tuple[str, Path]]:
 
 
 def imported_modules(name: str, path: Path) -> Iterator[tuple[int, str]]:
-    """(line, absolute dotted module) for every import statement in the module."""
+    """(line, absolute dotted module, `fairgate.` dropped) for every import statement in the module."""
+    for line, module in _imports(name, path):
+        yield line, module.removeprefix("fairgate.") if module != "fairgate" else module
+
+
+def _imports(name: str, path: Path) -> Iterator[tuple[int, str]]:
     tree = ast.parse(path.read_text(), filename=str(path))
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     for node in ast.walk(tree):
@@ -57,8 +63,29 @@ def imported_modules(name: str, path: Path) -> Iterator[tuple[int, str]]:
             if node.level:  # relative: resolve against the module's own package
                 base = package[: len(package) - node.level + 1]
                 yield node.lineno, ".".join([*base, node.module] if node.module else base)
+            elif node.module == "fairgate":  # from fairgate import kernels
+                for alias in node.names:
+                    yield node.lineno, f"fairgate.{alias.name}"
             elif node.module:
                 yield node.lineno, node.module
+
+
+def every_python_file() -> Iterator[Path]:
+    """The rooms, and everything that imports them: tests, benchmarks, tools."""
+    for folder in (*PACKAGES, "tests", "bench", "tools"):
+        yield from sorted((ROOT / folder).rglob("*.py"))
+
+
+def test_every_import_of_a_room_goes_through_fairgate() -> None:
+    # With the repository root on sys.path `import gateway` would still work here, and load a second
+    # copy of every module it touches; installed, it fails (or finds someone else's `kernels`).
+    bare = []
+    for path in every_python_file():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and not node.level and node.module else [])
+            bare += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names if top(n) in PACKAGES]
+    assert bare == []
 
 
 def top(module: str) -> str:

@@ -5,12 +5,13 @@ package of the project."""
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 
-from gateway.declarative import parse
+from fairgate.gateway.declarative import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,8 +33,17 @@ def test_compose_has_two_gateways_an_engine_and_the_stores() -> None:
 
 def test_dockerfile_copies_every_package() -> None:
     text = (ROOT / "Dockerfile").read_text()
-    packages = set(re.findall(r'include = \[(.*?)\]', (ROOT / "pyproject.toml").read_text())[0].replace('"', "")
-                   .replace("*", "").replace(" ", "").split(","))
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    rooms = {name.split(".")[1] for name in listed if name.count(".") == 1}
+    assert rooms == {"gateway", "policies", "scheduler", "backends", "kernels", "migrations"}
     for target in ("cpu", "cuda"):
         stage = text.split(f" AS {target}")[1].split("\nFROM ")[0]
-        assert packages <= set(re.findall(r"^COPY (\w+) ", stage, re.M)), target
+        assert rooms <= set(re.findall(r"^COPY (\w+) ", stage, re.M)), target
+        assert re.search(r"^COPY .*__init__\.py", stage, re.M), target  # the package `fairgate` itself
+
+
+def test_cpu_image_carries_a_c_compiler() -> None:
+    # The native kernels are compiled with -march=native where the engine runs: without a compiler
+    # in the image the engine would run the torch reference path.
+    stage = (ROOT / "Dockerfile").read_text().split(" AS cpu")[1].split("\nFROM ")[0]
+    assert re.search(r"apt-get install[^\n]*\bgcc\b[^\n]*\blibgomp1\b", stage)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends.local.output import RequestRejected
-from backends.local.types import SamplingParams
-from backends.openai_wire.context import completion_room, prompt_too_long
-from scheduler.request import priority_rank
+from fairgate.backends.local.output import RequestRejected
+from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.openai_wire.context import completion_room, prompt_too_long
+from fairgate.scheduler.request import priority_rank
 
 
 @dataclass(slots=True, frozen=True)

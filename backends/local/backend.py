@@ -11,17 +11,23 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from backends.base import Capabilities, Chunk, GenerationRequest
-from backends.local.choice_format import ChoiceFormatter
-from backends.local.choices import Choice, UsageTally, plan_choices, run_choices, total_usage
-from backends.local.embeddings import embed
-from backends.local.engine import AsyncEngine
-from backends.local.engine_config import EngineConfig
-from backends.local.engine_stream import RequestStream
-from backends.local.output import EngineStats, RequestOutput, RequestRejected
-from backends.local.prepare import EngineRequest, ModelInfo, prepare
-from backends.local.structured import GrammarState, StructuredCompiler
-from backends.openai_wire import (
+from fairgate.backends.base import Capabilities, Chunk, GenerationRequest
+from fairgate.backends.local.choice_format import ChoiceFormatter
+from fairgate.backends.local.choices import (
+    Choice,
+    UsageTally,
+    plan_choices,
+    run_choices,
+    total_usage,
+)
+from fairgate.backends.local.embeddings import embed
+from fairgate.backends.local.engine import AsyncEngine
+from fairgate.backends.local.engine_config import EngineConfig
+from fairgate.backends.local.engine_stream import RequestStream
+from fairgate.backends.local.output import EngineStats, RequestOutput, RequestRejected
+from fairgate.backends.local.prepare import EngineRequest, ModelInfo, prepare
+from fairgate.backends.local.structured import GrammarState, StructuredCompiler
+from fairgate.backends.openai_wire import (
     WireError,
     chunk,
     full_response,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from backends.local.model import AttentionMetadata
-from backends.local.types import RunnerInput
+from fairgate.backends.local.model import AttentionMetadata
+from fairgate.backends.local.types import RunnerInput
 
 # Which inputs run through the decode attention kernel, one row per token (each row attends to
 # its own position and those before it), instead of the prefill path:

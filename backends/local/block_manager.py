@@ -17,8 +17,14 @@ Block layout of one request (block_size 4, 10 tokens computed, 3 more scheduled)
 
 from __future__ import annotations
 
-from backends.local.block_pool import BlockHash, BlockPool, HashFn, KVBlock, sha256_block_hash
-from scheduler.request import SchedRequest
+from fairgate.backends.local.block_pool import (
+    BlockHash,
+    BlockPool,
+    HashFn,
+    KVBlock,
+    sha256_block_hash,
+)
+from fairgate.scheduler.request import SchedRequest
 
 __all__ = ["BlockManager", "HashFn", "KVBlock", "sha256_block_hash"]
 

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from backends.base import Chunk
-from backends.local.choices import Choice
-from backends.local.logprobs_wire import (
+from fairgate.backends.base import Chunk
+from fairgate.backends.local.choices import Choice
+from fairgate.backends.local.logprobs_wire import (
     Decode,
     TokenText,
     chat_logprobs,
     completion_logprobs,
     merge_completion_logprobs,
 )
-from backends.local.output import RequestOutput
-from backends.local.prepare import EngineRequest
-from backends.local.tool_stream import ToolCallStream
-from backends.local.types import TokenLogprobs
-from backends.openai_wire import chunk
+from fairgate.backends.local.output import RequestOutput
+from fairgate.backends.local.prepare import EngineRequest
+from fairgate.backends.local.tool_stream import ToolCallStream
+from fairgate.backends.local.types import TokenLogprobs
+from fairgate.backends.openai_wire import chunk
 
 
 class ChoiceFormatter:

@@ -16,10 +16,10 @@ import dataclasses
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
-from backends.base import UsageSoFar
-from backends.local.engine_stream import RequestStream
-from backends.local.output import RequestOutput, Usage
-from backends.local.types import SamplingParams
+from fairgate.backends.base import UsageSoFar
+from fairgate.backends.local.engine_stream import RequestStream
+from fairgate.backends.local.output import RequestOutput, Usage
+from fairgate.backends.local.types import SamplingParams
 
 
 @dataclass(slots=True)

@@ -23,13 +23,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-import kernels
-from backends.local.config import ModelConfig
-from backends.local.loader import load_weights
-from backends.local.model import AttentionMetadata, DecoderModel, LayerKV
-from kernels.cpu_draft import DecodeRound, LayerWeights
-from kernels.quant_format import QuantMethod, quantize_weight
-from kernels.quant_linear import QuantLinear
+from fairgate import kernels
+from fairgate.backends.local.config import ModelConfig
+from fairgate.backends.local.loader import load_weights
+from fairgate.backends.local.model import AttentionMetadata, DecoderModel, LayerKV
+from fairgate.kernels.cpu_draft import DecodeRound, LayerWeights
+from fairgate.kernels.quant_format import QuantMethod, quantize_weight
+from fairgate.kernels.quant_linear import QuantLinear
 
 
 class LeanForward:

@@ -28,14 +28,14 @@ from pathlib import Path
 
 import torch
 
-from backends.local.batch import build_step
-from backends.local.block_manager import BlockManager
-from backends.local.draft_forward import LeanForward
-from backends.local.model import AttentionMetadata
-from backends.local.proposers import ProposalRequest
-from backends.local.runner import ModelRunner
-from backends.local.types import RunnerInput, SamplingParams
-from scheduler.request import SchedRequest
+from fairgate.backends.local.batch import build_step
+from fairgate.backends.local.block_manager import BlockManager
+from fairgate.backends.local.draft_forward import LeanForward
+from fairgate.backends.local.model import AttentionMetadata
+from fairgate.backends.local.proposers import ProposalRequest
+from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.scheduler.request import SchedRequest
 
 _GREEDY = SamplingParams(temperature=0.0)
 

@@ -15,14 +15,18 @@ import asyncio
 import math
 from typing import TYPE_CHECKING, Any
 
-from backends.base import GenerationRequest
-from backends.local.output import RequestOutput, RequestRejected
-from backends.local.types import SamplingParams
-from backends.openai_wire import WireError, WireRequest, check_prompt_fits
-from backends.openai_wire.embeddings import check_dimensions, embeddings_response, parse_embeddings
+from fairgate.backends.base import GenerationRequest
+from fairgate.backends.local.output import RequestOutput, RequestRejected
+from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.openai_wire import WireError, WireRequest, check_prompt_fits
+from fairgate.backends.openai_wire.embeddings import (
+    check_dimensions,
+    embeddings_response,
+    parse_embeddings,
+)
 
 if TYPE_CHECKING:
-    from backends.local.backend import LocalBackend
+    from fairgate.backends.local.backend import LocalBackend
 
 POOL = SamplingParams(max_tokens=1, temperature=0.0, ignore_eos=True, speculative=False, pool=True)
 

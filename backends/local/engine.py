@@ -26,20 +26,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from backends.local.admission import check_request
-from backends.local.engine_config import EngineConfig
-from backends.local.engine_core import EngineCore, StepFailed
-from backends.local.engine_factory import build_engine_parts
-from backends.local.engine_stream import RequestStream, StreamChannel
-from backends.local.output import EngineStats, OutputTracker, RequestOutput, RequestRejected
-from backends.local.protocols import EngineObserver, EngineTokenizer, ModelExecutor
-from backends.local.stats_log import EngineStatsLogger
-from backends.local.step_cost import StepCosts
-from backends.local.types import SamplingParams
-from kernels.openmp import release_pool
-from scheduler.fairness import is_stale
-from scheduler.queue import WaitQueue
-from scheduler.request import SchedRequest
+from fairgate.backends.local.admission import check_request
+from fairgate.backends.local.engine_config import EngineConfig
+from fairgate.backends.local.engine_core import EngineCore, StepFailed
+from fairgate.backends.local.engine_factory import build_engine_parts
+from fairgate.backends.local.engine_stream import RequestStream, StreamChannel
+from fairgate.backends.local.output import (
+    EngineStats,
+    OutputTracker,
+    RequestOutput,
+    RequestRejected,
+)
+from fairgate.backends.local.protocols import EngineObserver, EngineTokenizer, ModelExecutor
+from fairgate.backends.local.stats_log import EngineStatsLogger
+from fairgate.backends.local.step_cost import StepCosts
+from fairgate.backends.local.types import SamplingParams
+from fairgate.kernels.openmp import release_pool
+from fairgate.scheduler.fairness import is_stale
+from fairgate.scheduler.queue import WaitQueue
+from fairgate.scheduler.request import SchedRequest
 
 log = logging.getLogger(__name__)
 

@@ -57,7 +57,7 @@ class EngineConfig:
         if self.max_model_len is not None and self.max_model_len < 2:
             raise ValueError("max_model_len must be >= 2")
         if self.quantization not in (None, "", "none"):
-            from kernels.quant_format import QuantMethod
+            from fairgate.kernels.quant_format import QuantMethod
 
             QuantMethod.parse(self.quantization)  # raises ValueError naming the bad value
         if self.gemm not in ("auto", "native", "onednn", "torch"):

@@ -16,13 +16,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from backends.local.engine_factory import EngineParts
-from backends.local.output import EngineStats, FinishReason, OutputTracker, RequestOutput
-from backends.local.protocols import EngineObserver
-from backends.local.step_cost import StepCostMeter
-from backends.local.types import RunnerInput, SampleResult
-from scheduler.plan import ScheduledChunk, StepPlan
-from scheduler.request import SchedRequest
+from fairgate.backends.local.engine_factory import EngineParts
+from fairgate.backends.local.output import EngineStats, FinishReason, OutputTracker, RequestOutput
+from fairgate.backends.local.protocols import EngineObserver
+from fairgate.backends.local.step_cost import StepCostMeter
+from fairgate.backends.local.types import RunnerInput, SampleResult
+from fairgate.scheduler.plan import ScheduledChunk, StepPlan
+from fairgate.scheduler.request import SchedRequest
 
 log = logging.getLogger(__name__)
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from backends.local.admission import AdmissionLimits
-from backends.local.block_manager import BlockManager
-from backends.local.engine_config import EngineConfig
-from backends.local.proposers import NgramProposer, Proposer
-from backends.local.protocols import EngineTokenizer, ModelExecutor
-from backends.local.speculative import SpeculativeDecoder, cost_clock
-from scheduler.fair_queue import FairQueue
-from scheduler.queue import WaitQueue
-from scheduler.scheduler import Scheduler, SchedulerConfig
+from fairgate.backends.local.admission import AdmissionLimits
+from fairgate.backends.local.block_manager import BlockManager
+from fairgate.backends.local.engine_config import EngineConfig
+from fairgate.backends.local.proposers import NgramProposer, Proposer
+from fairgate.backends.local.protocols import EngineTokenizer, ModelExecutor
+from fairgate.backends.local.speculative import SpeculativeDecoder, cost_clock
+from fairgate.scheduler.fair_queue import FairQueue
+from fairgate.scheduler.queue import WaitQueue
+from fairgate.scheduler.scheduler import Scheduler, SchedulerConfig
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class EngineParts:
 
 def build_runner(config: EngineConfig) -> ModelExecutor:
     """The model runner the config describes (loads the weights; imports torch)."""
-    from backends.local.runner import ModelRunner
+    from fairgate.backends.local.runner import ModelRunner
 
     return ModelRunner(
         config.model,
@@ -61,7 +61,7 @@ def build_speculator(config: EngineConfig, runner: ModelExecutor) -> Speculative
     if spec == "ngram":
         proposer: Proposer = NgramProposer()
     else:
-        from backends.local.draft_proposer import DraftModelProposer
+        from fairgate.backends.local.draft_proposer import DraftModelProposer
 
         proposer = DraftModelProposer.load(
             spec.removeprefix("draft:"), device=config.device, dtype=config.dtype,
@@ -101,7 +101,7 @@ def build_engine_parts(
     if runner is None:
         runner = build_runner(config)
     if tokenizer is None:
-        from backends.local.tokenizer import Tokenizer
+        from fairgate.backends.local.tokenizer import Tokenizer
 
         tokenizer = Tokenizer(config.model)
     block_manager = BlockManager(

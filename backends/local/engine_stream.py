@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from types import TracebackType
 
-from backends.local.output import RequestOutput
+from fairgate.backends.local.output import RequestOutput
 
 
 class StreamChannel:

@@ -15,7 +15,7 @@ import torch
 from safetensors import safe_open
 from tqdm import tqdm
 
-from backends.local.config import ModelConfig
+from fairgate.backends.local.config import ModelConfig
 
 _LAYER = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
 # HF suffix inside a layer -> (our name, which part of a fused tensor, or None)

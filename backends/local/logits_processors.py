@@ -20,7 +20,7 @@ from itertools import chain
 
 import torch
 
-from backends.local.types import SamplingParams
+from fairgate.backends.local.types import SamplingParams
 
 
 def any_processing(params: Sequence[SamplingParams]) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
-from backends.local.types import TokenLogprobs
+from fairgate.backends.local.types import TokenLogprobs
 
 
 def token_logprobs(

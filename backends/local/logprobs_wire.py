@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from backends.local.types import TokenLogprobs
+from fairgate.backends.local.types import TokenLogprobs
 
 Decode = Callable[[list[int], bool], str]
 

@@ -27,14 +27,14 @@ from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
-from backends.metrics_access import MetricsAccess, metrics_response
-from backends.prompt_version import NONE, LabelCap, prompt_version
-from scheduler.request import PRIORITY_CLASSES
+from fairgate.backends.metrics_access import MetricsAccess, metrics_response
+from fairgate.backends.prompt_version import NONE, LabelCap, prompt_version
+from fairgate.scheduler.request import PRIORITY_CLASSES
 
 if TYPE_CHECKING:
-    from backends.local.engine import AsyncEngine
-    from backends.local.output import RequestOutput
-    from scheduler.plan import StepPlan
+    from fairgate.backends.local.engine import AsyncEngine
+    from fairgate.backends.local.output import RequestOutput
+    from fairgate.scheduler.plan import StepPlan
 
 log = logging.getLogger(__name__)
 

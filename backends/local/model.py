@@ -13,10 +13,10 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-import kernels
-from backends.local.config import ModelConfig
-from backends.local.rope import cos_sin_cache
-from kernels.cpu_stack import NativeStack, StackLayer, StepRows
+from fairgate import kernels
+from fairgate.backends.local.config import ModelConfig
+from fairgate.backends.local.rope import cos_sin_cache
+from fairgate.kernels.cpu_stack import NativeStack, StackLayer, StepRows
 
 
 @dataclass(slots=True)

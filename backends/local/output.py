@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from backends.local.types import SamplingParams, TokenLogprobs
+from fairgate.backends.local.types import SamplingParams, TokenLogprobs
 
 FinishReason = Literal["stop", "length", "abort", "error"]
 

@@ -13,12 +13,16 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from backends.base import Kind
-from backends.local.sampling_fields import read_sampling_fields
-from backends.local.structured import GrammarRequest, StructuredCompiler, read_grammar_request
-from backends.local.tools import ToolPlan, read_tools
-from backends.local.types import SamplingParams
-from backends.openai_wire import (
+from fairgate.backends.base import Kind
+from fairgate.backends.local.sampling_fields import read_sampling_fields
+from fairgate.backends.local.structured import (
+    GrammarRequest,
+    StructuredCompiler,
+    read_grammar_request,
+)
+from fairgate.backends.local.tools import ToolPlan, read_tools
+from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.openai_wire import (
     WireError,
     WireRequest,
     bad_value,
@@ -27,7 +31,7 @@ from backends.openai_wire import (
     completion_room,
     parse_request,
 )
-from backends.openai_wire.request import is_int
+from fairgate.backends.openai_wire.request import is_int
 
 
 class PromptTokenizer(Protocol):

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from backends.local.output import IncrementalDecoder, RequestOutput
-from backends.local.types import RunnerInput, SampleResult
+from fairgate.backends.local.output import IncrementalDecoder, RequestOutput
+from fairgate.backends.local.types import RunnerInput, SampleResult
 
 if TYPE_CHECKING:
-    from backends.local.config import ModelConfig
-    from scheduler.plan import StepPlan
+    from fairgate.backends.local.config import ModelConfig
+    from fairgate.scheduler.plan import StepPlan
 
 
 class ModelExecutor(Protocol):

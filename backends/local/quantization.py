@@ -20,10 +20,10 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-import kernels
-from backends.local.loader import weight_files
-from kernels.quant_format import QuantizedWeight, QuantMethod, quantize_weight
-from kernels.quant_linear import QuantLinear
+from fairgate import kernels
+from fairgate.backends.local.loader import weight_files
+from fairgate.kernels.quant_format import QuantizedWeight, QuantMethod, quantize_weight
+from fairgate.kernels.quant_linear import QuantLinear
 
 # Our module names of the decoder's linears (after the loader's q/k/v and gate/up fusion).
 LINEAR_NAMES = ("attn.qkv_proj", "attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj")

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from backends.base import UsageSoFar
+from fairgate.backends.base import UsageSoFar
 
 MAX_ENTRIES = 4096
 

@@ -10,8 +10,8 @@ import math
 
 import torch
 
-from backends.local.config import ModelConfig
-from kernels.reference import apply_rope
+from fairgate.backends.local.config import ModelConfig
+from fairgate.kernels.reference import apply_rope
 
 __all__ = ["apply_rope", "cos_sin_cache", "inv_frequencies"]
 

@@ -8,20 +8,20 @@ from pathlib import Path
 
 import torch
 
-import kernels
-from backends.local.batch import build_step
-from backends.local.config import ModelConfig
-from backends.local.loader import load_weights
-from backends.local.logprobs import prompt_logprobs
-from backends.local.model import DecoderModel, LayerKV
-from backends.local.quantization import quantized_linears, weight_bytes
-from backends.local.sampling import Sampler, sample_batch
-from backends.local.spec_verify import verify_drafts
-from backends.local.structured import GrammarMasker, GrammarMasks
-from backends.local.types import RunnerInput, SampleResult
-from kernels import hugepages
-from kernels.kv_quant import KV_FORMATS, SCALE_DTYPE, cache_shape
-from kernels.quant_format import QuantMethod
+from fairgate import kernels
+from fairgate.backends.local.batch import build_step
+from fairgate.backends.local.config import ModelConfig
+from fairgate.backends.local.loader import load_weights
+from fairgate.backends.local.logprobs import prompt_logprobs
+from fairgate.backends.local.model import DecoderModel, LayerKV
+from fairgate.backends.local.quantization import quantized_linears, weight_bytes
+from fairgate.backends.local.sampling import Sampler, sample_batch
+from fairgate.backends.local.spec_verify import verify_drafts
+from fairgate.backends.local.structured import GrammarMasker, GrammarMasks
+from fairgate.backends.local.types import RunnerInput, SampleResult
+from fairgate.kernels import hugepages
+from fairgate.kernels.kv_quant import KV_FORMATS, SCALE_DTYPE, cache_shape
+from fairgate.kernels.quant_format import QuantMethod
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,11 @@ from concurrent.futures import Future
 
 import torch
 
-import kernels
-from backends.local.logits_processors import apply_logits_processors
-from backends.local.logprobs import token_logprobs
-from backends.local.structured import GrammarMasks, fill_grammar_masks
-from backends.local.types import RunnerInput, SampleResult, SamplingParams
+from fairgate import kernels
+from fairgate.backends.local.logits_processors import apply_logits_processors
+from fairgate.backends.local.logprobs import token_logprobs
+from fairgate.backends.local.structured import GrammarMasks, fill_grammar_masks
+from fairgate.backends.local.types import RunnerInput, SampleResult, SamplingParams
 
 _MASK64 = (1 << 64) - 1
 

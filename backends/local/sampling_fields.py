@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from backends.base import Kind
-from backends.openai_wire import bad_value
-from backends.openai_wire.request import is_int
+from fairgate.backends.base import Kind
+from fairgate.backends.openai_wire import bad_value
+from fairgate.backends.openai_wire.request import is_int
 
 MAX_LOGPROBS = 20  # OpenAI's top_logprobs limit (and completions' logprobs)
 MAX_BIAS = 100.0

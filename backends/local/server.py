@@ -31,16 +31,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from backends.base import GenerationRequest, Kind
-from backends.local.backend import LocalBackend
-from backends.local.choices import choice_ids
-from backends.local.metrics import ServerMetrics
-from backends.local.prepare import EngineRequest, parse_for_engine
-from backends.local.request_ledger import RequestLedger
-from backends.local.server_auth import ANONYMOUS_TENANT, EngineAuth, check_bind
-from backends.local.server_openapi import engine_document
-from backends.metrics_access import MetricsAccess
-from backends.openai_wire import (
+from fairgate.backends.base import GenerationRequest, Kind
+from fairgate.backends.local.backend import LocalBackend
+from fairgate.backends.local.choices import choice_ids
+from fairgate.backends.local.metrics import ServerMetrics
+from fairgate.backends.local.prepare import EngineRequest, parse_for_engine
+from fairgate.backends.local.request_ledger import RequestLedger
+from fairgate.backends.local.server_auth import ANONYMOUS_TENANT, EngineAuth, check_bind
+from fairgate.backends.local.server_openapi import engine_document
+from fairgate.backends.metrics_access import MetricsAccess
+from fairgate.backends.openai_wire import (
     SSE_DONE,
     WireError,
     bad_value,
@@ -48,12 +48,12 @@ from backends.openai_wire import (
     read_json_object,
     sse,
 )
-from backends.openai_wire.embeddings import parse_embeddings
-from backends.openai_wire.headers import HeaderGuard, HeaderLimits
-from backends.openai_wire.openapi import openapi_routes
-from backends.openai_wire.responses_output import ResponsesOutput
-from backends.openai_wire.responses_request import as_responses_error, responses_to_chat
-from scheduler.request import PRIORITY_CLASSES
+from fairgate.backends.openai_wire.embeddings import parse_embeddings
+from fairgate.backends.openai_wire.headers import HeaderGuard, HeaderLimits
+from fairgate.backends.openai_wire.openapi import openapi_routes
+from fairgate.backends.openai_wire.responses_output import ResponsesOutput
+from fairgate.backends.openai_wire.responses_request import as_responses_error, responses_to_chat
+from fairgate.scheduler.request import PRIORITY_CLASSES
 
 log = logging.getLogger(__name__)
 
@@ -340,10 +340,10 @@ def run_engine_server(args: argparse.Namespace) -> int:
     """Load the model, bind the port (0: any free one), print where it listens, serve."""
     import uvicorn
 
-    from backends.http_protocol import limited_protocol
-    from backends.local.engine import AsyncEngine
-    from backends.local.engine_config import EngineConfig
-    from backends.local.server_shutdown import EngineUvicorn
+    from fairgate.backends.http_protocol import limited_protocol
+    from fairgate.backends.local.engine import AsyncEngine
+    from fairgate.backends.local.engine_config import EngineConfig
+    from fairgate.backends.local.server_shutdown import EngineUvicorn
 
     level = getattr(args, "log_level", "info")
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")

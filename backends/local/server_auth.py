@@ -17,7 +17,7 @@ import hmac
 import ipaddress
 from dataclasses import dataclass, field
 
-from backends.openai_wire import WireError
+from fairgate.backends.openai_wire import WireError
 
 TENANT_HEADERS = ("x-tenant", "x-priority", "x-cache-salt")
 ANONYMOUS_TENANT = "anonymous"

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from backends.openai_wire.openapi import Schema, document, openai_paths, operation, responses
-from scheduler.request import PRIORITY_CLASSES
+from fairgate.backends.openai_wire.openapi import (
+    Schema,
+    document,
+    openai_paths,
+    operation,
+    responses,
+)
+from fairgate.scheduler.request import PRIORITY_CLASSES
 
 OBJ: Schema = {"type": "object"}
 TENANT_HEADERS = [

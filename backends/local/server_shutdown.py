@@ -15,7 +15,7 @@ import socket
 
 import uvicorn
 
-from backends.local.backend import LocalBackend
+from fairgate.backends.local.backend import LocalBackend
 
 
 class EngineUvicorn(uvicorn.Server):

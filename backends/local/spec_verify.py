@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import torch
 
-from backends.local.sampling import request_generator, target_probs
-from backends.local.types import RunnerInput, SamplingParams
+from fairgate.backends.local.sampling import request_generator, target_probs
+from fairgate.backends.local.types import RunnerInput, SamplingParams
 
 
 def accept_greedy(target_ids: list[int], draft_ids: list[int]) -> list[int]:

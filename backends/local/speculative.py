@@ -43,10 +43,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from backends.local.output import EngineStats
-from backends.local.proposers import ProposalRequest, Proposer
-from scheduler.plan import StepPlan
-from scheduler.request import SchedRequest
+from fairgate.backends.local.output import EngineStats
+from fairgate.backends.local.proposers import ProposalRequest, Proposer
+from fairgate.scheduler.plan import StepPlan
+from fairgate.scheduler.request import SchedRequest
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from backends.local.engine import AsyncEngine
-    from backends.local.output import EngineStats
+    from fairgate.backends.local.engine import AsyncEngine
+    from fairgate.backends.local.output import EngineStats
 
 log = logging.getLogger("fairgate.engine.stats")
 

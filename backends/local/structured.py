@@ -26,7 +26,7 @@ from typing import Any
 import torch
 import xgrammar as xgr
 
-from backends.openai_wire import bad_value
+from fairgate.backends.openai_wire import bad_value
 
 MAX_ROLLBACK = 64
 

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from backends.local.json_scan import raw_arguments
+from fairgate.backends.local.json_scan import raw_arguments
 
 
 @dataclass(slots=True)

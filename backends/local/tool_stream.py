@@ -17,8 +17,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from backends.local.json_scan import CallScan, scan_call, skip_ws
-from backends.local.tools import ToolPlan
+from fairgate.backends.local.json_scan import CallScan, scan_call, skip_ws
+from fairgate.backends.local.tools import ToolPlan
 
 HERMES_OPEN, HERMES_CLOSE = "<tool_call>", "</tool_call>"
 PYTHON_TAG = "<|python_tag|>"

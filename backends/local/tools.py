@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from backends.local.structured import GrammarRequest
-from backends.local.tool_parsers import PARSERS, ToolCall, parse_forced
-from backends.openai_wire import bad_value
+from fairgate.backends.local.structured import GrammarRequest
+from fairgate.backends.local.tool_parsers import PARSERS, ToolCall, parse_forced
+from fairgate.backends.openai_wire import bad_value
 
 
 @dataclass(slots=True)

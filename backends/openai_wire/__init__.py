@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from backends.openai_wire.asgi import (
+from fairgate.backends.openai_wire.asgi import (
     error_response,
     parse_json_object,
     read_body,
@@ -17,20 +17,20 @@ from backends.openai_wire.asgi import (
     send_error,
     send_json,
 )
-from backends.openai_wire.context import (
+from fairgate.backends.openai_wire.context import (
     check_completion_fits,
     check_prompt_fits,
     completion_room,
     prompt_too_long,
 )
-from backends.openai_wire.errors import WireError, bad_value, error_body, error_type
-from backends.openai_wire.request import (
+from fairgate.backends.openai_wire.errors import WireError, bad_value, error_body, error_type
+from fairgate.backends.openai_wire.request import (
     TEMPLATE_TOKENS_BASE,
     TEMPLATE_TOKENS_PER_MESSAGE,
     WireRequest,
     parse_request,
 )
-from backends.openai_wire.responses import (
+from fairgate.backends.openai_wire.responses import (
     SSE_DONE,
     chunk,
     chunk_text_count,

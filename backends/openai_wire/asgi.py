@@ -7,8 +7,8 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from backends.openai_wire.errors import WireError
-from backends.types import Receive, Send
+from fairgate.backends.openai_wire.errors import WireError
+from fairgate.backends.types import Receive, Send
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
 

@@ -3,7 +3,7 @@ and prompt + max_tokens must fit the model's context."""
 
 from __future__ import annotations
 
-from backends.openai_wire.errors import WireError
+from fairgate.backends.openai_wire.errors import WireError
 
 
 def completion_room(context_length: int, prompt_tokens: int) -> int:

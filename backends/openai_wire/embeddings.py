@@ -15,8 +15,8 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from backends.openai_wire.errors import WireError, bad_value
-from backends.openai_wire.request import TEMPLATE_TOKENS_BASE, WireRequest, is_int
+from fairgate.backends.openai_wire.errors import WireError, bad_value
+from fairgate.backends.openai_wire.request import TEMPLATE_TOKENS_BASE, WireRequest, is_int
 
 MAX_INPUTS = 2048  # OpenAI's limit of inputs per request
 _FIELDS = frozenset({"model", "input", "encoding_format", "dimensions", "user"})

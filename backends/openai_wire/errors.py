@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from backends.base import BackendError
+from fairgate.backends.base import BackendError
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
           429: "rate_limit_error"}

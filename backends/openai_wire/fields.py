@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from backends.base import Kind
-from backends.openai_wire.errors import WireError, bad_value
+from fairgate.backends.base import Kind
+from fairgate.backends.openai_wire.errors import WireError, bad_value
 
 MAX_LOGPROBS = 20
 MAX_BIAS = 100.0

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends.openai_wire.asgi import send_error
-from backends.openai_wire.errors import WireError
-from backends.types import ASGIApp, RawHeaders, Receive, Scope, Send
+from fairgate.backends.openai_wire.asgi import send_error
+from fairgate.backends.openai_wire.errors import WireError
+from fairgate.backends.types import ASGIApp, RawHeaders, Receive, Scope, Send
 
 
 @dataclass(slots=True, frozen=True)

@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from backends.base import Kind
-from backends.openai_wire.errors import WireError, bad_value
-from backends.openai_wire.fields import check_fields
+from fairgate.backends.base import Kind
+from fairgate.backends.openai_wire.errors import WireError, bad_value
+from fairgate.backends.openai_wire.fields import check_fields
 
 TEMPLATE_TOKENS_PER_MESSAGE = 8
 TEMPLATE_TOKENS_BASE = 16

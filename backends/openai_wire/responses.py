@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from backends.base import Kind
+from fairgate.backends.base import Kind
 
 SSE_DONE = b"data: [DONE]\n\n"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from backends.openai_wire.errors import WireError, bad_value
+from fairgate.backends.openai_wire.errors import WireError, bad_value
 
 # Read here, or passed to the chat body as they are (fairgate's and vLLM's sampling extensions).
 _KNOWN = frozenset({

@@ -5,6 +5,6 @@
 
 from __future__ import annotations
 
-from gateway.dashboard.pages import AdviceProvider, routes
+from fairgate.gateway.dashboard.pages import AdviceProvider, routes
 
 __all__ = ["AdviceProvider", "routes"]

@@ -12,9 +12,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from gateway.reports import usage_report
-from gateway.tables import QuotaPolicy, Tenant, UsageRecord, utcnow
-from gateway.tables_routing import RoutingAudit
+from fairgate.gateway.reports import usage_report
+from fairgate.gateway.tables import QuotaPolicy, Tenant, UsageRecord, utcnow
+from fairgate.gateway.tables_routing import RoutingAudit
 
 SUMMED = ("requests", "prompt_tokens", "completion_tokens", "total_tokens", "cost")
 

@@ -25,9 +25,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from gateway.admin_token import admin_enabled, admin_token_ok
-from gateway.dashboard import data, panels
-from gateway.dashboard.sessions import (
+from fairgate.gateway.admin_token import admin_enabled, admin_token_ok
+from fairgate.gateway.dashboard import data, panels
+from fairgate.gateway.dashboard.sessions import (
     SessionSigner,
     Viewer,
     clear_session,
@@ -35,7 +35,7 @@ from gateway.dashboard.sessions import (
     tenant_principal,
     viewer_of,
 )
-from gateway.state import GatewayState, state_of
+from fairgate.gateway.state import GatewayState, state_of
 
 # advice(state, window hours) -> items (str, mapping or dataclass), sync or async: `fairgate advise`
 AdviceProvider = Callable[[GatewayState, int], Any]

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
-from gateway.dashboard import promstats
-from gateway.dashboard.data import QuotaUse, Usage
-from gateway.dashboard.svg import Series, bar_chart, line_chart
+from fairgate.gateway.dashboard import promstats
+from fairgate.gateway.dashboard.data import QuotaUse, Usage
+from fairgate.gateway.dashboard.svg import Series, bar_chart, line_chart
 
 if TYPE_CHECKING:
-    from backends.base import Backend
+    from fairgate.backends.base import Backend
 
 QUANTILES = (0.5, 0.95, 0.99)
 

@@ -21,10 +21,10 @@ from sqlalchemy import select
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.admin_token import admin_secret, admin_token_ok
-from gateway.auth import Principal, load_principal
-from gateway.state import GatewayState, state_of
-from gateway.tables import ApiKey
+from fairgate.gateway.admin_token import admin_secret, admin_token_ok
+from fairgate.gateway.auth import Principal, load_principal
+from fairgate.gateway.state import GatewayState, state_of
+from fairgate.gateway.tables import ApiKey
 
 COOKIE = "fairgate_dashboard"
 SESSION_S = 8 * 3600

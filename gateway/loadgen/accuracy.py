@@ -11,8 +11,8 @@ from typing import Any
 
 import openai
 
-from backends.local.evaluation.golden import GoldenItem, cut_at_stop
-from gateway.loadgen.client import Target
+from fairgate.backends.local.evaluation.golden import GoldenItem, cut_at_stop
+from fairgate.gateway.loadgen.client import Target
 
 
 async def _answer(client: openai.AsyncOpenAI, target: Target, item: GoldenItem, api: str,

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from gateway.loadgen.workloads import WORKLOADS, WorkloadSource
+from fairgate.gateway.loadgen.workloads import WORKLOADS, WorkloadSource
 
 if TYPE_CHECKING:  # the run's modules load openai, numpy and matplotlib: only when it runs
-    from gateway.loadgen.client import Target
-    from gateway.loadgen.runner import LoadLevel, RunPlan
+    from fairgate.gateway.loadgen.client import Target
+    from fairgate.gateway.loadgen.runner import LoadLevel, RunPlan
 
 
 def add_parser(sub: Any) -> None:
@@ -64,7 +64,7 @@ def v1_url(url: str) -> str:
 
 
 def _levels(args: argparse.Namespace) -> list[LoadLevel]:
-    from gateway.loadgen.runner import LoadLevel
+    from fairgate.gateway.loadgen.runner import LoadLevel
 
     kind, text = ("rate", args.rate) if args.rate else ("concurrency", args.concurrency or "1")
     try:
@@ -77,7 +77,7 @@ def _levels(args: argparse.Namespace) -> list[LoadLevel]:
 
 
 def _targets(args: argparse.Namespace) -> list[Target]:
-    from gateway.loadgen.client import Target
+    from fairgate.gateway.loadgen.client import Target
 
     urls, models, labels = args.base_url, args.model, args.label or []
     if len(models) not in (1, len(urls)):
@@ -102,7 +102,7 @@ def _extra_body(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def build_plan(args: argparse.Namespace, n_targets: int) -> RunPlan:
-    from gateway.loadgen.runner import RunPlan
+    from fairgate.gateway.loadgen.runner import RunPlan
 
     if args.requests is not None and args.requests < 1 or args.duration is not None and args.duration <= 0:
         raise ValueError("--requests / --duration: positive")
@@ -132,8 +132,10 @@ def _headers(pairs: list[str]) -> dict[str, str]:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from gateway.loadgen.session import run_session  # the heavy part (openai, numpy, matplotlib)
-    from gateway.loadgen.stats import Slo
+    from fairgate.gateway.loadgen.session import (
+        run_session,  # the heavy part (openai, numpy, matplotlib)
+    )
+    from fairgate.gateway.loadgen.stats import Slo
 
     try:
         targets = _targets(args)
@@ -141,7 +143,7 @@ def run_bench(args: argparse.Namespace) -> int:
         headers = _headers(args.header)
         golden = None
         if args.golden:
-            from backends.local.evaluation.golden import load_golden
+            from fairgate.backends.local.evaluation.golden import load_golden
 
             golden = load_golden(args.golden)
     except (ValueError, OSError) as exc:  # GoldenSetError is a ValueError

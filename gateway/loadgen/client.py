@@ -20,7 +20,7 @@ from typing import Any
 
 import openai
 
-from gateway.loadgen.workloads import RequestSpec
+from fairgate.gateway.loadgen.workloads import RequestSpec
 
 ROUTE_HEADER = "x-fairgate-backend"
 COST_HEADERS = ("x-fairgate-cost-usd", "x-litellm-response-cost")

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gateway.loadgen import plots
-from gateway.loadgen.client import RequestResult
+from fairgate.gateway.loadgen import plots
+from fairgate.gateway.loadgen.client import RequestResult
 
 SCHEMA = 1
 CLIENT_BUSY = 0.8  # the generator's CPU share above which its own speed may be what was measured

@@ -21,8 +21,8 @@ from typing import Any
 
 import openai
 
-from gateway.loadgen.client import RequestResult, Target, send_chat
-from gateway.loadgen.workloads import WorkloadSource
+from fairgate.gateway.loadgen.client import RequestResult, Target, send_chat
+from fairgate.gateway.loadgen.workloads import WorkloadSource
 
 LEVEL_STRIDE = 1_000_000  # spec indices of level j start at j * LEVEL_STRIDE
 

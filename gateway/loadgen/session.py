@@ -15,12 +15,12 @@ from typing import Any
 import openai
 from tqdm import tqdm  # type: ignore[import-untyped]
 
-from backends.local.evaluation.golden import GoldenItem
-from gateway.loadgen.accuracy import score_golden
-from gateway.loadgen.client import Target
-from gateway.loadgen.report import SCHEMA, write_report
-from gateway.loadgen.runner import LoadRunner, RunOutcome, RunPlan
-from gateway.loadgen.stats import Slo, target_figures
+from fairgate.backends.local.evaluation.golden import GoldenItem
+from fairgate.gateway.loadgen.accuracy import score_golden
+from fairgate.gateway.loadgen.client import Target
+from fairgate.gateway.loadgen.report import SCHEMA, write_report
+from fairgate.gateway.loadgen.runner import LoadRunner, RunOutcome, RunPlan
+from fairgate.gateway.loadgen.stats import Slo, target_figures
 
 
 def _progress(plan: RunPlan, n_targets: int, mode: str) -> tqdm:

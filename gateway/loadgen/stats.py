@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gateway.loadgen.client import RequestResult
+from fairgate.gateway.loadgen.client import RequestResult
 
 PERCENTILES = (50, 95, 99)
 METRICS = ("ttft", "itl", "e2e", "tpot")

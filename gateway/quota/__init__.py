@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from gateway.config_bus import ConfigBus
+    from fairgate.gateway.config_bus import ConfigBus
 
 # Lua and the memory store both use -1 for "no limit"
 UNLIMITED = -1

@@ -13,7 +13,7 @@ from typing import Any
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
-from gateway.quota.resp import RespError
+from fairgate.gateway.quota.resp import RespError
 
 
 class ClusterClient:

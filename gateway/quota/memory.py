@@ -10,8 +10,8 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-from gateway.config_bus import MemoryConfigBus
-from gateway.quota import (
+from fairgate.gateway.config_bus import MemoryConfigBus
+from fairgate.gateway.quota import (
     QuotaDenied,
     RateLimitState,
     ScopeLimits,
@@ -23,7 +23,7 @@ from gateway.quota import (
     retry_after_for,
     scope_kind,
 )
-from gateway.quota.heartbeat import ReservationHeartbeat
+from fairgate.gateway.quota.heartbeat import ReservationHeartbeat
 
 WINDOW_MS = 60_000
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import time
 
-from gateway.config_bus import RedisConfigBus
-from gateway.quota import (
+from fairgate.gateway.config_bus import RedisConfigBus
+from fairgate.gateway.quota import (
     QuotaDenied,
     RateLimitState,
     ScopeLimits,
@@ -29,8 +29,8 @@ from gateway.quota import (
     retry_after_for,
     scope_kind,
 )
-from gateway.quota.heartbeat import ReservationHeartbeat
-from gateway.quota.resp import RespClient, Script
+from fairgate.gateway.quota.heartbeat import ReservationHeartbeat
+from fairgate.gateway.quota.resp import RespClient, Script
 
 # KEYS: the tenant's base `<prefix>:{tag}`, optionally the version key (single Redis).
 # ARGV: unused, rid, version, ttl_ms, day, month, tokens, cost, nscopes, then 7 per scope:
@@ -242,7 +242,7 @@ class RedisQuotaStore:
     def __init__(self, url: str, prefix: str = "fairgate", reservation_ttl_s: int = 30,
                  cluster: bool = False) -> None:
         if cluster:
-            from gateway.quota.cluster import ClusterClient
+            from fairgate.gateway.quota.cluster import ClusterClient
 
             self._redis: RespClient | ClusterClient = ClusterClient(url)
         else:

@@ -23,8 +23,8 @@ PREFIX = "fernet:"
 
 
 def _box():  # type: ignore[no-untyped-def]
-    from gateway.secret_box import box_from_settings
-    from gateway.settings import Settings
+    from fairgate.gateway.secret_box import box_from_settings
+    from fairgate.gateway.settings import Settings
 
     bind = op.get_bind()
     box = getattr(bind.dialect, "fairgate_secret_box", None)

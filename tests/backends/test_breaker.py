@@ -3,7 +3,7 @@ outage rule, half-open probes, Retry-After, and what is never counted."""
 
 from __future__ import annotations
 
-from backends.breaker import Breaker, BreakerPolicy, Outcome, State, Ticket, Transition
+from fairgate.backends.breaker import Breaker, BreakerPolicy, Outcome, State, Ticket, Transition
 
 
 class Clock:

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from backends.http1 import HTTP1Pool, HTTPError, Origin
+from fairgate.backends.http1 import HTTP1Pool, HTTPError, Origin
 from tests.helpers.upstream import UpstreamServer
 
 H = b"Content-Type: application/json\r\n"

@@ -11,10 +11,10 @@ import ssl
 import httpx
 import pytest
 
-from backends.http1 import HTTP1Pool, HTTPError
-from backends.http_proxy import proxy_for
-from backends.http_tls import TLSSettings
-from backends.http_transport import Transport, header_block, origin_for
+from fairgate.backends.http1 import HTTP1Pool, HTTPError
+from fairgate.backends.http_proxy import proxy_for
+from fairgate.backends.http_tls import TLSSettings
+from fairgate.backends.http_transport import Transport, header_block, origin_for
 from tests.helpers.forward_proxy import ForwardProxy
 from tests.helpers.tls_certs import make_pki
 from tests.helpers.upstream import UpstreamServer

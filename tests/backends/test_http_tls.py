@@ -10,11 +10,11 @@ import ssl
 import httpx
 import pytest
 
-from backends.base import BackendError, GenerationRequest
-from backends.http1 import HTTP1Pool, HTTPError
-from backends.http_tls import TLSSettings
-from backends.http_transport import Transport, header_block, origin_for
-from backends.openai_compat import OpenAICompatBackend
+from fairgate.backends.base import BackendError, GenerationRequest
+from fairgate.backends.http1 import HTTP1Pool, HTTPError
+from fairgate.backends.http_tls import TLSSettings
+from fairgate.backends.http_transport import Transport, header_block, origin_for
+from fairgate.backends.openai_compat import OpenAICompatBackend
 from tests.helpers.tls_certs import make_pki
 from tests.helpers.upstream import UpstreamServer
 

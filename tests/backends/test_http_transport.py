@@ -10,10 +10,10 @@ import threading
 import httpx
 import pytest
 
-from backends.base import BackendError, GenerationRequest
-from backends.http1 import HIGH_WATER, HTTP1Pool, ResponseTooLarge
-from backends.http_transport import Transport, header_block, origin_for
-from backends.openai_compat import OpenAICompatBackend
+from fairgate.backends.base import BackendError, GenerationRequest
+from fairgate.backends.http1 import HIGH_WATER, HTTP1Pool, ResponseTooLarge
+from fairgate.backends.http_transport import Transport, header_block, origin_for
+from fairgate.backends.openai_compat import OpenAICompatBackend
 from tests.backends.test_http_conformance import JSON, Scripted, _shutdown, ok
 
 AZURE = "/openai/deployments/gpt4o?api-version=2024-06-01"

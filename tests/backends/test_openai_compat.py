@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from backends.base import BackendError, GenerationRequest
-from backends.breaker import Breaker, BreakerPolicy, State
-from backends.http1 import HTTP1Pool
-from backends.openai_compat import OpenAICompatBackend
+from fairgate.backends.base import BackendError, GenerationRequest
+from fairgate.backends.breaker import Breaker, BreakerPolicy, State
+from fairgate.backends.http1 import HTTP1Pool
+from fairgate.backends.openai_compat import OpenAICompatBackend
 from tests.helpers.upstream import UpstreamServer
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from backends.openai_wire import (
+from fairgate.backends.openai_wire import (
     SSE_DONE,
     TEMPLATE_TOKENS_BASE,
     TEMPLATE_TOKENS_PER_MESSAGE,
@@ -21,7 +21,7 @@ from backends.openai_wire import (
     sse,
     sse_stream_error,
 )
-from backends.types import Message, Receive
+from fairgate.backends.types import Message, Receive
 
 
 def test_chat_fields_and_prompt_bound() -> None:

@@ -7,10 +7,10 @@ import asyncio
 
 import httpx
 
-from backends.http1 import HTTP1Pool
-from backends.openai_compat import OpenAICompatBackend
-from backends.pool import PoolBackend, PoolOptions, ReplicaSpec
-from backends.pool_load import LoadReading, parse_vllm_metrics
+from fairgate.backends.http1 import HTTP1Pool
+from fairgate.backends.openai_compat import OpenAICompatBackend
+from fairgate.backends.pool import PoolBackend, PoolOptions, ReplicaSpec
+from fairgate.backends.pool_load import LoadReading, parse_vllm_metrics
 
 
 def make_pool(specs: list[ReplicaSpec]) -> PoolBackend:
@@ -56,8 +56,8 @@ def test_vllm_metrics_parse() -> None:
 async def test_one_tenants_back_off_on_a_replica_neither_ejects_it_nor_blocks_others() -> None:
     """r0 fails tenant a's requests only: a fails over to r1 and, once a's circuit on r0 opens,
     skips r0 at once; r0 stays healthy and keeps serving b."""
-    from backends.base import GenerationRequest
-    from backends.breaker import Breaker, BreakerPolicy
+    from fairgate.backends.base import GenerationRequest
+    from fairgate.backends.breaker import Breaker, BreakerPolicy
     from tests.helpers.upstream import UpstreamServer
 
     with UpstreamServer() as r0, UpstreamServer() as r1:

@@ -3,11 +3,11 @@ salts its cache; a replica over its load bound gives way to the least loaded."""
 
 from __future__ import annotations
 
-from backends.base import GenerationRequest
-from backends.local.block_manager import BlockManager
-from backends.pool_prefix import PrefixKeyer
-from backends.pool_routing import ReplicaLoad, choose, load_bound, rendezvous_order
-from scheduler.request import SchedRequest
+from fairgate.backends.base import GenerationRequest
+from fairgate.backends.local.block_manager import BlockManager
+from fairgate.backends.pool_prefix import PrefixKeyer
+from fairgate.backends.pool_routing import ReplicaLoad, choose, load_bound, rendezvous_order
+from fairgate.scheduler.request import SchedRequest
 
 NAMES = ["r0", "r1", "r2"]
 

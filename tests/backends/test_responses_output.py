@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from backends.openai_wire.responses_output import ResponsesOutput
+from fairgate.backends.openai_wire.responses_output import ResponsesOutput
 
 REQUEST = {"model": "m", "input": "hi", "max_output_tokens": 8}
 

@@ -16,9 +16,9 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.cli import main
-from gateway.loadgen.report import PLOTS
-from gateway.settings import Settings
+from fairgate.gateway.cli import main
+from fairgate.gateway.loadgen.report import PLOTS
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread, free_port
 from tests.helpers.engine_proc import EngineProcess
 

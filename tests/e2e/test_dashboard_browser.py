@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from gateway.settings import Settings
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 from tests.helpers.dashboard_load import run_load
 

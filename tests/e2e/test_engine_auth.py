@@ -12,9 +12,9 @@ import httpx
 import openai
 import pytest
 
-from backends.local.server_auth import EngineAuth, check_bind
-from backends.openai_wire import WireError
-from gateway.settings import Settings
+from fairgate.backends.local.server_auth import EngineAuth, check_bind
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, ROOT, Admin, GatewayThread
 from tests.helpers.engine_proc import EngineProcess
 
@@ -68,7 +68,7 @@ def test_no_key_refuses_a_non_loopback_host(tiny_model_dir: Path) -> None:
         check_bind("0.0.0.0", None, insecure=False)
     check_bind("0.0.0.0", KEY, insecure=False)
     check_bind("::1", None, insecure=False)
-    out = subprocess.run([sys.executable, "-m", "gateway.cli", "engine", "--model", str(tiny_model_dir),
+    out = subprocess.run([sys.executable, "-m", "fairgate.gateway.cli", "engine", "--model", str(tiny_model_dir),
                           "--host", "0.0.0.0", "--port", "0"], cwd=ROOT, capture_output=True, text=True,
                          timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 1 and "refusing to listen on 0.0.0.0 without --api-key" in out.stderr

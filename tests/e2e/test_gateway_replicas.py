@@ -11,8 +11,8 @@ import httpx
 import psycopg
 import pytest
 
-from backends.openai_wire import parse_request
-from gateway.db import upgrade
+from fairgate.backends.openai_wire import parse_request
+from fairgate.gateway.db import upgrade
 from tests.gateway.harness import (
     ADMIN_TOKEN,
     REDIS_URL,

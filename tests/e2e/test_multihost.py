@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.db import upgrade
+from fairgate.gateway.db import upgrade
 from tests.gateway.harness import ADMIN_TOKEN, ROOT
 from tests.helpers.engine_proc import EngineProcess
 
@@ -135,7 +135,7 @@ def cluster(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
                    "FAIRGATE_HOST": net.addr(h), "FAIRGATE_PORT": "8000", "FAIRGATE_ENGINE_API_KEY": KEY,
                    "FAIRGATE_CONTROL_SECRET": SECRET, "FAIRGATE_UPSTREAM_TIMEOUT_S": "4",
                    "FAIRGATE_USAGE_FLUSH_INTERVAL_S": "0.05"}
-            procs.append(Proc(["ip", "netns", "exec", net.ns(h), sys.executable, "-m", "gateway.cli", "serve"],
+            procs.append(Proc(["ip", "netns", "exec", net.ns(h), sys.executable, "-m", "fairgate.gateway.cli", "serve"],
                               env, tmp / f"{h}.log"))
         c = {"net": net, "db": db, "tmp": tmp, "gw": [f"http://{net.addr(h)}:8000" for h in ("g0", "g1")]}
         for url in c["gw"]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.settings import Settings
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread, free_port
 from tests.helpers.engine_proc import EngineProcess
 

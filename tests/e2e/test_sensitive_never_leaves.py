@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.settings import Settings
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread, free_port
 from tests.helpers.pii_corpus import make_positive
 from tests.helpers.pii_corpus_kvkk import NEW_KINDS, positive_sentence
@@ -162,7 +162,7 @@ def test_sensitive_requests_never_reach_an_external_backend(world, rules, req, e
 
 def test_no_pii_value_ever_reached_the_external_recorder(world) -> None:
     """Runs after the property (same module): a sweep of everything the external side saw."""
-    from policies.sensitivity import classify
+    from fairgate.policies.sensitivity import classify
 
     for body in _chats(world["ext"]):
         for m in body["messages"]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.settings import Settings
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, ROOT, Admin, GatewayThread, free_port
 from tests.helpers.upstream import UpstreamServer
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import redis
 
-from gateway.db import upgrade
-from gateway.settings import Settings
-from gateway.tables import UsageRecord
-from gateway.tables_routing import RoutingAudit
+from fairgate.gateway.db import upgrade
+from fairgate.gateway.settings import Settings
+from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.tables_routing import RoutingAudit
 from tests.gateway.harness import (
     ADMIN_TOKEN,
     REDIS_URL,

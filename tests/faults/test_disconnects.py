@@ -15,8 +15,8 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from gateway.settings import Settings
-from gateway.tables import UsageRecord
+from fairgate.gateway.settings import Settings
+from fairgate.gateway.tables import UsageRecord
 from tests.faults.engines import (
     LONG,
     engine_stats,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.settings import Settings
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import (
     ADMIN_TOKEN,
     REDIS_URL,

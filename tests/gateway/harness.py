@@ -20,10 +20,10 @@ import psycopg
 import redis
 import uvicorn
 
-from backends.http_protocol import limited_protocol
-from gateway.app import create_app
-from gateway.settings import Settings
-from gateway.state import GatewayState, state_of
+from fairgate.backends.http_protocol import limited_protocol
+from fairgate.gateway.app import create_app
+from fairgate.gateway.settings import Settings
+from fairgate.gateway.state import GatewayState, state_of
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -129,7 +129,7 @@ class GatewayProcess:
         import tempfile
 
         self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve"], cwd=ROOT, env=full,
+        self.proc = subprocess.Popen([sys.executable, "-m", "fairgate.gateway.cli", "serve"], cwd=ROOT, env=full,
                                      stdout=subprocess.DEVNULL, stderr=self.log)
 
     def log_tail(self, n: int = 4000) -> str:

@@ -9,7 +9,7 @@ import contextlib
 import httpx
 import pytest
 
-from gateway.settings import Settings
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread, pg_database, redis_prefix
 from tests.helpers.tcp_proxy import TcpProxy
 

@@ -18,10 +18,10 @@ import httpx
 import pytest
 from sqlalchemy import insert
 
-from gateway.advise import AdviseOptions, advise_from, engine_windows, parse_window
-from gateway.db import make_engine
-from gateway.settings import Settings
-from gateway.tables import UsageRecord
+from fairgate.gateway.advise import AdviseOptions, advise_from, engine_windows, parse_window
+from fairgate.gateway.db import make_engine
+from fairgate.gateway.settings import Settings
+from fairgate.gateway.tables import UsageRecord
 from tests.gateway.advise_fixtures import FIXTURES, Scenario
 from tests.gateway.harness import ADMIN_TOKEN, ROOT, GatewayThread, pg_database
 
@@ -124,7 +124,7 @@ def test_window_parsing():
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gateway.cli", "advise", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "fairgate.gateway.cli", "advise", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
@@ -196,7 +196,7 @@ def test_admin_advice_on_a_running_gateway(tmp_path):
         # the gateway read the local engine's /metrics itself, filed under the backend's name
         assert findings[("eng", "memory-bound")] == "KV quantization"
         assert ("tiny", "memory-bound") not in findings  # no engine metrics for "tiny": no KV finding
-        out = subprocess.run([sys.executable, "-m", "gateway.cli", "advise", "--gateway-url", gw.url, "--window",
+        out = subprocess.run([sys.executable, "-m", "fairgate.gateway.cli", "advise", "--gateway-url", gw.url, "--window",
                               "3650d", "--admin-token", ADMIN_TOKEN, "--json"], cwd=ROOT, capture_output=True,
                              text=True, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
         assert out.returncode == 0, out.stderr

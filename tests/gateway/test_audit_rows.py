@@ -10,9 +10,9 @@ from datetime import datetime
 import pytest
 from sqlalchemy import select
 
-from gateway.db import make_engine, upgrade
-from gateway.routing_audit import AuditRecord, RoutingAuditWriter, _entry_ids
-from gateway.tables_routing import RoutingAudit
+from fairgate.gateway.db import make_engine, upgrade
+from fairgate.gateway.routing_audit import AuditRecord, RoutingAuditWriter, _entry_ids
+from fairgate.gateway.tables_routing import RoutingAudit
 from tests.gateway.harness import pg_database
 
 

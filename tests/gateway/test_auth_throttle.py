@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from backends.openai_wire import WireError
-from gateway import auth_throttle
-from gateway.auth_throttle import AuthThrottle
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway import auth_throttle
+from fairgate.gateway.auth_throttle import AuthThrottle
 
 
 class Clock:

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from backends.base import Capabilities
-from backends.openai_wire import WireError, parse_request
-from gateway.admission import check_capabilities
-from gateway.routing import RouteDecision
+from fairgate.backends.base import Capabilities
+from fairgate.backends.openai_wire import WireError, parse_request
+from fairgate.gateway.admission import check_capabilities
+from fairgate.gateway.routing import RouteDecision
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ import json
 import httpx
 import pytest
 
-from gateway.classification import FAIL_CLOSED_METRIC, Classifier
-from gateway.settings import Settings
+from fairgate.gateway.classification import FAIL_CLOSED_METRIC, Classifier
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 from tests.helpers.upstream import UpstreamServer
 

@@ -13,8 +13,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import update
 
-from gateway.tables import BackendRow
-from gateway.tables_pools import PoolRow
+from fairgate.gateway.tables import BackendRow
+from fairgate.gateway.tables_pools import PoolRow
 from tests.gateway.harness import ADMIN_TOKEN
 from tests.gateway.test_cost import DAY, HISTORY, approx, usage_row
 from tests.helpers.upstream import UpstreamBehaviour, UpstreamServer
@@ -121,7 +121,7 @@ def test_bad_parameters_are_openai_errors(make_gateway, engine_server, upstream)
 def test_embedded_engine_weights_are_measured(tmp_path, tiny_model_dir):
     import time
 
-    from gateway.settings import Settings
+    from fairgate.gateway.settings import Settings
     from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 
     settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/e.db",

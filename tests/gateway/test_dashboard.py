@@ -10,9 +10,9 @@ import httpx
 import pytest
 from itsdangerous import URLSafeTimedSerializer
 
-from gateway.dashboard import routes
-from gateway.dashboard.panels import advice_items
-from gateway.settings import Settings
+from fairgate.gateway.dashboard import routes
+from fairgate.gateway.dashboard.panels import advice_items
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 from tests.helpers.dashboard_load import SECRET_PROMPT, run_load
 
@@ -50,7 +50,7 @@ def test_admin_page_shows_every_panel_with_the_loads_figures(loaded):
     with gw.state.sessions() as s:
         from sqlalchemy import func, select
 
-        from gateway.tables import UsageRecord
+        from fairgate.gateway.tables import UsageRecord
         per_tenant = dict(s.execute(select(UsageRecord.tenant_id, func.sum(UsageRecord.total_tokens))
                                     .group_by(UsageRecord.tenant_id)).tuples().all())
     usage = values(html, "usage")

@@ -9,10 +9,10 @@ from datetime import datetime
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from gateway.dashboard import data, promstats
-from gateway.dashboard.svg import Series, bar_chart, line_chart
-from gateway.db import make_engine, make_sessionmaker, upgrade
-from gateway.tables import QuotaPolicy, Tenant, UsageRecord
+from fairgate.gateway.dashboard import data, promstats
+from fairgate.gateway.dashboard.svg import Series, bar_chart, line_chart
+from fairgate.gateway.db import make_engine, make_sessionmaker, upgrade
+from fairgate.gateway.tables import QuotaPolicy, Tenant, UsageRecord
 
 
 def test_quantiles_interpolate_inside_the_bucket():

@@ -14,8 +14,8 @@ import httpx
 import pytest
 import yaml
 
-from gateway.declarative import ConfigError, parse
-from gateway.settings import load_settings
+from fairgate.gateway.declarative import ConfigError, parse
+from fairgate.gateway.settings import load_settings
 from tests.gateway.harness import ADMIN_TOKEN, ROOT, free_port
 
 CONFIG = """
@@ -52,7 +52,7 @@ ENV = {"FG_TEST_ADMIN": ADMIN_TOKEN, "FG_TEST_EXT_KEY": "sk-ext-secret"}
 def fairgate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     full = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
             "FAIRGATE_SECRETS_KEY": os.environ["FAIRGATE_SECRETS_KEY"], **env}
-    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "fairgate.gateway.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, env=full, timeout=120)
 
 
@@ -120,7 +120,7 @@ def test_serve_applies_the_file_at_start(tmp_path: Path) -> None:
     env = {**os.environ, **ENV, "PYTHONPATH": str(ROOT)}
     for var in ("FAIRGATE_DATABASE_URL", "FAIRGATE_PORT", "FAIRGATE_HOST", "FAIRGATE_ADMIN_TOKEN"):
         env.pop(var, None)
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(f)], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "fairgate.gateway.cli", "serve", "--config", str(f)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         url = f"http://127.0.0.1:{port}"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from gateway.fairness import budget_used
-from gateway.quota import ScopeLimits
-from gateway.quota.memory import MemoryQuotaStore
-from policies.budget_weights import NEAR_BUDGET_FACTOR, budget_scaled
+from fairgate.gateway.fairness import budget_used
+from fairgate.gateway.quota import ScopeLimits
+from fairgate.gateway.quota.memory import MemoryQuotaStore
+from fairgate.policies.budget_weights import NEAR_BUDGET_FACTOR, budget_scaled
 
 
 async def spend(store: MemoryQuotaStore, tenant: str, tokens: int, cost: float = 0.0) -> None:

@@ -16,11 +16,11 @@ import httpx
 import pytest
 import uvicorn
 
-from backends.local.backend import LocalBackend
-from backends.local.engine import AsyncEngine, EngineConfig
-from backends.local.server import build_app
-from gateway.quota import ScopeLimits
-from scheduler.fair_queue import FairQueue
+from fairgate.backends.local.backend import LocalBackend
+from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.server import build_app
+from fairgate.gateway.quota import ScopeLimits
+from fairgate.scheduler.fair_queue import FairQueue
 from tests.gateway.harness import free_port
 from tests.helpers.fair_order import completion_order
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import httpx
 
-from gateway.app import create_app
-from gateway.fast_lane import GatewayApp, direct_endpoints
-from gateway.settings import Settings
+from fairgate.gateway.app import create_app
+from fairgate.gateway.fast_lane import GatewayApp, direct_endpoints
+from fairgate.gateway.settings import Settings
 
 CHAT = {"model": "nope", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import openai
 
-from gateway.first_run import FirstRun, banner, base_url
+from fairgate.gateway.first_run import FirstRun, banner, base_url
 from tests.gateway.harness import ROOT, free_port
 
 
@@ -25,7 +25,7 @@ def serve(tmp_path: Path, model: Path, port: int, name: str) -> tuple[subprocess
             "FAIRGATE_PORT": str(port), "FAIRGATE_HOST": "127.0.0.1", "PYTHONPATH": str(ROOT)}
     out = tmp_path / f"{name}.out"
     with out.open("wb") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve"], cwd=tmp_path, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "fairgate.gateway.cli", "serve"], cwd=tmp_path, env=env,
                                 stdout=f, stderr=subprocess.STDOUT)
     return proc, out
 
@@ -112,9 +112,9 @@ def test_replicas_starting_together_make_one_token_and_one_tenant():
 
     from sqlalchemy import func, select
 
-    from gateway.db import make_engine, make_sessionmaker, upgrade
-    from gateway.first_run import bootstrap
-    from gateway.tables import AdminCredential, ApiKey, Tenant
+    from fairgate.gateway.db import make_engine, make_sessionmaker, upgrade
+    from fairgate.gateway.first_run import bootstrap
+    from fairgate.gateway.tables import AdminCredential, ApiKey, Tenant
     from tests.gateway.harness import pg_database
 
     with pg_database() as url:

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from backends.breaker import BreakerPolicy
+from fairgate.backends.breaker import BreakerPolicy
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 from tests.helpers.tcp_proxy import TcpProxy
 from tests.helpers.upstream import UpstreamServer

@@ -134,7 +134,7 @@ def test_metrics_need_a_token_and_hide_tenants(make_gateway):
 
 
 def test_metrics_disabled_without_any_token(tmp_path):
-    from gateway.settings import Settings
+    from fairgate.gateway.settings import Settings
     from tests.gateway.harness import GatewayThread
 
     settings = Settings(database_url=f"sqlite:///{tmp_path}/m.db", embedded_engine=False)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.cli import main
-from gateway.loadgen.cli import v1_url
-from gateway.loadgen.client import RequestResult, Target
-from gateway.loadgen.runner import LoadLevel, RunPlan, schedule, slices
-from gateway.loadgen.stats import Slo, bucket_of, cdf, distribution, group, level_figures
-from gateway.loadgen.workloads import WorkloadSource
+from fairgate.gateway.cli import main
+from fairgate.gateway.loadgen.cli import v1_url
+from fairgate.gateway.loadgen.client import RequestResult, Target
+from fairgate.gateway.loadgen.runner import LoadLevel, RunPlan, schedule, slices
+from fairgate.gateway.loadgen.stats import Slo, bucket_of, cdf, distribution, group, level_figures
+from fairgate.gateway.loadgen.workloads import WorkloadSource
 from tests.helpers.upstream import UpstreamBehaviour, UpstreamServer, words_of
 
 
@@ -117,7 +117,7 @@ def test_ctrl_c_still_writes_a_consistent_report(tmp_path: Path) -> None:
     out = tmp_path / "r"
     with UpstreamServer(UpstreamBehaviour(token_delay_s=0.05)) as up:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli", "bench", "--base-url", up.base_url, "--model", "up-model",
+            [sys.executable, "-m", "fairgate.gateway.cli", "bench", "--base-url", up.base_url, "--model", "up-model",
              "--duration", "60", "--concurrency", "3", "--max-tokens", "20", "--warmup", "0", "--out", str(out),
              "--progress", "off"], env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=_default_sigint)

@@ -7,7 +7,7 @@ import io
 import logging
 import time
 
-from gateway.log_buffer import BufferedStreamHandler
+from fairgate.gateway.log_buffer import BufferedStreamHandler
 
 
 class CountingStream(io.StringIO):
@@ -70,7 +70,7 @@ def test_a_full_buffer_and_a_flush_write_what_is_kept() -> None:
 
 
 def test_timestamps_read_as_the_standard_formatter_writes_them() -> None:
-    from gateway.log_buffer import SecondFormatter
+    from fairgate.gateway.log_buffer import SecondFormatter
 
     fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
     ours, theirs = SecondFormatter(fmt), logging.Formatter(fmt)

@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from backends.prompt_version import system_prompt_hash
-from gateway.settings import Settings
+from fairgate.backends.prompt_version import system_prompt_hash
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 
 SYSTEM = "You are the helpful assistant of the docs team; answer in one short sentence. " * 2

@@ -11,8 +11,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from gateway.db import make_engine, upgrade
-from gateway.tables import Base
+from fairgate.gateway.db import make_engine, upgrade
+from fairgate.gateway.tables import Base
 from tests.gateway.harness import ROOT, pg_database
 
 MINE = {"tenants", "api_keys", "quota_policies", "priority_classes", "backends", "usage_records", "audit_log"}
@@ -39,7 +39,7 @@ def test_cli_upgrade_builds_the_models_tables(tmp_path, db):
 
     with contextlib.ExitStack() as es:
         url = es.enter_context(pg_database()) if db == "postgres" else f"sqlite:///{tmp_path}/m.db"
-        out = subprocess.run([sys.executable, "-m", "gateway.cli", "db", "upgrade"], cwd=ROOT, capture_output=True,
+        out = subprocess.run([sys.executable, "-m", "fairgate.gateway.cli", "db", "upgrade"], cwd=ROOT, capture_output=True,
                              text=True, env={"FAIRGATE_DATABASE_URL": url, "PATH": "/usr/bin:/bin"}, timeout=120)
         assert out.returncode == 0, out.stderr[-2000:]
         _check(url)

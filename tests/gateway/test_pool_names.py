@@ -37,7 +37,7 @@ def test_apply_refuses_a_backend_named_like_a_pool(tmp_path):
     pool.write_text("pools: [{name: llama, replicas: [{name: gpu0, base_url: 'http://127.0.0.1:9/v1'}]}]\n")
     backend = tmp_path / "backend.yaml"
     backend.write_text("backends: [{name: llama, base_url: 'http://127.0.0.1:9/v1'}]\n")
-    run = [sys.executable, "-m", "gateway.cli", "apply", "-f"]
+    run = [sys.executable, "-m", "fairgate.gateway.cli", "apply", "-f"]
     first = subprocess.run([*run, str(pool)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
     second = subprocess.run([*run, str(backend)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)

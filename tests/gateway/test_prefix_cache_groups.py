@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from gateway.settings import Settings
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 
 SYSTEM = "Every tenant has a quota, a priority class and a budget for tokens per day and per month. " * 2

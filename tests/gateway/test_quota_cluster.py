@@ -11,8 +11,8 @@ import pytest
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
-from gateway.quota import QuotaDenied, ScopeLimits, StaleConfig
-from gateway.quota.redis_store import RedisQuotaStore, hash_tag
+from fairgate.gateway.quota import QuotaDenied, ScopeLimits, StaleConfig
+from fairgate.gateway.quota.redis_store import RedisQuotaStore, hash_tag
 from tests.helpers.redis_cluster import missing_reason, redis_cluster
 
 pytestmark = pytest.mark.skipif(missing_reason() is not None, reason=missing_reason() or "")

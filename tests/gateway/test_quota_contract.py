@@ -8,9 +8,9 @@ import uuid
 import pytest
 import redis.asyncio as aioredis
 
-from gateway.quota import QuotaDenied, ScopeLimits, StaleConfig
-from gateway.quota.memory import MemoryQuotaStore
-from gateway.quota.redis_store import RedisQuotaStore
+from fairgate.gateway.quota import QuotaDenied, ScopeLimits, StaleConfig
+from fairgate.gateway.quota.memory import MemoryQuotaStore
+from fairgate.gateway.quota.redis_store import RedisQuotaStore
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

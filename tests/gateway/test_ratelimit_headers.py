@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from gateway.quota import QuotaDenied, RateLimitState, ScopeLimits, WindowState, duration
+from fairgate.gateway.quota import QuotaDenied, RateLimitState, ScopeLimits, WindowState, duration
 from tests.gateway.test_quota_contract import rid, store  # noqa: F401 - the two-store fixture
 
 

@@ -8,8 +8,8 @@ import re
 
 import httpx
 
-from gateway.request_log import log_request
-from gateway.usage import UsageEvent
+from fairgate.gateway.request_log import log_request
+from fairgate.gateway.usage import UsageEvent
 
 PROMPT = "the secret plan of the platform team is operation bluefin, do not tell"
 
@@ -70,7 +70,7 @@ def test_log_level_is_one_of_the_names_in_any_case():
     import pytest
     from pydantic import ValidationError
 
-    from gateway.settings import Settings
+    from fairgate.gateway.settings import Settings
 
     assert Settings().log_level == "info"  # a line per request unless turned down
     assert Settings(log_level="WARNING").log_level == "warning"

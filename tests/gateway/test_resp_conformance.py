@@ -21,9 +21,9 @@ from redis.backoff import NoBackoff
 from redis.exceptions import AuthenticationError
 from redis.maint_notifications import MaintNotificationsConfig
 
-from gateway.quota import QuotaDenied, ScopeLimits, period_tags
-from gateway.quota.redis_store import RedisQuotaStore
-from gateway.quota.resp import RespClient, RespError, Script
+from fairgate.gateway.quota import QuotaDenied, ScopeLimits, period_tags
+from fairgate.gateway.quota.redis_store import RedisQuotaStore
+from fairgate.gateway.quota.resp import RespClient, RespError, Script
 from tests.gateway.harness import REDIS_URL
 from tests.helpers.redis_server import RedisServer, missing_reason, redis_server
 

@@ -16,10 +16,10 @@ import openai
 import pytest
 from sqlalchemy import select
 
-from gateway.db import make_engine
-from gateway.settings import Settings
-from gateway.tables import UsageRecord
-from gateway.tables_routing import RoutingAudit
+from fairgate.gateway.db import make_engine
+from fairgate.gateway.settings import Settings
+from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.tables_routing import RoutingAudit
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 from tests.helpers.raw_upstream import RawUpstream
 from tests.helpers.rows import wait_for

@@ -7,12 +7,12 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from backends.openai_compat import OpenAICompatBackend
-from gateway.db import make_engine, upgrade
-from gateway.routing import NoRouteError, Router, RouteRequest, TenantDetectors
-from gateway.routing_audit import RoutingAuditWriter
-from gateway.tables_routing import RoutingAudit
-from policies.routing import Rule, RuleMatch
+from fairgate.backends.openai_compat import OpenAICompatBackend
+from fairgate.gateway.db import make_engine, upgrade
+from fairgate.gateway.routing import NoRouteError, Router, RouteRequest, TenantDetectors
+from fairgate.gateway.routing_audit import RoutingAuditWriter
+from fairgate.gateway.tables_routing import RoutingAudit
+from fairgate.policies.routing import Rule, RuleMatch
 
 
 @pytest.fixture

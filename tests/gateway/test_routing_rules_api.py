@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from gateway.settings import Settings
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread, free_port
 from tests.helpers.upstream import UpstreamServer
 

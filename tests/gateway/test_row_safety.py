@@ -12,13 +12,13 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from gateway.db import make_engine, upgrade
-from gateway.routing_audit import AuditRecord, RoutingAuditWriter
-from gateway.row_writer import QuarantinedRow
-from gateway.settings import Settings
-from gateway.tables import UsageRecord
-from gateway.tables_routing import RoutingAudit
-from gateway.usage import UsageRecorder
+from fairgate.gateway.db import make_engine, upgrade
+from fairgate.gateway.routing_audit import AuditRecord, RoutingAuditWriter
+from fairgate.gateway.row_writer import QuarantinedRow
+from fairgate.gateway.settings import Settings
+from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.tables_routing import RoutingAudit
+from fairgate.gateway.usage import UsageRecorder
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread, pg_database
 from tests.helpers.rows import count, event, wait_for
 from tests.helpers.tcp_proxy import TcpProxy

@@ -13,9 +13,9 @@ import pytest
 from cryptography.fernet import Fernet
 from sqlalchemy import text
 
-from gateway.db import make_engine, upgrade
-from gateway.secret_box import SecretBox, SecretsKeyMissing, check_readable
-from gateway.settings import Settings
+from fairgate.gateway.db import make_engine, upgrade
+from fairgate.gateway.secret_box import SecretBox, SecretsKeyMissing, check_readable
+from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 
 SECRET = "sk-upstream-secret-7f3a9"
@@ -94,7 +94,7 @@ def test_gateway_without_a_key(tmp_path, upstream):
                      secrets_key=Fernet.generate_key().decode())
     with GatewayThread(keyed) as gw:
         Admin(gw.url).backend("k", upstream.base_url, api_key=SECRET)
-    from gateway.app import _build_state
+    from fairgate.gateway.app import _build_state
 
     with pytest.raises(SecretsKeyMissing, match="holds upstream API keys"):  # the lifespan's start
         asyncio.run(_build_state(settings, migrate=True))
@@ -103,7 +103,7 @@ def test_gateway_without_a_key(tmp_path, upstream):
 
 
 def test_key_file_and_rotation(tmp_path):
-    from gateway.secret_box import box_from_settings
+    from fairgate.gateway.secret_box import box_from_settings
 
     old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
     token = SecretBox([old]).encrypt(SECRET)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.settings import load_settings
+from fairgate.gateway.settings import load_settings
 
 
 def test_defaults_are_the_embedded_setup(monkeypatch):

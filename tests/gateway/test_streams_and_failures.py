@@ -9,9 +9,9 @@ import time
 import httpx
 from sqlalchemy import select, text
 
-from backends.openai_compat import OpenAICompatBackend
-from gateway.routing import RouteDecision, Router
-from gateway.tables import UsageRecord
+from fairgate.backends.openai_compat import OpenAICompatBackend
+from fairgate.gateway.routing import RouteDecision, Router
+from fairgate.gateway.tables import UsageRecord
 
 
 def rows(gw) -> list[UsageRecord]:
@@ -136,7 +136,7 @@ def test_usage_is_retried_while_the_table_is_unavailable(make_gateway):
 
 
 def test_quota_store_down_fails_closed_with_503(tmp_path):
-    from gateway.settings import Settings
+    from fairgate.gateway.settings import Settings
     from tests.gateway.harness import ADMIN_TOKEN, GatewayThread
 
     dead = _dead_url().split("//")[1].split("/")[0]

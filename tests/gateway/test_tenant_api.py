@@ -6,7 +6,7 @@ import httpx
 import openai
 import pytest
 
-from backends.openai_wire import TEMPLATE_TOKENS_BASE, TEMPLATE_TOKENS_PER_MESSAGE
+from fairgate.backends.openai_wire import TEMPLATE_TOKENS_BASE, TEMPLATE_TOKENS_PER_MESSAGE
 
 
 def client_for(gw, key: str) -> openai.OpenAI:
@@ -24,7 +24,7 @@ def env(request, make_gateway):
 def usage_rows(gw) -> list[dict]:
     from sqlalchemy import select
 
-    from gateway.tables import UsageRecord
+    from fairgate.gateway.tables import UsageRecord
 
     with gw.state.sessions() as s:
         return [r.__dict__ for r in s.scalars(select(UsageRecord).order_by(UsageRecord.created_at))]

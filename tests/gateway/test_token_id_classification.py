@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from backends.local.tokenizer import Tokenizer
-from gateway.settings import Settings
-from policies.sensitivity import classify_parts
+from fairgate.backends.local.tokenizer import Tokenizer
+from fairgate.gateway.settings import Settings
+from fairgate.policies.sensitivity import classify_parts
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 from tests.helpers.pii_corpus import fmt_iban, make_iban, make_phone, make_tckn
 from tests.helpers.upstream import UpstreamServer

@@ -18,7 +18,7 @@ class EngineProcess:
 
     def __init__(self, model_dir: Path | str, *args: str, name: str = "tiny", port: int = 0,
                  host: str = "127.0.0.1", prefix: tuple[str, ...] = (), env: dict[str, str] | None = None) -> None:
-        self.cmd = [*prefix, sys.executable, "-m", "gateway.cli", "engine", "--model", str(model_dir),
+        self.cmd = [*prefix, sys.executable, "-m", "fairgate.gateway.cli", "engine", "--model", str(model_dir),
                     "--served-model-name", name, "--host", host, "--port", str(port),
                     "--num-kv-blocks", "128", "--max-model-len", "256", "--max-num-batched-tokens", "128", *args]
         self.env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}

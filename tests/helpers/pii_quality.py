@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policies.sensitivity import classify_parts
+from fairgate.policies.sensitivity import classify_parts
 from tests.helpers.pii_corpus import Sample
 
 KINDS = ("tckn", "iban", "phone", "card", "email")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import kernels
-from kernels import cpu_fused, reference
+from fairgate import kernels
+from fairgate.kernels import cpu_fused, reference
 
 
 def _gen(seed: int) -> torch.Generator:

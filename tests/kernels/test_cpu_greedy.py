@@ -14,9 +14,9 @@ import pytest
 import torch
 from torch import nn
 
-import kernels
-from kernels.cpu_greedy import GreedyHead
-from kernels.cpu_linear import PanelLinear, load_gemm
+from fairgate import kernels
+from fairgate.kernels.cpu_greedy import GreedyHead
+from fairgate.kernels.cpu_linear import PanelLinear, load_gemm
 
 # native: the AMX screen where the CPU has AMX-BF16 (K a multiple of 32), else AVX512-BF16's;
 # vector: AVX512-BF16's dot products where the CPU has them; portable: float32 FMAs; avx2: float32

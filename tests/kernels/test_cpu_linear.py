@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kernels import cpu_linear
+from fairgate.kernels import cpu_linear
 
 pytestmark = pytest.mark.skipif(not cpu_linear.packing_available(), reason="torch built without oneDNN")
 
@@ -114,7 +114,7 @@ def test_panel_linear_row_bits_do_not_depend_on_the_batch_or_threads():
 @native
 def test_the_avx2_build_gives_the_same_bits():
     # CI machines may lack AVX-512: the narrower build tiles differently, the sums stay the same.
-    from kernels.cpu_native import open_library
+    from fairgate.kernels.cpu_native import open_library
 
     narrow = open_library(cpu_linear.GEMM_SOURCE, "cpu_gemm.c without AVX-512", ("-mno-avx512f",))
     if narrow is None:
@@ -169,7 +169,7 @@ def test_swiglu_panel_linear_gives_the_bits_of_the_separate_activation(in_featur
     # The activation runs on each panel's sums in the kernel; the result must be the bits of the
     # plain projection followed by cpu_fused.c's silu_mul, at every row count (prefetching and
     # not: the kernel prefetches up to 96 rows).
-    from kernels import cpu_fused
+    from fairgate.kernels import cpu_fused
 
     linear = _linear(in_features, 2 * inter, bias, seed=in_features + inter)
     plain, fused = cpu_linear.PanelLinear(linear), cpu_linear.PanelLinear(linear, swiglu=True)
@@ -189,7 +189,7 @@ def test_swiglu_panel_linear_gives_the_bits_of_the_separate_activation(in_featur
 def test_pack_linears_fuses_the_swiglu_of_a_gate_up_projection():
     from types import SimpleNamespace
 
-    from backends.local.model import MLP
+    from fairgate.backends.local.model import MLP
 
     mlp = MLP(SimpleNamespace(hidden_size=64, intermediate_size=128, mlp_bias=False))  # what MLP reads
     x = torch.randn(9, 64, generator=torch.Generator().manual_seed(7))

@@ -11,8 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kernels
-from kernels import cpu_native, reference
+from fairgate import kernels
+from fairgate.kernels import cpu_native, reference
 from tests.kernels.paged_inputs import assert_close, random_paged_kv
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -156,7 +156,7 @@ def test_without_a_compiler_auto_falls_back_and_native_fails(tmp_path, monkeypat
 
 def test_auto_on_cpu_dispatches_to_the_native_kernel(monkeypatch):
     monkeypatch.delenv("FAIRGATE_KERNELS", raising=False)
-    from kernels import cpu_ops
+    from fairgate.kernels import cpu_ops
 
     assert kernels._impl(torch.empty(1)) is cpu_ops
     assert kernels.describe_backend("cpu") == "native CPU kernels"
@@ -171,7 +171,7 @@ def test_auto_on_cpu_dispatches_to_the_native_kernel(monkeypatch):
 def test_runner_greedy_tokens_identical_on_native_and_reference_paths(tiny_model_dir, monkeypatch):
     """The whole native CPU path (decode kernel and packed linears) against pure torch, through
     chunked prefill, mixed steps and decode-only steps."""
-    from backends.local.runner import ModelRunner
+    from fairgate.backends.local.runner import ModelRunner
     from tests.backends.local.paged_driver import PagedDriver
 
     outputs = {}

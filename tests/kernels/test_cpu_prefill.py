@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kernels
-from kernels import cpu_native, cpu_ops, reference
+from fairgate import kernels
+from fairgate.kernels import cpu_native, cpu_ops, reference
 from tests.kernels.paged_inputs import random_paged_kv
 
 CPU = torch.device("cpu")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from backends.local.runner import ModelRunner
-from backends.local.types import RunnerInput, SamplingParams
-from kernels.cpu_stack import StepRows
+from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.kernels.cpu_stack import StepRows
 from tests.helpers.tiny_models import make_tiny_model
 
 BLOCK = 16

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-import kernels
-from kernels import reference
+from fairgate import kernels
+from fairgate.kernels import reference
 
 CPU = SimpleNamespace(is_cuda=False)
 CUDA = SimpleNamespace(is_cuda=True)  # _impl only asks the tensor where it lives
@@ -20,7 +20,7 @@ CUDA = SimpleNamespace(is_cuda=True)  # _impl only asks the tensor where it live
 def test_auto_on_cpu_uses_native_kernels_without_importing_triton(monkeypatch):
     monkeypatch.delenv("FAIRGATE_KERNELS", raising=False)
     monkeypatch.setattr(kernels, "_load_triton", lambda: pytest.fail("triton must not load"))
-    from kernels import cpu_ops
+    from fairgate.kernels import cpu_ops
 
     assert kernels._impl(CPU) is cpu_ops
     assert kernels.describe_backend("cpu") == "native CPU kernels"
@@ -35,7 +35,7 @@ def test_reference_mode_packs_nothing_and_auto_packs_cpu_linears(monkeypatch):
     assert kernels.pack_linears(model, "cpu") == 0 and type(model[0]) is torch.nn.Linear
     monkeypatch.setenv("FAIRGATE_KERNELS", "auto")
     assert kernels.pack_linears(model, "cuda") == 0  # only the CPU path packs
-    from kernels.cpu_linear import packing_available
+    from fairgate.kernels.cpu_linear import packing_available
 
     assert kernels.pack_linears(model, "cpu") == (1 if packing_available() else 0)
 
@@ -48,7 +48,7 @@ def test_gemm_option_keeps_f_linear_or_insists_on_onednn(monkeypatch):
         kernels.pack_linears(model, "cuda", "onednn")
     with pytest.raises(ValueError, match="expected one of"):
         kernels.pack_linears(model, "cpu", "mkl")
-    from kernels.cpu_linear import packing_available
+    from fairgate.kernels.cpu_linear import packing_available
 
     if packing_available():  # FAIRGATE_KERNELS=reference does not stop an explicit onednn
         monkeypatch.setenv("FAIRGATE_KERNELS", "reference")
@@ -82,10 +82,10 @@ def test_without_triton_auto_falls_back_and_forced_triton_fails(monkeypatch):
 
 
 def test_failed_import_logs_one_clear_line(monkeypatch, caplog):
-    monkeypatch.setitem(sys.modules, "kernels.triton_ops", None)  # makes the import fail
+    monkeypatch.setitem(sys.modules, "fairgate.kernels.triton_ops", None)  # makes the import fail
     with caplog.at_level(logging.WARNING, logger="kernels"):
         ops, why = kernels._load_triton.__wrapped__()
-    assert ops is None and "kernels.triton_ops" in why
+    assert ops is None and "fairgate.kernels.triton_ops" in why
     assert [r.getMessage() for r in caplog.records] == [
         f"triton kernels unavailable ({why}); using the torch reference kernels"
     ]
@@ -101,7 +101,7 @@ def test_forced_triton_runs_the_triton_kernel_on_cpu(monkeypatch):
     """End to end through the public dispatch (the interpreter on CPU, CUDA with a GPU)."""
     pytest.importorskip("triton")
     monkeypatch.setenv("FAIRGATE_KERNELS", "triton")
-    from kernels import triton_ops
+    from fairgate.kernels import triton_ops
 
     calls = []
     real = triton_ops.write_kv
@@ -119,7 +119,7 @@ def test_forced_triton_runs_the_triton_kernel_on_cpu(monkeypatch):
 @pytest.mark.parametrize("name", ["write_kv", "paged_decode_attention", "paged_prefill_attention"])
 def test_triton_ops_have_the_reference_signatures(name):
     pytest.importorskip("triton")
-    from kernels import triton_ops
+    from fairgate.kernels import triton_ops
 
     def params(fn):
         return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from backends.local.runner import ModelRunner
+from fairgate.backends.local.runner import ModelRunner
 from tests.backends.local.paged_driver import PagedDriver
 
 pytest.importorskip("triton")
@@ -28,7 +28,7 @@ def _generate(model_dir, device: str, monkeypatch, mode: str) -> list[list[int]]
 
 
 def _count_triton_calls(monkeypatch) -> Counter[str]:
-    from kernels import triton_ops
+    from fairgate.kernels import triton_ops
 
     calls: Counter[str] = Counter()
     for name in ("write_kv", "paged_decode_attention", "paged_prefill_attention"):

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from backends.local.runner import ModelRunner
-from kernels import hugepages
-from kernels.cpu_linear import PanelLinear, load_gemm
+from fairgate.backends.local.runner import ModelRunner
+from fairgate.kernels import hugepages
+from fairgate.kernels.cpu_linear import PanelLinear, load_gemm
 from tests.helpers.tiny_models import make_tiny_model
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import cpu_native, reference
-from kernels.kv_quant import cache_shape, dequantize_rows, quantize_rows
+from fairgate.kernels import cpu_native, reference
+from fairgate.kernels.kv_quant import cache_shape, dequantize_rows, quantize_rows
 from tests.kernels.paged_inputs import random_paged_kv
 
 CPU = torch.device("cpu")

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from backends.local.engine import AsyncEngine, EngineConfig
-from backends.local.types import SamplingParams
-from kernels import openmp
+from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.types import SamplingParams
+from fairgate.kernels import openmp
 from tests.helpers.tiny_models import make_tiny_model
 
 pytestmark = pytest.mark.skipif(

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import cpu_native
-from kernels.quant_a8 import pack_a8, quantize_rows, reference_a8
-from kernels.quant_format import QuantizedWeight, QuantMethod, quantize_weight
-from kernels.quant_linear import QuantLinear
+from fairgate.kernels import cpu_native
+from fairgate.kernels.quant_a8 import pack_a8, quantize_rows, reference_a8
+from fairgate.kernels.quant_format import QuantizedWeight, QuantMethod, quantize_weight
+from fairgate.kernels.quant_linear import QuantLinear
 
 A8 = QuantMethod.parse("int8-a8")
 # Extra compiler flags per path (appended to -march=native): 2 = AVX-512 VNNI, 1 = AVX2, 0 = C.

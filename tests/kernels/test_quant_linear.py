@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import cpu_native, reference
-from kernels.quant_format import (
+from fairgate.kernels import cpu_native, reference
+from fairgate.kernels.quant_format import (
     QuantizedWeight,
     QuantMethod,
     dequantize_weight,
     int4_codes,
     quantize_weight,
 )
-from kernels.quant_linear import QuantLinear
+from fairgate.kernels.quant_linear import QuantLinear
 
 needs_native = pytest.mark.skipif(cpu_native.load_quant() is None, reason="no C compiler here")
 
@@ -86,7 +86,7 @@ def test_reference_path_keeps_codes() -> None:
 @pytest.mark.parametrize(("m", "n", "k"), [(1, 16, 128), (5, 70, 256), (33, 24, 384)])
 def test_triton_matches_reference(method: str, m: int, n: int, k: int, device: torch.device) -> None:
     pytest.importorskip("triton")
-    from kernels.triton_quant import quant_linear
+    from fairgate.kernels.triton_quant import quant_linear
 
     gen = torch.Generator().manual_seed(m + n + k)
     w, b, x = torch.randn(n, k, generator=gen), torch.randn(n, generator=gen), torch.randn(m, k, generator=gen)

@@ -6,7 +6,7 @@ import random
 
 import torch
 
-from kernels import reference
+from fairgate.kernels import reference
 
 BS, HKV, H, D = 4, 2, 6, 8  # GQA group of 3
 

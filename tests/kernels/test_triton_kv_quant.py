@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import reference
-from kernels.kv_quant import cache_shape, quantize_rows
+from fairgate.kernels import reference
+from fairgate.kernels.kv_quant import cache_shape, quantize_rows
 from tests.kernels.paged_inputs import random_paged_kv
 
 pytest.importorskip("triton")
-from kernels.triton_cache import write_kv  # noqa: E402
-from kernels.triton_decode import decode_attention  # noqa: E402
-from kernels.triton_prefill import prefill_attention  # noqa: E402
+from fairgate.kernels.triton_cache import write_kv  # noqa: E402
+from fairgate.kernels.triton_decode import decode_attention  # noqa: E402
+from fairgate.kernels.triton_prefill import prefill_attention  # noqa: E402
 
 
 @pytest.mark.parametrize("fmt", ["int8", "int4"])

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from backends.local.evaluation.golden import load_golden
-from backends.local.evaluation.harness import EngineOptions, Harness
-from backends.local.tokenizer import Tokenizer
-from gateway.cli import main
+from fairgate.backends.local.evaluation.golden import load_golden
+from fairgate.backends.local.evaluation.harness import EngineOptions, Harness
+from fairgate.backends.local.tokenizer import Tokenizer
+from fairgate.gateway.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = ROOT / "models" / "fairgate-demo"

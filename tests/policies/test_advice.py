@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policies.advice import (
+from fairgate.policies.advice import (
     KV_QUANTIZATION,
     MORE_REPLICAS,
     SPEC_OFF,
@@ -11,8 +11,8 @@ from policies.advice import (
     RouteWindow,
     advise,
 )
-from policies.prompt_layout import HEAD_CHARS, head_fingerprint
-from policies.replica_plan import plan_replicas, startup_rise
+from fairgate.policies.prompt_layout import HEAD_CHARS, head_fingerprint
+from fairgate.policies.replica_plan import plan_replicas, startup_rise
 
 
 def _route(**kw) -> RouteWindow:

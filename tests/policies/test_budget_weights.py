@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policies.budget_weights import NEAR_BUDGET_FACTOR, budget_scaled, used_fraction
+from fairgate.policies.budget_weights import NEAR_BUDGET_FACTOR, budget_scaled, used_fraction
 
 
 def test_used_fraction_is_the_largest_of_the_set_budgets() -> None:

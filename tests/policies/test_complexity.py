@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from policies.complexity import complexity_score
+from fairgate.policies.complexity import complexity_score
 
 
 def test_simple_prompts_score_low() -> None:

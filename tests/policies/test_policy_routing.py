@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.routing import (
+from fairgate.policies.routing import (
     RouteFacts,
     RoutingError,
     Rule,

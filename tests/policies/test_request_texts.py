@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from policies.request_texts import inspectable_texts
-from policies.sensitivity import classify_parts
+from fairgate.policies.request_texts import inspectable_texts
+from fairgate.policies.sensitivity import classify_parts
 
 
 def test_collects_every_user_string_in_order() -> None:
@@ -55,7 +55,7 @@ def test_unreadable_parts_make_the_request_opaque() -> None:
 
 
 def test_token_id_prompts_are_set_apart_for_the_tokenizer() -> None:
-    from policies.request_texts import readable_parts
+    from fairgate.policies.request_texts import readable_parts
 
     flat = readable_parts({"model": "m", "prompt": [5, 6, 7]})
     assert (flat.texts, flat.opaque, flat.token_prompts) == ([], False, [[5, 6, 7]])

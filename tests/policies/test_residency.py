@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.residency import assess, parse_classification_header
+from fairgate.policies.residency import assess, parse_classification_header
 
 
 def test_header_parsing() -> None:

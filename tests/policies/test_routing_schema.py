@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from policies.routing import Rule, RuleMatch
-from policies.routing_schema import RuleSchemaError, parse_rules, rule_to_dict
+from fairgate.policies.routing import Rule, RuleMatch
+from fairgate.policies.routing_schema import RuleSchemaError, parse_rules, rule_to_dict
 
 
 def test_round_trip() -> None:

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from policies.sensitivity import classify, classify_parts, validate_tenant_patterns
+from fairgate.policies.sensitivity import classify, classify_parts, validate_tenant_patterns
 from tests.helpers.pii_corpus import make_corpus
 from tests.helpers.pii_quality import KINDS, score
 

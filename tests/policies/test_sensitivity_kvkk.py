@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from policies.sensitivity import classify, classify_parts, validate_tenant_patterns
+from fairgate.policies.sensitivity import classify, classify_parts, validate_tenant_patterns
 from tests.helpers.pii_corpus_kvkk import NEW_KINDS, make_full_corpus
 from tests.helpers.pii_layouts import LAYOUTS, evasive
 from tests.helpers.pii_quality import score

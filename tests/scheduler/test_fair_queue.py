@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.fair_queue import FairQueue
-from scheduler.fairness import FairnessConfig, FairnessWeights, is_stale
-from scheduler.request import SchedRequest
+from fairgate.scheduler.fair_queue import FairQueue
+from fairgate.scheduler.fairness import FairnessConfig, FairnessWeights, is_stale
+from fairgate.scheduler.request import SchedRequest
 
 
 def req(rid: str, tenant: str, priority: int = 1, t: float = 0.0, n: int = 10) -> SchedRequest:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from backends.local.block_manager import BlockManager
-from scheduler.plan import NewRequest, ScheduledChunk, StepPlan
-from scheduler.queue import FCFSQueue
-from scheduler.request import SchedRequest
-from scheduler.scheduler import Scheduler, SchedulerConfig
+from fairgate.backends.local.block_manager import BlockManager
+from fairgate.scheduler.plan import NewRequest, ScheduledChunk, StepPlan
+from fairgate.scheduler.queue import FCFSQueue
+from fairgate.scheduler.request import SchedRequest
+from fairgate.scheduler.scheduler import Scheduler, SchedulerConfig
 
 
 def test_a_plan_holds_ids_positions_counts_and_block_ids() -> None:

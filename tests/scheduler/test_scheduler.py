@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from backends.local.block_manager import BlockManager
-from scheduler.plan import StepPlan
-from scheduler.queue import FCFSQueue
-from scheduler.request import RequestStatus, SchedRequest
-from scheduler.scheduler import Scheduler, SchedulerConfig
+from fairgate.backends.local.block_manager import BlockManager
+from fairgate.scheduler.plan import StepPlan
+from fairgate.scheduler.queue import FCFSQueue
+from fairgate.scheduler.request import RequestStatus, SchedRequest
+from fairgate.scheduler.scheduler import Scheduler, SchedulerConfig
 
 
 class RecordingQueue(FCFSQueue):

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backends.local.block_manager import BlockManager, HashFn, sha256_block_hash
-from scheduler.fair_queue import FairQueue
-from scheduler.queue import FCFSQueue, WaitQueue
-from scheduler.request import RequestStatus, SchedRequest
-from scheduler.scheduler import Scheduler, SchedulerConfig
+from fairgate.backends.local.block_manager import BlockManager, HashFn, sha256_block_hash
+from fairgate.scheduler.fair_queue import FairQueue
+from fairgate.scheduler.queue import FCFSQueue, WaitQueue
+from fairgate.scheduler.request import RequestStatus, SchedRequest
+from fairgate.scheduler.scheduler import Scheduler, SchedulerConfig
 
 BLOCK = 2
 NUM_BLOCKS = 6

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.request import SchedRequest
+from fairgate.scheduler.request import SchedRequest
 from tests.scheduler.test_scheduler import RecordingQueue, make, req, shape
 from tests.scheduler.test_scheduler_properties import HASHES, QUEUES, Harness, op
 

@@ -56,13 +56,13 @@ def passages(train_text: str, held_text: str, count: int, seed: int) -> list[str
 
 def generate(prompts: list[list[int]], args) -> list[list[int]]:
     """Each prompt's continuation from fairgate's engine (plain decoding, batched)."""
-    from backends.local.engine_config import EngineConfig
-    from backends.local.engine_core import EngineCore
-    from backends.local.engine_factory import build_engine_parts
-    from backends.local.output import OutputTracker
-    from backends.local.types import SamplingParams
-    from scheduler.queue import FCFSQueue
-    from scheduler.request import SchedRequest
+    from fairgate.backends.local.engine_config import EngineConfig
+    from fairgate.backends.local.engine_core import EngineCore
+    from fairgate.backends.local.engine_factory import build_engine_parts
+    from fairgate.backends.local.output import OutputTracker
+    from fairgate.backends.local.types import SamplingParams
+    from fairgate.scheduler.queue import FCFSQueue
+    from fairgate.scheduler.request import SchedRequest
 
     config = EngineConfig(str(args.target), speculative="off", enable_prefix_caching=False,
                           max_num_seqs=64, max_num_batched_tokens=2048, num_kv_blocks=2400,

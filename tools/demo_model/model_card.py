@@ -70,7 +70,7 @@ def _samples(m: dict) -> str:
 
 def generate_samples(target_dir: Path, tokens: int = 48) -> list[dict]:
     """Greedy completions of SAMPLE_PROMPTS through fairgate's own runner."""
-    from backends.local.evaluation.harness import EngineOptions, Harness
+    from fairgate.backends.local.evaluation.harness import EngineOptions, Harness
 
     harness = Harness(EngineOptions(target_dir), max_seq_len=256, slots=len(SAMPLE_PROMPTS))
     outs = harness.greedy(SAMPLE_PROMPTS, [tokens] * len(SAMPLE_PROMPTS), [[] for _ in SAMPLE_PROMPTS])

@@ -18,8 +18,8 @@ import math
 import sys
 from pathlib import Path
 
-from backends.local.evaluation.golden import GoldenItem, GoldenSetError, load_golden
-from backends.local.evaluation.report import (
+from fairgate.backends.local.evaluation.golden import GoldenItem, GoldenSetError, load_golden
+from fairgate.backends.local.evaluation.report import (
     SideResult,
     Thresholds,
     compare,
@@ -42,8 +42,8 @@ def agreement_prompts(text: str, count: int, max_chars: int = 200) -> list[str]:
 def run_side(name: str, options, heldout: str | None, golden: list[GoldenItem], prompts: list[str],
              args: argparse.Namespace) -> SideResult:
     # Imported here so `fairgate eval --help` and golden-set errors never load torch.
-    from backends.local.evaluation.harness import Harness
-    from backends.local.evaluation.progress import ProgressBar
+    from fairgate.backends.local.evaluation.harness import Harness
+    from fairgate.backends.local.evaluation.progress import ProgressBar
 
     gen_prompts = [g.prompt for g in golden] + prompts
     max_tokens = [g.max_tokens or args.max_tokens for g in golden] + [args.max_tokens] * len(prompts)
@@ -75,7 +75,7 @@ def run_side(name: str, options, heldout: str | None, golden: list[GoldenItem], 
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from backends.local.evaluation.harness import EngineOptions
+    from fairgate.backends.local.evaluation.harness import EngineOptions
 
     model = Path(args.model)
     heldout_path = args.heldout or _default(model, "heldout.txt")

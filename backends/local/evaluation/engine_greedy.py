@@ -11,24 +11,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from backends.local.engine_config import EngineConfig
-from backends.local.engine_core import EngineCore
-from backends.local.engine_factory import build_engine_parts
-from backends.local.evaluation.golden import cut_at_stop
-from backends.local.output import OutputTracker
-from backends.local.types import SamplingParams
-from scheduler.queue import FCFSQueue
-from scheduler.request import SchedRequest
+from fairgate.backends.local.engine_config import EngineConfig
+from fairgate.backends.local.engine_core import EngineCore
+from fairgate.backends.local.engine_factory import build_engine_parts
+from fairgate.backends.local.evaluation.golden import cut_at_stop
+from fairgate.backends.local.output import OutputTracker
+from fairgate.backends.local.types import SamplingParams
+from fairgate.scheduler.queue import FCFSQueue
+from fairgate.scheduler.request import SchedRequest
 
 if TYPE_CHECKING:
-    from backends.local.evaluation.harness import GreedyOutput, Harness
+    from fairgate.backends.local.evaluation.harness import GreedyOutput, Harness
 
 
 def engine_greedy(
     harness: Harness, prompts: list[str], max_tokens: list[int], stops: list[list[str]],
     progress: Callable[[int], None] | None = None,
 ) -> list[GreedyOutput]:
-    from backends.local.evaluation.harness import GreedyOutput
+    from fairgate.backends.local.evaluation.harness import GreedyOutput
 
     o = harness.options
     config = EngineConfig(

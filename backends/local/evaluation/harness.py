@@ -11,11 +11,11 @@ from pathlib import Path
 
 import torch
 
-from backends.local.config import ModelConfig
-from backends.local.evaluation.golden import cut_at_stop
-from backends.local.runner import ModelRunner
-from backends.local.tokenizer import Tokenizer
-from backends.local.types import RunnerInput, SamplingParams
+from fairgate.backends.local.config import ModelConfig
+from fairgate.backends.local.evaluation.golden import cut_at_stop
+from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.tokenizer import Tokenizer
+from fairgate.backends.local.types import RunnerInput, SamplingParams
 
 Progress = Callable[[int], None]
 
@@ -101,7 +101,7 @@ class Harness:
                progress: Progress | None = None) -> list[GreedyOutput]:
         """Greedy completions of each prompt, batched `slots` at a time."""
         if self.options.speculative is not None:
-            from backends.local.evaluation.engine_greedy import engine_greedy
+            from fairgate.backends.local.evaluation.engine_greedy import engine_greedy
 
             return engine_greedy(self, prompts, max_tokens, stops, progress)
         out: list[GreedyOutput] = []

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from backends.local.block_manager import BlockManager, sha256_block_hash
-from scheduler.request import SchedRequest
+from fairgate.backends.local.block_manager import BlockManager, sha256_block_hash
+from fairgate.scheduler.request import SchedRequest
 
 
 def req(rid: str, tokens: list[int], salt: str | None = "s", tenant: str = "t") -> SchedRequest:

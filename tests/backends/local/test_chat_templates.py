@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from backends.local.prepare import ModelInfo, parse_for_engine
-from backends.local.tokenizer import Tokenizer
+from fairgate.backends.local.prepare import ModelInfo, parse_for_engine
+from fairgate.backends.local.tokenizer import Tokenizer
 
 transformers = pytest.importorskip("transformers")
 

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from backends.local.draft_proposer import DraftModelProposer
-from backends.local.engine_config import EngineConfig
-from backends.local.engine_core import EngineCore
-from backends.local.engine_factory import build_engine_parts
-from backends.local.output import OutputTracker
-from backends.local.proposers import ProposalRequest
-from backends.local.runner import ModelRunner
-from backends.local.types import SamplingParams
-from scheduler.queue import FCFSQueue
-from scheduler.request import SchedRequest
+from fairgate.backends.local.draft_proposer import DraftModelProposer
+from fairgate.backends.local.engine_config import EngineConfig
+from fairgate.backends.local.engine_core import EngineCore
+from fairgate.backends.local.engine_factory import build_engine_parts
+from fairgate.backends.local.output import OutputTracker
+from fairgate.backends.local.proposers import ProposalRequest
+from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.types import SamplingParams
+from fairgate.scheduler.queue import FCFSQueue
+from fairgate.scheduler.request import SchedRequest
 from tests.helpers.tiny_models import make_tiny_model
 
 PROMPTS = [list(range(30, 47)), [5, 6, 7, 8, 9], [200, 201, 202, 203] * 5 + [7]]
@@ -68,7 +68,7 @@ def test_rounds_propose_the_draft_models_greedy_continuation(draft_dir: Path) ->
 def test_a_large_draft_head_runs_on_int8_codes_and_ranks_as_the_float_one() -> None:
     import torch
 
-    from backends.local.draft_forward import INT8_HEAD_MIN_BYTES, _int8_head
+    from fairgate.backends.local.draft_forward import INT8_HEAD_MIN_BYTES, _int8_head
 
     gen = torch.Generator().manual_seed(3)
     assert _int8_head(torch.randn(512, 64, generator=gen)) is None  # 128 KiB: stays float

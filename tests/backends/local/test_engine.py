@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from backends.local.engine import AsyncEngine, EngineConfig, RequestRejected
-from backends.local.types import SamplingParams
+from fairgate.backends.local.engine import AsyncEngine, EngineConfig, RequestRejected
+from fairgate.backends.local.types import SamplingParams
 
 PROMPTS = [
     "The quick brown fox",

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import Backend, GenerationRequest
-from backends.local.backend import LocalBackend
-from backends.local.engine import AsyncEngine, EngineConfig
-from backends.openai_wire import WireError as APIError
+from fairgate.backends.base import Backend, GenerationRequest
+from fairgate.backends.local.backend import LocalBackend
+from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+from fairgate.backends.openai_wire import WireError as APIError
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from backends.local.engine_config import EngineConfig
-from gateway.cli import _engine_args
+from fairgate.backends.local.engine_config import EngineConfig
+from fairgate.gateway.cli import _engine_args
 
 
 def _parse(*argv: str) -> EngineConfig:

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from backends.local.engine_config import EngineConfig
-from backends.local.engine_core import EngineCore, StepFailed
-from backends.local.engine_factory import admission_limits, build_engine_parts
-from backends.local.output import OutputTracker
-from backends.local.runner import ModelRunner
-from backends.local.types import RunnerInput, SamplingParams
-from scheduler.queue import FCFSQueue
-from scheduler.request import SchedRequest
+from fairgate.backends.local.engine_config import EngineConfig
+from fairgate.backends.local.engine_core import EngineCore, StepFailed
+from fairgate.backends.local.engine_factory import admission_limits, build_engine_parts
+from fairgate.backends.local.output import OutputTracker
+from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.scheduler.queue import FCFSQueue
+from fairgate.scheduler.request import SchedRequest
 
 
 def make_request(core: EngineCore, rid: str, ids: list[int], max_tokens: int) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backends.local.engine import AsyncEngine, EngineConfig
-from scheduler.fair_queue import FairQueue
+from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+from fairgate.scheduler.fair_queue import FairQueue
 from tests.helpers.fair_order import completion_order
 
 

@@ -16,13 +16,13 @@ import httpx
 import pytest
 import uvicorn
 
-from backends.http_protocol import limited_protocol
-from backends.local.backend import LocalBackend
-from backends.local.engine import AsyncEngine, EngineConfig
-from backends.local.server import build_app
-from backends.local.server_auth import EngineAuth
-from backends.metrics_access import MetricsAccess
-from backends.openai_wire.headers import HeaderLimits
+from fairgate.backends.http_protocol import limited_protocol
+from fairgate.backends.local.backend import LocalBackend
+from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.server import build_app
+from fairgate.backends.local.server_auth import EngineAuth
+from fairgate.backends.metrics_access import MetricsAccess
+from fairgate.backends.openai_wire.headers import HeaderLimits
 from tests.gateway.test_http_hygiene import _error, _raw
 
 

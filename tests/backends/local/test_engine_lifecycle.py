@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from backends.local.engine import AsyncEngine, EngineConfig
-from backends.local.runner import ModelRunner
-from backends.local.types import RunnerInput, SamplingParams
-from scheduler.fair_queue import FairQueue
+from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.scheduler.fair_queue import FairQueue
 
 
 def greedy(max_tokens: int, **kw) -> SamplingParams:
@@ -190,7 +190,7 @@ async def test_set_fairness_reaches_the_fair_queue(tiny_model_dir: Path) -> None
 
 
 async def test_a_float16_kv_cache_from_the_cli_flags_serves_like_the_float32_one(tiny_model_dir: Path) -> None:
-    from gateway.cli import build_parser
+    from fairgate.gateway.cli import build_parser
 
     args = build_parser().parse_args(["engine", "--model", str(tiny_model_dir), "--kv-cache-dtype", "float16",
                                       "--num-kv-blocks", "32"])

@@ -17,11 +17,11 @@ import httpx
 import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
-from backends.local.backend import LocalBackend
-from backends.local.engine import AsyncEngine, EngineConfig
-from backends.local.server import build_app
-from backends.metrics_access import MetricsAccess
-from backends.prompt_version import system_prompt_hash
+from fairgate.backends.local.backend import LocalBackend
+from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.server import build_app
+from fairgate.backends.metrics_access import MetricsAccess
+from fairgate.backends.prompt_version import system_prompt_hash
 
 SYSTEM = "You are the helpful assistant of the docs team; answer in one short sentence. " * 2
 

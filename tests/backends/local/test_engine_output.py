@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from backends.local.output import OutputTracker
-from backends.local.tokenizer import Tokenizer
-from backends.local.types import SamplingParams
+from fairgate.backends.local.output import OutputTracker
+from fairgate.backends.local.tokenizer import Tokenizer
+from fairgate.backends.local.types import SamplingParams
 
 TEXT = "Hello world! How are you today? I am fine, thank you."
 

@@ -12,17 +12,22 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from backends.local.evaluation import agreement_prompts
-from backends.local.evaluation.golden import GoldenSetError, cut_at_stop, load_golden, parse_item
-from backends.local.evaluation.progress import ProgressBar
-from backends.local.evaluation.report import (
+from fairgate.backends.local.evaluation import agreement_prompts
+from fairgate.backends.local.evaluation.golden import (
+    GoldenSetError,
+    cut_at_stop,
+    load_golden,
+    parse_item,
+)
+from fairgate.backends.local.evaluation.progress import ProgressBar
+from fairgate.backends.local.evaluation.report import (
     SideResult,
     Thresholds,
     compare,
     first_divergence,
     json_line,
 )
-from gateway.cli import main
+from fairgate.gateway.cli import main
 
 HELDOUT = """\
 The gateway sends each request to the right model, and every tenant has a quota.

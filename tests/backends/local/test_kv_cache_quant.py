@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from backends.local.engine import AsyncEngine
-from backends.local.engine_config import EngineConfig
-from backends.local.metrics import install
-from backends.local.runner import ModelRunner
-from backends.local.types import SamplingParams
+from fairgate.backends.local.engine import AsyncEngine
+from fairgate.backends.local.engine_config import EngineConfig
+from fairgate.backends.local.metrics import install
+from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.types import SamplingParams
 from tests.backends.local.paged_driver import PagedDriver
 
 PROMPTS = [[1, *range(40, 58)], [1, 7, 8], [1, *range(90, 130)], [1, 5, 9, 200, 31, 64]]
@@ -51,7 +51,7 @@ def test_pool_bytes_per_token(tiny_model_dir: Path) -> None:
 
 
 async def test_an_int8_kv_cache_from_the_cli_flags_serves_and_reuses_prefixes(tiny_model_dir: Path) -> None:
-    from gateway.cli import build_parser
+    from fairgate.gateway.cli import build_parser
 
     args = build_parser().parse_args(["engine", "--model", str(tiny_model_dir), "--kv-cache-dtype", "int8",
                                       "--num-kv-blocks", "32", "--quantization", "int8"])

@@ -6,10 +6,10 @@ import math
 
 import torch
 
-from backends.local.logits_processors import apply_logits_processors
-from backends.local.logprobs import prompt_logprobs, token_logprobs
-from backends.local.sampling import Sampler, sample_batch
-from backends.local.types import RunnerInput, SampleResult, SamplingParams
+from fairgate.backends.local.logits_processors import apply_logits_processors
+from fairgate.backends.local.logprobs import prompt_logprobs, token_logprobs
+from fairgate.backends.local.sampling import Sampler, sample_batch
+from fairgate.backends.local.types import RunnerInput, SampleResult, SamplingParams
 
 V = 6
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from backends.local.output import RequestOutput, Usage
-from backends.local.prepare import ModelInfo
-from backends.local.prepare import parse_for_engine as parse_request
-from backends.local.tokenizer import Tokenizer
-from backends.openai_wire import WireError as APIError
-from backends.openai_wire import chunk, full_response, usage_chunk
+from fairgate.backends.local.output import RequestOutput, Usage
+from fairgate.backends.local.prepare import ModelInfo
+from fairgate.backends.local.prepare import parse_for_engine as parse_request
+from fairgate.backends.local.tokenizer import Tokenizer
+from fairgate.backends.openai_wire import WireError as APIError
+from fairgate.backends.openai_wire import chunk, full_response, usage_chunk
 
 MAX_LEN = 64
 

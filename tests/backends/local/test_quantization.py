@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from backends.local.runner import ModelRunner
-from backends.local.types import RunnerInput, SamplingParams
-from gateway.cli import main
-from kernels.quant_linear import QuantLinear
+from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.gateway.cli import main
+from fairgate.kernels.quant_linear import QuantLinear
 
 DEMO = Path(__file__).resolve().parents[3] / "models" / "fairgate-demo"
 GREEDY = SamplingParams(temperature=0.0)

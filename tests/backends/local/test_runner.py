@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from backends.local.loader import load_weights
-from backends.local.runner import ModelRunner
-from backends.local.types import RunnerInput, SamplingParams
+from fairgate.backends.local.loader import load_weights
+from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.types import RunnerInput, SamplingParams
 
 GREEDY = SamplingParams(temperature=0.0)
 
@@ -99,7 +99,7 @@ def test_bfloat16_kv_cache_stays_close(tiny_model_dir):
 
 
 def test_gemm_torch_keeps_f_linear_and_greedy_tokens_agree(tiny_model_dir):
-    from kernels.cpu_linear import packing_available
+    from fairgate.kernels.cpu_linear import packing_available
 
     plain = ModelRunner(tiny_model_dir, num_kv_blocks=16, gemm="torch")
     packed = ModelRunner(tiny_model_dir, num_kv_blocks=16)
@@ -112,7 +112,7 @@ def test_gemm_torch_keeps_f_linear_and_greedy_tokens_agree(tiny_model_dir):
 def test_short_chunks_run_as_decode_rows_and_attend_as_a_long_chunk_does(tiny_model_dir):
     """A prompt run as chunks of 8 (decode rows: batch.DECODE_ROWS_MAX) gives the logits of
     the same prompt in one chunk of 40 (the prefill kernel), next to another sequence's decode."""
-    from backends.local.batch import DECODE_ROWS_MAX, build_step
+    from fairgate.backends.local.batch import DECODE_ROWS_MAX, build_step
 
     prompt = [(7 * i + 3) % 500 for i in range(40)]
     whole = ModelRunner(tiny_model_dir, num_kv_blocks=16, block_size=16)

@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from backends.local.runner import ModelRunner
-from backends.local.types import RunnerInput, SamplingParams
+from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.types import RunnerInput, SamplingParams
 from tests.helpers.tiny_models import make_tiny_model
 
 GREEDY = SamplingParams(temperature=0.0)

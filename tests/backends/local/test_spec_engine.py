@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from backends.local.engine_config import EngineConfig
-from backends.local.engine_core import EngineCore
-from backends.local.engine_factory import build_engine_parts
-from backends.local.output import OutputTracker
-from backends.local.types import SamplingParams
-from scheduler.queue import FCFSQueue
-from scheduler.request import SchedRequest
+from fairgate.backends.local.engine_config import EngineConfig
+from fairgate.backends.local.engine_core import EngineCore
+from fairgate.backends.local.engine_factory import build_engine_parts
+from fairgate.backends.local.output import OutputTracker
+from fairgate.backends.local.types import SamplingParams
+from fairgate.scheduler.queue import FCFSQueue
+from fairgate.scheduler.request import SchedRequest
 from tests.helpers.tiny_models import make_tiny_model
 
 # Repetitive prompts, so n-gram lookup finds matches; different lengths so blocks differ.

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from backends.local.output import EngineStats
-from backends.local.proposers import NgramProposer, ProposalRequest
-from backends.local.speculative import Acceptance, SpeculativeDecoder, StepCosts, expected_tokens
-from scheduler.plan import ScheduledChunk, StepPlan
-from scheduler.request import SchedRequest
+from fairgate.backends.local.output import EngineStats
+from fairgate.backends.local.proposers import NgramProposer, ProposalRequest
+from fairgate.backends.local.speculative import (
+    Acceptance,
+    SpeculativeDecoder,
+    StepCosts,
+    expected_tokens,
+)
+from fairgate.scheduler.plan import ScheduledChunk, StepPlan
+from fairgate.scheduler.request import SchedRequest
 
 
 def decoder_with(batch: int, plain: float, draft: float) -> SpeculativeDecoder:
@@ -96,9 +101,9 @@ def test_expected_tokens() -> None:
 async def test_an_engine_exports_its_speculation_metrics(tiny_model_dir) -> None:
     from prometheus_client import CollectorRegistry
 
-    from backends.local.engine import AsyncEngine, EngineConfig
-    from backends.local.metrics import EngineStatsCollector
-    from backends.local.types import SamplingParams
+    from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+    from fairgate.backends.local.metrics import EngineStatsCollector
+    from fairgate.backends.local.types import SamplingParams
 
     config = EngineConfig(str(tiny_model_dir), num_kv_blocks=32, speculative=f"draft:{tiny_model_dir}",
                           speculative_adaptive=False)
@@ -124,7 +129,7 @@ async def test_an_engine_exports_its_speculation_metrics(tiny_model_dir) -> None
 def test_the_cost_model_clock_is_cpu_time_for_a_one_thread_cpu_engine() -> None:
     import time
 
-    from backends.local.speculative import cost_clock
+    from fairgate.backends.local.speculative import cost_clock
 
     assert cost_clock("cpu", 1) is time.thread_time  # what a step did, whatever else runs
     assert cost_clock("cpu", 8) is time.perf_counter and cost_clock("cuda", 1) is time.perf_counter

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import GenerationRequest
-from backends.local.backend import LocalBackend
-from backends.local.engine import AsyncEngine, EngineConfig
-from backends.openai_wire import WireError, parse_request
+from fairgate.backends.base import GenerationRequest
+from fairgate.backends.local.backend import LocalBackend
+from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+from fairgate.backends.openai_wire import WireError, parse_request
 
 # A repetitive prompt: n-gram lookup finds a draft at every greedy step.
 PROMPT = [5, 6, 7, 8, 9, 10, 11] * 4

@@ -10,13 +10,13 @@ import time
 
 import torch
 
-from backends.local.config import ModelConfig
-from backends.local.engine import AsyncEngine
-from backends.local.engine_config import EngineConfig
-from backends.local.loader import load_weights
-from backends.local.output import EngineStats
-from backends.local.stats_log import EngineStatsLogger, interval
-from backends.local.types import SamplingParams
+from fairgate.backends.local.config import ModelConfig
+from fairgate.backends.local.engine import AsyncEngine
+from fairgate.backends.local.engine_config import EngineConfig
+from fairgate.backends.local.loader import load_weights
+from fairgate.backends.local.output import EngineStats
+from fairgate.backends.local.stats_log import EngineStatsLogger, interval
+from fairgate.backends.local.types import SamplingParams
 
 LOGGER = "fairgate.engine.stats"
 
@@ -86,7 +86,7 @@ def test_loading_shows_a_progress_bar_over_the_tensors(tiny_model_dir, capsys):
 
 
 def test_engine_and_serve_flags():
-    from gateway.cli import build_parser
+    from fairgate.gateway.cli import build_parser
 
     args = build_parser().parse_args(["engine", "--model", "m", "--stats-interval", "2.5", "--log-level", "debug"])
     assert EngineConfig.from_args(args).stats_interval_s == 2.5 and args.log_level == "debug"

@@ -8,11 +8,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from backends.local.backend import LocalBackend
-from backends.local.engine import AsyncEngine, EngineConfig
-from backends.local.server import build_app
-from backends.local.step_cost import StepCostMeter, StepCosts
-from backends.local.types import SamplingParams
+from fairgate.backends.local.backend import LocalBackend
+from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.server import build_app
+from fairgate.backends.local.step_cost import StepCostMeter, StepCosts
+from fairgate.backends.local.types import SamplingParams
 from tests.backends.local.test_engine_metrics import scrape, serve, value
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import jsonschema
 
-from backends.base import GenerationRequest
-from backends.local.backend import LocalBackend
-from backends.local.engine import AsyncEngine, EngineConfig
-from backends.local.structured import GrammarRequest, GrammarState
+from fairgate.backends.base import GenerationRequest
+from fairgate.backends.local.backend import LocalBackend
+from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.structured import GrammarRequest, GrammarState
 from tests.helpers.json_schemas import SCHEMAS
 
 
