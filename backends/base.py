@@ -96,7 +96,7 @@ class GenerationRequest:
 
 @runtime_checkable
 class TokenDecoder(Protocol):
-    """A model's token ids back to its text (e.g. `backends.local.tokenizer.Tokenizer`). A
+    """A model's token ids back to its text (e.g. `backends.local.model.tokenizer.Tokenizer`). A
     backend that holds its model's tokenizer offers one as `token_decoder`, so the gateway can
     classify a token-id prompt as text instead of treating it as unreadable."""
 

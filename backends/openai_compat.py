@@ -57,7 +57,7 @@ class OpenAICompatBackend:
 
     context_length: int | None = None  # not known for an upstream API
     # A fairgate engine server keeps what a request named by X-Request-Id used, so a request
-    # cut short here is billed exactly (backends/local/request_ledger.py); vLLM does not.
+    # cut short here is billed exactly (backends/local/engine/request_ledger.py); vLLM does not.
     keeps_request_ledger = True
 
     def __init__(self, name: str, base_url: str, pool: HTTP1Pool, *, model: str | None = None,

@@ -1,7 +1,7 @@
 """A request's prefix key: the hash of its first prompt blocks, salted as the engine salts.
 
 The engine hashes full KV blocks as `sha256_block_hash(parent, tokens, extra)` with `extra`
-"s:<cache salt>" (or "t:<tenant>" without a salt; backends/local/block_manager.py). The pool
+"s:<cache salt>" (or "t:<tenant>" without a salt; backends/local/kv_cache/block_manager.py). The pool
 computes the same chain over the first `blocks` full blocks of the prompt, so two requests get
 the same key exactly when the engine could serve the second from the first's cache, and one
 tenant's key never equals another's. With a tokenizer (the pool's model folder) the blocks are
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fairgate.backends.local.block_pool import sha256_block_hash
+from fairgate.backends.local.kv_cache.block_pool import sha256_block_hash
 
 if TYPE_CHECKING:
     from fairgate.backends.base import GenerationRequest

@@ -47,8 +47,8 @@ import torch
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig  # noqa: E402
-from fairgate.backends.local.types import SamplingParams  # noqa: E402
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig  # noqa: E402
+from fairgate.backends.local.engine.types import SamplingParams  # noqa: E402
 
 MODELS = {
     "110m": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=12,

@@ -58,9 +58,9 @@ def serve_engine(args: argparse.Namespace) -> int:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from fairgate.backends.local.backend import LocalBackend
-    from fairgate.backends.local.engine import AsyncEngine, EngineConfig
-    from fairgate.backends.local.server import build_app
+    from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+    from fairgate.backends.local.serving.backend import LocalBackend
+    from fairgate.backends.local.serving.server import build_app
     from fairgate.scheduler.fair_queue import FairQueue
     from fairgate.scheduler.queue import FCFSQueue
 

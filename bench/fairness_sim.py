@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from fairgate.backends.local.block_manager import BlockManager  # noqa: E402
+from fairgate.backends.local.kv_cache.block_manager import BlockManager  # noqa: E402
 from fairgate.scheduler.fair_queue import FairQueue  # noqa: E402
 from fairgate.scheduler.fairness import FairnessConfig, FairnessWeights  # noqa: E402
 from fairgate.scheduler.plan import StepPlan  # noqa: E402

@@ -29,7 +29,7 @@ import orjson  # noqa: E402
 from fairgate.backends.base import Capabilities, Chunk, GenerationRequest  # noqa: E402
 from fairgate.backends.openai_wire import response_id  # noqa: E402
 from fairgate.gateway.app import create_app  # noqa: E402
-from fairgate.gateway.routing import Router  # noqa: E402
+from fairgate.gateway.request.routing import Router  # noqa: E402
 from fairgate.gateway.settings import Settings  # noqa: E402
 from fairgate.gateway.state import state_of  # noqa: E402
 
@@ -97,7 +97,7 @@ async def measure(app: Any, key: str, stream: bool, n: int) -> float:
 
 async def run(n: int) -> dict[str, float]:
     tmp = tempfile.mkdtemp(prefix="fg-hotpath-")
-    settings = Settings(database_url=f"sqlite:///{tmp}/gateway.db", admin_token="bench", redis_url=None,
+    settings = Settings(database_url=f"sqlite:///{tmp}/gateway.store.db", admin_token="bench", redis_url=None,
                         embedded_engine=False)
     app = create_app(settings)
     async with app.router.lifespan_context(app):

@@ -154,7 +154,7 @@ def main() -> int:
         wait_http(up_url + "/models")
 
         gw_port = free_port()
-        db_url = args.database_url or f"sqlite:///{tmp}/gateway.db"
+        db_url = args.database_url or f"sqlite:///{tmp}/gateway.store.db"
         gw = start([sys.executable, "-m", "fairgate.gateway.cli", "serve", "--port", str(gw_port)], {
             "FAIRGATE_ADMIN_TOKEN": ADMIN, "FAIRGATE_DATABASE_URL": db_url, "FAIRGATE_REDIS_URL": args.redis_url,
             "FAIRGATE_REDIS_PREFIX": prefix, "FAIRGATE_EMBEDDED_ENGINE": "false"}, tmp / "gateway.log")

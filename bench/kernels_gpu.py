@@ -225,8 +225,8 @@ def bench_engine(device: torch.device, batch: int = 64, prompt: int = 1024, step
     """Decode tokens/s of the real runner on each kernel path, from the same prefilled cache."""
     import tempfile
 
-    from fairgate.backends.local.runner import ModelRunner
-    from fairgate.backends.local.types import RunnerInput, SamplingParams
+    from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+    from fairgate.backends.local.model.runner import ModelRunner
     from tests.helpers.tiny_models import make_tiny_model
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from fairgate.backends.local.block_manager import BlockManager  # noqa: E402
+from fairgate.backends.local.kv_cache.block_manager import BlockManager  # noqa: E402
 from fairgate.scheduler.request import SchedRequest  # noqa: E402
 from fairgate.scheduler.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 

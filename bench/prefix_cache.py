@@ -35,8 +35,8 @@ import torch
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig  # noqa: E402
-from fairgate.backends.local.types import SamplingParams  # noqa: E402
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig  # noqa: E402
+from fairgate.backends.local.engine.types import SamplingParams  # noqa: E402
 
 SPEC = dict(hidden_size=512, num_hidden_layers=6, num_attention_heads=8, num_key_value_heads=8,
             intermediate_size=1376, vocab_size=8000)

@@ -38,8 +38,8 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ 
 
 from bench import quant_peers  # noqa: E402
 from bench.runner_step import ensure_model  # noqa: E402
-from fairgate.backends.local.runner import ModelRunner  # noqa: E402
-from fairgate.backends.local.types import RunnerInput, SamplingParams  # noqa: E402
+from fairgate.backends.local.engine.types import RunnerInput, SamplingParams  # noqa: E402
+from fairgate.backends.local.model.runner import ModelRunner  # noqa: E402
 from fairgate.kernels.quant_linear import QuantLinear  # noqa: E402
 
 WEIGHTS = ("fp32", "int8", "int8-a8", "int4-g64")

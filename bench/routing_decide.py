@@ -1,4 +1,4 @@
-"""Cost of one routing decision (`gateway.routing.Router.decide`): classify the request body,
+"""Cost of one routing decision (`gateway.request.routing.Router.decide`): classify the request body,
 score complexity, evaluate the rules. No network: backends are real objects never called.
 
 Cases: a short chat turn, a 4 KB prompt, a 32 KB prompt with one IBAN, each for model "auto"
@@ -21,7 +21,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ 
 import httpx  # noqa: E402
 
 from fairgate.backends.openai_compat import OpenAICompatBackend  # noqa: E402
-from fairgate.gateway.routing import Router, RouteRequest  # noqa: E402
+from fairgate.gateway.request.routing import Router, RouteRequest  # noqa: E402
 from fairgate.policies.routing import Rule, RuleMatch  # noqa: E402
 
 SENTENCE = "Geçen haftaki toplantıda ürün yol haritasını ve üçüncü çeyrek hedeflerini konuştuk. "

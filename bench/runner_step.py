@@ -20,8 +20,8 @@ import torch
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from fairgate.backends.local.runner import ModelRunner  # noqa: E402
-from fairgate.backends.local.types import RunnerInput, SamplingParams  # noqa: E402
+from fairgate.backends.local.engine.types import RunnerInput, SamplingParams  # noqa: E402
+from fairgate.backends.local.model.runner import ModelRunner  # noqa: E402
 
 LLAMA_110M = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=12,
                   intermediate_size=3072, vocab_size=32000, max_position_embeddings=2048,

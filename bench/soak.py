@@ -186,8 +186,8 @@ def settle(url: str, engine_url: str, db: str, prefix: str, tenants: list[tuple[
     import redis
     from sqlalchemy import func, select, text
 
-    from fairgate.gateway.db import make_engine
-    from fairgate.gateway.tables import UsageRecord
+    from fairgate.gateway.store.db import make_engine
+    from fairgate.gateway.store.tables import UsageRecord
 
     def left_lost(conn: Any) -> tuple[int, int]:
         """(requests the gateway routed for the leaving tenant with no usage row, its usage rows)."""
@@ -246,7 +246,7 @@ def start_stack(args: argparse.Namespace, work: Path) -> tuple[list[Any], str, s
                           stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     up_port = int(up.stdout.readline().split()[1])  # type: ignore[union-attr]
     db = args.database_url or _fresh_pg()
-    from fairgate.gateway.db import upgrade
+    from fairgate.gateway.store.db import upgrade
 
     upgrade(db)
     prefix = f"soak-{uuid.uuid4().hex[:8]}"

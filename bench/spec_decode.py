@@ -39,12 +39,12 @@ import torch
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from fairgate.backends.local.engine_config import EngineConfig  # noqa: E402
-from fairgate.backends.local.engine_core import EngineCore  # noqa: E402
-from fairgate.backends.local.engine_factory import build_engine_parts  # noqa: E402
-from fairgate.backends.local.output import OutputTracker  # noqa: E402
-from fairgate.backends.local.tokenizer import Tokenizer  # noqa: E402
-from fairgate.backends.local.types import SamplingParams  # noqa: E402
+from fairgate.backends.local.engine.config import EngineConfig  # noqa: E402
+from fairgate.backends.local.engine.core import EngineCore  # noqa: E402
+from fairgate.backends.local.engine.factory import build_engine_parts  # noqa: E402
+from fairgate.backends.local.engine.output import OutputTracker  # noqa: E402
+from fairgate.backends.local.engine.types import SamplingParams  # noqa: E402
+from fairgate.backends.local.model.tokenizer import Tokenizer  # noqa: E402
 from fairgate.scheduler.queue import FCFSQueue  # noqa: E402
 from fairgate.scheduler.request import SchedRequest  # noqa: E402
 

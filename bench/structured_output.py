@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
 from fairgate.backends.base import GenerationRequest  # noqa: E402
-from fairgate.backends.local.backend import LocalBackend  # noqa: E402
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig  # noqa: E402
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig  # noqa: E402
+from fairgate.backends.local.serving.backend import LocalBackend  # noqa: E402
 from tests.helpers.json_schemas import SCHEMAS  # noqa: E402
 
 
@@ -86,7 +86,7 @@ def mask_fill_us(model_dir: str, steps: int = 200) -> dict[str, float]:
     result: dict[str, float] = {}
     import xgrammar as xgr
 
-    from fairgate.backends.local.structured import GrammarRequest, StructuredCompiler
+    from fairgate.backends.local.sampling.structured import GrammarRequest, StructuredCompiler
 
     tok = Tokenizer.from_str(tok_json)
     compiler = StructuredCompiler(tok_json, tok.get_vocab(with_added_tokens=True), vocab_size, [1], tok.decode)

@@ -19,36 +19,32 @@ from starlette.routing import Route
 from fairgate.backends.http1 import HTTP1Pool
 from fairgate.backends.openai_wire import WireError, error_response
 from fairgate.backends.openai_wire.headers import HeaderGuard
-from fairgate.gateway import (
-    admin,
-    admin_advice,
-    admin_classify,
-    admin_costs,
-    admin_pools,
-    admin_routing,
-    admin_usage_log,
-    dashboard,
-    health,
-    openapi,
-    tenant_api,
-)
-from fairgate.gateway.admin_advice import advice_panel
-from fairgate.gateway.admin_token import load_admin_token_hash
-from fairgate.gateway.auth import KeyCache
-from fairgate.gateway.auth_throttle import AuthThrottle
-from fairgate.gateway.db import make_engine, make_sessionmaker, upgrade
-from fairgate.gateway.declarative import DeclaredFile
-from fairgate.gateway.fairness import FairnessSync, push_weights
+from fairgate.gateway import dashboard, health, openapi
+from fairgate.gateway.admin import advice as admin_advice
+from fairgate.gateway.admin import classify as admin_classify
+from fairgate.gateway.admin import costs as admin_costs
+from fairgate.gateway.admin import pools as admin_pools
+from fairgate.gateway.admin import routes as admin
+from fairgate.gateway.admin import routing as admin_routing
+from fairgate.gateway.admin import usage_log as admin_usage_log
+from fairgate.gateway.admin.advice import advice_panel
+from fairgate.gateway.admin.token import load_admin_token_hash
+from fairgate.gateway.billing.usage import UsageRecorder
+from fairgate.gateway.config.declarative import DeclaredFile
+from fairgate.gateway.config.fairness import FairnessSync, push_weights
+from fairgate.gateway.config.registry import load_backends, start_embedded_engine, watch_config
 from fairgate.gateway.fast_lane import GatewayApp
-from fairgate.gateway.metrics import make_metrics, metrics_routes, watch_usage_backlog
-from fairgate.gateway.pool_share import make_share_gate
+from fairgate.gateway.observability.metrics import make_metrics, metrics_routes, watch_usage_backlog
 from fairgate.gateway.quota import QuotaStore
-from fairgate.gateway.registry import load_backends, start_embedded_engine, watch_config
-from fairgate.gateway.request_log import log_request
-from fairgate.gateway.secret_box import box_from_settings, check_readable
+from fairgate.gateway.request import tenant_api
+from fairgate.gateway.request.auth import KeyCache
+from fairgate.gateway.request.auth_throttle import AuthThrottle
+from fairgate.gateway.request.pool_share import make_share_gate
+from fairgate.gateway.request.request_log import log_request
 from fairgate.gateway.settings import Settings
 from fairgate.gateway.state import GatewayState
-from fairgate.gateway.usage import UsageRecorder
+from fairgate.gateway.store.db import make_engine, make_sessionmaker, upgrade
+from fairgate.gateway.store.secret_box import box_from_settings, check_readable
 
 
 def make_quota_store(settings: Settings) -> QuotaStore:
@@ -74,7 +70,7 @@ async def _health(request: Request) -> JSONResponse:
 
 
 async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile | None = None) -> GatewayState:
-    secrets = box_from_settings(settings)  # upstream keys at rest (gateway/secret_box.py)
+    secrets = box_from_settings(settings)  # upstream keys at rest (gateway/store/secret_box.py)
     if migrate:
         await asyncio.to_thread(upgrade, settings.database_url, "heads", secrets)
     db = make_engine(settings.database_url, secrets)
@@ -83,7 +79,7 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
     quota = make_quota_store(settings)
     bus = quota.config_bus()
     if declared is not None:  # `serve --config FILE` with backends/pools/tenants/...: apply first
-        from fairgate.gateway.declarative_cli import apply_in_db
+        from fairgate.gateway.config.cli import apply_in_db
 
         if await asyncio.to_thread(apply_in_db, sessions, declared.config):
             await bus.bump()
@@ -106,10 +102,12 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
         st.config_version = await bus.version()
     except Exception:  # Redis down at start: serve 503s until it is back, then catch up
         st.config_version = -1
-    from fairgate.gateway.breaker_metrics import (
+    from fairgate.gateway.observability.breaker_metrics import (
         BreakerCollector,  # every upstream's circuit breaker
     )
-    from fairgate.gateway.pool_metrics import PoolCollector  # per-replica gauges of backend pools
+    from fairgate.gateway.observability.pool_metrics import (
+        PoolCollector,  # per-replica gauges of backend pools
+    )
 
     metrics.registry.register(PoolCollector(lambda: st.backends))
     metrics.registry.register(BreakerCollector(lambda: st.backends))

@@ -114,10 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     qz.add_argument("--method", required=True, metavar="int8|int8-a8|int4[-gN]",
                     help="int8 per output channel, or int4 with a scale per N inputs (default 64)")
 
-    from fairgate.gateway.declarative_cli import add_commands  # apply / export
+    from fairgate.gateway.config.cli import add_commands  # apply / export
 
     add_commands(sub)
-    from fairgate.gateway.advise_cli import add_command as add_advise
+    from fairgate.gateway.observability.advise_cli import add_command as add_advise
 
     add_advise(sub)
 
@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "engine":
-        from fairgate.backends.local.server import run_engine_server
+        from fairgate.backends.local.serving.server import run_engine_server
 
         return run_engine_server(args) or 0
     if args.command == "serve":
@@ -137,19 +137,19 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_gateway(args) or 0
     if args.command == "db":
-        from fairgate.gateway.db import run_db_command
+        from fairgate.gateway.store.db import run_db_command
 
         return run_db_command(args) or 0
     if args.command in ("apply", "export"):
-        from fairgate.gateway import declarative_cli
+        from fairgate.gateway.config import cli as declarative_cli
 
         return declarative_cli.run_apply(args) if args.command == "apply" else declarative_cli.run_export(args)
     if args.command == "advise":
-        from fairgate.gateway.advise_cli import run_advise
+        from fairgate.gateway.observability.advise_cli import run_advise
 
         return run_advise(args)
     if args.command == "quantize":
-        from fairgate.backends.local.quantization import run_quantize
+        from fairgate.backends.local.model.quantization import run_quantize
 
         return run_quantize(args)
     if args.command == "eval":

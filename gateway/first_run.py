@@ -22,9 +22,9 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from fairgate.gateway.admin_token import ADMIN, stored_hash
-from fairgate.gateway.keys import generate_key, hash_key
-from fairgate.gateway.tables import AdminCredential, ApiKey, AuditEntry, Tenant
+from fairgate.gateway.admin.token import ADMIN, stored_hash
+from fairgate.gateway.request.keys import generate_key, hash_key
+from fairgate.gateway.store.tables import AdminCredential, ApiKey, AuditEntry, Tenant
 
 log = logging.getLogger("fairgate.first_run")
 DEFAULT_TENANT = "default"

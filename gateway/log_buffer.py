@@ -1,6 +1,6 @@
 """`fairgate serve`'s log handler: lines formatted when logged, written to the stream in batches.
 
-Every request logs one info line (gateway/request_log.py). A plain `StreamHandler` writes and
+Every request logs one info line (gateway/request/request_log.py). A plain `StreamHandler` writes and
 flushes each line on its own — one write(2) per request, a few µs of CPU each at thousands of
 requests a second. This handler keeps the formatted lines (timestamps are taken when the line
 is logged) and writes them together at most `interval_s` later, or at once when `max_lines`

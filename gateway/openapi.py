@@ -21,8 +21,8 @@ from fairgate.backends.openai_wire.openapi import (
     ref,
     responses,
 )
-from fairgate.gateway.admin_pools import PoolIn, ReplicaIn
-from fairgate.gateway.admin_schemas import (
+from fairgate.gateway.admin.pools import PoolIn, ReplicaIn
+from fairgate.gateway.admin.schemas import (
     BackendCreate,
     BackendUpdate,
     KeyCreate,
@@ -30,7 +30,7 @@ from fairgate.gateway.admin_schemas import (
     TenantCreate,
     TenantUpdate,
 )
-from fairgate.gateway.reports import GROUPS
+from fairgate.gateway.billing.reports import GROUPS
 from fairgate.scheduler.request import PRIORITY_CLASSES
 
 MODELS: tuple[type[BaseModel], ...] = (TenantCreate, TenantUpdate, KeyCreate, QuotaSet, BackendCreate,

@@ -19,12 +19,12 @@ from starlette.applications import Starlette
 
 from fairgate.backends.http_protocol import limited_protocol
 from fairgate.gateway.app import create_app
-from fairgate.gateway.db import make_engine, make_sessionmaker, upgrade
 from fairgate.gateway.first_run import FirstRun, banner, base_url, bootstrap
 from fairgate.gateway.log_buffer import install as install_log_handler
-from fairgate.gateway.secret_box import box_from_settings
 from fairgate.gateway.settings import load_settings
 from fairgate.gateway.state import state_of
+from fairgate.gateway.store.db import make_engine, make_sessionmaker, upgrade
+from fairgate.gateway.store.secret_box import box_from_settings
 
 QUIET_LOGGERS = ("alembic", "httpx", "httpcore")
 
@@ -54,7 +54,7 @@ class GracefulServer(uvicorn.Server):
 
 
 def run_gateway(args: argparse.Namespace) -> int:
-    from fairgate.gateway.declarative import split_config_file
+    from fairgate.gateway.config.declarative import split_config_file
 
     settings_values, declared = split_config_file(args.config)
     settings = load_settings(None, values=settings_values, model=args.model, host=args.host, port=args.port,

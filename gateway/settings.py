@@ -32,7 +32,7 @@ class Settings(BaseSettings):
     # 0.1 ms of CPU per request, after the answer went out); False: those columns stay NULL.
     advice_signals: bool = True
     # A tenant's fleet-wide cap on a pool: at most this share of its capacity (replicas x
-    # pool_replica_slots) in flight across all gateway replicas (gateway.pool_share); None: off.
+    # pool_replica_slots) in flight across all gateway replicas (gateway.request.pool_share); None: off.
     tenant_pool_share: float | None = Field(default=None, gt=0, le=1)
     pool_replica_slots: int = Field(default=64, ge=1, le=100_000)
     model: str | None = None  # model folder of the embedded engine
@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     max_header_bytes: int = Field(default=16_384, ge=256)  # one header, name + value
     max_headers_total_bytes: int = Field(default=65_536, ge=1024)
     max_header_count: int = Field(default=100, ge=8)
-    # failed-auth throttle (gateway/auth_throttle.py): this many bad keys from one client address
+    # failed-auth throttle (gateway/request/auth_throttle.py): this many bad keys from one client address
     # within the window → 429 with Retry-After for unknown keys from it; 0 turns it off
     auth_failures_max: int = Field(default=20, ge=0)
     auth_failures_window_s: float = Field(default=60.0, gt=0)

@@ -2,7 +2,7 @@
 
 Handlers reach it through `state_of(app)`; background tasks get it passed in. Fields that
 change at run time (`backends`, `prices`, `router`, the versions) are replaced whole by
-gateway.registry when the configuration moves, never edited in place.
+gateway.config.registry when the configuration moves, never edited in place.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fairgate.gateway.auth_throttle import AuthThrottle
-from fairgate.gateway.routing import Router
+from fairgate.gateway.request.auth_throttle import AuthThrottle
+from fairgate.gateway.request.routing import Router
 
 if TYPE_CHECKING:
     import httpx
@@ -22,18 +22,18 @@ if TYPE_CHECKING:
 
     from fairgate.backends.base import Backend
     from fairgate.backends.http1 import HTTP1Pool
-    from fairgate.backends.local.backend import LocalBackend
-    from fairgate.gateway.auth import KeyCache
-    from fairgate.gateway.classification import Classifier
-    from fairgate.gateway.config_bus import ConfigBus
-    from fairgate.gateway.fairness import FairnessSync
-    from fairgate.gateway.metrics import GatewayMetrics
-    from fairgate.gateway.pool_share import ShareGate
+    from fairgate.backends.local.serving.backend import LocalBackend
+    from fairgate.gateway.billing.usage import UsageEvent, UsageRecorder
+    from fairgate.gateway.config.bus import ConfigBus
+    from fairgate.gateway.config.fairness import FairnessSync
+    from fairgate.gateway.config.registry import Price
+    from fairgate.gateway.observability.metrics import GatewayMetrics
+    from fairgate.gateway.observability.routing_audit import RoutingAuditWriter
     from fairgate.gateway.quota import QuotaStore
-    from fairgate.gateway.registry import Price
-    from fairgate.gateway.routing_audit import RoutingAuditWriter
+    from fairgate.gateway.request.auth import KeyCache
+    from fairgate.gateway.request.classification import Classifier
+    from fairgate.gateway.request.pool_share import ShareGate
     from fairgate.gateway.settings import Settings
-    from fairgate.gateway.usage import UsageEvent, UsageRecorder
 
 
 @dataclass(slots=True)
@@ -54,7 +54,7 @@ class GatewayState:
     prices: dict[str, Price] = field(default_factory=dict)  # backend name → price
     router: Router = field(default_factory=lambda: Router({}))
     routing_audit: RoutingAuditWriter | None = None
-    classifier: Classifier | None = None  # detectors in capped worker processes (gateway.classification)
+    classifier: Classifier | None = None  # detectors in capped worker processes (gateway.request.classification)
     config_version: int = -1  # the version backends/router were built under (-1: not yet)
     config_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     fairness_sync: FairnessSync | None = None

@@ -41,7 +41,7 @@ PANEL = 64  # output columns per packed weight panel (cpu_gemm.c's PANEL)
 LANES = 16  # a panel linear's output width must be a multiple of this (the kernel's vector width)
 
 # The decoder's fused [gate; up] projection: a panel linear of this name applies SwiGLU itself
-# (its module then has `fused_swiglu` set; backends/local/model.py's MLP looks for it).
+# (its module then has `fused_swiglu` set; backends/local/model/llama.py's MLP looks for it).
 SWIGLU_NAME = "gate_up_proj"
 
 # oneDNN picks its blocked layout for a typical batch; any batch size runs on it.

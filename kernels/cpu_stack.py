@@ -1,7 +1,7 @@
 """Every decoder layer of one step in one native call (cpu_stack.c), for a float32 model whose
 linears are panel linears over a float32 paged KV cache.
 
-The per-op path (backends/local/model.py) makes about ten Python calls a layer; right after a
+The per-op path (backends/local/model/llama.py) makes about ten Python calls a layer; right after a
 linear has streamed its weights through the caches, each runs cold (50-150 us on a 2-core VM).
 Here the same kernels run in the same order from one call, so the result has the same bits:
 `NativeStack` only sequences cpu_fused.c's norms and RoPE, cpu_gemm.c's linears and

@@ -19,7 +19,7 @@ from fairgate.kernels.kv_quant import float_rows, is_quantized, quantize_rows
 
 def apply_rope(x: torch.Tensor, cos_sin: torch.Tensor) -> torch.Tensor:
     """Rotate x [T, H, D] by cos_sin [T, 2, D] (rows already gathered for each token's position;
-    row 0 cos, row 1 (-sin, sin): backends/local/rope.py builds the table).
+    row 0 cos, row 1 (-sin, sin): backends/local/model/rope.py builds the table).
 
     out = x * cos + rotate_half(x) * sin, where rotate_half(x) = (-x2, x1) = roll(x) * (-1, 1).
     """

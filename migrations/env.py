@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from alembic import context
 
-from fairgate.gateway.db import make_engine
-from fairgate.gateway.tables import Base
+from fairgate.gateway.store.db import make_engine
+from fairgate.gateway.store.tables import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -1,6 +1,6 @@
 """`fairgate advise`: name the bottleneck of each route and model, and the lever to pull next.
 
-Pure decisions over plain numbers: the gateway's collector (gateway/advise.py) reads usage
+Pure decisions over plain numbers: the gateway's collector (gateway/observability/advise.py) reads usage
 rows and metrics over a window into `RouteWindow`s (one per route and model) and
 `EngineWindow`s (one per engine model), and `advise` turns them into `Advice` values, each with
 the measured numbers it rests on. The rules, each from a measured signal:

@@ -2,7 +2,7 @@
 (or cost) budget gets `NEAR_BUDGET_FACTOR` times its weight. It keeps being served, but yields
 to tenants with room left, rather than burning the rest of its budget at full speed.
 
-Pure decisions: the gateway reads the counters and pushes the weights (gateway.fairness).
+Pure decisions: the gateway reads the counters and pushes the weights (gateway.config.fairness).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from fairgate.scheduler.request import SchedRequest
 
 
 class KVCacheManager(Protocol):
-    """Paged KV-cache bookkeeping (`backends.local.block_manager.BlockManager` over a `BlockPool`).
+    """Paged KV-cache bookkeeping (`backends.local.kv_cache.block_manager.BlockManager` over a `BlockPool`).
 
     Call order for one request: `get_computed_tokens` (prefix-cache lookup, admission only),
     `allocate_slots` every step it is scheduled, `cache_full_blocks` after its KV was computed,

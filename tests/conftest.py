@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 
 from tests.helpers.tiny_models import LLAMA3_ROPE_SCALING, make_tiny_model  # noqa: E402
 
-# Upstream API keys are stored encrypted (gateway/secret_box.py): every gateway a test starts,
+# Upstream API keys are stored encrypted (gateway/store/secret_box.py): every gateway a test starts,
 # in-process or as `fairgate serve`, has this key unless the test says otherwise.
 TEST_SECRETS_KEY = "XZwluX2zJaOmb5PsHn5xSU_VoTwy-yb0Uc8pr5dBEIM="
 os.environ.setdefault("FAIRGATE_SECRETS_KEY", TEST_SECRETS_KEY)

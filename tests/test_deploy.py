@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fairgate.gateway.declarative import parse
+from fairgate.gateway.config.declarative import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -26,9 +26,9 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from fairgate.gateway.db import make_engine
 from fairgate.gateway.settings import Settings
-from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.store.db import make_engine
+from fairgate.gateway.store.tables import UsageRecord
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 from tests.helpers.engine_proc import EngineProcess
 from tests.helpers.tiny_models import make_tiny_model

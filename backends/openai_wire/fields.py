@@ -6,7 +6,7 @@ naming it with nothing reserved, whatever backend the request would have gone to
 OpenAI's where it defines one (penalties ±2, logit_bias ±100, top_logprobs 0-20) and vLLM's
 otherwise (min_p 0-1, repetition_penalty > 0); what needs the model (token ids inside its
 vocabulary, a schema the grammar engine can compile, tighter engine limits) is the engine's check
-(backends/local/sampling_fields.py, tools.py, structured.py).
+(backends/local/sampling/fields.py, tools.py, structured.py).
 """
 
 from __future__ import annotations

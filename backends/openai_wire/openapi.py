@@ -5,7 +5,7 @@ Request schemas say what `parse_request` accepts (bounds included: `n` ≤ 128, 
 0–2, ...); fields OpenAI has and we do not list are still accepted or refused by name, so the
 request objects stay open. Every operation documents its success body and, for every other
 status, the one OpenAI error object. The gateway (gateway/openapi.py) and the engine server
-(backends/local/server_openapi.py) add their own routes to these.
+(backends/local/serving/openapi.py) add their own routes to these.
 """
 
 from __future__ import annotations

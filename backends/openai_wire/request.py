@@ -3,7 +3,7 @@
 `parse_request` checks every field either side reads (types, shapes, n) by hand — no
 pydantic on the hot path — and returns a `WireRequest` that travels with the body. Fields it
 does not know pass through untouched; what a particular backend cannot honour is refused by
-that backend (e.g. backends/local/prepare.py).
+that backend (e.g. backends/local/serving/prepare.py).
 
 `prompt_tokens_bound` is a cheap upper bound on the prompt's tokens for the quota reservation:
 byte-level BPE tokenizers never make more tokens than UTF-8 bytes, plus a few template tokens

@@ -17,7 +17,7 @@ SSE_DONE = b"data: [DONE]\n\n"
 
 
 class UsageCounts(Protocol):
-    """Token counts of one request (e.g. `backends.local.output.Usage`)."""
+    """Token counts of one request (e.g. `backends.local.engine.output.Usage`)."""
 
     @property
     def prompt_tokens(self) -> int: ...

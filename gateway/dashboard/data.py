@@ -12,9 +12,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from fairgate.gateway.reports import usage_report
-from fairgate.gateway.tables import QuotaPolicy, Tenant, UsageRecord, utcnow
-from fairgate.gateway.tables_routing import RoutingAudit
+from fairgate.gateway.billing.reports import usage_report
+from fairgate.gateway.store.routing_tables import RoutingAudit
+from fairgate.gateway.store.tables import QuotaPolicy, Tenant, UsageRecord, utcnow
 
 SUMMED = ("requests", "prompt_tokens", "completion_tokens", "total_tokens", "cost")
 

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from fairgate.gateway.admin_token import admin_enabled, admin_token_ok
+from fairgate.gateway.admin.token import admin_enabled, admin_token_ok
 from fairgate.gateway.dashboard import data, panels
 from fairgate.gateway.dashboard.sessions import (
     SessionSigner,

@@ -5,7 +5,7 @@ SameSite=Strict and expires after `SESSION_S`; `Secure` when the request came ov
 signing key is derived from the admin token's digest, so every replica accepts it and changing
 the admin token ends every session. A tenant session names the key's id only: each page load
 checks the key is still active (a revoked key's session ends at once). Tokens are compared in
-constant time (`gateway.admin_token`); the tenant key goes through the key cache's hash lookup.
+constant time (`gateway.admin.token`); the tenant key goes through the key cache's hash lookup.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from sqlalchemy import select
 from starlette.requests import Request
 from starlette.responses import Response
 
-from fairgate.gateway.admin_token import admin_secret, admin_token_ok
-from fairgate.gateway.auth import Principal, load_principal
+from fairgate.gateway.admin.token import admin_secret, admin_token_ok
+from fairgate.gateway.request.auth import Principal, load_principal
 from fairgate.gateway.state import GatewayState, state_of
-from fairgate.gateway.tables import ApiKey
+from fairgate.gateway.store.tables import ApiKey
 
 COOKIE = "fairgate_dashboard"
 SESSION_S = 8 * 3600

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from fairgate.gateway.config_bus import ConfigBus
+    from fairgate.gateway.config.bus import ConfigBus
 
 # Lua and the memory store both use -1 for "no limit"
 UNLIMITED = -1
@@ -192,7 +192,7 @@ class QuotaStore(Protocol):
         ...
 
     def config_bus(self) -> ConfigBus:
-        """The config version `reserve` checks (gateway.config_bus), on this store's connection."""
+        """The config version `reserve` checks (gateway.config.bus), on this store's connection."""
         ...
 
     async def counters(self, scope: str) -> dict[str, int]:

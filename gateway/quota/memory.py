@@ -10,7 +10,7 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-from fairgate.gateway.config_bus import MemoryConfigBus
+from fairgate.gateway.config.bus import MemoryConfigBus
 from fairgate.gateway.quota import (
     QuotaDenied,
     RateLimitState,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from fairgate.gateway.config_bus import RedisConfigBus
+from fairgate.gateway.config.bus import RedisConfigBus
 from fairgate.gateway.quota import (
     QuotaDenied,
     RateLimitState,

@@ -1,4 +1,4 @@
-"""Hardware prices per hour on backends and pools (the real cost, gateway/cost.py), each usage
+"""Hardware prices per hour on backends and pools (the real cost, gateway/billing/cost.py), each usage
 row's cached prompt tokens (no engine time charged for them), and an index for the per-request
 usage log (GET /admin/usage/requests, newest first).
 

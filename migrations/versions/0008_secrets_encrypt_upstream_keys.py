@@ -3,7 +3,7 @@
 Revision ID: 0008_secrets_encrypt_keys
 Revises: 0007_cost20_hourly_prices
 
-Needs the secrets key (FAIRGATE_SECRETS_KEY, see gateway/secret_box.py) when any plaintext key
+Needs the secrets key (FAIRGATE_SECRETS_KEY, see gateway/store/secret_box.py) when any plaintext key
 is stored; without it the upgrade stops with that message and changes nothing. Values already
 encrypted are left as they are. The downgrade writes them back in plaintext (same key needed).
 """
@@ -23,8 +23,8 @@ PREFIX = "fernet:"
 
 
 def _box():  # type: ignore[no-untyped-def]
-    from fairgate.gateway.secret_box import box_from_settings
     from fairgate.gateway.settings import Settings
+    from fairgate.gateway.store.secret_box import box_from_settings
 
     bind = op.get_bind()
     box = getattr(bind.dialect, "fairgate_secret_box", None)

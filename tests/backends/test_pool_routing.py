@@ -4,7 +4,7 @@ salts its cache; a replica over its load bound gives way to the least loaded."""
 from __future__ import annotations
 
 from fairgate.backends.base import GenerationRequest
-from fairgate.backends.local.block_manager import BlockManager
+from fairgate.backends.local.kv_cache.block_manager import BlockManager
 from fairgate.backends.pool_prefix import PrefixKeyer
 from fairgate.backends.pool_routing import ReplicaLoad, choose, load_bound, rendezvous_order
 from fairgate.scheduler.request import SchedRequest

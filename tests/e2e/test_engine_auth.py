@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from fairgate.backends.local.server_auth import EngineAuth, check_bind
+from fairgate.backends.local.serving.auth import EngineAuth, check_bind
 from fairgate.backends.openai_wire import WireError
 from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, ROOT, Admin, GatewayThread

@@ -56,7 +56,7 @@ def test_chat_logprobs_and_top_logprobs(client: openai.OpenAI, hf, tiny_model_di
     content = r.choices[0].logprobs.content
     assert len(content) == 5 and all(len(c.top_logprobs) == 4 for c in content)
     assert all(c.top_logprobs[0].logprob == pytest.approx(c.logprob, abs=1e-6) for c in content)  # greedy = best
-    from fairgate.backends.local.tokenizer import Tokenizer
+    from fairgate.backends.local.model.tokenizer import Tokenizer
 
     ids = Tokenizer(tiny_model_dir).encode_chat(msgs)
     ref = hf_logprobs(hf, ids)

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from fairgate.backends.openai_wire import parse_request
-from fairgate.gateway.db import upgrade
+from fairgate.gateway.store.db import upgrade
 from tests.gateway.harness import (
     ADMIN_TOKEN,
     REDIS_URL,

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from fairgate.gateway.db import upgrade
+from fairgate.gateway.store.db import upgrade
 from tests.gateway.harness import ADMIN_TOKEN, ROOT
 from tests.helpers.engine_proc import EngineProcess
 

@@ -26,10 +26,10 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
     status_code_conformance,
 )
 
-from fairgate.backends.local.backend import LocalBackend  # noqa: E402
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig  # noqa: E402
-from fairgate.backends.local.server import build_app  # noqa: E402
-from fairgate.backends.local.server_auth import EngineAuth  # noqa: E402
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig  # noqa: E402
+from fairgate.backends.local.serving.auth import EngineAuth  # noqa: E402
+from fairgate.backends.local.serving.backend import LocalBackend  # noqa: E402
+from fairgate.backends.local.serving.server import build_app  # noqa: E402
 from fairgate.backends.metrics_access import MetricsAccess  # noqa: E402
 from fairgate.gateway.settings import Settings  # noqa: E402
 from tests.backends.local.test_engine_hygiene import serve  # noqa: E402

@@ -11,8 +11,8 @@ import contextlib
 import httpx
 import pytest
 
-from fairgate.gateway.db import upgrade
 from fairgate.gateway.settings import Settings
+from fairgate.gateway.store.db import upgrade
 from tests.gateway.harness import (
     ADMIN_TOKEN,
     REDIS_URL,

@@ -10,10 +10,10 @@ from typing import Any
 
 import redis
 
-from fairgate.gateway.db import upgrade
 from fairgate.gateway.settings import Settings
-from fairgate.gateway.tables import UsageRecord
-from fairgate.gateway.tables_routing import RoutingAudit
+from fairgate.gateway.store.db import upgrade
+from fairgate.gateway.store.routing_tables import RoutingAudit
+from fairgate.gateway.store.tables import UsageRecord
 from tests.gateway.harness import (
     ADMIN_TOKEN,
     REDIS_URL,

@@ -7,7 +7,7 @@ import asyncio
 import threading
 import time
 
-from fairgate.gateway.row_writer import QuarantinedRow
+from fairgate.gateway.store.row_writer import QuarantinedRow
 from tests.faults.figures import Figures, chat_body, load, recovery_s, refused
 from tests.faults.stack import stack
 from tests.helpers.rows import count

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import select
 
 from fairgate.gateway.settings import Settings
-from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.store.tables import UsageRecord
 from tests.faults.engines import (
     LONG,
     engine_stats,

@@ -87,7 +87,7 @@ def test_engine_sigkilled_mid_stream(upstream, tmp_path, long_model_dir, fault_r
 def _cut_row(s, tenant):  # type: ignore[no-untyped-def]
     from sqlalchemy import select
 
-    from fairgate.gateway.tables import UsageRecord
+    from fairgate.gateway.store.tables import UsageRecord
 
     with s.gw.state.sessions() as db:
         return db.scalars(select(UsageRecord).where(UsageRecord.tenant_id == tenant,

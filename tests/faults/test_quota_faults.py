@@ -12,7 +12,7 @@ import time
 import httpx
 
 from fairgate.gateway.settings import Settings
-from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.store.tables import UsageRecord
 from tests.faults.figures import Figures, chat_body, load, recovery_s, refused
 from tests.faults.stack import stack
 from tests.faults.test_database_faults import cut_for

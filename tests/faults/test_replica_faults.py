@@ -15,9 +15,9 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from fairgate.gateway.db import make_engine, upgrade
 from fairgate.gateway.settings import Settings
-from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.store.db import make_engine, upgrade
+from fairgate.gateway.store.tables import UsageRecord
 from tests.faults.figures import Figures, chat_body, load
 from tests.faults.test_quota_faults import _hold_a_stream
 from tests.gateway.harness import (

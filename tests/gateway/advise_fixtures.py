@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import insert
 
-from fairgate.gateway.db import make_engine, upgrade
-from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.store.db import make_engine, upgrade
+from fairgate.gateway.store.tables import UsageRecord
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "advise"
 

@@ -43,7 +43,7 @@ def test_admin_needs_a_token(make_gateway):
 def test_key_shown_once_and_stored_hashed(make_gateway):
     from sqlalchemy import select
 
-    from fairgate.gateway.tables import ApiKey
+    from fairgate.gateway.store.tables import ApiKey
 
     gw, admin = make_gateway()
     t = admin.tenant()

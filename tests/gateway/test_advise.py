@@ -18,10 +18,15 @@ import httpx
 import pytest
 from sqlalchemy import insert
 
-from fairgate.gateway.advise import AdviseOptions, advise_from, engine_windows, parse_window
-from fairgate.gateway.db import make_engine
+from fairgate.gateway.observability.advise import (
+    AdviseOptions,
+    advise_from,
+    engine_windows,
+    parse_window,
+)
 from fairgate.gateway.settings import Settings
-from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.store.db import make_engine
+from fairgate.gateway.store.tables import UsageRecord
 from tests.gateway.advise_fixtures import FIXTURES, Scenario
 from tests.gateway.harness import ADMIN_TOKEN, ROOT, GatewayThread, pg_database
 

@@ -10,9 +10,9 @@ from datetime import datetime
 import pytest
 from sqlalchemy import select
 
-from fairgate.gateway.db import make_engine, upgrade
-from fairgate.gateway.routing_audit import AuditRecord, RoutingAuditWriter, _entry_ids
-from fairgate.gateway.tables_routing import RoutingAudit
+from fairgate.gateway.observability.routing_audit import AuditRecord, RoutingAuditWriter, _entry_ids
+from fairgate.gateway.store.db import make_engine, upgrade
+from fairgate.gateway.store.routing_tables import RoutingAudit
 from tests.gateway.harness import pg_database
 
 

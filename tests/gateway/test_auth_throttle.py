@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fairgate.backends.openai_wire import WireError
-from fairgate.gateway import auth_throttle
-from fairgate.gateway.auth_throttle import AuthThrottle
+from fairgate.gateway.request import auth_throttle
+from fairgate.gateway.request.auth_throttle import AuthThrottle
 
 
 class Clock:

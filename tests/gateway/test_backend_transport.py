@@ -13,13 +13,13 @@ import pytest
 import yaml
 from sqlalchemy import select, text
 
-from fairgate.gateway.db import make_engine, make_sessionmaker, upgrade
-from fairgate.gateway.declarative import parse
-from fairgate.gateway.declarative_apply import apply_config
-from fairgate.gateway.declarative_export import export_config
-from fairgate.gateway.secret_box import box_from_settings
+from fairgate.gateway.config.apply import apply_config
+from fairgate.gateway.config.declarative import parse
+from fairgate.gateway.config.export import export_config
 from fairgate.gateway.settings import Settings
-from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.store.db import make_engine, make_sessionmaker, upgrade
+from fairgate.gateway.store.secret_box import box_from_settings
+from fairgate.gateway.store.tables import UsageRecord
 from tests.helpers.forward_proxy import ForwardProxy
 
 TRANSPORT = {"proxy_url": "http://fg:pr0xy-pass@127.0.0.1:3128", "tls_verify": False, "ca_bundle": "/etc/ca.pem",

@@ -8,8 +8,8 @@ import pytest
 
 from fairgate.backends.base import Capabilities
 from fairgate.backends.openai_wire import WireError, parse_request
-from fairgate.gateway.admission import check_capabilities
-from fairgate.gateway.routing import RouteDecision
+from fairgate.gateway.request.admission import check_capabilities
+from fairgate.gateway.request.routing import RouteDecision
 
 
 @dataclass(frozen=True)

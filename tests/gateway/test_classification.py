@@ -10,7 +10,7 @@ import json
 import httpx
 import pytest
 
-from fairgate.gateway.classification import FAIL_CLOSED_METRIC, Classifier
+from fairgate.gateway.request.classification import FAIL_CLOSED_METRIC, Classifier
 from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 from tests.helpers.upstream import UpstreamServer

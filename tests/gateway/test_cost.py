@@ -30,11 +30,11 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy.orm import Session
 
-from fairgate.backends.local.step_cost import StepCosts
-from fairgate.gateway.cost import HourlyPrice, busy_minutes
-from fairgate.gateway.db import make_engine, upgrade
-from fairgate.gateway.reports import cost_report
-from fairgate.gateway.tables import UsageRecord
+from fairgate.backends.local.engine.step_cost import StepCosts
+from fairgate.gateway.billing.cost import HourlyPrice, busy_minutes
+from fairgate.gateway.billing.reports import cost_report
+from fairgate.gateway.store.db import make_engine, upgrade
+from fairgate.gateway.store.tables import UsageRecord
 
 DAY = datetime(2026, 11, 30)
 START, END = DAY.replace(hour=8), DAY.replace(hour=12)
@@ -165,7 +165,7 @@ def test_busy_minutes_edges() -> None:
 
 
 def test_cached_prompt_tokens_cost_no_prefill() -> None:
-    from fairgate.gateway.cost import Cell, backend_costs
+    from fairgate.gateway.billing.cost import Cell, backend_costs
 
     # two tenants, the same tokens; half of tb's prompt came from the prefix cache
     cells = [Cell("ta", "g", "gpu", 1, 1000, 10, 0.0), Cell("tb", "g", "gpu", 1, 1000, 10, 0.0, cached_tokens=500)]

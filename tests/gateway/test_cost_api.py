@@ -13,8 +13,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import update
 
-from fairgate.gateway.tables import BackendRow
-from fairgate.gateway.tables_pools import PoolRow
+from fairgate.gateway.store.pool_tables import PoolRow
+from fairgate.gateway.store.tables import BackendRow
 from tests.gateway.harness import ADMIN_TOKEN
 from tests.gateway.test_cost import DAY, HISTORY, approx, usage_row
 from tests.helpers.upstream import UpstreamBehaviour, UpstreamServer

@@ -50,7 +50,7 @@ def test_admin_page_shows_every_panel_with_the_loads_figures(loaded):
     with gw.state.sessions() as s:
         from sqlalchemy import func, select
 
-        from fairgate.gateway.tables import UsageRecord
+        from fairgate.gateway.store.tables import UsageRecord
         per_tenant = dict(s.execute(select(UsageRecord.tenant_id, func.sum(UsageRecord.total_tokens))
                                     .group_by(UsageRecord.tenant_id)).tuples().all())
     usage = values(html, "usage")
@@ -67,7 +67,7 @@ def test_admin_page_shows_every_panel_with_the_loads_figures(loaded):
     assert quota and quota[0] == pytest.approx(per_tenant[load.tenant_a["id"]] / 5000 * 100)
     assert values(html, "routing")[0] == 4  # four requests, all on the local engine
     assert 'data-value="0"' in html.split('<section id="engine"', 1)[1]  # idle KV use
-    # advice: the gateway's own `fairgate advise` over the page's window (gateway/admin_advice.py)
+    # advice: the gateway's own `fairgate advise` over the page's window (gateway/admin/advice.py)
     advice = html.split('<section id="advice"', 1)[1].split("</section>", 1)[0]
     assert "No advisor is configured" not in advice and "could not" not in advice.lower()
     assert "<ul class=\"advice\">" in advice and "/v1/chat/completions" in advice  # the load's route

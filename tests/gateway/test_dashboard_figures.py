@@ -11,8 +11,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from fairgate.gateway.dashboard import data, promstats
 from fairgate.gateway.dashboard.svg import Series, bar_chart, line_chart
-from fairgate.gateway.db import make_engine, make_sessionmaker, upgrade
-from fairgate.gateway.tables import QuotaPolicy, Tenant, UsageRecord
+from fairgate.gateway.store.db import make_engine, make_sessionmaker, upgrade
+from fairgate.gateway.store.tables import QuotaPolicy, Tenant, UsageRecord
 
 
 def test_quantiles_interpolate_inside_the_bucket():

@@ -14,7 +14,7 @@ import httpx
 import pytest
 import yaml
 
-from fairgate.gateway.declarative import ConfigError, parse
+from fairgate.gateway.config.declarative import ConfigError, parse
 from fairgate.gateway.settings import load_settings
 from tests.gateway.harness import ADMIN_TOKEN, ROOT, free_port
 

@@ -78,7 +78,7 @@ def test_token_id_prompts_are_read_with_the_embedded_engines_tokenizer(tmp_path,
     on the embedded engine, and ids outside its vocabulary never leave (the engine refuses them)."""
     import openai
 
-    from fairgate.backends.local.tokenizer import Tokenizer
+    from fairgate.backends.local.model.tokenizer import Tokenizer
     from tests.helpers.upstream import UpstreamServer
 
     settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/e.db",

@@ -16,9 +16,9 @@ import openai
 import pytest
 from sqlalchemy import select
 
-from fairgate.gateway.db import make_engine
 from fairgate.gateway.settings import Settings
-from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.store.db import make_engine
+from fairgate.gateway.store.tables import UsageRecord
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 from tests.helpers.engine_proc import engine_server
 from tests.helpers.rows import wait_for

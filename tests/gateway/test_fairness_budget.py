@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairgate.gateway.fairness import budget_used
+from fairgate.gateway.config.fairness import budget_used
 from fairgate.gateway.quota import ScopeLimits
 from fairgate.gateway.quota.memory import MemoryQuotaStore
 from fairgate.policies.budget_weights import NEAR_BUDGET_FACTOR, budget_scaled

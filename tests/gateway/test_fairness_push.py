@@ -16,9 +16,9 @@ import httpx
 import pytest
 import uvicorn
 
-from fairgate.backends.local.backend import LocalBackend
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig
-from fairgate.backends.local.server import build_app
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.serving.backend import LocalBackend
+from fairgate.backends.local.serving.server import build_app
 from fairgate.gateway.quota import ScopeLimits
 from fairgate.scheduler.fair_queue import FairQueue
 from tests.gateway.harness import free_port

@@ -112,9 +112,9 @@ def test_replicas_starting_together_make_one_token_and_one_tenant():
 
     from sqlalchemy import func, select
 
-    from fairgate.gateway.db import make_engine, make_sessionmaker, upgrade
     from fairgate.gateway.first_run import bootstrap
-    from fairgate.gateway.tables import AdminCredential, ApiKey, Tenant
+    from fairgate.gateway.store.db import make_engine, make_sessionmaker, upgrade
+    from fairgate.gateway.store.tables import AdminCredential, ApiKey, Tenant
     from tests.gateway.harness import pg_database
 
     with pg_database() as url:

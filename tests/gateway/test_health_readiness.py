@@ -8,7 +8,7 @@ import time
 
 import httpx
 
-from fairgate.gateway.db import upgrade
+from fairgate.gateway.store.db import upgrade
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayProcess
 from tests.helpers.upstream import UpstreamServer
 

@@ -88,7 +88,7 @@ def test_failed_auth_throttle(make_gateway):
     # a key this replica already authenticated keeps working from the throttled address
     r = http.post("/v1/chat/completions", json=CHAT, headers={"authorization": f"Bearer {good}"})
     assert r.status_code == 200, r.text
-    # a good key it has not seen yet waits out the window (documented in gateway/auth_throttle.py)
+    # a good key it has not seen yet waits out the window (documented in gateway/request/auth_throttle.py)
     assert http.get("/v1/models", headers={"authorization": f"Bearer {unseen}"}).status_code == 429
     # another client address is not throttled (uvicorn trusts X-Forwarded-For from loopback)
     other = {"authorization": "Bearer fg-wrong-0", "x-forwarded-for": "10.1.2.3"}

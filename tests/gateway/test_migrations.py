@@ -11,8 +11,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from fairgate.gateway.db import make_engine, upgrade
-from fairgate.gateway.tables import Base
+from fairgate.gateway.store.db import make_engine, upgrade
+from fairgate.gateway.store.tables import Base
 from tests.gateway.harness import ROOT, pg_database
 
 MINE = {"tenants", "api_keys", "quota_policies", "priority_classes", "backends", "usage_records", "audit_log"}

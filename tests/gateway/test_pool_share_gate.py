@@ -1,4 +1,4 @@
-"""gateway.pool_share without Redis: the single-process gate and the cap from a pool's replicas
+"""gateway.request.pool_share without Redis: the single-process gate and the cap from a pool's replicas
 (the fleet-wide path is tests/e2e/test_pool_share.py)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 async def test_memory_share_gate_and_the_cap():
     from fairgate.backends.pool import PoolBackend, ReplicaSpec
-    from fairgate.gateway.pool_share import MemoryShareGate, share_cap
+    from fairgate.gateway.request.pool_share import MemoryShareGate, share_cap
 
     gate = MemoryShareGate()
     assert await gate.acquire("p", "t", "r1", 2) and await gate.acquire("p", "t", "r2", 2)
@@ -28,7 +28,7 @@ async def test_memory_share_gate_and_the_cap():
 def test_the_share_follows_the_tenant_weight():
     from pytest import approx
 
-    from fairgate.gateway.pool_share import weighted_share
+    from fairgate.gateway.request.pool_share import weighted_share
 
     weights = {"gold": 3.0, "std": 1.0, "low": 0.5, "mid": 1.5}  # mean 1.5
     assert weighted_share(0.3, "gold", weights) == approx(0.6)

@@ -130,7 +130,7 @@ def test_quota_admin_values_fit_their_columns_or_are_a_400(make_gateway, db):
 def test_a_stored_cost_budget_beyond_the_counters_is_no_limit_not_a_503(make_gateway, redis):
     from sqlalchemy import update
 
-    from fairgate.gateway.tables import QuotaPolicy
+    from fairgate.gateway.store.tables import QuotaPolicy
 
     gw, admin = make_gateway(redis=redis)
     t = admin.tenant()

@@ -8,8 +8,8 @@ import re
 
 import httpx
 
-from fairgate.gateway.request_log import log_request
-from fairgate.gateway.usage import UsageEvent
+from fairgate.gateway.billing.usage import UsageEvent
+from fairgate.gateway.request.request_log import log_request
 
 PROMPT = "the secret plan of the platform team is operation bluefin, do not tell"
 

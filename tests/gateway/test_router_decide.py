@@ -8,10 +8,10 @@ import pytest
 from sqlalchemy import select
 
 from fairgate.backends.openai_compat import OpenAICompatBackend
-from fairgate.gateway.db import make_engine, upgrade
-from fairgate.gateway.routing import NoRouteError, Router, RouteRequest, TenantDetectors
-from fairgate.gateway.routing_audit import RoutingAuditWriter
-from fairgate.gateway.tables_routing import RoutingAudit
+from fairgate.gateway.observability.routing_audit import RoutingAuditWriter
+from fairgate.gateway.request.routing import NoRouteError, Router, RouteRequest, TenantDetectors
+from fairgate.gateway.store.db import make_engine, upgrade
+from fairgate.gateway.store.routing_tables import RoutingAudit
 from fairgate.policies.routing import Rule, RuleMatch
 
 

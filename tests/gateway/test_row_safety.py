@@ -12,13 +12,13 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from fairgate.gateway.db import make_engine, upgrade
-from fairgate.gateway.routing_audit import AuditRecord, RoutingAuditWriter
-from fairgate.gateway.row_writer import QuarantinedRow
+from fairgate.gateway.billing.usage import UsageRecorder
+from fairgate.gateway.observability.routing_audit import AuditRecord, RoutingAuditWriter
 from fairgate.gateway.settings import Settings
-from fairgate.gateway.tables import UsageRecord
-from fairgate.gateway.tables_routing import RoutingAudit
-from fairgate.gateway.usage import UsageRecorder
+from fairgate.gateway.store.db import make_engine, upgrade
+from fairgate.gateway.store.routing_tables import RoutingAudit
+from fairgate.gateway.store.row_writer import QuarantinedRow
+from fairgate.gateway.store.tables import UsageRecord
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread, pg_database
 from tests.helpers.rows import count, event, wait_for
 from tests.helpers.tcp_proxy import TcpProxy

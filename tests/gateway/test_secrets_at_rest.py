@@ -13,9 +13,9 @@ import pytest
 from cryptography.fernet import Fernet
 from sqlalchemy import text
 
-from fairgate.gateway.db import make_engine, upgrade
-from fairgate.gateway.secret_box import SecretBox, SecretsKeyMissing, check_readable
 from fairgate.gateway.settings import Settings
+from fairgate.gateway.store.db import make_engine, upgrade
+from fairgate.gateway.store.secret_box import SecretBox, SecretsKeyMissing, check_readable
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 
 SECRET = "sk-upstream-secret-7f3a9"
@@ -103,7 +103,7 @@ def test_gateway_without_a_key(tmp_path, upstream):
 
 
 def test_key_file_and_rotation(tmp_path):
-    from fairgate.gateway.secret_box import box_from_settings
+    from fairgate.gateway.store.secret_box import box_from_settings
 
     old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
     token = SecretBox([old]).encrypt(SECRET)

@@ -10,8 +10,8 @@ import httpx
 from sqlalchemy import select, text
 
 from fairgate.backends.openai_compat import OpenAICompatBackend
-from fairgate.gateway.routing import RouteDecision, Router
-from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.request.routing import RouteDecision, Router
+from fairgate.gateway.store.tables import UsageRecord
 
 
 def rows(gw) -> list[UsageRecord]:

@@ -24,7 +24,7 @@ def env(request, make_gateway):
 def usage_rows(gw) -> list[dict]:
     from sqlalchemy import select
 
-    from fairgate.gateway.tables import UsageRecord
+    from fairgate.gateway.store.tables import UsageRecord
 
     with gw.state.sessions() as s:
         return [r.__dict__ for r in s.scalars(select(UsageRecord).order_by(UsageRecord.created_at))]

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fairgate.backends.local.tokenizer import Tokenizer
+from fairgate.backends.local.model.tokenizer import Tokenizer
 from fairgate.gateway.settings import Settings
 from fairgate.policies.sensitivity import classify_parts
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread

@@ -12,10 +12,10 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from fairgate.gateway.db import make_engine, upgrade
+from fairgate.gateway.billing.usage import UsageRecorder
 from fairgate.gateway.settings import Settings
-from fairgate.gateway.tables import UsageRecord
-from fairgate.gateway.usage import UsageRecorder
+from fairgate.gateway.store.db import make_engine, upgrade
+from fairgate.gateway.store.tables import UsageRecord
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread, pg_database
 from tests.helpers.rows import count, event, wait_for
 from tests.helpers.tcp_proxy import TcpProxy
@@ -179,7 +179,7 @@ def test_an_unwritable_journal_refuses_admission_and_keeps_rows_in_memory(pg_pro
 
 
 def test_a_line_torn_by_a_crash_is_skipped_and_the_rest_replayed(tmp_path):
-    from fairgate.gateway.usage_journal import UsageJournal
+    from fairgate.gateway.billing.journal import UsageJournal
 
     j = UsageJournal(tmp_path / "u.journal", 1 << 20)
     assert j.append([{"request_id": "a"}, {"request_id": "b"}])

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import httpx
 
-from fairgate.gateway.tables import UsageRecord
+from fairgate.gateway.store.tables import UsageRecord
 
 T0 = datetime(2026, 11, 30, 8)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.local.engine.types import SamplingParams
 
 SHORT = SamplingParams(max_tokens=6, temperature=0.0, ignore_eos=True)
 BLOCKER = SamplingParams(max_tokens=24, temperature=0.0, ignore_eos=True)

@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from fairgate.gateway.db import make_engine
-from fairgate.gateway.usage import UsageEvent
+from fairgate.gateway.billing.usage import UsageEvent
+from fairgate.gateway.store.db import make_engine
 
 
 def wait_for(pred: Any, timeout: float = 20.0) -> None:

@@ -189,7 +189,7 @@ def test_swiglu_panel_linear_gives_the_bits_of_the_separate_activation(in_featur
 def test_pack_linears_fuses_the_swiglu_of_a_gate_up_projection():
     from types import SimpleNamespace
 
-    from fairgate.backends.local.model import MLP
+    from fairgate.backends.local.model.llama import MLP
 
     mlp = MLP(SimpleNamespace(hidden_size=64, intermediate_size=128, mlp_bias=False))  # what MLP reads
     x = torch.randn(9, 64, generator=torch.Generator().manual_seed(7))

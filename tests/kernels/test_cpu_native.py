@@ -171,7 +171,7 @@ def test_auto_on_cpu_dispatches_to_the_native_kernel(monkeypatch):
 def test_runner_greedy_tokens_identical_on_native_and_reference_paths(tiny_model_dir, monkeypatch):
     """The whole native CPU path (decode kernel and packed linears) against pure torch, through
     chunked prefill, mixed steps and decode-only steps."""
-    from fairgate.backends.local.runner import ModelRunner
+    from fairgate.backends.local.model.runner import ModelRunner
     from tests.backends.local.paged_driver import PagedDriver
 
     outputs = {}

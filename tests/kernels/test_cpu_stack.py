@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from fairgate.backends.local.runner import ModelRunner
-from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+from fairgate.backends.local.model.runner import ModelRunner
 from fairgate.kernels.cpu_stack import StepRows
 from tests.helpers.tiny_models import make_tiny_model
 

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.model.runner import ModelRunner
 from tests.backends.local.paged_driver import PagedDriver
 
 pytest.importorskip("triton")

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.model.runner import ModelRunner
 from fairgate.kernels import hugepages
 from fairgate.kernels.cpu_linear import PanelLinear, load_gemm
 from tests.helpers.tiny_models import make_tiny_model

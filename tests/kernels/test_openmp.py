@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig
-from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.engine.types import SamplingParams
 from fairgate.kernels import openmp
 from tests.helpers.tiny_models import make_tiny_model
 

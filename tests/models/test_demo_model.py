@@ -14,7 +14,7 @@ import pytest
 
 from fairgate.backends.local.evaluation.golden import load_golden
 from fairgate.backends.local.evaluation.harness import EngineOptions, Harness
-from fairgate.backends.local.tokenizer import Tokenizer
+from fairgate.backends.local.model.tokenizer import Tokenizer
 from fairgate.gateway.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairgate.backends.local.block_manager import BlockManager
+from fairgate.backends.local.kv_cache.block_manager import BlockManager
 from fairgate.scheduler.plan import NewRequest, ScheduledChunk, StepPlan
 from fairgate.scheduler.queue import FCFSQueue
 from fairgate.scheduler.request import SchedRequest

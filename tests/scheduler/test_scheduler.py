@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairgate.backends.local.block_manager import BlockManager
+from fairgate.backends.local.kv_cache.block_manager import BlockManager
 from fairgate.scheduler.plan import StepPlan
 from fairgate.scheduler.queue import FCFSQueue
 from fairgate.scheduler.request import RequestStatus, SchedRequest
@@ -268,7 +268,7 @@ def test_planner_and_block_manager_import_without_heavy_dependencies() -> None:
     from pathlib import Path
 
     code = (
-        "import sys, scheduler.scheduler, scheduler.kv, backends.local.block_manager; "
+        "import sys, scheduler.scheduler, scheduler.kv, backends.local.kv_cache.block_manager; "
         "heavy = {'torch', 'starlette', 'sqlalchemy', 'httpx', 'redis'} & set(sys.modules); "
         "assert not heavy, heavy"
     )

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairgate.backends.local.block_manager import BlockManager, HashFn, sha256_block_hash
+from fairgate.backends.local.kv_cache.block_manager import BlockManager, HashFn, sha256_block_hash
 from fairgate.scheduler.fair_queue import FairQueue
 from fairgate.scheduler.queue import FCFSQueue, WaitQueue
 from fairgate.scheduler.request import RequestStatus, SchedRequest

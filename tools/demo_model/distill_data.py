@@ -56,11 +56,11 @@ def passages(train_text: str, held_text: str, count: int, seed: int) -> list[str
 
 def generate(prompts: list[list[int]], args) -> list[list[int]]:
     """Each prompt's continuation from fairgate's engine (plain decoding, batched)."""
-    from fairgate.backends.local.engine_config import EngineConfig
-    from fairgate.backends.local.engine_core import EngineCore
-    from fairgate.backends.local.engine_factory import build_engine_parts
-    from fairgate.backends.local.output import OutputTracker
-    from fairgate.backends.local.types import SamplingParams
+    from fairgate.backends.local.engine.config import EngineConfig
+    from fairgate.backends.local.engine.core import EngineCore
+    from fairgate.backends.local.engine.factory import build_engine_parts
+    from fairgate.backends.local.engine.output import OutputTracker
+    from fairgate.backends.local.engine.types import SamplingParams
     from fairgate.scheduler.queue import FCFSQueue
     from fairgate.scheduler.request import SchedRequest
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from fairgate.backends.local.engine_config import EngineConfig
-from fairgate.backends.local.engine_core import EngineCore
-from fairgate.backends.local.engine_factory import build_engine_parts
+from fairgate.backends.local.engine.config import EngineConfig
+from fairgate.backends.local.engine.core import EngineCore
+from fairgate.backends.local.engine.factory import build_engine_parts
+from fairgate.backends.local.engine.output import OutputTracker
+from fairgate.backends.local.engine.types import SamplingParams
 from fairgate.backends.local.evaluation.golden import cut_at_stop
-from fairgate.backends.local.output import OutputTracker
-from fairgate.backends.local.types import SamplingParams
 from fairgate.scheduler.queue import FCFSQueue
 from fairgate.scheduler.request import SchedRequest
 

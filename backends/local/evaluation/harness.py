@@ -11,11 +11,11 @@ from pathlib import Path
 
 import torch
 
-from fairgate.backends.local.config import ModelConfig
+from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
 from fairgate.backends.local.evaluation.golden import cut_at_stop
-from fairgate.backends.local.runner import ModelRunner
-from fairgate.backends.local.tokenizer import Tokenizer
-from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.backends.local.model.config import ModelConfig
+from fairgate.backends.local.model.runner import ModelRunner
+from fairgate.backends.local.model.tokenizer import Tokenizer
 
 Progress = Callable[[int], None]
 

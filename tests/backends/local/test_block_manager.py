@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fairgate.backends.local.block_manager import BlockManager, sha256_block_hash
+from fairgate.backends.local.kv_cache.block_manager import BlockManager, sha256_block_hash
 from fairgate.scheduler.request import SchedRequest
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fairgate.backends.local.block_pool import BlockPool
+from fairgate.backends.local.kv_cache.block_pool import BlockPool
 
 
 def test_new_blocks_come_from_the_head_with_one_reference() -> None:

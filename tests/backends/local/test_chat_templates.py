@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fairgate.backends.local.prepare import ModelInfo, parse_for_engine
-from fairgate.backends.local.tokenizer import Tokenizer
+from fairgate.backends.local.model.tokenizer import Tokenizer
+from fairgate.backends.local.serving.prepare import ModelInfo, parse_for_engine
 
 transformers = pytest.importorskip("transformers")
 

@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from fairgate.backends.local.config import ModelConfig, ModelConfigError
-from fairgate.backends.local.rope import inv_frequencies
+from fairgate.backends.local.model.config import ModelConfig, ModelConfigError
+from fairgate.backends.local.model.rope import inv_frequencies
 
 BASE = {
     "model_type": "llama", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,

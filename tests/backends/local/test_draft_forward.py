@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from fairgate.backends.local.draft_forward import LeanForward
-from fairgate.backends.local.draft_proposer import DraftModelProposer
-from fairgate.backends.local.model import AttentionMetadata
-from fairgate.backends.local.proposers import ProposalRequest
-from fairgate.backends.local.runner import ModelRunner
+from fairgate.backends.local.model.llama import AttentionMetadata
+from fairgate.backends.local.model.runner import ModelRunner
+from fairgate.backends.local.speculative.draft_forward import LeanForward
+from fairgate.backends.local.speculative.draft_proposer import DraftModelProposer
+from fairgate.backends.local.speculative.proposers import ProposalRequest
 from tests.helpers.tiny_models import make_tiny_model
 
 DEMO_DRAFT = Path(__file__).resolve().parents[3] / "models" / "fairgate-demo-draft"

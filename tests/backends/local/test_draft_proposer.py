@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from fairgate.backends.local.draft_proposer import DraftModelProposer
-from fairgate.backends.local.engine_config import EngineConfig
-from fairgate.backends.local.engine_core import EngineCore
-from fairgate.backends.local.engine_factory import build_engine_parts
-from fairgate.backends.local.output import OutputTracker
-from fairgate.backends.local.proposers import ProposalRequest
-from fairgate.backends.local.runner import ModelRunner
-from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.local.engine.config import EngineConfig
+from fairgate.backends.local.engine.core import EngineCore
+from fairgate.backends.local.engine.factory import build_engine_parts
+from fairgate.backends.local.engine.output import OutputTracker
+from fairgate.backends.local.engine.types import SamplingParams
+from fairgate.backends.local.model.runner import ModelRunner
+from fairgate.backends.local.speculative.draft_proposer import DraftModelProposer
+from fairgate.backends.local.speculative.proposers import ProposalRequest
 from fairgate.scheduler.queue import FCFSQueue
 from fairgate.scheduler.request import SchedRequest
 from tests.helpers.tiny_models import make_tiny_model
@@ -68,7 +68,7 @@ def test_rounds_propose_the_draft_models_greedy_continuation(draft_dir: Path) ->
 def test_a_large_draft_head_runs_on_int8_codes_and_ranks_as_the_float_one() -> None:
     import torch
 
-    from fairgate.backends.local.draft_forward import INT8_HEAD_MIN_BYTES, _int8_head
+    from fairgate.backends.local.speculative.draft_forward import INT8_HEAD_MIN_BYTES, _int8_head
 
     gen = torch.Generator().manual_seed(3)
     assert _int8_head(torch.randn(512, 64, generator=gen)) is None  # 128 KiB: stays float

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig, RequestRejected
-from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig, RequestRejected
+from fairgate.backends.local.engine.types import SamplingParams
 
 PROMPTS = [
     "The quick brown fox",

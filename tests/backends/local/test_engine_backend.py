@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from fairgate.backends.base import Backend, GenerationRequest
-from fairgate.backends.local.backend import LocalBackend
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.serving.backend import LocalBackend
 from fairgate.backends.openai_wire import WireError as APIError
 
 

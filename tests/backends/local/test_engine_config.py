@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from fairgate.backends.local.engine_config import EngineConfig
+from fairgate.backends.local.engine.config import EngineConfig
 from fairgate.gateway.cli import _engine_args
 
 

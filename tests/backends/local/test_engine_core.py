@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from fairgate.backends.local.engine_config import EngineConfig
-from fairgate.backends.local.engine_core import EngineCore, StepFailed
-from fairgate.backends.local.engine_factory import admission_limits, build_engine_parts
-from fairgate.backends.local.output import OutputTracker
-from fairgate.backends.local.runner import ModelRunner
-from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.backends.local.engine.config import EngineConfig
+from fairgate.backends.local.engine.core import EngineCore, StepFailed
+from fairgate.backends.local.engine.factory import admission_limits, build_engine_parts
+from fairgate.backends.local.engine.output import OutputTracker
+from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+from fairgate.backends.local.model.runner import ModelRunner
 from fairgate.scheduler.queue import FCFSQueue
 from fairgate.scheduler.request import SchedRequest
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
 from fairgate.scheduler.fair_queue import FairQueue
 from tests.helpers.fair_order import completion_order
 

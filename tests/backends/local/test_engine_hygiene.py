@@ -17,10 +17,10 @@ import pytest
 import uvicorn
 
 from fairgate.backends.http_protocol import limited_protocol
-from fairgate.backends.local.backend import LocalBackend
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig
-from fairgate.backends.local.server import build_app
-from fairgate.backends.local.server_auth import EngineAuth
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.serving.auth import EngineAuth
+from fairgate.backends.local.serving.backend import LocalBackend
+from fairgate.backends.local.serving.server import build_app
 from fairgate.backends.metrics_access import MetricsAccess
 from fairgate.backends.openai_wire.headers import HeaderLimits
 from tests.gateway.test_http_hygiene import _error, _raw

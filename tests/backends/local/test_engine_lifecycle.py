@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig
-from fairgate.backends.local.runner import ModelRunner
-from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+from fairgate.backends.local.model.runner import ModelRunner
 from fairgate.scheduler.fair_queue import FairQueue
 
 

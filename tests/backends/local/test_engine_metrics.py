@@ -17,9 +17,9 @@ import httpx
 import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
-from fairgate.backends.local.backend import LocalBackend
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig
-from fairgate.backends.local.server import build_app
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.serving.backend import LocalBackend
+from fairgate.backends.local.serving.server import build_app
 from fairgate.backends.metrics_access import MetricsAccess
 from fairgate.backends.prompt_version import system_prompt_hash
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from fairgate.backends.local.output import OutputTracker
-from fairgate.backends.local.tokenizer import Tokenizer
-from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.local.engine.output import OutputTracker
+from fairgate.backends.local.engine.types import SamplingParams
+from fairgate.backends.local.model.tokenizer import Tokenizer
 
 TEXT = "Hello world! How are you today? I am fine, thank you."
 

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fairgate.backends.local.backend import LocalBackend
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig
-from fairgate.backends.local.server import build_app
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.serving.backend import LocalBackend
+from fairgate.backends.local.serving.server import build_app
 
 
 def http_scope(path: str, body: bytes) -> dict[str, Any]:

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from fairgate.backends.local.engine import AsyncEngine
-from fairgate.backends.local.engine_config import EngineConfig
-from fairgate.backends.local.metrics import install
-from fairgate.backends.local.runner import ModelRunner
-from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.local.engine.async_engine import AsyncEngine
+from fairgate.backends.local.engine.config import EngineConfig
+from fairgate.backends.local.engine.metrics import install
+from fairgate.backends.local.engine.types import SamplingParams
+from fairgate.backends.local.model.runner import ModelRunner
 from tests.backends.local.paged_driver import PagedDriver
 
 PROMPTS = [[1, *range(40, 58)], [1, 7, 8], [1, *range(90, 130)], [1, 5, 9, 200, 31, 64]]

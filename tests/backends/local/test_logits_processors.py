@@ -6,10 +6,10 @@ import math
 
 import torch
 
-from fairgate.backends.local.logits_processors import apply_logits_processors
-from fairgate.backends.local.logprobs import prompt_logprobs, token_logprobs
-from fairgate.backends.local.sampling import Sampler, sample_batch
-from fairgate.backends.local.types import RunnerInput, SampleResult, SamplingParams
+from fairgate.backends.local.engine.types import RunnerInput, SampleResult, SamplingParams
+from fairgate.backends.local.sampling.logits_processors import apply_logits_processors
+from fairgate.backends.local.sampling.logprobs import prompt_logprobs, token_logprobs
+from fairgate.backends.local.sampling.sampler import Sampler, sample_batch
 
 V = 6
 

@@ -7,8 +7,8 @@ import random
 import pytest
 import torch
 
-from fairgate.backends.local.runner import ModelRunner
-from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+from fairgate.backends.local.model.runner import ModelRunner
 from tests.backends.local.paged_driver import PagedDriver
 
 transformers = pytest.importorskip("transformers")
@@ -98,7 +98,7 @@ def test_greedy_with_consecutive_blocks_matches_generate(tiny_model_dir):
 
 def test_llama3_rope_scaling_changes_the_model(tiny_llama3_dir):
     """Guard against the scaled-rope test passing vacuously: default rope gives other logits."""
-    from fairgate.backends.local.rope import inv_frequencies
+    from fairgate.backends.local.model.rope import inv_frequencies
 
     runner = ModelRunner(tiny_llama3_dir, num_kv_blocks=8)
     cfg = runner.config

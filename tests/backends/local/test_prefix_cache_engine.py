@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig
-from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.engine.types import SamplingParams
 
 BLOCK = 16
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from fairgate.backends.local.output import RequestOutput, Usage
-from fairgate.backends.local.prepare import ModelInfo
-from fairgate.backends.local.prepare import parse_for_engine as parse_request
-from fairgate.backends.local.tokenizer import Tokenizer
+from fairgate.backends.local.engine.output import RequestOutput, Usage
+from fairgate.backends.local.model.tokenizer import Tokenizer
+from fairgate.backends.local.serving.prepare import ModelInfo
+from fairgate.backends.local.serving.prepare import parse_for_engine as parse_request
 from fairgate.backends.openai_wire import WireError as APIError
 from fairgate.backends.openai_wire import chunk, full_response, usage_chunk
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from fairgate.backends.local.runner import ModelRunner
-from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+from fairgate.backends.local.model.runner import ModelRunner
 from fairgate.gateway.cli import main
 from fairgate.kernels.quant_linear import QuantLinear
 

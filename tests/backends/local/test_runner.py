@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fairgate.backends.local.loader import load_weights
-from fairgate.backends.local.runner import ModelRunner
-from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+from fairgate.backends.local.model.loader import load_weights
+from fairgate.backends.local.model.runner import ModelRunner
 
 GREEDY = SamplingParams(temperature=0.0)
 
@@ -112,7 +112,7 @@ def test_gemm_torch_keeps_f_linear_and_greedy_tokens_agree(tiny_model_dir):
 def test_short_chunks_run_as_decode_rows_and_attend_as_a_long_chunk_does(tiny_model_dir):
     """A prompt run as chunks of 8 (decode rows: batch.DECODE_ROWS_MAX) gives the logits of
     the same prompt in one chunk of 40 (the prefill kernel), next to another sequence's decode."""
-    from fairgate.backends.local.batch import DECODE_ROWS_MAX, build_step
+    from fairgate.backends.local.model.batch import DECODE_ROWS_MAX, build_step
 
     prompt = [(7 * i + 3) % 500 for i in range(40)]
     whole = ModelRunner(tiny_model_dir, num_kv_blocks=16, block_size=16)

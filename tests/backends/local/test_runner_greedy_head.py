@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from fairgate.backends.local.runner import ModelRunner
-from fairgate.backends.local.types import RunnerInput, SamplingParams
+from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+from fairgate.backends.local.model.runner import ModelRunner
 from tests.helpers.tiny_models import make_tiny_model
 
 GREEDY = SamplingParams(temperature=0.0)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from fairgate.backends.local.sampling import Sampler
-from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.local.engine.types import SamplingParams
+from fairgate.backends.local.sampling.sampler import Sampler
 
 
 def _logits(n: int = 8, vocab: int = 512, seed: int = 0) -> torch.Tensor:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from fairgate.backends.local.engine_config import EngineConfig
-from fairgate.backends.local.engine_core import EngineCore
-from fairgate.backends.local.engine_factory import build_engine_parts
-from fairgate.backends.local.output import OutputTracker
-from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.local.engine.config import EngineConfig
+from fairgate.backends.local.engine.core import EngineCore
+from fairgate.backends.local.engine.factory import build_engine_parts
+from fairgate.backends.local.engine.output import OutputTracker
+from fairgate.backends.local.engine.types import SamplingParams
 from fairgate.scheduler.queue import FCFSQueue
 from fairgate.scheduler.request import SchedRequest
 from tests.helpers.tiny_models import make_tiny_model

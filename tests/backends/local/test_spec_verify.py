@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from fairgate.backends.local.proposers import NgramProposer, ProposalRequest
-from fairgate.backends.local.sampling import target_probs
-from fairgate.backends.local.spec_verify import accept_greedy, accept_sampled
-from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.local.engine.types import SamplingParams
+from fairgate.backends.local.sampling.sampler import target_probs
+from fairgate.backends.local.speculative.proposers import NgramProposer, ProposalRequest
+from fairgate.backends.local.speculative.verify import accept_greedy, accept_sampled
 
 V = 6
 # Chi-square critical value for 5 degrees of freedom at p = 0.001: a correct sampler fails

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from fairgate.backends.local.output import EngineStats
-from fairgate.backends.local.proposers import NgramProposer, ProposalRequest
-from fairgate.backends.local.speculative import (
+from fairgate.backends.local.engine.output import EngineStats
+from fairgate.backends.local.speculative.policy import (
     Acceptance,
     SpeculativeDecoder,
     StepCosts,
     expected_tokens,
 )
+from fairgate.backends.local.speculative.proposers import NgramProposer, ProposalRequest
 from fairgate.scheduler.plan import ScheduledChunk, StepPlan
 from fairgate.scheduler.request import SchedRequest
 
@@ -101,9 +101,9 @@ def test_expected_tokens() -> None:
 async def test_an_engine_exports_its_speculation_metrics(tiny_model_dir) -> None:
     from prometheus_client import CollectorRegistry
 
-    from fairgate.backends.local.engine import AsyncEngine, EngineConfig
-    from fairgate.backends.local.metrics import EngineStatsCollector
-    from fairgate.backends.local.types import SamplingParams
+    from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+    from fairgate.backends.local.engine.metrics import EngineStatsCollector
+    from fairgate.backends.local.engine.types import SamplingParams
 
     config = EngineConfig(str(tiny_model_dir), num_kv_blocks=32, speculative=f"draft:{tiny_model_dir}",
                           speculative_adaptive=False)
@@ -129,7 +129,7 @@ async def test_an_engine_exports_its_speculation_metrics(tiny_model_dir) -> None
 def test_the_cost_model_clock_is_cpu_time_for_a_one_thread_cpu_engine() -> None:
     import time
 
-    from fairgate.backends.local.speculative import cost_clock
+    from fairgate.backends.local.speculative.policy import cost_clock
 
     assert cost_clock("cpu", 1) is time.thread_time  # what a step did, whatever else runs
     assert cost_clock("cpu", 8) is time.perf_counter and cost_clock("cuda", 1) is time.perf_counter

@@ -10,13 +10,13 @@ import time
 
 import torch
 
-from fairgate.backends.local.config import ModelConfig
-from fairgate.backends.local.engine import AsyncEngine
-from fairgate.backends.local.engine_config import EngineConfig
-from fairgate.backends.local.loader import load_weights
-from fairgate.backends.local.output import EngineStats
-from fairgate.backends.local.stats_log import EngineStatsLogger, interval
-from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.local.engine.async_engine import AsyncEngine
+from fairgate.backends.local.engine.config import EngineConfig
+from fairgate.backends.local.engine.output import EngineStats
+from fairgate.backends.local.engine.stats_log import EngineStatsLogger, interval
+from fairgate.backends.local.engine.types import SamplingParams
+from fairgate.backends.local.model.config import ModelConfig
+from fairgate.backends.local.model.loader import load_weights
 
 LOGGER = "fairgate.engine.stats"
 

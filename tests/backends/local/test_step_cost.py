@@ -8,11 +8,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fairgate.backends.local.backend import LocalBackend
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig
-from fairgate.backends.local.server import build_app
-from fairgate.backends.local.step_cost import StepCostMeter, StepCosts
-from fairgate.backends.local.types import SamplingParams
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.engine.step_cost import StepCostMeter, StepCosts
+from fairgate.backends.local.engine.types import SamplingParams
+from fairgate.backends.local.serving.backend import LocalBackend
+from fairgate.backends.local.serving.server import build_app
 from tests.backends.local.test_engine_metrics import scrape, serve, value
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import jsonschema
 
 from fairgate.backends.base import GenerationRequest
-from fairgate.backends.local.backend import LocalBackend
-from fairgate.backends.local.engine import AsyncEngine, EngineConfig
-from fairgate.backends.local.structured import GrammarRequest, GrammarState
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.sampling.structured import GrammarRequest, GrammarState
+from fairgate.backends.local.serving.backend import LocalBackend
 from tests.helpers.json_schemas import SCHEMAS
 
 

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from fairgate.backends.local.tokenizer import ChatTemplateError, Tokenizer
+from fairgate.backends.local.model.tokenizer import ChatTemplateError, Tokenizer
 
 transformers = pytest.importorskip("transformers")
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from fairgate.backends.local.json_scan import raw_arguments, scan_call, value_end
-from fairgate.backends.local.tool_stream import ToolCallStream
-from fairgate.backends.local.tools import ToolPlan
+from fairgate.backends.local.serving.json_scan import raw_arguments, scan_call, value_end
+from fairgate.backends.local.serving.tool_stream import ToolCallStream
+from fairgate.backends.local.serving.tools import ToolPlan
 
 TOOLS = [{"type": "function", "function": {"name": "weather"}}]
 

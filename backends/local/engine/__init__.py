@@ -1,0 +1,1 @@
+"""The engine: the async front, the synchronous core step, its configuration and composition root, outputs, metrics."""

@@ -1,0 +1,209 @@
+"""Llama-style decoder over a paged KV cache (Llama 2/3, Mistral, Qwen2).
+
+The model sees one flat, ragged batch per step: every new token of every sequence in one
+[num_tokens] row, decode tokens first, then prefill chunks. Attention writes new K/V through
+`kernels.write_kv` and reads through the paged attention kernels; nothing else touches the cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from fairgate import kernels
+from fairgate.backends.local.model.config import ModelConfig
+from fairgate.backends.local.model.rope import cos_sin_cache
+from fairgate.kernels.cpu_stack import NativeStack, StackLayer, StepRows
+
+
+@dataclass(slots=True)
+class AttentionMetadata:
+    """Per-step tensors shared by every layer (built once per step by the runner).
+
+    Tokens are ordered: the `num_decodes` decode rows first (one per token of a short input,
+    batch.DECODE_ROWS_MAX: each attends to its own position and those before it), then the
+    prefill chunks.
+    """
+
+    slot_mapping: torch.Tensor  # [num_tokens] int64
+    cos_sin: torch.Tensor  # [num_tokens, 2, head_dim], rows for each token's position
+    num_decodes: int
+    decode_block_tables: torch.Tensor | None  # [num_decodes, max_blocks] int32 (a row per decode row)
+    decode_seq_lens: torch.Tensor | None  # [num_decodes] int32, each row's position + 1
+    decode_max_seq_len: int
+    prefill_block_tables: torch.Tensor | None  # [num_prefills, max_blocks] int32
+    prefill_query_start_loc: torch.Tensor | None  # [num_prefills + 1] int32
+    prefill_seq_lens: torch.Tensor | None  # [num_prefills] int32
+
+
+class LayerKV(NamedTuple):
+    """One layer's share of the KV pool: K and V blocks [num_blocks, block_size, num_kv_heads, W]
+    and, for a quantized cache, their float16 scales [num_blocks, block_size, num_kv_heads, S]
+    (indexed by the same block ids; see kernels/kv_quant.py)."""
+
+    k: torch.Tensor
+    v: torch.Tensor
+    k_scale: torch.Tensor | None = None
+    v_scale: torch.Tensor | None = None
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        self.q_size, self.kv_size = cfg.q_size, cfg.kv_size
+        self.scale = cfg.head_dim**-0.5
+        self.qkv_proj = nn.Linear(cfg.hidden_size, cfg.q_size + 2 * cfg.kv_size, bias=cfg.qkv_bias)
+        self.o_proj = nn.Linear(cfg.q_size, cfg.hidden_size, bias=cfg.o_bias)
+
+    def forward(self, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
+        num_tokens = x.shape[0]
+        k_cache, v_cache, k_scale, v_scale = cache
+        qkv = self.qkv_proj(x)  # [T, (H + 2 Hkv) * D]
+        # q and k rotate, k and v go to their cache slots: one pass on the CPU. q: [T, H, D]
+        q = kernels.rope_write_kv(qkv, meta.cos_sin, k_cache, v_cache, meta.slot_mapping, self.num_heads,
+                                  k_scale, v_scale)
+        scales = (k_scale, v_scale)
+
+        nd = meta.num_decodes
+        if nd == num_tokens:  # decode-only step: no copy into a shared output
+            out = kernels.paged_decode_attention(
+                q, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
+                self.scale, meta.decode_max_seq_len, *scales,
+            )
+        elif nd == 0:
+            out = kernels.paged_prefill_attention(
+                q, k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
+                meta.prefill_seq_lens, self.scale, *scales,
+            )
+        else:
+            out = torch.empty_like(q)  # [T, H, D]
+            out[:nd] = kernels.paged_decode_attention(
+                q[:nd], k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
+                self.scale, meta.decode_max_seq_len, *scales,
+            )
+            out[nd:] = kernels.paged_prefill_attention(
+                q[nd:], k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
+                meta.prefill_seq_lens, self.scale, *scales,
+            )
+        return self.o_proj(out.reshape(num_tokens, self.q_size))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.intermediate = cfg.intermediate_size
+        self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=cfg.mlp_bias)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=cfg.mlp_bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if getattr(self.gate_up_proj, "fused_swiglu", False):  # a panel linear that applies it itself
+            return self.down_proj(self.gate_up_proj(x))
+        gate_up = self.gate_up_proj(x)  # [T, 2 I]
+        return self.down_proj(kernels.silu_mul(gate_up))  # SwiGLU: silu(gate) * up, [T, I]
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, size: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+        """norm(x); with `residual`, residual += x in place first and the sum is normalised."""
+        return kernels.rms_norm(x, self.weight, self.eps, residual)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.input_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.attn = Attention(cfg)
+        self.post_attn_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = MLP(cfg)
+
+    def forward(self, h: torch.Tensor, pending: torch.Tensor | None, cache: LayerKV,
+                meta: AttentionMetadata) -> torch.Tensor:
+        """Returns this layer's MLP output, not yet added to the residual stream `h`: the next
+        norm adds it (one pass for the add and the norm). `pending` is the previous layer's.
+        h is this step's own activation buffer (from the embedding), updated in place."""
+        x = self.input_norm(h) if pending is None else self.input_norm(pending, h)
+        x = self.post_attn_norm(self.attn(x, cache, meta), h)
+        return self.mlp(x)
+
+
+class DecoderModel(nn.Module):
+    """Embedding, decoder layers, final norm and LM head. Parameter names match `loader`."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        self.cos_sin: torch.Tensor | None = None  # [max_positions, 2, head_dim], set by from_state_dict
+        self.native_stack: NativeStack | None = None  # every layer in one native call (attach_native_stack)
+
+    @classmethod
+    def from_state_dict(
+        cls, cfg: ModelConfig, state: dict[str, torch.Tensor], max_positions: int,
+        modules: dict[str, nn.Module] | None = None,
+    ) -> DecoderModel:
+        """Build without allocating random weights, then adopt `state` (from `loader`).
+
+        `modules` replaces submodules by dotted name before the weights load (quantized
+        linears, whose tensors are then not in `state`).
+        """
+        with torch.device("meta"):
+            model = cls(cfg)
+        for name, module in (modules or {}).items():
+            parent, _, leaf = name.rpartition(".")
+            setattr(model.get_submodule(parent), leaf, module)
+        model.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
+        if cfg.tie_word_embeddings:
+            model.lm_head.weight = model.embed_tokens.weight
+        missing = [n for n, p in model.named_parameters() if p.is_meta]
+        if missing:
+            raise KeyError(f"weights missing from checkpoint: {missing[:5]}")
+        weight = model.embed_tokens.weight
+        model.cos_sin = cos_sin_cache(cfg, max_positions, weight.dtype, weight.device)
+        model.requires_grad_(False)
+        return model.eval()
+
+    def attach_native_stack(self) -> bool:
+        """Run every layer of a step in one native call (kernels/cpu_stack.py: the same kernels in
+        the same order, so the same bits) where the weights allow: float32 panel linears on the
+        CPU, a SwiGLU-fused gate/up. Steps on caches it does not take still run per op."""
+        layers = [StackLayer(layer.input_norm.weight, layer.attn.qkv_proj, layer.attn.o_proj,
+                             layer.post_attn_norm.weight, layer.mlp.gate_up_proj, layer.mlp.down_proj)
+                  for layer in self.layers]
+        cfg = self.cfg
+        self.native_stack = kernels.native_stack(layers, self.norm.weight, cfg.num_heads, cfg.num_kv_heads,
+                                                 cfg.head_dim, cfg.rms_norm_eps)
+        return self.native_stack is not None
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # [T] int64
+        kv_caches: list[LayerKV],
+        meta: AttentionMetadata,
+    ) -> torch.Tensor:  # [T, hidden] after the final norm
+        h = self.embed_tokens(input_ids)  # [T, hidden], the residual stream
+        if self.native_stack is not None:
+            rows = StepRows(meta.cos_sin, meta.slot_mapping, meta.num_decodes, meta.decode_block_tables,
+                            meta.decode_seq_lens, meta.prefill_block_tables, meta.prefill_query_start_loc,
+                            meta.prefill_seq_lens)
+            out = self.native_stack(h, kv_caches, rows)
+            if out is not None:
+                return out
+        pending = None
+        for layer, cache in zip(self.layers, kv_caches, strict=True):
+            pending = layer(h, pending, cache, meta)
+        return self.norm(h) if pending is None else self.norm(pending, h)
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [N, vocab] float32
+        return self.lm_head(hidden).float()

@@ -1,0 +1,1 @@
+"""Sampling: logits processors, greedy and sampled tokens, logprobs, structured-output masks."""

@@ -1,0 +1,226 @@
+"""From a parsed OpenAI request to what the local engine runs: prompt token ids (the model's
+tokenizer and chat template) and `SamplingParams`.
+
+`parse_request` (backends/openai_wire) has already checked types and shapes; this step adds
+what only this engine knows: the served model's name, its context length and vocabulary, and
+the fields it cannot honour (tools, response_format, ...), which are refused by name rather
+than ignored. Penalties, bias and logprobs fields are read in sampling_fields.py.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from fairgate.backends.base import Kind
+from fairgate.backends.local.engine.types import SamplingParams
+from fairgate.backends.local.sampling.fields import read_sampling_fields
+from fairgate.backends.local.sampling.structured import (
+    GrammarRequest,
+    StructuredCompiler,
+    read_grammar_request,
+)
+from fairgate.backends.local.serving.tools import ToolPlan, read_tools
+from fairgate.backends.openai_wire import (
+    WireError,
+    WireRequest,
+    bad_value,
+    check_completion_fits,
+    check_prompt_fits,
+    completion_room,
+    parse_request,
+)
+from fairgate.backends.openai_wire.request import is_int
+
+
+class PromptTokenizer(Protocol):
+    def encode(self, text: str) -> list[int]: ...
+    def encode_chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> list[int]: ...
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
+
+
+@dataclass(slots=True)
+class ModelInfo:
+    """What preparing a request needs to know about the served model."""
+
+    name: str
+    max_model_len: int
+    tokenizer: PromptTokenizer
+    vocab_size: int | None = None  # None: token ids are checked at admission only
+    grammars: StructuredCompiler | None = None  # None: structured output is refused
+    tool_parser: str = "hermes"  # how the model writes tool calls (tool_parsers.PARSERS)
+
+
+@dataclass(slots=True)
+class EngineRequest:
+    """A request ready for `AsyncEngine.add_request`."""
+
+    kind: Kind
+    model: str
+    prompt_token_ids: list[int]
+    sampling: SamplingParams
+    stream: bool
+    include_usage: bool
+    echo_text: str | None = None  # completions with echo: the prompt text, returned first
+    # Completions with a batch of prompts: every prompt's ids (the first is prompt_token_ids)
+    # and echo text; n choices each.
+    prompt_batch: list[list[int]] = field(default_factory=list)
+    echo_batch: list[str] = field(default_factory=list)
+    n: int = 1
+    tools: ToolPlan | None = None  # chat with `tools`: how replies become tool calls
+    continuous_usage: bool = False  # usage (running totals) on every streamed chunk
+
+
+def parse_for_engine(kind: Kind, body: Any, info: ModelInfo) -> EngineRequest:
+    """The engine server's whole reading of a body: the wire check, the served model's name,
+    then `prepare`. Raises `WireError` on anything this engine cannot serve."""
+    wire = parse_request(kind, body, require_model=False)
+    if wire.model is not None and wire.model != info.name:
+        raise WireError(404, f"The model `{wire.model}` does not exist. This server serves `{info.name}`.",
+                        "model_not_found", "model")
+    return prepare(wire, body, info)
+
+
+def prepare(wire: WireRequest, body: dict[str, Any], info: ModelInfo) -> EngineRequest:
+    """Tokenize and build sampling for an already parsed request (any model name: the gateway
+    routed it here)."""
+    if wire.has_stream_options and not wire.stream:
+        raise bad_value("stream_options is only allowed when stream is true", "stream_options")
+    _refuse_unsupported(wire.kind, body)
+    plan, tool_grammar = read_tools(body, info.tool_parser) if wire.kind == "chat" else (None, None)
+    if wire.kind == "chat":
+        batch = [_chat_prompt(wire, info, plan.tools if plan else None)]
+    else:
+        batch = [_completion_prompt(p, info) for p in (wire.prompts or [wire.prompt])]
+    sampling = _sampling(wire, body, max(len(ids) for ids in batch), info)
+    sampling.grammar = _grammar(read_grammar_request(body), tool_grammar, info)
+    # Draft verification samples from the raw distribution: requests whose logits are processed
+    # (penalties, bias, min_p/min_tokens, grammars) or who want logprobs run unspeculated.
+    if sampling.needs_processing or sampling.grammar is not None or sampling.min_p > 0 \
+            or sampling.logprobs is not None or sampling.prompt_logprobs is not None or wire.speculative is False:
+        sampling.speculative = False
+    echoes: list[str] = []
+    if wire.kind == "completion" and body.get("echo"):
+        echoes = [p if isinstance(p, str) else info.tokenizer.decode(ids)
+                  for p, ids in zip(wire.prompts or [wire.prompt], batch, strict=True)]
+    return EngineRequest(wire.kind, wire.model or info.name, batch[0], sampling, wire.stream, wire.include_usage,
+                         echoes[0] if echoes else None, batch, echoes, wire.n, plan, wire.continuous_usage)
+
+
+def _grammar(fmt: GrammarRequest | None, tools: GrammarRequest | None, info: ModelInfo) -> Any:
+    """The compiled grammar of a structured-output or forced-tool request (None: free text)."""
+    if fmt is not None and tools is not None:
+        raise bad_value("a forced tool call and response_format cannot be combined", "tool_choice")
+    grammar = fmt or tools
+    if grammar is None:
+        return None
+    if info.grammars is None:
+        raise bad_value("structured output is not available on this engine", grammar.param)
+    return info.grammars.compile(grammar)
+
+
+def _refuse_unsupported(kind: Kind, body: dict[str, Any]) -> None:
+    best_of = _opt(body, "best_of", int)
+    if best_of is not None and best_of != 1:
+        raise bad_value("best_of is not supported", "best_of")
+    if kind == "completion" and body.get("suffix") not in (None, ""):
+        raise bad_value("suffix is not supported", "suffix")
+    if kind == "completion" and body.get("tools") is not None:
+        raise bad_value("tools apply to chat completions", "tools")
+    for name in _VLLM_UNSUPPORTED:
+        if body.get(name) is not None:
+            raise bad_value(f"{name} is not supported by this engine", name)
+
+
+_VLLM_UNSUPPORTED = ("guided_grammar", "guided_decoding_backend", "prompt_logprobs", "allowed_token_ids", "bad_words", "truncate_prompt_tokens")
+
+
+def _completion_prompt(prompt: str | list[int], info: ModelInfo) -> list[int]:
+    if isinstance(prompt, str):
+        if not prompt:
+            raise bad_value("prompt must not be empty", "prompt")
+        ids = info.tokenizer.encode(prompt)
+    else:
+        ids = list(prompt)
+    check_prompt_fits(len(ids), info.max_model_len, "prompt")
+    return ids
+
+
+_MESSAGE_FIELDS = ("name", "tool_calls", "tool_call_id")  # what templates read besides role/content
+
+
+def _template_message(m: dict[str, Any], i: int) -> dict[str, Any]:
+    """A message as the chat template sees it (as transformers passes it): text content, the
+    tool fields kept, and OpenAI's `developer` role as `system` (what open models know)."""
+    out: dict[str, Any] = {"role": "system" if m["role"] == "developer" else m["role"],
+                           "content": _message_text(m.get("content"), i)}
+    for key in _MESSAGE_FIELDS:
+        if m.get(key) is not None:
+            out[key] = m[key]
+    return out
+
+
+def _chat_prompt(wire: WireRequest, info: ModelInfo, tools: list[dict[str, Any]] | None) -> list[int]:
+    clean = [_template_message(m, i) for i, m in enumerate(wire.messages)]
+    try:
+        ids = info.tokenizer.encode_chat(clean, tools=tools) if tools else info.tokenizer.encode_chat(clean)
+    except Exception as exc:  # noqa: BLE001 - template errors (e.g. raise_exception) are the client's
+        raise bad_value(f"could not apply the chat template: {exc}", "messages") from None
+    check_prompt_fits(len(ids), info.max_model_len, "messages")
+    return list(ids)
+
+
+def _message_text(content: Any, i: int) -> str:
+    """The parser accepted the shape; the engine reads text parts only."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if not all(part.get("type") == "text" and isinstance(part.get("text"), str) for part in content):
+        raise bad_value(f"messages[{i}].content: only text parts are supported", "messages")
+    return "".join(part["text"] for part in content)
+
+
+def _sampling(wire: WireRequest, body: dict[str, Any], n_prompt: int, info: ModelInfo) -> SamplingParams:
+    max_tokens = wire.max_tokens
+    if max_tokens is None:
+        max_tokens = completion_room(info.max_model_len, n_prompt)
+    check_completion_fits(n_prompt, max_tokens, info.max_model_len)
+    if wire.temperature is not None and not 0 <= wire.temperature <= 2:
+        raise bad_value("temperature must be between 0 and 2", "temperature")
+    if wire.top_p is not None and not 0 < wire.top_p <= 1:
+        raise bad_value("top_p must be in (0, 1]", "top_p")
+    if wire.top_k is not None and wire.top_k < -1:
+        raise bad_value("top_k must be -1 (off), 0 (off) or positive", "top_k")
+    if not all(wire.stop):
+        raise bad_value("stop must be a non-empty string or a list of them", "stop")
+    stop_ids = body.get("stop_token_ids") or []
+    if not isinstance(stop_ids, list) or not all(is_int(t) and t >= 0 for t in stop_ids):
+        raise bad_value("stop_token_ids must be a list of token ids", "stop_token_ids")
+    _opt(body, "user", str)  # accepted and ignored
+    extra = read_sampling_fields(wire.kind, body, info.vocab_size)
+    if extra.min_tokens > max_tokens:
+        raise bad_value("min_tokens must not exceed max_tokens", "min_tokens")
+    return SamplingParams(
+        max_tokens=max_tokens,
+        temperature=1.0 if wire.temperature is None else wire.temperature,
+        top_p=1.0 if wire.top_p is None else wire.top_p,
+        top_k=max(wire.top_k or 0, 0),
+        seed=wire.seed,
+        stop=list(wire.stop),
+        stop_token_ids=list(stop_ids),
+        ignore_eos=bool(_opt(body, "ignore_eos", bool)),
+        **extra.params_kwargs(),
+    )
+
+
+def _opt(body: dict[str, Any], name: str, kind: type) -> Any:
+    """An engine-only field's value if present and of the right JSON type, None if absent."""
+    v = body.get(name)
+    if v is None:
+        return None
+    ok = {int: is_int(v), float: (is_int(v) or isinstance(v, float)) and math.isfinite(v),
+          bool: isinstance(v, bool), str: isinstance(v, str)}[kind]
+    if not ok:
+        names = {int: "an integer", float: "a number", bool: "a boolean", str: "a string"}
+        raise bad_value(f"{name} must be {names[kind]}", name)
+    return v

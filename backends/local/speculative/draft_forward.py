@@ -1,0 +1,155 @@
+"""The draft model's forward pass as plain function calls, for its many tiny steps.
+
+A draft proposes k tokens with k forward passes of a batch of one token per sequence; at batch
+1 on the CPU such a pass is almost all per-call overhead: nn.Module dispatch (a dozen module
+calls per layer) and the packed oneDNN linears, which cost ~10 us a call more than `F.linear`
+on one row (kernels/cpu_linear.py packs for steps of many rows). `LeanForward` runs the same
+computation as `DecoderModel.forward` (model.py: pre-norm Llama layers, fused QKV and
+gate/up projections, RoPE, paged KV through the kernel dispatchers) from dense weights of its
+own, as a loop over layers with no modules. It serves any batch the model does (decode and
+prefill chunks), so round 0's catch-up runs on it too. The draft's guesses only need to be
+deterministic: the target verifies every one, so float32 rounding that differs from the
+packed path cannot change an output.
+
+A decode-only step (one token per sequence: the proposer's rounds j >= 1) on float32 CPU
+weights and an unquantized cache runs as one native call instead (kernels/cpu_draft.py):
+the same computation, only the linears' summation order differs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from fairgate import kernels
+from fairgate.backends.local.model.config import ModelConfig
+from fairgate.backends.local.model.llama import AttentionMetadata, DecoderModel, LayerKV
+from fairgate.backends.local.model.loader import load_weights
+from fairgate.kernels.cpu_draft import DecodeRound, LayerWeights
+from fairgate.kernels.quant_format import QuantMethod, quantize_weight
+from fairgate.kernels.quant_linear import QuantLinear
+
+
+class LeanForward:
+    """`DecoderModel.forward` without nn.Module calls: `hidden(input_ids, kv_caches, meta)`, then
+    `logits(hidden)`."""
+
+    def __init__(self, model: DecoderModel, state: dict[str, torch.Tensor], int8_head: bool = True) -> None:
+        cfg = model.cfg
+        self.cfg = cfg
+        self.embed = model.embed_tokens.weight
+        # dense, not the model's packed lm_head: one row a round (a tied head is the embedding)
+        self.lm_head = self.embed if cfg.tie_word_embeddings else state["lm_head.weight"]
+        self._head = _int8_head(self.lm_head) if int8_head else None
+        fused = kernels.fused_ops(self.embed)  # bound once: a round makes seven such calls
+        self._rms_norm, self._silu_mul = fused.rms_norm, fused.silu_mul
+        self.norm = model.norm.weight
+        self.cos_sin = model.cos_sin
+        self.layers = [self._layer(model, state, i) for i in range(cfg.num_layers)]
+        self._round = _native_round(cfg, self.embed, self.norm, self.cos_sin, self.layers)  # decode steps, or None
+
+    @classmethod
+    def load(cls, model_dir: str | Path, cfg: ModelConfig, model: DecoderModel,
+             int8_head: bool = True) -> LeanForward | None:
+        """From the folder's weights as the runner loaded them; None for a quantized folder
+        (its linears are not dense: the draft then runs through its model). `int8_head`:
+        the head on int8 codes where the native kernels run (`_int8_head`)."""
+        if cfg.quantization is not None:
+            return None
+        weight = model.embed_tokens.weight
+        state = load_weights(model_dir, cfg, weight.dtype, weight.device, progress=False)
+        return cls(model, state, int8_head)
+
+    @staticmethod
+    def _layer(model: DecoderModel, state: dict[str, torch.Tensor], i: int) -> LayerWeights:
+        p = f"layers.{i}."
+        layer = model.layers[i]
+        return LayerWeights(
+            layer.input_norm.weight, state[p + "attn.qkv_proj.weight"], state.get(p + "attn.qkv_proj.bias"),
+            state[p + "attn.o_proj.weight"], state.get(p + "attn.o_proj.bias"), layer.post_attn_norm.weight,
+            state[p + "mlp.gate_up_proj.weight"], state.get(p + "mlp.gate_up_proj.bias"),
+            state[p + "mlp.down_proj.weight"], state.get(p + "mlp.down_proj.bias"),
+        )
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[N, vocab] float32, as `DecoderModel.compute_logits` (from int8 weights on the CPU)."""
+        if self._head is not None:
+            return self._head(hidden)
+        return F.linear(hidden, self.lm_head).float()
+
+    def hidden(self, input_ids: torch.Tensor, kv_caches: list[LayerKV], meta: AttentionMetadata) -> torch.Tensor:
+        """[T, hidden] after the final norm, as `DecoderModel.forward` returns."""
+        if self._round is not None and meta.num_decodes == input_ids.shape[0] and kv_caches[0][2] is None:
+            out = self._round(input_ids, kv_caches, meta.cos_sin, meta.slot_mapping, meta.decode_block_tables,
+                              meta.decode_seq_lens)
+            if out is not None:
+                return out
+        eps, rms_norm = self.cfg.rms_norm_eps, self._rms_norm
+        h = F.embedding(input_ids, self.embed)  # [T, hidden], the residual stream
+        pending = None
+        for layer, cache in zip(self.layers, kv_caches, strict=True):
+            x = rms_norm(h, layer.input_norm, eps) if pending is None else rms_norm(pending, layer.input_norm, eps, h)
+            x = rms_norm(self._attention(layer, x, cache, meta), layer.post_norm, eps, h)
+            pending = F.linear(self._silu_mul(F.linear(x, layer.gate_up, layer.gate_up_bias)),
+                               layer.down, layer.down_bias)
+        return rms_norm(h, self.norm, eps) if pending is None else rms_norm(pending, self.norm, eps, h)
+
+    def decode_hidden(self, input_ids: torch.Tensor, kv_caches: list[LayerKV], positions: torch.Tensor,
+                      block_tables: torch.Tensor) -> torch.Tensor | None:
+        """`hidden` of one decode token per sequence (`input_ids` [B] at `positions` [B] int64,
+        `block_tables` [B, W] int32) in one native call; None where that does not run (the
+        caller builds the step's metadata and calls `hidden`)."""
+        if self._round is None or kv_caches[0][2] is not None:
+            return None
+        return self._round.at_positions(input_ids, kv_caches, positions, block_tables)
+
+    def _attention(self, layer: LayerWeights, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
+        cfg = self.cfg
+        num_tokens, q_size, d = x.shape[0], cfg.q_size, cfg.head_dim
+        qkv = F.linear(x, layer.qkv, layer.qkv_bias)  # [T, (H + 2 Hkv) * D]
+        k_cache, v_cache, k_scale, v_scale = cache
+        # q and k rotate, k and v go to their cache slots (one native pass on the CPU); q: [T, H, D]
+        q = kernels.rope_write_kv(qkv, meta.cos_sin, k_cache, v_cache, meta.slot_mapping, cfg.num_heads,
+                                  k_scale, v_scale)
+        scale, nd = d**-0.5, meta.num_decodes
+        if nd == num_tokens:
+            out = kernels.paged_decode_attention(q, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
+                                                 scale, meta.decode_max_seq_len, k_scale, v_scale)
+        else:
+            out = torch.empty_like(q)  # [T, H, D]
+            if nd:
+                out[:nd] = kernels.paged_decode_attention(
+                    q[:nd], k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens, scale,
+                    meta.decode_max_seq_len, k_scale, v_scale)
+            out[nd:] = kernels.paged_prefill_attention(
+                q[nd:], k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
+                meta.prefill_seq_lens, scale, k_scale, v_scale)
+        return F.linear(out.reshape(num_tokens, q_size), layer.o, layer.o_bias)
+
+
+def _native_round(cfg: ModelConfig, embed: torch.Tensor, norm: torch.Tensor, cos_sin: torch.Tensor | None,
+                  layers: list[LayerWeights]) -> DecodeRound | None:
+    """The one-call decode round where the native CPU kernels run, else None."""
+    if cos_sin is None or embed.device.type != "cpu" or kernels.kernel_mode() in ("reference", "triton"):
+        return None
+    return DecodeRound.build(embed, norm, cos_sin, layers, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.rms_norm_eps)
+
+
+INT8_HEAD_MIN_BYTES = 1 << 20  # a float head smaller than this stays in a core's cache between rounds
+
+
+def _int8_head(weight: torch.Tensor) -> QuantLinear | None:
+    """The head as an int8 layer on the native CPU kernels, or None (elsewhere, or without them).
+
+    The head is most of a small draft's round (vocab x hidden floats read for one row: 60 us
+    for 6144 x 128 here); int8 codes are a quarter of that memory and the int8-activation
+    kernel takes 23 us. The head only ranks the draft's guesses, which the target verifies:
+    rounding there can change a guess (the acceptance the bench measures), never an output."""
+    if weight.device.type != "cpu" or weight.dtype != torch.float32 or kernels.kernel_mode() in ("reference", "triton"):
+        return None
+    if weight.numel() * weight.element_size() < INT8_HEAD_MIN_BYTES:  # in cache anyway: float is as fast
+        return None
+    head = QuantLinear(quantize_weight(weight.detach(), QuantMethod.parse("int8-a8")), None, native=True)
+    return head if head.native else None

@@ -1,0 +1,1 @@
+"""Admin REST (Bearer admin token): tenants, keys, quotas, backends, pools, routing, usage, costs, advice."""

@@ -1,0 +1,38 @@
+"""`GET /admin/advice?window=24h`: `fairgate advise` over the running gateway (its database and
+its own metrics), as JSON — what `fairgate advise --gateway-url` and a dashboard panel read."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from starlette.requests import Request
+from starlette.routing import Route
+
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway.admin.routes import admin_route
+from fairgate.gateway.observability.advise import advice_json, advise_for, parse_window
+from fairgate.gateway.state import GatewayState, state_of
+
+
+@admin_route
+async def get_advice(request: Request) -> Any:
+    text = request.query_params.get("window", "24h")
+    try:
+        window = parse_window(text)
+    except ValueError as exc:
+        raise WireError(400, str(exc), "invalid_value", "window") from None
+    items = await asyncio.to_thread(advise_for, state_of(request.app), window)
+    return {"window": text, "object": "list", "data": advice_json(items)}
+
+
+async def advice_panel(state: GatewayState, hours: int) -> list[dict[str, Any]]:
+    """The dashboard's advice panel (gateway/dashboard): the same advice over the page's window."""
+    items = await asyncio.to_thread(advise_for, state, timedelta(hours=hours))
+    return [{"title": f"{a.route} · {a.model}: {a.finding}", "lever": a.lever or "nothing to change",
+             "why": a.message, "numbers": a.numbers} for a in items]
+
+
+def routes() -> list[Route]:
+    return [Route("/admin/advice", get_advice, methods=["GET"])]

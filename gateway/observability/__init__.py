@@ -1,0 +1,1 @@
+"""What operators read: Prometheus metrics, the routing audit, `fairgate advise`."""

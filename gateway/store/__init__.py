@@ -1,0 +1,1 @@
+"""The database: engine and migrations, the tables, the row writer, upstream secrets at rest."""
