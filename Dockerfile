@@ -18,7 +18,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 # torch from the CPU index: the default wheel drags in 2 GB of CUDA libraries a gateway never uses
 RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0"
-COPY pyproject.toml README.md __init__.py ./
+COPY pyproject.toml README.md ./
 COPY backends ./backends
 COPY gateway ./gateway
 COPY kernels ./kernels
@@ -42,7 +42,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 RUN pip3 install --index-url https://download.pytorch.org/whl/cu128 "torch==2.13.0"
-COPY pyproject.toml README.md __init__.py ./
+COPY pyproject.toml README.md ./
 COPY backends ./backends
 COPY gateway ./gateway
 COPY kernels ./kernels
