@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from fairgate.backends.breaker import Breaker
     from fairgate.backends.openai_wire.request import WireRequest
 
 Kind = Literal["chat", "completion", "embedding"]
@@ -25,16 +26,18 @@ class BackendError(Exception):
 
     `status` is the HTTP status to show the client (or that the upstream answered);
     `retryable` says whether a fallback backend may be tried; `code` and `param` are the
-    OpenAI error code and offending field when the backend knows them.
+    OpenAI error code and offending field when the backend knows them; `headers` go out with
+    the client's error (a breaker's Retry-After).
     """
 
     def __init__(self, message: str, status: int = 502, retryable: bool = True, *,
-                 code: str | None = None, param: str | None = None) -> None:
+                 code: str | None = None, param: str | None = None, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
         self.code = code
         self.param = param
+        self.headers = headers or {}
 
 
 @dataclass(slots=True, frozen=True)
@@ -129,6 +132,19 @@ class Backend(Protocol):
 
     @property
     def capabilities(self) -> Capabilities: ...
+
+    @property
+    def breaker(self) -> Breaker | None:
+        """The circuit breaker guarding this backend's upstream (health, admin and metrics read
+        it); None where there is no upstream of its own (the in-process engine, a pool, whose
+        replicas each have one)."""
+        ...
+
+    @property
+    def token_decoder(self) -> TokenDecoder | None:
+        """The served model's tokenizer where this backend holds it (the gateway reads token-id
+        prompts with it), else None."""
+        ...
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
         """The full OpenAI response object (non-streaming), with `usage`."""

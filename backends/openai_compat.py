@@ -79,6 +79,7 @@ class OpenAICompatBackend:
         policy = BreakerPolicy(probe_timeout_s=(max_retries + 1) * (timeout_s + MAX_RETRY_AFTER_S))
         self.breaker = breaker or Breaker(policy, on_change=lambda t: log_transition(name, t))
         self.capabilities = LOCAL_ENGINE if is_local else EXTERNAL
+        self.token_decoder = None  # token-id prompts to another server are read as unreadable
 
     @property
     def model_name(self) -> str | None:

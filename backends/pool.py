@@ -23,7 +23,14 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fairgate.backends.base import Backend, BackendError, Capabilities, Chunk, GenerationRequest
+from fairgate.backends.base import (
+    Backend,
+    BackendError,
+    Capabilities,
+    Chunk,
+    GenerationRequest,
+    TokenDecoder,
+)
 from fairgate.backends.pool_load import LoadReading, read_load
 from fairgate.backends.pool_prefix import PrefixKeyer
 from fairgate.backends.pool_routing import Policy, PoolChoice, ReplicaLoad, choose
@@ -127,12 +134,14 @@ class PoolBackend:
         self._probe: asyncio.Task[None] | None = None
         self.update(specs)
 
+    breaker = None  # each replica's backend has its own (`status`, the breaker metrics)
+
     @property
     def model_name(self) -> str | None:
         return self.model
 
     @property
-    def token_decoder(self) -> Any:
+    def token_decoder(self) -> TokenDecoder | None:
         """The pool's model tokenizer when it has one (its `tokenizer` folder), else None: the
         gateway reads token-id prompts with it (a `backends.base.TokenDecoder`)."""
         return self.keyer.tokenizer
@@ -270,7 +279,7 @@ class PoolBackend:
         return [{"name": r.name, "base_url": r.spec.base_url, "healthy": r.healthy, "draining": r.spec.draining,
                  "outstanding": r.outstanding, "kv_usage": r.kv_usage, "requests": r.requests,
                  "failures": r.failures, "ejections": r.ejections, "routed": dict(r.routed),
-                 "breaker": breaker.snapshot() if (breaker := getattr(r.backend, "breaker", None)) else None}
+                 "breaker": r.backend.breaker.snapshot() if r.backend.breaker else None}
                 for r in self.replicas.values()]
 
     async def aclose(self) -> None:

@@ -45,6 +45,8 @@ class InstantBackend:
     is_local = False
     context_length = None
     capabilities = Capabilities()
+    breaker = None
+    token_decoder = None
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
         return {"id": response_id(request.kind, request.request_id), "object": "chat.completion", "created": 0,

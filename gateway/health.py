@@ -39,7 +39,7 @@ def version() -> str:
 def backend_ready(backend: Any) -> bool:
     if isinstance(backend, PoolBackend):
         return any(r.routable for r in backend.replicas.values())
-    breaker = getattr(backend, "breaker", None)  # OpenAICompatBackend's; open = an upstream outage
+    breaker = backend.breaker  # an upstream's; open = an upstream outage
     return breaker is None or breaker.state is not State.OPEN
 
 

@@ -35,10 +35,9 @@ class WireError(BackendError):
                  type: str | None = None, headers: dict[str, str] | None = None,
                  retryable: bool | None = None) -> None:
         super().__init__(message, status=status, retryable=status >= 500 if retryable is None else retryable,
-                         code=code, param=param)
+                         code=code, param=param, headers=headers)
         self.message = message
         self.type = type or error_type(status)
-        self.headers = headers or {}
 
     def body(self) -> dict[str, Any]:
         return error_body(self.status, self.message, self.code, self.param, self.type)

@@ -299,7 +299,8 @@ async def list_backends(request: Request) -> Any:
 
 
 def with_live(request: Request, row: dict[str, Any]) -> dict[str, Any]:
-    breaker = getattr(state_of(request.app).backends.get(row["name"]), "breaker", None)
+    backend = state_of(request.app).backends.get(row["name"])
+    breaker = backend.breaker if backend is not None else None
     return {**row, "live": {"breaker": breaker.snapshot()} if breaker is not None else None}
 
 

@@ -26,9 +26,8 @@ def breakers(backends: Mapping[str, Any]) -> Iterator[tuple[str, Breaker]]:
     for backend in backends.values():
         members = [r.backend for r in backend.replicas.values()] if isinstance(backend, PoolBackend) else [backend]
         for member in members:
-            breaker = getattr(member, "breaker", None)
-            if isinstance(breaker, Breaker):
-                yield member.name, breaker
+            if member.breaker is not None:
+                yield member.name, member.breaker
 
 
 class BreakerCollector(Collector):

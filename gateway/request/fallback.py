@@ -53,4 +53,4 @@ def no_backend_error(adm: Admitted, err: BackendError | None) -> WireError:
         return WireError(503, "No local backend can take this sensitive request.", "no_local_backend")
     return WireError(err.status if 400 <= err.status < 600 else 502, str(err),
                      err.code or ("upstream_error" if err.status >= 500 else "invalid_request"), err.param,
-                     headers=getattr(err, "headers", None))  # a breaker's Retry-After reaches the client
+                     headers=err.headers)  # a breaker's Retry-After reaches the client

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
-from fairgate.backends.base import TokenDecoder
 from fairgate.gateway.request.classification import Classifier
 from fairgate.policies.complexity import complexity_score
 from fairgate.policies.request_texts import readable_parts
@@ -177,9 +176,8 @@ class Router:
             plan = evaluate(self.rules, facts, self.locality, aliases=self.aliases)
         except RoutingError:
             return None
-        decoders = (getattr(self.backends[n], "token_decoder", None) for n in plan.backends
-                    if self.backends[n].is_local)
-        decoder = next((d for d in decoders if isinstance(d, TokenDecoder)), None)
+        decoders = (self.backends[n].token_decoder for n in plan.backends if self.backends[n].is_local)
+        decoder = next((d for d in decoders if d is not None), None)
         if decoder is None:
             return None
         size = decoder.vocab_size

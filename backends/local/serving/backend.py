@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from fairgate.backends.base import Capabilities, Chunk, GenerationRequest
+from fairgate.backends.base import Capabilities, Chunk, GenerationRequest, TokenDecoder
 from fairgate.backends.local.engine.async_engine import AsyncEngine
 from fairgate.backends.local.engine.config import EngineConfig
 from fairgate.backends.local.engine.output import EngineStats, RequestOutput, RequestRejected
@@ -45,6 +45,7 @@ class LocalBackend:
 
     is_local = True
     capabilities = CAPABILITIES
+    breaker = None  # no upstream: the engine is in this process
 
     def __init__(self, engine: AsyncEngine, name: str = "local", model_name: str | None = None) -> None:
         self.engine = engine
@@ -58,7 +59,7 @@ class LocalBackend:
         return self.engine.max_model_len
 
     @property
-    def token_decoder(self) -> Any:
+    def token_decoder(self) -> TokenDecoder:
         """The served model's tokenizer (a `backends.base.TokenDecoder`): the gateway reads
         token-id prompts with it."""
         return self.engine.tokenizer
