@@ -25,4 +25,5 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	mkdir -p $(VENV)/mypy-path && ln -sfn ../.. $(VENV)/mypy-path/fairgate
 	$(BIN)/mypy
