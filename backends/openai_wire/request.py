@@ -215,6 +215,14 @@ def _check_types(body: dict[str, Any]) -> None:
         v = body.get(name)
         if v is not None and not is_int(v) and not (name == "logprobs" and isinstance(v, bool)):
             raise bad_value(f"`{name}` must be an integer", name)
+    # the sampling ranges, once, here: OpenAI's for temperature and top_p, vLLM's for top_k
+    temperature, top_p, top_k = body.get("temperature"), body.get("top_p"), body.get("top_k")
+    if temperature is not None and not 0 <= temperature <= 2:
+        raise bad_value("temperature must be between 0 and 2", "temperature")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise bad_value("top_p must be in (0, 1]", "top_p")
+    if top_k is not None and top_k < -1:
+        raise bad_value("top_k must be -1 (off), 0 (off) or positive", "top_k")
 
 
 def _float(body: dict[str, Any], name: str) -> float | None:
@@ -226,7 +234,11 @@ def _stop(stop: Any) -> list[str]:
     if stop is None:
         return []
     if isinstance(stop, str):
+        if not stop:
+            raise bad_value("stop must be a non-empty string or a list of them", "stop")
         return [stop]
     if isinstance(stop, list) and all(isinstance(s, str) for s in stop):
+        if not all(stop):
+            raise bad_value("stop must be a non-empty string or a list of them", "stop")
         return list(stop)
     raise bad_value("`stop` must be a string or a list of strings", "stop")

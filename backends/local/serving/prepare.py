@@ -185,14 +185,7 @@ def _sampling(wire: WireRequest, body: dict[str, Any], n_prompt: int, info: Mode
     if max_tokens is None:
         max_tokens = completion_room(info.max_model_len, n_prompt)
     check_completion_fits(n_prompt, max_tokens, info.max_model_len)
-    if wire.temperature is not None and not 0 <= wire.temperature <= 2:
-        raise bad_value("temperature must be between 0 and 2", "temperature")
-    if wire.top_p is not None and not 0 < wire.top_p <= 1:
-        raise bad_value("top_p must be in (0, 1]", "top_p")
-    if wire.top_k is not None and wire.top_k < -1:
-        raise bad_value("top_k must be -1 (off), 0 (off) or positive", "top_k")
-    if not all(wire.stop):
-        raise bad_value("stop must be a non-empty string or a list of them", "stop")
+    # temperature, top_p, top_k and stop were range-checked by the wire parser
     stop_ids = body.get("stop_token_ids") or []
     if not isinstance(stop_ids, list) or not all(is_int(t) and t >= 0 for t in stop_ids):
         raise bad_value("stop_token_ids must be a list of token ids", "stop_token_ids")
