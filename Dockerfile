@@ -1,10 +1,23 @@
 # fairgate images. Two targets:
 #   docker build --target cpu  -t fairgate:cpu  .   # gateway, and CPU engine servers
 #   docker build --target cuda -t fairgate:cuda .   # engine servers on NVIDIA GPUs (triton kernels)
-# The same image runs `fairgate serve` (gateway) or `fairgate engine` (engine server); see
-# deploy/compose.yaml and deploy/k8s/. Models are mounted, never baked in.
+# A first stage, `wheel`, builds the package both install. The same image runs `fairgate serve`
+# (gateway) or `fairgate engine` (engine server); see deploy/compose.yaml and deploy/k8s/. Models
+# are mounted, never baked in.
 
 ARG PYTHON_VERSION=3.11
+
+# The package, built once: one wheel whose only top-level name is `fairgate` (tests/test_packaging.py)
+FROM python:${PYTHON_VERSION}-slim-bookworm AS wheel
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY backends ./backends
+COPY gateway ./gateway
+COPY kernels ./kernels
+COPY migrations ./migrations
+COPY policies ./policies
+COPY scheduler ./scheduler
+RUN pip wheel --no-cache-dir --no-deps -w /dist .
 
 FROM python:${PYTHON_VERSION}-slim-bookworm AS cpu
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -18,14 +31,8 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 # torch from the CPU index: the default wheel drags in 2 GB of CUDA libraries a gateway never uses
 RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0"
-COPY pyproject.toml README.md ./
-COPY backends ./backends
-COPY gateway ./gateway
-COPY kernels ./kernels
-COPY migrations ./migrations
-COPY policies ./policies
-COPY scheduler ./scheduler
-RUN pip install . && useradd --system --uid 10001 --home /app fairgate
+COPY --from=wheel /dist/ /tmp/dist/
+RUN pip install /tmp/dist/fairgate-*.whl && rm -r /tmp/dist && useradd --system --uid 10001 --home /app fairgate
 ENV FAIRGATE_KERNEL_CACHE=/tmp/fairgate-kernels
 USER 10001
 EXPOSE 8000 8100
@@ -42,14 +49,8 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 RUN pip3 install --index-url https://download.pytorch.org/whl/cu128 "torch==2.13.0"
-COPY pyproject.toml README.md ./
-COPY backends ./backends
-COPY gateway ./gateway
-COPY kernels ./kernels
-COPY migrations ./migrations
-COPY policies ./policies
-COPY scheduler ./scheduler
-RUN pip3 install . && useradd --system --uid 10001 --home /app fairgate
+COPY --from=wheel /dist/ /tmp/dist/
+RUN pip3 install /tmp/dist/fairgate-*.whl && rm -r /tmp/dist && useradd --system --uid 10001 --home /app fairgate
 USER 10001
 EXPOSE 8100
 ENTRYPOINT ["fairgate"]

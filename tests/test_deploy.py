@@ -36,11 +36,13 @@ def test_dockerfile_copies_every_package() -> None:
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     rooms = {name.split(".")[1] for name in listed if name.count(".") == 1}
     assert rooms == {"gateway", "policies", "scheduler", "backends", "kernels", "migrations"}
-    for target in ("cpu", "cuda"):
-        stage = text.split(f" AS {target}")[1].split("\nFROM ")[0]
-        assert rooms <= set(re.findall(r"^COPY (\w+) ", stage, re.M)), target
-        for name in re.findall(r"^COPY ([\w.]+(?: [\w.]+)*) \./$", stage, re.M)[0].split():
-            assert (ROOT / name).is_file(), (target, name)  # a file the build context does not have fails the build
+    stage = text.split(" AS wheel")[1].split("\nFROM ")[0]  # the one stage that builds the package
+    assert rooms <= set(re.findall(r"^COPY (\w+) ", stage, re.M))
+    for name in re.findall(r"^COPY ([\w.]+(?: [\w.]+)*) \./$", stage, re.M)[0].split():
+        assert (ROOT / name).is_file(), name  # a file the build context does not have fails the build
+    for target in ("cpu", "cuda"):  # both images install that wheel
+        image = text.split(f" AS {target}")[1].split("\nFROM ")[0]
+        assert "COPY --from=wheel /dist/ /tmp/dist/" in image and "install /tmp/dist/fairgate-*.whl" in image, target
 
 
 def test_cpu_image_carries_a_c_compiler() -> None:
