@@ -1,0 +1,150 @@
+"""Validate the hand-written kvkk_real rows: python3 bench/data/kvkk_real/check.py [--stats]
+
+Checks that every line parses, ids are unique, kinds and styles are known, every span is an exact
+substring (at the stated occurrence), sensitive == bool(spans), and that tckn/iban/card/vkn spans
+pass their checksums (digits may be written out in Turkish words). --stats prints the count tables
+pasted into DATA_CARD.md.
+"""
+
+import collections
+import json
+import pathlib
+import re
+import sys
+
+HERE = pathlib.Path(__file__).parent
+KINDS = {
+    "tckn", "iban", "phone", "card", "email", "vkn", "passport", "plate", "birth_date", "sgk",
+    "person_name", "person_address", "health", "religion", "ethnicity", "politics", "union",
+    "sexual_life", "criminal", "biometric", "genetic", "appearance", "association",
+}
+SPECIAL = {
+    "health", "religion", "ethnicity", "politics", "union", "sexual_life", "criminal",
+    "biometric", "genetic", "appearance", "association",
+}
+STYLES = {"plain", "ascii", "caps", "lower", "wrapped"}
+DIGIT_WORDS = {
+    "sıfır": "0", "sifir": "0", "bir": "1", "iki": "2", "üç": "3", "uc": "3", "dört": "4",
+    "dort": "4", "beş": "5", "bes": "5", "altı": "6", "alti": "6", "yedi": "7", "sekiz": "8",
+    "dokuz": "9",
+}
+
+
+def digits(text: str) -> str:
+    words = re.findall(r"[^\W\d_]+|\d", text.lower().replace("İ".lower(), "i"))
+    if any(w in DIGIT_WORDS for w in words):
+        return "".join(DIGIT_WORDS.get(w, w if w.isdigit() else "") for w in words)
+    return re.sub(r"\D", "", text)
+
+
+def tckn_ok(d: str) -> bool:
+    if len(d) != 11 or d[0] == "0":
+        return False
+    n = [int(c) for c in d]
+    d10 = ((n[0] + n[2] + n[4] + n[6] + n[8]) * 7 - (n[1] + n[3] + n[5] + n[7])) % 10
+    return n[9] == d10 and n[10] == sum(n[:10]) % 10
+
+
+def iban_ok(text: str) -> bool:
+    s = re.sub(r"[\s.-]", "", text).upper()
+    if not re.fullmatch(r"TR\d{24}", s):
+        return False
+    moved = s[4:] + s[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+def luhn_ok(d: str) -> bool:
+    if not 13 <= len(d) <= 19:
+        return False
+    total = 0
+    for i, c in enumerate(reversed(d)):
+        v = int(c) * (2 if i % 2 else 1)
+        total += v - 9 if v > 9 else v
+    return total % 10 == 0
+
+
+def vkn_ok(d: str) -> bool:
+    if len(d) != 10:
+        return False
+    check = 0
+    for i, c in enumerate(reversed(d[:9]), 1):
+        c1 = (int(c) + i) % 10
+        if c1:
+            check += (c1 * 2**i) % 9 or 9
+    return int(d[9]) == (10 - check) % 10
+
+
+def check_file(path: pathlib.Path) -> tuple[list[dict], list[str]]:
+    rows, errors = [], []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        where = f"{path.name}:{lineno}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            errors.append(f"{where}: bad JSON: {e}")
+            continue
+        rows.append(row)
+        if row.get("style") not in STYLES:
+            errors.append(f"{where}: style {row.get('style')!r}")
+        if not row.get("genre"):
+            errors.append(f"{where}: no genre")
+        if row.get("sensitive") is not bool(row.get("spans")):
+            errors.append(f"{where}: sensitive disagrees with spans")
+        text = row.get("text", "")
+        for span in row.get("spans", []):
+            kind, st = span.get("kind"), span.get("text", "")
+            if kind not in KINDS:
+                errors.append(f"{where}: kind {kind!r}")
+            if not st or text.count(st) < span.get("occurrence", 1):
+                errors.append(f"{where}: span not in text: {st!r}")
+            d = digits(st)
+            if kind == "tckn" and not tckn_ok(d):
+                errors.append(f"{where}: bad tckn {st!r}")
+            if kind == "iban" and not iban_ok(st):
+                errors.append(f"{where}: bad iban {st!r}")
+            if kind == "card" and not luhn_ok(d):
+                errors.append(f"{where}: bad card {st!r}")
+            if kind == "vkn" and not vkn_ok(d):
+                errors.append(f"{where}: bad vkn {st!r}")
+    ids = collections.Counter(r.get("id") for r in rows)
+    errors += [f"{path.name}: duplicate id {i}" for i, n in ids.items() if n > 1]
+    return rows, errors
+
+
+def stats(name: str, rows: list[dict]) -> None:
+    kinds = collections.Counter(s["kind"] for r in rows for s in r["spans"])
+    rows_with = collections.Counter(k for r in rows for k in {s["kind"] for s in r["spans"]})
+    special_rows = sum(any(s["kind"] in SPECIAL for s in r["spans"]) for r in rows)
+    neg = sum(not r["sensitive"] for r in rows)
+    print(f"\n### {name}: {len(rows)} rows, {len(rows) - neg} sensitive, {neg} negative, "
+          f"{special_rows} with a special category\n")
+    print("| kind | spans | rows |\n|---|---|---|")
+    for k in sorted(kinds, key=lambda k: (-kinds[k], k)):
+        print(f"| {k} | {kinds[k]} | {rows_with[k]} |")
+    for field in ("style", "genre"):
+        c = collections.Counter(r[field] for r in rows)
+        pos = collections.Counter(r[field] for r in rows if r["sensitive"])
+        print(f"\n| {field} | rows | sensitive |\n|---|---|---|")
+        for k in sorted(c, key=lambda k: (-c[k], k)):
+            print(f"| {k} | {c[k]} | {pos[k]} |")
+
+
+def main() -> int:
+    failed = False
+    for name in ("dev", "test"):
+        path = HERE / f"{name}.jsonl"
+        if not path.exists():
+            continue
+        rows, errors = check_file(path)
+        for e in errors:
+            print(e)
+        failed |= bool(errors)
+        if "--stats" in sys.argv:
+            stats(name, rows)
+        else:
+            print(f"{path.name}: {len(rows)} rows, {len(errors)} errors")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
