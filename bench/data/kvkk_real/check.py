@@ -111,26 +111,37 @@ def check_file(path: pathlib.Path) -> tuple[list[dict], list[str]]:
     return rows, errors
 
 
-def stats(name: str, rows: list[dict]) -> None:
-    kinds = collections.Counter(s["kind"] for r in rows for s in r["spans"])
-    rows_with = collections.Counter(k for r in rows for k in {s["kind"] for s in r["spans"]})
-    special_rows = sum(any(s["kind"] in SPECIAL for s in r["spans"]) for r in rows)
-    neg = sum(not r["sensitive"] for r in rows)
-    print(f"\n### {name}: {len(rows)} rows, {len(rows) - neg} sensitive, {neg} negative, "
-          f"{special_rows} with a special category\n")
-    print("| kind | spans | rows |\n|---|---|---|")
-    for k in sorted(kinds, key=lambda k: (-kinds[k], k)):
-        print(f"| {k} | {kinds[k]} | {rows_with[k]} |")
+def stats(parts: dict[str, list[dict]]) -> None:
+    """Print the DATA_CARD.md tables: one column pair per part."""
+    names = list(parts)
+    print("| part | rows | sensitive | negative | rows with a special category |\n|---|---|---|---|---|")
+    for n, rows in parts.items():
+        neg = sum(not r["sensitive"] for r in rows)
+        special = sum(any(s["kind"] in SPECIAL for s in r["spans"]) for r in rows)
+        print(f"| {n} | {len(rows)} | {len(rows) - neg} | {neg} | {special} |")
+    spans = {n: collections.Counter(s["kind"] for r in rows for s in r["spans"]) for n, rows in parts.items()}
+    rows_with = {
+        n: collections.Counter(k for r in rows for k in {s["kind"] for s in r["spans"]})
+        for n, rows in parts.items()
+    }
+    head = " | ".join(f"{n} spans | {n} rows" for n in names)
+    print(f"\n| kind | {head} |\n|---|" + "---|" * (2 * len(names)))
+    for k in sorted(KINDS, key=lambda k: (k in SPECIAL, -sum(spans[n][k] for n in names), k)):
+        cells = " | ".join(f"{spans[n][k]} | {rows_with[n][k]}" for n in names)
+        print(f"| {k} | {cells} |")
     for field in ("style", "genre"):
-        c = collections.Counter(r[field] for r in rows)
-        pos = collections.Counter(r[field] for r in rows if r["sensitive"])
-        print(f"\n| {field} | rows | sensitive |\n|---|---|---|")
-        for k in sorted(c, key=lambda k: (-c[k], k)):
-            print(f"| {k} | {c[k]} | {pos[k]} |")
+        total = {n: collections.Counter(r[field] for r in rows) for n, rows in parts.items()}
+        pos = {n: collections.Counter(r[field] for r in rows if r["sensitive"]) for n, rows in parts.items()}
+        keys = sorted(set().union(*total.values()), key=lambda k: (-sum(total[n][k] for n in names), k))
+        head = " | ".join(f"{n} rows (sensitive)" for n in names)
+        print(f"\n| {field} | {head} |\n|---|" + "---|" * len(names))
+        for k in keys:
+            cells = " | ".join(f"{total[n][k]} ({pos[n][k]})" for n in names)
+            print(f"| {k} | {cells} |")
 
 
 def main() -> int:
-    failed = False
+    failed, parts = False, {}
     for name in ("dev", "test"):
         path = HERE / f"{name}.jsonl"
         if not path.exists():
@@ -139,10 +150,11 @@ def main() -> int:
         for e in errors:
             print(e)
         failed |= bool(errors)
-        if "--stats" in sys.argv:
-            stats(name, rows)
-        else:
+        parts[name] = rows
+        if "--stats" not in sys.argv:
             print(f"{path.name}: {len(rows)} rows, {len(errors)} errors")
+    if "--stats" in sys.argv and not failed:
+        stats(parts)
     return 1 if failed else 0
 
 
