@@ -1,7 +1,8 @@
 """Validate the hand-written kvkk_real rows: python3 bench/data/kvkk_real/check.py [--stats]
 
 Checks that every line parses, ids are unique, kinds and styles are known, every span is an exact
-substring (at the stated occurrence), sensitive == bool(spans), and that tckn/iban/card/vkn spans
+substring (at the stated occurrence), sensitive == bool(spans), caps/lower/ascii rows keep their
+style, and that tckn/iban/card/vkn spans
 pass their checksums (digits may be written out in Turkish words). --stats prints the count tables
 pasted into DATA_CARD.md.
 """
@@ -23,6 +24,11 @@ SPECIAL = {
     "biometric", "genetic", "appearance", "association",
 }
 STYLES = {"plain", "ascii", "caps", "lower", "wrapped"}
+STYLE_BREAKERS = [
+    ("caps", r"[a-zçğıöşü]", "a lower-case letter"),
+    ("lower", r"[A-ZÇĞİÖŞÜ]", "a capital letter"),
+    ("ascii", r"[çğıöşüÇĞİÖŞÜ]", "a Turkish letter"),
+]
 DIGIT_WORDS = {
     "sıfır": "0", "sifir": "0", "bir": "1", "iki": "2", "üç": "3", "uc": "3", "dört": "4",
     "dort": "4", "beş": "5", "bes": "5", "altı": "6", "alti": "6", "yedi": "7", "sekiz": "8",
@@ -86,6 +92,9 @@ def check_file(path: pathlib.Path) -> tuple[list[dict], list[str]]:
         rows.append(row)
         if row.get("style") not in STYLES:
             errors.append(f"{where}: style {row.get('style')!r}")
+        for style, pattern, what in STYLE_BREAKERS:
+            if row.get("style") == style and re.search(pattern, row.get("text", "")):
+                errors.append(f"{where}: {style} row has {what}")
         if not row.get("genre"):
             errors.append(f"{where}: no genre")
         if row.get("sensitive") is not bool(row.get("spans")):
