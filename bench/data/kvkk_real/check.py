@@ -2,9 +2,8 @@
 
 Checks that every line parses, ids are unique, kinds and styles are known, every span is an exact
 substring (at the stated occurrence), sensitive == bool(spans), caps/lower/ascii rows keep their
-style, and that tckn/iban/card/vkn spans
-pass their checksums (digits may be written out in Turkish words). --stats prints the count tables
-pasted into DATA_CARD.md.
+style, and tckn/iban/card/vkn spans pass their checksums (digits may be written out in Turkish
+words). --stats prints the count tables pasted into DATA_CARD.md.
 """
 
 import collections
@@ -14,25 +13,37 @@ import re
 import sys
 
 HERE = pathlib.Path(__file__).parent
-KINDS = {
-    "tckn", "iban", "phone", "card", "email", "vkn", "passport", "plate", "birth_date", "sgk",
-    "person_name", "person_address", "health", "religion", "ethnicity", "politics", "union",
-    "sexual_life", "criminal", "biometric", "genetic", "appearance", "association",
-}
-SPECIAL = {
-    "health", "religion", "ethnicity", "politics", "union", "sexual_life", "criminal",
-    "biometric", "genetic", "appearance", "association",
-}
+SPECIAL = set(
+    "health religion ethnicity politics union sexual_life criminal biometric genetic appearance"
+    " association".split()
+)
+KINDS = SPECIAL | set(
+    "tckn iban phone card email vkn passport plate birth_date sgk person_name person_address".split()
+)
 STYLES = {"plain", "ascii", "caps", "lower", "wrapped"}
 STYLE_BREAKERS = [
     ("caps", r"[a-zçğıöşü]", "a lower-case letter"),
     ("lower", r"[A-ZÇĞİÖŞÜ]", "a capital letter"),
     ("ascii", r"[çğıöşüÇĞİÖŞÜ]", "a Turkish letter"),
 ]
+# Turkish digit words, with their ASCII spellings, for numbers read out digit by digit.
 DIGIT_WORDS = {
-    "sıfır": "0", "sifir": "0", "bir": "1", "iki": "2", "üç": "3", "uc": "3", "dört": "4",
-    "dort": "4", "beş": "5", "bes": "5", "altı": "6", "alti": "6", "yedi": "7", "sekiz": "8",
-    "dokuz": "9",
+    word: str(digit)
+    for digit, words in enumerate(
+        [
+            "sıfır sifir",
+            "bir",
+            "iki",
+            "üç uc",
+            "dört dort",
+            "beş bes",
+            "altı alti",
+            "yedi",
+            "sekiz",
+            "dokuz",
+        ]
+    )
+    for word in words.split()
 }
 
 
@@ -123,12 +134,17 @@ def check_file(path: pathlib.Path) -> tuple[list[dict], list[str]]:
 def stats(parts: dict[str, list[dict]]) -> None:
     """Print the DATA_CARD.md tables: one column pair per part."""
     names = list(parts)
-    print("| part | rows | sensitive | negative | rows with a special category |\n|---|---|---|---|---|")
+    print(
+        "| part | rows | sensitive | negative | rows with a special category |\n|---|---|---|---|---|"
+    )
     for n, rows in parts.items():
         neg = sum(not r["sensitive"] for r in rows)
         special = sum(any(s["kind"] in SPECIAL for s in r["spans"]) for r in rows)
         print(f"| {n} | {len(rows)} | {len(rows) - neg} | {neg} | {special} |")
-    spans = {n: collections.Counter(s["kind"] for r in rows for s in r["spans"]) for n, rows in parts.items()}
+    spans = {
+        n: collections.Counter(s["kind"] for r in rows for s in r["spans"])
+        for n, rows in parts.items()
+    }
     rows_with = {
         n: collections.Counter(k for r in rows for k in {s["kind"] for s in r["spans"]})
         for n, rows in parts.items()
@@ -140,8 +156,13 @@ def stats(parts: dict[str, list[dict]]) -> None:
         print(f"| {k} | {cells} |")
     for field in ("style", "genre"):
         total = {n: collections.Counter(r[field] for r in rows) for n, rows in parts.items()}
-        pos = {n: collections.Counter(r[field] for r in rows if r["sensitive"]) for n, rows in parts.items()}
-        keys = sorted(set().union(*total.values()), key=lambda k: (-sum(total[n][k] for n in names), k))
+        pos = {
+            n: collections.Counter(r[field] for r in rows if r["sensitive"])
+            for n, rows in parts.items()
+        }
+        keys = sorted(
+            set().union(*total.values()), key=lambda k: (-sum(total[n][k] for n in names), k)
+        )
         head = " | ".join(f"{n} rows (sensitive)" for n in names)
         print(f"\n| {field} | {head} |\n|---|" + "---|" * len(names))
         for k in keys:
