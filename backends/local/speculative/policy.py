@@ -6,7 +6,7 @@ proposer for drafts for every decoding request that allows speculation and sets 
 scheduler's requests (`SchedRequest.spec_token_ids`); the next `schedule()` verifies them in
 the continuous batch.
 
-The decision uses `StepCosts`, measured at the current batch size (buckets of powers of two,
+The decision uses `StepTimesByBatch`, measured at the current batch size (buckets of powers of two,
 prefill steps left out): v, the seconds one plain decode step costs per sequence (a token's
 worth); F + d * k, the extra seconds a sequence verifying k drafts adds to a step (F: the
 verify's fixed part, e.g. the ragged-chunk attention path and the logits rows; d: per draft
@@ -111,7 +111,7 @@ def _median(samples: deque[float], min_samples: int = 3) -> float | None:
     return ordered[len(ordered) // 2]
 
 
-class StepCosts:
+class StepTimesByBatch:
     """Decode and verify step costs per batch-size bucket, from the steps the engine ran."""
 
     def __init__(self) -> None:
@@ -195,7 +195,7 @@ class SpeculativeDecoder:
         self.adaptive = adaptive
         self.clock = clock  # what the cost model measures steps and proposals in (cost_clock)
         self._step_started = 0.0
-        self.costs = StepCosts()
+        self.costs = StepTimesByBatch()
         self._steps = 0  # decode steps seen, for the periodic re-measurement
         self._next_check, self._check_every, self._last_choice = 16, 16, True
         self._acceptance: dict[str, Acceptance] = {}
@@ -274,7 +274,7 @@ class SpeculativeDecoder:
 
     def per_draft(self, batch: int) -> float:
         """Seconds a draft costs at `batch` (verify plus proposal; the verify's share at least a
-        plain row's, `StepCosts.marginal`); needs the bucket's verify fit."""
+        plain row's, `StepTimesByBatch.marginal`); needs the bucket's verify fit."""
         cost = self.costs.bucket(batch)
         fit = cost.verify
         verify = 0.0 if fit is None else fit[1]

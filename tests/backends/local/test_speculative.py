@@ -8,7 +8,7 @@ from fairgate.backends.local.engine.output import EngineStats
 from fairgate.backends.local.speculative.policy import (
     Acceptance,
     SpeculativeDecoder,
-    StepCosts,
+    StepTimesByBatch,
     expected_tokens,
 )
 from fairgate.backends.local.speculative.proposers import NgramProposer, ProposalRequest
@@ -30,7 +30,7 @@ def acceptance(rate: float) -> Acceptance:
 
 
 def test_step_costs_are_medians_per_batch_bucket() -> None:
-    costs = StepCosts()
+    costs = StepTimesByBatch()
     for seconds in (0.004, 0.004, 0.040, 0.005):  # one step delayed 10x by another process
         costs.observe(1, 0, seconds)
     assert costs.bucket(1).plain == 0.005  # the median of 4, 4, 5, 40 ms (upper middle)
@@ -81,7 +81,7 @@ def test_unmeasured_buckets_measure_plain_first_then_ramp_drafts() -> None:
 
 
 def test_a_verifys_fixed_cost_is_told_apart_from_its_cost_per_draft() -> None:
-    costs = StepCosts()
+    costs = StepTimesByBatch()
     for _ in range(3):
         costs.observe(1, 0, 0.002)
     for k, seconds in ((1, 0.0031), (4, 0.0034), (1, 0.0031), (4, 0.0034), (2, 0.0032)):
