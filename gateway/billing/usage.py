@@ -29,6 +29,7 @@ from sqlalchemy import Connection, Engine
 from fairgate.gateway.billing.journal import UsageJournal
 from fairgate.gateway.store.row_writer import (
     BatchLoop,
+    CountsRows,
     WriteCounts,
     clean_text,
     column_widths,
@@ -132,7 +133,7 @@ def _insert_sql(engine: Engine) -> tuple[str, bool]:
     return sql, engine.dialect.name == "sqlite"
 
 
-class UsageRecorder:
+class UsageRecorder(CountsRows):
     """Queues usage rows and writes them off the request path (see the module docstring)."""
 
     def __init__(self, engine: Engine, batch_size: int = 500, interval_s: float = 0.05,
@@ -160,14 +161,6 @@ class UsageRecorder:
         return cls(engine, settings.usage_batch_size, settings.usage_flush_interval_s,
                    on_db_unavailable=settings.usage_on_db_unavailable,
                    journal_path=settings.usage_journal_path, journal_max_bytes=settings.usage_journal_max_bytes)
-
-    @property
-    def written(self) -> int:
-        return self._counts.written
-
-    @property
-    def quarantined(self) -> int:
-        return self._counts.quarantined
 
     @property
     def failures(self) -> int:

@@ -28,6 +28,7 @@ from sqlalchemy import Connection, Engine, insert
 from fairgate.gateway.store.routing_tables import RoutingAudit
 from fairgate.gateway.store.row_writer import (
     BatchLoop,
+    CountsRows,
     WriteCounts,
     clean_text,
     column_widths,
@@ -141,7 +142,7 @@ def _as_dict(rec: AuditRecord) -> dict[str, Any]:
     return asdict(rec)
 
 
-class RoutingAuditWriter:
+class RoutingAuditWriter(CountsRows):
     """Batches audit rows in a `BatchLoop` started by the first row recorded on an event loop
     (the app's lifespan need not know about it); rows recorded without a loop are written at
     once, and rows still queued when the process exits are written by an atexit hook."""
@@ -156,14 +157,6 @@ class RoutingAuditWriter:
         self.recorded = 0  # rows handed over: written + quarantined + pending
         self._counts = WriteCounts()
         atexit.register(_flush_at_exit, weakref.ref(self))
-
-    @property
-    def written(self) -> int:
-        return self._counts.written
-
-    @property
-    def quarantined(self) -> int:
-        return self._counts.quarantined
 
     @property
     def failures(self) -> int:

@@ -66,6 +66,20 @@ class WriteCounts:
     quarantined: int = 0
 
 
+class CountsRows:
+    """What a row writer reports of its `WriteCounts` (kept in `_counts`): metrics and tests read it."""
+
+    _counts: WriteCounts
+
+    @property
+    def written(self) -> int:
+        return self._counts.written
+
+    @property
+    def quarantined(self) -> int:
+        return self._counts.quarantined
+
+
 def write_rows(engine: Engine, source: str, rows: list[T], insert_rows: Callable[[Connection, list[T]], None],
                as_dict: Callable[[T], dict[str, Any]], key_of: Callable[[T], str | None],
                counts: WriteCounts) -> None:
