@@ -106,7 +106,7 @@ def workload_flops(spec: dict, reqs: list[Req]) -> float:
 def matmul_rates(n: int = 2048, reps: int = 6) -> dict[str, float]:
     """Best-of fp32 FLOP/s of a large square matmul through each GEMM library torch carries:
     `torch.mm` (MKL on x86; on AMD it takes its AVX2 path) and oneDNN with the weight pre-packed
-    (what the engine's CPU linears run, kernels/cpu_linear.py). The best is the machine's peak."""
+    (what the engine's CPU linears run, kernels/layers/panel_linear.py). The best is the machine's peak."""
     a, b = torch.randn(n, n), torch.randn(n, n)
     calls = {"mkl": lambda: torch.mm(a, b)}
     if torch.backends.mkldnn.is_available():

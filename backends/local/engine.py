@@ -41,7 +41,7 @@ from fairgate.backends.local.protocols import EngineObserver, EngineTokenizer, M
 from fairgate.backends.local.stats_log import EngineStatsLogger
 from fairgate.backends.local.step_cost import StepCosts
 from fairgate.backends.local.types import SamplingParams
-from fairgate.kernels.openmp import release_pool
+from fairgate.kernels import release_pool
 from fairgate.scheduler.fairness import is_stale
 from fairgate.scheduler.queue import WaitQueue
 from fairgate.scheduler.request import SchedRequest

@@ -1,4 +1,4 @@
-"""kernels/openmp.py: the loading thread's OpenMP pool is released, so the engine thread's is the
+"""kernels/native/openmp.py: the loading thread's OpenMP pool is released, so the engine thread's is the
 only one and libgomp does not throttle its barriers into futex sleeps (a step's ~100 parallel
 regions would each put both threads to sleep and wake them again)."""
 
@@ -15,7 +15,7 @@ import torch
 
 from fairgate.backends.local.engine import AsyncEngine, EngineConfig
 from fairgate.backends.local.types import SamplingParams
-from fairgate.kernels import openmp
+from fairgate.kernels.native import openmp
 from tests.helpers.tiny_models import make_tiny_model
 
 pytestmark = pytest.mark.skipif(

@@ -11,7 +11,7 @@ import torch
 from fairgate.backends.local.runner import ModelRunner
 from fairgate.backends.local.types import RunnerInput, SamplingParams
 from fairgate.gateway.cli import main
-from fairgate.kernels.quant_linear import QuantLinear
+from fairgate.kernels.layers.quant_linear import QuantLinear
 
 DEMO = Path(__file__).resolve().parents[3] / "models" / "fairgate-demo"
 GREEDY = SamplingParams(temperature=0.0)

@@ -1,4 +1,4 @@
-"""The runner takes a step's greedy tokens from the greedy head (kernels/cpu_greedy.c) when
+"""The runner takes a step's greedy tokens from the greedy head (kernels/native/cpu_greedy.c) when
 every sampling row is plain greedy, and they are the tokens the full logits give; any row that
 needs its logits (logprobs, a penalty, a bias, sampling, a draft to verify) sends the whole step
 down the logits path."""
