@@ -5,9 +5,9 @@ A draft proposes k tokens with k forward passes of a batch of one token per sequ
 calls per layer) and the packed oneDNN linears, which cost ~10 us a call more than `F.linear`
 on one row (kernels/layers/panel_linear.py packs for steps of many rows). `LeanForward` runs the same
 computation as `DecoderModel.forward` (model.py: pre-norm Llama layers, fused QKV and
-gate/up projections, RoPE, paged KV through the kernel dispatchers) from dense weights of its
-own, as a loop over layers with no modules. It serves any batch the model does (decode and
-prefill chunks), so round 0's catch-up runs on it too. The draft's guesses only need to be
+gate/up projections, and each layer's attention through the model's own `paged_attention`) from
+dense weights of its own, as a loop over layers with no modules. It serves any batch the model
+does (decode and prefill chunks), so round 0's catch-up runs on it too. The draft's guesses only need to be
 deterministic: the target verifies every one, so float32 rounding that differs from the
 packed path cannot change an output.
 
@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from fairgate.backends.local.config import ModelConfig
 from fairgate.backends.local.loader import load_weights
-from fairgate.backends.local.model import AttentionMetadata, DecoderModel, LayerKV
+from fairgate.backends.local.model import AttentionMetadata, DecoderModel, LayerKV, paged_attention
 from fairgate.kernels import KernelPlan, LayerWeights, QuantLinear, QuantMethod, quantize_weight
 
 
@@ -105,26 +105,9 @@ class LeanForward:
 
     def _attention(self, layer: LayerWeights, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
         cfg = self.cfg
-        num_tokens, q_size, d = x.shape[0], cfg.q_size, cfg.head_dim
         qkv = F.linear(x, layer.qkv, layer.qkv_bias)  # [T, (H + 2 Hkv) * D]
-        k_cache, v_cache, k_scale, v_scale = cache
-        # q and k rotate, k and v go to their cache slots (one native pass on the CPU); q: [T, H, D]
-        q = self.kernels.rope_write_kv(qkv, meta.cos_sin, k_cache, v_cache, meta.slot_mapping, cfg.num_heads,
-                                  k_scale, v_scale)
-        scale, nd = d**-0.5, meta.num_decodes
-        if nd == num_tokens:
-            out = self.kernels.paged_decode_attention(q, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
-                                                 scale, meta.decode_max_seq_len, k_scale, v_scale)
-        else:
-            out = torch.empty_like(q)  # [T, H, D]
-            if nd:
-                out[:nd] = self.kernels.paged_decode_attention(
-                    q[:nd], k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens, scale,
-                    meta.decode_max_seq_len, k_scale, v_scale)
-            out[nd:] = self.kernels.paged_prefill_attention(
-                q[nd:], k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
-                meta.prefill_seq_lens, scale, k_scale, v_scale)
-        return F.linear(out.reshape(num_tokens, q_size), layer.o, layer.o_bias)
+        out = paged_attention(self.kernels, qkv, cache, meta, cfg.num_heads, cfg.head_dim**-0.5)  # [T, H * D]
+        return F.linear(out, layer.o, layer.o_bias)
 
 
 INT8_HEAD_MIN_BYTES = 1 << 20  # a float head smaller than this stays in a core's cache between rounds

@@ -61,36 +61,40 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(cfg.q_size, cfg.hidden_size, bias=cfg.o_bias)
 
     def forward(self, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
-        num_tokens = x.shape[0]
-        k_cache, v_cache, k_scale, v_scale = cache
         qkv = self.qkv_proj(x)  # [T, (H + 2 Hkv) * D]
-        # q and k rotate, k and v go to their cache slots: one pass on the CPU. q: [T, H, D]
-        q = self.kernels.rope_write_kv(qkv, meta.cos_sin, k_cache, v_cache, meta.slot_mapping, self.num_heads,
-                                  k_scale, v_scale)
-        scales = (k_scale, v_scale)
+        return self.o_proj(paged_attention(self.kernels, qkv, cache, meta, self.num_heads, self.scale))
 
-        nd = meta.num_decodes
-        if nd == num_tokens:  # decode-only step: no copy into a shared output
-            out = self.kernels.paged_decode_attention(
-                q, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
-                self.scale, meta.decode_max_seq_len, *scales,
-            )
-        elif nd == 0:
-            out = self.kernels.paged_prefill_attention(
-                q, k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
-                meta.prefill_seq_lens, self.scale, *scales,
-            )
-        else:
-            out = torch.empty_like(q)  # [T, H, D]
-            out[:nd] = self.kernels.paged_decode_attention(
-                q[:nd], k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
-                self.scale, meta.decode_max_seq_len, *scales,
-            )
-            out[nd:] = self.kernels.paged_prefill_attention(
-                q[nd:], k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
-                meta.prefill_seq_lens, self.scale, *scales,
-            )
-        return self.o_proj(out.reshape(num_tokens, self.q_size))
+
+def paged_attention(kernels: KernelPlan, qkv: torch.Tensor, cache: LayerKV, meta: AttentionMetadata,
+                    num_heads: int, scale: float) -> torch.Tensor:
+    """One layer's attention between its projections, for the model and the draft model's
+    LeanForward (draft_forward.py) alike: q and k rotate, k and v go to their cache slots, then
+    the decode rows and the prefill chunks attend over the paged cache.
+    qkv [T, (H + 2 Hkv) * D] -> [T, H * D]."""
+    num_tokens = qkv.shape[0]
+    k_cache, v_cache, k_scale, v_scale = cache
+    # rotation and the KV write: one pass on the CPU. q: [T, H, D]
+    q = kernels.rope_write_kv(qkv, meta.cos_sin, k_cache, v_cache, meta.slot_mapping, num_heads, k_scale, v_scale)
+
+    def decode(rows: torch.Tensor) -> torch.Tensor:
+        return kernels.paged_decode_attention(rows, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
+                                              scale, meta.decode_max_seq_len, k_scale, v_scale)
+
+    def prefill(rows: torch.Tensor) -> torch.Tensor:
+        return kernels.paged_prefill_attention(rows, k_cache, v_cache, meta.prefill_block_tables,
+                                               meta.prefill_query_start_loc, meta.prefill_seq_lens, scale, k_scale,
+                                               v_scale)
+
+    nd = meta.num_decodes
+    if nd == num_tokens:  # decode-only step: no copy into a shared output
+        out = decode(q)
+    elif nd == 0:
+        out = prefill(q)
+    else:
+        out = torch.empty_like(q)  # [T, H, D]
+        out[:nd] = decode(q[:nd])
+        out[nd:] = prefill(q[nd:])
+    return out.reshape(num_tokens, -1)
 
 
 class MLP(nn.Module):

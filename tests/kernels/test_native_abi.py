@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import ctypes
 import re
-from pathlib import Path
 
 import pytest
 
 from fairgate.kernels.native import abi, build
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = build.FOLDER.parents[1]  # the repository root: kernels/native/ is FOLDER
 DEFINITION = re.compile(r"^(int|void|size_t)\s+(\w+)\s*\(([^)]*)\)\s*\{", re.M)
 C_TYPES = {"int": abi.I32, "int64_t": abi.I64, "float": abi.F32, "double": abi.F64, "size_t": abi.SIZE}
 
