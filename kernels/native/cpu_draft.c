@@ -7,8 +7,9 @@
  * around a few microseconds of work; here the whole round is one call.
  *
  * The norms, SwiGLU, RoPE with the KV write and the paged attention are the functions of
- * cpu_fused.c and cpu_attention.c, reached through pointers the caller fills in: the same
- * code, so the same bits, as the per-op path. Only the linears are this file's own, on
+ * cpu_fused.c and cpu_attention.c, reached through pointers the caller fills in, in the layer
+ * order of fg_layer.h (the stack's too): the same code, so the same bits, as the per-op path
+ * (backends/local/draft_forward.py). Only the linears are this file's own, on
  * weights packed in panels of 64 output columns, each [K, 64] contiguous: a tile of output
  * columns stays in registers while its panel streams past in memory order, one broadcast and
  * a few FMAs per input, no horizontal sums (twice the speed of [K, N] rows at one row here).
@@ -20,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fg_common.h"
+#include "fg_layer.h"
 
 FG_EXPORT_CONSTANTS
 
@@ -139,6 +140,41 @@ static int decode_inputs(const draft_model *m, const int64_t *positions, const i
     return 0;
 }
 
+typedef struct {
+    fg_layers layers; /* first: the callbacks cast back to this */
+    const draft_model *m;
+    const int32_t *block_tables, *seq_lens;
+    int64_t table_stride;
+    float *gate_up; /* scratch [rows, 2 inter] */
+} draft_run;
+
+static void draft_linear(const fg_layers *r, int which, const float *x, int K, const float *w, int N,
+                         const float *bias, float *y)
+{
+    (void)which; /* every linear of the draft runs on this file's panels */
+    linear(x, (int)r->rows, K, w, N, bias, y, r->num_threads);
+}
+
+/* every row is a decode row */
+static int draft_attend(const fg_layers *r, const fg_layer *L, const float *q, float *out)
+{
+    const draft_run *run = (const draft_run *)r;
+    const draft_model *m = run->m;
+    return m->attention(q, L->k_cache, L->v_cache, run->block_tables, run->table_stride, run->seq_lens, out,
+                        (int)r->rows, m->heads, m->kv_heads, m->head_dim, m->block_size, m->scale, 0, r->num_threads,
+                        NULL, NULL);
+}
+
+/* the [gate; up] projection, then SwiGLU over it (cpu_fused.c) */
+static int draft_gate_up(const fg_layers *r, const fg_layer *L, const float *x, float *act)
+{
+    const draft_run *run = (const draft_run *)r;
+    const draft_model *m = run->m;
+    linear(x, (int)r->rows, m->hidden, L->gate_up, 2 * m->inter, L->gate_up_bias, run->gate_up, r->num_threads);
+    m->silu_mul(run->gate_up, act, r->rows, m->inter, r->num_threads);
+    return 0;
+}
+
 /* One token per sequence: ids [batch]; block_tables [batch, table_stride] int32. Either
  * `positions` [batch] (and NULL for the next three), or cos_sin [batch, 2, head_dim] (cos, sin'
  * as for rope_write_kv), slots [batch] cache rows and seq_lens [batch] int32 (including the
@@ -174,23 +210,19 @@ int draft_decode_round(const draft_model *m, const int64_t *ids, const int64_t *
         }
         memcpy(h + b * H, m->embed + ids[b] * H, sizeof(float) * H);
     }
-    int rc = 0;
-    for (int l = 0; l < m->num_layers && rc == 0; l++) {
-        const fg_layer *L = m->layers + l;
-        m->rms_norm(l == 0 ? h : pending, l == 0 ? NULL : h, L->input_norm, x, B, H, m->eps, num_threads);
-        linear(x, batch, H, L->qkv, qkv_n, L->qkv_bias, qkv, num_threads);
-        m->rope_write_kv(qkv, cos_sin, slots, q, L->k_cache, L->v_cache, B, m->heads, m->kv_heads, D, num_threads);
-        rc = m->attention(q, L->k_cache, L->v_cache, block_tables, table_stride, seq_lens, att, batch, m->heads,
-                          m->kv_heads, D, m->block_size, m->scale, 0, num_threads, NULL, NULL);
-        linear(att, batch, qd, L->o, H, L->o_bias, pending, num_threads);
-        m->rms_norm(pending, h, L->post_norm, x, B, H, m->eps, num_threads);
-        linear(x, batch, H, L->gate_up, 2 * m->inter, L->gate_up_bias, gate_up, num_threads);
-        m->silu_mul(gate_up, act, B, m->inter, num_threads);
-        linear(act, batch, m->inter, L->down, H, L->down_bias, pending, num_threads);
-    }
-    if (rc == 0)
-        m->rms_norm(m->num_layers ? pending : h, m->num_layers ? h : NULL, m->final_norm, out, B, H, m->eps,
-                    num_threads);
+    const draft_run run = {
+        .layers = {.rows = B, .num_layers = m->num_layers, .hidden = H, .heads = m->heads, .kv_heads = m->kv_heads,
+                   .head_dim = D, .inter = m->inter, .num_threads = num_threads, .eps = m->eps, .layers = m->layers,
+                   .final_norm = m->final_norm, .rms_norm = m->rms_norm, .rope_write_kv = m->rope_write_kv,
+                   .cos_sin = cos_sin, .slots = slots, .linear = draft_linear, .attend = draft_attend,
+                   .gate_up = draft_gate_up, .x = x, .qkv = qkv, .q = q, .att = att, .act = act, .pending = pending},
+        .m = m,
+        .block_tables = block_tables,
+        .seq_lens = seq_lens,
+        .table_stride = table_stride,
+        .gate_up = gate_up,
+    };
+    const int rc = fg_layers_forward(&run.layers, h, out);
     free(scratch);
     return rc;
 }

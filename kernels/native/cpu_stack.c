@@ -11,12 +11,12 @@
  * 110M benchmark model ran 6% faster end to end in one call (paired replay of a whole
  * workload's steps, identical tokens).
  *
- * Nothing here computes: it sequences the kernels of cpu_fused.c, cpu_gemm.c and
+ * Nothing here computes: fg_layer.h sequences the kernels of cpu_fused.c, cpu_gemm.c and
  * cpu_attention.c, reached through pointers the caller fills in, so every value has the bits
  * of the per-op path (backends/local/model.py), which stays the reference for every other case.
  */
 
-#include "fg_common.h"
+#include "fg_layer.h"
 
 FG_EXPORT_CONSTANTS
 
@@ -57,40 +57,60 @@ size_t fg_sizeof_stack_layer(void) { return sizeof(fg_layer); }
 size_t fg_sizeof_stack_model(void) { return sizeof(stack_model); }
 size_t fg_sizeof_stack_step(void) { return sizeof(stack_step); }
 
+typedef struct {
+    fg_layers layers; /* first: the callbacks cast back to this */
+    const stack_model *m;
+    const stack_step *s;
+} stack_run;
+
+static void stack_linear(const fg_layers *r, int which, const float *x, int K, const float *w, int N,
+                         const float *bias, float *y)
+{
+    const stack_model *m = ((const stack_run *)r)->m;
+    const int kb = which == FG_QKV ? m->kb_hidden : which == FG_O ? m->kb_heads : m->kb_inter;
+    m->linear(x, r->rows, K, w, N, bias, y, kb, r->num_threads);
+}
+
+/* the first num_decodes rows on the decode kernel, the prefill chunks after them on the prefill one */
+static int stack_attend(const fg_layers *r, const fg_layer *L, const float *q, float *out)
+{
+    const stack_run *run = (const stack_run *)r;
+    const stack_model *m = run->m;
+    const stack_step *s = run->s;
+    const int64_t T = r->rows, nd = s->num_decodes, q_width = (int64_t)m->heads * m->head_dim;
+    if (nd > 0 && m->decode_attention(q, L->k_cache, L->v_cache, s->decode_tables, s->decode_stride, s->decode_lens,
+                                      out, (int)nd, m->heads, m->kv_heads, m->head_dim, m->block_size, m->scale,
+                                      0 /* float32 */, r->num_threads, 0, 0))
+        return -1;
+    if (T > nd && m->prefill_attention(q + nd * q_width, L->k_cache, L->v_cache, s->prefill_tables, s->prefill_stride,
+                                       s->prefill_starts, s->prefill_lens, out + nd * q_width, s->num_prefills,
+                                       m->heads, m->kv_heads, m->head_dim, m->block_size, m->scale, r->num_threads))
+        return -1;
+    return 0;
+}
+
+/* the gate/up panels apply their SwiGLU themselves (cpu_gemm.c) */
+static int stack_gate_up(const fg_layers *r, const fg_layer *L, const float *x, float *act)
+{
+    const stack_model *m = ((const stack_run *)r)->m;
+    return m->linear_swiglu(x, r->rows, m->hidden, L->gate_up, 2 * m->inter, L->gate_up_bias, act, m->kb_hidden,
+                            r->num_threads)
+               ? -1
+               : 0;
+}
+
 /* Returns 0, or -1 when an attention kernel found no scratch memory (out is then undefined). */
 int stack_forward(const stack_model *m, const stack_step *s, int num_threads)
 {
-    const int64_t T = s->tokens, nd = s->num_decodes;
-    const int H = m->heads, Hkv = m->kv_heads, D = m->head_dim, hidden = m->hidden;
-    const int qkv_width = (H + 2 * Hkv) * D, q_width = H * D;
-    for (int l = 0; l < m->num_layers; l++) {
-        const fg_layer *L = m->layers + l;
-        /* the previous layer's MLP output joins the residual stream inside this norm */
-        if (l == 0)
-            m->rms_norm(s->h, 0, L->input_norm, s->x, T, hidden, m->eps, num_threads);
-        else
-            m->rms_norm(s->pending, s->h, L->input_norm, s->x, T, hidden, m->eps, num_threads);
-        m->linear(s->x, T, hidden, L->qkv, qkv_width, L->qkv_bias, s->qkv, m->kb_hidden, num_threads);
-        m->rope_write_kv(s->qkv, s->cos_sin, s->slots, s->q, L->k_cache, L->v_cache, T, H, Hkv, D, num_threads);
-        if (nd > 0 && m->decode_attention(s->q, L->k_cache, L->v_cache, s->decode_tables, s->decode_stride,
-                                          s->decode_lens, s->att, (int)nd, H, Hkv, D, m->block_size, m->scale,
-                                          0 /* float32 */, num_threads, 0, 0))
-            return -1;
-        if (T > nd && m->prefill_attention(s->q + nd * q_width, L->k_cache, L->v_cache, s->prefill_tables,
-                                           s->prefill_stride, s->prefill_starts, s->prefill_lens,
-                                           s->att + nd * q_width, s->num_prefills, H, Hkv, D, m->block_size,
-                                           m->scale, num_threads))
-            return -1;
-        m->linear(s->att, T, q_width, L->o, hidden, L->o_bias, s->pending, m->kb_heads, num_threads);
-        m->rms_norm(s->pending, s->h, L->post_norm, s->x, T, hidden, m->eps, num_threads);
-        if (m->linear_swiglu(s->x, T, hidden, L->gate_up, 2 * m->inter, L->gate_up_bias, s->act, m->kb_hidden,
-                             num_threads))
-            return -1;
-        m->linear(s->act, T, m->inter, L->down, hidden, L->down_bias, s->pending, m->kb_inter, num_threads);
-    }
-    if (m->num_layers == 0)
-        m->rms_norm(s->h, 0, m->final_norm, s->out, T, hidden, m->eps, num_threads);
-    else
-        m->rms_norm(s->pending, s->h, m->final_norm, s->out, T, hidden, m->eps, num_threads);
-    return 0;
+    const stack_run run = {
+        .layers = {.rows = s->tokens, .num_layers = m->num_layers, .hidden = m->hidden, .heads = m->heads,
+                   .kv_heads = m->kv_heads, .head_dim = m->head_dim, .inter = m->inter, .num_threads = num_threads,
+                   .eps = m->eps, .layers = m->layers, .final_norm = m->final_norm, .rms_norm = m->rms_norm,
+                   .rope_write_kv = m->rope_write_kv, .cos_sin = s->cos_sin, .slots = s->slots,
+                   .linear = stack_linear, .attend = stack_attend, .gate_up = stack_gate_up, .x = s->x,
+                   .qkv = s->qkv, .q = s->q, .att = s->att, .act = s->act, .pending = s->pending},
+        .m = m,
+        .s = s,
+    };
+    return fg_layers_forward(&run.layers, s->h, s->out);
 }
