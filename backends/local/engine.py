@@ -98,7 +98,7 @@ class AsyncEngine:
         self.core.stats.startup_seconds = time.perf_counter() - started
         # Loading ran torch ops here, which left an OpenMP pool in this thread; with the engine
         # thread's own pool that outnumbers a small machine's cores and throttles every barrier
-        # (kernels/openmp.py). The engine thread is the one that computes from now on.
+        # (kernels/native/openmp.py). The engine thread is the one that computes from now on.
         release_pool()
         self.runner = parts.runner
         self.tokenizer = parts.tokenizer
