@@ -47,7 +47,10 @@ import torch
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
-from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig  # noqa: E402
+from fairgate.backends.local.engine.async_engine import (  # noqa: E402
+    AsyncEngine,
+    EngineConfig,
+)
 from fairgate.backends.local.engine.types import SamplingParams  # noqa: E402
 
 MODELS = {
@@ -106,7 +109,7 @@ def workload_flops(spec: dict, reqs: list[Req]) -> float:
 def matmul_rates(n: int = 2048, reps: int = 6) -> dict[str, float]:
     """Best-of fp32 FLOP/s of a large square matmul through each GEMM library torch carries:
     `torch.mm` (MKL on x86; on AMD it takes its AVX2 path) and oneDNN with the weight pre-packed
-    (what the engine's CPU linears run, kernels/cpu_linear.py). The best is the machine's peak."""
+    (what the engine's CPU linears run, kernels/layers/panel_linear.py). The best is the machine's peak."""
     a, b = torch.randn(n, n), torch.randn(n, n)
     calls = {"mkl": lambda: torch.mm(a, b)}
     if torch.backends.mkldnn.is_available():

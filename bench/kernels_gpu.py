@@ -67,10 +67,10 @@ def copy_bandwidth(device: torch.device) -> float:
 
 def check_kernels(device: torch.device) -> list[dict]:
     """Triton vs reference on the GPU, with the test suite's per-dtype tolerances."""
-    from fairgate.kernels import reference
-    from fairgate.kernels.triton_cache import write_kv
-    from fairgate.kernels.triton_decode import decode_attention
-    from fairgate.kernels.triton_prefill import prefill_attention
+    from fairgate.kernels.ops import reference
+    from fairgate.kernels.triton.cache import write_kv
+    from fairgate.kernels.triton.decode import decode_attention
+    from fairgate.kernels.triton.prefill import prefill_attention
     from tests.kernels.paged_inputs import TOLERANCE, random_paged_kv
 
     rows = []
@@ -135,7 +135,7 @@ class DecodeSetup:
         return 2 * self.batch * ctx * KV_HEADS * HEAD_DIM * 2  # K and V, bf16
 
     def run(self, ctx: int, impl=None, **knobs):
-        from fairgate.kernels.triton_decode import decode_attention
+        from fairgate.kernels.triton.decode import decode_attention
 
         lens = self.seq_lens(ctx)
         if impl is not None:
@@ -146,7 +146,7 @@ class DecodeSetup:
 
 def bench_decode(device: torch.device, copy_bw: float, deadline: float,
                  ctxs: tuple[int, ...] = (1024, 2048, 4096, 8192), batch: int = 64) -> dict:
-    from fairgate.kernels import reference
+    from fairgate.kernels.ops import reference
 
     setup = DecodeSetup(device, batch, max(ctxs))
     target_ctx = 4096 if 4096 in ctxs else ctxs[-1]
@@ -188,9 +188,9 @@ def bench_decode(device: torch.device, copy_bw: float, deadline: float,
 
 def bench_prefill_and_write(device: torch.device, copy_bw: float, num_seqs: int = 4, new: int = 2048,
                             cached: int = 2048, write_tokens: tuple[int, ...] = (64, 8192)) -> dict:
-    from fairgate.kernels import reference
-    from fairgate.kernels.triton_cache import write_kv
-    from fairgate.kernels.triton_prefill import paged_prefill_attention
+    from fairgate.kernels.ops import reference
+    from fairgate.kernels.triton.cache import write_kv
+    from fairgate.kernels.triton.prefill import paged_prefill_attention
 
     ctx = new + cached
     blocks = num_seqs * ctx // BLOCK
@@ -225,7 +225,10 @@ def bench_engine(device: torch.device, batch: int = 64, prompt: int = 1024, step
     """Decode tokens/s of the real runner on each kernel path, from the same prefilled cache."""
     import tempfile
 
-    from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+    from fairgate.backends.local.engine.types import (
+        RunnerInput,
+        SamplingParams,
+    )
     from fairgate.backends.local.model.runner import ModelRunner
     from tests.helpers.tiny_models import make_tiny_model
 

@@ -2,7 +2,7 @@
 (hidden 768, 12 layers, intermediate 3072, vocab 32000; bench/runner_step.py's model).
 
 1. Decode-heavy tokens/s at batch 1, 16 and 64 for fp32, int8, int8-a8 (int8 weights and
-   per-row int8 activations, integer dot products: kernels/quant_a8.py) and int4-g64 weights: every
+   per-row int8 activations, integer dot products: kernels/ops/quant_a8.py) and int4-g64 weights: every
    batch prefills a 64-token prompt per sequence, then decodes; only the decode steps are
    timed. All three runners stay loaded and take turns round after round. The machine this
    runs on is shared by several jobs, so steps are timed by the process's CPU time per thread
@@ -38,9 +38,12 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ 
 
 from bench import quant_peers  # noqa: E402
 from bench.runner_step import ensure_model  # noqa: E402
-from fairgate.backends.local.engine.types import RunnerInput, SamplingParams  # noqa: E402
+from fairgate.backends.local.engine.types import (  # noqa: E402
+    RunnerInput,
+    SamplingParams,
+)
 from fairgate.backends.local.model.runner import ModelRunner  # noqa: E402
-from fairgate.kernels.quant_linear import QuantLinear  # noqa: E402
+from fairgate.kernels.layers.quant_linear import QuantLinear  # noqa: E402
 
 WEIGHTS = ("fp32", "int8", "int8-a8", "int4-g64")
 KV_FORMATS = ("float32", "int8", "int4")

@@ -63,7 +63,8 @@ def test_the_wheel_installs_beside_transformers_and_hf_kernels(tmp_path: Path, t
     (wheel,) = (tmp_path / "dist").glob("fairgate-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names} == {"fairgate", "fairgate-0.1.0.dist-info"}
-    assert "fairgate/kernels/cpu_attention.c" in names and "fairgate/migrations/versions/0001_gateway_tables.py" in names
+    assert {"fairgate/kernels/native/cpu_attention.c", "fairgate/kernels/native/fg_common.h",
+            "fairgate/migrations/versions/0001_gateway_tables.py"} <= set(names)
     assert not any(n.startswith(("fairgate/tests/", "fairgate/bench/", "fairgate/tools/")) for n in names)
 
     venv = tmp_path / "venv"

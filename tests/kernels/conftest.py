@@ -21,17 +21,17 @@ if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 _TRITON_MODULES = (
-    "fairgate.kernels.triton_cache", "fairgate.kernels.triton_decode", "fairgate.kernels.triton_prefill", "fairgate.kernels.triton_quant",
-    "fairgate.kernels.triton_ops",
+    "fairgate.kernels.triton.cache", "fairgate.kernels.triton.decode", "fairgate.kernels.triton.prefill", "fairgate.kernels.triton.quant",
+    "fairgate.kernels.triton.ops",
 )
 
 
 def _reimport_if_compiled() -> None:
     """Kernels built before TRITON_INTERPRET was set cannot take CPU tensors: rebuild them."""
-    decode = sys.modules.get("fairgate.kernels.triton_decode")
+    decode = sys.modules.get("fairgate.kernels.triton.decode")
     if HAS_CUDA or decode is None or os.environ.get("TRITON_INTERPRET") != "1":
         return
-    from fairgate.kernels.triton_common import is_interpreted
+    from fairgate.kernels.triton.common import is_interpreted
 
     if is_interpreted(decode._decode_split_kernel):
         return

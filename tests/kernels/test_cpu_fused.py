@@ -1,12 +1,12 @@
-"""The fused elementwise CPU kernels (kernels/cpu_fused.c) against the torch reference."""
+"""The fused elementwise CPU kernels (kernels/native/cpu_fused.c) against the torch reference."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from fairgate import kernels
-from fairgate.kernels import cpu_fused, reference
+from fairgate.kernels import KernelPlan
+from fairgate.kernels.ops import cpu_fused, reference
 
 
 def _gen(seed: int) -> torch.Generator:
@@ -14,7 +14,7 @@ def _gen(seed: int) -> torch.Generator:
 
 
 def test_the_library_builds_here():
-    assert cpu_fused.load() is not None, "the C compiler that CI machines have should build cpu_fused.c"
+    assert cpu_fused.library() is not None, "the C compiler that CI machines have should build cpu_fused.c"
 
 
 @pytest.mark.parametrize(("rows", "n"), [(1, 16), (3, 200), (64, 768), (513, 768)])
@@ -61,9 +61,9 @@ def test_non_float32_or_strided_inputs_take_the_reference_path():
 
 def test_dispatch_uses_the_reference_when_asked(monkeypatch):
     monkeypatch.setenv("FAIRGATE_KERNELS", "reference")
-    assert kernels._fused(torch.zeros(1)) is reference
+    assert KernelPlan.choose("cpu").fused is reference
     monkeypatch.setenv("FAIRGATE_KERNELS", "native")
-    assert kernels._fused(torch.zeros(1)) is cpu_fused
+    assert KernelPlan.choose("cpu").fused is cpu_fused
 
 
 @pytest.mark.parametrize(("heads", "kv_heads", "head_dim", "tokens"), [(12, 12, 64, 70), (4, 2, 24, 5), (2, 1, 128, 2)])
@@ -94,6 +94,6 @@ def test_rope_write_kv_dispatch_falls_back_for_a_quantized_or_strided_cache():
     k, v = torch.zeros(2, 4, 1, 16).transpose(0, 1), torch.zeros(2, 4, 1, 16).transpose(0, 1)  # not contiguous
     assert cpu_fused.rope_write_kv(qkv, cos_sin, k, v, torch.arange(4), 2) is None
     k2, v2 = torch.zeros(2, 4, 1, 16), torch.zeros(2, 4, 1, 16)
-    q = kernels.rope_write_kv(qkv, cos_sin, k2, v2, torch.arange(4), 2)
+    q = KernelPlan.choose("cpu").rope_write_kv(qkv, cos_sin, k2, v2, torch.arange(4), 2)
     q_ref, k_ref, v_ref = reference.rotate_qkv(qkv, cos_sin, 2, 1)
     assert torch.equal(q, q_ref) and torch.equal(k2.view(-1, 1, 16)[:4], k_ref) and torch.equal(v2.view(-1, 1, 16)[:4], v_ref)

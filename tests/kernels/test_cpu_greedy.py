@@ -1,4 +1,4 @@
-"""The greedy LM head (kernels/cpu_greedy.c) returns exactly the argmax of the float32 panel
+"""The greedy LM head (kernels/native/cpu_greedy.c) returns exactly the argmax of the float32 panel
 head's logits, first index on ties: random heads and rows, near-ties that bfloat16 cannot tell
 apart, exact ties, part-width last panels, several summation blocks, row counts that are not a
 tile's; on the AMX screen, the AVX512-BF16 one, the portable one and AVX2's. Where it does not
@@ -14,14 +14,15 @@ import pytest
 import torch
 from torch import nn
 
-from fairgate import kernels
-from fairgate.kernels.cpu_greedy import GreedyHead
-from fairgate.kernels.cpu_linear import PanelLinear, load_gemm
+from fairgate.kernels import KernelPlan
+from fairgate.kernels.layers.greedy_head import GreedyHead
+from fairgate.kernels.layers.panel_linear import PanelLinear, load_gemm
 
 # native: the AMX screen where the CPU has AMX-BF16 (K a multiple of 32), else AVX512-BF16's;
 # vector: AVX512-BF16's dot products where the CPU has them; portable: float32 FMAs; avx2: float32
 # FMAs in 8-float vectors on pre-widened inputs (a CPU without AVX-512)
 NO_AMX = ("-mno-amx-tile", "-mno-amx-bf16", "-mno-amx-int8")
+PLAN = KernelPlan.choose("cpu", mode="auto")
 BUILDS = {"native": (), "vector": NO_AMX, "portable": ("-mno-avx512bf16", *NO_AMX), "avx2": ("-mno-avx512f", *NO_AMX)}
 
 
@@ -40,7 +41,7 @@ def greedy_for(head: PanelLinear, build: str) -> GreedyHead:
 
 
 def full_argmax(head: PanelLinear, x: torch.Tensor) -> list[int]:
-    return kernels.argmax(head(x)).tolist()
+    return PLAN.argmax(head(x)).tolist()
 
 
 @pytest.mark.parametrize("build", sorted(BUILDS))
@@ -132,7 +133,7 @@ def test_heads_it_does_not_take_build_nothing() -> None:
     weight = torch.randn(64, 32)
     weight[7, 3] = float("inf")
     assert GreedyHead.build(head_of(weight)) is None
-    assert kernels.greedy_head(nn.Linear(32, 64)) is None  # not a panel linear
+    assert PLAN.greedy_head(nn.Linear(32, 64)) is None  # not a panel linear
 
 
 def test_wrong_input_is_refused() -> None:

@@ -1,4 +1,4 @@
-"""Pre-packed CPU linears (kernels/cpu_linear.py): oneDNN's against F.linear, the native panel
+"""Pre-packed CPU linears (kernels/layers/panel_linear.py): oneDNN's against F.linear, the native panel
 ones (cpu_gemm.c) against oneDNN's bits."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fairgate.kernels import cpu_linear
+from fairgate.kernels.layers import panel_linear as cpu_linear
 
 pytestmark = pytest.mark.skipif(not cpu_linear.packing_available(), reason="torch built without oneDNN")
 
@@ -114,14 +114,13 @@ def test_panel_linear_row_bits_do_not_depend_on_the_batch_or_threads():
 @native
 def test_the_avx2_build_gives_the_same_bits():
     # CI machines may lack AVX-512: the narrower build tiles differently, the sums stay the same.
-    from fairgate.kernels.cpu_native import open_library
+    from fairgate.kernels.native import abi
 
-    narrow = open_library(cpu_linear.GEMM_SOURCE, "cpu_gemm.c without AVX-512", ("-mno-avx512f",))
+    narrow = abi.load(abi.GEMM, ("-mno-avx512f",))
     if narrow is None:
         pytest.skip("this compiler cannot build without AVX-512")
     linear = _linear(768, 208, True, seed=4)
     panels = cpu_linear.PanelLinear(linear)
-    narrow.exact_linear.argtypes = cpu_linear.load_gemm().exact_linear.argtypes
     for rows in (1, 2, 3, 13, 200):  # 1-2 rows take wider tiles there; 200: above the prefetch's rows
         x = torch.randn(rows, 768, generator=torch.Generator().manual_seed(rows))
         out = torch.empty(rows, 208)
@@ -129,7 +128,6 @@ def test_the_avx2_build_gives_the_same_bits():
                             out.data_ptr(), panels.block, 2)
         assert torch.equal(out, panels(x)), rows
     gate_up = cpu_linear.PanelLinear(_linear(768, 256, False, seed=6), swiglu=True)
-    narrow.exact_linear_swiglu.argtypes = cpu_linear.load_gemm().exact_linear_swiglu.argtypes
     for rows in (1, 7):
         x = torch.randn(rows, 768, generator=torch.Generator().manual_seed(rows))
         out = torch.empty(rows, 128)
@@ -169,7 +167,7 @@ def test_swiglu_panel_linear_gives_the_bits_of_the_separate_activation(in_featur
     # The activation runs on each panel's sums in the kernel; the result must be the bits of the
     # plain projection followed by cpu_fused.c's silu_mul, at every row count (prefetching and
     # not: the kernel prefetches up to 96 rows).
-    from fairgate.kernels import cpu_fused
+    from fairgate.kernels.ops import cpu_fused
 
     linear = _linear(in_features, 2 * inter, bias, seed=in_features + inter)
     plain, fused = cpu_linear.PanelLinear(linear), cpu_linear.PanelLinear(linear, swiglu=True)
@@ -190,8 +188,10 @@ def test_pack_linears_fuses_the_swiglu_of_a_gate_up_projection():
     from types import SimpleNamespace
 
     from fairgate.backends.local.model.llama import MLP
+    from fairgate.kernels import KernelPlan
 
-    mlp = MLP(SimpleNamespace(hidden_size=64, intermediate_size=128, mlp_bias=False))  # what MLP reads
+    mlp = MLP(SimpleNamespace(hidden_size=64, intermediate_size=128, mlp_bias=False),  # what MLP reads
+              KernelPlan.choose("cpu", mode="auto"))
     x = torch.randn(9, 64, generator=torch.Generator().manual_seed(7))
     with torch.no_grad():
         expected = mlp(x)

@@ -1,5 +1,5 @@
-"""The native CPU decode attention (kernels/cpu_attention.c) against the torch reference, its
-build cache, and what the dispatch does when it cannot build."""
+"""The native CPU decode attention (kernels/native/cpu_attention.c) against the torch reference, its
+build cache, and what the kernel plan does when it cannot build."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairgate import kernels
-from fairgate.kernels import cpu_native, reference
+from fairgate.kernels import KernelPlan
+from fairgate.kernels.native import abi, build
+from fairgate.kernels.ops import cpu_attention, reference
 from tests.kernels.paged_inputs import assert_close, random_paged_kv
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -27,13 +28,13 @@ def _case(lens, num_kv_heads, group, head_dim, block_size, dtype, seed):
 
 
 def _both(q, kv, scale):
-    out = cpu_native.paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, scale)
+    out = cpu_attention.paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, scale)
     expected = reference.paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, scale)
     return out, expected
 
 
 def test_the_library_builds_here():
-    assert cpu_native.load() is not None, "the C compiler that CI machines have should build cpu_attention.c"
+    assert cpu_attention.library() is not None, "the C compiler that CI machines have should build cpu_attention.c"
 
 
 @pytest.mark.parametrize(
@@ -60,8 +61,8 @@ def test_decode_matches_reference(block_size, head_dim, group, dtype):
 def test_the_avx2_build_matches_the_reference(monkeypatch):
     # Without AVX-512 a float32 cache is read in 8-float vectors (cpu_attention.c's RL), 8 tokens
     # folded at once: contexts shorter than 8, ending mid-fold, over many blocks; three head sizes.
-    narrow = cpu_native._load(("-mno-avx512f",))
-    monkeypatch.setattr(cpu_native, "load", lambda: narrow)
+    narrow = abi.open_library(abi.ATTENTION, ("-mno-avx512f",))
+    monkeypatch.setattr(cpu_attention, "library", lambda: narrow)
     for block_size, head_dim, group in ((16, 64, 1), (8, 128, 4), (32, 16, 2)):
         q, kv = _case([1, 5, 2 * block_size + 3, 300], 2, group, head_dim, block_size, torch.float32, seed=head_dim)
         out, expected = _both(q, kv, head_dim**-0.5)
@@ -108,8 +109,8 @@ def test_decode_random_shapes(block_size, head_dim, group, num_kv_heads, dtype, 
 
 def test_head_sizes_off_the_vector_width_take_the_torch_path(monkeypatch):
     q, kv = _case([9, 20], 2, 2, 24, 16, torch.float32, seed=5)
-    monkeypatch.setattr(cpu_native, "load", lambda: pytest.fail("the library must not be called"))
-    out = cpu_native.paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 0.2)
+    monkeypatch.setattr(cpu_attention, "library", lambda: pytest.fail("the library must not be called"))
+    out = cpu_attention.paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 0.2)
     expected = reference.paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 0.2)
     assert torch.equal(out, expected)
 
@@ -117,17 +118,17 @@ def test_head_sizes_off_the_vector_width_take_the_torch_path(monkeypatch):
 def test_a_cache_that_is_not_the_pool_layout_is_refused():
     q, kv = _case([9], 2, 1, 64, 16, torch.float32, seed=6)
     with pytest.raises(ValueError, match="layout"):
-        cpu_native.paged_decode_attention(q, kv.k_cache.transpose(1, 2), kv.v_cache.transpose(1, 2),
-                                          kv.block_tables, kv.seq_lens, 0.1)
+        cpu_attention.paged_decode_attention(q, kv.k_cache.transpose(1, 2), kv.v_cache.transpose(1, 2),
+                                             kv.block_tables, kv.seq_lens, 0.1)
 
 
 def test_build_is_cached_by_source_and_machine(tmp_path, monkeypatch):
     monkeypatch.setenv("FAIRGATE_KERNEL_CACHE", str(tmp_path))
-    cpu_native._load()
+    abi.open_library(abi.ATTENTION)
     built = sorted(p.name for p in tmp_path.iterdir())
     assert len(built) == 1 and built[0].startswith("cpu_attention-") and built[0].endswith(".so")
     stamp = (tmp_path / built[0]).stat().st_mtime_ns
-    cpu_native._load()  # a second process finds the library and builds nothing
+    abi.open_library(abi.ATTENTION)  # a second process finds the library and builds nothing
     assert sorted(p.name for p in tmp_path.iterdir()) == built
     assert (tmp_path / built[0]).stat().st_mtime_ns == stamp
 
@@ -135,36 +136,35 @@ def test_build_is_cached_by_source_and_machine(tmp_path, monkeypatch):
 def test_without_a_compiler_auto_falls_back_and_native_fails(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("FAIRGATE_KERNEL_CACHE", str(tmp_path))  # nothing built there yet
     monkeypatch.setenv("CC", "false")  # a "compiler" that always fails
-    monkeypatch.setattr(cpu_native.shutil, "which", lambda name: "/bin/false" if name == "false" else None)
-    cpu_native.load.cache_clear()
-    kernels._load_native.cache_clear()
+    monkeypatch.setattr(build.shutil, "which", lambda name: "/bin/false" if name == "false" else None)
+    abi.forget()
     try:
         with caplog.at_level(logging.WARNING, logger="kernels"):
-            assert cpu_native.load() is None
+            assert cpu_attention.library() is None
         assert any("native CPU kernels unavailable" in r.getMessage() for r in caplog.records)
         assert list(tmp_path.iterdir()) == []  # no half-written library left behind
-        monkeypatch.setenv("FAIRGATE_KERNELS", "auto")
-        assert kernels._impl(torch.empty(1)) is reference
-        assert kernels.describe_backend("cpu").startswith("torch reference kernels")
-        monkeypatch.setenv("FAIRGATE_KERNELS", "native")
+        auto = KernelPlan.choose("cpu", mode="auto")
+        assert auto.ops is reference and auto.fused is reference
+        assert auto.summary.startswith("torch reference kernels")
+        assert auto.choice("layer_stack").impl == "per-op" and auto.choice("dense_linears").impl != "panel"
         with pytest.raises(RuntimeError, match="FAIRGATE_KERNELS=native"):
-            kernels._impl(torch.empty(1))
+            KernelPlan.choose("cpu", mode="native")
     finally:
-        cpu_native.load.cache_clear()
-        kernels._load_native.cache_clear()
+        abi.forget()
 
 
 def test_auto_on_cpu_dispatches_to_the_native_kernel(monkeypatch):
     monkeypatch.delenv("FAIRGATE_KERNELS", raising=False)
-    from fairgate.kernels import cpu_ops
+    from fairgate.kernels.ops import cpu_ops
 
-    assert kernels._impl(torch.empty(1)) is cpu_ops
-    assert kernels.describe_backend("cpu") == "native CPU kernels"
+    auto = KernelPlan.choose("cpu")
+    assert auto.ops is cpu_ops
+    assert auto.summary == "native CPU kernels"
     q, kv = _case([30], 1, 2, 64, 16, torch.float32, seed=8)
     calls = []
     real = cpu_ops.paged_decode_attention
     monkeypatch.setattr(cpu_ops, "paged_decode_attention", lambda *a: calls.append(1) or real(*a))
-    kernels.paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 0.1)
+    auto.paged_decode_attention(q, kv.k_cache, kv.v_cache, kv.block_tables, kv.seq_lens, 0.1)
     assert calls == [1]
 
 

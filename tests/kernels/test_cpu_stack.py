@@ -1,4 +1,4 @@
-"""The one-call decoder stack (kernels/cpu_stack.c) gives the per-op path's bits: the same hidden
+"""The one-call decoder stack (kernels/native/cpu_stack.c) gives the per-op path's bits: the same hidden
 states and the same KV-cache writes on decode-only, prefill-only and mixed steps (GQA, qkv
 biases, chunks that continue a prompt, short chunks run as decode rows), and it steps aside
 (None, or never built) wherever a part does not fit its kernels."""
@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+from fairgate.backends.local.engine.types import (
+    RunnerInput,
+    SamplingParams,
+)
 from fairgate.backends.local.model.runner import ModelRunner
-from fairgate.kernels.cpu_stack import StepRows
+from fairgate.kernels.programs.layer_stack import StepRows
 from tests.helpers.tiny_models import make_tiny_model
 
 BLOCK = 16

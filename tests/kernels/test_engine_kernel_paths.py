@@ -28,7 +28,7 @@ def _generate(model_dir, device: str, monkeypatch, mode: str) -> list[list[int]]
 
 
 def _count_triton_calls(monkeypatch) -> Counter[str]:
-    from fairgate.kernels import triton_ops
+    from fairgate.kernels.triton import ops as triton_ops
 
     calls: Counter[str] = Counter()
     for name in ("write_kv", "paged_decode_attention", "paged_prefill_attention"):

@@ -1,4 +1,4 @@
-"""kernels/hugepages.py: zero-filled CPU tensors whose memory sits on transparent huge pages
+"""kernels/native/hugepages.py: zero-filled CPU tensors whose memory sits on transparent huge pages
 where the kernel grants them, and the engine's KV pool and packed weights allocated that way."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from fairgate.backends.local.model.runner import ModelRunner
-from fairgate.kernels import hugepages
-from fairgate.kernels.cpu_linear import PanelLinear, load_gemm
+from fairgate.kernels.layers.panel_linear import PanelLinear, load_gemm
+from fairgate.kernels.native import hugepages
 from tests.helpers.tiny_models import make_tiny_model
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")

@@ -1,4 +1,4 @@
-"""Quantized KV caches (kernels/kv_quant.py): the formats, write_kv, and the native decode
+"""Quantized KV caches (kernels/ops/kv_quant.py): the formats, write_kv, and the native decode
 kernel and the reference decode/prefill reading codes, against attention over the float rows."""
 
 from __future__ import annotations
@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fairgate.kernels import cpu_native, reference
-from fairgate.kernels.kv_quant import cache_shape, dequantize_rows, quantize_rows
+from fairgate.kernels.ops import cpu_attention, reference
+from fairgate.kernels.ops.kv_quant import cache_shape, dequantize_rows, quantize_rows
 from tests.kernels.paged_inputs import random_paged_kv
 
 CPU = torch.device("cpu")
-needs_native = pytest.mark.skipif(cpu_native.load() is None, reason="no C compiler here")
+needs_native = pytest.mark.skipif(cpu_attention.library() is None, reason="no C compiler here")
 
 
 def _quantized(lens, num_kv_heads, head_dim, block_size, fmt, seed):
@@ -70,7 +70,7 @@ def test_native_decode_on_codes_matches_the_reference(fmt, block_size, head_dim,
     kv, kc, ks, vc, vs, gen = _quantized(lens, num_kv_heads, head_dim, block_size, fmt, seed=len(lens) + head_dim)
     q = torch.randn(len(lens), num_kv_heads * group, head_dim, generator=gen)
     args = (kv.block_tables, kv.seq_lens, head_dim**-0.5)
-    native = cpu_native.paged_decode_attention(q, kc, vc, *args, None, ks, vs)
+    native = cpu_attention.paged_decode_attention(q, kc, vc, *args, None, ks, vs)
     ref = reference.paged_decode_attention(q, kc, vc, *args, None, ks, vs)
     on_floats = reference.paged_decode_attention(q, dequantize_rows(kc, ks), dequantize_rows(vc, vs), *args)
     torch.testing.assert_close(native, ref, atol=2e-5, rtol=1e-4)
@@ -85,9 +85,9 @@ def test_native_refuses_codes_without_their_scales() -> None:
     kv, kc, ks, vc, vs, gen = _quantized([5], 2, 32, 16, "int8", seed=2)
     q = torch.randn(1, 2, 32, generator=gen)
     with pytest.raises(ValueError):
-        cpu_native.paged_decode_attention(q, kc, vc, kv.block_tables, kv.seq_lens, 0.1)
+        cpu_attention.paged_decode_attention(q, kc, vc, kv.block_tables, kv.seq_lens, 0.1)
     with pytest.raises(ValueError):
-        cpu_native.paged_decode_attention(q, kc, vc, kv.block_tables, kv.seq_lens, 0.1, None, ks[..., :0], vs)
+        cpu_attention.paged_decode_attention(q, kc, vc, kv.block_tables, kv.seq_lens, 0.1, None, ks[..., :0], vs)
 
 
 @pytest.mark.parametrize("fmt", ["int8", "int4"])

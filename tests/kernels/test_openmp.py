@@ -1,10 +1,11 @@
-"""kernels/openmp.py: the loading thread's OpenMP pool is released, so the engine thread's is the
+"""kernels/native/openmp.py: the loading thread's OpenMP pool is released, so the engine thread's is the
 only one and libgomp does not throttle its barriers into futex sleeps (a step's ~100 parallel
 regions would each put both threads to sleep and wake them again)."""
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import threading
 import time
@@ -13,13 +14,20 @@ from pathlib import Path
 import pytest
 import torch
 
-from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.engine.async_engine import (
+    AsyncEngine,
+    EngineConfig,
+)
 from fairgate.backends.local.engine.types import SamplingParams
-from fairgate.kernels import openmp
+from fairgate.kernels.native import openmp
 from tests.helpers.tiny_models import make_tiny_model
 
 pytestmark = pytest.mark.skipif(
     (os.cpu_count() or 1) < 2 or openmp._libgomp() is None, reason="needs libgomp and 2+ CPUs")
+
+
+PR_SET_NAME = 15  # prctl: this thread's name
+LOADER = "fg-test-loader"
 
 
 def tasks() -> int:
@@ -53,40 +61,80 @@ def test_release_pool_ends_the_calling_threads_workers() -> None:
     assert seen["after"] == seen["before"], seen
 
 
-def _voluntary_switches(tid: int) -> int:
-    for line in Path(f"/proc/self/task/{tid}/status").read_text().splitlines():
-        if line.startswith("voluntary_ctxt_switches"):
-            return int(line.split()[1])
-    raise AssertionError("no voluntary_ctxt_switches")
+def _set_thread_name(name: bytes) -> None:
+    """This OS thread's name (Linux `comm`); threads it creates from now on inherit it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NAME)")
 
 
-def test_engine_thread_barriers_do_not_sleep(tmp_path: Path) -> None:
-    """Steps of a model big enough that its linears run on both threads: with the loading
-    thread's pool released, the engine thread waits at barriers by spinning, not by sleeping
-    (throttled it sleeps several times per layer, dozens of times per step)."""
+def _named(name: str) -> int:
+    """How many of this process's threads carry `name`."""
+    count = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            count += Path(f"/proc/self/task/{tid}/comm").read_text().strip() == name
+        except OSError:  # the thread ended while we looked
+            pass
+    return count
+
+
+def _settled_named(name: str, expect: int, timeout: float = 10.0) -> int:
+    deadline = time.time() + timeout
+    while _named(name) != expect and time.time() < deadline:
+        time.sleep(0.01)
+    return _named(name)
+
+
+def test_engine_thread_barriers_do_not_sleep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """libgomp throttles barriers into sleeps when its pools' threads outnumber the CPUs; the
+    engine keeps them spinning by releasing the loading thread's pool once the model is loaded,
+    so the engine thread's is the only one. Checked without timing: the engine calls the libgomp
+    control (`omp_pause_resource_all`) from the loading thread, and that thread's workers (named
+    after it, as Linux names a new thread after the one that creates it) are gone afterwards
+    while the engine steps on its own pool."""
     model = make_tiny_model(tmp_path / "m", hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
                             num_attention_heads=4, num_key_value_heads=4)
-    torch.set_num_threads(2)
-    torch.randn(1 << 20).mul(2).sum()  # this (loading) thread runs parallel work first
-    engine = AsyncEngine(EngineConfig(str(model), max_num_seqs=4, num_kv_blocks=64))
+    from fairgate.backends.local import engine as engine_module
 
-    async def run() -> tuple[int, int]:
+    calls: list[tuple[int, bool]] = []
+
+    def spy() -> bool:
+        released = openmp.release_pool()
+        calls.append((threading.get_ident(), released))
+        return released
+
+    monkeypatch.setattr(engine_module, "release_pool", spy)
+    seen: dict[str, object] = {}
+
+    def load() -> None:  # a fresh loading thread: its pool is the only one named LOADER
+        torch.set_num_threads(2)
+        _set_thread_name(LOADER.encode())
+        torch.randn(1 << 20).mul(2).sum()  # parallel work first: libgomp makes this thread a pool
+        seen["workers_before"] = _named(LOADER) - 1
+        _set_thread_name(b"fg-test-owner")  # the engine's threads are named after this, not LOADER
+        seen["engine"] = AsyncEngine(EngineConfig(str(model), max_num_seqs=4, num_kv_blocks=64))
+        seen["loader"] = threading.get_ident()
+        seen["workers_after"] = _settled_named(LOADER, 0)
+
+    loader = threading.Thread(target=load)
+    loader.start()
+    loader.join()
+    engine = seen["engine"]
+    assert isinstance(engine, AsyncEngine)
+
+    async def run() -> int:
         params = SamplingParams(max_tokens=48, temperature=0.0, ignore_eos=True)
-        async for _ in engine.add_request("warm", list(range(5, 40)), params):
-            pass
-        tid = engine._thread.native_id
-        assert tid is not None
-        before = _voluntary_switches(tid)
         steps = engine.stats().steps
         async for _ in engine.add_request("r", list(range(7, 70)), params):
             pass
-        return _voluntary_switches(tid) - before, engine.stats().steps - steps
+        return engine.stats().steps - steps
 
     try:
-        switches, steps = asyncio.run(run())
+        steps = asyncio.run(run())
     finally:
         asyncio.run(engine.aclose())
+    assert seen["workers_before"] == 1  # the loading thread had a pool (one worker for 2 threads)
+    assert calls == [(seen["loader"], True)]  # released by libgomp, in the loading thread
+    assert seen["workers_after"] == 0  # and its worker is gone: the engine thread's pool is alone
     assert steps >= 48
-    # the engine thread blocks on its command queue between requests and may sleep at a
-    # barrier when the other thread is preempted; far fewer than one sleep per step
-    assert switches < steps // 2, (switches, steps)

@@ -1,27 +1,27 @@
 """int8 weights x int8 activations (`int8-a8`): cpu_quant_a8.c, every instruction path this CPU
-can run, against the torch reference in kernels/quant_a8.py, exactly."""
+can run, against the torch reference in kernels/ops/quant_a8.py, exactly."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from fairgate.kernels import cpu_native
-from fairgate.kernels.quant_a8 import pack_a8, quantize_rows, reference_a8
-from fairgate.kernels.quant_format import QuantizedWeight, QuantMethod, quantize_weight
-from fairgate.kernels.quant_linear import QuantLinear
+from fairgate.kernels.layers.quant_linear import QuantLinear
+from fairgate.kernels.native import abi
+from fairgate.kernels.ops.quant_a8 import pack_a8, quantize_rows, reference_a8
+from fairgate.kernels.ops.quant_format import QuantizedWeight, QuantMethod, quantize_weight
 
 A8 = QuantMethod.parse("int8-a8")
 # Extra compiler flags per path (appended to -march=native): 2 = AVX-512 VNNI, 1 = AVX2, 0 = C.
 PATH_FLAGS = {2: (), 1: ("-mno-avx512f",), 0: ("-mno-avx", "-mno-avx2", "-mno-avx512f")}
-native = cpu_native.load_quant_a8()
+native = abi.load(abi.QUANT_A8)
 BEST = -1 if native is None else native.quant_a8_path()
 
 
 def path_lib(path: int):
     if path > BEST:
         pytest.skip(f"this CPU or compiler has no path {path} (best here: {BEST})")
-    lib = cpu_native.load_quant_a8(PATH_FLAGS[path])
+    lib = abi.load(abi.QUANT_A8, PATH_FLAGS[path])
     assert lib is not None and lib.quant_a8_path() == path
     return lib
 

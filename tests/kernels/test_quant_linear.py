@@ -5,17 +5,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fairgate.kernels import cpu_native, reference
-from fairgate.kernels.quant_format import (
+from fairgate.kernels.layers.quant_linear import QuantLinear
+from fairgate.kernels.native import abi
+from fairgate.kernels.ops import reference
+from fairgate.kernels.ops.quant_format import (
     QuantizedWeight,
     QuantMethod,
     dequantize_weight,
     int4_codes,
     quantize_weight,
 )
-from fairgate.kernels.quant_linear import QuantLinear
 
-needs_native = pytest.mark.skipif(cpu_native.load_quant() is None, reason="no C compiler here")
+needs_native = pytest.mark.skipif(abi.load(abi.QUANT) is None, reason="no C compiler here")
 
 
 def test_method_parsing() -> None:
@@ -86,7 +87,7 @@ def test_reference_path_keeps_codes() -> None:
 @pytest.mark.parametrize(("m", "n", "k"), [(1, 16, 128), (5, 70, 256), (33, 24, 384)])
 def test_triton_matches_reference(method: str, m: int, n: int, k: int, device: torch.device) -> None:
     pytest.importorskip("triton")
-    from fairgate.kernels.triton_quant import quant_linear
+    from fairgate.kernels.triton.quant import quant_linear
 
     gen = torch.Generator().manual_seed(m + n + k)
     w, b, x = torch.randn(n, k, generator=gen), torch.randn(n, generator=gen), torch.randn(m, k, generator=gen)

@@ -1,4 +1,4 @@
-"""The CPU fast paths in kernels.reference against plain dense attention written out here."""
+"""The CPU fast paths in kernels.ops.reference against plain dense attention written out here."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import torch
 
-from fairgate.kernels import reference
+from fairgate.kernels.ops import reference
 
 BS, HKV, H, D = 4, 2, 6, 8  # GQA group of 3
 

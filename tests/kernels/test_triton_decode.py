@@ -7,11 +7,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairgate.kernels import reference
+from fairgate.kernels.ops import reference
 from tests.kernels.paged_inputs import assert_close, random_paged_kv
 
 pytest.importorskip("triton")
-from fairgate.kernels.triton_decode import decode_attention, paged_decode_attention  # noqa: E402
+from fairgate.kernels.triton.decode import decode_attention, paged_decode_attention  # noqa: E402
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 

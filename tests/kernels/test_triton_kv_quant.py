@@ -1,4 +1,4 @@
-"""Triton kernels on quantized KV caches (kernels/kv_quant.py) against the torch reference:
+"""Triton kernels on quantized KV caches (kernels/ops/kv_quant.py) against the torch reference:
 write_kv's codes and scales bit for bit, decode and prefill reading codes in place."""
 
 from __future__ import annotations
@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fairgate.kernels import reference
-from fairgate.kernels.kv_quant import cache_shape, quantize_rows
+from fairgate.kernels.ops import reference
+from fairgate.kernels.ops.kv_quant import cache_shape, quantize_rows
 from tests.kernels.paged_inputs import random_paged_kv
 
 pytest.importorskip("triton")
-from fairgate.kernels.triton_cache import write_kv  # noqa: E402
-from fairgate.kernels.triton_decode import decode_attention  # noqa: E402
-from fairgate.kernels.triton_prefill import prefill_attention  # noqa: E402
+from fairgate.kernels.triton.cache import write_kv  # noqa: E402
+from fairgate.kernels.triton.decode import decode_attention  # noqa: E402
+from fairgate.kernels.triton.prefill import prefill_attention  # noqa: E402
 
 
 @pytest.mark.parametrize("fmt", ["int8", "int4"])

@@ -7,11 +7,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairgate.kernels import reference
+from fairgate.kernels.ops import reference
 from tests.kernels.paged_inputs import assert_close, random_paged_kv
 
 pytest.importorskip("triton")
-from fairgate.kernels.triton_prefill import paged_prefill_attention, prefill_attention  # noqa: E402
+from fairgate.kernels.triton.prefill import paged_prefill_attention, prefill_attention  # noqa: E402
 
 
 def _inputs(q_lens: list[int], ctx_lens: list[int], num_heads: int, num_kv_heads: int,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fairgate.kernels import reference
+from fairgate.kernels.ops import reference
 
 pytest.importorskip("triton")
-from fairgate.kernels.triton_cache import write_kv  # noqa: E402
+from fairgate.kernels.triton.cache import write_kv  # noqa: E402
 
 
 def _run_both(key, value, k_cache, v_cache, slots):

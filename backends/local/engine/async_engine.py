@@ -36,12 +36,16 @@ from fairgate.backends.local.engine.output import (
     RequestOutput,
     RequestRejected,
 )
-from fairgate.backends.local.engine.protocols import EngineObserver, EngineTokenizer, ModelExecutor
+from fairgate.backends.local.engine.protocols import (
+    EngineObserver,
+    EngineTokenizer,
+    ModelExecutor,
+)
 from fairgate.backends.local.engine.stats_log import EngineStatsLogger
 from fairgate.backends.local.engine.step_cost import StepCosts
 from fairgate.backends.local.engine.stream import RequestStream, StreamChannel
 from fairgate.backends.local.engine.types import SamplingParams
-from fairgate.kernels.openmp import release_pool
+from fairgate.kernels import release_pool
 from fairgate.scheduler.fairness import is_stale
 from fairgate.scheduler.queue import WaitQueue
 from fairgate.scheduler.request import SchedRequest
@@ -98,7 +102,7 @@ class AsyncEngine:
         self.core.stats.startup_seconds = time.perf_counter() - started
         # Loading ran torch ops here, which left an OpenMP pool in this thread; with the engine
         # thread's own pool that outnumbers a small machine's cores and throttles every barrier
-        # (kernels/openmp.py). The engine thread is the one that computes from now on.
+        # (kernels/native/openmp.py). The engine thread is the one that computes from now on.
         release_pool()
         self.runner = parts.runner
         self.tokenizer = parts.tokenizer

@@ -23,7 +23,7 @@ class EngineConfig:
     quantization: str | None = None
     # Float32 CPU linears: "auto" = native panels (cpu_gemm.c, oneDNN's bits) where they build, else
     # oneDNN pre-packed; "native" / "onednn" = that one always (or fail); "torch" = F.linear (MKL),
-    # kept for A/B runs (kernels.pack_linears).
+    # kept for A/B runs (`KernelPlan.pack_linears`).
     gemm: str = "auto"
     block_size: int = 16
     num_kv_blocks: int | None = None
@@ -57,7 +57,7 @@ class EngineConfig:
         if self.max_model_len is not None and self.max_model_len < 2:
             raise ValueError("max_model_len must be >= 2")
         if self.quantization not in (None, "", "none"):
-            from fairgate.kernels.quant_format import QuantMethod
+            from fairgate.kernels import QuantMethod
 
             QuantMethod.parse(self.quantization)  # raises ValueError naming the bad value
         if self.gemm not in ("auto", "native", "onednn", "torch"):

@@ -2,7 +2,8 @@
 
 The model sees one flat, ragged batch per step: every new token of every sequence in one
 [num_tokens] row, decode tokens first, then prefill chunks. Attention writes new K/V through
-`kernels.write_kv` and reads through the paged attention kernels; nothing else touches the cache.
+the kernel plan's `rope_write_kv` and reads through its paged attention; nothing else touches the cache.
+Every kernel call goes through the `KernelPlan` the runner chose (`kernels.plan`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from fairgate import kernels
 from fairgate.backends.local.model.config import ModelConfig
 from fairgate.backends.local.model.rope import cos_sin_cache
-from fairgate.kernels.cpu_stack import NativeStack, StackLayer, StepRows
+from fairgate.kernels import KernelPlan, NativeStack, StackLayer, StepRows
 
 
 @dataclass(slots=True)
@@ -42,7 +42,7 @@ class AttentionMetadata:
 class LayerKV(NamedTuple):
     """One layer's share of the KV pool: K and V blocks [num_blocks, block_size, num_kv_heads, W]
     and, for a quantized cache, their float16 scales [num_blocks, block_size, num_kv_heads, S]
-    (indexed by the same block ids; see kernels/kv_quant.py)."""
+    (indexed by the same block ids; see kernels/ops/kv_quant.py)."""
 
     k: torch.Tensor
     v: torch.Tensor
@@ -51,8 +51,9 @@ class LayerKV(NamedTuple):
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, kernels: KernelPlan) -> None:
         super().__init__()
+        self.kernels = kernels
         self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         self.q_size, self.kv_size = cfg.q_size, cfg.kv_size
         self.scale = cfg.head_dim**-0.5
@@ -60,41 +61,46 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(cfg.q_size, cfg.hidden_size, bias=cfg.o_bias)
 
     def forward(self, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
-        num_tokens = x.shape[0]
-        k_cache, v_cache, k_scale, v_scale = cache
         qkv = self.qkv_proj(x)  # [T, (H + 2 Hkv) * D]
-        # q and k rotate, k and v go to their cache slots: one pass on the CPU. q: [T, H, D]
-        q = kernels.rope_write_kv(qkv, meta.cos_sin, k_cache, v_cache, meta.slot_mapping, self.num_heads,
-                                  k_scale, v_scale)
-        scales = (k_scale, v_scale)
+        return self.o_proj(paged_attention(self.kernels, qkv, cache, meta, self.num_heads, self.scale))
 
-        nd = meta.num_decodes
-        if nd == num_tokens:  # decode-only step: no copy into a shared output
-            out = kernels.paged_decode_attention(
-                q, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
-                self.scale, meta.decode_max_seq_len, *scales,
-            )
-        elif nd == 0:
-            out = kernels.paged_prefill_attention(
-                q, k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
-                meta.prefill_seq_lens, self.scale, *scales,
-            )
-        else:
-            out = torch.empty_like(q)  # [T, H, D]
-            out[:nd] = kernels.paged_decode_attention(
-                q[:nd], k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
-                self.scale, meta.decode_max_seq_len, *scales,
-            )
-            out[nd:] = kernels.paged_prefill_attention(
-                q[nd:], k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
-                meta.prefill_seq_lens, self.scale, *scales,
-            )
-        return self.o_proj(out.reshape(num_tokens, self.q_size))
+
+def paged_attention(kernels: KernelPlan, qkv: torch.Tensor, cache: LayerKV, meta: AttentionMetadata,
+                    num_heads: int, scale: float) -> torch.Tensor:
+    """One layer's attention between its projections, for the model and the draft model's
+    LeanForward (draft_forward.py) alike: q and k rotate, k and v go to their cache slots, then
+    the decode rows and the prefill chunks attend over the paged cache.
+    qkv [T, (H + 2 Hkv) * D] -> [T, H * D]."""
+    num_tokens = qkv.shape[0]
+    k_cache, v_cache, k_scale, v_scale = cache
+    # rotation and the KV write: one pass on the CPU. q: [T, H, D]
+    q = kernels.rope_write_kv(qkv, meta.cos_sin, k_cache, v_cache, meta.slot_mapping, num_heads, k_scale, v_scale)
+
+    def decode(rows: torch.Tensor) -> torch.Tensor:
+        return kernels.paged_decode_attention(rows, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
+                                              scale, meta.decode_max_seq_len, k_scale, v_scale)
+
+    def prefill(rows: torch.Tensor) -> torch.Tensor:
+        return kernels.paged_prefill_attention(rows, k_cache, v_cache, meta.prefill_block_tables,
+                                               meta.prefill_query_start_loc, meta.prefill_seq_lens, scale, k_scale,
+                                               v_scale)
+
+    nd = meta.num_decodes
+    if nd == num_tokens:  # decode-only step: no copy into a shared output
+        out = decode(q)
+    elif nd == 0:
+        out = prefill(q)
+    else:
+        out = torch.empty_like(q)  # [T, H, D]
+        out[:nd] = decode(q[:nd])
+        out[nd:] = prefill(q[nd:])
+    return out.reshape(num_tokens, -1)
 
 
 class MLP(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, kernels: KernelPlan) -> None:
         super().__init__()
+        self.kernels = kernels
         self.intermediate = cfg.intermediate_size
         self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=cfg.mlp_bias)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=cfg.mlp_bias)
@@ -103,27 +109,28 @@ class MLP(nn.Module):
         if getattr(self.gate_up_proj, "fused_swiglu", False):  # a panel linear that applies it itself
             return self.down_proj(self.gate_up_proj(x))
         gate_up = self.gate_up_proj(x)  # [T, 2 I]
-        return self.down_proj(kernels.silu_mul(gate_up))  # SwiGLU: silu(gate) * up, [T, I]
+        return self.down_proj(self.kernels.silu_mul(gate_up))  # SwiGLU: silu(gate) * up, [T, I]
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, size: int, eps: float) -> None:
+    def __init__(self, size: int, eps: float, kernels: KernelPlan) -> None:
         super().__init__()
+        self.kernels = kernels
         self.weight = nn.Parameter(torch.ones(size))
         self.eps = eps
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
         """norm(x); with `residual`, residual += x in place first and the sum is normalised."""
-        return kernels.rms_norm(x, self.weight, self.eps, residual)
+        return self.kernels.rms_norm(x, self.weight, self.eps, residual)
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, kernels: KernelPlan) -> None:
         super().__init__()
-        self.input_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.attn = Attention(cfg)
-        self.post_attn_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.mlp = MLP(cfg)
+        self.input_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, kernels)
+        self.attn = Attention(cfg, kernels)
+        self.post_attn_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, kernels)
+        self.mlp = MLP(cfg, kernels)
 
     def forward(self, h: torch.Tensor, pending: torch.Tensor | None, cache: LayerKV,
                 meta: AttentionMetadata) -> torch.Tensor:
@@ -136,21 +143,23 @@ class DecoderLayer(nn.Module):
 
 
 class DecoderModel(nn.Module):
-    """Embedding, decoder layers, final norm and LM head. Parameter names match `loader`."""
+    """Embedding, decoder layers, final norm and LM head. Parameter names match `loader`.
+    `kernels`: the runner's kernel plan, which every layer calls."""
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, kernels: KernelPlan) -> None:
         super().__init__()
         self.cfg = cfg
+        self.kernels = kernels
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
-        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.layers = nn.ModuleList(DecoderLayer(cfg, kernels) for _ in range(cfg.num_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, kernels)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.cos_sin: torch.Tensor | None = None  # [max_positions, 2, head_dim], set by from_state_dict
         self.native_stack: NativeStack | None = None  # every layer in one native call (attach_native_stack)
 
     @classmethod
     def from_state_dict(
-        cls, cfg: ModelConfig, state: dict[str, torch.Tensor], max_positions: int,
+        cls, cfg: ModelConfig, state: dict[str, torch.Tensor], max_positions: int, kernels: KernelPlan,
         modules: dict[str, nn.Module] | None = None,
     ) -> DecoderModel:
         """Build without allocating random weights, then adopt `state` (from `loader`).
@@ -159,7 +168,7 @@ class DecoderModel(nn.Module):
         linears, whose tensors are then not in `state`).
         """
         with torch.device("meta"):
-            model = cls(cfg)
+            model = cls(cfg, kernels)
         for name, module in (modules or {}).items():
             parent, _, leaf = name.rpartition(".")
             setattr(model.get_submodule(parent), leaf, module)
@@ -175,14 +184,14 @@ class DecoderModel(nn.Module):
         return model.eval()
 
     def attach_native_stack(self) -> bool:
-        """Run every layer of a step in one native call (kernels/cpu_stack.py: the same kernels in
+        """Run every layer of a step in one native call (kernels/programs/layer_stack.py: the same kernels in
         the same order, so the same bits) where the weights allow: float32 panel linears on the
         CPU, a SwiGLU-fused gate/up. Steps on caches it does not take still run per op."""
         layers = [StackLayer(layer.input_norm.weight, layer.attn.qkv_proj, layer.attn.o_proj,
                              layer.post_attn_norm.weight, layer.mlp.gate_up_proj, layer.mlp.down_proj)
                   for layer in self.layers]
         cfg = self.cfg
-        self.native_stack = kernels.native_stack(layers, self.norm.weight, cfg.num_heads, cfg.num_kv_heads,
+        self.native_stack = self.kernels.native_stack(layers, self.norm.weight, cfg.num_heads, cfg.num_kv_heads,
                                                  cfg.head_dim, cfg.rms_norm_eps)
         return self.native_stack is not None
 

@@ -20,10 +20,8 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-from fairgate import kernels
 from fairgate.backends.local.model.loader import weight_files
-from fairgate.kernels.quant_format import QuantizedWeight, QuantMethod, quantize_weight
-from fairgate.kernels.quant_linear import QuantLinear
+from fairgate.kernels import KernelPlan, QuantizedWeight, QuantLinear, QuantMethod, quantize_weight
 
 # Our module names of the decoder's linears (after the loader's q/k/v and gate/up fusion).
 LINEAR_NAMES = ("attn.qkv_proj", "attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj")
@@ -35,14 +33,15 @@ def linear_paths(num_layers: int) -> list[str]:
 
 def quantized_linears(
     state: dict[str, torch.Tensor], num_layers: int, method: QuantMethod, prequantized: bool,
-    device: torch.device,
+    device: torch.device, kernels: KernelPlan,
 ) -> dict[str, nn.Module]:
     """Take every decoder linear's tensors out of `state` and return QuantLinear modules by path.
 
     `prequantized`: `state` holds codes (`.qweight`, `.scales`, `.minimum`), as saved by
-    `save_quantized_state`; otherwise float `.weight`s that are quantized here.
+    `save_quantized_state`; otherwise float `.weight`s that are quantized here. `kernels`: the
+    runner's plan, which says whether they run on the native CPU kernels.
     """
-    native = kernels.native_quant_linears(device)
+    native = kernels.native_quant_linears
     out: dict[str, nn.Module] = {}
     for path in linear_paths(num_layers):
         bias = state.pop(f"{path}.bias", None)
@@ -56,7 +55,7 @@ def quantized_linears(
         if not native:
             qw = QuantizedWeight(qw.method, qw.qweight.to(device), qw.scale.to(device),
                                  None if qw.minimum is None else qw.minimum.to(device), qw.in_features)
-        out[path] = QuantLinear(qw, bias, native)
+        out[path] = kernels.quant_linear(qw, bias)
     return out
 
 

@@ -11,7 +11,7 @@ import math
 import torch
 
 from fairgate.backends.local.model.config import ModelConfig
-from fairgate.kernels.reference import apply_rope
+from fairgate.kernels import apply_rope
 
 __all__ = ["apply_rope", "cos_sin_cache", "inv_frequencies"]
 

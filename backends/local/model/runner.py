@@ -8,7 +8,6 @@ from pathlib import Path
 
 import torch
 
-from fairgate import kernels
 from fairgate.backends.local.engine.types import RunnerInput, SampleResult
 from fairgate.backends.local.model.batch import build_step
 from fairgate.backends.local.model.config import ModelConfig
@@ -19,9 +18,14 @@ from fairgate.backends.local.sampling.logprobs import prompt_logprobs
 from fairgate.backends.local.sampling.sampler import Sampler, sample_batch
 from fairgate.backends.local.sampling.structured import GrammarMasker, GrammarMasks
 from fairgate.backends.local.speculative.verify import verify_drafts
-from fairgate.kernels import hugepages
-from fairgate.kernels.kv_quant import KV_FORMATS, SCALE_DTYPE, cache_shape
-from fairgate.kernels.quant_format import QuantMethod
+from fairgate.kernels import (
+    KV_FORMATS,
+    SCALE_DTYPE,
+    KernelPlan,
+    QuantMethod,
+    cache_shape,
+    hugepages,
+)
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +58,11 @@ class ModelRunner:
     KV pool: per layer one K and one V tensor [num_kv_blocks, block_size, num_kv_heads, head_dim].
     Size it with `num_kv_blocks`, or `kv_cache_memory` bytes; by default 512 MiB on CPU and
     90% of the free GPU memory after the weights on CUDA. `kv_cache_dtype` defaults to `dtype`;
-    "int8" and "int4" store quantized rows with float16 scales beside the blocks (kernels/kv_quant.py).
+    "int8" and "int4" store quantized rows with float16 scales beside the blocks (kernels/ops/kv_quant.py).
     `quantization` ("int8", "int4", "int4-gN") quantizes the decoder linears of a float folder as
     it loads; None keeps what the folder holds (a `fairgate quantize` folder stays quantized).
-    `gemm` picks how the float32 CPU linears run (`kernels.pack_linears`: auto, native, onednn, torch).
+    `gemm` picks how the float32 CPU linears run (auto, native, onednn, torch: `KernelPlan`).
+    Which kernel runs each operation is chosen once, here (`self.kernels`, logged).
     """
 
     def __init__(
@@ -82,16 +87,18 @@ class ModelRunner:
         self.max_model_len = self.config.max_model_len
         self.eos_token_ids = self.config.eos_token_ids
         self.quantization = self._quantization_method(quantization)
+        plan = KernelPlan.choose(self.device, gemm)
         state = load_weights(self.model_dir, self.config, self.dtype, self.device)
         linears = None if self.quantization is None else quantized_linears(
             state, self.config.num_layers, self.quantization, self.config.quantization is not None,
-            self.device)
-        self.model = DecoderModel.from_state_dict(self.config, state, self.max_model_len, linears)
+            self.device, plan)
+        self.model = DecoderModel.from_state_dict(self.config, state, self.max_model_len, plan, linears)
         del state, linears
-        self.packed_linears = kernels.pack_linears(self.model, self.device, gemm)
+        self.packed_linears = plan.pack_linears(self.model)
         native_stack = self.model.attach_native_stack()
         # greedy rows with nothing to apply to their logits take their tokens without them
-        self.greedy_head = kernels.greedy_head(self.model.lm_head)
+        self.greedy_head = plan.greedy_head(self.model.lm_head)
+        self.kernels = plan.settled(self.model.native_stack, self.greedy_head)  # `describe()` for an endpoint
 
         self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
         self._allocate_kv_pool()
@@ -101,7 +108,7 @@ class ModelRunner:
             generator.manual_seed(seed)
         else:
             generator.seed()
-        self.sampler = Sampler(generator)
+        self.sampler = Sampler(generator, plan.argmax)
         self.grammar_masker = GrammarMasker()  # structured output masks, filled during the forward
         self.weight_bytes = weight_bytes(self.model)
         log.info(
@@ -109,9 +116,11 @@ class ModelRunner:
             " tokens (%s), %s, %d packed linears%s",
             cfg.model_type, cfg.num_layers, self.dtype, self.device, self.quantization_name,
             self.weight_bytes / 2**20, self.num_kv_blocks, block_size, self.kv_cache_dtype,
-            kernels.describe_backend(self.device), self.packed_linears,
+            self.kernels.summary, self.packed_linears,
             ", every layer in one native call" if native_stack else "",
         )
+        for line in self.kernels.log_lines():
+            log.info("%s", line)
 
     def _kv_layout(self, kv_cache_dtype: str | torch.dtype | None) -> None:
         # A narrower KV pool (e.g. bfloat16 under float32 weights) holds twice the tokens in
@@ -131,7 +140,7 @@ class ModelRunner:
         # (4-bit codes: head_dim / 2 bytes a row.) Scales: [layers, K|V, blocks, block_size, kv_heads, S],
         # indexed by the same block ids, so a block's scales travel with it.
         pool = (cfg.num_layers, 2, self.num_kv_blocks, self.block_size, cfg.num_kv_heads)
-        if self.device.type == "cpu":  # read through every decode step: on huge pages (kernels/hugepages.py)
+        if self.device.type == "cpu":  # read through every decode step: on huge pages (kernels/native/hugepages.py)
             self.kv_cache = hugepages.zeros((*pool, self._kv_width), self.kv_cache_dtype)
         else:
             self.kv_cache = torch.zeros(*pool, self._kv_width, dtype=self.kv_cache_dtype, device=self.device)

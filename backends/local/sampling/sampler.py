@@ -9,13 +9,16 @@ batch or the step. Stop conditions (eos, stop strings, max_tokens) are the engin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 import torch
 
-from fairgate import kernels
-from fairgate.backends.local.engine.types import RunnerInput, SampleResult, SamplingParams
+from fairgate.backends.local.engine.types import (
+    RunnerInput,
+    SampleResult,
+    SamplingParams,
+)
 from fairgate.backends.local.sampling.logits_processors import apply_logits_processors
 from fairgate.backends.local.sampling.logprobs import token_logprobs
 from fairgate.backends.local.sampling.structured import GrammarMasks, fill_grammar_masks
@@ -31,11 +34,18 @@ def _mix_seed(seed: int, step: int) -> int:
     return (z ^ (z >> 31)) >> 1
 
 
-class Sampler:
-    """Picks one token per row of a logits batch. `generator` drives unseeded rows."""
+def _first_argmax(logits: torch.Tensor) -> torch.Tensor:  # [N, V] -> [N] int64, first index on ties
+    return logits.argmax(dim=-1)
 
-    def __init__(self, generator: torch.Generator | None = None) -> None:
+
+class Sampler:
+    """Picks one token per row of a logits batch. `generator` drives unseeded rows; `argmax`
+    ([N, V] -> [N] int64) is the runner's kernel plan's (`KernelPlan.argmax`)."""
+
+    def __init__(self, generator: torch.Generator | None = None,
+                 argmax: Callable[[torch.Tensor], torch.Tensor] | None = None) -> None:
         self.generator = generator
+        self._argmax = argmax or _first_argmax
 
     def __call__(
         self,
@@ -53,7 +63,7 @@ class Sampler:
     ) -> torch.Tensor:  # [N] int64, on logits.device
         vocab = logits.shape[1]
         greedy = [p.greedy for p in params]
-        argmax = kernels.argmax(logits)  # [N]
+        argmax = self._argmax(logits)  # [N]
         if all(greedy):
             return argmax
         device = logits.device

@@ -3,16 +3,16 @@
 A draft proposes k tokens with k forward passes of a batch of one token per sequence; at batch
 1 on the CPU such a pass is almost all per-call overhead: nn.Module dispatch (a dozen module
 calls per layer) and the packed oneDNN linears, which cost ~10 us a call more than `F.linear`
-on one row (kernels/cpu_linear.py packs for steps of many rows). `LeanForward` runs the same
+on one row (kernels/layers/panel_linear.py packs for steps of many rows). `LeanForward` runs the same
 computation as `DecoderModel.forward` (model.py: pre-norm Llama layers, fused QKV and
-gate/up projections, RoPE, paged KV through the kernel dispatchers) from dense weights of its
-own, as a loop over layers with no modules. It serves any batch the model does (decode and
-prefill chunks), so round 0's catch-up runs on it too. The draft's guesses only need to be
+gate/up projections, and each layer's attention through the model's own `paged_attention`) from
+dense weights of its own, as a loop over layers with no modules. It serves any batch the model
+does (decode and prefill chunks), so round 0's catch-up runs on it too. The draft's guesses only need to be
 deterministic: the target verifies every one, so float32 rounding that differs from the
 packed path cannot change an output.
 
 A decode-only step (one token per sequence: the proposer's rounds j >= 1) on float32 CPU
-weights and an unquantized cache runs as one native call instead (kernels/cpu_draft.py):
+weights and an unquantized cache runs as one native call instead (kernels/programs/draft_round.py):
 the same computation, only the linears' summation order differs.
 """
 
@@ -23,13 +23,15 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from fairgate import kernels
 from fairgate.backends.local.model.config import ModelConfig
-from fairgate.backends.local.model.llama import AttentionMetadata, DecoderModel, LayerKV
+from fairgate.backends.local.model.llama import (
+    AttentionMetadata,
+    DecoderModel,
+    LayerKV,
+    paged_attention,
+)
 from fairgate.backends.local.model.loader import load_weights
-from fairgate.kernels.cpu_draft import DecodeRound, LayerWeights
-from fairgate.kernels.quant_format import QuantMethod, quantize_weight
-from fairgate.kernels.quant_linear import QuantLinear
+from fairgate.kernels import KernelPlan, LayerWeights, QuantLinear, QuantMethod, quantize_weight
 
 
 class LeanForward:
@@ -42,13 +44,14 @@ class LeanForward:
         self.embed = model.embed_tokens.weight
         # dense, not the model's packed lm_head: one row a round (a tied head is the embedding)
         self.lm_head = self.embed if cfg.tie_word_embeddings else state["lm_head.weight"]
-        self._head = _int8_head(self.lm_head) if int8_head else None
-        fused = kernels.fused_ops(self.embed)  # bound once: a round makes seven such calls
-        self._rms_norm, self._silu_mul = fused.rms_norm, fused.silu_mul
+        self.kernels = kernels = model.kernels  # the runner's plan
+        self._head = _int8_head(self.lm_head, kernels) if int8_head else None
+        self._rms_norm, self._silu_mul = kernels.fused.rms_norm, kernels.fused.silu_mul  # bound once: seven a round
         self.norm = model.norm.weight
         self.cos_sin = model.cos_sin
         self.layers = [self._layer(model, state, i) for i in range(cfg.num_layers)]
-        self._round = _native_round(cfg, self.embed, self.norm, self.cos_sin, self.layers)  # decode steps, or None
+        self._round = kernels.draft_round(self.embed, self.norm, self.cos_sin, self.layers, cfg.num_heads,  # or None
+                                          cfg.num_kv_heads, cfg.head_dim, cfg.rms_norm_eps)
 
     @classmethod
     def load(cls, model_dir: str | Path, cfg: ModelConfig, model: DecoderModel,
@@ -107,49 +110,24 @@ class LeanForward:
 
     def _attention(self, layer: LayerWeights, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
         cfg = self.cfg
-        num_tokens, q_size, d = x.shape[0], cfg.q_size, cfg.head_dim
         qkv = F.linear(x, layer.qkv, layer.qkv_bias)  # [T, (H + 2 Hkv) * D]
-        k_cache, v_cache, k_scale, v_scale = cache
-        # q and k rotate, k and v go to their cache slots (one native pass on the CPU); q: [T, H, D]
-        q = kernels.rope_write_kv(qkv, meta.cos_sin, k_cache, v_cache, meta.slot_mapping, cfg.num_heads,
-                                  k_scale, v_scale)
-        scale, nd = d**-0.5, meta.num_decodes
-        if nd == num_tokens:
-            out = kernels.paged_decode_attention(q, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
-                                                 scale, meta.decode_max_seq_len, k_scale, v_scale)
-        else:
-            out = torch.empty_like(q)  # [T, H, D]
-            if nd:
-                out[:nd] = kernels.paged_decode_attention(
-                    q[:nd], k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens, scale,
-                    meta.decode_max_seq_len, k_scale, v_scale)
-            out[nd:] = kernels.paged_prefill_attention(
-                q[nd:], k_cache, v_cache, meta.prefill_block_tables, meta.prefill_query_start_loc,
-                meta.prefill_seq_lens, scale, k_scale, v_scale)
-        return F.linear(out.reshape(num_tokens, q_size), layer.o, layer.o_bias)
-
-
-def _native_round(cfg: ModelConfig, embed: torch.Tensor, norm: torch.Tensor, cos_sin: torch.Tensor | None,
-                  layers: list[LayerWeights]) -> DecodeRound | None:
-    """The one-call decode round where the native CPU kernels run, else None."""
-    if cos_sin is None or embed.device.type != "cpu" or kernels.kernel_mode() in ("reference", "triton"):
-        return None
-    return DecodeRound.build(embed, norm, cos_sin, layers, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.rms_norm_eps)
+        out = paged_attention(self.kernels, qkv, cache, meta, cfg.num_heads, cfg.head_dim**-0.5)  # [T, H * D]
+        return F.linear(out, layer.o, layer.o_bias)
 
 
 INT8_HEAD_MIN_BYTES = 1 << 20  # a float head smaller than this stays in a core's cache between rounds
 
 
-def _int8_head(weight: torch.Tensor) -> QuantLinear | None:
+def _int8_head(weight: torch.Tensor, kernels: KernelPlan) -> QuantLinear | None:
     """The head as an int8 layer on the native CPU kernels, or None (elsewhere, or without them).
 
     The head is most of a small draft's round (vocab x hidden floats read for one row: 60 us
     for 6144 x 128 here); int8 codes are a quarter of that memory and the int8-activation
     kernel takes 23 us. The head only ranks the draft's guesses, which the target verifies:
     rounding there can change a guess (the acceptance the bench measures), never an output."""
-    if weight.device.type != "cpu" or weight.dtype != torch.float32 or kernels.kernel_mode() in ("reference", "triton"):
+    if weight.device.type != "cpu" or weight.dtype != torch.float32 or not kernels.native:
         return None
     if weight.numel() * weight.element_size() < INT8_HEAD_MIN_BYTES:  # in cache anyway: float is as fast
         return None
-    head = QuantLinear(quantize_weight(weight.detach(), QuantMethod.parse("int8-a8")), None, native=True)
+    head = kernels.quant_linear(quantize_weight(weight.detach(), QuantMethod.parse("int8-a8")), None)
     return head if head.native else None

@@ -1,4 +1,4 @@
-"""LeanForward's one-call native decode round (kernels/cpu_draft.c) computes what its per-op
+"""LeanForward's one-call native decode round (kernels/native/cpu_draft.c) computes what its per-op
 path computes: the same hidden states up to float32 summation order (~4e-6 here), over random KV contexts
 of different lengths and block tables (GQA, sequences spanning several blocks, qkv biases),
 and the same greedy guesses in the proposer on the demo draft."""

@@ -68,13 +68,18 @@ def test_rounds_propose_the_draft_models_greedy_continuation(draft_dir: Path) ->
 def test_a_large_draft_head_runs_on_int8_codes_and_ranks_as_the_float_one() -> None:
     import torch
 
-    from fairgate.backends.local.speculative.draft_forward import INT8_HEAD_MIN_BYTES, _int8_head
+    from fairgate.backends.local.speculative.draft_forward import (
+        INT8_HEAD_MIN_BYTES,
+        _int8_head,
+    )
+    from fairgate.kernels import KernelPlan
 
+    plan = KernelPlan.choose("cpu")
     gen = torch.Generator().manual_seed(3)
-    assert _int8_head(torch.randn(512, 64, generator=gen)) is None  # 128 KiB: stays float
+    assert _int8_head(torch.randn(512, 64, generator=gen), plan) is None  # 128 KiB: stays float
     weight = torch.randn(6144, 128, generator=gen)
     assert weight.numel() * 4 >= INT8_HEAD_MIN_BYTES
-    head = _int8_head(weight)
+    head = _int8_head(weight, plan)
     if head is None:
         pytest.skip("the native int8 kernels did not build here")
     hidden = torch.randn(256, 128, generator=gen)

@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+from fairgate.backends.local.engine.types import (
+    RunnerInput,
+    SamplingParams,
+)
 from fairgate.backends.local.model.runner import ModelRunner
 from fairgate.gateway.cli import main
-from fairgate.kernels.quant_linear import QuantLinear
+from fairgate.kernels.layers.quant_linear import QuantLinear
 
 DEMO = Path(__file__).resolve().parents[3] / "models" / "fairgate-demo"
 GREEDY = SamplingParams(temperature=0.0)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+from fairgate.backends.local.engine.types import (
+    RunnerInput,
+    SamplingParams,
+)
 from fairgate.backends.local.model.loader import load_weights
 from fairgate.backends.local.model.runner import ModelRunner
 
@@ -99,7 +102,7 @@ def test_bfloat16_kv_cache_stays_close(tiny_model_dir):
 
 
 def test_gemm_torch_keeps_f_linear_and_greedy_tokens_agree(tiny_model_dir):
-    from fairgate.kernels.cpu_linear import packing_available
+    from fairgate.kernels.layers.panel_linear import packing_available
 
     plain = ModelRunner(tiny_model_dir, num_kv_blocks=16, gemm="torch")
     packed = ModelRunner(tiny_model_dir, num_kv_blocks=16)

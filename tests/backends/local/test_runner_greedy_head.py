@@ -1,4 +1,4 @@
-"""The runner takes a step's greedy tokens from the greedy head (kernels/cpu_greedy.c) when
+"""The runner takes a step's greedy tokens from the greedy head (kernels/native/cpu_greedy.c) when
 every sampling row is plain greedy, and they are the tokens the full logits give; any row that
 needs its logits (logprobs, a penalty, a bias, sampling, a draft to verify) sends the whole step
 down the logits path."""
@@ -10,7 +10,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
+from fairgate.backends.local.engine.types import (
+    RunnerInput,
+    SamplingParams,
+)
 from fairgate.backends.local.model.runner import ModelRunner
 from tests.helpers.tiny_models import make_tiny_model
 

@@ -1,0 +1,146 @@
+"""How `KernelPlan.choose` decides: one function per operation, each saying what runs and why.
+
+Everything a choice depends on is settled here, once: the native libraries the plan names are
+built and loaded (a library this CPU cannot build is a reason, not a later surprise), triton is
+imported where the plan wants it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from fairgate.kernels import plan as _plan
+from fairgate.kernels.native import abi, build
+from fairgate.kernels.ops import cpu_fused, cpu_ops, reference
+from fairgate.kernels.plan import Choice
+
+if TYPE_CHECKING:
+    from fairgate.kernels.plan import KernelPlan
+
+_A8_PATHS = {2: "AVX-512 VNNI", 1: "AVX2"}
+
+
+def choose(cls: type[KernelPlan], mode: str, device: str, gemm: str) -> KernelPlan:
+    ops, attention = _attention(mode, device)
+    native = device == "cpu" and mode in ("auto", "native")
+    fused = cpu_fused if ops is cpu_ops and abi.load(abi.FUSED) is not None else reference
+    choices = {
+        "kv_write": _kv_write(ops, fused, attention),
+        "decode_attention": attention,
+        "prefill_attention": _prefill(ops, attention),
+        "fused": _fused(ops, fused, attention),
+        "dense_linears": _dense(mode, device, gemm),
+        "quant_linears": _quant(mode, device, native, ops),
+        "layer_stack": _program(abi.STACK, native and ops is cpu_ops, mode, device,
+                                "every decoder layer of a step in one call, where the model and caches fit"),
+        "greedy_head": _program(abi.GREEDY, native and ops is cpu_ops, mode, device,
+                                lambda: f"a bfloat16 screen of the LM head ({_screen()}), then float32 for the candidates"),
+        "draft_round": _program(abi.DRAFT, native, mode, device, "a float32 draft model's decode round in one call"),
+    }
+    return cls(mode, device, gemm, ops, fused, native, tuple((op, choices[op]) for op in _plan.OPERATIONS))
+
+
+def _off(mode: str, device: str) -> str:
+    """Why the native CPU kernels do not run here."""
+    if mode in ("reference", "triton"):
+        return f"FAIRGATE_KERNELS={mode}"
+    return "the native kernels run on the CPU" if device != "cpu" else "the native CPU kernels did not build"
+
+
+def _built(spec: abi.Library) -> str:
+    return f"{spec.source} built for {build.instruction_sets()}"
+
+
+def _attention(mode: str, device: str) -> tuple[ModuleType, Choice]:
+    """The module of write_kv and the paged attention, and why."""
+    if mode == "reference":
+        return reference, Choice("reference", "FAIRGATE_KERNELS=reference")
+    if mode == "native" or (mode == "auto" and device == "cpu"):
+        ops, why = _plan._load_native()
+        if ops is not None:
+            return ops, Choice("native", _built(abi.ATTENTION) + (" (FAIRGATE_KERNELS=native)" if mode == "native" else ""))
+        if mode == "native":
+            raise RuntimeError(f"FAIRGATE_KERNELS=native but {why}")
+        return reference, Choice("reference", str(why))
+    ops, why = _plan._load_triton()
+    if ops is not None:
+        return ops, Choice("triton", "CUDA" if device == "cuda" else "FAIRGATE_KERNELS=triton (the interpreter on the CPU)")
+    if mode == "triton":
+        raise RuntimeError(f"FAIRGATE_KERNELS=triton but the Triton kernels cannot load: {why}")
+    return reference, Choice("reference", f"triton unavailable: {why}")
+
+
+def _kv_write(ops: ModuleType, fused: ModuleType, attention: Choice) -> Choice:
+    if fused is cpu_fused:
+        return Choice("native", "RoPE and the KV write in one pass (cpu_fused.c) for a float32 cache; "
+                                "the torch write for a quantized one")
+    if attention.impl == "triton":
+        return Choice("triton", "the torch rotation, then the Triton KV write")
+    return Choice("reference", attention.why if ops is reference else "cpu_fused.c did not build")
+
+
+def _prefill(ops: ModuleType, attention: Choice) -> Choice:
+    if ops is cpu_ops:
+        return Choice("native", "cpu_attention.c for a float32 cache; torch's SDPA per sequence for others")
+    return attention
+
+
+def _fused(ops: ModuleType, fused: ModuleType, attention: Choice) -> Choice:
+    if fused is cpu_fused:
+        return Choice("native", "rms_norm, silu_mul and argmax on " + _built(abi.FUSED))
+    if ops is cpu_ops:
+        return Choice("reference", f"cpu_fused.c did not build ({abi.why_not(abi.FUSED)})")
+    return Choice("reference", attention.why if attention.impl == "reference" else "no fused kernels off the CPU")
+
+
+def _dense(mode: str, device: str, gemm: str) -> Choice:
+    """The float32 linears: panel (cpu_gemm.c), oneDNN packed, or torch's F.linear."""
+    from fairgate.kernels.layers.panel_linear import packing_available
+
+    if gemm == "torch":
+        return Choice("torch", "gemm=torch")
+    if gemm == "auto" and (device != "cpu" or mode not in ("auto", "native")):
+        return Choice("torch", _off(mode, device))
+    if gemm != "onednn" and abi.load(abi.GEMM) is not None:
+        return Choice("panel", _built(abi.GEMM) + ", oneDNN's bits (oneDNN for widths not a multiple of "
+                      f"{abi.LANES})")
+    if gemm == "native":  # pack_linears raises at the runner's start
+        return Choice("panel", f"gemm=native but cpu_gemm.c did not build ({abi.why_not(abi.GEMM)})")
+    if packing_available():
+        why = "gemm=onednn" if gemm == "onednn" else f"cpu_gemm.c did not build ({abi.why_not(abi.GEMM)})"
+        return Choice("onednn", why)
+    return Choice("torch", "neither the panel nor the oneDNN linears run here")
+
+
+def _quant(mode: str, device: str, native: bool, ops: ModuleType) -> Choice:
+    """Weight-only int8/int4 linears (and int8-a8)."""
+    if native:
+        quant = abi.load(abi.QUANT)
+        if quant is None:
+            return Choice("reference", f"cpu_quant.c did not build ({abi.why_not(abi.QUANT)})")
+        a8 = abi.load(abi.QUANT_A8)
+        path = 0 if a8 is None else a8.quant_a8_path()
+        a8_why = (f"int8-a8 on cpu_quant_a8.c ({_A8_PATHS[path]})" if path else
+                  "int8-a8 on the weight-only kernel (cpu_quant_a8.c has no SIMD path here)")
+        return Choice("native", f"{_built(abi.QUANT)}; {a8_why}")
+    if ops is not reference and getattr(ops, "quant_linear", None) is not None:
+        return Choice("triton", "the Triton weight-only matmul")
+    return Choice("reference", _off(mode, device))
+
+
+def _program(spec: abi.Library, wanted: bool, mode: str, device: str, what: str | Callable[[], str]) -> Choice:
+    """A whole-model program: native where the plan runs native kernels and its library loads."""
+    if not wanted:
+        return Choice("per-op", _off(mode, device))
+    if abi.load(spec) is None:
+        return Choice("per-op", f"{spec.source} did not build ({abi.why_not(spec)})")
+    return Choice("native", f"{spec.source}: {what if isinstance(what, str) else what()}")
+
+
+def _screen() -> str:
+    lib = abi.load(abi.GREEDY)
+    if lib is None:
+        return "not built"
+    return ("float32 FMAs, calibrated", "AVX512-BF16", "AMX for a multiple of 32 inputs")[lib.greedy_screen(32)]

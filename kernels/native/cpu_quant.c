@@ -1,0 +1,194 @@
+/* Weight-only quantized linears for CPUs: y = x W^T (+ b) with W held as int8 (one scale per
+ * output channel) or as unsigned 4-bit codes (a scale and a minimum per group of inputs).
+ *
+ * Built at first use by kernels/native/build.py (cc -O3 -march=native -fopenmp) and called
+ * through ctypes on torch tensors' memory, so no Python dispatch sits between the model and the
+ * loop. Decode is memory-bound: each weight byte is read once per call, widened to float32 in
+ * registers and used for every row of x; nothing is dequantized to memory.
+ *
+ * Weight layout (made by kernels/layers/quant_linear.py): panels of 16 output channels,
+ *   int8:  [num_panels, K, 16] int8, scale [num_panels * 16] float32;
+ *   int4:  [num_panels, K, 8] uint8 where byte j holds channel j (low nibble) and j + 8 (high
+ *          nibble); scale and minimum [num_panels, K / group, 16] float32, w = code * scale + min.
+ * Channels past N in the last panel are zero and are never stored.
+ *
+ * One work item is NP panels (NP * 16 outputs) over every row of x, taken MB rows at a time:
+ * per input k the panel's 16-wide weight vectors are widened once and feed MB * NP
+ * accumulators (an outer product), so wider batches reuse each widened weight MB times.
+ */
+
+#include <stdint.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "fg_common.h"
+
+FG_EXPORT_CONSTANTS
+
+typedef int8_t vi8 __attribute__((vector_size(16), aligned(1)));
+typedef uint8_t vu8 __attribute__((vector_size(8), aligned(1)));
+/* Register tile: MB rows x NP panels of accumulators (16 on AVX-512's 32 registers; 4 vectors
+ * of two halves each on AVX2's 16). */
+#if defined(__AVX512F__)
+#define MB 8
+#define NP 2
+#else
+#define MB 4
+#define NP 1
+#endif
+
+enum { W_INT8 = 0, W_INT4 = 1 };
+
+/* The 16 codes of input k for one panel, widened to float32 lanes. GCC scalarises generic
+ * narrow-integer-to-float vector conversions, so x86 gets the one-instruction widenings. */
+ALWAYS_INLINE vf16 int8_lanes(const int8_t *p)
+{
+#if defined(__AVX512F__)
+    return (vf16)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+#elif defined(__AVX2__)
+    const __m128i b = _mm_loadu_si128((const __m128i *)p);
+    const __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+    const __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(b, 8)));
+    vf16 both;
+    memcpy(&both, &lo, sizeof lo);
+    memcpy((char *)&both + sizeof lo, &hi, sizeof hi);
+    return both;
+#else
+    return __builtin_convertvector(__builtin_convertvector(*(const vi8 *)p, vi32), vf16);
+#endif
+}
+
+/* 8 bytes -> 16 codes: lanes 0-7 the low nibbles, lanes 8-15 the high ones. */
+ALWAYS_INLINE vf16 int4_lanes(const uint8_t *p)
+{
+#if defined(__AVX512F__)
+    const __m128i b = _mm_loadl_epi64((const __m128i *)p);
+    const __m512i wide = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(b, b));
+    const __m512i shift = _mm512_set_epi32(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
+    return (vf16)_mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srlv_epi32(wide, shift), _mm512_set1_epi32(15)));
+#elif defined(__AVX2__)
+    const __m256i wide = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+    const __m256 lo = _mm256_cvtepi32_ps(_mm256_and_si256(wide, _mm256_set1_epi32(15)));
+    const __m256 hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(wide, 4));
+    vf16 both;
+    memcpy(&both, &lo, sizeof lo);
+    memcpy((char *)&both + sizeof lo, &hi, sizeof hi);
+    return both;
+#else
+    const vu8 b = *(const vu8 *)p;
+    const vi32 both = __builtin_convertvector(__builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7,
+                                                                      0, 1, 2, 3, 4, 5, 6, 7), vi32);
+    const vi32 shift = {0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4};
+    return __builtin_convertvector((both >> shift) & 15, vf16);
+#endif
+}
+
+/* 16 weights of input k for one panel, as float32 (int8: the raw codes; int4: dequantized). */
+ALWAYS_INLINE vf16 weights16(const void *panel, int k, int kind, const float *scale, const float *minimum)
+{
+    if (kind == W_INT8)
+        return int8_lanes((const int8_t *)panel + (int64_t)k * LANES);
+    const vf16 code = int4_lanes((const uint8_t *)panel + (int64_t)k * (LANES / 2));
+    return code * *(const vf16 *)scale + *(const vf16 *)minimum;
+}
+
+/* Rows m0 .. m0+mb-1 of x against panels pan .. pan+np-1. mb and np are constants at each
+ * call site, so the accumulator arrays live in registers. */
+ALWAYS_INLINE void tile(
+    const float *x, int64_t x_stride, const void *w, const float *scale, const float *minimum,
+    const float *bias, float *y, int64_t y_stride, int m0, const int mb, int pan, const int np,
+    int N, int K, int group, const int kind)
+{
+    vf16 acc[MB][NP];
+    for (int i = 0; i < mb; i++)
+        for (int p = 0; p < np; p++)
+            acc[i][p] = (vf16){0};
+    const size_t panel_bytes = kind == W_INT8 ? (size_t)K * LANES : (size_t)K * (LANES / 2);
+    const int groups = kind == W_INT4 ? K / group : 1;
+    for (int k = 0; k < K; k++) {
+        vf16 wv[NP];
+        for (int p = 0; p < np; p++) {
+            const int64_t g = kind == W_INT4 ? ((int64_t)(pan + p) * groups + k / group) * LANES : 0;
+            wv[p] = weights16((const char *)w + (pan + p) * panel_bytes, k, kind, scale + g, minimum + g);
+        }
+        for (int i = 0; i < mb; i++) {
+            const float xv = x[(int64_t)(m0 + i) * x_stride + k];
+            for (int p = 0; p < np; p++)
+                acc[i][p] += xv * wv[p];
+        }
+    }
+    for (int p = 0; p < np; p++) {
+        const int n0 = (pan + p) * LANES;
+        const int width = N - n0 < LANES ? N - n0 : LANES;
+        vf16 mul = {0}, add = {0};
+        for (int j = 0; j < LANES; j++)
+            mul[j] = kind == W_INT8 ? scale[n0 + j] : 1.0f;
+        if (bias)
+            for (int j = 0; j < width; j++)
+                add[j] = bias[n0 + j];
+        for (int i = 0; i < mb; i++) {
+            const vf16 out = acc[i][p] * mul + add;
+            float *dst = y + (int64_t)(m0 + i) * y_stride + n0;
+            if (width == LANES)
+                memcpy(dst, &out, sizeof out);
+            else
+                for (int j = 0; j < width; j++)
+                    dst[j] = out[j];
+        }
+    }
+}
+
+ALWAYS_INLINE void item(
+    const float *x, int64_t x_stride, const void *w, const float *scale, const float *minimum,
+    const float *bias, float *y, int64_t y_stride, int M, int pan, const int np, int N, int K, int group,
+    const int kind)
+{
+#define TILE(R) tile(x, x_stride, w, scale, minimum, bias, y, y_stride, m0, R, pan, np, N, K, group, kind)
+    /* Row counts are constants in every tile instance: MB, then 4, 2 and 1 for the rest. */
+    for (int m0 = 0; m0 < M;) {
+        const int left = M - m0;
+        if (left >= MB) {
+            TILE(MB);
+            m0 += MB;
+        } else if (left >= 4) {
+            TILE(4);
+            m0 += 4;
+        } else if (left >= 2) {
+            TILE(2);
+            m0 += 2;
+        } else {
+            TILE(1);
+            m0 += 1;
+        }
+    }
+#undef TILE
+}
+
+/* x: [M, K] float32 rows `x_stride` apart; y: [M, N] float32 rows `y_stride` apart.
+ * kind 0 = int8 (scale per channel, minimum unused), 1 = int4 (K % group == 0).
+ * bias: [N] float32 or NULL. */
+void quant_linear(
+    const float *x, int64_t x_stride, const void *w, const float *scale, const float *minimum,
+    const float *bias, float *y, int64_t y_stride, int M, int N, int K, int group, int kind,
+    int num_threads)
+{
+    const int panels = (N + LANES - 1) / LANES;
+    const int items = (panels + NP - 1) / NP;
+#pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)
+    for (int it = 0; it < items; it++) {
+        const int pan = it * NP;
+        const int np = panels - pan < NP ? panels - pan : NP;
+#define ITEM(P, KIND) item(x, x_stride, w, scale, minimum, bias, y, y_stride, M, pan, P, N, K, group, KIND)
+        if (kind == W_INT8 && np == NP)
+            ITEM(NP, W_INT8);
+        else if (kind == W_INT8)
+            ITEM(1, W_INT8);
+        else if (np == NP)
+            ITEM(NP, W_INT4);
+        else
+            ITEM(1, W_INT4);
+#undef ITEM
+    }
+}

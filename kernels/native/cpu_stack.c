@@ -1,0 +1,116 @@
+/* Every decoder layer of one engine step in one native call, for a float32 Llama-family model
+ * whose linears are panel linears (cpu_gemm.c) over a float32 paged KV cache: from the
+ * embedded rows to the final RMSNorm.
+ *
+ * Built at first use by kernels/native/build.py (cc -O3 -march=native -fopenmp) and called
+ * through ctypes (kernels/programs/layer_stack.py). Why: the per-op path makes about ten calls a layer
+ * (norms, linears, RoPE with the KV write, attention), each through nn.Module dispatch, a torch
+ * allocation and ctypes; after a linear has streamed megabytes of weights through the caches,
+ * that Python and dispatch code runs cold, at 50-150 us a call (measured on a 2-core Zen 4 VM:
+ * an RMSNorm of 60 rows took 171 us right after a linear, 14 us in a loop). A step of the
+ * 110M benchmark model ran 6% faster end to end in one call (paired replay of a whole
+ * workload's steps, identical tokens).
+ *
+ * Nothing here computes: fg_layer.h sequences the kernels of cpu_fused.c, cpu_gemm.c and
+ * cpu_attention.c, reached through pointers the caller fills in, so every value has the bits
+ * of the per-op path (backends/local/model/llama.py), which stays the reference for every other case.
+ */
+
+#include "fg_layer.h"
+
+FG_EXPORT_CONSTANTS
+
+/* One layer: fg_layer (fg_common.h), its linears panel linears (kernels/layers/panel_linear.py). */
+typedef struct {
+    int num_layers, hidden, heads, kv_heads, head_dim, inter, block_size;
+    int kb_hidden, kb_heads, kb_inter; /* each linear's oneDNN block (cpu_gemm.c), by its input width */
+    float eps, scale;
+    const fg_layer *layers;
+    const float *final_norm;
+    rms_norm_fn rms_norm;
+    rope_fn rope_write_kv;
+    decode_fn decode_attention;
+    prefill_fn prefill_attention;
+    linear_fn linear;
+    swiglu_fn linear_swiglu;
+} stack_model;
+
+/* One step's rows: the first `num_decodes` run as decode rows (cpu_attention.c's decode kernel,
+ * one query token each), the rest are the prefill chunks of `num_prefills` sequences. */
+typedef struct {
+    int64_t tokens;
+    int num_decodes, num_prefills;
+    float *h;             /* [T, hidden] the embedded rows; left as the residual stream */
+    float *out;           /* [T, hidden] the result: after the final norm */
+    const float *cos_sin; /* [T, 2, head_dim] each row's RoPE */
+    const int64_t *slots; /* [T] each row's cache slot */
+    const int32_t *decode_tables, *decode_lens;
+    int64_t decode_stride;
+    const int32_t *prefill_tables, *prefill_starts, *prefill_lens;
+    int64_t prefill_stride;
+    /* scratch: x, pending [T, hidden]; qkv [T, (H + 2 Hkv) D]; q, att [T, H D]; act [T, inter] */
+    float *x, *qkv, *q, *att, *act, *pending;
+} stack_step;
+
+/* The sizes of the structs kernels/native/abi.py mirrors, checked when it loads this library. */
+size_t fg_sizeof_stack_layer(void) { return sizeof(fg_layer); }
+size_t fg_sizeof_stack_model(void) { return sizeof(stack_model); }
+size_t fg_sizeof_stack_step(void) { return sizeof(stack_step); }
+
+typedef struct {
+    fg_layers layers; /* first: the callbacks cast back to this */
+    const stack_model *m;
+    const stack_step *s;
+} stack_run;
+
+static void stack_linear(const fg_layers *r, int which, const float *x, int K, const float *w, int N,
+                         const float *bias, float *y)
+{
+    const stack_model *m = ((const stack_run *)r)->m;
+    const int kb = which == FG_QKV ? m->kb_hidden : which == FG_O ? m->kb_heads : m->kb_inter;
+    m->linear(x, r->rows, K, w, N, bias, y, kb, r->num_threads);
+}
+
+/* the first num_decodes rows on the decode kernel, the prefill chunks after them on the prefill one */
+static int stack_attend(const fg_layers *r, const fg_layer *L, const float *q, float *out)
+{
+    const stack_run *run = (const stack_run *)r;
+    const stack_model *m = run->m;
+    const stack_step *s = run->s;
+    const int64_t T = r->rows, nd = s->num_decodes, q_width = (int64_t)m->heads * m->head_dim;
+    if (nd > 0 && m->decode_attention(q, L->k_cache, L->v_cache, s->decode_tables, s->decode_stride, s->decode_lens,
+                                      out, (int)nd, m->heads, m->kv_heads, m->head_dim, m->block_size, m->scale,
+                                      0 /* float32 */, r->num_threads, 0, 0))
+        return -1;
+    if (T > nd && m->prefill_attention(q + nd * q_width, L->k_cache, L->v_cache, s->prefill_tables, s->prefill_stride,
+                                       s->prefill_starts, s->prefill_lens, out + nd * q_width, s->num_prefills,
+                                       m->heads, m->kv_heads, m->head_dim, m->block_size, m->scale, r->num_threads))
+        return -1;
+    return 0;
+}
+
+/* the gate/up panels apply their SwiGLU themselves (cpu_gemm.c) */
+static int stack_gate_up(const fg_layers *r, const fg_layer *L, const float *x, float *act)
+{
+    const stack_model *m = ((const stack_run *)r)->m;
+    return m->linear_swiglu(x, r->rows, m->hidden, L->gate_up, 2 * m->inter, L->gate_up_bias, act, m->kb_hidden,
+                            r->num_threads)
+               ? -1
+               : 0;
+}
+
+/* Returns 0, or -1 when an attention kernel found no scratch memory (out is then undefined). */
+int stack_forward(const stack_model *m, const stack_step *s, int num_threads)
+{
+    const stack_run run = {
+        .layers = {.rows = s->tokens, .num_layers = m->num_layers, .hidden = m->hidden, .heads = m->heads,
+                   .kv_heads = m->kv_heads, .head_dim = m->head_dim, .inter = m->inter, .num_threads = num_threads,
+                   .eps = m->eps, .layers = m->layers, .final_norm = m->final_norm, .rms_norm = m->rms_norm,
+                   .rope_write_kv = m->rope_write_kv, .cos_sin = s->cos_sin, .slots = s->slots,
+                   .linear = stack_linear, .attend = stack_attend, .gate_up = stack_gate_up, .x = s->x,
+                   .qkv = s->qkv, .q = s->q, .att = s->att, .act = s->act, .pending = s->pending},
+        .m = m,
+        .s = s,
+    };
+    return fg_layers_forward(&run.layers, s->h, s->out);
+}
