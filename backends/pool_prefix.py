@@ -23,8 +23,14 @@ BYTES_PER_TOKEN = 4  # byte fallback: a block of text about as long as a block o
 
 
 class PromptEncoder(Protocol):
+    """The pool's model tokenizer: encodes prompts into the key's blocks, and decodes token ids for
+    the gateway (the pool's `token_decoder`, so a `backends.base.TokenDecoder` too)."""
+
+    @property
+    def vocab_size(self) -> int: ...
     def encode(self, text: str) -> list[int]: ...
     def encode_chat(self, messages: list[dict[str, Any]]) -> list[int]: ...
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
 
 
 def cache_extra(request: GenerationRequest) -> str:

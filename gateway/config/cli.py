@@ -95,7 +95,7 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = sub.add_parser("apply", help="apply a declarative configuration file (idempotent)")
     ap.add_argument("-f", "--file", required=True, help="YAML: settings, backends, pools, tenants, routes, prices")
     ap.add_argument("--config", default=None, help="settings file (database_url, redis_url) if not in FILE")

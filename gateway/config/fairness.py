@@ -73,12 +73,12 @@ async def _load(app_state: GatewayState) -> tuple[dict[str, float], list[str]]:
                 for p in s.scalars(select(QuotaPolicy).where(QuotaPolicy.key_id.is_(None)))
                 if p.tenant_id in weights and any((limits := _budget_limits(p)).values())
             }
-            urls = s.scalars(
+            local = s.scalars(
                 select(BackendRow.base_url).where(
                     BackendRow.enabled.is_(True), BackendRow.kind == "local"
                 )
             )
-            urls = [*urls, *local_replica_urls(s)]  # every replica of a local pool gets them too
+            urls = [*local, *local_replica_urls(s)]  # every replica of a local pool gets them too
             return weights, budgets, sorted({control_url(u) for u in urls})
 
     weights, budgets, urls = await asyncio.to_thread(run)

@@ -101,9 +101,9 @@ async def load_backends(state: GatewayState) -> None:
         load_pools,  # pools keep their live state across rebuilds
     )
 
-    for name, (pool, row) in (await load_pools(state, old)).items():
+    for name, (pool, pool_row) in (await load_pools(state, old)).items():
         backends[name] = pool
-        prices[name] = Price(row.input_cost_per_mtok, row.output_cost_per_mtok)
+        prices[name] = Price(pool_row.input_cost_per_mtok, pool_row.output_cost_per_mtok)
     if state.embedded is not None:
         backends.setdefault(state.embedded.name, state.embedded)
         prices.setdefault(state.embedded.name, Price())

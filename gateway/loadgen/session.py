@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
-from tqdm import tqdm  # type: ignore[import-untyped]
+from tqdm import tqdm
 
 from fairgate.backends.local.evaluation.golden import GoldenItem
 from fairgate.gateway.loadgen.accuracy import score_golden

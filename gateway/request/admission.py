@@ -30,6 +30,7 @@ from fairgate.backends.openai_wire import (
 from fairgate.backends.openai_wire.embeddings import parse_embeddings
 from fairgate.backends.openai_wire.headers import bearer
 from fairgate.backends.openai_wire.responses import response_id
+from fairgate.backends.openai_wire.responses_output import ResponsesOutput
 from fairgate.backends.types import Receive, Scope
 from fairgate.gateway.config.registry import refresh_if_stale
 from fairgate.gateway.quota import QuotaDenied, RateLimitState, StaleConfig
@@ -62,7 +63,7 @@ class Admitted:
     prompt_version_header: bytes | None = None
     ratelimit: RateLimitState | None = None  # the tenant's windows after admission (x-ratelimit-*)
     route: str | None = None  # the usage row's route when not the kind's own (e.g. /v1/responses)
-    output: Any = None  # the answer's wire format when not chat/completions (a ResponsesOutput)
+    output: ResponsesOutput | None = None  # the answer's wire format when not chat/completions (a ResponsesOutput)
 
     def response_headers(self, backend: str) -> list[tuple[bytes, bytes]]:
         """The gateway's own response headers, naming the backend (or pool) that answers (what

@@ -52,7 +52,7 @@ class Classifier:
         self.fail_closed = Counter(FAIL_CLOSED_METRIC, "Requests treated as sensitive because their "
                                    "classification timed out or failed.", ("reason",),
                                    registry=registry or CollectorRegistry())
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pool: concurrent.futures.Executor | None = None
         self._lock = threading.Lock()
 
     def _executor(self) -> concurrent.futures.Executor:

@@ -22,6 +22,7 @@ from fairgate.backends.openai_wire import (
     sse,
     sse_stream_error,
 )
+from fairgate.backends.openai_wire.responses_output import ResponsesOutput
 from fairgate.backends.types import Receive, Send
 from fairgate.gateway.request.admission import Admitted
 from fairgate.gateway.request.fallback import first_answer
@@ -44,7 +45,7 @@ class StreamProgress:
     status: str = "finished"
     http_status: int = 200
 
-    def frame(self, batch: list[Chunk], kind: Kind, output: Any = None) -> bytes:
+    def frame(self, batch: list[Chunk], kind: Kind, output: ResponsesOutput | None = None) -> bytes:
         """The SSE bytes for one batch (`output`: another API's events, e.g. Responses);
         notes usage and text on the way."""
         out = []

@@ -76,7 +76,7 @@ def attach(engine: Engine, box: SecretBox | None) -> None:
 
 
 def _box(dialect: Any) -> SecretBox:
-    box = getattr(dialect, "fairgate_secret_box", None)
+    box: SecretBox | None = getattr(dialect, "fairgate_secret_box", None)
     if box is None:
         raise SecretsKeyMissing(MISSING)
     return box

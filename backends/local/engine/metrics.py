@@ -269,9 +269,9 @@ def _step_cost_gauges(engine: AsyncEngine, labels: list[str]) -> Iterator[Metric
     costs = engine.step_costs()
     for name, help_, value in (
         ("fairgate_engine_prefill_seconds_per_token", "Measured forward-pass seconds per prefill token "
-         "(the weight the gateway allocates hardware cost by).", costs and costs.prefill_s_per_token),
+         "(the weight the gateway allocates hardware cost by).", costs.prefill_s_per_token if costs else None),
         ("fairgate_engine_decode_seconds_per_step", "Measured forward-pass seconds per decoded "
-         "sequence-step.", costs and costs.decode_s_per_step),
+         "sequence-step.", costs.decode_s_per_step if costs else None),
     ):
         if value is not None:
             g = GaugeMetricFamily(name, help_, labels=["model"])

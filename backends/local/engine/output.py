@@ -190,7 +190,7 @@ class OutputTracker:
             out.embedding = (self._pool_sum / self.num_prompt_tokens).tolist()
         if self.sampling.prompt_logprobs is not None and not self._prompt_logprobs_sent:
             self._prompt_logprobs_sent = True
-            out.prompt_logprobs = [None] + [self._prompt_logprobs.get(p) for p in range(1, self.num_prompt_tokens)]
+            out.prompt_logprobs = [None, *(self._prompt_logprobs.get(p) for p in range(1, self.num_prompt_tokens))]
         return out
 
     def finish(self, reason: FinishReason, cached_tokens: int, error: str | None = None) -> RequestOutput:

@@ -53,7 +53,13 @@ class ModelExecutor(Protocol):
 
 
 class EngineTokenizer(Protocol):
-    """Text <-> token ids (`backends.local.model.tokenizer.Tokenizer`)."""
+    """Text <-> token ids (`backends.local.model.tokenizer.Tokenizer`); also the local backend's
+    `token_decoder` (a `backends.base.TokenDecoder`)."""
+
+    @property
+    def vocab_size(self) -> int:
+        """Ids the tokenizer knows, added tokens included (token-id prompts are checked against it)."""
+        ...
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]: ...
 

@@ -17,6 +17,7 @@ import argparse
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fairgate.backends.local.evaluation.golden import GoldenItem, GoldenSetError, load_golden
 from fairgate.backends.local.evaluation.report import (
@@ -26,6 +27,9 @@ from fairgate.backends.local.evaluation.report import (
     format_table,
     json_line,
 )
+
+if TYPE_CHECKING:  # the harness imports torch: `fairgate eval --help` must not
+    from fairgate.backends.local.evaluation.harness import EngineOptions
 
 EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE = 0, 1, 2
 
@@ -39,7 +43,7 @@ def agreement_prompts(text: str, count: int, max_chars: int = 200) -> list[str]:
     return [p[:max_chars] for p in paras[::step][:count]]
 
 
-def run_side(name: str, options, heldout: str | None, golden: list[GoldenItem], prompts: list[str],
+def run_side(name: str, options: EngineOptions, heldout: str | None, golden: list[GoldenItem], prompts: list[str],
              args: argparse.Namespace) -> SideResult:
     # Imported here so `fairgate eval --help` and golden-set errors never load torch.
     from fairgate.backends.local.evaluation.harness import Harness

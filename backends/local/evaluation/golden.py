@@ -39,7 +39,8 @@ class GoldenItem:
     def check(self, completion: str) -> bool:
         """Does `completion` (the generated text after the prompt, cut at a stop) pass?"""
         if self.kind == "exact":
-            return completion.strip() == self.expected.strip()
+            expected: str = self.expected  # a string for every kind but json_schema (parse_item)
+            return completion.strip() == expected.strip()
         if self.kind == "contains":
             return self.expected in completion
         if self.kind == "regex":

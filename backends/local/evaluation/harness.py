@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from fairgate.backends.local.engine.output import EngineStats
 from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
 from fairgate.backends.local.evaluation.golden import cut_at_stop
 from fairgate.backends.local.model.config import ModelConfig
@@ -61,7 +62,7 @@ class Harness:
         self.seq_len = min(max_seq_len, ModelConfig.from_dir(options.model_dir).max_model_len)
         per_slot = math.ceil(self.seq_len / block_size)
         self.slots = slots
-        self.last_engine_stats = None  # EngineStats of the last engine_greedy run (speculative evals)
+        self.last_engine_stats: EngineStats | None = None  # of the last engine_greedy run (speculative evals)
         self.runner = ModelRunner(options.model_dir, device=options.device, dtype=options.dtype,
                                   block_size=block_size, num_kv_blocks=per_slot * slots, seed=0,
                                   kv_cache_dtype=options.kv_cache_dtype,
@@ -115,6 +116,7 @@ class Harness:
     def _greedy_batch(self, prompts: list[str], max_tokens: list[int],
                       stops: list[list[str]]) -> list[GreedyOutput]:
         eos = set(self.runner.eos_token_ids)
+        outs: list[list[int]]
         seqs, outs, done = [], [[] for _ in prompts], [False] * len(prompts)
         for p, n in zip(prompts, max_tokens, strict=True):
             ids = self.tokenizer.encode(p)
@@ -129,7 +131,7 @@ class Harness:
                                   self._greedy, len(outs[i])) for i in order]
             for i, tok in zip(order, self.runner.execute(inputs), strict=True):
                 pos = pending[i][1] + len(pending[i][0])
-                assert tok is not None
+                assert isinstance(tok, int)  # a plain greedy sample: one token id
                 if tok in eos:
                     done[i] = True
                 else:

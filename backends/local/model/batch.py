@@ -114,7 +114,7 @@ def _attention_metadata(inputs: Sequence[RunnerInput], decodes: list[int], prefi
         ctx = inp.start_pos + len(inp.token_ids)
         return list(inp.block_table[: (ctx + block_size - 1) // block_size])
 
-    def i32(values) -> torch.Tensor:
+    def i32(values: Sequence[int] | Sequence[Sequence[int]]) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.int32).to(device, non_blocking=True)
 
     # A short input runs each of its tokens as a decode row: token p sees positions 0 .. p, its

@@ -134,11 +134,12 @@ def _quantization(cfg: dict[str, Any]) -> str | None:
     qc = cfg.get("quantization_config")
     if not qc:
         return None
-    if qc.get("quant_method") != "fairgate" or not isinstance(qc.get("method"), str):
+    method = qc.get("method")
+    if qc.get("quant_method") != "fairgate" or not isinstance(method, str):
         raise ModelConfigError(
             f"unsupported quantization_config {qc.get('quant_method')!r}: only folders written by"
             " `fairgate quantize` (quant_method 'fairgate') load")
-    return qc["method"]
+    return method
 
 
 def _as_ids(value: Any) -> list[int]:

@@ -9,7 +9,7 @@ Every kernel call goes through the `KernelPlan` the runner chose (`kernels.plan`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import torch
 from torch import nn
@@ -183,13 +183,18 @@ class DecoderModel(nn.Module):
         model.requires_grad_(False)
         return model.eval()
 
+    def decoder_layers(self) -> list[DecoderLayer]:
+        """`layers` as what they are (an nn.ModuleList's items are typed `nn.Module`)."""
+        return [cast(DecoderLayer, layer) for layer in self.layers]
+
     def attach_native_stack(self) -> bool:
         """Run every layer of a step in one native call (kernels/programs/layer_stack.py: the same kernels in
         the same order, so the same bits) where the weights allow: float32 panel linears on the
         CPU, a SwiGLU-fused gate/up. Steps on caches it does not take still run per op."""
-        layers = [StackLayer(layer.input_norm.weight, layer.attn.qkv_proj, layer.attn.o_proj,
-                             layer.post_attn_norm.weight, layer.mlp.gate_up_proj, layer.mlp.down_proj)
-                  for layer in self.layers]
+        # kernel boundary: StackLayer declares PanelLinear parts, which NativeStack.build checks
+        layers = [StackLayer(layer.input_norm.weight, layer.attn.qkv_proj, layer.attn.o_proj,  # type: ignore[arg-type]
+                             layer.post_attn_norm.weight, layer.mlp.gate_up_proj, layer.mlp.down_proj)  # type: ignore[arg-type]
+                  for layer in self.decoder_layers()]
         cfg = self.cfg
         self.native_stack = self.kernels.native_stack(layers, self.norm.weight, cfg.num_heads, cfg.num_kv_heads,
                                                  cfg.head_dim, cfg.rms_norm_eps)
@@ -206,7 +211,8 @@ class DecoderModel(nn.Module):
             rows = StepRows(meta.cos_sin, meta.slot_mapping, meta.num_decodes, meta.decode_block_tables,
                             meta.decode_seq_lens, meta.prefill_block_tables, meta.prefill_query_start_loc,
                             meta.prefill_seq_lens)
-            out = self.native_stack(h, kv_caches, rows)
+            # kernel boundary: it takes the caches as tuple[Tensor, ...] and reads k and v only
+            out = self.native_stack(h, kv_caches, rows)  # type: ignore[arg-type]
             if out is not None:
                 return out
         pending = None

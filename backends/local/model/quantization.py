@@ -14,6 +14,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import torch
 from safetensors import safe_open
@@ -25,6 +26,15 @@ from fairgate.kernels import KernelPlan, QuantizedWeight, QuantLinear, QuantMeth
 
 # Our module names of the decoder's linears (after the loader's q/k/v and gate/up fusion).
 LINEAR_NAMES = ("attn.qkv_proj", "attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj")
+
+
+@runtime_checkable
+class _PackedWeight(Protocol):
+    """A PackedLinear or PanelLinear (kernels/): a float32 [out, in] weight in a packed layout."""
+
+    packed: object
+    in_features: int
+    out_features: int
 
 
 def linear_paths(num_layers: int) -> list[str]:
@@ -78,7 +88,7 @@ def weight_bytes(model: nn.Module) -> int:
         if isinstance(module, QuantLinear):
             total += module.weight_bytes()
             continue
-        if hasattr(module, "packed"):  # a PackedLinear or PanelLinear (a float32 weight in a packed layout)
+        if isinstance(module, _PackedWeight):  # has `packed`: a float32 weight in a packed layout
             total += module.in_features * module.out_features * 4
         for t in module.parameters(recurse=False):
             if t.data_ptr() not in seen:

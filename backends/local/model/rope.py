@@ -49,7 +49,7 @@ def _llama3_scale(inv_freq: torch.Tensor, cfg: ModelConfig) -> torch.Tensor:
     return torch.where(medium, blended, out)
 
 
-def cos_sin_cache(cfg: ModelConfig, max_positions: int, dtype: torch.dtype, device) -> torch.Tensor:
+def cos_sin_cache(cfg: ModelConfig, max_positions: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """[max_positions, 2, head_dim] table: row 0 = cos for both halves, row 1 = (-sin, sin).
 
     Full-width, sign-folded rows let `apply_rope` rotate with one roll and two multiplies.

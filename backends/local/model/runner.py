@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
 import torch
 
 from fairgate.backends.local.engine.types import RunnerInput, SampleResult
-from fairgate.backends.local.model.batch import build_step
+from fairgate.backends.local.model.batch import StepBatch, build_step
 from fairgate.backends.local.model.config import ModelConfig
 from fairgate.backends.local.model.llama import DecoderModel, LayerKV
 from fairgate.backends.local.model.loader import load_weights
@@ -97,7 +98,7 @@ class ModelRunner:
         self.packed_linears = plan.pack_linears(self.model)
         native_stack = self.model.attach_native_stack()
         # greedy rows with nothing to apply to their logits take their tokens without them
-        self.greedy_head = plan.greedy_head(self.model.lm_head)
+        self.greedy_head: Callable[[torch.Tensor], list[int] | None] | None = plan.greedy_head(self.model.lm_head)
         self.kernels = plan.settled(self.model.native_stack, self.greedy_head)  # `describe()` for an endpoint
 
         self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
@@ -193,7 +194,8 @@ class ModelRunner:
             raise ValueError("KV cache too small: not even one block fits")
         return int(blocks)
 
-    def _build(self, inputs: list[RunnerInput]):
+    def _build(self, inputs: list[RunnerInput]) -> StepBatch:
+        assert self.model.cos_sin is not None  # set by DecoderModel.from_state_dict
         return build_step(
             inputs, self.block_size, self.max_model_len, self.model.cos_sin, self.device,
             self.config.vocab_size, self.config.num_heads,
@@ -244,8 +246,8 @@ class ModelRunner:
             if verify:
                 plain_rows = torch.tensor([row_of[i] for i in plain], dtype=torch.int64, device=self.device)
                 plain_logits = logits.index_select(0, plain_rows)
-            tokens = sample_batch(self.sampler, plain_logits, [inputs[i] for i in plain],
-                                  self.eos_token_ids, masks)
+            tokens: Sequence[int | SampleResult] = sample_batch(self.sampler, plain_logits, [inputs[i] for i in plain],
+                                                                self.eos_token_ids, masks)
             for i, tok in zip(plain, tokens, strict=True):
                 out[i] = tok
         if verify:
@@ -269,7 +271,7 @@ class ModelRunner:
 
     @staticmethod
     def _add_pooled(inputs: list[RunnerInput], hidden: torch.Tensor, token_start: list[int],
-                    out: list[int | SampleResult | None]) -> None:
+                    out: list[int | list[int] | SampleResult | None]) -> None:
         """Embeddings: the sum of this step's hidden rows of prompt positions, per pooling input."""
         for i, inp in enumerate(inputs):
             if not inp.sampling.pool or inp.start_pos >= len(inp.prompt_token_ids):
@@ -278,12 +280,13 @@ class ModelRunner:
             start = token_start[i]
             total = hidden[start : start + rows].float().sum(dim=0)  # [hidden]
             res = out[i]
+            assert not isinstance(res, list)  # drafts are verified past the prompt, never here
             if not isinstance(res, SampleResult):
-                res = out[i] = SampleResult(res)  # type: ignore[arg-type]
+                res = out[i] = SampleResult(res)
             res.pooled = (inp.start_pos, total, rows)
 
     def _add_prompt_logprobs(self, inputs: list[RunnerInput], hidden: torch.Tensor, token_start: list[int],
-                             out: list[int | SampleResult | None]) -> None:
+                             out: list[int | list[int] | SampleResult | None]) -> None:
         """Prompt logprobs (echo) from this step's hidden states of prompt chunks: the logits
         head over their rows only, no extra forward pass."""
         for i, inp in enumerate(inputs):
@@ -294,6 +297,7 @@ class ModelRunner:
             logits = self.model.compute_logits(hidden[start : start + len(inp.token_ids)])  # [n, vocab]
             entries = prompt_logprobs(logits, inp.prompt_token_ids, inp.start_pos, k)
             res = out[i]
+            assert not isinstance(res, list)  # drafts are verified past the prompt, never here
             if not isinstance(res, SampleResult):
                 res = out[i] = SampleResult(res)
             res.prompt_logprobs = entries

@@ -27,9 +27,8 @@ class ChatTemplateError(ValueError):
 
 def _token_str(value: Any) -> str | None:
     """tokenizer_config stores special tokens as a string or an AddedToken dict."""
-    if isinstance(value, dict):
-        return value.get("content")
-    return value
+    token: str | None = value.get("content") if isinstance(value, dict) else value
+    return token
 
 
 def _raise_exception(message: str) -> None:

@@ -63,7 +63,7 @@ class Sampler:
     ) -> torch.Tensor:  # [N] int64, on logits.device
         vocab = logits.shape[1]
         greedy = [p.greedy for p in params]
-        argmax = self._argmax(logits)  # [N]
+        argmax: torch.Tensor = self._argmax(logits)  # [N]
         if all(greedy):
             return argmax
         device = logits.device
@@ -160,7 +160,8 @@ def target_probs(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
     return probs / probs.sum(dim=-1, keepdim=True)
 
 
-def request_generator(params: SamplingParams, num_output_tokens: int, default: torch.Generator | None):
+def request_generator(params: SamplingParams, num_output_tokens: int,
+                      default: torch.Generator | None) -> torch.Generator | None:
     """A seeded request's own generator at this point of its output, else `default`."""
     if params.seed is None:
         return default

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +43,7 @@ class GrammarRequest:
 class StructuredCompiler:
     """One tokenizer's grammar compiler (xgrammar caches compiled grammars inside)."""
 
-    def __init__(self, tokenizer_json: str, vocab: dict[str, int], vocab_size: int, eos_ids: Sequence[int],
+    def __init__(self, tokenizer_json: str, vocab: dict[str, int], vocab_size: int, eos_ids: Iterable[int],
                  decode: Callable[[list[int]], str]) -> None:
         encoded = [""] * vocab_size
         for token, idx in vocab.items():

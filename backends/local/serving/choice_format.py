@@ -42,7 +42,7 @@ class ChoiceFormatter:
         if leader is not None and leader.prompt_logprobs is not None:
             self._prompt_lps[choice.prompt_index] = leader.prompt_logprobs
         result: dict[str, Any] = {"index": choice.index}
-        finish = out.finish_reason
+        finish: str | None = out.finish_reason  # chat may answer "tool_calls"
         if self.prepared.kind == "chat":
             result["message"], finish = self._message(out.text, finish)
         else:

@@ -33,7 +33,10 @@ class TokenText:
 def completion_logprobs(text: TokenText, token_ids: Sequence[int], entries: Sequence[TokenLogprobs | None],
                         text_offset: int = 0) -> dict[str, Any]:
     """The legacy completions logprobs object for `token_ids` (entries aligned; None = no logprob)."""
-    tokens, token_lps, tops, offsets = [], [], [], []
+    tokens: list[str] = []
+    token_lps: list[float | None] = []
+    tops: list[dict[str, float] | None] = []
+    offsets: list[int] = []
     for token_id, entry in zip(token_ids, entries, strict=True):
         piece = text(token_id)
         tokens.append(piece)

@@ -68,7 +68,7 @@ class LeanForward:
     @staticmethod
     def _layer(model: DecoderModel, state: dict[str, torch.Tensor], i: int) -> LayerWeights:
         p = f"layers.{i}."
-        layer = model.layers[i]
+        layer = model.decoder_layers()[i]
         return LayerWeights(
             layer.input_norm.weight, state[p + "attn.qkv_proj.weight"], state.get(p + "attn.qkv_proj.bias"),
             state[p + "attn.o_proj.weight"], state.get(p + "attn.o_proj.bias"), layer.post_attn_norm.weight,
@@ -85,8 +85,10 @@ class LeanForward:
     def hidden(self, input_ids: torch.Tensor, kv_caches: list[LayerKV], meta: AttentionMetadata) -> torch.Tensor:
         """[T, hidden] after the final norm, as `DecoderModel.forward` returns."""
         if self._round is not None and meta.num_decodes == input_ids.shape[0] and kv_caches[0][2] is None:
-            out = self._round(input_ids, kv_caches, meta.cos_sin, meta.slot_mapping, meta.decode_block_tables,
-                              meta.decode_seq_lens)
+            assert meta.decode_block_tables is not None and meta.decode_seq_lens is not None  # every row decodes
+            # kernel boundary: it takes the caches as tuple[Tensor, ...] and reads k and v only
+            out = self._round(input_ids, kv_caches, meta.cos_sin, meta.slot_mapping,  # type: ignore[arg-type]
+                              meta.decode_block_tables, meta.decode_seq_lens)
             if out is not None:
                 return out
         eps, rms_norm = self.cfg.rms_norm_eps, self._rms_norm
@@ -106,7 +108,8 @@ class LeanForward:
         caller builds the step's metadata and calls `hidden`)."""
         if self._round is None or kv_caches[0][2] is not None:
             return None
-        return self._round.at_positions(input_ids, kv_caches, positions, block_tables)
+        # kernel boundary: it takes the caches as tuple[Tensor, ...] and reads k and v only
+        return self._round.at_positions(input_ids, kv_caches, positions, block_tables)  # type: ignore[arg-type]
 
     def _attention(self, layer: LayerWeights, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
         cfg = self.cfg

@@ -96,6 +96,7 @@ class DraftModelProposer:
     def _rounds(self, inputs: list[RunnerInput], ks: list[int]) -> list[list[int]]:
         """Round 0 over the ragged catch-up inputs, then decode rounds until each has its k."""
         runner, model = self.runner, self.runner.model
+        assert model.cos_sin is not None  # set by DecoderModel.from_state_dict, as every runner loads
         step = build_step(inputs, runner.block_size, runner.max_model_len, model.cos_sin, runner.device,
                           runner.config.vocab_size, runner.config.num_heads)
         hidden = self._forward(step.input_ids, runner.kv_caches, step.meta)  # [T, hidden]
@@ -117,8 +118,9 @@ class DraftModelProposer:
                 active = [active[n] for n in keep]
                 native = None if native is None else (native[0].index_select(0, kept), native[1].index_select(0, kept))
             # one native call (no metadata tensors) where it runs, else a forward pass
-            hidden = None if native is None else self._native_decode(tok, runner.kv_caches, native[0] + (j - 1),
-                                                                     native[1])
+            decode = self._native_decode  # not None where `native` is
+            hidden = None if native is None or decode is None else decode(tok, runner.kv_caches, native[0] + (j - 1),
+                                                                          native[1])
             if hidden is None:
                 at = [pos[i] + j - 1 for i in active]  # the previous guess's position
                 hidden = self._forward(tok, runner.kv_caches, self._decode_meta(at, [tables[i] for i in active]))
@@ -147,6 +149,7 @@ class DraftModelProposer:
     def _decode_meta(self, positions: list[int], tables: list[list[int]]) -> AttentionMetadata:
         """Attention metadata of one decode token per sequence at `positions`."""
         bs, device = self.runner.block_size, self.runner.device
+        assert self.runner.model.cos_sin is not None  # set by DecoderModel.from_state_dict
         slots = [t[p // bs] * bs + p % bs for p, t in zip(positions, tables, strict=True)]
         padded = self._padded(positions, tables)
         pos_t = torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)
