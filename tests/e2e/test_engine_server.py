@@ -11,6 +11,7 @@ import httpx
 import openai
 import pytest
 
+from fairgate.kernels.plan import OPERATIONS
 from tests.helpers.engine_proc import engine_server
 
 SECRET = "s3cret"
@@ -50,6 +51,14 @@ def test_models_and_health(client: openai.OpenAI, http: httpx.Client) -> None:
     assert [m.id for m in client.models.list().data] == ["tiny"]
     health = http.get("/health").json()
     assert health["status"] == "ok" and set(health) == {"status", "step_costs"}  # the measured cost weights
+
+
+def test_stats_name_the_kernel_each_operation_runs(http: httpx.Client) -> None:
+    # chosen once when the runner started (the same lines are logged then); this box has a C compiler
+    kernels = http.get("/stats").json()["kernels"]
+    assert list(kernels) == list(OPERATIONS)
+    assert kernels["decode_attention"].startswith("native: cpu_attention.c built for ")
+    assert all(": " in why for why in kernels.values())
 
 
 def test_completion_stream_equals_non_stream(client: openai.OpenAI) -> None:

@@ -15,6 +15,7 @@ from fairgate.backends.local.engine.types import RunnerInput, SampleResult
 
 if TYPE_CHECKING:
     from fairgate.backends.local.model.config import ModelConfig
+    from fairgate.kernels import KernelPlan
     from fairgate.scheduler.plan import StepPlan
 
 
@@ -44,6 +45,12 @@ class ModelExecutor(Protocol):
 
     @property
     def eos_token_ids(self) -> Sequence[int]: ...
+
+    @property
+    def kernels(self) -> KernelPlan:
+        """Which implementation runs each operation, and why: chosen once when the runner
+        started (`fairgate.kernels.plan`), logged then, and shown in the engine server's /stats."""
+        ...
 
     def execute(self, inputs: list[RunnerInput]) -> list[int | list[int] | SampleResult | None]:
         """The sampled token per input with `sample=True`, None for the others, in order; for

@@ -33,7 +33,7 @@ def engine_document() -> dict[str, Any]:
         paths[path]["post"]["parameters"] = TENANT_HEADERS
     paths |= {
         "/health": {"get": operation("Liveness.", OBJ, secured=False)},
-        "/stats": {"get": operation("Engine counters: running, waiting, KV blocks.", OBJ, secured=False)},
+        "/stats": {"get": operation("Engine counters (running, waiting, KV blocks), the measured step costs, and which kernel runs each operation and why.", OBJ, secured=False)},
         "/metrics": {"get": {"summary": "Prometheus metrics (metrics token or the engine's API key).",
                              "responses": responses({"type": "string"}, media="text/plain")}},
         "/control/fairness": {"get": operation("The fairness weights (control secret).", FAIRNESS),

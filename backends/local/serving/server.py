@@ -247,7 +247,8 @@ class EngineServer:
 
     async def stats(self, request: Request) -> Response:
         s = self.backend.engine.stats()
-        return JSONResponse({**{f: getattr(s, f) for f in type(s).__slots__}, "step_costs": _step_costs(self.backend)})
+        return JSONResponse({**{f: getattr(s, f) for f in type(s).__slots__}, "step_costs": _step_costs(self.backend),
+                             "kernels": self.backend.engine.runner.kernels.describe()})
 
     async def fairness(self, request: Request) -> Response:
         secret = self.control_secret or os.environ.get("FAIRGATE_CONTROL_SECRET")
