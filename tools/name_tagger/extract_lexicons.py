@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 
 OUT = Path(__file__).with_name("lexicons")
-# Türkiye first (most rows), then neighbours and the largest resident groups
+# Türkiye first (most rows), then neighbours and the largest resident groups; given names are
+# written male and female interleaved by rank, so the first N of a file are the N most common
 COUNTRIES = {"TR": 6000, "SY": 800, "IQ": 800, "IR": 600, "AZ": 600, "GR": 600, "GE": 300,
              "BG": 300, "RU": 300, "AF": 300, "TM": 200, "EG": 300, "LB": 200,
              "JO": 200, "PS": 200, "CY": 300, "DE": 200, "GB": 200}
@@ -34,7 +35,8 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     for country, n in COUNTRIES.items():
         first = nd.get_top_names(n=n, country_alpha2=country).get(country, {})
-        given = _clean([*first.get("M", []), *first.get("F", [])])
+        male, female = first.get("M", []), first.get("F", [])
+        given = _clean([n for pair in zip(male, female) for n in pair] + male[len(female):] + female[len(male):])
         last = _clean(nd.get_top_names(n=n * 2, use_first_names=False, country_alpha2=country).get(country, []))
         (OUT / f"given_{country}.txt").write_text("\n".join(given) + "\n", encoding="utf-8")
         (OUT / f"surname_{country}.txt").write_text("\n".join(last) + "\n", encoding="utf-8")
