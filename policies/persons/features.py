@@ -1,0 +1,143 @@
+"""Tokens of a text and the sparse features the name tagger reads for each token.
+
+Shared by the run-time tagger (`tagger`) and the training tool (`tools/name_tagger`), so both
+see exactly the same features. A token is a run of at least two letters with an optional
+apostrophe suffix (`Kaya'yı`), or an initial (`Ö.`); runs glued to digits, '@', '+', '/' or
+'=' (e-mail local parts, base64, identifiers) are not tokens. Features are strings: the folded
+word, its affixes and character trigrams, its shape within its line's casing (a line in capitals
+or in lower case says nothing by its casing), lexicon letters, the punctuation around it and the
+same for two tokens either side.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+from policies.gazetteer import fold_key
+from policies.persons.lexicon import lexicon_flags
+
+WORD = re.compile(r"(?<![\w@+/=])(?:[^\W\d_]{2,}(?:['’][^\W\d_]{1,8})?|[A-ZÇĞİÖŞÜ]\.)(?![\w@+/=])")
+_SUFFIX = re.compile(r"['’]")
+_GAP_KEEP = re.compile(r"[^.,;:!?()\"\n\-/|=\[\]{}<>*#0-9]")
+_UPPER = re.compile(r"[A-ZÇĞİÖŞÜ]")
+_LOWER = re.compile(r"[a-zçğıöşü]")
+
+
+@dataclass(slots=True)
+class TokenInfo:
+    key: str  # folded stem: "kaya" for "KAYA'YI"
+    suffix: str  # folded case suffix after the apostrophe, or ""
+    shape: str  # "U" all capitals, "C" capitalised, "L" lower, "I" initial
+    flags: str  # lexicon letters (see `lexicon.lexicon_flags`)
+
+
+@dataclass(slots=True)
+class Doc:
+    """A text's tokens, with per-token details computed on first use."""
+
+    text: str
+    spans: list[tuple[int, int]]
+    _lines: list[int] = field(default_factory=list)  # offsets of "\n"
+    _info: dict[int, TokenInfo] = field(default_factory=dict)
+    _modes: dict[int, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, text: str) -> Doc:
+        spans = [m.span() for m in WORD.finditer(text)]
+        return cls(text, spans, [m.start() for m in re.finditer("\n", text)] if "\n" in text else [])
+
+    def info(self, i: int) -> TokenInfo:
+        got = self._info.get(i)
+        if got is None:
+            s, e = self.spans[i]
+            raw = self.text[s:e]
+            stem, suffix = (_SUFFIX.split(raw, 1) + [""])[:2]
+            key = fold_key(stem.rstrip("."))
+            shape = "I" if raw.endswith(".") else "U" if raw.isupper() else "C" if raw[0].isupper() else "L"
+            got = TokenInfo(key, fold_key(suffix), shape, lexicon_flags().get(key, ""))
+            self._info[i] = got
+        return got
+
+    def mode(self, i: int) -> str:
+        """The casing of token i's line: "caps", "lower" or "mixed"."""
+        k = bisect.bisect_left(self._lines, self.spans[i][0])
+        got = self._modes.get(k)
+        if got is None:
+            lo = self._lines[k - 1] + 1 if k else 0
+            line = self.text[lo : self._lines[k] if k < len(self._lines) else len(self.text)]
+            if line == line.lower():
+                got = "lower"
+            elif line == line.upper():
+                got = "caps"
+            else:
+                up, low = len(_UPPER.findall(line)), len(_LOWER.findall(line))
+                got = "caps" if up > 2 * low else "mixed"
+            self._modes[k] = got
+        return got
+
+    def gap(self, i: int) -> str:
+        """Punctuation between token i-1 and token i ("^" at the start, "~" when far apart)."""
+        s = self.spans[i][0]
+        lo = self.spans[i - 1][1] if i else max(0, s - 12)
+        if s - lo > 40:
+            return "~"
+        kept = _GAP_KEEP.sub("", self.text[lo:s]).replace("\n", "N")
+        kept = re.sub("[0-9]+", "#", kept)
+        return (kept[:3] or "_") if i else "^" + kept[:2]
+
+
+def token_features(doc: Doc, i: int) -> list[str]:
+    """The feature strings of token i."""
+    t = doc.info(i)
+    k = t.key
+    mode = doc.mode(i)[0]
+    out = ["bias", f"w:{k}", f"p3:{k[:3]}", f"s3:{k[-3:]}", f"s2:{k[-2:]}", f"sh:{mode}{t.shape}",
+           f"len:{min(len(k), 12) // 3}", f"gap:{doc.gap(i)}", f"gapn:{doc.gap(i + 1) if i + 1 < len(doc.spans) else '$'}"]
+    padded = f"^{k}$"
+    out += [f"g:{padded[j : j + 3]}" for j in range(len(padded) - 2)]
+    if t.suffix:
+        out += ["apos", f"suf:{t.suffix}"]
+    out += [f"lx:{c}" for c in t.flags] or ["lx:-"]
+    for d in (-2, -1, 1, 2):
+        j = i + d
+        if not 0 <= j < len(doc.spans):
+            out.append(f"c{d}:<none>")
+            continue
+        n = doc.info(j)
+        out += [f"c{d}:{n.key}", f"c{d}sh:{mode}{n.shape}"]
+        out += [f"c{d}lx:{c}" for c in n.flags]
+        if n.suffix:
+            out.append(f"c{d}suf:{n.suffix}")
+    return out
+
+
+# words after which a token in a lower-case or all-capitals line is worth a look
+CUES = frozenset(fold_key(w) for w in (
+    "adım adim ismim benim ben hasta hastamız sanık davacı davalı alıcı gönderen sigortalı müşteri kiracı "
+    "borçlu aday danışan veli öğrenci öğrencimiz çalışanımız personel komşum eşim annem babam oğlum kızım "
+    "arkadaşım kardeşim abim ablam sayın dr av bey hanım hanımın beyin teyze abi abla hoca hocam soyad "
+    "soyadı adı ad isim tanık şüpheli mağdur imza yetkili"
+).split())
+
+
+def candidates(doc: Doc) -> list[int]:
+    """Tokens worth scoring: in mixed-case lines the capitalised ones; in lower-case or
+    all-capitals lines (casing says nothing there) lexicon names, their neighbours, and the
+    word after a cue ("adım", "sayın", "hasta", "eşim")."""
+    out: list[int] = []
+    spans, text = doc.spans, doc.text
+    named: set[int] = set()
+    for i, (s, _) in enumerate(spans):
+        if doc.mode(i) == "mixed":
+            if text[s].isupper() and text[max(0, s - 2) : s].lower() != "e-":  # not "e-Devlet"
+                out.append(i)
+            continue
+        info = doc.info(i)
+        if ("g" in info.flags or "s" in info.flags) and len(info.key) >= 3:
+            named.update((i - 1, i, i + 1))
+        elif i and doc.info(i - 1).key in CUES:
+            named.add(i)
+    out += [i for i in named if 0 <= i < len(spans) and doc.mode(i) != "mixed"]
+    return sorted(set(out))
