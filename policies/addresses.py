@@ -9,6 +9,7 @@ text) are not flagged; neither is a street named after a person ("Atatürk Cad."
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from policies.gazetteer import fold_key, is_person_name, places
 
@@ -60,9 +61,10 @@ def _skip_space(text: str, i: int) -> int:
     return i
 
 
-def find_person_addresses(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[tuple[str, int, int]]:
+def find_person_addresses(text: str, hits: list[tuple[int, int]], tagged: Sequence[tuple[int, int]] = (),
+                          limit: int = 16) -> list[tuple[str, int, int]]:
     """("person_address", start, end) for every address tied to a person; `hits`: where the
-    trigger pass saw a street marker."""
+    trigger pass saw a street marker; `tagged`: names the name tagger found."""
     out: list[tuple[str, int, int]] = []
     for start, _ in hits:
         m = STREET.match(text, start)
@@ -72,7 +74,7 @@ def find_person_addresses(text: str, hits: list[tuple[int, int]], limit: int = 1
         if end is None:
             continue
         lo = max(0, m.start() - 100)
-        names = person_name_spans(text, lo, m.start())
+        names = sorted(person_name_spans(text, lo, m.start()) + [n for n in tagged if lo <= n[0] < m.start()])
         if names:
             out.append(("person_address", names[-1][0], end))
         elif _FIRST_PERSON.search(text, lo, m.start()):

@@ -16,14 +16,17 @@ from policies.emails import find_emails
 from policies.encodings import decoded_runs
 from policies.iban import scan_foreign_ibans
 from policies.identifiers import find_identifiers, vkn_spans
+from policies.persons.names import find_person_names
+from policies.postal import find_postal_addresses
+from policies.records import find_column_values, find_registry_numbers
 from policies.special_categories import SPECIAL_KINDS, find_special
 from policies.textnorm import MESSAGE_JOIN, normalize
 from policies.triggers import find_triggers
 
 STRUCTURED_KINDS = ("tckn", "iban", "phone", "card", "email")
-IDENTIFIER_KINDS = ("vkn", "passport", "plate", "birth_date")
+IDENTIFIER_KINDS = ("vkn", "passport", "plate", "birth_date", "sgk")
 # "unscannable": a text with thousands of triggers (not prose), kept local without a full scan
-DETECTOR_KINDS = (*STRUCTURED_KINDS, *IDENTIFIER_KINDS, "person_address", *SPECIAL_KINDS,
+DETECTOR_KINDS = (*STRUCTURED_KINDS, *IDENTIFIER_KINDS, "person_name", "person_address", *SPECIAL_KINDS,
                   "unscannable", "pattern", "keyword")
 MAX_FINDINGS = 64  # one finding keeps a request local; more only cost time
 Span = tuple[str, int, int]
@@ -54,8 +57,17 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     if MESSAGE_JOIN in text:
         out += split_tckns(text)
     out += find_identifiers(text, hits["ident"])
-    out += find_person_addresses(text, hits["street"])
-    out += find_special(text, hits["special"])
+    out += find_registry_numbers(text, hits["registry"])
+    out += find_column_values(text, sorted(hits["ident"] + hits["registry"]))
+    tagged = find_person_names(text) if depth == 0 else []
+    if tagged is None:  # far more capitalised words than prose has: keep it local unscanned
+        return [*out, ("unscannable", 0, len(text))]
+    # a name inside an e-mail address or IBAN is that finding's
+    names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in blocked)]
+    out += [("person_name", s, e) for s, e in names]
+    out += find_person_addresses(text, hits["street"], names)
+    out += find_postal_addresses(text, sorted(hits["street"] + hits["postal"]), names)
+    out += find_special(text, hits["special"], names)
     if depth == 0 and len(out) < MAX_FINDINGS:
         for start, end, decoded in decoded_runs(text, hits["encoded"], hits["words"]):
             inner = detect(normalize(decoded).text, depth + 1)

@@ -28,6 +28,7 @@ _MARKER = re.compile(
 )
 # Local part, read backwards from the marker (the reversed text's match, reversed).
 _LOCAL_REV = re.compile(rf"[\w.+%\-{_J}]{{1,64}}")
+_LOCAL_DOT_REV = re.compile(r"[ \t]+(?:atkon|tod)[ \t]+[\w\-]{1,32}(?![\w\-])", re.IGNORECASE)  # " nokta x" reversed
 _PLAIN_DOMAIN = re.compile(rf"[\w\-{_J}]{{1,63}}(?:\.[\w\-{_J}]{{1,63}}){{1,8}}")
 _OBF_DOMAIN = re.compile(rf"[\w\-]{{1,63}}(?:{_DOT}[\w\-]{{1,63}}){{1,8}}", re.IGNORECASE)
 _LAST_LABEL = re.compile(rf"(?<![\w{_J}])((?:[^\W\d_]|{_J}){{2,25}})\Z")
@@ -69,6 +70,9 @@ def _address(text: str, rev: str, m: re.Match[str], floor: int) -> tuple[int, in
     if start == at:
         return None
     obfuscated = m.group() not in ("@", "\uff20")
+    if obfuscated:  # "hakan nokta ersoy at gmail nokta com": the local part's dots in words too
+        while (dotted := _LOCAL_DOT_REV.match(rev, len(text) - start)) is not None and len(text) - dotted.end() >= floor:
+            start = len(text) - dotted.end()
     domain = (_PLAIN_DOMAIN if not obfuscated else _OBF_DOMAIN).match(text, after)
     if domain is None:
         return None

@@ -21,15 +21,20 @@ _PASSPORT = re.compile(
 )
 _PLATE = re.compile(
     rf"(?<!\w)(?i:plaka|plate|araç|aracı|aracın|aracım|license plate)\w*{_GAP}"
-    r"(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?[A-Z]{1,3}[ \t-]?[0-9]{2,4})(?![0-9])",
+    r"(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?[A-Z]{1,3}[ \t-]?[0-9]{2,4})(?![0-9])"
+    # or the plate first: "06 FK 4821 plakalı aracım", "34 klm 907 plakali"
+    r"|(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?[A-Za-z]{1,3}[ \t-]?[0-9]{2,4})[ \t]*(?=(?i:plaka))",
 )
 _MONTHS = ("ocak|şubat|mart|nisan|mayıs|haziran|temmuz|ağustos|eylül|ekim|kasım|aralık|january|february|"
            "march|april|may|june|july|august|september|october|november|december")
 _DATE = (rf"(?:[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)[0-9]{{2}}|(?:19|20)[0-9]{{2}}-[01][0-9]-[0-3][0-9]"
          rf"|[0-3]?[0-9][ \t]+(?:{_MONTHS})[ \t]+(?:19|20)[0-9]{{2}})")
 _BIRTH = re.compile(
-    rf"(?<!\w)(?:doğum[ \t]+tarihi|doğum[ \t]+tarihim|d\.[ \t]?t\.|doğumlu|doğdu|doğdum|born|date[ \t]+of[ \t]+birth|"
-    rf"dob|birthday|birth[ \t]+date)\w*{_GAP}({_DATE})|({_DATE})[ \t]*(?:doğumlu|tarihinde[ \t]+doğ)",
+    rf"(?<!\w)(?:do[gğ]um[ \t]+tarihi|doğum[ \t]+tarihim|d\.[ \t]?t\.|doğumlu|doğdu|doğdum|born|date[ \t]+of[ \t]+birth|"
+    rf"dob|birthday|birth[ \t]+date|dogum[ \t_]+tarih|d[ \t]?\.[ \t]?t[ \t]?\.)\w*{_GAP}({_DATE})"
+    rf"|({_DATE}|(?:19|20)[0-9]{{2}})[ \t]*(?:doğumlu|dogumlu|tarihinde[ \t]+doğ)"
+    # a year alone after "doğum:" or a birth-year key ("dogum_yili: 1992", "doğum: 1996")
+    r"|(?:doğum|dogum)(?:[ \t_]+y[ıi]l[ıi])?[\"']?[ \t]*[:=][ \t]*[\"']?((?:19|20)[0-9]{2})(?![0-9])",
     re.IGNORECASE,
 )
 
@@ -73,7 +78,7 @@ def find_identifiers(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
     for lo, hi in _windows(text, hits):
         for kind, rx in (("passport", _PASSPORT), ("plate", _PLATE), ("birth_date", _BIRTH)):
             for m in rx.finditer(text, lo, hi):
-                group = 1 if m.group(1) is not None else 2
+                group = next(g for g in range(1, (rx.groups or 1) + 1) if m.group(g) is not None)
                 out.append((kind, *m.span(group)))
                 if len(out) >= limit:
                     return out

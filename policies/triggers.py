@@ -20,8 +20,10 @@ _NUMBER_WORD = "sıfır|sifir|bir|iki|üç|uc|dört|dort|beş|bes|altı|alti|yed
 _W = rf"(?:{_NUMBER_WORD})"
 _FAMILIES = {
     "special": rf"(?:{TERM_ALTERNATION})",
-    "ident": r"pasaport|passport|plaka|plate|araç|aracı|aracın|aracım|doğum|doğdu|born|date[ \t]+of[ \t]+birth|"
+    "ident": r"pasaport|passport|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|doğdu|born|date[ \t]+of[ \t]+birth|"
              r"dob|birthday|birth[ \t]+date|d\.[ \t]?t\.|vkn|vergi|tax|v\.?[ \t]?no|[uzs][0-9]{8}",
+    "registry": r"sgk|ssk|ba[gğ].?kur|emekl[iİı]|bagkur",
+    "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok",
     "street": r"mahallesi|mah\.|mh\.|caddesi|cad\.|cd\.|sokağı|sokak|sok\.|sk\.|bulvarı|blv\.|bul\.",
     "words": rf"(?:{_W}[ \t,\-]+){{3,}}{_W}",
     # a local-part character, then '@' and a dotted domain (so "a@a@a@" triggers nothing)
@@ -45,7 +47,7 @@ def _compile(families: tuple[str, ...]) -> re2._Regexp:
 # Two passes: an encoded run ("mehmet_arslan+ik...") may overlap an e-mail marker or a word, and
 # one pass reports only non-overlapping matches.
 _PASSES = tuple((_compile(fams), ("", *fams)) for fams in (
-    ("email", "special", "ident", "street", "words"), ("encoded",), ("iban",)))
+    ("email", "special", "ident", "street", "words", "registry", "postal"), ("encoded",), ("iban",)))
 
 
 def _spans(rx: re2._Regexp, data: bytes) -> Iterator[list[tuple[int, int]]]:
