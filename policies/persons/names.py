@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from policies.persons.features import CUES, Doc, candidates
-from policies.persons.lexicon import AFTER_NAME, NOT_NAMES
+from policies.persons.lexicon import AFTER_NAME, NOT_NAMES, public_names
 from policies.persons.tagger import default_tagger
 
 THRESHOLD = 0.5
@@ -37,7 +37,7 @@ def find_person_names(text: str, limit: int = 16) -> list[tuple[int, int]] | Non
         accepted = [i for i, p in zip(chunk, probs.tolist(), strict=True)
                     if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)
                     and doc.info(i).key not in NOT_NAMES]
-        out += _names(doc, accepted)
+        out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk)}))
         if len(out) >= limit:
             return out[:limit]
         if c + _CHUNK >= MAX_CANDIDATES:
@@ -59,12 +59,45 @@ def _names(doc: Doc, accepted: list[int]) -> list[tuple[int, int]]:
         nxt = last + 1
         if nxt < len(doc.spans) and "o" in doc.info(nxt).flags and _joined(doc, last):
             continue  # "Yıldız Holding", "Atatürk Caddesi"
-        if _LIFE_DATES.match(text, end):
+        if _LIFE_DATES.match(text, end) or _public(doc, first, last):
             continue
         if end - start < 3 or (first == last and not _single_name_ok(doc, first)):
             continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
         out.append((start, end))
     return out
+
+
+def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
+    """Tokens of capitalised pairs the lexicons read as a given name and then a surname (or a
+    word no lexicon knows: "Nazar Hakobyan"), kept even when the tagger doubts them."""
+    out: list[int] = []
+    for i in tokens:
+        if i + 1 >= len(doc.spans) or doc.mode(i) == "lower" or not _joined(doc, i):
+            continue
+        a, b = doc.info(i), doc.info(i + 1)
+        if a.shape not in "CU" or b.shape not in "CU" or "g" not in a.flags or a.key in NOT_NAMES:
+            continue
+        if any(c in a.flags + b.flags for c in "otpc") or b.key in NOT_NAMES:
+            continue
+        if "s" in b.flags or not b.flags:
+            out += (i, i + 1)
+    return out
+
+
+def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
+    """Lexicon names written as proper nouns mid-sentence: capitalised, with an apostrophe case
+    suffix (Turkish writes one only after a proper noun: "Şehmus'u", "Kevork'un"), and no place,
+    organisation or common word."""
+    return [i for i in tokens if (info := doc.info(i)).suffix and info.shape == "C" and doc.mode(i) == "mixed"
+            and ("g" in info.flags or "s" in info.flags) and not any(c in info.flags for c in "pvotc")
+            and info.key not in NOT_NAMES and doc.gap(i)[:1] not in ("^", ".", "N")]
+
+
+def _public(doc: Doc, first: int, last: int) -> bool:
+    """A public or historical figure, or a test fixture's name ("Ali Veli"), whole or in part."""
+    keys = " ".join(doc.info(i).key for i in range(first, last + 1))
+    figures = public_names()
+    return keys in figures or any(f" {keys} " in f" {f} " for f in figures if len(keys) > 6)
 
 
 def _single_name_ok(doc: Doc, i: int) -> bool:

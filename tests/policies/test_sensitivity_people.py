@@ -11,12 +11,12 @@ import pytest
 from stdnum.tr import tckimlik, vkn
 
 from policies.checksums import tckn_valid
-from policies.detection_options import DetectionOptions
+from policies.detection_options import DEFAULT_OPTIONS, DetectionOptions
 from policies.identifiers import vkn_valid
 from policies.sensitivity import classify
 
 
-def found(text: str, options: DetectionOptions = DetectionOptions()) -> list[tuple[str, str]]:
+def found(text: str, options: DetectionOptions = DEFAULT_OPTIONS) -> list[tuple[str, str]]:
     return [(f.kind, text[f.start : f.end]) for f in classify(text, options=options).findings]
 
 

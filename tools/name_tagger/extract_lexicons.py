@@ -36,7 +36,7 @@ def main() -> None:
     for country, n in COUNTRIES.items():
         first = nd.get_top_names(n=n, country_alpha2=country).get(country, {})
         male, female = first.get("M", []), first.get("F", [])
-        given = _clean([n for pair in zip(male, female) for n in pair] + male[len(female):] + female[len(male):])
+        given = _clean([n for pair in zip(male, female, strict=False) for n in pair] + male[len(female):] + female[len(male):])
         last = _clean(nd.get_top_names(n=n * 2, use_first_names=False, country_alpha2=country).get(country, []))
         (OUT / f"given_{country}.txt").write_text("\n".join(given) + "\n", encoding="utf-8")
         (OUT / f"surname_{country}.txt").write_text("\n".join(last) + "\n", encoding="utf-8")
