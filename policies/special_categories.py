@@ -5,7 +5,8 @@ association membership.
 
 A category term (a stem: `special_categories_terms`) counts only when `person_links` ties it
 to a person: "HIV nasıl bulaşır?" or "What is Ramadan?" is a general question, not personal
-data, and stays routable. Terms of one category in one sentence make one finding (the first).
+data, and stays routable. Terms of one category in one sentence make one finding that spans
+them (words right next to each other, "Kürt kökenli", stay two).
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             continue
         kind = m.lastgroup or "health"
         last = out[-1] if out else None
-        if last is not None and last[0] == kind and sentence(text, last[1], last[2])[1] >= m.end():
-            continue  # the same category again in the same sentence: one finding is enough
+        if last is not None and last[0] == kind and m.start() - last[2] > 2 \
+                and sentence(text, last[1], last[2])[1] >= m.end():
+            out[-1] = (kind, last[1], m.end())  # the same category again in its sentence: one finding
+            continue
         if tied_to_person(text, m.start(), m.end(), names):
             out.append((kind, m.start(), m.end()))
             if len(out) >= limit:
