@@ -25,12 +25,31 @@ _UPPER = re.compile(r"[A-ZÇĞİÖŞÜ]")
 _LOWER = re.compile(r"[a-zçğıöşü]")
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class TokenInfo:
     key: str  # folded stem: "kaya" for "KAYA'YI"
     suffix: str  # folded case suffix after the apostrophe, or ""
     shape: str  # "U" all capitals, "C" capitalised, "L" lower, "I" initial
     flags: str  # lexicon letters (see `lexicon.lexicon_flags`)
+
+
+def _casing(line: str) -> str:
+    if line == line.lower():
+        return "lower"
+    if line == line.upper():
+        return "caps"
+    up, low = len(_UPPER.findall(line)), len(_LOWER.findall(line))
+    return "caps" if up > 2 * low else "mixed"
+
+
+@lru_cache(maxsize=1 << 16)
+def token_info(raw: str) -> TokenInfo:
+    """A token's folded stem, suffix, shape and lexicon letters (cached by its text; callers
+    must not change the value)."""
+    stem, suffix = (_SUFFIX.split(raw, 1) + [""])[:2]
+    key = fold_key(stem.rstrip("."))
+    shape = "I" if raw.endswith(".") else "U" if raw.isupper() else "C" if raw[0].isupper() else "L"
+    return TokenInfo(key, fold_key(suffix), shape, lexicon_flags().get(key, ""))
 
 
 @dataclass(slots=True)
@@ -42,7 +61,7 @@ class Doc:
     _lines: list[int] = field(default_factory=list)  # offsets of "\n"
     _info: dict[int, TokenInfo] = field(default_factory=dict)
     _modes: dict[int, str] = field(default_factory=dict)  # line index -> its casing
-    _token_lines: list[int] = field(default_factory=list)  # token index -> line index
+    _token_modes: list[str] = field(default_factory=list)  # token index -> its line's casing
 
     @classmethod
     def of(cls, text: str) -> Doc:
@@ -53,36 +72,26 @@ class Doc:
         got = self._info.get(i)
         if got is None:
             s, e = self.spans[i]
-            raw = self.text[s:e]
-            stem, suffix = (_SUFFIX.split(raw, 1) + [""])[:2]
-            key = fold_key(stem.rstrip("."))
-            shape = "I" if raw.endswith(".") else "U" if raw.isupper() else "C" if raw[0].isupper() else "L"
-            got = TokenInfo(key, fold_key(suffix), shape, lexicon_flags().get(key, ""))
-            self._info[i] = got
+            got = self._info[i] = token_info(self.text[s:e])
         return got
 
     def mode(self, i: int) -> str:
         """The casing of token i's line: "caps", "lower" or "mixed"."""
-        if not self._token_lines:  # one merge walk of tokens and line ends, on first use
-            k, lines = 0, self._lines
+        return self.modes()[i]
+
+    def modes(self) -> list[str]:
+        """Every token's line casing, found in one merge walk of tokens and line ends."""
+        if len(self._token_modes) != len(self.spans):
+            k, lines, out = 0, self._lines, self._token_modes
             for s, _ in self.spans:
                 while k < len(lines) and lines[k] < s:
                     k += 1
-                self._token_lines.append(k)
-        k = self._token_lines[i]
-        got = self._modes.get(k)
-        if got is None:
-            lo = self._lines[k - 1] + 1 if k else 0
-            line = self.text[lo : self._lines[k] if k < len(self._lines) else len(self.text)]
-            if line == line.lower():
-                got = "lower"
-            elif line == line.upper():
-                got = "caps"
-            else:
-                up, low = len(_UPPER.findall(line)), len(_LOWER.findall(line))
-                got = "caps" if up > 2 * low else "mixed"
-            self._modes[k] = got
-        return got
+                got = self._modes.get(k)
+                if got is None:
+                    lo = lines[k - 1] + 1 if k else 0
+                    got = self._modes[k] = _casing(self.text[lo : lines[k] if k < len(lines) else len(self.text)])
+                out.append(got)
+        return self._token_modes
 
     def gap(self, i: int) -> str:
         """Punctuation between token i-1 and token i ("^" at the start, "~" when far apart)."""
@@ -156,10 +165,10 @@ def candidates(doc: Doc) -> list[int]:
     all-capitals lines (casing says nothing there) lexicon names, their neighbours, and the
     word after a cue ("adım", "sayın", "hasta", "eşim")."""
     out: list[int] = []
-    spans, text = doc.spans, doc.text
+    spans, text, modes = doc.spans, doc.text, doc.modes()
     named: set[int] = set()
     for i, (s, _) in enumerate(spans):
-        if doc.mode(i) == "mixed":
+        if modes[i] == "mixed":
             if text[s].isupper() and text[max(0, s - 2) : s].lower() != "e-" and _may_name(doc.info(i).flags):
                 out.append(i)
             continue
@@ -168,5 +177,5 @@ def candidates(doc: Doc) -> list[int]:
             named.update((i - 1, i, i + 1))
         elif i and doc.info(i - 1).key in CUES:
             named.add(i)
-    out += [i for i in named if 0 <= i < len(spans) and doc.mode(i) != "mixed"]
+    out += [i for i in named if 0 <= i < len(spans) and modes[i] != "mixed"]
     return sorted(set(out))
