@@ -19,9 +19,10 @@ from policies.persons.tagger import default_tagger
 THRESHOLD = 0.5
 THRESHOLD_UNCASED = 0.8  # in lower-case or all-capitals lines casing gives no evidence
 _CHUNK = 512  # candidates scored per numpy pass (stops early once `limit` names are found)
-# ~10 µs a candidate: past this many (about 1 MB of capitalised words, not prose) the text is
+_WINDOW = 16_384  # characters read per window of a long text
+# ~8 µs a candidate: past this many (about 200 KB of capitalised words, not prose) the text is
 # kept local unscanned rather than scanned for seconds
-MAX_CANDIDATES = 40_000
+MAX_CANDIDATES = 25_000
 _JOIN = re.compile(r"[ \t]{1,3}|[ \t]?-[ \t]?")
 _LETTER_PAIR = re2.compile(r"\pL\pL")
 _LIFE_DATES = re.compile(r"[ \t]*\((?:d\.[ \t]*)?[0-9?]{3,4}")
@@ -29,25 +30,53 @@ _LIFE_DATES = re.compile(r"[ \t]*\((?:d\.[ \t]*)?[0-9?]{3,4}")
 
 def find_person_names(text: str, limit: int = 16) -> list[tuple[int, int]] | None:
     """(start, end) of person names in `text` (at most `limit`); None when the text has more
-    candidate tokens than `MAX_CANDIDATES` and found no name in them (the caller keeps it local)."""
+    candidate tokens than `MAX_CANDIDATES` and found no name in them (the caller keeps it local).
+    Long texts are read in windows of about 16 KB (cut at a line end), so reading stops once
+    `limit` names are found."""
     if _LETTER_PAIR.search(text.encode("utf-8", "surrogatepass")) is None:
         return []  # digits, separators, "a@a@": no word to read (one DFA pass, not a regex scan)
-    doc = Doc.of(text)
+    out: list[tuple[int, int]] = []
+    budget = MAX_CANDIDATES
+    for lo, hi in _windows(text):
+        doc = Doc.of(text[lo:hi])
+        found, budget = _scan(doc, limit - len(out), budget)
+        out += [(lo + s, lo + e) for s, e in found]
+        if len(out) >= limit:
+            return out[:limit]
+        if budget <= 0:
+            return out or None
+    return out
+
+
+def _windows(text: str) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + _WINDOW)
+        if end < len(text):
+            cut = max(text.rfind("\n", start + _WINDOW // 2, end), text.rfind(" ", end - 200, end))
+            end = cut + 1 if cut != -1 else end
+        out.append((start, end))
+        start = end
+    return out
+
+
+def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int]:
+    """Names in one window and the candidate budget left."""
     cands = candidates(doc)
     out: list[tuple[int, int]] = []
     tagger = default_tagger()
     for c in range(0, len(cands), _CHUNK):
-        chunk = cands[c : c + _CHUNK]
+        chunk = cands[c : c + min(_CHUNK, budget)]
         probs = tagger.scores(doc, chunk)
         accepted = [i for i, p in zip(chunk, probs.tolist(), strict=True)
                     if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)
                     and doc.info(i).key not in NOT_NAMES]
         out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk)}))
-        if len(out) >= limit:
-            return out[:limit]
-        if c + _CHUNK >= MAX_CANDIDATES:
-            return out or None
-    return out
+        budget -= len(chunk)
+        if len(out) >= limit or budget <= 0:
+            break
+    return out, budget
 
 
 def _names(doc: Doc, accepted: list[int]) -> list[tuple[int, int]]:
