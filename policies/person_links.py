@@ -59,7 +59,8 @@ def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names:
     lo, hi = sent
     line_lo, line_hi = text.rfind("\n", 0, start) + 1, _line_end(text, end)
     rec_lo, rec_hi = _record(text, start, end)
-    form_field = ":" in text[lo:start]  # "Tedavi talebi: ..., tanı bel fıtığı" in a one-line form
+    # "Tedavi talebi: ..., tanı bel fıtığı" in a one-line form (a question is general)
+    form_field = ":" in text[lo:start] and text[hi - 1 : hi] != "?"
     for s, e in names:
         if lo <= s and e <= hi:
             return True
