@@ -1,11 +1,14 @@
 """How fast `policies.sensitivity.classify` runs, and what a flood of pathological prompts does to
 a running gateway.
 
-1. Realistic text, in µs per KB (target <= 50):
+1. Realistic text, in µs per KB (target <= 1500 since issue 33, which added the name tagger;
+   issue 17's target was 50 before it):
 
 Texts: clean Turkish and English prose (no PII); "dirty" prose with one item of personal data
-(plus one hard negative) per KB; a stress case with four per KB; a numbers-heavy table; and a
-chat of 1 KB messages with one item each. CPU time, best of N; a calibration loop
+(plus one hard negative) per KB; a stress case with four per KB; a numbers-heavy table; a
+chat of 1 KB messages with one item each; prose dense with people (names, titles, relations,
+special categories: the name tagger's worst realistic case); and, when present, the realistic
+set's dev rows (`--real-dir`), each classified on its own as the gateway would. CPU time, best of N; a calibration loop
 (`sum(range(1000))`, ~10 µs on an idle modern core) is printed to judge how loaded the shared
 machine was.
 2. Worst cases of 1 MB each, in ms of detector CPU time (target <= 250 each): "1 " and
@@ -49,6 +52,8 @@ def worst_cases() -> dict[str, str]:
         "a_at_runs": "a@" * (MB // 2),
         "long_base64": b64[:MB],
         "valid_tckns": ("10000000146 " * (MB // 12 + 1))[:MB],
+        "capitalised_words": " ".join(r.choice(["Lorem", "Ipsum", "Dolor", "Amet", "Sit", "Consectetur", "Magna"])
+                                      for _ in range(MB // 6))[:MB],
         "mixed_invisible": "".join(r.choice("0123456789") + r.choice("\u200e\u2063\u00ad\u0301 ")
                                    for _ in range(MB // 2)),
     }
@@ -63,6 +68,17 @@ def measure_worst(repeat: int) -> dict[str, float]:
     out["tenant_backtracking_pattern_28ch"] = measure(lambda t: classify(t, patterns=[evil]), "a" * 28, repeat) \
         * 28 / 1024 / 1000
     return out
+
+PEOPLE = [
+    "Dün Berfin Hanım aradı, annesi Hatice Yıldız'ın ameliyatı ertelenmiş.",
+    "Sayın Garbis Kalaycıyan, 14 Mart tarihli randevunuz onaylanmıştır.",
+    "komşum nurettin amca yine arabasını kapının önüne çekmiş, muhtara söyledim.",
+    "Toplantıya Dr. Welat Demirtaş ve Av. Anahit Ohanyan katılacak; Kılıç Bey izinli.",
+    "SİGORTALI: FADİME ERGÜN, POLİÇE NO 1203-445612, HASAR TARİHİ 09.12.2024.",
+    "Çalışanımız Olena Kovalenko pazartesi başlıyor, oryantasyonu Serkan Bulut yapacak.",
+    "Hocam merhaba, ben Sukru Ozturk'un annesiyim, oglum bugun okula gelemeyecek.",
+    "Ahmet Efe'nin velisi izin kağıdını hâlâ getirmedi, lütfen bugün gönderin.",
+]
 
 PROSE = [
     "Geçen haftaki toplantıda ürün yol haritasını ve üçüncü çeyrek hedeflerini konuştuk.",
@@ -120,8 +136,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--flood-s", type=float, default=15.0, help="seconds of flood against the gateway")
     ap.add_argument("--no-flood", action="store_true")
+    ap.add_argument("--real-dir", default=str(Path(__file__).resolve().parent / "data" / "kvkk_real"),
+                    help="folder of the realistic set (its dev.jsonl is timed when present)")
     args = ap.parse_args()
-    results = measure_realistic(args.kb, args.repeat)
+    results = measure_realistic(args.kb, args.repeat, Path(args.real_dir))
     worst = measure_worst(max(1, args.repeat // 2))
     calib = min(_calibrate() for _ in range(args.repeat))
     print(f"{'case':<34}{'µs/KB':>10}")
@@ -137,17 +155,17 @@ def main() -> None:
               f"{health['max_ms']:>6.1f}  ({health['probes']} probes, {health['requests']} flood requests)")
     realistic = max(v for k, v in results.items() if not k.startswith("stress"))
     worst_ms = max(worst.values())
-    ok = realistic <= 50 and worst_ms <= 250 and (health is None or health["p99_ms"] < 50)
+    ok = realistic <= 1500 and worst_ms <= 250 and (health is None or health["p99_ms"] < 50)
     print(json.dumps({"bench": "sensitivity_speed", "kb": args.kb,
                       "us_per_kb": {k: round(v, 2) for k, v in results.items()},
-                      "worst_realistic_us_per_kb": round(realistic, 2), "target_us_per_kb": 50,
+                      "worst_realistic_us_per_kb": round(realistic, 2), "target_us_per_kb": 1500,
                       "worst_case_ms": {k: round(v, 1) for k, v in worst.items()},
                       "max_worst_case_ms": round(worst_ms, 1), "target_worst_case_ms": 250,
                       "flood_health": health, "target_health_p99_ms": 50,
                       "ok": ok, "calibration_us": round(calib, 2)}))
 
 
-def measure_realistic(kb: int, repeat: int) -> dict[str, float]:
+def measure_realistic(kb: int, repeat: int, real_dir: Path | None = None) -> dict[str, float]:
     r = random.Random(7)
     cases = {
         "clean_prose": (classify, make_text(r, kb, 0)),
@@ -155,9 +173,14 @@ def measure_realistic(kb: int, repeat: int) -> dict[str, float]:
         "stress_4_per_kb": (classify, make_text(r, kb, 4)),
         "numbers_table": (classify, make_table(r, kb)),
     }
+    people = " ".join(r.choice(PEOPLE) for _ in range(kb * 1024 // 80))
+    cases["people_prose"] = (classify, people)
     chat = [make_text(r, 1, 1) for _ in range(kb)]
     results = {name: measure(fn, text, repeat) for name, (fn, text) in cases.items()}
     results["chat_1kb_messages"] = measure(lambda _: classify_parts(chat), " ".join(chat), repeat)
+    if real_dir is not None and (real_dir / "dev.jsonl").exists():
+        rows = [json.loads(line)["text"] for line in (real_dir / "dev.jsonl").read_text(encoding="utf-8").splitlines()]
+        results["realistic_dev_rows"] = measure(lambda _: [classify(t) for t in rows], "\n".join(rows), repeat)
     return results
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from fairgate.policies.detection_options import DEFAULT_OPTIONS, DetectionOptions
 from fairgate.policies.sensitivity import classify_parts
 
 HEADER_VALUES = ("sensitive", "public")
@@ -47,12 +48,14 @@ def assess(
     patterns: Iterable[str] = (),
     keywords: Iterable[str] = (),
     opaque: bool = False,
+    options: DetectionOptions = DEFAULT_OPTIONS,
 ) -> SensitivityVerdict:
     """Decide sensitivity for one request. `header` must already be parsed (see above).
 
     An unknown `data_residency` counts as local_only: a typo in a tenant row must not open the
     door to external APIs. `opaque`: the request carries parts no text detector can read
-    (images, audio, token ids); it counts as sensitive.
+    (images, audio, token ids); it counts as sensitive. `options`: the tenant's detection
+    settings (`DetectionOptions`).
     """
     reasons: list[str] = []
     if data_residency != "any":
@@ -65,7 +68,7 @@ def assess(
         # Already confined to local backends; detection would change nothing but cost time.
         return SensitivityVerdict(True, (), tuple(reasons))
     try:
-        result = classify_parts(list(texts), patterns, keywords)
+        result = classify_parts(list(texts), patterns, keywords, options)
     except Exception:  # noqa: BLE001 - any detector failure must fail closed
         return SensitivityVerdict(True, (), ("classification_failed",))
     if result.sensitive:

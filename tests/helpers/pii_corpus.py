@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from fairgate.policies.checksums import iban_tr_valid, luhn_valid, tckn_valid
+from fairgate.policies.detection.checksums import iban_tr_valid, luhn_valid, tckn_valid
 
 FULLWIDTH = {str(d): chr(0xFF10 + d) for d in range(10)}
 ARABIC_INDIC = {str(d): chr(0x0660 + d) for d in range(10)}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from fairgate.policies.identifiers import vkn_valid
+from fairgate.policies.detection.identifiers import vkn_valid
 from tests.helpers.pii_corpus import Sample, make_sample, make_tckn
 from tests.helpers.pii_layouts import LAYOUTS, evasive
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import random
 
-from fairgate.policies.checksums import iban_tr_valid, luhn_valid, tckn_valid
+from fairgate.policies.detection.checksums import iban_tr_valid, luhn_valid, tckn_valid
 from tests.helpers.pii_corpus import make_card, make_iban, make_tckn
 
 

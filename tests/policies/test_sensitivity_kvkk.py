@@ -9,7 +9,12 @@ import re
 
 import pytest
 
-from fairgate.policies.sensitivity import classify, classify_parts, validate_tenant_patterns
+from fairgate.policies.sensitivity import (
+    DetectionOptions,
+    classify,
+    classify_parts,
+    validate_tenant_patterns,
+)
 from tests.helpers.pii_corpus_kvkk import NEW_KINDS, make_full_corpus
 from tests.helpers.pii_layouts import LAYOUTS, evasive
 from tests.helpers.pii_quality import score
@@ -81,10 +86,18 @@ def test_tckn_split_across_turns_with_words_between() -> None:
     "Atatürk Caddesi'nde trafik var.", "Mustafa Kemal Atatürk 1881'de doğdu.",
     "100 200 300 400 500 600 700", "Sürüm 2.11.4 yayınlandı", "Toplantı 12.03.2024 saat 14:30",
     "Toplam 319.951.307,86 TL", "Sipariş 3760-845674-45160 kargoda", "Vergi numarası nasıl öğrenilir?",
-    "def iban_ok(s): return int(s[4:] + s[:4]) % 97 == 1", "Personelimiz Merve Kurt toplantıda",
+    "def iban_ok(s): return int(s[4:] + s[:4]) % 97 == 1",
 ])
 def test_new_hard_negatives(text: str) -> None:
     assert classify(text).findings == ()
+
+
+def test_a_named_employee_alone_is_a_name_finding_only_in_strict_mode() -> None:
+    # Issue 33: a person's name is personal data (strict mode, the default); issue 17 treated a
+    # name with no other data as harmless, which a tenant can still choose.
+    text = "Personelimiz Merve Kurt toplantıda"
+    assert kinds(text) == [("person_name", "Merve Kurt")]
+    assert classify(text, options=DetectionOptions(strict_names=False)).findings == ()
 
 
 def test_spans_map_back_over_dropped_characters() -> None:

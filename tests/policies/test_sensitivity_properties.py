@@ -8,8 +8,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fairgate.policies.detection.textnorm import fold
 from fairgate.policies.sensitivity import classify, classify_parts
-from fairgate.policies.textnorm import fold
 from tests.helpers.pii_corpus import make_positive
 
 KINDS = ["tckn", "iban", "phone", "card", "email"]

@@ -1,0 +1,91 @@
+"""Every built-in detector, run in order over normalised text (see `sensitivity`).
+
+Order matters only for overlaps: e-mails and IBAN-shaped strings are found first, and their
+spans are not re-read as numbers. Encoded runs (base64, hex, URL, HTML entities, number words)
+are decoded once and scanned again; a finding there covers the whole run.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fairgate.policies.detection.addresses import find_person_addresses
+from fairgate.policies.detection.checksums import tckn_valid
+from fairgate.policies.detection.digit_chains import scan_numbers
+from fairgate.policies.detection.emails import find_emails
+from fairgate.policies.detection.encodings import decoded_runs
+from fairgate.policies.detection.iban import scan_foreign_ibans
+from fairgate.policies.detection.identifiers import find_identifiers, vkn_spans
+from fairgate.policies.detection.persons.names import find_person_names
+from fairgate.policies.detection.postal import find_postal_addresses
+from fairgate.policies.detection.records import find_column_values, find_registry_numbers
+from fairgate.policies.detection.special_categories import SPECIAL_KINDS, find_special
+from fairgate.policies.detection.textnorm import MESSAGE_JOIN, normalize
+from fairgate.policies.detection.triggers import find_triggers
+
+STRUCTURED_KINDS = ("tckn", "iban", "phone", "card", "email")
+IDENTIFIER_KINDS = ("vkn", "passport", "plate", "birth_date", "sgk")
+# "unscannable": a text with thousands of triggers (not prose), kept local without a full scan
+DETECTOR_KINDS = (*STRUCTURED_KINDS, *IDENTIFIER_KINDS, "person_name", "person_address", *SPECIAL_KINDS,
+                  "unscannable", "pattern", "keyword")
+MAX_FINDINGS = 64  # one finding keeps a request local; more only cost time
+Span = tuple[str, int, int]
+_SHORT_RUN = re.compile(r"[0-9](?:[ .\-]?[0-9]){1,9}")
+
+
+def detect(text: str, depth: int = 0) -> list[Span]:
+    """(kind, start, end) findings on normalised `text`. `depth` > 0: a decoded run, not
+    decoded again."""
+    hits, overflow = find_triggers(text)
+    if overflow:  # not prose: scanning every trigger would cost too much; keep it local
+        return [("unscannable", 0, len(text))]
+    out: list[Span] = [("email", s, e) for s, e in find_emails(text, hits["email"], MAX_FINDINGS)]
+    blocked = [(s, e) for _, s, e in out]
+
+    def foreign_iban(start: int, end: int, valid: bool) -> None:
+        blocked.append((start, end))  # a bad IBAN's digits are not a card either
+        if valid:
+            out.append(("iban", start, end))
+
+    scan_foreign_ibans(text, foreign_iban, hits["iban"])
+    for start, end, valid in vkn_spans(text, hits["ident"]):
+        blocked.append((start, end))
+        if valid:
+            out.append(("vkn", start, end))
+    blocked.sort()
+    scan_numbers(text, blocked, lambda kind, s, e: out.append((kind, s, e)), MAX_FINDINGS)
+    if MESSAGE_JOIN in text:
+        out += split_tckns(text)
+    out += find_identifiers(text, hits["ident"])
+    out += find_registry_numbers(text, hits["registry"])
+    out += find_column_values(text, sorted(hits["ident"] + hits["registry"]))
+    tagged = find_person_names(text) if depth == 0 else []
+    if tagged is None:  # far more capitalised words than prose has: keep it local unscanned
+        return [*out, ("unscannable", 0, len(text))]
+    # a name inside an e-mail address or IBAN is that finding's
+    names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in blocked)]
+    out += [("person_name", s, e) for s, e in names]
+    out += find_person_addresses(text, hits["street"], names)
+    out += find_postal_addresses(text, sorted(hits["street"] + hits["postal"]), names)
+    out += find_special(text, hits["special"], names)
+    if depth == 0 and len(out) < MAX_FINDINGS:
+        for start, end, decoded in decoded_runs(text, hits["encoded"], hits["words"]):
+            inner = detect(normalize(decoded).text, depth + 1)
+            out += [(kind, start, end) for kind in {k for k, _, _ in inner}]
+    return out
+
+
+def split_tckns(text: str) -> list[Span]:
+    """A TCKN sent in two messages with words between: the last short digit run before a
+    message boundary and the first after it, read as one number."""
+    out: list[Span] = []
+    pos = text.find(MESSAGE_JOIN)
+    while pos != -1 and len(out) < 8:
+        before = list(_SHORT_RUN.finditer(text, max(0, pos - 60), pos))
+        after = _SHORT_RUN.search(text, pos + 1, pos + 61)
+        if before and after:
+            digits = re.sub(r"[^0-9]", "", before[-1].group() + after.group())
+            if tckn_valid(digits):
+                out.append(("tckn", before[-1].start(), after.end()))
+        pos = text.find(MESSAGE_JOIN, pos + 1)
+    return out

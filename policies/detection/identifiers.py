@@ -1,0 +1,85 @@
+"""Identifiers that need context: tax numbers (VKN, with its check digit), passports, vehicle
+plates and birth dates. Each is matched as a context word followed, within a few characters,
+by a value of the right shape (bounded gaps: linear time), so "plaka" or "doğum tarihi" decides
+whether "34 ABC 123" or "12.03.1985" is personal data.
+"""
+
+from __future__ import annotations
+
+import re
+
+_GAP = r"[^\n0-9]{0,25}?"
+_VKN = re.compile(
+    rf"(?<!\w)(?:vkn|vergi[ \t]+(?:kimlik[ \t]+)?(?:no|numaras[ıi]|numaram)|v\.?[ \t]?no|tax[ \t]+(?:id|number|no))"
+    rf"{_GAP}(?<![0-9])([0-9](?:[ .\-]?[0-9]){{9}})(?![0-9])",
+    re.IGNORECASE,
+)
+_PASSPORT = re.compile(
+    rf"(?<!\w)(?:pasaport|passport)\w*{_GAP}(?<![A-Za-z0-9])([A-Z]{{1,2}}[ \-]?[0-9]{{6,9}})(?![0-9])"
+    r"|(?<![A-Za-z0-9])([UZS][0-9]{8})(?![0-9])",
+    re.IGNORECASE,
+)
+_PLATE = re.compile(
+    rf"(?<!\w)(?i:plaka|plate|araç|aracı|aracın|aracım|license plate)\w*{_GAP}"
+    r"(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?[A-Z]{1,3}[ \t-]?[0-9]{2,4})(?![0-9])"
+    # or the plate first: "06 FK 4821 plakalı aracım", "34 klm 907 plakali"
+    r"|(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?[A-Za-z]{1,3}[ \t-]?[0-9]{2,4})[ \t]*(?=(?i:plaka))",
+)
+_MONTHS = ("ocak|şubat|mart|nisan|mayıs|haziran|temmuz|ağustos|eylül|ekim|kasım|aralık|january|february|"
+           "march|april|may|june|july|august|september|october|november|december")
+_DATE = (rf"(?:[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)[0-9]{{2}}|(?:19|20)[0-9]{{2}}-[01][0-9]-[0-3][0-9]"
+         rf"|[0-3]?[0-9][ \t]+(?:{_MONTHS})[ \t]+(?:19|20)[0-9]{{2}})")
+_BIRTH = re.compile(
+    rf"(?<!\w)(?:do[gğ]um[ \t]+tarihi|doğum[ \t]+tarihim|d\.[ \t]?t\.|doğumlu|doğdu|doğdum|born|date[ \t]+of[ \t]+birth|"
+    rf"dob|birthday|birth[ \t]+date|dogum[ \t_]+tarih|d[ \t]?\.[ \t]?t[ \t]?\.)\w*{_GAP}({_DATE})"
+    rf"|({_DATE}|(?:19|20)[0-9]{{2}})[ \t]*(?:doğumlu|dogumlu|tarihinde[ \t]+doğ)"
+    # a year alone after "doğum:" or a birth-year key ("dogum_yili: 1992", "doğum: 1996")
+    r"|(?:doğum|dogum)(?:[ \t_]+y[ıi]l[ıi])?[\"']?[ \t]*[:=][ \t]*[\"']?((?:19|20)[0-9]{2})(?![0-9])",
+    re.IGNORECASE,
+)
+
+
+def vkn_valid(digits: str) -> bool:
+    """Vergi Kimlik No: 10 digits; the last is a check digit over the first nine."""
+    if len(digits) != 10 or not digits.isdigit():
+        return False
+    total = 0
+    for i, ch in enumerate(digits[:9]):
+        tmp = (int(ch) + 9 - i) % 10
+        v = (tmp * 2 ** (9 - i)) % 9
+        if tmp != 0 and v == 0:
+            v = 9
+        total += v
+    return (10 - total % 10) % 10 == int(digits[9])
+
+
+def _windows(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Merged windows around context triggers: 40 characters before, 80 after."""
+    out: list[tuple[int, int]] = []
+    for s, e in hits:
+        lo, hi = max(0, s - 40), min(len(text), e + 80)
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def vkn_spans(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
+    """(start, end, valid) of every number written after a tax-number context word; even a bad
+    one is a tax number, not a phone. `hits`: the trigger pass's context words."""
+    return [(*m.span(1), vkn_valid(re.sub(r"[^0-9]", "", m.group(1))))
+            for lo, hi in _windows(text, hits) for m in _VKN.finditer(text, lo, hi)]
+
+
+def find_identifiers(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[tuple[str, int, int]]:
+    """("passport" | "plate" | "birth_date", start, end) findings near the context triggers."""
+    out: list[tuple[str, int, int]] = []
+    for lo, hi in _windows(text, hits):
+        for kind, rx in (("passport", _PASSPORT), ("plate", _PLATE), ("birth_date", _BIRTH)):
+            for m in rx.finditer(text, lo, hi):
+                group = next(g for g in range(1, (rx.groups or 1) + 1) if m.group(g) is not None)
+                out.append((kind, *m.span(group)))
+                if len(out) >= limit:
+                    return out
+    return out

@@ -1,0 +1,103 @@
+"""Findings that are not a natural person's data: an institution's contact points and a legal
+person's identifiers. `DetectionOptions` decides whether they still count.
+
+- Phones whose type (Google's `phonenumbers`) is a shared line: 0850 (VoIP/UAN), 444 xx xx
+  (UAN), 0800 (toll free), 0900 (premium), shared cost.
+- E-mail addresses whose local part is a role mailbox (`kvkk@`, `ik@`, `info@`, `destek@`).
+- VKNs and IBANs written right after a company's trade name or a legal-person column
+  (`A.Ş.`, `Ltd. Şti.`, `unvan`, `Satıcı:`) with no person's name in between, or right before
+  "şirket hesabımıza".
+- Test fixtures, whatever the options: placeholder mailboxes (`test@`, `user@`, `dummy@`) at
+  the reserved example domains (RFC 2606: example.com/.org/.net, .test, .example, .invalid,
+  localhost) -- `ayse@example.org` may be a real person's address in a sample, so the local
+  part decides -- and phone numbers whose last seven digits are one digit repeated
+  (0555 000 00 00).
+"""
+
+from __future__ import annotations
+
+import re
+
+import phonenumbers
+from phonenumbers import PhoneNumberType
+
+from fairgate.policies.detection_options import DetectionOptions
+
+Span = tuple[str, int, int]
+_SHARED = frozenset({PhoneNumberType.VOIP, PhoneNumberType.UAN, PhoneNumberType.TOLL_FREE,
+                     PhoneNumberType.PREMIUM_RATE, PhoneNumberType.SHARED_COST})
+ROLE_MAILBOXES = frozenset(
+    "kvkk ik hr info bilgi destek support iletisim contact muhasebe satis sales noreply no-reply "
+    "admin webmaster basvuru cagri musteri musterihizmetleri kurumsal sikayet fatura insankaynaklari "
+    "kariyer career yardim help beyazmasa halklailiskiler basin press hukuk legal teklif siparis "
+    "randevu hasta hastahaklari ogrenci idari ithalat ihracat operasyon postmaster abuse".split())
+_LEGAL = re.compile(
+    r"(?<!\w)(?:a\.?[sş]\.|ltd\.?|[sş]ti\.?|tic\.|san\.|holding|anonim|limited|[sş]irketi|kooperatifi|"
+    r"belediyesi|müdürlüğü|başkanlığı|derneği|vakfı|unvan\w*|satıcı|tedarikçi\w*|şirketimiz\w*)(?![\w@.])",
+    re.IGNORECASE)
+_LEGAL_AFTER = re.compile(r"[^\n]{0,30}?(?:şirket|firma|kurumsal)[ \t]+hesab", re.IGNORECASE)
+_EXAMPLE_DOMAIN = re.compile(r"@(?:[\w\-]+\.)*(?:example\.(?:com|org|net)|localhost)$|\.(?:test|example|invalid|localhost)$",
+                             re.IGNORECASE)
+_PLACEHOLDERS = frozenset("test user admin demo dummy foo bar example noreply mock sample john.doe jane.doe".split())
+_PERSONISH = re.compile(r"(?<!\w)(?:ad[ıi]?[ _]?soyad\w*|şahıs|sahis|serbest meslek|bey|hanım)(?!\w)", re.IGNORECASE)
+
+
+def shared_line(digits: str) -> bool:
+    """Whether a phone number is an institution's shared line (0850, 444, 0800, 0900)."""
+    try:
+        number = phonenumbers.parse(digits, "TR")
+    except phonenumbers.NumberParseException:
+        return False
+    return phonenumbers.number_type(number) in _SHARED
+
+
+def role_mailbox(address: str) -> bool:
+    local = address.split("@", 1)[0].strip().lower().replace(".", "").replace("_", "")
+    return local in ROLE_MAILBOXES
+
+
+def legal_person(text: str, start: int, names: list[tuple[int, int]]) -> bool:
+    """A VKN or IBAN at `start` whose nearest owner within 120 characters before it is a
+    company (trade name, legal-person column) rather than a person (a name, `ad_soyad`)."""
+    lo = max(0, start - 120)
+    legal = [m.end() for m in _LEGAL.finditer(text, lo, start)]
+    if not legal:
+        return bool(_LEGAL_AFTER.match(text, _after_value(text, start)))
+    person = [m.end() for m in _PERSONISH.finditer(text, lo, start)] + [e for s, e in names if lo <= s < start]
+    return not person or max(legal) > max(person)
+
+
+def _after_value(text: str, start: int) -> int:
+    """Where the identifier starting at `start` ends (its digits, letters and spaces)."""
+    m = re.compile(r"[A-Za-z0-9 ]{10,34}").match(text, start)
+    return m.end() if m else start
+
+
+def fixture(kind: str, value: str) -> bool:
+    """A test fixture rather than anyone's data: an example domain, a 0555 000 00 00 number."""
+    if kind == "email":
+        local = value.split("@", 1)[0].strip().lower()
+        return local in _PLACEHOLDERS and bool(_EXAMPLE_DOMAIN.search(value.strip()))
+    if kind == "phone":
+        digits = re.sub(r"[^0-9]", "", value)
+        return len(digits) >= 10 and len(set(digits[-7:])) == 1
+    return False
+
+
+def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -> list[Span]:
+    """`found` without the institutional and legal-person findings `options` exclude (person
+    names among `found` decide who owns a VKN or IBAN)."""
+    names = [(s, e) for kind, s, e in found if kind == "person_name"]
+    out: list[Span] = []
+    for kind, s, e in found:
+        if fixture(kind, text[s:e]):
+            continue
+        if not options.institutional_contacts:
+            if kind == "phone" and shared_line(re.sub(r"[^0-9+]", "", text[s:e])):
+                continue
+            if kind == "email" and "@" in text[s:e] and role_mailbox(text[s:e]):
+                continue
+        if not options.legal_person_data and kind in ("vkn", "iban") and legal_person(text, s, names):
+            continue
+        out.append((kind, s, e))
+    return out

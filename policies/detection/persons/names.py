@@ -1,0 +1,160 @@
+"""Person names in text: candidate tokens scored by the learned tagger, then joined into names.
+
+Consecutive tokens the tagger accepts form one name when only spaces, a hyphen or an initial's
+dot stand between them. A name right before an organisation or place word ("Sabiha Gökçen
+Havalimanı", "Yıldız Holding", "Atatürk Caddesi") or right before a life-date parenthesis
+("Mimar Sinan (1490–1588)", encyclopaedic text) is not a person's data.
+"""
+
+from __future__ import annotations
+
+import re
+
+import re2
+
+from fairgate.policies.detection.persons.features import CUES, Doc, candidates
+from fairgate.policies.detection.persons.lexicon import (
+    AFTER_NAME,
+    NOT_NAMES,
+    public_name_parts,
+    public_names,
+)
+from fairgate.policies.detection.persons.tagger import default_tagger
+
+THRESHOLD = 0.5
+THRESHOLD_UNCASED = 0.8  # in lower-case or all-capitals lines casing gives no evidence
+_CHUNK = 512  # candidates scored per numpy pass (stops early once `limit` names are found)
+_WINDOW = 16_384  # characters read per window of a long text
+# ~8 µs a candidate: past this many (about 200 KB of capitalised words, not prose) the text is
+# kept local unscanned rather than scanned for seconds
+MAX_CANDIDATES = 25_000
+_JOIN = re.compile(r"[ \t]{1,3}|[ \t]?-[ \t]?")
+_LETTER_PAIR = re2.compile(r"\pL\pL")
+_LIFE_DATES = re.compile(r"[ \t]*\((?:d\.[ \t]*)?[0-9?]{3,4}")
+
+
+def find_person_names(text: str, limit: int = 16) -> list[tuple[int, int]] | None:
+    """(start, end) of person names in `text` (at most `limit`); None when the text has more
+    candidate tokens than `MAX_CANDIDATES` and found no name in them (the caller keeps it local).
+    Long texts are read in windows of about 16 KB (cut at a line end), so reading stops once
+    `limit` names are found."""
+    if _LETTER_PAIR.search(text.encode("utf-8", "surrogatepass")) is None:
+        return []  # digits, separators, "a@a@": no word to read (one DFA pass, not a regex scan)
+    out: list[tuple[int, int]] = []
+    budget = MAX_CANDIDATES
+    for lo, hi in _windows(text):
+        doc = Doc.of(text[lo:hi])
+        found, budget = _scan(doc, limit - len(out), budget)
+        out += [(lo + s, lo + e) for s, e in found]
+        if len(out) >= limit:
+            return out[:limit]
+        if budget <= 0:
+            return out or None
+    return out
+
+
+def _windows(text: str) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + _WINDOW)
+        if end < len(text):
+            cut = max(text.rfind("\n", start + _WINDOW // 2, end), text.rfind(" ", end - 200, end))
+            end = cut + 1 if cut != -1 else end
+        out.append((start, end))
+        start = end
+    return out
+
+
+def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int]:
+    """Names in one window and the candidate budget left."""
+    cands = candidates(doc)
+    out: list[tuple[int, int]] = []
+    tagger = default_tagger()
+    for c in range(0, len(cands), _CHUNK):
+        chunk = cands[c : c + min(_CHUNK, budget)]
+        probs = tagger.scores(doc, chunk)
+        accepted = [i for i, p in zip(chunk, probs.tolist(), strict=True)
+                    if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)
+                    and doc.info(i).key not in NOT_NAMES]
+        out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk)}))
+        budget -= len(chunk)
+        if len(out) >= limit or budget <= 0:
+            break
+    return out, budget
+
+
+def _names(doc: Doc, accepted: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    text = doc.text
+    k = 0
+    while k < len(accepted):
+        first = last = accepted[k]
+        k += 1
+        while k < len(accepted) and accepted[k] == last + 1 and _joined(doc, last):
+            last = accepted[k]
+            k += 1
+        start, end = doc.spans[first][0], doc.spans[last][1]
+        nxt = last + 1
+        if nxt < len(doc.spans) and "o" in doc.info(nxt).flags and _joined(doc, last):
+            continue  # "Yıldız Holding", "Atatürk Caddesi"
+        if _LIFE_DATES.match(text, end) or _public(doc, first, last):
+            continue
+        if end - start < 3 or (first == last and not _single_name_ok(doc, first)):
+            continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
+        out.append((start, end))
+    return out
+
+
+def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
+    """Tokens of capitalised pairs the lexicons read as a given name and then a surname (or a
+    word no lexicon knows: "Nazar Hakobyan"), kept even when the tagger doubts them."""
+    out: list[int] = []
+    for i in tokens:
+        if i + 1 >= len(doc.spans) or doc.mode(i) == "lower" or not _joined(doc, i):
+            continue
+        a, b = doc.info(i), doc.info(i + 1)
+        if a.shape not in "CU" or b.shape not in "CU" or "g" not in a.flags or a.key in NOT_NAMES:
+            continue
+        if any(c in a.flags + b.flags for c in "otpc") or b.key in NOT_NAMES:
+            continue
+        if "s" in b.flags or not b.flags:
+            out += (i, i + 1)
+    return out
+
+
+def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
+    """Lexicon names written as proper nouns mid-sentence: capitalised, with an apostrophe case
+    suffix (Turkish writes one only after a proper noun: "Şehmus'u", "Kevork'un"), and no place,
+    organisation or common word."""
+    return [i for i in tokens if (info := doc.info(i)).suffix and info.shape == "C" and doc.mode(i) == "mixed"
+            and ("g" in info.flags or "s" in info.flags) and not any(c in info.flags for c in "pvotc")
+            and info.key not in NOT_NAMES and doc.gap(i)[:1] not in ("^", ".", "N")]
+
+
+def _public(doc: Doc, first: int, last: int) -> bool:
+    """A public or historical figure, or a test fixture's name ("Ali Veli"), whole or in part."""
+    keys = " ".join(doc.info(i).key for i in range(first, last + 1))
+    return keys in public_names() or keys in public_name_parts()
+
+
+def _single_name_ok(doc: Doc, i: int) -> bool:
+    """A one-word name needs more evidence where it could be an ordinary word: in a lower-case
+    or all-capitals line, or when it is a common word ("Kırmızı", "Bora"), a cue before it
+    ("eşim", "sayın"), a title after it ("Hanım", "amca"), a case suffix ("berk'le"), or the
+    text's last word (a signature); an initial alone is never a name."""
+    info = doc.info(i)
+    if info.shape == "I":
+        return False
+    if info.suffix:
+        return True
+    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in AFTER_NAME)
+    if doc.mode(i) != "mixed":
+        return cue or i == len(doc.spans) - 1
+    return cue or "c" not in info.flags
+
+
+def _joined(doc: Doc, i: int) -> bool:
+    """Tokens i and i+1 belong to one name: only a space or hyphen between them."""
+    end, nxt = doc.spans[i][1], doc.spans[i + 1][0]
+    return bool(_JOIN.fullmatch(doc.text, end, nxt)) or (end == nxt)

@@ -1,0 +1,61 @@
+"""The learned person-name tagger, run in numpy (trained by `tools/name_tagger/train.py`).
+
+Each token's feature strings (`features.token_features`) index rows of one table that are
+summed (a sparse linear layer), then ReLU and one output unit: P(token belongs to a person's
+name). Unknown features are skipped. Weights: `data/name_tagger/` (model card:
+`models/name-tagger/README.md`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from fairgate.policies.detection.persons.features import Doc, context_features, own_features
+
+_FOLDER = Path(__file__).resolve().parents[1] / "data" / "name_tagger"
+
+
+class NameTagger:
+    """P(name) for tokens of a `Doc`; one vectorised pass per call."""
+
+    def __init__(self, folder: Path = _FOLDER) -> None:
+        names = (folder / "features.txt").read_text(encoding="utf-8").split("\n")
+        self.vocab = {name: i for i, name in enumerate(names) if name}
+        with np.load(folder / "weights.npz") as w:
+            self.table = w["table"].astype(np.float32)  # [features, dim]
+            self.bias = w["bias"]  # [dim]
+            self.out_w = w["out_w"]  # [dim]
+            self.out_b = float(w["out_b"][0])
+        self._own_rows: dict[tuple[str, ...], list[int]] = {}  # a word's own features -> table rows
+
+    def scores(self, doc: Doc, tokens: list[int]) -> np.ndarray:
+        """[len(tokens)] probabilities that each token is part of a person's name."""
+        if not tokens:
+            return np.zeros(0, dtype=np.float32)
+        vocab = self.vocab
+        rows: list[int] = []
+        starts: list[int] = []
+        cache = self._own_rows
+        if len(cache) > 1 << 16:
+            cache.clear()
+        for i in tokens:
+            starts.append(len(rows))
+            own = own_features(doc, i)
+            own_rows = cache.get(own)
+            if own_rows is None:
+                own_rows = cache[own] = [r for r in map(vocab.get, own) if r is not None]
+            rows += own_rows
+            rows += [r for r in map(vocab.get, context_features(doc, i)) if r is not None]
+        summed = np.add.reduceat(self.table[rows], starts, axis=0)  # [tokens, dim]
+        hidden = np.maximum(summed + self.bias, 0.0)
+        logits: np.ndarray = hidden @ self.out_w + self.out_b  # [tokens]
+        probs: np.ndarray = 1.0 / (1.0 + np.exp(-logits))
+        return probs
+
+
+@lru_cache(maxsize=1)
+def default_tagger() -> NameTagger:
+    return NameTagger()

@@ -1,0 +1,102 @@
+"""Postal addresses as people write them: village and locality forms ("Yukarıkışla köyü, Cami
+yanı, No 3", "Dereboyu Mevkii"), site and block forms, postcodes, lower case and capitals, and
+the usual Mah./Cad./Sk. forms -- tied to a person.
+
+An address is found around an anchor (a street or locality word, or an "adres" label) as the
+clause it stands in (to the line's end, a dash or slash between fields, or 140 characters),
+when that clause has a house number, a postcode or a known place. It is a person's when a
+person's name stands in the same record (three lines either side), or it is given as someone's
+address ("adresim", "teslimat adresi", "kiralanan", "alıcı"); it is not when the text around
+it is an institution's ("hizmet binası", "adresine yazılı olarak", "şubemiz").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from fairgate.policies.detection.gazetteer import fold_key
+from fairgate.policies.detection.persons.lexicon import all_places
+
+Span = tuple[str, int, int]
+_I = "[iİıI]"
+_ANCHOR = re.compile(
+    rf"(?<!\w)(?:adres\w*|k[öo]y[üu]|mevk{_I}{_I}?|s{_I}tes{_I}|mahalle\w*|mah\.|mh\.|cad\w*|cd\.|sokak\w*|sok\.|"
+    rf"sk\.|bulvar\w*|blv\.|blok)(?!\w)", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"\n| [—–-] | / |\. (?=[A-ZÇĞİÖŞÜ])|;")
+_HOUSE = re.compile(r"(?<![0-9])(?:no\b[ \t:.]*[0-9]{1,5}|[0-9]{1,5}[ \t]*/[ \t]*[0-9]{1,4}|[0-9]{5}(?![0-9])|"
+                    r"d(?:aire)?[ \t:.]*[0-9]{1,4}|kat[ \t:.]*[0-9]{1,3})", re.IGNORECASE)
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_OWNED = re.compile(
+    r"(?:adres(?:im|imiz)|yeni[ \t]+adres|teslimat[ \t]+adres|tebligat[ \t]+adres|ev[ \t]+adres|ikamet|"
+    r"oturuyorum|yaşıyorum|kiralanan|al[ıi]c[ıi]|adres[ \t]*:|shipping|line1)", re.IGNORECASE)
+_INSTITUTION = re.compile(
+    r"(?:hizmet[ \t]+binas|adresine[ \t]+yaz|ba[sş]vuru|[sş]ubemiz|ofisimiz|merkezimiz|genel[ \t]+müdürlü|"
+    r"belediye|müdürlü[gğ]ü|başkanlığı|kaymakamlığı|adliye|hastanesi|üniversitesi|noterli|mağazamız|"
+    r"satıcı|fabrikamız|depomuz)", re.IGNORECASE)
+
+
+def find_postal_addresses(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[int, int]],
+                          limit: int = 16) -> list[Span]:
+    """("person_address", start, end) of addresses tied to a person; `hits`: the trigger pass's
+    address anchors; `names`: person names found in the text."""
+    out: list[Span] = []
+    for s, _ in hits:
+        if out and s < out[-1][2]:
+            continue  # inside the address just found
+        m = _ANCHOR.match(text, s)
+        if m is None:
+            continue
+        span = _clause(text, m)
+        if span is None or not _addressy(text, *span):
+            continue
+        if _personal(text, span[0], span[1], names):
+            out.append(("person_address", *span))
+            if len(out) >= limit:
+                break
+    return out
+
+
+def _clause(text: str, m: re.Match[str]) -> tuple[int, int] | None:
+    """The address clause around an anchor: after a label's colon (or the line's start, or a
+    field separator) up to the clause's end."""
+    line_lo = text.rfind("\n", 0, m.start()) + 1
+    lo = max(line_lo, m.start() - 80)
+    if m.group().lower().startswith("adres"):
+        colon = text.find(":", m.end(), m.end() + 12)
+        lo = (colon if colon != -1 else m.end()) + 1
+    else:
+        for sep in _CLAUSE_END.finditer(text, lo, m.start()):
+            lo = sep.end()
+        colon = text.rfind(": ", lo, m.start())
+        lo = colon + 2 if colon != -1 else lo
+    end = _CLAUSE_END.search(text, m.end(), min(len(text), m.end() + 140))
+    hi = end.start() if end else min(len(text), m.end() + 140)
+    while lo < hi and text[lo] in " \t\"'":
+        lo += 1
+    while hi > lo and text[hi - 1] in " \t.,\"'":
+        hi -= 1
+    return (lo, hi) if hi - lo >= 10 else None
+
+
+def _addressy(text: str, lo: int, hi: int) -> bool:
+    if _HOUSE.search(text, lo, hi):
+        return True
+    places = all_places()
+    return sum(fold_key(w) in places for w in _WORD.findall(text, lo, hi)) >= 1 and \
+        bool(re.search(r"(?i)k[öo]y|mevk|mah|sitesi", text[lo:hi]))
+
+
+def _personal(text: str, lo: int, hi: int, names: Sequence[tuple[int, int]]) -> bool:
+    before = text[max(0, lo - 100) : lo]
+    line_lo = text.rfind("\n", 0, lo) + 1
+    near_name = any(max(0, lo - 250) <= s and e <= hi + 250 and _same_record(text, s, lo) for s, e in names)
+    if _INSTITUTION.search(text, max(line_lo, lo - 100), min(len(text), hi + 40)) and not near_name:
+        return False
+    return near_name or bool(_OWNED.search(before))
+
+
+def _same_record(text: str, a: int, b: int) -> bool:
+    """No blank line between offsets a and b."""
+    lo, hi = min(a, b), max(a, b)
+    return "\n\n" not in text[lo:hi]

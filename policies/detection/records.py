@@ -1,0 +1,102 @@
+"""Identifiers found by where they stand in a record rather than by a word just before them:
+SGK / retirement registry numbers after their registry's name, and tax numbers (VKN) and SGK
+numbers in a CSV column, an SQL column list or a `key = value` pair named for them
+(`vkn`, `vergi_no`, `sgk_sicil_no`). Whether a VKN is a person's or a company's is decided
+later (`institutional`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from stdnum.tr import vkn as stdnum_vkn
+
+Span = tuple[str, int, int]
+_I = "[iİıI]"
+_SGK = re.compile(
+    rf"(?<![^\W_])(?:sgk|ssk|ba[gğ]\W?kur|emekl{_I}(?:[ \t]+sand{_I}[gğ]{_I})?)[^\n0-9]{{0,18}}?"
+    rf"(?:s{_I}c{_I}l|no|numara)[^\n0-9]{{0,12}}?(?<![0-9])([0-9](?:[ .\-/]?[0-9]){{6,14}})(?![0-9])",
+    re.IGNORECASE)
+_COLUMNS = {"vkn": "vkn", "vergi_no": "vkn", "vergino": "vkn", "vergi_numarasi": "vkn", "tax_id": "vkn",
+            "sgk_sicil_no": "sgk", "sgk_no": "sgk", "ssk_no": "sgk", "ssk_sicil_no": "sgk",
+            "emekli_sicil_no": "sgk", "bagkur_no": "sgk", "sgk_sicil": "sgk"}
+_COLUMN = re.compile(r"(?<![\w])(" + "|".join(_COLUMNS) + r")(?![\w])", re.IGNORECASE)
+_KEY_VALUE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9]{7,13})(?![0-9])")
+_FIELD = re.compile(r"'(?:[^'\n]|'')*'|\"[^\"\n]*\"|[^,;|\t\n]+")
+_SQL_VALUES = re.compile(r"\)[ \t]*VALUES[ \t]*", re.IGNORECASE)
+_TUPLE = re.compile(r"\(([^()\n]*)\)")
+
+
+def find_registry_numbers(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[Span]:
+    """("sgk", start, end) of numbers written after SGK / SSK / Bağ-Kur / Emekli Sandığı."""
+    out: list[Span] = []
+    for s, _ in hits:
+        m = _SGK.match(text, s)
+        if m is not None:
+            out.append(("sgk", *m.span(1)))
+            if len(out) >= limit:
+                break
+    return out
+
+
+def _valid(kind: str, value: str) -> bool:
+    digits = re.sub(r"[^0-9]", "", value)
+    if kind == "vkn":
+        return stdnum_vkn.is_valid(digits)
+    return 7 <= len(digits) <= 13
+
+
+def find_column_values(text: str, hits: list[tuple[int, int]], limit: int = 32) -> list[Span]:
+    """(kind, start, end) of values under a `vkn` / `sgk_sicil_no`-like column name."""
+    out: list[Span] = []
+    for s, _ in hits:
+        m = _COLUMN.match(text, s)
+        if m is None:
+            continue
+        kind = _COLUMNS[m.group(1).lower()]
+        kv = _KEY_VALUE.match(text, m.end())
+        if kv is not None and _valid(kind, kv.group(1)):
+            out.append((kind, *kv.span(1)))
+        out += _table_values(text, m, kind)
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def _table_values(text: str, m: re.Match[str], kind: str) -> list[Span]:
+    """Values in the column's position: the CSV rows under a header line, or the tuples after
+    an SQL column list."""
+    line_start = text.rfind("\n", 0, m.start()) + 1
+    line_end = text.find("\n", m.end())
+    line_end = len(text) if line_end == -1 else line_end
+    header = text[line_start:line_end]
+    sql = _SQL_VALUES.search(header, m.end() - line_start)
+    if sql is not None:
+        cols_open = header.rfind("(", 0, m.start() - line_start)
+        index = _count(header[cols_open + 1 : m.start() - line_start])
+        rows = [(line_start + t.start(1), t.group(1)) for t in _TUPLE.finditer(header, sql.end())]
+    else:
+        index = _count(header[: m.start() - line_start])
+        rows, pos = [], line_end + 1
+        while pos < len(text) and len(rows) < 200:
+            nxt = text.find("\n", pos)
+            nxt = len(text) if nxt == -1 else nxt
+            if nxt == pos:
+                break
+            rows.append((pos, text[pos:nxt]))
+            pos = nxt + 1
+    out: list[Span] = []
+    for base, row in rows:
+        fields = [f for f in _FIELD.finditer(row) if f.group().strip()]
+        if index < len(fields):
+            f = fields[index]
+            value = f.group().strip().strip("'\"")
+            if value and _valid(kind, value):
+                start = base + f.start() + f.group().index(value)
+                out.append((kind, start, start + len(value)))
+    return out
+
+
+def _count(head: str) -> int:
+    """How many fields stand before a column name in its header."""
+    return sum(1 for f in _FIELD.findall(head) if f.strip())

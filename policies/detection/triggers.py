@@ -1,0 +1,98 @@
+"""One linear-time pass that finds where the context detectors need to look.
+
+Most prompts hold no personal data, and the detectors that need context (special-category
+terms, identifier context words, street markers, number words, e-mail markers, encoded runs)
+would each cost a Python-regex scan of the whole text. Instead one RE2 automaton (DFA: a few
+µs per KB whatever the number of alternatives) finds every trigger; each detector then runs its
+precise Python pattern only in a bounded window around its own triggers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import re2
+
+from fairgate.policies.detection.special_categories_terms import TERM_ALTERNATION
+
+_NUMBER_WORD = "sıfır|sifir|bir|iki|üç|uc|dört|dort|beş|bes|altı|alti|yedi|sekiz|dokuz|on|yirmi|otuz|kırk|kirk|" \
+               "elli|altmış|altmis|yetmiş|yetmis|seksen|doksan|yüz|yuz"
+_W = rf"(?:{_NUMBER_WORD})"
+_FAMILIES = {
+    "special": rf"(?:{TERM_ALTERNATION})",
+    "ident": r"pasaport|passport|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|doğdu|born|date[ \t]+of[ \t]+birth|"
+             r"dob|birthday|birth[ \t]+date|d\.[ \t]?t\.|vkn|vergi|tax|v\.?[ \t]?no|[uzs][0-9]{8}",
+    "registry": r"sgk|ssk|ba[gğ].?kur|emekl[iİı]|bagkur",
+    "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok",
+    "street": r"mahallesi|mah\.|mh\.|caddesi|cad\.|cd\.|sokağı|sokak|sok\.|sk\.|bulvarı|blv\.|bul\.",
+    "words": rf"(?:{_W}[ \t,\-]+){{3,}}{_W}",
+    # a local-part character, then '@' and a dotted domain (so "a@a@a@" triggers nothing)
+    "email": r"[\pL\pN._%+\-\x{E000}](?:[ \t]*[@＠]|%40)[ \t]*[\pL\pN_\-\x{E000}]+\."
+             r"|[\[\(\{<][ \t]?(?:at|et)[ \t]?[\]\)\}>]"
+             r"|[ \t]at[ \t]+[\pL\pN_\-]+(?:\.[\pL]|[ \t]+(?:dot|nokta)[ \t]|[ \t]*[\[\(\{<][ \t]?(?:dot|nokta))",
+    "encoded": r"[A-Za-z0-9+/_\-]{15,}=*|%[0-9a-f]{2}|&#?[0-9a-z]{1,8};",
+    "iban": r"[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]",  # a foreign IBAN's start (checked by `iban`)
+}
+FAMILIES = tuple(_FAMILIES)
+
+
+def _compile(families: tuple[str, ...]) -> re2._Regexp:
+    opts = re2.Options()
+    opts.case_sensitive = False
+    opts.log_errors = False
+    opts.max_mem = 64 << 20
+    return re2.compile("|".join(f"(?P<{k}>{_FAMILIES[k]})" for k in families), opts)
+
+
+# Two passes: an encoded run ("mehmet_arslan+ik...") may overlap an e-mail marker or a word, and
+# one pass reports only non-overlapping matches.
+_PASSES = tuple((_compile(fams), ("", *fams)) for fams in (
+    ("email", "special", "ident", "street", "words", "registry", "postal"), ("encoded",), ("iban",)))
+
+
+def _spans(rx: re2._Regexp, data: bytes) -> Iterator[list[tuple[int, int]]]:
+    """Non-overlapping matches' group spans (byte offsets), straight from RE2: the wrapper's
+    `finditer` builds a match object and an offsets table per hit, several µs each."""
+    regexp, pos, end = rx._regexp, 0, len(data)
+    while pos <= end:
+        spans = regexp.Match(re2._Anchor.UNANCHORED, data, pos, end)
+        s, e = spans[0]
+        if s == -1:
+            return
+        yield spans
+        pos = e if e > s else e + 1
+
+
+Hits = dict[str, list[tuple[int, int]]]
+
+
+def find_triggers(text: str, limit: int = 4096) -> tuple[Hits, bool]:
+    """(family → (start, end) of its triggers, overflow). More than `limit` triggers is not
+    ordinary prose and would cost the detectors too much: `overflow` is then True and the
+    caller must treat the text as sensitive (fail closed) instead of scanning on."""
+    hits: Hits = {k: [] for k in _FAMILIES}
+    data = text.encode("utf-8", "surrogatepass")  # matched as bytes: the str path costs 3x
+    found: list[tuple[str, int, int]] = []
+    for rx, names in _PASSES:
+        for spans in _spans(rx, data):
+            if len(found) >= limit:
+                return hits, True
+            family = next(names[k] for k in range(1, len(spans)) if spans[k][0] != -1)
+            found.append((family, *spans[0]))
+    to_char = _char_offsets(data, found) if len(data) != len(text) else None
+    for family, s, e in found:
+        hits[family].append((s, e) if to_char is None else (to_char[s], to_char[e]))
+    for spans in hits.values():
+        spans.sort()
+    return hits, False
+
+
+def _char_offsets(data: bytes, found: list[tuple[str, int, int]]) -> dict[int, int]:
+    """Byte offset → character offset for every offset in `found`, in one pass over `data`."""
+    out: dict[int, int] = {0: 0}
+    last = chars = 0
+    for off in sorted({o for _, s, e in found for o in (s, e)}):
+        chars += len(data[last:off].decode("utf-8", "surrogatepass"))
+        out[off] = chars
+        last = off
+    return out

@@ -1,0 +1,68 @@
+"""Issue 33: person names as people write them -- the learned tagger with its rules: Turkish
+case suffixes, titles and relations, lower case, capitals, ASCII-folded text, names from the
+whole population; places, companies, streets and test fixtures are not people."""
+
+from __future__ import annotations
+
+import pytest
+
+from fairgate.policies.detection.persons.features import Doc, candidates, token_features
+from fairgate.policies.detection.persons.names import find_person_names
+from fairgate.policies.detection.persons.tagger import default_tagger
+from fairgate.policies.sensitivity import classify
+
+
+def names(text: str) -> list[str]:
+    return [text[s:e] for s, e in find_person_names(text) or []]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Kargom hâlâ gelmedi, alıcı adı Rukiye Karakoç olarak görünüyor.", ["Rukiye Karakoç"]),
+    ("Dün akşam Şehmus'u aradım ama açmadı, yarın tekrar deneyeceğim.", ["Şehmus'u"]),
+    ("Sayın Hagop Kalaycıyan, başvurunuz alınmıştır.", ["Hagop Kalaycıyan"]),
+    ("Bu dosyayı Gülizar Hanım'a ilet, o imzalayacak.", ["Gülizar"]),
+    ("Toplantıya Dr. Berivan Aslan katılamayacak.", ["Berivan Aslan"]),
+    ("komşum nurettin amca yine arabasını kapının önüne çekmiş", ["nurettin"]),
+    ("MUHATAP: YORGO PAPADOPULOS, ŞİŞLİ / İSTANBUL", ["YORGO PAPADOPULOS"]),
+    ("Hastamiz Sukran Celik'in kontrolu persembe gunu.", ["Sukran Celik'in"]),
+    ("Kiracı Olena Shevchenko kirayı bu ay geç yatırdı.", ["Olena Shevchenko"]),
+])
+def test_names_in_many_forms(text: str, expected: list[str]) -> None:
+    assert names(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "İzmir'den Ankara'ya giden otobüs Afyon'da mola verdi.",
+    "Garanti BBVA ve Yapı Kredi yeni faiz oranlarını açıkladı.",
+    "Atatürk Caddesi'nde yol çalışması var, Fevzi Çakmak Mahallesi'nden dolaşın.",
+    "Sabiha Gökçen Havalimanı'na servis saat 06:00'da kalkıyor.",
+    "Ocak ayında bütçe revizyonu yapılacak, Cuma günü ofis kapalı.",
+    "Yeni sürümde önbellek isabet oranı yüzde on iki arttı.",
+])
+def test_places_companies_streets_and_calendar_words_are_not_people(text: str) -> None:
+    assert names(text) == []
+
+
+def test_candidates_are_capitalised_non_common_words_and_in_lower_lines_lexicon_names() -> None:
+    doc = Doc.of("Bugün Ayşe geldi.\nyarın mehmet gelecek ama çok geç")
+    got = [doc.text[slice(*doc.spans[i])] for i in candidates(doc)]
+    assert got == ["Ayşe", "yarın", "mehmet", "gelecek"]  # "Bugün": a common word, context only
+
+
+def test_features_fold_case_suffix_and_line_casing() -> None:
+    doc = Doc.of("SAYIN KAYA'YI ARADIM")
+    feats = token_features(doc, 1)
+    assert feats[:7] == ["bias", "w:kaya", "p3:kay", "s3:aya", "s2:ya", "sh:cU", "len:1"]
+    assert "suf:yi" in feats and "c-1:sayin" in feats
+
+
+def test_tagger_scores_are_probabilities_for_each_candidate() -> None:
+    doc = Doc.of("Teşekkürler Zeynep Hanım, kargonuz yola çıktı.")
+    probs = default_tagger().scores(doc, [0, 1, 2])
+    assert probs.shape == (3,)
+    assert probs[1] > 0.5 > probs[0]
+
+
+def test_a_name_inside_an_email_address_is_the_address_only() -> None:
+    c = classify("yazışmalar için: berfin.aslan@ornekfirma.com.tr")
+    assert c.kinds == ("email",)

@@ -1,0 +1,119 @@
+"""Issue 33: special categories tied to a person (and general statements left alone), the
+tenant knobs, SGK numbers, tax numbers by column, institutional numbers and mailboxes,
+obfuscated e-mails and postal addresses as people write them. Sentences written for these
+tests, the way people write them."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from stdnum.tr import tckimlik, vkn
+
+from fairgate.policies.detection.checksums import tckn_valid
+from fairgate.policies.detection.identifiers import vkn_valid
+from fairgate.policies.detection_options import DEFAULT_OPTIONS, DetectionOptions
+from fairgate.policies.sensitivity import classify
+
+
+def found(text: str, options: DetectionOptions = DEFAULT_OPTIONS) -> list[tuple[str, str]]:
+    return [(f.kind, text[f.start : f.end]) for f in classify(text, options=options).findings]
+
+
+def kinds(text: str) -> set[str]:
+    return {k for k, _ in found(text)}
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("Babam geçen ay bypass oldu, bu hafta işe gelemeyeceğim.", "health"),
+    ("ben 5 yıldır şeker hastasıyım, insülin kullanıyorum", "health"),
+    ("Çalışanımız depresyon tedavisi gördüğü için iki hafta raporlu.", "health"),
+    ("Eşim Alevi, cemevine birlikte gidiyoruz.", "religion"),
+    ("Kiracımız aslen Zaza, Bingöl'den gelmiş; çok düzgün bir aile.", "ethnicity"),
+    ("Muhasebedeki Selin Hanım geçen seçimde partinin ilçe başkan yardımcısı olmuş.", "politics"),
+    ("Depo sorumlusu Ercan Bey eğitim-sen değil ama Birleşik Metal'e üye.", "union"),
+    ("Danışanım biseksüel olduğunu ailesine henüz söylemedi.", "sexual_life"),
+    ("Başvuran adayın adli sicil kaydında hırsızlıktan mahkûmiyet var.", "criminal"),
+    ("Personelimizin parmak izi kayıtları PDKS cihazına yüklendi.", "biometric"),
+    ("Hastamız Gül Tan'da BRCA2 mutasyonu saptandı.", "genetic"),
+    ("Resepsiyondaki Zehra Hanım başörtüsüyle çalışmak istiyor.", "appearance"),
+    ("Oğlum Emre, Çağdaş Yaşamı Destekleme Derneği'ne gönüllü üye oldu.", "association"),
+])
+def test_special_categories_tied_to_a_person(text: str, kind: str) -> None:
+    assert kind in kinds(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Tip 1 diyabette insülin dozu kilo ve karbonhidrat sayımına göre ayarlanır.",
+    "Sendikal haklar Anayasa'nın 51. maddesiyle güvence altındadır.",
+    "Ramazan ayında mesai saatleri 08:00-16:00 olarak uygulanacaktır.",
+    "Parmak izi okuyucular nemli ellerde daha sık hata verir.",
+    "Adli sicil kaydı belgesi e-Devlet üzerinden alınabilir.",
+])
+def test_general_statements_stay_non_personal(text: str) -> None:
+    assert found(text) == []
+
+
+def test_strict_mode_makes_a_name_alone_sensitive_and_can_be_turned_off() -> None:
+    text = "Yarınki sunumu Tuğba Erkan yapacak."
+    assert found(text) == [("person_name", "Tuğba Erkan")]
+    assert found(text, DetectionOptions(strict_names=False)) == []
+    with_phone = "Yarınki sunumu Tuğba Erkan yapacak, cep 0532 418 20 77."
+    assert {k for k, _ in found(with_phone, DetectionOptions(strict_names=False))} == {"person_name", "phone"}
+
+
+def test_institutional_numbers_and_role_mailboxes_count_only_when_the_tenant_says_so() -> None:
+    text = "Şikâyetleriniz için 0850 460 12 12'yi arayın ya da kvkk@ornekenerji.com.tr adresine yazın."
+    assert found(text) == []
+    both = DetectionOptions(institutional_contacts=True)
+    assert found(text, both) == [("phone", "0850 460 12 12"), ("email", "kvkk@ornekenerji.com.tr")]
+    assert kinds("Bana 0533 771 45 08'den ya da selin.oz@gmail.com'dan ulaşabilirsiniz.") == {"phone", "email"}
+
+
+def test_a_companys_vkn_and_iban_are_legal_person_data() -> None:
+    text = "Satıcı: Demirtaş Kırtasiye Ltd. Şti.\nVKN: 4869338171\nIBAN: TR330006100519786457841326"
+    assert found(text) == []
+    assert {k for k, _ in found(text, DetectionOptions(legal_person_data=True))} == {"vkn", "iban"}
+
+
+def test_sgk_and_retirement_numbers_in_context() -> None:
+    assert found("Emekli sicil numaram 11-203948, maaşım yatmadı.") == [("sgk", "11-203948")]
+    assert ("sgk", "3410 2288 1930") in found("SGK sicil no: 3410 2288 1930 olan işçimizin girişi yapıldı.")
+    assert found("Personel sicil no 20417, izin formu ektedir.") == []
+
+
+def test_tax_numbers_and_sgk_numbers_by_their_column() -> None:
+    csv = "ad;soyad;vergi_no;sgk_no\nFerhat;Oral;4869338171;3410228819301"
+    got = found(csv)
+    assert ("vkn", "4869338171") in got and ("sgk", "3410228819301") in got
+    sql = "UPDATE musteri SET vkn = '4869338171' WHERE id = 88;"
+    assert found(sql) == [("vkn", "4869338171")]
+
+
+def test_obfuscated_email_in_turkish_words() -> None:
+    text = "mail adresim: hakan nokta ersoy at gmail nokta com"
+    assert kinds(text) == {"email"}
+
+
+@pytest.mark.parametrize("text, address", [
+    ("Teslimat adresi: Karaağaç köyü, Okul yanı No 4, 37900 Taşköprü/Kastamonu",
+     "Karaağaç köyü, Okul yanı No 4, 37900 Taşköprü/Kastamonu"),
+    ("yeni adresim: gül sitesi b blok d:7 esenyurt", "gül sitesi b blok d:7 esenyurt"),
+])
+def test_postal_addresses_given_as_someones(text: str, address: str) -> None:
+    assert ("person_address", address) in found(text)
+
+
+def test_an_institutions_address_is_not_personal() -> None:
+    text = "Başvurularınızı Merkez Mah. Atatürk Cad. No:12 Çorlu/Tekirdağ adresine yazılı olarak iletebilirsiniz."
+    assert found(text) == []
+
+
+def test_our_check_digits_agree_with_python_stdnum() -> None:
+    # the hot path keeps our checks (stdnum costs 2-48x more per call; see the model card's
+    # speed note); stdnum is the oracle
+    r = random.Random(33)
+    for _ in range(3000):
+        digits = str(r.randrange(10**9, 10**11)).zfill(11)
+        assert tckn_valid(digits) == tckimlik.is_valid(digits), digits
+        assert vkn_valid(digits[:10]) == vkn.is_valid(digits[:10]), digits
