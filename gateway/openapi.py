@@ -40,6 +40,7 @@ LIST: Schema = {"type": "object", "required": ["object", "data"], "properties": 
     "object": {"const": "list"}, "data": {"type": "array", "items": {"type": "object"}}}}
 TIME = {"type": "string", "description": "ISO 8601 date or date-time (UTC)"}
 STRINGS = {"type": "array", "items": {"type": "string"}}
+NULLABLE_BOOL = {"type": ["boolean", "null"]}
 
 
 def _model_schemas() -> dict[str, Schema]:
@@ -119,9 +120,11 @@ def _admin_paths() -> dict[str, Schema]:
                 "tenant_id": {"type": "string"}, "priority": {"type": "string"},
                 "classification": {"type": "string"}, "request": OBJ}})},
         "/admin/tenants/{id}/sensitivity": {
-            "get": operation("A tenant's patterns and keywords.", OBJ, params=tid),
-            "put": operation("Set them.", OBJ, params=tid, body={"type": "object", "properties": {
-                "patterns": STRINGS, "keywords": STRINGS}})},
+            "get": operation("A tenant's patterns, keywords and detection options.", OBJ, params=tid),
+            "put": operation("Set them (an option left out or null: its default).", OBJ, params=tid, body={
+                "type": "object", "properties": {
+                    "patterns": STRINGS, "keywords": STRINGS, "strict_names": NULLABLE_BOOL,
+                    "legal_person_data": NULLABLE_BOOL, "institutional_contacts": NULLABLE_BOOL}})},
         "/admin/routing/audit": {"get": operation("Recent routing decisions.", LIST, params=[
             *limit, query_param("tenant_id", {"type": "string"}), query_param("request_id", {"type": "string"})])},
         "/admin/classify": {"post": operation("Dry-run the personal-data detectors.", OBJ, body={

@@ -20,6 +20,7 @@ from fairgate.gateway.admin.routes import admin_route
 from fairgate.gateway.admin.routing import _json_body
 from fairgate.gateway.request.classification import classifier_for
 from fairgate.gateway.state import state_of
+from fairgate.policies.detection_options import DEFAULT_OPTIONS
 from fairgate.policies.sensitivity import classify, validate_tenant_patterns
 
 MAX_TEXT = 1 << 20
@@ -44,14 +45,14 @@ async def post_classify(request: Request) -> Any:
     errors = validate_tenant_patterns(patterns)
     if errors:
         raise WireError(400, "; ".join(errors), "invalid_pattern", "patterns")
-    tid = body.get("tenant_id")
+    tid, options = body.get("tenant_id"), DEFAULT_OPTIONS
     if tid is not None:
         own = state_of(request.app).router.tenants.get(str(tid))
         if own is not None:
-            patterns, keywords = [*patterns, *own.patterns], [*keywords, *own.keywords]
+            patterns, keywords, options = [*patterns, *own.patterns], [*keywords, *own.keywords], own.options
     classifier = classifier_for(state_of(request.app))
     try:
-        result = await asyncio.wait_for(asyncio.to_thread(classify, text, patterns, keywords),
+        result = await asyncio.wait_for(asyncio.to_thread(classify, text, patterns, keywords, options),
                                         classifier.timeout_s)
     except TimeoutError:
         classifier.fail_closed.labels("timeout").inc()

@@ -31,8 +31,9 @@ from fairgate.gateway.config.routing_store import read_rules, write_rules
 from fairgate.gateway.request.routing import NoRouteError, Router, RouteRequest
 from fairgate.gateway.state import GatewayState, state_of
 from fairgate.gateway.store.pool_tables import PoolRow
-from fairgate.gateway.store.routing_tables import RoutingAudit, TenantSensitivity
+from fairgate.gateway.store.routing_tables import OPTION_FIELDS, RoutingAudit, TenantSensitivity
 from fairgate.gateway.store.tables import BackendRow, Tenant
+from fairgate.policies.detection_options import DEFAULT_OPTIONS
 from fairgate.policies.routing import Rule, validate_rules
 from fairgate.policies.routing_schema import RuleSchemaError, parse_rules, rule_to_dict
 from fairgate.policies.sensitivity import validate_tenant_patterns
@@ -156,11 +157,27 @@ async def get_sensitivity(request: Request) -> Any:
 
     def run(s: Session) -> dict[str, Any]:
         _tenant_or_404(s, tid)
-        row = s.get(TenantSensitivity, tid)
-        return {"object": "tenant_sensitivity", "tenant_id": tid,
-                "patterns": list(row.patterns) if row else [], "keywords": list(row.keywords) if row else []}
+        return sensitivity_out(tid, s.get(TenantSensitivity, tid))
 
     return await in_tx(request, run)
+
+
+def sensitivity_out(tid: str, row: TenantSensitivity | None) -> dict[str, Any]:
+    options = row.options() if row else DEFAULT_OPTIONS
+    return {"object": "tenant_sensitivity", "tenant_id": tid,
+            "patterns": list(row.patterns) if row else [], "keywords": list(row.keywords) if row else [],
+            **{f: getattr(options, f) for f in OPTION_FIELDS}}
+
+
+def _options(body: dict[str, Any]) -> dict[str, bool | None]:
+    """The detection options the body sets (a missing or null one: the default)."""
+    out: dict[str, bool | None] = {}
+    for f in OPTION_FIELDS:
+        v = body.get(f)
+        if v is not None and not isinstance(v, bool):
+            raise WireError(400, f"`{f}` must be a boolean.", "invalid_value", f)
+        out[f] = v
+    return out
 
 
 def _terms(body: dict[str, Any], key: str) -> list[str]:
@@ -176,9 +193,10 @@ def _terms(body: dict[str, Any], key: str) -> list[str]:
 async def put_sensitivity(request: Request) -> Any:
     tid = request.path_params["id"]
     body = await _json_body(request)
-    if not isinstance(body, dict) or set(body) - {"patterns", "keywords"}:
-        raise WireError(400, "Expected {\"patterns\": [...], \"keywords\": [...]}.", "invalid_value")
-    patterns, keywords = _terms(body, "patterns"), _terms(body, "keywords")
+    if not isinstance(body, dict) or set(body) - {"patterns", "keywords", *OPTION_FIELDS}:
+        raise WireError(400, "Expected {\"patterns\": [...], \"keywords\": [...]} and the detection options "
+                             f"({', '.join(OPTION_FIELDS)}: booleans).", "invalid_value")
+    patterns, keywords, options = _terms(body, "patterns"), _terms(body, "keywords"), _options(body)
     errors = validate_tenant_patterns(patterns)
     if errors:
         raise WireError(400, "; ".join(errors), "invalid_value", "patterns")
@@ -187,12 +205,15 @@ async def put_sensitivity(request: Request) -> Any:
         _tenant_or_404(s, tid)
         row = s.get(TenantSensitivity, tid)
         if row is None:
-            s.add(TenantSensitivity(tenant_id=tid, patterns=patterns, keywords=keywords))
-        else:
-            row.patterns, row.keywords = patterns, keywords
+            row = TenantSensitivity(tenant_id=tid)
+            s.add(row)
+        row.patterns, row.keywords = patterns, keywords
+        for f, v in options.items():
+            setattr(row, f, v)
         # counts only: the patterns themselves may describe confidential projects
-        audit(s, "tenant.sensitivity", "tenant", tid, {"patterns": len(patterns), "keywords": len(keywords)})
-        return {"object": "tenant_sensitivity", "tenant_id": tid, "patterns": patterns, "keywords": keywords}
+        audit(s, "tenant.sensitivity", "tenant", tid,
+              {"patterns": len(patterns), "keywords": len(keywords), **options})
+        return sensitivity_out(tid, row)
 
     out = await in_tx(request, run)
     await routing_changed(request)

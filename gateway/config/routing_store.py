@@ -55,7 +55,7 @@ def load_config(sessions: sessionmaker[Session]) -> RoutingConfig:
     with sessions() as s:
         rules = read_rules(s)
         tenants = {
-            t.tenant_id: TenantDetectors(tuple(t.patterns or ()), tuple(t.keywords or ()))
+            t.tenant_id: TenantDetectors(tuple(t.patterns or ()), tuple(t.keywords or ()), t.options())
             for t in s.scalars(select(TenantSensitivity))
         }
     return RoutingConfig(rules, tenants)

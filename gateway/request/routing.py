@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from fairgate.gateway.request.classification import Classifier
 from fairgate.policies.complexity import complexity_score
+from fairgate.policies.detection_options import DEFAULT_OPTIONS, DetectionOptions
 from fairgate.policies.request_texts import readable_parts
 from fairgate.policies.residency import SensitivityVerdict, parse_classification_header
 from fairgate.policies.routing import RouteFacts, RoutingError, Rule, evaluate
@@ -77,6 +78,7 @@ class TenantDetectors:
 
     patterns: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
+    options: DetectionOptions = DEFAULT_OPTIONS  # names alone, companies' identifiers, institutions' lines
 
 
 _NO_DETECTORS = TenantDetectors()
@@ -137,6 +139,7 @@ class Router:
             patterns=(*request.tenant_patterns, *own.patterns),
             keywords=own.keywords,
             opaque=opaque,
+            options=own.options,
         )
         complexity = None
         if any(m is None or fnmatchcase(request.model, m) for m in self._complexity_models):

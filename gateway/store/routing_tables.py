@@ -15,6 +15,9 @@ from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, Stri
 from sqlalchemy.orm import Mapped, mapped_column
 
 from fairgate.gateway.store.tables import Base, utcnow
+from fairgate.policies.detection_options import DetectionOptions
+
+OPTION_FIELDS = ("strict_names", "legal_person_data", "institutional_contacts")
 
 
 class RoutingRuleRow(Base):
@@ -32,6 +35,15 @@ class TenantSensitivity(Base):
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), primary_key=True)
     patterns: Mapped[list[str]] = mapped_column(JSON)
     keywords: Mapped[list[str]] = mapped_column(JSON)
+    # detection options (policies.detection_options), NULL: the default
+    strict_names: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    legal_person_data: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    institutional_contacts: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+
+    def options(self) -> DetectionOptions:
+        """The tenant's detection options, defaults where unset."""
+        given = {f: getattr(self, f) for f in OPTION_FIELDS if getattr(self, f) is not None}
+        return DetectionOptions(**given)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
 
 

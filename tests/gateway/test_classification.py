@@ -57,9 +57,10 @@ def test_admin_classify_dry_run(gw) -> None:
     r = admin.client.post("/admin/classify", json={"text": text, "patterns": [r"PRJ-\d{4}"]})
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["sensitive"] and body["kinds"] == ["health", "pattern", "tckn"]
+    assert body["sensitive"] and body["kinds"] == ["health", "pattern", "person_name", "tckn"]
     got = [(f["kind"], text[f["start"] : f["end"]]) for f in body["findings"]]
-    assert got == [("health", "HIV"), ("tckn", "1\u200e0000\u2063000146"), ("pattern", "PRJ-1234")]
+    assert got == [("person_name", "Ayşe Demir"), ("health", "HIV"), ("tckn", "1\u200e0000\u2063000146"),
+                   ("pattern", "PRJ-1234")]
     assert admin.client.post("/admin/classify", json={"text": "merhaba"}).json()["sensitive"] is False
     bad = admin.client.post("/admin/classify", json={"text": "x", "patterns": [r"(a)\1"]})
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_pattern"
@@ -68,6 +69,34 @@ def test_admin_classify_dry_run(gw) -> None:
     assert anon.status_code == 401
     rows = admin.client.get("/admin/routing/audit").json()["data"]
     assert TCKN not in json.dumps(rows) and "Ayşe" not in json.dumps(rows)  # nothing stored
+
+
+def test_tenant_detection_options_are_stored_and_honoured(gw) -> None:
+    # issue 33's knobs: a name alone is personal unless the tenant turns strict names off; an
+    # institution's call-centre line is not, unless the tenant counts institutional contacts
+    _, admin = gw
+    t = admin.tenant()
+    url = f"/admin/tenants/{t['id']}/sensitivity"
+    defaults = admin.client.get(url).json()
+    assert (defaults["strict_names"], defaults["legal_person_data"], defaults["institutional_contacts"]) == (
+        True, False, False)
+    name_only = "Berfin Aydoğdu yarın sabah işe gelemeyecekmiş, vardiyasını kim alır?"
+    call_centre = "Kargo firmasının çağrı merkezi 0850 222 44 55, hafta içi açık."
+
+    def sensitive(text: str) -> bool:
+        r = admin.client.post("/admin/classify", json={"text": text, "tenant_id": t["id"]})
+        assert r.status_code == 200, r.text
+        return r.json()["sensitive"]
+
+    assert (sensitive(name_only), sensitive(call_centre)) == (True, False)
+    put = admin.client.put(url, json={"patterns": [], "keywords": [], "strict_names": False,
+                                      "institutional_contacts": True})
+    assert put.status_code == 200, put.text
+    assert (put.json()["strict_names"], put.json()["institutional_contacts"]) == (False, True)
+    assert admin.client.get(url).json()["legal_person_data"] is False  # left out: the default
+    assert (sensitive(name_only), sensitive(call_centre)) == (False, True)
+    bad = admin.client.put(url, json={"patterns": [], "keywords": [], "strict_names": "no"})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "strict_names"
 
 
 def test_backtracking_tenant_pattern_is_refused_at_save_time(gw) -> None:
