@@ -70,6 +70,7 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
     """Names in one window and the candidate budget left."""
     cands = candidates(doc)
     out: list[tuple[int, int]] = []
+    titled = set(_titled(doc))  # joined with the tagger's tokens in the first pass
     tagger = default_tagger()
     for c in range(0, len(cands), _CHUNK):
         chunk = cands[c : c + min(_CHUNK, budget)]
@@ -77,7 +78,8 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
         accepted = [i for i, p in zip(chunk, probs.tolist(), strict=True)
                     if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)
                     and doc.info(i).key not in NOT_NAMES]
-        out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk)}))
+        out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}))
+        titled = set()
         budget -= len(chunk)
         if len(out) >= limit or budget <= 0:
             break
@@ -120,6 +122,21 @@ def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
             continue
         if "s" in b.flags or not b.flags:
             out += (i, i + 1)
+    return out
+
+
+def _titled(doc: Doc) -> list[int]:
+    """Words right before an honorific that follows a name ("garbis bey", "ZOZAN HANIM", "Kemal
+    amca"), in any casing: Turkish writes these titles after a person's name, so a word there that
+    is no common, place, organisation or title word is a name even where the tagger doubts it."""
+    out: list[int] = []
+    for i in range(len(doc.spans) - 1):
+        if doc.info(i + 1).key not in AFTER_NAME or not _joined(doc, i):
+            continue
+        info = doc.info(i)
+        if info.shape in "CUL" and len(info.key) >= 3 and info.key not in NOT_NAMES \
+                and not any(c in info.flags for c in "cotpv"):
+            out.append(i)
     return out
 
 
