@@ -95,7 +95,7 @@ def test_engine_thread_barriers_do_not_sleep(tmp_path: Path, monkeypatch: pytest
     while the engine steps on its own pool."""
     model = make_tiny_model(tmp_path / "m", hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
                             num_attention_heads=4, num_key_value_heads=4)
-    from fairgate.backends.local import engine as engine_module
+    from fairgate.backends.local.engine import async_engine as engine_module
 
     calls: list[tuple[int, bool]] = []
 
