@@ -20,6 +20,7 @@ from fairgate.backends.openai_wire.asgi import (
 from fairgate.backends.openai_wire.context import (
     check_completion_fits,
     check_prompt_fits,
+    completion_limit,
     completion_room,
     prompt_too_long,
 )
@@ -45,7 +46,7 @@ from fairgate.backends.openai_wire.responses import (
 __all__ = [
     "SSE_DONE", "TEMPLATE_TOKENS_BASE", "TEMPLATE_TOKENS_PER_MESSAGE", "WireError", "WireRequest",
     "bad_value", "check_completion_fits", "check_prompt_fits", "chunk", "chunk_text_count",
-    "completion_room", "error_body", "error_response", "error_type", "full_response",
+    "completion_limit", "completion_room", "error_body", "error_response", "error_type", "full_response",
     "parse_json_object", "parse_request", "prompt_too_long", "read_body", "read_json_object",
     "response_id", "send_error", "send_json", "sse", "sse_stream_error", "usage_chunk", "usage_dict",
 ]

@@ -23,7 +23,7 @@ from fairgate.backends.base import GenerationRequest, Kind
 from fairgate.backends.openai_wire import (
     WireError,
     WireRequest,
-    completion_room,
+    completion_limit,
     parse_request,
     read_json_object,
 )
@@ -270,9 +270,7 @@ def clamp_to_context(decision: RouteDecision, parsed: WireRequest, max_tokens: i
     """No max_tokens asked: what we reserve is sent as the limit, so keep it inside the model's
     context or a small local model would refuse a request the client never sized."""
     ctx = decision.backends[0].context_length if decision.backends else None
-    if ctx is None:
-        return max_tokens
-    return max(1, min(max_tokens, completion_room(ctx, parsed.prompt_tokens_bound)))
+    return completion_limit(None, ctx, parsed.prompt_tokens_bound, default=max_tokens)
 
 
 def reserve_price(state: GatewayState, decision: RouteDecision, parsed: WireRequest, max_tokens: int) -> float:

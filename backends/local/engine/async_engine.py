@@ -153,6 +153,8 @@ class AsyncEngine:
         if self._closed:
             raise RuntimeError("engine is closed")
         rank = check_request(prompt_token_ids, sampling, priority, self.admission)
+        # the engine's own stop at its context (as vLLM's engine): the servers size max_tokens before this
+        # (openai_wire.context.completion_limit) and refuse what does not fit; direct callers get 'length'
         max_tokens = min(sampling.max_tokens, self.max_model_len - len(prompt_token_ids))
         sched = SchedRequest(
             request_id=request_id,

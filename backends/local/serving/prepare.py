@@ -28,7 +28,7 @@ from fairgate.backends.openai_wire import (
     bad_value,
     check_completion_fits,
     check_prompt_fits,
-    completion_room,
+    completion_limit,
     parse_request,
 )
 from fairgate.backends.openai_wire.request import is_int
@@ -181,9 +181,7 @@ def _message_text(content: Any, i: int) -> str:
 
 
 def _sampling(wire: WireRequest, body: dict[str, Any], n_prompt: int, info: ModelInfo) -> SamplingParams:
-    max_tokens = wire.max_tokens
-    if max_tokens is None:
-        max_tokens = completion_room(info.max_model_len, n_prompt)
+    max_tokens = completion_limit(wire.max_tokens, info.max_model_len, n_prompt)
     check_completion_fits(n_prompt, max_tokens, info.max_model_len)
     # temperature, top_p, top_k and stop were range-checked by the wire parser
     stop_ids = body.get("stop_token_ids") or []
