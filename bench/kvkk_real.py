@@ -13,24 +13,12 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+from tests.helpers.pii_quality import KindScore
 
 STRUCTURED = frozenset({"tckn", "iban", "phone", "card", "email", "vkn", "passport", "plate", "sgk"})
 Findings = list[tuple[str, int, int]]
-
-
-@dataclass(slots=True)
-class Tally:
-    labelled: int = 0
-    found: int = 0
-    findings: int = 0
-    correct: int = 0
-
-    def as_dict(self) -> dict[str, float | int]:
-        return {"labelled": self.labelled, "recall": round(self.found / self.labelled, 4) if self.labelled else 1.0,
-                "findings": self.findings,
-                "precision": round(self.correct / self.findings, 4) if self.findings else 1.0}
 
 
 def load(path: Path) -> list[dict]:
@@ -55,7 +43,7 @@ def _keys(row: dict, kind: str) -> tuple[tuple[str, str], ...]:
 
 def score_rows(rows: list[dict], detect: Callable[[str], Findings]) -> dict[str, dict]:
     """Tallies per kind / genre / style / group, plus row-level tallies ("rows")."""
-    tallies: dict[str, dict[str, Tally]] = defaultdict(lambda: defaultdict(Tally))
+    tallies: dict[str, dict[str, KindScore]] = defaultdict(lambda: defaultdict(KindScore))
     for row in rows:
         text, found = row["text"], detect(row["text"])
         gold = [(s["kind"], _locate(text, s)) for s in row["spans"]]

