@@ -32,7 +32,7 @@ _LAYER_MAP: dict[str, tuple[str, int | None]] = {
 }
 _TOP_MAP = {"model.embed_tokens": "embed_tokens", "model.norm": "norm", "lm_head": "lm_head"}
 _FUSED_PARTS = {"attn.qkv_proj": 3, "mlp.gate_up_proj": 2}
-# Tensors of a `fairgate quantize` folder (kernels/quant_format.py), kept as stored: codes stay
+# Tensors of a `fairgate quantize` folder (kernels/ops/quant_format.py), kept as stored: codes stay
 # integers, scales float32. Fusing them along dim 0 is exact (scales are per output channel).
 QUANT_KINDS = ("qweight", "scales", "minimum")
 
