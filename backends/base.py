@@ -78,23 +78,37 @@ class UsageSoFar:
 class GenerationRequest:
     """One request as handed to a backend.
 
-    `body` is the client's OpenAI request body (chat: `messages`; completion: `prompt`) and
-    `parsed` its validated reading (None: the backend parses `body` itself). `request_id` is the
+    `wire` is the request as validated once at the edge (openai_wire.request.WireRequest): its
+    fields are what every stage reads, its `body` what the client sent (fields only a particular
+    backend reads, and what an OpenAI-compatible upstream is forwarded). `request_id` is the
     bare id: responses are `chatcmpl-<id>` / `cmpl-<id>`. `model` is the name responses carry
     (what the client asked for); each backend sends its own model name upstream. `used` is
     what the backend has used so far (read when the request is cut short).
     """
 
     request_id: str
-    kind: Kind
-    body: dict[str, Any]
+    wire: WireRequest
     tenant: str = "default"
     priority: str = "standard"
     cache_salt: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    parsed: WireRequest | None = None
     model: str | None = None
     used: UsageSoFar = field(default_factory=UsageSoFar)  # kept current by the backend
+
+    @property
+    def kind(self) -> Kind:
+        return self.wire.kind
+
+    @classmethod
+    def from_body(cls, request_id: str, kind: Kind, body: dict[str, Any], **fields: Any) -> GenerationRequest:
+        """For callers without an edge of their own (tests, benches, a library user): parse
+        `body` as the gateway's edge does (the model may be omitted). Raises `WireError`."""
+        from fairgate.backends.openai_wire.embeddings import parse_embeddings
+        from fairgate.backends.openai_wire.request import parse_request
+
+        wire = parse_embeddings(body, require_model=False) if kind == "embedding" \
+            else parse_request(kind, body, require_model=False)
+        return cls(request_id, wire, **fields)
 
 
 @runtime_checkable

@@ -93,15 +93,17 @@ class OpenAICompatBackend:
         return f"OpenAICompatBackend(name={self.name!r}, base_url={self._base!r}, is_local={self.is_local})"
 
     def _prepare(self, request: GenerationRequest, stream: bool) -> tuple[str, bytes]:
-        body = dict(request.body)
+        wire = request.wire
+        body = dict(wire.body)
         if self.model:
             body["model"] = self.model
         if not self.is_local:  # fairgate's own opt-out; an external API would refuse the field
             body.pop("speculative", None)
-        parsed = request.parsed
-        if self.is_local and parsed is not None and parsed.max_tokens is not None \
-                and parsed.max_tokens_field not in body:
-            body["max_tokens"] = parsed.max_tokens  # our engine servers: the reserved bound
+        if wire.max_tokens is not None:
+            if wire.send_max_tokens:  # asked, or a key's limit: the bound admission reserved
+                body[wire.max_tokens_field] = wire.max_tokens
+            elif self.is_local and wire.max_tokens_field not in body:
+                body["max_tokens"] = wire.max_tokens  # our engine servers: the reserved bound
         if stream:
             body["stream"] = True
             opts = {**(body.get("stream_options") or {}), "include_usage": True}
@@ -209,7 +211,7 @@ class OpenAICompatBackend:
 
     async def embed(self, request: GenerationRequest) -> dict[str, Any]:
         """POST /embeddings upstream with the client's body (the upstream's model name)."""
-        body = dict(request.body)
+        body = dict(request.wire.body)
         if self.model:
             body["model"] = self.model
         result = await self._json_answer(request, "/embeddings", orjson.dumps(body))
@@ -265,8 +267,7 @@ class OpenAICompatBackend:
         path, payload = self._prepare(request, stream=True)
         resp = await self._send(path, payload, self._request_headers(request), request.tenant)
         rid, model = _identity(request)
-        parsed = request.parsed
-        keep_usage = parsed is None or parsed.continuous_usage  # the client asked for it itself
+        keep_usage = request.wire.continuous_usage  # the client asked for it itself
         buf = b""
         loop = asyncio.get_running_loop()
         last_event = loop.time()

@@ -61,16 +61,15 @@ class PrefixKeyer:
 
     def _units(self, request: GenerationRequest) -> tuple[list[int], bool]:
         """The prompt as token ids (True) or, without a tokenizer, as text bytes (False)."""
-        body = request.body
+        wire = request.wire
         tok = self.tokenizer
         if request.kind == "chat":
-            messages = [{"role": m.get("role"), "content": _text(m.get("content"))}
-                        for m in body.get("messages") or () if isinstance(m, dict)]
+            messages = [{"role": m.get("role"), "content": _text(m.get("content"))} for m in wire.messages]
             if tok is not None:
                 return tok.encode_chat(messages), True
             return list("\n".join(f"{m['role']}:{m['content']}" for m in messages).encode()), False
-        prompt = body.get("prompt")
-        if isinstance(prompt, list) and all(isinstance(t, int) for t in prompt):
+        prompt = wire.prompt
+        if isinstance(prompt, list):
             return list(prompt), True  # token ids already: the engine hashes exactly these
         text = prompt if isinstance(prompt, str) else ""
         return (tok.encode(text), True) if tok is not None else (list(text.encode()), False)

@@ -92,7 +92,7 @@ async def run_policy(policy: str, urls: list[str], work: list[tuple[str, list[in
         async def one(i: int, tenant: str, ids: list[int]) -> None:
             nonlocal prompt, cached
             body = {"model": "m", "prompt": ids, "max_tokens": 4, "temperature": 0, "ignore_eos": True}
-            req = GenerationRequest(f"{policy}-{i}", "completion", body, tenant=tenant,
+            req = GenerationRequest.from_body(f"{policy}-{i}", "completion", body, tenant=tenant,
                                     cache_salt=f"{policy}:{tenant}")
             async with sem:
                 t0 = time.perf_counter()

@@ -43,7 +43,7 @@ def body(i: int, schema: dict | None, max_tokens: int) -> dict:
 
 async def run(backend: LocalBackend, bodies: list[dict], tag: str) -> tuple[float, list[dict]]:
     t0 = time.perf_counter()
-    out = await asyncio.gather(*(backend.complete(GenerationRequest(f"{tag}-{i}", "chat", b))
+    out = await asyncio.gather(*(backend.complete(GenerationRequest.from_body(f"{tag}-{i}", "chat", b))
                                  for i, b in enumerate(bodies)))
     return time.perf_counter() - t0, out
 

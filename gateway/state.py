@@ -1,6 +1,9 @@
 """Everything the gateway holds while it runs, built once in the app's lifespan (gateway.app).
 
-Handlers reach it through `state_of(app)`; background tasks get it passed in. Fields that
+Handlers reach it through `state_of(app)`; background tasks get it passed in. Each room sees
+only its part, a Protocol in the room's own `state.py` (gateway/request/state.py: the request
+path's; config/, admin/, billing/, observability/, dashboard/ likewise), which this class meets
+structurally (mypy checks it where a room's accessor returns `state_of(app)`). Fields that
 change at run time (`backends`, `prices`, `router`, the versions) are replaced whole by
 gateway.config.registry when the configuration moves, never edited in place.
 """
@@ -63,6 +66,13 @@ class GatewayState:
     auth_throttle: AuthThrottle = field(default_factory=lambda: AuthThrottle(0, 60.0))  # off unless set
     admin_token_hash: str | None = None  # the first start's token (gateway.first_run), hashed
     pool_share: ShareGate | None = None  # tenant_pool_share: slots on pools across the fleet
+
+    async def refresh_config(self) -> bool:
+        """Rebuild backends and router if the cluster's config version moved (an admin change on
+        any replica); True if it had. The request path asks this of the config room."""
+        from fairgate.gateway.config.registry import refresh_if_stale
+
+        return await refresh_if_stale(self)
 
 
 def state_of(app: Any) -> GatewayState:

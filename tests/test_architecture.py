@@ -183,3 +183,17 @@ def test_every_folder_is_a_screenful() -> None:
             if n > MAX_MODULES_PER_FOLDER:
                 crowded.append(f"{folder.relative_to(ROOT)} ({n} modules)")
     assert crowded == []
+
+
+def test_gateway_rooms_see_only_their_part_of_the_state() -> None:
+    # GatewayState is the composition root's (gateway/app.py builds it); a room's modules read
+    # it through the Protocol in the room's own state.py, which alone names gateway.state.
+    reaching = []
+    for path in sorted((ROOT / "gateway").glob("*/*.py")):
+        if path.name == "state.py":
+            continue
+        rel = path.relative_to(ROOT).with_suffix("")
+        for line, module in imported_modules(".".join(rel.parts), path):
+            if module == "gateway.state":
+                reaching.append(f"{rel}.py:{line}")
+    assert reaching == []

@@ -44,7 +44,7 @@ def parse_embeddings(body: Any, *, require_model: bool = True) -> WireRequest:
     bound = TEMPLATE_TOKENS_BASE * len(inputs) + sum(len(t.encode()) for t in texts) + sum(
         len(p) for p in inputs if not isinstance(p, str))
     return WireRequest("embedding", model, False, False, False, None, "max_tokens", texts, bound,
-                       prompt=inputs[0], prompts=inputs)
+                       prompt=inputs[0], prompts=inputs, body=body)
 
 
 def _inputs(value: Any) -> list[str | list[int]]:

@@ -1,9 +1,10 @@
 """One reading of an OpenAI request body, shared by the gateway and the engine server.
 
 `parse_request` checks every field either side reads (types, shapes, n) by hand — no
-pydantic on the hot path — and returns a `WireRequest` that travels with the body. Fields it
-does not know pass through untouched; what a particular backend cannot honour is refused by
-that backend (e.g. backends/local/serving/prepare.py).
+pydantic on the hot path — and returns a `WireRequest`: the one value that travels from the
+edge to the backend (backends.base.GenerationRequest.wire), holding the body as sent. Fields it
+does not know pass through untouched in that body; what a particular backend cannot honour is
+refused by that backend (e.g. backends/local/serving/prepare.py).
 
 `prompt_tokens_bound` is a cheap upper bound on the prompt's tokens for the quota reservation:
 byte-level BPE tokenizers never make more tokens than UTF-8 bytes, plus a few template tokens
@@ -32,8 +33,10 @@ _INT_FIELDS = ("seed", "top_k", "logprobs", "top_logprobs")
 
 @dataclass(slots=True)
 class WireRequest:
-    """The validated fields of one body; `body` itself is left as the client sent it. The repr
-    leaves out everything that holds prompt text."""
+    """The validated fields of one body, and the body itself as the client sent it (what only a
+    particular backend reads, and what an OpenAI-compatible upstream is sent). Later stages read
+    the fields, never the body's copies of them. The repr leaves out everything that holds prompt
+    text."""
 
     kind: Kind
     model: str | None  # None only where the model may be omitted (the engine server)
@@ -57,6 +60,15 @@ class WireRequest:
     # fairgate's `"speculative": false` opts the request out of speculative decoding on our
     # engines (None: the engine decides); other backends see the field as sent.
     speculative: bool | None = None
+    # what a backend must declare it can honour (gateway.request.admission.check_capabilities)
+    uses_tools: bool = False  # `tools` or the older `functions`
+    structured_output: bool = False  # a `response_format` other than text
+    wants_logprobs: bool = False
+    body: dict[str, Any] = field(default_factory=dict, repr=False)  # as sent; never edited
+    # admission: the upstream body carries `max_tokens` (the client asked for it, or a key's
+    # limit caps it); otherwise it only bounds our own engines (OpenAI's reasoning models
+    # refuse `max_tokens`)
+    send_max_tokens: bool = False
 
     @property
     def num_choices(self) -> int:
@@ -116,7 +128,9 @@ def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireR
         kind, model, stream, include_usage, body.get("stream_options") is not None, max_tokens, max_field,
         texts, bound, messages, prompts[0] if prompts else "", prompts, n, _float(body, "temperature"),
         _float(body, "top_p"), body.get("top_k"), body.get("seed"), _stop(body.get("stop")), continuous_usage,
-        speculative)
+        speculative, bool(body.get("tools") or body.get("functions")),
+        (body.get("response_format") or {"type": "text"}) != {"type": "text"},
+        body.get("logprobs") not in (None, False) or bool(body.get("top_logprobs")), body)
 
 
 def _model(body: dict[str, Any], required: bool) -> str | None:

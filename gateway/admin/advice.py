@@ -12,8 +12,9 @@ from starlette.routing import Route
 
 from fairgate.backends.openai_wire import WireError
 from fairgate.gateway.admin.routes import admin_route
+from fairgate.gateway.admin.state import admin_state
 from fairgate.gateway.observability.advise import advice_json, advise_for, parse_window
-from fairgate.gateway.state import GatewayState, state_of
+from fairgate.gateway.observability.state import ObservabilityState
 
 
 @admin_route
@@ -23,11 +24,11 @@ async def get_advice(request: Request) -> Any:
         window = parse_window(text)
     except ValueError as exc:
         raise WireError(400, str(exc), "invalid_value", "window") from None
-    items = await asyncio.to_thread(advise_for, state_of(request.app), window)
+    items = await asyncio.to_thread(advise_for, admin_state(request.app), window)
     return {"window": text, "object": "list", "data": advice_json(items)}
 
 
-async def advice_panel(state: GatewayState, hours: int) -> list[dict[str, Any]]:
+async def advice_panel(state: ObservabilityState, hours: int) -> list[dict[str, Any]]:
     """The dashboard's advice panel (gateway/dashboard): the same advice over the page's window."""
     items = await asyncio.to_thread(advise_for, state, timedelta(hours=hours))
     return [{"title": f"{a.route} · {a.model}: {a.finding}", "lever": a.lever or "nothing to change",

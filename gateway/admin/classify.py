@@ -18,8 +18,8 @@ from starlette.routing import Route
 from fairgate.backends.openai_wire import WireError
 from fairgate.gateway.admin.routes import admin_route
 from fairgate.gateway.admin.routing import _json_body
+from fairgate.gateway.admin.state import admin_state
 from fairgate.gateway.request.classification import classifier_for
-from fairgate.gateway.state import state_of
 from fairgate.policies.detection_options import DEFAULT_OPTIONS
 from fairgate.policies.sensitivity import classify, validate_tenant_patterns
 
@@ -47,10 +47,10 @@ async def post_classify(request: Request) -> Any:
         raise WireError(400, "; ".join(errors), "invalid_pattern", "patterns")
     tid, options = body.get("tenant_id"), DEFAULT_OPTIONS
     if tid is not None:
-        own = state_of(request.app).router.tenants.get(str(tid))
+        own = admin_state(request.app).router.tenants.get(str(tid))
         if own is not None:
             patterns, keywords, options = [*patterns, *own.patterns], [*keywords, *own.keywords], own.options
-    classifier = classifier_for(state_of(request.app))
+    classifier = classifier_for(admin_state(request.app))
     try:
         result = await asyncio.wait_for(asyncio.to_thread(classify, text, patterns, keywords, options),
                                         classifier.timeout_s)

@@ -24,10 +24,10 @@ from starlette.routing import Route
 from fairgate.backends.openai_wire import WireError
 from fairgate.gateway.admin.http import admin_route
 from fairgate.gateway.admin.routes import audit, body_of, changed, in_tx
+from fairgate.gateway.admin.state import admin_state
 from fairgate.gateway.billing.cost_sources import costed_report
 from fairgate.gateway.billing.reports import BACKEND_COLUMNS, COLUMNS, GROUPS, parse_time, to_csv
 from fairgate.gateway.config.declarative import PriceDecl
-from fairgate.gateway.state import state_of
 from fairgate.gateway.store.pool_tables import PoolRow
 from fairgate.gateway.store.tables import BackendRow
 
@@ -57,7 +57,7 @@ async def admin_usage(request: Request) -> Any:
     view = q.get("view", "rows")
     if view not in ("rows", "groups", "backends"):
         raise WireError(400, "`view` must be rows, groups or backends", "invalid_value", "view")
-    report = await costed_report(state_of(request.app), q.get("tenant") or None, start, end, group_by)
+    report = await costed_report(admin_state(request.app), q.get("tenant") or None, start, end, group_by)
     if fmt == "csv":
         if view == "backends":
             return Response(to_csv(report.backend_rows(), BACKEND_COLUMNS), media_type="text/csv")
@@ -71,7 +71,7 @@ async def admin_usage(request: Request) -> Any:
 async def admin_costs(request: Request) -> Any:
     start, end = window_of(request)
     fmt = format_of(request)
-    report = await costed_report(state_of(request.app), None, start, end, "backend")
+    report = await costed_report(admin_state(request.app), None, start, end, "backend")
     rows = report.backend_rows()
     if fmt == "csv":
         return Response(to_csv(rows, BACKEND_COLUMNS), media_type="text/csv")

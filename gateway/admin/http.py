@@ -21,9 +21,9 @@ from starlette.responses import Response
 
 from fairgate.backends.openai_wire import WireError, error_response
 from fairgate.backends.openai_wire.headers import bearer
+from fairgate.gateway.admin.state import admin_state
 from fairgate.gateway.admin.token import admin_enabled, admin_token_ok
 from fairgate.gateway.request.auth_throttle import client_address
-from fairgate.gateway.state import state_of
 from fairgate.gateway.store.secret_box import MISSING, SecretsKeyMissing
 
 Handler = Callable[[Request], Awaitable[Any]]
@@ -35,7 +35,7 @@ def _check_auth(request: Request) -> None:
     """The admin token (FAIRGATE_ADMIN_TOKEN or the one made on first start), or 401; an address
     over its failed tries is refused (429) even with the right token while its window lasts, so
     the token cannot be guessed at speed."""
-    state = state_of(request.app)
+    state = admin_state(request.app)
     if not admin_enabled(state):
         raise WireError(403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.", "admin_disabled")
     address = client_address(request.scope)

@@ -28,7 +28,7 @@ from fairgate.backends.pool_routing import POLICIES
 from fairgate.gateway.admin.http import admin_route
 from fairgate.gateway.admin.routes import audit, body_of, changed, in_tx
 from fairgate.gateway.admin.schemas import BaseUrl, Credential, Text, _Strict
-from fairgate.gateway.state import state_of
+from fairgate.gateway.admin.state import admin_state
 from fairgate.gateway.store.pool_tables import PoolReplicaRow, PoolRow
 from fairgate.gateway.store.tables import BackendRow
 
@@ -84,7 +84,7 @@ def _members(s: Session, p: PoolRow) -> list[PoolReplicaRow]:
 
 
 def _live_pool(request: Request, name: str) -> PoolBackend | None:
-    b = state_of(request.app).backends.get(name)
+    b = admin_state(request.app).backends.get(name)
     return b if isinstance(b, PoolBackend) else None
 
 

@@ -22,9 +22,9 @@ from fairgate.backends.http_transport import DEFAULT_MAX_RESPONSE_BYTES
 from fairgate.backends.openai_wire import WireError
 from fairgate.gateway.admin import schemas as sch
 from fairgate.gateway.admin.http import admin_route
+from fairgate.gateway.admin.state import admin_state
 from fairgate.gateway.config.registry import refresh_if_stale
 from fairgate.gateway.request.keys import generate_key
-from fairgate.gateway.state import state_of
 from fairgate.gateway.store.pool_tables import PoolRow
 from fairgate.gateway.store.tables import (
     ApiKey,
@@ -87,7 +87,7 @@ async def body_of(request: Request, model: type[BaseModel]) -> Any:
 
 async def in_tx(request: Request, fn: Callable[[Session], Any]) -> Any:
     def run() -> Any:
-        with state_of(request.app).sessions.begin() as s:
+        with admin_state(request.app).sessions.begin() as s:
             return fn(s)
 
     return await asyncio.to_thread(run)
@@ -97,7 +97,7 @@ async def changed(request: Request, **_: bool) -> None:
     """Tell every replica: bump the version (their key caches and registries reload), and
     rebuild here at once (backends, router, weights pushed to every engine, new ones too) so
     this replica's next request already sees the change."""
-    state = state_of(request.app)
+    state = admin_state(request.app)
     state.keys.clear()
     try:
         version = await state.config.bump()
@@ -299,7 +299,7 @@ async def list_backends(request: Request) -> Any:
 
 
 def with_live(request: Request, row: dict[str, Any]) -> dict[str, Any]:
-    backend = state_of(request.app).backends.get(row["name"])
+    backend = admin_state(request.app).backends.get(row["name"])
     breaker = backend.breaker if backend is not None else None
     return {**row, "live": {"breaker": breaker.snapshot()} if breaker is not None else None}
 

@@ -26,10 +26,10 @@ from starlette.routing import Route
 
 from fairgate.backends.openai_wire import WireError
 from fairgate.gateway.admin.routes import admin_route, audit, in_tx
+from fairgate.gateway.admin.state import AdminState, admin_state
 from fairgate.gateway.config.registry import load_backends
 from fairgate.gateway.config.routing_store import read_rules, write_rules
 from fairgate.gateway.request.routing import NoRouteError, Router, RouteRequest
-from fairgate.gateway.state import GatewayState, state_of
 from fairgate.gateway.store.pool_tables import PoolRow
 from fairgate.gateway.store.routing_tables import OPTION_FIELDS, RoutingAudit, TenantSensitivity
 from fairgate.gateway.store.tables import BackendRow, Tenant
@@ -49,7 +49,7 @@ async def _json_body(request: Request) -> Any:
         raise WireError(400, "The body is not valid JSON.", "invalid_json") from None
 
 
-def backend_locality(s: Session, state: GatewayState) -> dict[str, bool]:
+def backend_locality(s: Session, state: AdminState) -> dict[str, bool]:
     """Every enabled backend and pool by name → is it local. The database is the source of truth
     (a backend registered on another replica counts at once); the embedded engine and pools
     (engine servers or vLLM on our hardware) are local."""
@@ -63,7 +63,7 @@ def backend_locality(s: Session, state: GatewayState) -> dict[str, bool]:
 
 @admin_route
 async def get_routes(request: Request) -> Any:
-    state = state_of(request.app)
+    state = admin_state(request.app)
 
     def run(s: Session) -> tuple[list[Rule], list[str]]:
         rules = read_rules(s)
@@ -84,7 +84,7 @@ async def explain_route(request: Request) -> Any:
     cls = body.get("classification")
     if cls is not None and not isinstance(cls, str):
         raise WireError(400, "`classification` must be \"sensitive\" or \"public\".", "invalid_value", "classification")
-    state = state_of(request.app)
+    state = admin_state(request.app)
     tid = body.get("tenant_id")
 
     def tenant(s: Session) -> Tenant | None:
@@ -121,7 +121,7 @@ async def put_routes(request: Request) -> Any:
         raise WireError(400, "Invalid routing rules: " + "; ".join(exc.errors), "invalid_routing_rules") from None
     if len(rules) > MAX_RULES:
         raise WireError(400, f"At most {MAX_RULES} routing rules.", "invalid_routing_rules")
-    state = state_of(request.app)
+    state = admin_state(request.app)
 
     def run(s: Session) -> list[dict[str, Any]]:
         errors = validate_rules(rules, backend_locality(s, state))
@@ -139,7 +139,7 @@ async def put_routes(request: Request) -> Any:
 async def routing_changed(request: Request) -> None:
     """Bump the shared config version (other replicas rebuild their routers from it) and
     rebuild this replica's router at once, so the admin's next request already sees the change."""
-    state = state_of(request.app)
+    state = admin_state(request.app)
     await state.config.bump()
     await load_backends(state)
 
@@ -235,7 +235,7 @@ async def list_routing_audit(request: Request) -> Any:
         limit = min(max(int(q.get("limit", "100")), 1), 1000)
     except ValueError:
         raise WireError(400, "`limit` must be an integer.", "invalid_value", "limit") from None
-    writer = state_of(request.app).routing_audit
+    writer = admin_state(request.app).routing_audit
     if writer is not None:
         await writer.flush()  # include decisions still queued on this replica
 

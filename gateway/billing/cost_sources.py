@@ -23,7 +23,7 @@ from fairgate.gateway.store.tables import BackendRow
 if TYPE_CHECKING:
     import httpx
 
-    from fairgate.gateway.state import GatewayState
+    from fairgate.gateway.billing.state import BillingState
 
 log = logging.getLogger("fairgate.cost")
 STATS_TIMEOUT_S = 2.0
@@ -79,7 +79,7 @@ async def _read_stats(http: httpx.AsyncClient, root: str) -> StepCosts | None:
         return None
 
 
-async def measured_weights(state: GatewayState, book: PriceBook) -> dict[str, StepCosts | None]:
+async def measured_weights(state: BillingState, book: PriceBook) -> dict[str, StepCosts | None]:
     out: dict[str, StepCosts | None] = {}
     for name in book.hourly:
         if state.embedded is not None and name == state.embedded.name:
@@ -91,7 +91,7 @@ async def measured_weights(state: GatewayState, book: PriceBook) -> dict[str, St
     return out
 
 
-async def costed_report(state: GatewayState, tenant_id: str | None, start: datetime | None,
+async def costed_report(state: BillingState, tenant_id: str | None, start: datetime | None,
                         end: datetime | None, group_by: str, now: datetime | None = None) -> UsageReport:
     """The usage report with real costs: prices read, weights asked for, then the report."""
     embedded = state.embedded.name if state.embedded is not None else None

@@ -34,7 +34,7 @@ from fairgate.policies.budget_weights import budget_scaled, used_fraction
 
 if TYPE_CHECKING:
     from fairgate.backends.local.serving.backend import LocalBackend
-    from fairgate.gateway.state import GatewayState
+    from fairgate.gateway.config.state import ConfigState
 
 log = logging.getLogger("fairgate.fairness")
 PUSH_TIMEOUT_S = 2.0
@@ -48,7 +48,7 @@ def control_url(base_url: str) -> str:
     return root + "/control/fairness"
 
 
-def _next_version(app_state: GatewayState) -> int:
+def _next_version(app_state: ConfigState) -> int:
     version = max(time.time_ns() // 1000, app_state.fairness_version + 1)
     app_state.fairness_version = version
     return version
@@ -60,7 +60,7 @@ async def budget_used(quota: QuotaStore, budgets: dict[str, dict[str, float | No
             for tenant, limits in budgets.items()}
 
 
-async def _load(app_state: GatewayState) -> tuple[dict[str, float], list[str]]:
+async def _load(app_state: ConfigState) -> tuple[dict[str, float], list[str]]:
     """Every enabled tenant's weight (keyed by tenant id, the engine's tenant name), lowered
     near its budget, and the control URLs of the enabled engine servers."""
 
@@ -94,12 +94,12 @@ def _budget_limits(p: QuotaPolicy) -> dict[str, float | None]:
     return {"daily_tokens": p.daily_tokens, "monthly_tokens": p.monthly_tokens, "monthly_cost": p.monthly_cost}
 
 
-def _headers(app_state: GatewayState) -> dict[str, str]:
+def _headers(app_state: ConfigState) -> dict[str, str]:
     secret = app_state.settings.control_secret
     return {"x-control-secret": secret} if secret else {}
 
 
-async def _put(app_state: GatewayState, url: str, weights: dict[str, float], version: int) -> bool:
+async def _put(app_state: ConfigState, url: str, weights: dict[str, float], version: int) -> bool:
     """PUT the weights; True when the engine holds them afterwards."""
     client: httpx.AsyncClient = app_state.http
     body = {"weights": weights, "version": version}
@@ -126,7 +126,7 @@ def _set_in_process(backend: LocalBackend, weights: dict[str, float], version: i
         engine.set_fairness(weights, (engine.fairness_version or 0) + 1)
 
 
-async def push_weights(app_state: GatewayState) -> dict[str, float]:
+async def push_weights(app_state: ConfigState) -> dict[str, float]:
     """Hand the current weights to every engine; returns the map. Never raises for an engine
     that is down: the sync task retries it."""
     weights, urls = await _load(app_state)
@@ -141,7 +141,7 @@ async def push_weights(app_state: GatewayState) -> dict[str, float]:
 class FairnessSync:
     """Re-push to engines whose weights differ from the database's, every `interval_s`."""
 
-    def __init__(self, app_state: GatewayState, interval_s: float = 5.0) -> None:
+    def __init__(self, app_state: ConfigState, interval_s: float = 5.0) -> None:
         self.state = app_state
         self.interval_s = interval_s
         self.pushes = 0  # re-pushes made (for tests and logs)

@@ -23,7 +23,7 @@ from fairgate.backends.vllm import VLLMBackend
 from fairgate.gateway.store.pool_tables import PoolReplicaRow, PoolRow
 
 if TYPE_CHECKING:
-    from fairgate.gateway.state import GatewayState
+    from fairgate.gateway.config.state import ConfigState
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ def keyer_of(row: PoolRow) -> PrefixKeyer:
     return PrefixKeyer(_tokenizer(row.tokenizer) if row.tokenizer else None, row.block_size, row.affinity_blocks)
 
 
-def _factory(state: GatewayState, row: PoolRow):  # type: ignore[no-untyped-def]
+def _factory(state: ConfigState, row: PoolRow):  # type: ignore[no-untyped-def]
     settings = state.settings
 
     def make(spec: ReplicaSpec) -> Backend:
@@ -84,7 +84,7 @@ def _factory(state: GatewayState, row: PoolRow):  # type: ignore[no-untyped-def]
     return make
 
 
-async def load_pools(state: GatewayState, old: dict[str, Backend]) -> dict[str, tuple[PoolBackend, PoolRow]]:
+async def load_pools(state: ConfigState, old: dict[str, Backend]) -> dict[str, tuple[PoolBackend, PoolRow]]:
     """Every enabled pool (with its row, for the price), reusing the `PoolBackend` objects of
     `old` where a pool stays."""
 

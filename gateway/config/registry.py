@@ -23,7 +23,7 @@ from fairgate.gateway.store.tables import BackendRow
 
 if TYPE_CHECKING:
     from fairgate.backends.local.serving.backend import LocalBackend
-    from fairgate.gateway.state import GatewayState
+    from fairgate.gateway.config.state import ConfigState
 
 log = logging.getLogger("fairgate.registry")
 DEMO_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "fairgate-demo"
@@ -84,7 +84,7 @@ def transport_of(row: BackendRow) -> Transport:
                         max_response_bytes=row.max_response_bytes)
 
 
-async def load_backends(state: GatewayState) -> None:
+async def load_backends(state: ConfigState) -> None:
     """(Re)build `state.backends`, `state.prices` and `state.router` from the database."""
 
     def rows() -> list[BackendRow]:
@@ -115,7 +115,7 @@ async def load_backends(state: GatewayState) -> None:
     state.router = build_router(state)
 
 
-async def refresh_if_stale(state: GatewayState, version: int | None = None) -> bool:
+async def refresh_if_stale(state: ConfigState, version: int | None = None) -> bool:
     """Rebuild backends and push weights when the config version moved (an admin change on any
     replica); the key cache reloads itself through the version check at admission."""
     from fairgate.gateway.config.fairness import push_weights
@@ -132,7 +132,7 @@ async def refresh_if_stale(state: GatewayState, version: int | None = None) -> b
     return True
 
 
-async def watch_config(state: GatewayState, interval_s: float = 1.0) -> None:
+async def watch_config(state: ConfigState, interval_s: float = 1.0) -> None:
     """Background task: notice other replicas' admin changes within `interval_s`."""
     while True:
         await asyncio.sleep(interval_s)
@@ -142,7 +142,7 @@ async def watch_config(state: GatewayState, interval_s: float = 1.0) -> None:
             log.warning("config refresh failed (%s)", type(exc).__name__)
 
 
-def build_router(state: GatewayState) -> Router:
+def build_router(state: ConfigState) -> Router:
     from fairgate.gateway.config.routing_store import (
         build_router as build_rule_router,  # the routing issue's rules
     )

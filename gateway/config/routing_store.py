@@ -24,7 +24,7 @@ from fairgate.policies.routing import Rule
 from fairgate.policies.routing_schema import parse_rules, rule_to_dict
 
 if TYPE_CHECKING:
-    from fairgate.gateway.state import GatewayState
+    from fairgate.gateway.config.state import ConfigState
 
 log = logging.getLogger("fairgate.routing")
 
@@ -61,7 +61,7 @@ def load_config(sessions: sessionmaker[Session]) -> RoutingConfig:
     return RoutingConfig(rules, tenants)
 
 
-def build_router(state: GatewayState, aliases: Mapping[str, str] | None = None) -> Router:
+def build_router(state: ConfigState, aliases: Mapping[str, str] | None = None) -> Router:
     """The Router for `state.backends` with the stored rules (a short synchronous read, done
     only when the configuration changed). Keeps one audit writer per app across rebuilds."""
     audit = state.routing_audit

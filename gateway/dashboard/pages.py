@@ -35,10 +35,10 @@ from fairgate.gateway.dashboard.sessions import (
     tenant_principal,
     viewer_of,
 )
-from fairgate.gateway.state import GatewayState, state_of
+from fairgate.gateway.dashboard.state import DashboardState, dashboard_state
 
 # advice(state, window hours) -> items (str, mapping or dataclass), sync or async: `fairgate advise`
-AdviceProvider = Callable[[GatewayState, int], Any]
+AdviceProvider = Callable[[DashboardState, int], Any]
 log = logging.getLogger("fairgate.dashboard")
 MAX_FORM_BYTES = 4096
 MAX_HOURS = 24 * 90
@@ -94,7 +94,7 @@ class DashboardPages:
         return self._html("login.html", status, action=action, label=label, error=error, scope=scope)
 
     async def admin_login(self, request: Request) -> Response:
-        state = state_of(request.app)
+        state = dashboard_state(request.app)
         if request.method == "GET":
             return self._login_page("admin")
         if not admin_enabled(state):
@@ -107,7 +107,7 @@ class DashboardPages:
         return response
 
     async def tenant_login(self, request: Request) -> Response:
-        state = state_of(request.app)
+        state = dashboard_state(request.app)
         if request.method == "GET":
             return self._login_page("tenant")
         key = (await _form(request)).get("token", "").strip()
@@ -140,7 +140,7 @@ class DashboardPages:
         if not viewer.admin:
             return self._login_page("admin", 403, "This page needs the admin token; tenants see /dashboard.")
         hours = _hours(request)
-        state = state_of(request.app)
+        state = dashboard_state(request.app)
         try:
             figures = await asyncio.to_thread(self._admin_figures, state, hours)
         except Exception as exc:  # the database away: say so, as a page, not a bare 500
@@ -163,7 +163,7 @@ class DashboardPages:
             return self._no_tenant()
         hours = _hours(request)
         try:
-            figures, name = await asyncio.to_thread(self._tenant_figures, state_of(request.app), tenant_id, hours)
+            figures, name = await asyncio.to_thread(self._tenant_figures, dashboard_state(request.app), tenant_id, hours)
         except Exception as exc:
             return self._unavailable(exc)
         if name is None:
@@ -173,7 +173,7 @@ class DashboardPages:
                           panels=figures, advice=None, logout=logout, tenant=name)
 
     # ------------------------------------------------------------------ figures (worker thread)
-    def _admin_figures(self, state: GatewayState, hours: int) -> list[panels.Panel]:
+    def _admin_figures(self, state: DashboardState, hours: int) -> list[panels.Panel]:
         start, end, group_by = data.window(hours)
         reg = state.metrics.registry
         with state.sessions() as s:
@@ -188,7 +188,7 @@ class DashboardPages:
                 panels.quota_panel(quota, names), panels.routing_panel(by_backend, state.backends, decisions),
                 panels.engine_panel(reg)]
 
-    def _tenant_figures(self, state: GatewayState, tenant_id: str, hours: int
+    def _tenant_figures(self, state: DashboardState, tenant_id: str, hours: int
                         ) -> tuple[list[panels.Panel], str | None]:
         start, end, group_by = data.window(hours)
         reg, where = state.metrics.registry, {"tenant": tenant_id}
@@ -202,7 +202,7 @@ class DashboardPages:
         return ([panels.usage_panel(usage, names), panels.latency_panel(reg, where), panels.cache_panel(reg, where),
                  panels.quota_panel(quota, names), routing], names.get(tenant_id))
 
-    async def _advice(self, state: GatewayState, hours: int) -> dict[str, Any]:
+    async def _advice(self, state: DashboardState, hours: int) -> dict[str, Any]:
         """The advice panel: items from the provider, or why there are none."""
         if self.advice is None:
             return {"items": [], "note": "No advisor is configured (`fairgate advise` fills this panel)."}

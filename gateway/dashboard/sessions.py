@@ -22,8 +22,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from fairgate.gateway.admin.token import admin_secret, admin_token_ok
+from fairgate.gateway.dashboard.state import DashboardState, dashboard_state
 from fairgate.gateway.request.auth import Principal, load_principal
-from fairgate.gateway.state import GatewayState, state_of
 from fairgate.gateway.store.tables import ApiKey
 
 COOKIE = "fairgate_dashboard"
@@ -46,16 +46,16 @@ class SessionSigner:
     def __init__(self, fallback_secret: bytes) -> None:
         self._fallback = fallback_secret
 
-    def _serializer(self, state: GatewayState) -> URLSafeTimedSerializer:
+    def _serializer(self, state: DashboardState) -> URLSafeTimedSerializer:
         digest = admin_secret(state)
         base = digest.encode() if digest else self._fallback
         key = hmac.new(base, b"fairgate-dashboard-session", hashlib.sha256).hexdigest()
         return URLSafeTimedSerializer(key, salt="fairgate.dashboard")
 
-    def dumps(self, state: GatewayState, payload: dict[str, Any]) -> str:
+    def dumps(self, state: DashboardState, payload: dict[str, Any]) -> str:
         return self._serializer(state).dumps(payload)
 
-    def loads(self, state: GatewayState, cookie: str) -> dict[str, Any] | None:
+    def loads(self, state: DashboardState, cookie: str) -> dict[str, Any] | None:
         try:
             data = self._serializer(state).loads(cookie, max_age=SESSION_S)
         except BadSignature:  # forged, tampered with, expired, or signed before a token change
@@ -77,14 +77,14 @@ def bearer(request: Request) -> str | None:
     return auth[7:].strip() if auth.startswith("Bearer ") else None
 
 
-async def tenant_principal(state: GatewayState, key: str) -> Principal | None:
+async def tenant_principal(state: DashboardState, key: str) -> Principal | None:
     try:
         return await state.keys.fresh(key)
     except Exception:  # the key check needs the config version: fail closed
         return None
 
 
-async def _tenant_by_key_id(state: GatewayState, key_id: str) -> Principal | None:
+async def _tenant_by_key_id(state: DashboardState, key_id: str) -> Principal | None:
     def load() -> Principal | None:
         with state.sessions() as s:
             digest = s.scalar(select(ApiKey.key_hash).where(ApiKey.id == key_id))
@@ -95,7 +95,7 @@ async def _tenant_by_key_id(state: GatewayState, key_id: str) -> Principal | Non
 
 async def viewer_of(request: Request, signer: SessionSigner) -> Viewer | None:
     """The viewer from the bearer header (admin token or tenant key) or the session cookie."""
-    state = state_of(request.app)
+    state = dashboard_state(request.app)
     token = bearer(request)
     if token:
         if admin_token_ok(state, token):

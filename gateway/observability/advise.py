@@ -37,7 +37,7 @@ from fairgate.policies.advice import (
 from fairgate.policies.replica_plan import plan_replicas
 
 if TYPE_CHECKING:
-    from fairgate.gateway.state import GatewayState
+    from fairgate.gateway.observability.state import ObservabilityState
 
 _WINDOW = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -202,7 +202,7 @@ def advise_from(db: Engine, after: Sequence[str], before: Sequence[str] = (), op
     return out
 
 
-def advise_for(source: GatewayState | Engine, window: timedelta | str = "24h", after: Sequence[str] = (),
+def advise_for(source: ObservabilityState | Engine, window: timedelta | str = "24h", after: Sequence[str] = (),
                before: Sequence[str] = (), opts: AdviseOptions | None = None) -> list[Advice]:
     """Advice over `window` for a running gateway (its database and its own metrics) or a
     database engine with metrics scrapes. Blocking (SQL): call it in a worker thread."""
@@ -216,7 +216,7 @@ def advise_for(source: GatewayState | Engine, window: timedelta | str = "24h", a
     return advise_from(source.db, [own, *after], before, opts, by_backend=local_engine_scrapes(source))
 
 
-def local_engine_scrapes(state: GatewayState, timeout_s: float = 2.0) -> dict[str, list[str]]:
+def local_engine_scrapes(state: ObservabilityState, timeout_s: float = 2.0) -> dict[str, list[str]]:
     """Backend or pool name → the /metrics text of each of its engine servers (kind local),
     read now; an engine that does not answer is left out."""
     import httpx

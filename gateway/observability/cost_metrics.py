@@ -27,7 +27,7 @@ from fairgate.gateway.billing.cost import BackendCost, per_million
 from fairgate.gateway.store.tables import utcnow
 
 if TYPE_CHECKING:
-    from fairgate.gateway.state import GatewayState
+    from fairgate.gateway.observability.state import ObservabilityState
 
 log = logging.getLogger("fairgate.cost")
 MAX_AGE_S = 15.0
@@ -41,7 +41,7 @@ class CostCollector(Collector):
         self.refreshed = float("-inf")
         self._lock = asyncio.Lock()
 
-    async def refresh(self, state: GatewayState, max_age_s: float = MAX_AGE_S) -> None:
+    async def refresh(self, state: ObservabilityState, max_age_s: float = MAX_AGE_S) -> None:
         if time.monotonic() - self.refreshed < max_age_s:
             return
         async with self._lock:  # one refresh for scrapes that arrive together

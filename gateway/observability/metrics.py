@@ -42,7 +42,7 @@ from fairgate.backends.prompt_version import NONE, LabelCap
 from fairgate.gateway.admin.token import admin_token_ok
 from fairgate.gateway.billing.usage import UsageEvent, UsageRecorder
 from fairgate.gateway.observability.cost_metrics import CostCollector
-from fairgate.gateway.state import state_of
+from fairgate.gateway.observability.state import observability_state
 
 if TYPE_CHECKING:
     from fairgate.backends.local.serving.backend import LocalBackend
@@ -134,7 +134,7 @@ class GatewayMetrics:
 def make_metrics(embedded: LocalBackend | None, tenant_labels: bool = False) -> GatewayMetrics:
     """The app's registry and metrics, with the embedded engine's gauges and the real cost
     (gateway/observability/cost_metrics.py). The lifespan feeds `metrics.observe` every finished request
-    (GatewayState.request_observers)."""
+    (ObservabilityState.request_observers)."""
     registry = CollectorRegistry()
     metrics = GatewayMetrics(registry, tenant_labels)
     registry.register(metrics.costs)
@@ -151,7 +151,7 @@ def watch_usage_backlog(metrics: GatewayMetrics, usage: UsageRecorder) -> None:
 
 
 async def metrics_endpoint(request: Request) -> Response:
-    state = state_of(request.app)
+    state = observability_state(request.app)
     settings = state.settings
     access = MetricsAccess(settings.metrics_token, settings.metrics_anonymous, settings.metrics_tenant_labels)
     authorization, also = request.headers.get("authorization"), (settings.admin_token,)

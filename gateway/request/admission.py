@@ -32,13 +32,12 @@ from fairgate.backends.openai_wire.headers import bearer
 from fairgate.backends.openai_wire.responses import response_id
 from fairgate.backends.openai_wire.responses_output import ResponsesOutput
 from fairgate.backends.types import Receive, Scope
-from fairgate.gateway.config.registry import refresh_if_stale
 from fairgate.gateway.quota import QuotaDenied, RateLimitState, StaleConfig
 from fairgate.gateway.request.auth import Principal
 from fairgate.gateway.request.auth_throttle import client_address
 from fairgate.gateway.request.pool_share import give_back_share, take_share
 from fairgate.gateway.request.routing import NoRouteError, RouteDecision, RouteRequest
-from fairgate.gateway.state import GatewayState
+from fairgate.gateway.request.state import RequestState
 
 log = logging.getLogger("fairgate.request")
 MAX_ATTEMPTS = 3  # one pass, plus retries after a route refresh or a stale principal
@@ -84,8 +83,7 @@ class Incoming:
     kind: Kind
     token: str = field(repr=False)  # never in a log line
     headers: dict[bytes, bytes] = field(repr=False)
-    body: dict[str, Any] = field(repr=False)  # the prompt: never in a log line
-    parsed: WireRequest = field(repr=False)
+    parsed: WireRequest = field(repr=False)  # holds the prompt: never in a log line
     request_id: str  # bare id; responses carry `rid`
     t0: float
     rid: str  # the response id: usage row, audit row, x-request-id and the answer's `id`
@@ -109,7 +107,7 @@ def bearer_token(headers: dict[bytes, bytes]) -> str:
     return token
 
 
-async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive,
+async def admit(state: RequestState, kind: Kind, scope: Scope, receive: Receive,
                 translate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
                 id_prefix: str | None = None) -> Admitted:
     """Authenticate, validate, route and reserve; raises WireError with nothing reserved.
@@ -125,7 +123,7 @@ async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive,
     parsed = parse_embeddings(body) if kind == "embedding" else parse_request(kind, body)
     bare = uuid.uuid4().hex
     rid = id_prefix + bare if id_prefix else response_id(kind, bare)
-    incoming = Incoming(kind, token, headers, body, parsed, bare, t0, rid)
+    incoming = Incoming(kind, token, headers, parsed, bare, t0, rid)
     if not state.usage.accepting():  # usage could not be kept (usage_on_db_unavailable): reserve nothing
         raise WireError(503, "Usage cannot be recorded right now (database unavailable); retry shortly.",
                         "usage_unavailable", headers={"retry-after": "1"})
@@ -135,21 +133,21 @@ async def admit(state: GatewayState, kind: Kind, scope: Scope, receive: Receive,
         try:
             return await admit_once(state, incoming, principal)
         except RouteRefresh as exc:
-            if attempt > 0 or not await refresh_if_stale(state):
+            if attempt > 0 or not await state.refresh_config():
                 raise exc.error from None
         except StaleConfig:
             continue
     raise WireError(503, "The gateway's configuration is changing; retry.", "config_changing")
 
 
-async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -> Admitted:
+async def admit_once(state: RequestState, req: Incoming, principal: Principal) -> Admitted:
     """One pass of the pipeline under one principal and one registry."""
     parsed = req.parsed
     priority = resolve_priority(principal, req.headers)
     check_model_access(principal, parsed)
     max_tokens = max_tokens_limit(state, principal, parsed)
     decision = await route(state, req, principal, priority)
-    check_capabilities(decision, parsed, req.body)
+    check_capabilities(decision, parsed)
     asked = parsed.max_tokens is not None
     if not asked:
         max_tokens = clamp_to_context(decision, parsed, max_tokens)
@@ -164,19 +162,18 @@ async def admit_once(state: GatewayState, req: Incoming, principal: Principal) -
         await give_back_share(state, rid)
         raise
     # What we reserved bounds the generation: the reading carries it to every backend (the local
-    # engine and our engine servers honour it); the body gets it only to enforce a key's limit,
-    # never otherwise (OpenAI's reasoning models refuse `max_tokens`).
+    # engine and our engine servers honour it); an upstream is sent it only when asked or to
+    # enforce a key's limit, never otherwise (OpenAI's reasoning models refuse `max_tokens`).
     parsed.max_tokens = max_tokens
-    if req.kind != "embedding" and (asked or principal.max_tokens_per_request is not None):
-        req.body[parsed.max_tokens_field] = max_tokens
+    parsed.send_max_tokens = req.kind != "embedding" and (asked or principal.max_tokens_per_request is not None)
     gen = GenerationRequest(
-        req.request_id, req.kind, req.body, tenant=principal.tenant_id, priority=priority,
-        cache_salt=principal.cache_salt or principal.tenant_id, parsed=parsed, model=parsed.model)
+        req.request_id, parsed, tenant=principal.tenant_id, priority=priority,
+        cache_salt=principal.cache_salt or principal.tenant_id, model=parsed.model)
     return Admitted(rid, req.kind, principal, parsed, priority, decision, gen, req.t0,
                     prompt_version_header=req.headers.get(b"x-prompt-version"), ratelimit=ratelimit)
 
 
-async def authenticate(state: GatewayState, token: str, *, reload: bool, fresh: bool = False,
+async def authenticate(state: RequestState, token: str, *, reload: bool, fresh: bool = False,
                        address: str | None = None) -> Principal:
     """The key's principal or the 401; an address over its failed tries gets the throttle's
     429 for any key this replica does not already hold (gateway/request/auth_throttle.py)."""
@@ -218,7 +215,7 @@ def check_model_access(principal: Principal, parsed: WireRequest) -> None:
                         "model_not_found", "model")
 
 
-def max_tokens_limit(state: GatewayState, principal: Principal, parsed: WireRequest) -> int:
+def max_tokens_limit(state: RequestState, principal: Principal, parsed: WireRequest) -> int:
     """The completion tokens to reserve: what was asked (within the key's limit) or the default."""
     limit = principal.max_tokens_per_request
     if parsed.max_tokens is not None and limit is not None and parsed.max_tokens > limit:
@@ -227,7 +224,7 @@ def max_tokens_limit(state: GatewayState, principal: Principal, parsed: WireRequ
     return parsed.max_tokens or min(state.settings.default_max_tokens, limit or 1 << 30)
 
 
-async def route(state: GatewayState, req: Incoming, principal: Principal, priority: str) -> RouteDecision:
+async def route(state: RequestState, req: Incoming, principal: Principal, priority: str) -> RouteDecision:
     cls = header_text(req.headers, b"x-data-classification", "X-Data-Classification")
     assert req.parsed.model is not None
     try:
@@ -236,7 +233,7 @@ async def route(state: GatewayState, req: Incoming, principal: Principal, priori
             priority=priority, data_residency=principal.data_residency,
             classification_header=cls.strip().lower() if cls else None,
             texts=req.parsed.texts, prompt_tokens=req.parsed.prompt_tokens_bound,
-            request_id=req.rid, body=req.body))
+            request_id=req.rid, body=req.parsed.body))
     except NoRouteError as exc:
         error = WireError(exc.status, str(exc), exc.code, "model" if exc.status == 404 else None)
         if exc.status == 404:
@@ -244,7 +241,7 @@ async def route(state: GatewayState, req: Incoming, principal: Principal, priori
         raise error from None
 
 
-def check_capabilities(decision: RouteDecision, parsed: WireRequest, body: dict) -> None:
+def check_capabilities(decision: RouteDecision, parsed: WireRequest) -> None:
     """Refuse, before anything is reserved, a field the chosen backend declares it cannot honour."""
     if not decision.backends:
         return
@@ -255,10 +252,9 @@ def check_capabilities(decision: RouteDecision, parsed: WireRequest, body: dict)
     asks = [
         ("n", parsed.n > 1, caps.n),
         ("prompt", parsed.is_batched, caps.batched_prompts),
-        ("tools", bool(body.get("tools") or body.get("functions")), caps.tools),
-        ("response_format", (body.get("response_format") or {"type": "text"}) != {"type": "text"},
-         caps.response_format),
-        ("logprobs", body.get("logprobs") not in (None, False) or bool(body.get("top_logprobs")), caps.logprobs),
+        ("tools", parsed.uses_tools, caps.tools),
+        ("response_format", parsed.structured_output, caps.response_format),
+        ("logprobs", parsed.wants_logprobs, caps.logprobs),
     ]
     for param, asked, supported in asks:
         if asked and not supported:
@@ -273,12 +269,12 @@ def clamp_to_context(decision: RouteDecision, parsed: WireRequest, max_tokens: i
     return completion_limit(None, ctx, parsed.prompt_tokens_bound, default=max_tokens)
 
 
-def reserve_price(state: GatewayState, decision: RouteDecision, parsed: WireRequest, max_tokens: int) -> float:
+def reserve_price(state: RequestState, decision: RouteDecision, parsed: WireRequest, max_tokens: int) -> float:
     price = state.prices.get(decision.backends[0].name) if decision.backends else None
     return price.cost(parsed.prompt_tokens_bound, max_tokens) if price else 0.0
 
 
-async def reserve(state: GatewayState, rid: str, principal: Principal, tokens: int, cost: float) -> RateLimitState:
+async def reserve(state: RequestState, rid: str, principal: Principal, tokens: int, cost: float) -> RateLimitState:
     """Check-and-reserve in every scope; StaleConfig passes up to `admit`'s retry."""
     try:
         return await state.quota.reserve(rid, principal.scopes, tokens, cost, principal.version)

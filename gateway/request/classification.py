@@ -28,7 +28,7 @@ from fairgate.policies.detection_options import DEFAULT_OPTIONS, DetectionOption
 from fairgate.policies.residency import SensitivityVerdict, assess
 
 if TYPE_CHECKING:
-    from fairgate.gateway.state import GatewayState
+    from fairgate.gateway.request.state import ClassifierState
 
 FAIL_CLOSED_METRIC = "fairgate_classification_fail_closed"
 
@@ -146,7 +146,7 @@ def _warm() -> bool:
     return True
 
 
-def classifier_for(state: GatewayState) -> Classifier:
+def classifier_for(state: ClassifierState) -> Classifier:
     """The app's one classifier (built on first use, its counter on the app's registry)."""
     if state.classifier is None:
         state.classifier = Classifier(timeout_s=state.settings.classify_timeout_s,

@@ -26,8 +26,8 @@ from fairgate.gateway.request.admission import Admitted, admit
 from fairgate.gateway.request.fallback import first_answer
 from fairgate.gateway.request.request_log import log_refusal
 from fairgate.gateway.request.settlement import finish
+from fairgate.gateway.request.state import RequestState, request_state
 from fairgate.gateway.request.streaming import stream
-from fairgate.gateway.state import GatewayState, state_of
 
 log = logging.getLogger("fairgate.request")
 
@@ -36,11 +36,11 @@ class CompletionsEndpoint:
     def __init__(self, kind: Kind) -> None:
         self.kind: Kind = kind
 
-    async def admit(self, state: GatewayState, scope: Scope, receive: Receive) -> Admitted:
+    async def admit(self, state: RequestState, scope: Scope, receive: Receive) -> Admitted:
         return await admit(state, self.kind, scope, receive)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        state = state_of(scope["app"])
+        state = request_state(scope["app"])
         t0 = time.perf_counter()
         try:
             adm = await self.admit(state, scope, receive)
@@ -61,7 +61,7 @@ class CompletionsEndpoint:
             await complete(state, adm, receive, send)
 
 
-async def complete(state: GatewayState, adm: Admitted, receive: Receive, send: Send) -> None:
+async def complete(state: RequestState, adm: Admitted, receive: Receive, send: Send) -> None:
     """The whole answer; a client that disconnects while it is generating cancels the backend
     call (the engine frees the sequence) and is billed for what was generated.
 
@@ -115,7 +115,7 @@ async def _watch(receive: Receive, cut: Cut, task: asyncio.Task[Any]) -> None:
         task.cancel()
 
 
-async def embed(state: GatewayState, adm: Admitted, send: Send) -> None:
+async def embed(state: RequestState, adm: Admitted, send: Send) -> None:
     """POST /v1/embeddings: the same admission (a sensitive input only to a local backend), no
     completion reserved; the usage row counts the input tokens."""
     try:

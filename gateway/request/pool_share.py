@@ -23,8 +23,8 @@ from fairgate.gateway.quota.resp import RespClient, Script
 
 if TYPE_CHECKING:
     from fairgate.gateway.request.routing import RouteDecision
+    from fairgate.gateway.request.state import RequestState
     from fairgate.gateway.settings import Settings
-    from fairgate.gateway.state import GatewayState
 
 # KEYS: the pool's base `<prefix>:{pool:<name>}`. ARGV: tenant, rid, cap, ttl_ms.
 # Returns the tenant's in-flight count after admitting, or -1 when at the cap.
@@ -164,7 +164,7 @@ def share_cap(pool: PoolBackend, share: float, slots_per_replica: int) -> int:
     return max(1, math.floor(share * live * slots_per_replica))
 
 
-async def take_share(state: GatewayState, rid: str, tenant: str, decision: RouteDecision) -> None:
+async def take_share(state: RequestState, rid: str, tenant: str, decision: RouteDecision) -> None:
     """Take a slot on the routed pool (its first backend) or raise a 429; a no-op when the cap
     is off or the request goes to a plain backend. A store that is down fails closed (503)."""
     gate, first = state.pool_share, decision.backends[0] if decision.backends else None
@@ -184,7 +184,7 @@ async def take_share(state: GatewayState, rid: str, tenant: str, decision: Route
                         headers={"retry-after": "1"})
 
 
-async def give_back_share(state: GatewayState, rid: str) -> None:
+async def give_back_share(state: RequestState, rid: str) -> None:
     if state.pool_share is not None:
         try:
             await state.pool_share.release(rid)

@@ -17,7 +17,7 @@ from fairgate.backends.openai_wire.responses_request import as_responses_error, 
 from fairgate.backends.types import Receive, Scope
 from fairgate.gateway.request.admission import Admitted, admit
 from fairgate.gateway.request.completions import CompletionsEndpoint
-from fairgate.gateway.state import GatewayState
+from fairgate.gateway.request.state import RequestState
 
 ROUTE = "/v1/responses"
 ID_PREFIX = "resp_"  # the answer's `id` is the usage row's, the audit row's and x-request-id's
@@ -27,7 +27,7 @@ class ResponsesEndpoint(CompletionsEndpoint):
     def __init__(self) -> None:
         super().__init__("chat")
 
-    async def admit(self, state: GatewayState, scope: Scope, receive: Receive) -> Admitted:
+    async def admit(self, state: RequestState, scope: Scope, receive: Receive) -> Admitted:
         asked: dict[str, Any] = {}
 
         def to_chat(body: dict[str, Any]) -> dict[str, Any]:

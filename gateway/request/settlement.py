@@ -11,7 +11,7 @@ from fairgate.backends.prompt_version import prompt_version
 from fairgate.gateway.billing.usage import UsageEvent
 from fairgate.gateway.request.admission import Admitted
 from fairgate.gateway.request.pool_share import give_back_share
-from fairgate.gateway.state import GatewayState
+from fairgate.gateway.request.state import RequestState
 from fairgate.policies.complexity import complexity_score
 from fairgate.policies.prompt_layout import head_fingerprint
 
@@ -19,7 +19,7 @@ log = logging.getLogger("fairgate.request")
 ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions", "embedding": "/v1/embeddings"}
 
 
-async def finish(state: GatewayState, adm: Admitted, status: str, backend: str | None, http_status: int,
+async def finish(state: RequestState, adm: Admitted, status: str, backend: str | None, http_status: int,
                  usage: dict[str, Any] | None, completion_seen: int = 0) -> None:
     """Settle the reservation with what was used and queue the usage record (exactly once).
 
@@ -43,7 +43,7 @@ async def finish(state: GatewayState, adm: Admitted, status: str, backend: str |
         usage_estimated=estimated, cost=cost, http_status=http_status,
         ttft_ms=None if adm.ttft is None else (adm.ttft - adm.t0) * 1000, latency_ms=(now - adm.t0) * 1000,
         route=adm.route or ROUTES.get(adm.kind, adm.kind), cached_tokens=_cached_tokens(usage),
-        overhead_ms=adm.overhead_ms, prompt_version=prompt_version(adm.prompt_version_header, adm.gen.body),
+        overhead_ms=adm.overhead_ms, prompt_version=prompt_version(adm.prompt_version_header, adm.parsed.body),
         prefix_hash=head, prefix_shape=shape, complexity=_complexity(texts, prompt) if signals else None)
     await give_back_share(state, adm.rid)
     state.usage.record(event)

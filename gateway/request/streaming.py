@@ -27,7 +27,7 @@ from fairgate.backends.types import Receive, Send
 from fairgate.gateway.request.admission import Admitted
 from fairgate.gateway.request.fallback import first_answer
 from fairgate.gateway.request.settlement import finish
-from fairgate.gateway.state import GatewayState
+from fairgate.gateway.request.state import RequestState
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 Batches = AsyncGenerator[list[Chunk], None]
@@ -78,7 +78,7 @@ async def open_stream(backend: Backend, adm: Admitted) -> tuple[Batches, list[Ch
         raise
 
 
-async def stream(state: GatewayState, adm: Admitted, receive: Receive, send: Send) -> None:
+async def stream(state: RequestState, adm: Admitted, receive: Receive, send: Send) -> None:
     try:
         backend, (batches, first) = await first_answer(adm, lambda b: open_stream(b, adm))
     except WireError as err:

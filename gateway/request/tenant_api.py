@@ -16,13 +16,13 @@ from fairgate.gateway.request.auth import Principal
 from fairgate.gateway.request.auth_throttle import client_address
 from fairgate.gateway.request.completions import CompletionsEndpoint
 from fairgate.gateway.request.responses import ResponsesEndpoint
-from fairgate.gateway.state import state_of
+from fairgate.gateway.request.state import request_state, usage_state
 
 
 async def _principal(request: Request) -> Principal:
     token = bearer_token({k: v for k, v in request.scope["headers"]})
     try:
-        return await authenticate(state_of(request.app), token, reload=False, fresh=True,
+        return await authenticate(request_state(request.app), token, reload=False, fresh=True,
                                   address=client_address(request.scope))
     except WireError:
         raise
@@ -41,7 +41,7 @@ def _json(obj: object, status: int = 200) -> Response:
 def model_names(request: Request, principal: Principal) -> list[str]:
     """Every model name a client may send: backend names, aliases, and rule models that are
     plain names (a glob such as `gpt-*` names no model)."""
-    state = state_of(request.app)
+    state = request_state(request.app)
     router = state.router
     names = set(state.backends) | set(router.aliases)
     names |= {r.match.model for r in router.rules if r.match.model and not any(c in r.match.model for c in "*?[")}
@@ -89,7 +89,7 @@ async def own_usage(request: Request) -> Response:
             raise WireError(400, f"`format` must be one of {', '.join(USAGE_FORMATS)}, not {fmt[:50]!r}.",
                             "invalid_value", "format")
         # its share of the hardware cost (gateway/billing/cost.py); other tenants' shares are not shown
-        rows = (await costed_report(state_of(request.app), principal.tenant_id, start, end, group_by)).rows
+        rows = (await costed_report(usage_state(request.app), principal.tenant_id, start, end, group_by)).rows
     except WireError as err:
         return error_response(err)
     if fmt == "csv":

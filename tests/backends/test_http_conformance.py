@@ -158,7 +158,7 @@ def test_redirect_is_shown_not_followed_like_httpx_and_refused_by_the_backend():
     async def backend_calls() -> list[BackendError]:
         pool = HTTP1Pool()
         b = OpenAICompatBackend("r", s.url(), pool, max_retries=0)
-        req = GenerationRequest("id1", "chat", {"model": "m", "messages": [{"role": "user", "content": "x"}]})
+        req = GenerationRequest.from_body("id1", "chat", {"model": "m", "messages": [{"role": "user", "content": "x"}]})
         errors = []
         for call in (lambda: b.complete(req), lambda: anext(b.stream_batches(req))):
             try:
@@ -192,7 +192,7 @@ def test_retry_after_is_honoured():
         pool = HTTP1Pool()
         b = OpenAICompatBackend("r", s.url(), pool, max_retries=1, backoff_s=0.0)
         t0 = time.monotonic()
-        await b.complete(GenerationRequest("id1", "chat", {"messages": []}))
+        await b.complete(GenerationRequest.from_body("id1", "chat", {"messages": [{"role": "user", "content": "x"}]}))
         await pool.aclose()
         return time.monotonic() - t0
 

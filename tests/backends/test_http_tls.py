@@ -107,7 +107,7 @@ def test_a_backend_with_its_tls_settings_answers_and_one_without_is_a_clear_502(
         pool = HTTP1Pool()
         b = OpenAICompatBackend("tls", tls_up.base_url, pool, max_retries=0, transport=Transport(tls=tls))
         try:
-            return await b.complete(GenerationRequest("r1", "chat", {"model": "m", "messages": []}))
+            return await b.complete(GenerationRequest.from_body("r1", "chat", {"model": "m", "messages": [{"role": "user", "content": "x"}]}))
         except BackendError as exc:
             return exc
         finally:

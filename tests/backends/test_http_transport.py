@@ -69,10 +69,10 @@ def test_azure_openai_every_call_carries_api_version_and_the_api_key_header():
     async def calls() -> None:
         pool = HTTP1Pool()
         b = OpenAICompatBackend("az", s.url(AZURE), pool, api_key="az-secret", transport=t, max_retries=0)
-        req = GenerationRequest("r1", "chat", {"model": "gpt4o", "messages": []})
+        req = GenerationRequest.from_body("r1", "chat", {"model": "gpt4o", "messages": [{"role": "user", "content": "x"}]})
         await b.complete(req)
         [batch async for batch in b.stream_batches(req)]
-        await b.embed(GenerationRequest("r2", "embeddings", {"model": "e", "input": "x"}))
+        await b.embed(GenerationRequest.from_body("r2", "embedding", {"model": "e", "input": "x"}))
         await pool.aclose()
 
     asyncio.run(calls())
@@ -206,7 +206,7 @@ def test_the_backend_answers_a_huge_response_with_a_typed_502(stream):
         pool = HTTP1Pool()
         b = OpenAICompatBackend("big", f.url(), pool, max_retries=0,
                                 transport=Transport(max_response_bytes=2 * 2**20))
-        req = GenerationRequest("r1", "chat", {"model": "m", "messages": []})
+        req = GenerationRequest.from_body("r1", "chat", {"model": "m", "messages": [{"role": "user", "content": "x"}]})
         with pytest.raises(BackendError) as exc:
             if stream:
                 [batch async for batch in b.stream_batches(req)]

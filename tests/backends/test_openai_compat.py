@@ -27,7 +27,7 @@ async def client():
 def chat(max_tokens: int = 3, tenant: str = "default", **extra) -> GenerationRequest:
     body = {"model": "public-name", "messages": [{"role": "user", "content": "hello there"}],
             "max_tokens": max_tokens, **extra}
-    return GenerationRequest("r1", "chat", body, tenant=tenant)
+    return GenerationRequest.from_body("r1", "chat", body, tenant=tenant)
 
 
 async def test_complete_rewrites_model_and_sends_key(upstream, client):
@@ -53,7 +53,7 @@ async def test_stream_forces_usage_and_yields_chunks(upstream, client):
 
 async def test_completion_kind_uses_completions_path(upstream, client):
     b = OpenAICompatBackend("ext", upstream.base_url, client)
-    out = await b.complete(GenerationRequest("r2", "completion", {"model": "m", "prompt": "a b c", "max_tokens": 1}))
+    out = await b.complete(GenerationRequest.from_body("r2", "completion", {"model": "m", "prompt": "a b c", "max_tokens": 1}))
     assert out["choices"][0]["text"] == "w0" and out["usage"]["prompt_tokens"] == 3
 
 
@@ -170,7 +170,7 @@ async def test_retry_after_is_waited_out_then_backs_the_tenant_off(upstream, cli
 
 
 async def test_only_local_backends_hear_the_tenant(upstream, client):
-    req = GenerationRequest("r9", "chat", {"model": "m", "messages": [{"role": "user", "content": "x"}],
+    req = GenerationRequest.from_body("r9", "chat", {"model": "m", "messages": [{"role": "user", "content": "x"}],
                                            "max_tokens": 1}, tenant="t-1", priority="batch", cache_salt="t-1")
     await OpenAICompatBackend("eng", upstream.base_url, client, is_local=True).complete(req)
     h = upstream.app.headers[-1]
@@ -192,7 +192,7 @@ async def test_speculative_reaches_our_engines_only(upstream, client):
 
 async def test_embed_posts_the_body_upstream(upstream, client):
     b = OpenAICompatBackend("ext", upstream.base_url, client, model="up-embed")
-    out = await b.embed(GenerationRequest("e1", "embedding", {"model": "mine", "input": ["a b", "c"]}))
+    out = await b.embed(GenerationRequest.from_body("e1", "embedding", {"model": "mine", "input": ["a b", "c"]}))
     assert upstream.received[-1] == {"model": "up-embed", "input": ["a b", "c"]}
     assert [d["embedding"] for d in out["data"]] == [[0.0, 2.0, 1.0], [1.0, 1.0, 1.0]]
     assert out["usage"] == {"prompt_tokens": 3, "total_tokens": 3}

@@ -70,7 +70,7 @@ async def test_one_tenants_back_off_on_a_replica_neither_ejects_it_nor_blocks_ot
                                http, options=PoolOptions(policy="least_loaded"))  # r0 first while idle
 
             def req(tenant: str) -> GenerationRequest:
-                return GenerationRequest("r", "chat", {"model": "m", "max_tokens": 1, "messages": [
+                return GenerationRequest.from_body("r", "chat", {"model": "m", "max_tokens": 1, "messages": [
                     {"role": "user", "content": "x"}]}, tenant=tenant)
 
             for _ in range(8):

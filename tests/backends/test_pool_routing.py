@@ -53,7 +53,7 @@ def test_prefix_key_is_the_engines_block_hash_per_salt() -> None:
     keyer = PrefixKeyer(None, block_size=16, blocks=4)
 
     def req(tokens: list[int], salt: str | None, tenant: str = "t") -> GenerationRequest:
-        return GenerationRequest("x", "completion", {"prompt": tokens}, tenant=tenant, cache_salt=salt)
+        return GenerationRequest.from_body("x", "completion", {"prompt": tokens}, tenant=tenant, cache_salt=salt)
 
     bm = BlockManager(64, 16)
     engine_hash = bm._block_hashes(SchedRequest("a", prompt, 1, tenant="t", cache_salt="acme"), 4)[3]

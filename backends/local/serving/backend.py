@@ -31,7 +31,6 @@ from fairgate.backends.openai_wire import (
     WireError,
     chunk,
     full_response,
-    parse_request,
     usage_chunk,
     usage_dict,
 )
@@ -99,8 +98,7 @@ class LocalBackend:
     def prepare(self, request: GenerationRequest) -> EngineRequest:
         """Tokenize and build sampling; raises `WireError` (4xx) before any work is queued.
         The body's model name is not checked: whoever routed the request here chose this model."""
-        wire = request.parsed or parse_request(request.kind, request.body, require_model=False)
-        return prepare(wire, request.body, self.info)
+        return prepare(request.wire, self.info)
 
     async def complete_prepared(self, prepared: EngineRequest, request: GenerationRequest) -> dict[str, Any]:
         choices = self._choices(prepared, request)

@@ -22,7 +22,6 @@ from fairgate.backends.openai_wire import WireError, WireRequest, check_prompt_f
 from fairgate.backends.openai_wire.embeddings import (
     check_dimensions,
     embeddings_response,
-    parse_embeddings,
 )
 
 if TYPE_CHECKING:
@@ -33,15 +32,15 @@ POOL = SamplingParams(max_tokens=1, temperature=0.0, ignore_eos=True, speculativ
 
 async def embed(backend: LocalBackend, request: GenerationRequest) -> dict[str, Any]:
     """The OpenAI embeddings response for `request` (kind "embedding"); `WireError` on bad input."""
-    wire = request.parsed or parse_embeddings(request.body, require_model=False)
+    wire = request.wire
     engine = backend.engine
-    check_dimensions(request.body, engine.runner.config.hidden_size)
+    check_dimensions(wire.body, engine.runner.config.hidden_size)
     prompts = [_ids(backend, p) for p in wire.prompts]
     outs = await asyncio.gather(*(_pool_one(backend, f"{request.request_id}-{i}", ids, request)
                                   for i, ids in enumerate(prompts)))
     vectors = [_normalised(out) for out in outs]
     return embeddings_response(request.model or wire.model or backend.model_name, vectors,
-                               sum(len(ids) for ids in prompts), request.body.get("encoding_format", "float"))
+                               sum(len(ids) for ids in prompts), wire.body.get("encoding_format", "float"))
 
 
 def _ids(backend: LocalBackend, prompt: str | list[int]) -> list[int]:

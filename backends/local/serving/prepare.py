@@ -72,19 +72,26 @@ class EngineRequest:
     continuous_usage: bool = False  # usage (running totals) on every streamed chunk
 
 
-def parse_for_engine(kind: Kind, body: Any, info: ModelInfo) -> EngineRequest:
-    """The engine server's whole reading of a body: the wire check, the served model's name,
-    then `prepare`. Raises `WireError` on anything this engine cannot serve."""
+def read_for_engine(kind: Kind, body: Any, info: ModelInfo) -> WireRequest:
+    """The engine server's edge: the wire check and the served model's name (the model may be
+    omitted). Raises `WireError`."""
     wire = parse_request(kind, body, require_model=False)
     if wire.model is not None and wire.model != info.name:
         raise WireError(404, f"The model `{wire.model}` does not exist. This server serves `{info.name}`.",
                         "model_not_found", "model")
-    return prepare(wire, body, info)
+    return wire
 
 
-def prepare(wire: WireRequest, body: dict[str, Any], info: ModelInfo) -> EngineRequest:
+def parse_for_engine(kind: Kind, body: Any, info: ModelInfo) -> EngineRequest:
+    """`read_for_engine`, then `prepare`. Raises `WireError` on anything this engine cannot serve."""
+    return prepare(read_for_engine(kind, body, info), info)
+
+
+def prepare(wire: WireRequest, info: ModelInfo) -> EngineRequest:
     """Tokenize and build sampling for an already parsed request (any model name: the gateway
-    routed it here)."""
+    routed it here). The fields only this engine reads (tools, grammars, logprobs, penalties)
+    come from the body as sent and are checked here, against the served model."""
+    body = wire.body
     if wire.has_stream_options and not wire.stream:
         raise bad_value("stream_options is only allowed when stream is true", "stream_options")
     _refuse_unsupported(wire.kind, body)

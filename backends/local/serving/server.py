@@ -38,11 +38,12 @@ from fairgate.backends.local.serving.auth import ANONYMOUS_TENANT, EngineAuth, c
 from fairgate.backends.local.serving.backend import LocalBackend
 from fairgate.backends.local.serving.choices import choice_ids
 from fairgate.backends.local.serving.openapi import engine_document
-from fairgate.backends.local.serving.prepare import EngineRequest, parse_for_engine
+from fairgate.backends.local.serving.prepare import EngineRequest, prepare, read_for_engine
 from fairgate.backends.metrics_access import MetricsAccess
 from fairgate.backends.openai_wire import (
     SSE_DONE,
     WireError,
+    WireRequest,
     bad_value,
     error_response,
     read_json_object,
@@ -129,8 +130,7 @@ class EngineServer:
             wire = parse_embeddings(body, require_model=False)
             if wire.model is not None and wire.model != self.backend.model_name:
                 raise WireError(404, f"The model `{wire.model}` does not exist.", "model_not_found", "model")
-            greq = _generation_request("embedding", body, request.headers if trusted else None)
-            greq.parsed = wire
+            greq = _generation_request(wire, request.headers if trusted else None)
             return JSONResponse(await self.backend.embed(greq), headers={"x-request-id": greq.request_id})
         except WireError as exc:
             return error_response(exc)
@@ -140,10 +140,11 @@ class EngineServer:
             trusted = self.auth.trusted(dict(request.headers))  # before the body is even read
             body = await _read_json(request, self.max_body_bytes)
             asked, body = body, responses_to_chat(body) if responses else body
-            greq = _generation_request(kind, body, request.headers if trusted else None)
+            wire = read_for_engine(kind, body, self.backend.info)
+            greq = _generation_request(wire, request.headers if trusted else None)
             # `resp_<id>`: the same id as X-Request-Id, as `chatcmpl-<id>` is on the chat route
             output = ResponsesOutput(asked, greq.request_id) if responses else None
-            prepared = parse_for_engine(kind, body, self.backend.info)
+            prepared = prepare(wire, self.backend.info)
             self.metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body,
                              choice_ids(greq.request_id, len(prepared.prompt_batch) or 1, prepared.n))
             if prepared.stream:
@@ -279,14 +280,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 # ---------------------------------------------------------------------- request helpers
-def _generation_request(kind: Kind, body: dict[str, Any], headers: Any | None) -> GenerationRequest:
+def _generation_request(wire: WireRequest, headers: Any | None) -> GenerationRequest:
     """`headers` None: an anonymous caller, who never names a tenant (see server_auth)."""
     if headers is None:
-        return GenerationRequest(uuid.uuid4().hex, kind, body, tenant=ANONYMOUS_TENANT)
+        return GenerationRequest(uuid.uuid4().hex, wire, tenant=ANONYMOUS_TENANT)
     return GenerationRequest(
         request_id=uuid.uuid4().hex,
-        kind=kind,
-        body=body,
+        wire=wire,
         tenant=headers.get("x-tenant") or "default",
         priority=_priority(headers.get("x-priority")),
         cache_salt=headers.get("x-cache-salt") or None,

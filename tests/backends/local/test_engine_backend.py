@@ -26,7 +26,7 @@ def req(rid: str, kind: str = "chat", **body) -> GenerationRequest:
         base["messages"] = [{"role": "user", "content": "Merhaba"}]
     else:
         base["prompt"] = "Hello"
-    return GenerationRequest(request_id=rid, kind=kind, body={**base, **body}, tenant="acme")  # type: ignore[arg-type]
+    return GenerationRequest.from_body(rid, kind, {**base, **body}, tenant="acme")  # type: ignore[arg-type]
 
 
 async def test_complete_and_stream_agree(backend: LocalBackend) -> None:

@@ -27,7 +27,7 @@ async def backend(tiny_model_dir: Path) -> AsyncIterator[LocalBackend]:
 
 def _req(rid: str, **extra: object) -> GenerationRequest:
     body = {"model": "tiny", "prompt": PROMPT, "max_tokens": 12, "temperature": 0, "ignore_eos": True, **extra}
-    return GenerationRequest(request_id=rid, kind="completion", body=body)
+    return GenerationRequest.from_body(rid, "completion", body)
 
 
 async def test_opted_out_request_gets_no_drafts_and_the_same_tokens(backend: LocalBackend) -> None:

@@ -44,7 +44,7 @@ async def test_structured_requests_stay_valid_through_preemption(tiny_model_dir:
     async def one(i: int, schema: dict) -> str:
         body = {"messages": [{"role": "user", "content": "JSON please"}], "max_tokens": 120, "seed": i,
                 "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}}
-        r = await backend.complete(GenerationRequest(f"r{i}", "chat", body))
+        r = await backend.complete(GenerationRequest.from_body(f"r{i}", "chat", body))
         return r["choices"][0]["message"]["content"]
 
     try:
