@@ -27,6 +27,14 @@ TEMPLATE_TOKENS_PER_MESSAGE = 8
 TEMPLATE_TOKENS_BASE = 16
 MAX_N = 128  # choices per request (n x prompts): a bound on what one request may reserve
 
+# Enum-typed fields of the API: anything else in them is refused by name, not forwarded (a
+# client's free text in a `role` would leave with the request).
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+PART_TYPES = frozenset({"text", "image_url", "input_audio", "file", "refusal"})
+_ENUMS = {
+    "reasoning_effort": frozenset({"none", "minimal", "low", "medium", "high"}),
+    "service_tier": frozenset({"auto", "default", "flex", "scale", "priority"}),
+}
 _NUMBER_FIELDS = ("temperature", "top_p", "frequency_penalty", "presence_penalty")
 _INT_FIELDS = ("seed", "top_k", "logprobs", "top_logprobs")
 
@@ -151,6 +159,8 @@ def _messages(messages: Any) -> tuple[list[dict[str, Any]], list[str], int]:
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise bad_value(f"messages[{i}] must be an object with a string `role`", "messages")
+        if m["role"] not in ROLES:
+            raise bad_value(f"messages[{i}].role must be one of {', '.join(sorted(ROLES))}", "messages")
         extra += _content_texts(m.get("content"), i, texts) + TEMPLATE_TOKENS_PER_MESSAGE
         if "tool_calls" in m:
             extra += len(orjson.dumps(m["tool_calls"]))
@@ -170,6 +180,9 @@ def _content_texts(content: Any, i: int, texts: list[str]) -> int:
     for part in content:
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
             raise bad_value(f"messages[{i}].content parts must be objects with a type", "messages")
+        if part["type"] not in PART_TYPES:
+            raise bad_value(f"messages[{i}].content part type must be one of {', '.join(sorted(PART_TYPES))}",
+                            "messages")
         if part["type"] == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
         else:
@@ -237,6 +250,10 @@ def _check_types(body: dict[str, Any]) -> None:
         raise bad_value("top_p must be in (0, 1]", "top_p")
     if top_k is not None and top_k < -1:
         raise bad_value("top_k must be -1 (off), 0 (off) or positive", "top_k")
+    for name, allowed in _ENUMS.items():
+        v = body.get(name)
+        if v is not None and v not in allowed:
+            raise bad_value(f"`{name}` must be one of {', '.join(sorted(allowed))}", name)
 
 
 def _float(body: dict[str, Any], name: str) -> float | None:

@@ -26,7 +26,7 @@ from fairgate.policies.residency import SensitivityVerdict, parse_classification
 from fairgate.policies.routing import RouteFacts, RoutingError, Rule, evaluate
 
 if TYPE_CHECKING:
-    from fairgate.backends.base import Backend
+    from fairgate.backends.base import Backend, TokenDecoder
     from fairgate.gateway.observability.routing_audit import RoutingAuditWriter
 
 log = logging.getLogger("fairgate.routing")
@@ -125,13 +125,16 @@ class Router:
             raise NoRouteError(str(exc), 400, "invalid_classification_header") from None
         own = self.tenants.get(request.tenant_id, _NO_DETECTORS)
         texts, opaque = list(request.texts), False
+        token_prompts: list[list[int]] = []
+        readers: list[TokenDecoder] = []
         if request.body is not None:
             parts = readable_parts(request.body)
-            texts, opaque = parts.texts, parts.opaque
-            if parts.token_prompts and not opaque:
-                decoded = self._detokenise(request, parts.token_prompts)
+            texts, opaque, token_prompts = parts.texts, parts.opaque, parts.token_prompts
+            if token_prompts and not opaque:
+                decoded = self._detokenise(request, token_prompts)
                 opaque = decoded is None  # ids no tokenizer here can read: sensitive (fail closed)
-                texts += decoded or []
+                if decoded is not None:
+                    texts, readers = texts + decoded[0], decoded[1]
         verdict = await self.classifier.assess(
             texts,
             data_residency="local_only" if self.fail_closed else request.data_residency,
@@ -158,7 +161,11 @@ class Router:
             self._record(request, verdict, None, [], exc.code, exc.status)
             raise NoRouteError(str(exc), exc.status, exc.code) from None
         chosen = [self.backends[n] for n in plan.backends]
-        if verdict.sensitive:
+        if token_prompts and not verdict.sensitive:
+            # read above as the harmless plan's backends read them; a plan that differs (a
+            # complexity rule) may only keep backends whose tokenizer read them
+            chosen = [b for b in chosen if b.token_decoder is not None and b.token_decoder in readers]
+        if verdict.sensitive or (token_prompts and not chosen):
             # The Backend object has the last word on locality, whatever the rule engine saw.
             chosen = [b for b in chosen if b.is_local]
             if not chosen:
@@ -169,27 +176,35 @@ class Router:
         return RouteDecision(chosen, verdict.sensitive, ";".join(reasons), plan.rule_id, list(verdict.kinds),
                              list(verdict.spans))
 
-    def _detokenise(self, request: RouteRequest, prompts: list[list[int]]) -> list[str] | None:
-        """Token-id prompts as text, read with the tokenizer of a local backend that serves this
-        request's model (the first with one, in the order the rules would send it there if it
-        were sensitive); None when there is none or an id is outside its vocabulary."""
+    def _detokenise(self, request: RouteRequest, prompts: list[list[int]]
+                    ) -> tuple[list[str], list[TokenDecoder]] | None:
+        """Token-id prompts as text, as each backend they may be sent to will read them, and the
+        tokenizers that read them.
+
+        Ids mean what the receiving model's tokenizer says (cl100k ids of a TCKN read as harmless
+        words with ours), so they are read with the tokenizer of every backend the rules would send
+        a harmless request to; None (unreadable: sensitive) when one of them offers no tokenizer
+        (an external API) or an id is outside a vocabulary."""
         facts = RouteFacts(tenant=request.tenant_name, tenant_id=request.tenant_id, model=request.model,
-                           sensitive=True, priority=request.priority, prompt_tokens=request.prompt_tokens)
+                           sensitive=False, priority=request.priority, prompt_tokens=request.prompt_tokens)
         try:
             plan = evaluate(self.rules, facts, self.locality, aliases=self.aliases)
         except RoutingError:
             return None
-        decoders = (self.backends[n].token_decoder for n in plan.backends if self.backends[n].is_local)
-        decoder = next((d for d in decoders if d is not None), None)
-        if decoder is None:
+        found = [self.backends[n].token_decoder for n in plan.backends]
+        decoders = [d for d in found if d is not None]
+        if not decoders or len(decoders) < len(found):
             return None
-        size = decoder.vocab_size
-        if any(not 0 <= t < size for ids in prompts for t in ids):
-            return None
-        try:
-            return [decoder.decode(ids, skip_special_tokens=False) for ids in prompts]
-        except Exception:  # noqa: BLE001 - ids this tokenizer cannot decode stay unread
-            return None
+        texts: list[str] = []
+        for decoder in {id(d): d for d in decoders}.values():
+            size = decoder.vocab_size
+            if any(not 0 <= t < size for ids in prompts for t in ids):
+                return None
+            try:
+                texts += [decoder.decode(ids, skip_special_tokens=False) for ids in prompts]
+            except Exception:  # noqa: BLE001 - ids this tokenizer cannot decode stay unread
+                return None
+        return texts, decoders
 
     def _record(
         self, request: RouteRequest, verdict: SensitivityVerdict, rule_id: str | None,

@@ -78,6 +78,11 @@ def _address(text: str, rev: str, m: re.Match[str], floor: int) -> tuple[int, in
         return None
     end = _trim_domain(text, domain.start(), domain.end())
     label = _LAST_LABEL.search(text, domain.start(), end)
+    # A domain may run on across a message boundary (an address split over two parts); when the
+    # run ends in no top-level domain (`ali@x.com` + `crm_user_42`), the address ends at the boundary.
+    while label is None and (cut := text.rfind(_J, domain.start(), end)) > domain.start():
+        end = _trim_domain(text, domain.start(), cut)
+        label = _LAST_LABEL.search(text, domain.start(), end)
     if label is None:
         return None
     tld = label.group(1).replace(_J, "")

@@ -1,8 +1,10 @@
 """KVKK routing of token-id inputs, through a real gateway (uvicorn, SQLite) to recording servers on
 loopback, driven by the openai SDK: a completions `prompt` or embeddings `input` given as token ids
-is read back to text with the tokenizer of the local pool serving the model (its `tokenizer`
-folder) and classified like text. As a property: ids encoding a TC kimlik number, a TR IBAN or a
-+90 phone (however they are split into tokens, alone or in a batch) never reach the external
+is read back to text with the tokenizer of each backend it may be sent to (a pool's `tokenizer`
+folder) and classified like text. Ids mean what the receiving model's tokenizer says, so ids for
+a backend that offers no tokenizer (an external API: cl100k ids of a TCKN read as harmless words
+with ours) are unreadable. As a property: ids encoding a TC kimlik number, a TR IBAN or a +90
+phone (however they are split into tokens, alone or in a batch) never reach the external
 upstream. Ids nobody here can read (no tokenizer, outside the vocabulary) fail closed: local only,
 or a 503 when the model has no local route."""
 
@@ -32,12 +34,13 @@ from tests.helpers.upstream import UpstreamServer
 def world(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     db = f"sqlite:///{tmp_path_factory.mktemp('token-ids') / 'gw.db'}"
     with contextlib.ExitStack() as es:
-        local, bare, ext = (es.enter_context(UpstreamServer()) for _ in range(3))
+        local, bare, ext, public = (es.enter_context(UpstreamServer()) for _ in range(4))
         gw = es.enter_context(GatewayThread(Settings(admin_token=ADMIN_TOKEN, database_url=db,
                                                      embedded_engine=False, upstream_max_retries=0)))
         admin = Admin(gw.url)
         es.callback(admin.close)
-        for name, up, tokenizer in (("loc", local, str(tiny_model_dir)), ("bare", bare, None)):
+        for name, up, tokenizer in (("loc", local, str(tiny_model_dir)), ("bare", bare, None),
+                                    ("pub", public, str(tiny_model_dir))):
             r = admin.client.post("/admin/pools", json={"name": name, "kind": "local", "model": "up-model",
                                                         "tokenizer": tokenizer,
                                                         "replicas": [{"name": "r0", "base_url": up.base_url}]})
@@ -47,12 +50,14 @@ def world(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
                  {"match": {"model": "m", "sensitivity": "public"}, "backend": "ext"},
                  {"match": {"model": "nb", "sensitivity": "sensitive"}, "backend": "bare"},
                  {"match": {"model": "nb", "sensitivity": "public"}, "backend": "ext"},
-                 {"match": {"model": "extonly", "sensitivity": "public"}, "backend": "ext"}]
+                 {"match": {"model": "extonly", "sensitivity": "public"}, "backend": "ext"},
+                 {"match": {"model": "lp", "sensitivity": "sensitive"}, "backend": "loc"},
+                 {"match": {"model": "lp", "sensitivity": "public"}, "backend": "pub"}]
         saved = admin.client.put("/admin/routes", json=rules)
         assert saved.status_code == 200, saved.text
         key = admin.key(admin.tenant(name="tok")["id"])["key"]
         client = es.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=30))
-        yield {"gw": gw, "local": local, "bare": bare, "ext": ext, "client": client, "key": key,
+        yield {"gw": gw, "local": local, "bare": bare, "ext": ext, "public": public, "client": client, "key": key,
                "tok": Tokenizer(tiny_model_dir)}
 
 
@@ -103,13 +108,28 @@ def test_token_ids_of_personal_data_never_reach_the_external_upstream(
 
 
 @pytest.mark.parametrize("endpoint", ["completions", "embeddings"])
-def test_token_ids_read_as_public_text_may_go_out(world: dict[str, Any], endpoint: str) -> None:
-    """The tokenizer really is read: ids of a harmless sentence are routed as public text."""
-    ids = world["tok"].encode("Toplantı yarın saat onda.")
+def test_token_ids_read_as_public_text_go_where_they_are_read_alike(world: dict[str, Any], endpoint: str) -> None:
+    """The tokenizer really is read: ids of a harmless sentence take the public route when its
+    backend reads them with that tokenizer; ids of personal data take the sensitive route."""
+    tok = world["tok"]
+    ids = tok.encode("Toplantı yarın saat onda.")
     for prompt in (ids, [ids, ids]):
-        before = len(world["ext"].received)
-        _send(world, endpoint, "m", prompt)
-        assert len(world["ext"].received) == before + 1 and _sent(world["ext"]) == prompt
+        before = len(world["public"].received)
+        _send(world, endpoint, "lp", prompt)
+        assert len(world["public"].received) == before + 1 and _sent(world["public"]) == prompt
+    personal = tok.encode(f"Müşteri {make_tckn(random.Random(7))} için kaydı güncelle.")
+    _send(world, endpoint, "lp", personal)
+    assert _sent(world["local"]) == personal
+
+
+@pytest.mark.parametrize("endpoint", ["completions", "embeddings"])
+def test_token_ids_never_go_to_a_backend_that_reads_them_otherwise(world: dict[str, Any], endpoint: str) -> None:
+    """Issue 35: ids for an external API are its tokenizer's, not ours; however harmless they read
+    with ours, they stay local."""
+    ids = world["tok"].encode("Toplantı yarın saat onda.")
+    before = len(world["ext"].received)
+    _send(world, endpoint, "m", ids)
+    assert _sent(world["local"]) == ids and len(world["ext"].received) == before
 
 
 @pytest.mark.parametrize("endpoint", ["completions", "embeddings"])
