@@ -36,7 +36,7 @@ from fairgate.gateway.quota import QuotaDenied, RateLimitState, StaleConfig
 from fairgate.gateway.request.auth import Principal
 from fairgate.gateway.request.auth_throttle import client_address
 from fairgate.gateway.request.pool_share import give_back_share, take_share
-from fairgate.gateway.request.routing import NoRouteError, RouteDecision, RouteRequest
+from fairgate.gateway.request.routing import RETRY_SOON, NoRouteError, RouteDecision, RouteRequest
 from fairgate.gateway.request.state import RequestState
 
 log = logging.getLogger("fairgate.request")
@@ -235,7 +235,8 @@ async def route(state: RequestState, req: Incoming, principal: Principal, priori
             texts=req.parsed.texts, prompt_tokens=req.parsed.prompt_tokens_bound,
             request_id=req.rid, body=req.parsed.body))
     except NoRouteError as exc:
-        error = WireError(exc.status, str(exc), exc.code, "model" if exc.status == 404 else None)
+        error = WireError(exc.status, str(exc), exc.code, "model" if exc.status == 404 else None,
+                          headers=RETRY_SOON if exc.status == 503 else None)
         if exc.status == 404:
             raise RouteRefresh(error) from None
         raise error from None

@@ -14,7 +14,7 @@ from typing import TypeVar
 from fairgate.backends.base import Backend, BackendError, UsageSoFar
 from fairgate.backends.openai_wire import WireError
 from fairgate.gateway.request.admission import Admitted
-from fairgate.gateway.request.routing import sensitive_unavailable
+from fairgate.gateway.request.routing import RETRY_SOON, sensitive_unavailable
 
 T = TypeVar("T")
 
@@ -48,9 +48,11 @@ async def first_answer(adm: Admitted, call: Callable[[Backend], Awaitable[T]]) -
 def no_backend_error(adm: Admitted, err: BackendError | None) -> WireError:
     if adm.decision.sensitive and (err is None or err.retryable or err.status >= 500):  # local down/full: 503
         e = sensitive_unavailable(err)
-        return WireError(e.status, str(e), e.code)
+        headers = err.headers if err is not None and "retry-after" in err.headers else RETRY_SOON
+        return WireError(e.status, str(e), e.code, headers=headers)
     if err is None:
-        return WireError(503, "No local backend can take this sensitive request.", "no_local_backend")
+        return WireError(503, "No local backend can take this sensitive request.", "no_local_backend",
+                         headers=RETRY_SOON)
     return WireError(err.status if 400 <= err.status < 600 else 502, str(err),
                      err.code or ("upstream_error" if err.status >= 500 else "invalid_request"), err.param,
                      headers=err.headers)  # a breaker's Retry-After reaches the client

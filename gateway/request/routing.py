@@ -222,6 +222,7 @@ class Router:
         ))
 
 
+RETRY_SOON = {"retry-after": "1"}  # every 503 of the local path: nothing is wrong with the request
 _NO_LOCAL = ("This request is classified as sensitive (personal data or a local-only tenant) and no "
              "local backend can serve it; it was not sent to any external API")
 

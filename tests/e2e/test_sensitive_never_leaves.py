@@ -155,6 +155,8 @@ def test_sensitive_requests_never_reach_an_external_backend(world, rules, req, e
             err = r.json()["error"]
             assert err["code"] in ("no_local_backend", "local_backend_unavailable", "no_backend_available")
             assert "external" in err["message"] or err["code"] == "no_backend_available"
+            if err["code"] != "no_backend_available":  # issue 35: every 503 of the local path says when to retry
+                assert int(r.headers["retry-after"]) >= 1, r.headers
             world["stats"]["refused_503"] += 1
     ext.behaviour.fail_next = []
     local.behaviour.fail_next = []

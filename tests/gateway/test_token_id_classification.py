@@ -144,6 +144,7 @@ def test_ids_nobody_here_can_read_stay_local_or_get_503(world: dict[str, Any], e
     with pytest.raises(openai.APIStatusError) as refused:  # no local route for `extonly`
         _send(world, endpoint, "extonly", harmless)
     assert refused.value.status_code == 503 and refused.value.code == "no_local_backend"
+    assert refused.value.response.headers["retry-after"] == "1"
     assert len(ext.received) == before  # none of it left
 
 
