@@ -66,7 +66,7 @@ def _usage(summary: str, tenant_name: str) -> Schema:
 
 def _tenant_paths() -> dict[str, Schema]:
     paths = openai_paths()
-    for path in ("/v1/chat/completions", "/v1/completions"):
+    for path in ("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings"):
         op = paths[path]["post"]
         op["parameters"] = [
             {"name": "X-Priority", "in": "header", "schema": {"enum": list(PRIORITY_CLASSES)}},

@@ -100,6 +100,32 @@ OPENAI_SCHEMAS: dict[str, Schema] = {
         "owned_by": {"type": "string"}}},
     "ModelList": {"type": "object", "required": ["object", "data"], "properties": {
         "object": {"const": "list"}, "data": {"type": "array", "items": ref("Model")}}},
+    # The Responses API on the chat path (openai_wire/responses_request.py): stateless, text parts.
+    "ResponsesRequest": {"type": "object", "required": ["input"], "properties": {
+        "model": _SAMPLING["model"], "temperature": _num(0, 2), "top_p": _num(0, 1),
+        "input": {"anyOf": [{"type": "string"}, {"type": "array", "minItems": 1, "items": {"type": "object"}}]},
+        "instructions": nullable({"type": "string"}),
+        "max_output_tokens": nullable({"type": "integer", "minimum": 1, "maximum": 2**31 - 1}),
+        "stream": nullable({"type": "boolean"}), "store": nullable({"const": False}),
+        "metadata": nullable({"type": "object", "additionalProperties": {"type": "string"}}),
+        "user": _SAMPLING["user"]}},
+    "Response": {"type": "object", "required": ["id", "object", "status", "output"], "properties": {
+        "id": {"type": "string"}, "object": {"const": "response"}, "created_at": {"type": "integer"},
+        "status": {"type": "string"}, "model": {"type": "string"},
+        "output": {"type": "array", "items": {"type": "object"}},
+        "usage": nullable({"type": "object", "required": ["input_tokens", "output_tokens", "total_tokens"]})}},
+    "EmbeddingsRequest": {"type": "object", "required": ["input"], "properties": {
+        "model": _SAMPLING["model"],
+        "input": {"anyOf": [{"type": "string"}, {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                            {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}]},
+        "encoding_format": nullable({"enum": ["float", "base64"]}), "user": _SAMPLING["user"]}},
+    "EmbeddingList": {"type": "object", "required": ["object", "data", "model", "usage"], "properties": {
+        "object": {"const": "list"}, "model": {"type": "string"},
+        "data": {"type": "array", "items": {"type": "object", "required": ["object", "index", "embedding"],
+                 "properties": {"object": {"const": "embedding"}, "index": {"type": "integer", "minimum": 0},
+                                "embedding": {"anyOf": [{"type": "array", "items": {"type": "number"}},
+                                                        {"type": "string"}]}}}},
+        "usage": {"type": "object", "required": ["prompt_tokens", "total_tokens"]}}},
 }
 
 
@@ -145,11 +171,16 @@ def _generate(summary: str, request: str, response: str) -> Schema:
 
 
 def openai_paths() -> dict[str, Schema]:
-    """POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{model}."""
+    """POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings; GET /v1/models,
+    GET /v1/models/{model}."""
     return {
         "/v1/chat/completions": {"post": _generate("Create a chat completion.", "ChatCompletionRequest",
                                                    "ChatCompletion")},
         "/v1/completions": {"post": _generate("Create a text completion.", "CompletionRequest", "TextCompletion")},
+        "/v1/responses": {"post": _generate("Create a response (stateless: `store` must be false).",
+                                            "ResponsesRequest", "Response")},
+        "/v1/embeddings": {"post": operation("Create embeddings.", ref("EmbeddingList"),
+                                             body=ref("EmbeddingsRequest"))},
         "/v1/models": {"get": operation("The models this key may use.", ref("ModelList"))},
         "/v1/models/{model}": {"get": operation("One model.", ref("Model"), params=[path_param("model")])},
     }

@@ -87,7 +87,8 @@ def test_gateway_conforms_to_its_openapi(tmp_path: Path) -> None:
             key = admin.key(t["id"])["key"]
             admin.close()
             doc = httpx.get(gw.url + "/openapi.json").json()
-            assert {"/v1/chat/completions", "/v1/usage", "/admin/tenants", "/admin/pools"} <= set(doc["paths"])
+            assert {"/v1/chat/completions", "/v1/responses", "/v1/embeddings", "/v1/usage", "/admin/tenants",
+                    "/admin/pools"} <= set(doc["paths"])
             assert "swagger-ui" in httpx.get(gw.url + "/docs").text
 
             def headers_for(path: str) -> dict[str, str]:
@@ -106,7 +107,8 @@ def test_engine_conforms_to_its_openapi(tiny_model_dir: Path) -> None:
                     metrics=MetricsAccess())
     with serve(app) as (url, _):
         doc = httpx.get(url + "/openapi.json").json()
-        assert {"/v1/completions", "/v1/chat/completions", "/control/fairness"} <= set(doc["paths"])
+        assert {"/v1/completions", "/v1/chat/completions", "/v1/responses", "/v1/embeddings",
+                "/control/fairness"} <= set(doc["paths"])
 
         def headers_for(path: str) -> dict[str, str]:
             return {"authorization": "Bearer ctl" if path.startswith("/control") else "Bearer engine-key"}

@@ -29,7 +29,7 @@ FAIRNESS: Schema = {"type": "object", "required": ["weights"], "properties": {
 
 def engine_document() -> dict[str, Any]:
     paths = openai_paths()
-    for path in ("/v1/chat/completions", "/v1/completions"):
+    for path in ("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings"):
         paths[path]["post"]["parameters"] = TENANT_HEADERS
     paths |= {
         "/health": {"get": operation("Liveness.", OBJ, secured=False)},
