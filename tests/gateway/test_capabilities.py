@@ -37,6 +37,6 @@ MSG = [{"role": "user", "content": "x"}]
 def test_unsupported_fields_are_refused_by_name(kind, body, caps, param) -> None:
     full = {"model": "m", **({"messages": MSG} if kind == "chat" else {"prompt": "x"}), **body}
     with pytest.raises(WireError) as err:
-        check_capabilities(decision(**caps), parse_request(kind, full), full)
+        check_capabilities(decision(**caps), parse_request(kind, full))
     assert (err.value.status, err.value.code, err.value.param) == (400, "unsupported_parameter", param)
-    check_capabilities(decision(), parse_request(kind, full), full)  # a backend that declares it: passes
+    check_capabilities(decision(), parse_request(kind, full))  # a backend that declares it: passes
