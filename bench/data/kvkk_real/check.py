@@ -1,4 +1,5 @@
-"""Validate the hand-written kvkk_real rows: python3 bench/data/kvkk_real/check.py [--stats] [--overlap]
+"""Validate the hand-written kvkk_real rows: python3 bench/data/kvkk_real/check.py [--stats]
+[--overlap]
 
 Checks that every line parses, ids are unique and carry their part's prefix (`dev2-0001`), kinds
 and styles are known, every span is an exact substring (at the stated occurrence), sensitive ==
