@@ -1,12 +1,17 @@
-"""Validate the hand-written kvkk_real rows: python3 bench/data/kvkk_real/check.py [--stats]
+"""Validate the hand-written kvkk_real rows: python3 bench/data/kvkk_real/check.py [--stats|--overlap]
 
-Checks that every line parses, ids are unique, kinds and styles are known, every span is an exact
-substring (at the stated occurrence), sensitive == bool(spans), caps/lower/ascii rows keep their
-style, and tckn/iban/card/vkn spans pass their checksums (digits may be written out in Turkish
-words). --stats prints the count tables pasted into DATA_CARD.md.
+Checks that every line parses, ids are unique and carry their part's prefix (dev-, test-, test2-),
+kinds and styles are known, every span is an exact substring (at the stated occurrence),
+sensitive == bool(spans), caps/lower/ascii rows keep their style, and tckn/iban/card/vkn spans pass
+their checksums (digits may be written out in Turkish words). --stats prints the count tables
+pasted into DATA_CARD.md. --overlap checks that test2 shares no labelled span string with dev or
+test (case-insensitive, except the short generic ones in OVERLAP_ALLOWED) and that no test2 text
+has a difflib.SequenceMatcher ratio above 0.6 with a dev or test text; it prints only test2's
+side of a clash (its id and span) and the other row's id.
 """
 
 import collections
+import difflib
 import json
 import pathlib
 import re
@@ -91,8 +96,14 @@ def vkn_ok(d: str) -> bool:
     return int(d[9]) == (10 - check) % 10
 
 
+PARTS = ("dev", "test", "test2")
+# Span strings test2 may share with dev/test: short generic words, not people or numbers.
+OVERLAP_ALLOWED: set[str] = set()
+
+
 def check_file(path: pathlib.Path) -> tuple[list[dict], list[str]]:
     rows, errors = [], []
+    prefix = path.stem + "-"
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         where = f"{path.name}:{lineno}"
         try:
@@ -101,6 +112,8 @@ def check_file(path: pathlib.Path) -> tuple[list[dict], list[str]]:
             errors.append(f"{where}: bad JSON: {e}")
             continue
         rows.append(row)
+        if not str(row.get("id", "")).startswith(prefix):
+            errors.append(f"{where}: id {row.get('id')!r} lacks the prefix {prefix!r}")
         if row.get("style") not in STYLES:
             errors.append(f"{where}: style {row.get('style')!r}")
         for style, pattern, what in STYLE_BREAKERS:
@@ -170,9 +183,30 @@ def stats(parts: dict[str, list[dict]]) -> None:
             print(f"| {k} | {cells} |")
 
 
+def overlap(parts: dict[str, list[dict]], new: str = "test2", limit: float = 0.6) -> list[str]:
+    """Clashes between the part `new` and the earlier parts (see the module docstring)."""
+    old = [r for n, rows in parts.items() if n != new for r in rows]
+    old_spans = {s["text"].lower(): r["id"] for r in old for s in r["spans"]}
+    problems = []
+    for row in parts.get(new, []):
+        for span in row["spans"]:
+            st = span["text"].lower()
+            if st in old_spans and st not in OVERLAP_ALLOWED:
+                problems.append(f"{row['id']}: span {span['text']!r} is labelled in {old_spans[st]}")
+        matcher = difflib.SequenceMatcher(None, b=row["text"])
+        for other in old:
+            matcher.set_seq1(other["text"])
+            if matcher.real_quick_ratio() <= limit or matcher.quick_ratio() <= limit:
+                continue
+            ratio = matcher.ratio()
+            if ratio > limit:
+                problems.append(f"{row['id']}: text ratio {ratio:.2f} with {other['id']}")
+    return problems
+
+
 def main() -> int:
     failed, parts = False, {}
-    for name in ("dev", "test"):
+    for name in PARTS:
         path = HERE / f"{name}.jsonl"
         if not path.exists():
             continue
@@ -185,6 +219,12 @@ def main() -> int:
             print(f"{path.name}: {len(rows)} rows, {len(errors)} errors")
     if "--stats" in sys.argv and not failed:
         stats(parts)
+    if "--overlap" in sys.argv:
+        problems = overlap(parts)
+        for p in problems:
+            print(p)
+        print(f"overlap: {len(problems)} problems")
+        failed |= bool(problems)
     return 1 if failed else 0
 
 
