@@ -1,12 +1,14 @@
-"""Validate the hand-written kvkk_real rows: python3 bench/data/kvkk_real/check.py [--stats]
+"""Validate the hand-written kvkk_real rows: python3 bench/data/kvkk_real/check.py [--stats] [--overlap]
 
-Checks that every line parses, ids are unique, kinds and styles are known, every span is an exact
-substring (at the stated occurrence), sensitive == bool(spans), caps/lower/ascii rows keep their
-style, and tckn/iban/card/vkn spans pass their checksums (digits may be written out in Turkish
-words). --stats prints the count tables pasted into DATA_CARD.md.
+Checks that every line parses, ids are unique and carry their part's prefix (`dev2-0001`), kinds
+and styles are known, every span is an exact substring (at the stated occurrence), sensitive ==
+bool(spans), caps/lower/ascii rows keep their style, and tckn/iban/card/vkn spans pass their
+checksums (digits may be written out in Turkish words). --stats prints the count tables pasted
+into DATA_CARD.md. --overlap checks each later part against the earlier ones (see `overlap`).
 """
 
 import collections
+import difflib
 import json
 import pathlib
 import re
@@ -21,6 +23,10 @@ KINDS = SPECIAL | set(
     "tckn iban phone card email vkn passport plate birth_date sgk person_name person_address".split()
 )
 STYLES = {"plain", "ascii", "caps", "lower", "wrapped"}
+# The parts, in the order they were written; --overlap checks each part against those before it.
+PARTS = ("dev", "test", "dev2")
+# Labelled span strings a later part may share with an earlier one: short, generic wording.
+SHARED_SPANS = set()
 STYLE_BREAKERS = [
     ("caps", r"[a-zçğıöşü]", "a lower-case letter"),
     ("lower", r"[A-ZÇĞİÖŞÜ]", "a capital letter"),
@@ -101,6 +107,8 @@ def check_file(path: pathlib.Path) -> tuple[list[dict], list[str]]:
             errors.append(f"{where}: bad JSON: {e}")
             continue
         rows.append(row)
+        if not re.fullmatch(rf"{re.escape(path.stem)}-\d{{4}}", str(row.get("id"))):
+            errors.append(f"{where}: id {row.get('id')!r} is not {path.stem}-NNNN")
         if row.get("style") not in STYLES:
             errors.append(f"{where}: style {row.get('style')!r}")
         for style, pattern, what in STYLE_BREAKERS:
@@ -170,9 +178,32 @@ def stats(parts: dict[str, list[dict]]) -> None:
             print(f"| {k} | {cells} |")
 
 
+def overlap(parts: dict[str, list[dict]]) -> list[str]:
+    """Each part against the parts written before it: no shared labelled span string
+    (case-insensitive, SHARED_SPANS aside) and no text pair with a SequenceMatcher ratio above 0.6.
+    Only the later part's ids and spans are printed, so a held-out earlier part stays unread."""
+    errors, names = [], list(parts)
+    for i, new in enumerate(names):
+        for old in names[:i]:
+            old_spans = {s["text"].lower() for r in parts[old] for s in r["spans"]}
+            for r in parts[new]:
+                for s in r["spans"]:
+                    t = s["text"].lower()
+                    if t in old_spans and t not in SHARED_SPANS:
+                        errors.append(f"{r['id']}: span {s['text']!r} also labelled in {old}")
+            for r in parts[new]:
+                m = difflib.SequenceMatcher(autojunk=False)
+                m.set_seq2(r["text"])
+                for o in parts[old]:
+                    m.set_seq1(o["text"])
+                    if m.real_quick_ratio() > 0.6 and m.quick_ratio() > 0.6 and m.ratio() > 0.6:
+                        errors.append(f"{r['id']}: text ratio {m.ratio():.2f} with a {old} row")
+    return errors
+
+
 def main() -> int:
     failed, parts = False, {}
-    for name in ("dev", "test"):
+    for name in PARTS:
         path = HERE / f"{name}.jsonl"
         if not path.exists():
             continue
@@ -183,6 +214,12 @@ def main() -> int:
         parts[name] = rows
         if "--stats" not in sys.argv:
             print(f"{path.name}: {len(rows)} rows, {len(errors)} errors")
+    if "--overlap" in sys.argv:
+        errors = overlap(parts)
+        for e in errors:
+            print(e)
+        failed |= bool(errors)
+        print(f"overlap: {len(errors)} errors")
     if "--stats" in sys.argv and not failed:
         stats(parts)
     return 1 if failed else 0
