@@ -16,8 +16,9 @@ The generated sets do not label person names, so `person_name` findings are left
 their precision (they are scored on the realistic set instead).
 
 Realistic set (`bench/kvkk_real.py`): the hand-written rows of `--real-dir` (default
-`bench/data/kvkk_real`), part `--part dev` (tuning) or `--part test` (read only when asked:
-scored once, at the end); recall and precision per kind, genre, style and group, and per row.
+`bench/data/kvkk_real`), part `--part dev` (tuning), any other part file's name (`dev2`), several
+joined with '+' (`dev+dev2`), or `test` (read only when asked: scored once, at the end); recall
+and precision per kind, genre, style and group, and per row.
 Peers (`bench/kvkk_peers.py`): other offline Turkish PII detectors, each in its own venv, in the
 same run; skipped with the reason when absent.
 Prints tables, then one JSON line.
@@ -67,10 +68,11 @@ def ours(text: str) -> list[tuple[str, int, int]]:
 
 def realistic(args: argparse.Namespace) -> dict:
     """Scores on the realistic set's part (ours, then each peer), or the reason it was skipped."""
-    path = Path(args.real_dir) / f"{args.part}.jsonl"
-    if not path.exists():
-        return {"skipped": f"{path} not found"}
-    rows = load(path)
+    paths = [Path(args.real_dir) / f"{part}.jsonl" for part in args.part.split("+")]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        return {"skipped": f"{', '.join(missing)} not found"}
+    rows = [row for path in paths for row in load(path)]
     out = {"part": args.part, "rows": len(rows), "fairgate": score_rows(rows, ours)}
     if args.peers:
         out["peers"] = run_peers(rows)
@@ -91,7 +93,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=5000, help="samples (1-3 sentences each)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--per-layout", type=int, default=200)
-    ap.add_argument("--part", choices=("dev", "test"), default="dev")
+    ap.add_argument("--part", default="dev",
+                    help="the part file(s) under --real-dir, '+'-joined: dev, dev2, dev+dev2, test (scored once)")
     ap.add_argument("--real-dir", default=str(Path(__file__).resolve().parent / "data" / "kvkk_real"))
     ap.add_argument("--peers", action="store_true", help="also run the peer detectors found in their venvs")
     ap.add_argument("--no-generated", action="store_true", help="only the realistic set")

@@ -25,16 +25,25 @@ _PLATE = re.compile(
     # or the plate first: "06 FK 4821 plakalı aracım", "34 klm 907 plakali"
     r"|(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?[A-Za-z]{1,3}[ \t-]?[0-9]{2,4})[ \t]*(?=(?i:plaka))",
 )
-_MONTHS = ("ocak|şubat|mart|nisan|mayıs|haziran|temmuz|ağustos|eylül|ekim|kasım|aralık|january|february|"
-           "march|april|may|june|july|august|september|october|november|december")
+_MONTHS = ("ocak|şubat|subat|mart|nisan|mayıs|mayis|haziran|temmuz|ağustos|agustos|eylül|eylul|ekim|kasım|kasim|"
+           "aralık|aralik|january|february|march|april|may|june|july|august|september|october|november|december")
 _DATE = (rf"(?:[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)[0-9]{{2}}|(?:19|20)[0-9]{{2}}-[01][0-9]-[0-3][0-9]"
          rf"|[0-3]?[0-9][ \t]+(?:{_MONTHS})[ \t]+(?:19|20)[0-9]{{2}})")
+# after a birth word a date may be short ("5 mayıs 79", "12/03/85") or month-first ("March 12, 1985")
+_BIRTH_DATE = (rf"(?:{_DATE}|[0-3]?[0-9][./-][01]?[0-9][./-][0-9]{{2}}(?![0-9])"
+               rf"|[0-3]?[0-9][ \t]+(?:{_MONTHS})[ \t]+['’]?[0-9]{{2}}(?![0-9])"
+               rf"|(?:{_MONTHS})[ \t]+[0-3]?[0-9],?[ \t]+(?:19|20)[0-9]{{2}})")
+# the value may follow on the next line, after a speaker or field label ("...doğum tarihiniz?\nMüşteri: 12.07.1985")
+_BIRTH_GAP = r"[^\n0-9]{0,30}?(?:\n[^\n0-9]{0,25}?)?"
 _BIRTH = re.compile(
-    rf"(?<!\w)(?:do[gğ]um[ \t]+tarihi|doğum[ \t]+tarihim|d\.[ \t]?t\.|doğumlu|doğdu|doğdum|born|date[ \t]+of[ \t]+birth|"
-    rf"dob|birthday|birth[ \t]+date|dogum[ \t_]+tarih|d[ \t]?\.[ \t]?t[ \t]?\.)\w*{_GAP}({_DATE})"
-    rf"|({_DATE}|(?:19|20)[0-9]{{2}})[ \t]*(?:doğumlu|dogumlu|tarihinde[ \t]+doğ)"
-    # a year alone after "doğum:" or a birth-year key ("dogum_yili: 1992", "doğum: 1996")
-    r"|(?:doğum|dogum)(?:[ \t_]+y[ıi]l[ıi])?[\"']?[ \t]*[:=][ \t]*[\"']?((?:19|20)[0-9]{2})(?![0-9])",
+    rf"(?<!\w)(?:do[gğ]um[ \t]+(?:yeri[ \t]*(?:/|ve)[ \t]*)?tarih\w*|d\.[ \t]?t\.|doğumlu|doğdu|doğdum|born|"
+    rf"date[ \t_]+of[ \t_]+birth|dob|birthday|birth[ \t_]?date|dogum[ \t_]+tarih|d[ \t]?\.[ \t]?t[ \t]?\.)\w*{_BIRTH_GAP}"
+    rf"({_BIRTH_DATE})"
+    rf"|({_DATE}|(?:19|20)?[0-9]{{2}})['’]?[ \t]*(?:doğumlu|dogumlu|tarihinde[ \t]+do[gğ])"
+    # a year alone after "doğum:" or a birth-year key ("dogum_yili: 1992", "doğum: 1996"), or before "doğdum"
+    # (not "doğdu": encyclopaedic text gives public figures' birth years)
+    r"|(?:doğum|dogum)(?:[ \t_]+y[ıi]l[ıi])?[\"']?[ \t]*[:=][ \t]*[\"']?((?:19|20)[0-9]{2})(?![0-9])"
+    r"|(?<![0-9])((?:19|20)[0-9]{2})['’]?\w{0,3}[ \t]+(?:y[ıi]l[ıi]nda[ \t]+)?do[gğ]dum(?!\w)",
     re.IGNORECASE,
 )
 

@@ -13,31 +13,71 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
 
 from fairgate.policies.detection.addresses import person_name_spans
+from fairgate.policies.detection.gazetteer import fold_key
 
-_FOLD = str.maketrans({"ı": "[ıi]", "ş": "[şs]", "ğ": "[ğg]", "ü": "[üu]", "ö": "[öo]", "ç": "[çc]"})
-_WORDS = (
-    "hastamız hastanız hasta: hastanın hastaya çalışanımız personelimiz müşterimiz öğrencimiz üyemiz danışan "
-    "danışanım danışanımız eşim eşi eşiniz annem annesi anneniz babam babası babanız oğlum oğlu oğlunuz kızım "
-    "kızı kızınız kardeşim kardeşi arkadaşım arkadaşımız komşum komşumuz kayınvalidem kayınpederim yeğenim "
-    "teyzem dayım amcam halam ablam abim çocuğum çocuğunuz velimiz ben benim bende kendisi kendisinin "
-    "sigortalı sanık sanığın davacı davalı aday adayın şüpheli hükümlü veli velisi öğrenci personel çalışan "
-    "işçi kiracı başvuran müşteri adam kadın olduğunu olduğu olduğundan olmadığını olduğumu"
-)
-# our X ("şube müdürümüz"), a role with a place ("kattaki", "şubesinin"), a first-person verb
-_PATTERNS = (
-    r"\w{3,}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{0,4}", r"\w+(?:daki|deki|taki|teki)", r"\w+(?:sinin|sının|sunun|sünün)",
-    r"\w+(?:[ıiuü]yorum|[ıiuü]yoruz|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m)",
-    "our patient", "our employee", "our client", "my wife", "my husband", "my son", "my daughter",
-    "my mother", "my father",
-)
-_ROLE = re.compile("(?<!\\w)(?:" + "|".join([*(w.translate(_FOLD) for w in _WORDS.split()), *_PATTERNS])
-                   + ")(?!\\w)", re.IGNORECASE)
-_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)")  # diyabetim, seansım
+_WORDS_FILE = Path(__file__).with_name("data") / "person_words.txt"
+# our X ("şube müdürümüz", "veznedarımız"), not our institution or thing ("hastanemiz", "ürünümüz")
+_OURS = r"(?!(?:{})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}".format("|".join((
+    "hastane", "şirket", "kurum", "banka", "mağaza", "site", "sistem", "hizmet", "ürün", "ülke", "şehr", "okul",
+    "klini", "servis", "birim", "merkez", "poliklini", "firma", "şube", "belediye", "işyer", "fabrika", "otel",
+    "restoran", "uygulama", "platform", "program", "proje", "kampanya", "ofis", "bina", "tesis", "laboratuvar",
+    "eczane", "müdürlü", "fakülte", "üniversite", "bölüm", "departman", "marka", "kanal", "sayfa", "web",
+    "derneğ", "vakf", "ekib", "toplum", "millet", "halk", "dünya", "sektör", "bölge", "il", "ilçe")))
+# our X, a role with a place ("kattaki", "şubesinin"), a form's patient line, a first-person verb
+_PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
+    _OURS, r"\w+(?:daki|deki|taki|teki)", r"\w+(?:sinin|sının|sunun|sünün)", r"hasta[ \t]*:",
+    # (not a loanword's "-tik": "kistik", "genetik", "kritik", "otomatik")
+    r"\w+(?:[ıiuü]yorum|[ıiuü]yoruz|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m)"
+    r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)",
+)) + ")(?!\\w)", re.IGNORECASE)
+_WORD = re.compile(r"[^\W\d_]+")
+_NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-lik", a plural alone
+_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)",  # diyabetim, seansım
+                        re.IGNORECASE)
 _EN_1P = re.compile(r"(?<!\w)(?:I am|I'm|I have|I've been|I was|my|diagnosed)(?:[ \t]+[\w'-]+){0,2}[ \t]*\Z",
                     re.IGNORECASE)
+# a general statement: people in general, a conditional, a rule, a possibility, a definition
+_GENERIC = re.compile(
+    r"(?<!\w)(?:herkes\w*|hiçbir|genellikle|çoğunlukla|bazı|kişiler\w*|hastalar\w*|insanlar\w*|bireyler\w*|"
+    r"\w+(?:[ıiuü]rsa|[ıiuü]rse|[ae]rsa|[ae]rse|yorsa|varsa|yoksa|abilir|ebilir|malıdır|melidir|malı|meli)|"
+    r"gerekir|nedir|nelerdir)(?!\w)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n](?:[ \t]|\Z)")
+
+
+@lru_cache(maxsize=1)
+def _person_words() -> tuple[frozenset[str], frozenset[str], tuple[int, ...], dict[str, tuple[str, ...]]]:
+    """Folded, from `data/person_words.txt`: whole words, one-word stems, the stems' lengths,
+    and two-word stems by their first word ("ev" -> "ev arkadaşım", "ev sahibim")."""
+    whole: set[str] = set()
+    stems: set[str] = set()
+    pairs: set[str] = set()
+    for line in _WORDS_FILE.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            key = fold_key(line.removesuffix("$"))
+            (whole if line.endswith("$") else pairs if " " in key else stems).add(key)
+    by_first: dict[str, tuple[str, ...]] = {}
+    for p in sorted(pairs):
+        by_first[p.split(" ", 1)[0]] = (*by_first.get(p.split(" ", 1)[0], ()), p)
+    return frozenset(whole), frozenset(stems), tuple(sorted({len(s) for s in stems})), by_first
+
+
+def _person_word(text: str, lo: int, hi: int) -> bool:
+    """A relation or role word in text[lo:hi] (`data/person_words.txt`): a whole word, or a stem
+    with any suffix but a plural alone or an institution's "-lik" ("müdürlüğü", "hastalar")."""
+    whole, stems, sizes, pairs = _person_words()
+    words = _WORD.findall(fold_key(text[lo:hi]))
+    for k, w in enumerate(words):
+        if w in whole or any(w[:n] in stems and not _NOT_ONE.match(w, n) for n in sizes if n <= len(w)):
+            return True
+        if w in pairs and k + 1 < len(words):
+            pair = f"{w} {words[k + 1]}"
+            if any(pair.startswith(p) for p in pairs[w]):
+                return True
+    return False
 
 
 def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
@@ -50,9 +90,9 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
         return True
     if _EN_1P.search(text, max(lo, start - 40), start):
         return True
-    if _ROLE.search(text, lo, hi):
+    if person_name_spans(text, lo, hi):
         return True
-    return bool(person_name_spans(text, lo, hi))
+    return (_person_word(text, lo, hi) or bool(_PATTERNS.search(text, lo, hi))) and not _GENERIC.search(text, lo, hi)
 
 
 def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names: Sequence[tuple[int, int]]) -> bool:
@@ -66,9 +106,15 @@ def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names:
             return True
         if rec_lo <= s and e <= rec_hi and not line_lo <= s < line_hi:
             return True  # another line of the same record
-        if line_lo <= s and e <= lo and start - s <= 200 and form_field:
-            return True  # an earlier sentence of the same one-line form
+        if line_lo <= s and e <= lo and start - s <= 200 and (form_field or _previous_sentence(text, e, lo)):
+            return True  # an earlier sentence of the same one-line form, or the sentence before
     return False
+
+
+def _previous_sentence(text: str, name_end: int, lo: int) -> bool:
+    """The name stands in the sentence right before this one ("Hüseyin Kartal – Levotiroksin
+    50 mg. Kronik hastalık raporu var": Turkish drops the subject that the last sentence named)."""
+    return _SENTENCE_END.search(text, name_end, max(name_end, lo - 1)) is None
 
 
 def sentence(text: str, start: int, end: int) -> tuple[int, int]:

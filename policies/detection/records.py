@@ -1,7 +1,7 @@
 """Identifiers found by where they stand in a record rather than by a word just before them:
-SGK / retirement registry numbers after their registry's name, and tax numbers (VKN) and SGK
-numbers in a CSV column, an SQL column list or a `key = value` pair named for them
-(`vkn`, `vergi_no`, `sgk_sicil_no`). Whether a VKN is a person's or a company's is decided
+SGK / retirement registry numbers after their registry's name, and tax numbers (VKN), SGK
+numbers and birth dates in a CSV column, an SQL column list or a `key = value` pair named for
+them (`vkn`, `vergi_no`, `sgk_sicil_no`, `dogum_tarihi`). Whether a VKN is a person's or a company's is decided
 later (`institutional`).
 """
 
@@ -19,7 +19,11 @@ _SGK = re.compile(
     re.IGNORECASE)
 _COLUMNS = {"vkn": "vkn", "vergi_no": "vkn", "vergino": "vkn", "vergi_numarasi": "vkn", "tax_id": "vkn",
             "sgk_sicil_no": "sgk", "sgk_no": "sgk", "ssk_no": "sgk", "ssk_sicil_no": "sgk",
-            "emekli_sicil_no": "sgk", "bagkur_no": "sgk", "sgk_sicil": "sgk"}
+            "emekli_sicil_no": "sgk", "bagkur_no": "sgk", "sgk_sicil": "sgk",
+            "dogum_tarihi": "birth_date", "dogumtarihi": "birth_date", "dogum_tarih": "birth_date",
+            "d_tarihi": "birth_date", "birth_date": "birth_date", "birthdate": "birth_date",
+            "date_of_birth": "birth_date", "dob": "birth_date"}
+_DATE = re.compile(r"[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)?[0-9]{2}|(?:19|20)[0-9]{2}-[01][0-9]-[0-3][0-9]")
 _COLUMN = re.compile(r"(?<![\w])(" + "|".join(_COLUMNS) + r")(?![\w])", re.IGNORECASE)
 _KEY_VALUE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9]{7,13})(?![0-9])")
 _FIELD = re.compile(r"'(?:[^'\n]|'')*'|\"[^\"\n]*\"|[^,;|\t\n]+")
@@ -40,6 +44,8 @@ def find_registry_numbers(text: str, hits: list[tuple[int, int]], limit: int = 1
 
 
 def _valid(kind: str, value: str) -> bool:
+    if kind == "birth_date":
+        return bool(_DATE.fullmatch(value))
     digits = re.sub(r"[^0-9]", "", value)
     if kind == "vkn":
         return stdnum_vkn.is_valid(digits)
@@ -47,7 +53,7 @@ def _valid(kind: str, value: str) -> bool:
 
 
 def find_column_values(text: str, hits: list[tuple[int, int]], limit: int = 32) -> list[Span]:
-    """(kind, start, end) of values under a `vkn` / `sgk_sicil_no`-like column name."""
+    """(kind, start, end) of values under a `vkn` / `sgk_sicil_no` / `dogum_tarihi`-like column name."""
     out: list[Span] = []
     for s, _ in hits:
         m = _COLUMN.match(text, s)

@@ -5,24 +5,20 @@ association membership.
 
 A category term (a stem: `special_categories_terms`) counts only when `person_links` ties it
 to a person: "HIV nasıl bulaşır?" or "What is Ramadan?" is a general question, not personal
-data, and stays routable. Terms of one category in one sentence make one finding that spans
-them (words right next to each other, "Kürt kökenli", stay two).
+data, and stays routable. Terms of one category in one passage (a record or paragraph) make one
+finding that spans them (words right next to each other, "Kürt kökenli", stay two).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from fairgate.policies.detection.person_links import sentence, tied_to_person
-from fairgate.policies.detection.special_categories_terms import TERMS, loose
+from fairgate.policies.detection.gazetteer import fold_key
+from fairgate.policies.detection.person_links import tied_to_person
+from fairgate.policies.detection.persons.lexicon import surnames
+from fairgate.policies.detection.special_categories_terms import CATEGORIES, term_at
 
-SPECIAL_KINDS = tuple(TERMS)
-_CATEGORY = re.compile(
-    "|".join(f"(?P<{k}>(?<!\\w)(?:{'|'.join(loose(t) for t in sorted(v.split('|'), key=len, reverse=True))}))"
-             for k, v in TERMS.items()),
-    re.IGNORECASE,
-)
+SPECIAL_KINDS = CATEGORIES
 
 
 def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[int, int]] = (),
@@ -30,18 +26,28 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     """(category, start, end) for every special-category term tied to a person; `hits`: where
     the trigger pass saw a term; `names`: person names the name tagger found."""
     out: list[tuple[str, int, int]] = []
-    for start, _ in hits:
-        m = _CATEGORY.match(text, start)
-        if m is None:
+    for start, end in hits:
+        kind = term_at(text, start, end)
+        if kind is None or _in_surname(text, start, end, names):
             continue
-        kind = m.lastgroup or "health"
         last = out[-1] if out else None
-        if last is not None and last[0] == kind and m.start() - last[2] > 2 \
-                and sentence(text, last[1], last[2])[1] >= m.end():
-            out[-1] = (kind, last[1], m.end())  # the same category again in its sentence: one finding
+        if last is not None and last[0] == kind and start - last[2] > 1 and _same_passage(text, last[2], start):
+            out[-1] = (kind, last[1], end)  # the same category again about the same person: one finding
             continue
-        if tied_to_person(text, m.start(), m.end(), names):
-            out.append((kind, m.start(), m.end()))
+        if tied_to_person(text, start, end, names):
+            out.append((kind, start, end))
             if len(out) >= limit:
                 break
     return out
+
+
+def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
+    """The term is a surname after a given name ("Ersin Tatar", "Ayşe Türkmen"), not a category."""
+    word = fold_key(text[start:end]).split("'")[0]
+    return any(s < start < e for s, e in names) and word in surnames()
+
+
+def _same_passage(text: str, last_end: int, start: int) -> bool:
+    """Within 300 characters and no blank line: a record or a paragraph about one person (a
+    discharge note's diagnosis, then its surgery and discharge)."""
+    return start - last_end <= 300 and "\n\n" not in text[last_end:start]

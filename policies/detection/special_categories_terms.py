@@ -1,77 +1,108 @@
 """The KVKK Article 6 category terms (Turkish and English), shared by the detector and the
-trigger pass. Turkish letters are matched loosely (dotless/accentless forms too).
+trigger pass: one word list per category in `data/special/<category>.txt`, written from the
+language (diseases, drugs, departments, beliefs and practices, peoples and mother tongues,
+parties and ideologies, unions, orientations, offences and sentences, biometric and genetic
+words, religious dress, associations), not from any labelled row.
 
 Terms are stems: a term matches at the start of a word and any suffix may follow, so
 "kemoterapi" also finds "kemoterapisi", "kemoterapiye" and "kemoterapideyim" (Turkish is
 agglutinative; a stem prefix costs nothing in the trigger pass's DFA, where running a stemmer
-on every word would). Markers: "=" keeps a term's letters exact ("Kürt" is an ethnic origin,
-"Kurt" a common surname); a trailing "$" makes it a whole word, optionally with an apostrophe
-suffix ("Laz", not "lazım"; "gay", not "gayret").
+on every word would). A stem ending in p/ç/t/k also matches its softened form before a vowel
+("kalp" -> "kalbi", "ilaç" -> "ilacı", "fıtık" -> "fıtığı"). Turkish letters match loosely
+(dotless/accentless forms too). Markers: "=" keeps a term's letters exact ("Kürt" is an ethnic
+origin, "Kurt" a common surname); a trailing "$" makes it a whole word, optionally with an
+apostrophe suffix ("Laz", not "lazım"; "gay", not "gayret").
+
+The trigger pass (RE2) finds where a term starts and ends; `term_at` names its category by the
+matched text's folded form (a dictionary lookup, not a second regex over a thousand
+alternatives).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
-TERMS = {
-    "health": "hiv$|aids$|diyabet|şeker hasta|tip 1 dm|tip 2 dm|tip 1 diyabet|tip 2 diyabet|kanser|tümör|lösemi|lenfoma|"
-              "depresyon|anksiyete|panik atak|şizofreni|bipolar|psikoz|obsesif|dehb$|epilepsi|sara hastal|hepatit|"
-              "tüberküloz|verem|kemoterapi|radyoterapi|diyaliz|hemodiyaliz|diyalize|böbrek yetmezli|kalp hasta|"
-              "kalp kriz|kalp yetmezli|beyin kanama|felç|inme geçir|anjiyo|bypass|by-pass|stent|koah|astım|"
-              "hipertansiyon|tansiyon hasta|alzheimer|demans|parkinson|otizm|down sendrom|multipl skleroz|"
-              "ms hastas|als hastas|migren|fıtığ|fıtık|apandisit|protez ameliyat|ameliyatı ol|ameliyat oldu|"
-              "ameliyat ol|tiroid|guatr|çölyak|crohn|ülseratif|romatoid|ankilozan|spondilit|lupus|fibromiyalji|"
-              "akdeniz ateş|fmf$|talasemi|hamile|gebelik|kürtaj|tüp bebek|kısırlık|infertilite|alkol bağımlı|"
-              "madde bağımlı|bağımlılık tedavi|engelli|engel oran|kan grubu|kardiyoloji|onkoloji|psikiyatri|"
-              "nöroloji|antidepresan|antipsikotik|sertralin|essitalopram|metformin|insülin|levotiroksin|"
-              "kronik hastal|hastalık raporu|sağlık raporu|istirahat raporu|raporlu|antiretroviral|tenofovir|"
-              "psikiyatrik|covid pozitif|hasta yatış|yoğun bakım|"
-              "cancer|diabetes|diabetic|depression|schizophrenia|chemotherapy|dialysis|epilepsy|hepatitis",
-    "religion": "müslüman|hristiyan|hıristiyan|musevi|yahudi|alevi|sünni|şii$|ateist|deist|agnostik|budist|"
-                "yehova şahi|süryani ortodoks|ortodoks|katolik|protestan|ezidi|yezidi|din: |dinini değiştir|"
-                "namaz kıl|oruç tut|cemevine|kiliseye gid|pazar ayin|inancına mensup|mezhebi|"
-                "muslim|christian|jewish|atheist|buddhist|hindu$|catholic|protestant",
-    "ethnicity": "=kürt|kürd|ermeni|süryani|=çerkez|=çerkes|=cerkes|=laz$|=rum$|rum asıllı|=roman olduğ|çingene|"
-                 "siyahi|asıllı|kökenli|etnik köken|=zaza$|gürcü|boşnak|arnavut kökenli|pomak|"
-                 "kurdish|armenian|ethnic origin",
-    "politics": "parti üyesi|partisi üyesi|partili|partiye üye|partisinin|partinin|siyasi partinin|"
-                "il başkan yardımcı|ilçe başkan|meclis üyesi|milletvekili aday|aday adayı|delege seçil|ülkücü|"
-                "akp'li|chp'li|mhp'li|hdp'li|dem parti|chp'den|akp'den|mhp'den|hdp'den|oy verdi|oy verdim|"
-                "oy vereceğim|siyasi görüş|sosyalist|komünist|political views|voted for|party member",
-    "union": "sendika üyesi|sendikaya üye|sendikalı|sendika|eğitim-sen|eğitim sen|memur-sen|bank-sen|sağlık-sen|tüm bel-sen|harb-iş|iplik-iş|"
-             "petrol-iş|hizmet-iş|birleşik metal|union member|trade union",
-    "sexual_life": "eşcinsel|lezbiyen|gay$|biseksüel|transseksüel|trans birey|lgbt|homoseksüel|cinsel yönelim|"
-                   "cinsel ilişki|cinsel birliktelik|cinsel hayat|evlilik dışı|birlikte olduk|sevgilisi var|"
-                   "homosexual|lesbian|bisexual|sexual orientation",
-    "criminal": "sabıka|sabika|adli sicil kaydı|hüküm giy|mahkum|"
-                "mahkûm|hükümlü|hapis ceza|hapse gir|hapis yat|cezaevinde|cezaevinden|tutuklan|gözaltına alın|"
-                "dolandırıcılıktan|dolandiriciliktan|hırsızlıktan|kasten yaralama|uyuşturucu ticaret|"
-                "uyuşturucu madde kullan|denetimli serbestlik|koşullu salıverilme|elektronik kelepçe|tekerrür|"
-                "cezalandırılmasına|çarptırıldı|suçundan hüküm|yıl hapis|criminal record|convicted|prison sentence",
-    "biometric": "parmak izi|parmak_izi|parmakizi|yüz tanıma|yüz verisi|yüz verim|face_embedding|retina|"
-                 "iris tara|ses izi|avuç içi damar|damar izi|biyometrik|fingerprint|face scan|biometric data",
-    "genetic": "dna testi|dna test|genetik test|gen testi|geni taşı|geninde|taşıyıcısı|mutasyon|brca|karyotip|"
-               "huntington|babalık testi|genetic test",
-    "appearance": "başörtü|basörtü|basortu|türban|turban|tesettür|peçeli|çarşafla|çarşaflı|sakal ve takke|"
-                  "takke ile|dövmeli|obez$",
-    "association": "derneği'ne|derneğine|dernegi'nin|derneği'nin|derneğinin|dernek üye|derneği üye|dayanışma derneği|"
-                   "kültür ve dayanışma|vakfın gönüllü|vakfı gönüllü|kulübü üye|kulubu uye|kulübü'ne|rotary|lions kulüb|"
-                   "akut'ta gönüllü|gönüllü üye|yönetim kurulu üye|dernek yönetim",
-}
+from fairgate.policies.detection.gazetteer import fold_key
+
+_DATA = Path(__file__).with_name("data") / "special"
+# the order findings' kinds are listed in (DETECTOR_KINDS)
+CATEGORIES = ("health", "religion", "ethnicity", "politics", "union", "sexual_life", "criminal", "biometric",
+              "genetic", "appearance", "association")
 _LOOSE = {"ı": "[ıiIİ]", "i": "[iıİI]", "ş": "[şsŞS]", "s": "[sşSŞ]", "ğ": "[ğgĞG]", "ü": "[üuÜU]",
-          "ö": "[öoÖO]", "ç": "[çcÇC]", "û": "[ûuÛU]", " ": r"[ \t_]+", "'": "['’]?"}
+          "ö": "[öoÖO]", "ç": "[çcÇC]", "û": "[ûuÛU]", "â": "[âaÂA]", "î": "[îiÎI]", " ": r"[ \t_]+", "'": "['’]?"}
+_SOFT = {"p": "b", "ç": "c", "t": "d", "k": "ğ"}  # a stem's last consonant before a vowel suffix
+_SPACES = re.compile(r"[ \t_]+")
+_WORD_END = re.compile(r"(?:['’][^\W\d_]{1,6})?(?!\w)")
 
 
-def loose(term: str, word_end: bool = True) -> str:
-    """A term whose Turkish letters also match their dotless / accentless forms; "=" before a
-    term keeps its letters exact; "$" after it ends the word there (`word_end`: as a lookahead,
-    which RE2's trigger pass cannot run: it gets the term without it, a superset)."""
-    end = ""
-    if term.endswith("$"):
-        term, end = term[:-1], r"(?:['’][^\W\d_]{1,6})?(?!\w)" if word_end else ""
+@dataclass(slots=True, frozen=True)
+class Term:
+    category: str
+    whole_word: bool  # "$": no suffix but an apostrophe one
+
+
+def _read(category: str) -> list[str]:
+    lines = (_DATA / f"{category}.txt").read_text(encoding="utf-8").splitlines()
+    return [t for t in (line.rstrip("\n") for line in lines) if t.strip() and not t.startswith("#")]
+
+
+def _soft(term: str) -> bool:
+    return not term.startswith("=") and not term.endswith("$") and len(term) >= 4 and term[-1] in _SOFT
+
+
+def _fold(matched: str) -> str:
+    return _SPACES.sub(" ", fold_key(matched)).replace("'", "").replace("’", "")
+
+
+def loose(term: str) -> str:
+    """A term as an RE2 pattern (no lookaround): Turkish letters also match their dotless /
+    accentless forms, "=" keeps its letters exact, a last p/ç/t/k also matches its soft form;
+    a "$" is left to `term_at`."""
+    term = term.removesuffix("$")
     if term.startswith("="):
-        return "".join(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c) for c in term[1:]) + end
-    return "".join(_LOOSE.get(c, re.escape(c)) for c in term) + end
+        return "".join(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c) for c in term[1:])
+    last = ""
+    if _soft(term):
+        hard, soft = term[-1], _SOFT[term[-1]]
+        last, term = f"(?:{_LOOSE.get(hard, hard)}|{_LOOSE.get(soft, soft)})", term[:-1]
+    return "".join(_LOOSE.get(c, re.escape(c)) for c in term) + last
 
 
-TERM_ALTERNATION = "|".join(loose(t, word_end=False) for v in TERMS.values() for t in v.split("|"))
+@lru_cache(maxsize=1)
+def _terms() -> dict[str, list[str]]:
+    return {c: _read(c) for c in CATEGORIES}
+
+
+@lru_cache(maxsize=1)
+def _lookup() -> dict[str, Term]:
+    """Folded matched text -> its term (the first category listing it wins)."""
+    out: dict[str, Term] = {}
+    for category, terms in _terms().items():
+        for t in terms:
+            entry = Term(category, t.endswith("$"))
+            bare = t.removesuffix("$").removeprefix("=")
+            keys = [_fold(bare)] + ([_fold(bare[:-1] + _SOFT[bare[-1]])] if _soft(t) else [])
+            for key in keys:
+                out.setdefault(key, entry)
+    return out
+
+
+def term_alternation() -> str:
+    """Every term as one RE2 alternation, longest first (RE2 takes the first alternative that
+    matches at a position, so "süryani ortodoks" wins over "süryani")."""
+    terms = sorted({t for ts in _terms().values() for t in ts}, key=lambda t: (-len(t), t))
+    return "|".join(loose(t) for t in terms)
+
+
+def term_at(text: str, start: int, end: int) -> str | None:
+    """The category of the term the trigger pass found at text[start:end], or None where it is
+    not one: inside a word, or a whole-word term followed by more letters."""
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        return None
+    term = _lookup().get(_fold(text[start:end]))
+    if term is None or (term.whole_word and not _WORD_END.match(text, end)):
+        return None
+    return term.category

@@ -13,15 +13,15 @@ from collections.abc import Iterator
 
 import re2
 
-from fairgate.policies.detection.special_categories_terms import TERM_ALTERNATION
+from fairgate.policies.detection.special_categories_terms import term_alternation
 
 _NUMBER_WORD = "sıfır|sifir|bir|iki|üç|uc|dört|dort|beş|bes|altı|alti|yedi|sekiz|dokuz|on|yirmi|otuz|kırk|kirk|" \
                "elli|altmış|altmis|yetmiş|yetmis|seksen|doksan|yüz|yuz"
 _W = rf"(?:{_NUMBER_WORD})"
 _FAMILIES = {
-    "special": rf"(?:{TERM_ALTERNATION})",
-    "ident": r"pasaport|passport|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|doğdu|born|date[ \t]+of[ \t]+birth|"
-             r"dob|birthday|birth[ \t]+date|d\.[ \t]?t\.|vkn|vergi|tax|v\.?[ \t]?no|[uzs][0-9]{8}",
+    "special": f"(?:{term_alternation()})",
+    "ident": r"pasaport|passport|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|born|date[ \t_]+of[ \t_]+birth|"
+             r"dob|birthday|birth[ \t_]?date|d\.[ \t]?t\.|vkn|vergi|tax|v\.?[ \t]?no|[uzs][0-9]{8}",
     "registry": r"sgk|ssk|ba[gğ].?kur|emekl[iİı]|bagkur",
     "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok",
     "street": r"mahallesi|mah\.|mh\.|caddesi|cad\.|cd\.|sokağı|sokak|sok\.|sk\.|bulvarı|blv\.|bul\.",

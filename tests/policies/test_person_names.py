@@ -59,7 +59,7 @@ def test_features_fold_case_suffix_and_line_casing() -> None:
 def test_tagger_scores_are_probabilities_for_each_candidate() -> None:
     doc = Doc.of("Teşekkürler Zeynep Hanım, kargonuz yola çıktı.")
     probs = default_tagger().scores(doc, [0, 1, 2])
-    assert probs.shape == (3,)
+    assert len(probs) == 3 and all(0.0 <= p <= 1.0 for p in probs)
     assert probs[1] > 0.5 > probs[0]
 
 

@@ -59,7 +59,7 @@ class Doc:
     text: str
     spans: list[tuple[int, int]]
     _lines: list[int] = field(default_factory=list)  # offsets of "\n"
-    _info: dict[int, TokenInfo] = field(default_factory=dict)
+    _infos: list[TokenInfo] = field(default_factory=list)  # token index -> its details
     _modes: dict[int, str] = field(default_factory=dict)  # line index -> its casing
     _token_modes: list[str] = field(default_factory=list)  # token index -> its line's casing
 
@@ -69,11 +69,15 @@ class Doc:
         return cls(text, spans, [m.start() for m in re.finditer("\n", text)] if "\n" in text else [])
 
     def info(self, i: int) -> TokenInfo:
-        got = self._info.get(i)
-        if got is None:
-            s, e = self.spans[i]
-            got = self._info[i] = token_info(self.text[s:e])
-        return got
+        return self.infos()[i]
+
+    def infos(self) -> list[TokenInfo]:
+        """Every token's details (the rules read each token's neighbours, so all are needed;
+        one list, filled on first use, costs less than a lookup per call)."""
+        if len(self._infos) != len(self.spans):
+            text = self.text
+            self._infos = [token_info(text[s:e]) for s, e in self.spans]
+        return self._infos
 
     def mode(self, i: int) -> str:
         """The casing of token i's line: "caps", "lower" or "mixed"."""
@@ -165,17 +169,17 @@ def candidates(doc: Doc) -> list[int]:
     all-capitals lines (casing says nothing there) lexicon names, their neighbours, and the
     word after a cue ("adım", "sayın", "hasta", "eşim")."""
     out: list[int] = []
-    spans, text, modes = doc.spans, doc.text, doc.modes()
+    spans, text, modes, infos = doc.spans, doc.text, doc.modes(), doc.infos()
     named: set[int] = set()
     for i, (s, _) in enumerate(spans):
         if modes[i] == "mixed":
-            if text[s].isupper() and text[max(0, s - 2) : s].lower() != "e-" and _may_name(doc.info(i).flags):
+            if text[s].isupper() and text[max(0, s - 2) : s].lower() != "e-" and _may_name(infos[i].flags):
                 out.append(i)
             continue
-        info = doc.info(i)
+        info = infos[i]
         if ("g" in info.flags or "s" in info.flags) and len(info.key) >= 3:
             named.update((i - 1, i, i + 1))
-        elif i and doc.info(i - 1).key in CUES:
+        elif i and infos[i - 1].key in CUES:
             named.add(i)
     out += [i for i in named if 0 <= i < len(spans) and modes[i] != "mixed"]
     return sorted(set(out))

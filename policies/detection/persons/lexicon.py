@@ -49,6 +49,15 @@ localities = partial(word_list, "places.txt")  # towns, villages, neighbourhoods
 
 
 @lru_cache(maxsize=1)
+def plain_words() -> frozenset[str]:
+    """Words a prompt starts or is made of that are no name on their own, folded: English
+    function words and instruction verbs ("Say", "Write", "What"), Turkish pronouns and
+    question words ("Bana", "Nasıl"). Not lexicon letters (the tagger was trained without
+    them): a one-word name needs more evidence when it is one of these (`names._single_name_ok`)."""
+    return frozenset(fold_key(w) for w in word_list("plain_words.txt"))
+
+
+@lru_cache(maxsize=1)
 def public_names() -> frozenset[str]:
     """Public and historical figures and test-fixture names ("mustafa kemal ataturk",
     "ali veli"), folded, words joined by one space: not a private person in general text."""

@@ -16,6 +16,7 @@ from fairgate.policies.detection.persons.features import CUES, Doc, candidates
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
     NOT_NAMES,
+    plain_words,
     public_name_parts,
     public_names,
 )
@@ -74,16 +75,30 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
     tagger = default_tagger()
     for c in range(0, len(cands), _CHUNK):
         chunk = cands[c : c + min(_CHUNK, budget)]
-        probs = tagger.scores(doc, chunk)
-        accepted = [i for i, p in zip(chunk, probs.tolist(), strict=True)
-                    if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)
-                    and doc.info(i).key not in NOT_NAMES]
+        scored = _may_end_in_a_name(doc, chunk, titled)
+        probs = tagger.scores(doc, scored)
+        accepted = [i for i, p in zip(scored, probs, strict=True)
+                    if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)]
         out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}))
         titled = set()
         budget -= len(chunk)
         if len(out) >= limit or budget <= 0:
             break
     return out, budget
+
+
+def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int]:
+    """The candidates whose score can change the names found: not a word that is never a name,
+    and either joined to another token that may be part of a name or able to stand as a name
+    alone (`_single_name_ok`). The rest ("Say hello ...": a capitalised common word at a
+    sentence's start) are dropped whatever the tagger says, so they are not scored: a short
+    plain prompt costs no tagger pass."""
+    pool = {i for i in chunk if doc.info(i).key not in NOT_NAMES}
+    near = pool | titled
+    n = len(doc.spans)
+    return [i for i in sorted(pool)
+            if (i - 1 in near and _joined(doc, i - 1)) or (i + 1 in near and i + 1 < n and _joined(doc, i))
+            or _single_name_ok(doc, i)]
 
 
 def _names(doc: Doc, accepted: list[int]) -> list[tuple[int, int]]:
@@ -130,10 +145,11 @@ def _titled(doc: Doc) -> list[int]:
     amca"), in any casing: Turkish writes these titles after a person's name, so a word there that
     is no common, place, organisation or title word is a name even where the tagger doubts it."""
     out: list[int] = []
-    for i in range(len(doc.spans) - 1):
-        if doc.info(i + 1).key not in AFTER_NAME or not _joined(doc, i):
+    infos = doc.infos()
+    for i in range(len(infos) - 1):
+        if infos[i + 1].key not in AFTER_NAME or not _joined(doc, i):
             continue
-        info = doc.info(i)
+        info = infos[i]
         if info.shape in "CUL" and len(info.key) >= 3 and info.key not in NOT_NAMES \
                 and not any(c in info.flags for c in "cotpv"):
             out.append(i)
@@ -157,7 +173,7 @@ def _public(doc: Doc, first: int, last: int) -> bool:
 
 def _single_name_ok(doc: Doc, i: int) -> bool:
     """A one-word name needs more evidence where it could be an ordinary word: in a lower-case
-    or all-capitals line, or when it is a common word ("Kırmızı", "Bora"), a cue before it
+    or all-capitals line, or when it is a common or plain word ("Kırmızı", "Bora", "Write"), a cue before it
     ("eşim", "sayın"), a title after it ("Hanım", "amca"), a case suffix ("berk'le"), or the
     text's last word (a signature); an initial alone is never a name."""
     info = doc.info(i)
@@ -168,7 +184,7 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in AFTER_NAME)
     if doc.mode(i) != "mixed":
         return cue or i == len(doc.spans) - 1
-    return cue or "c" not in info.flags
+    return cue or ("c" not in info.flags and info.key not in plain_words())
 
 
 def _joined(doc: Doc, i: int) -> bool:

@@ -8,6 +8,7 @@ name). Unknown features are skipped. Weights: `data/name_tagger/` (model card:
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from pathlib import Path
 
@@ -31,10 +32,10 @@ class NameTagger:
             self.out_b = float(w["out_b"][0])
         self._own_rows: dict[tuple[str, ...], list[int]] = {}  # a word's own features -> table rows
 
-    def scores(self, doc: Doc, tokens: list[int]) -> np.ndarray:
-        """[len(tokens)] probabilities that each token is part of a person's name."""
+    def scores(self, doc: Doc, tokens: list[int]) -> list[float]:
+        """The probability that each of `tokens` is part of a person's name."""
         if not tokens:
-            return np.zeros(0, dtype=np.float32)
+            return []
         vocab = self.vocab
         rows: list[int] = []
         starts: list[int] = []
@@ -49,11 +50,13 @@ class NameTagger:
                 own_rows = cache[own] = [r for r in map(vocab.get, own) if r is not None]
             rows += own_rows
             rows += [r for r in map(vocab.get, context_features(doc, i)) if r is not None]
-        summed = np.add.reduceat(self.table[rows], starts, axis=0)  # [tokens, dim]
-        hidden = np.maximum(summed + self.bias, 0.0)
-        logits: np.ndarray = hidden @ self.out_w + self.out_b  # [tokens]
-        probs: np.ndarray = 1.0 / (1.0 + np.exp(-logits))
-        return probs
+        hidden = np.add.reduceat(self.table.take(rows, axis=0), starts, axis=0)  # [tokens, dim]
+        hidden += self.bias
+        np.maximum(hidden, 0.0, out=hidden)
+        out_b = self.out_b
+        # the sigmoid in Python: a prompt has a handful of candidates, where each numpy call
+        # costs more than the math (a 512-token chunk: ~50 µs against ~4 ms of features)
+        return [1.0 / (1.0 + math.exp(min(700.0, -(x + out_b)))) for x in (hidden @ self.out_w).tolist()]
 
 
 @lru_cache(maxsize=1)
