@@ -6,9 +6,68 @@ from __future__ import annotations
 
 import httpx
 
-from tests.gateway.harness import ADMIN_TOKEN
+from fairgate.gateway.settings import Settings
+from tests.gateway.harness import ADMIN_TOKEN, GatewayThread
 
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+def test_wrong_dashboard_tokens_are_throttled_like_the_admin_api(make_gateway) -> None:
+    gw, admin = make_gateway(auth_failures_max=20)
+    key = admin.key(admin.tenant()["id"])["key"]
+    with httpx.Client(base_url=gw.url) as c:
+        for i in range(20):  # each sign-in door counts into the one throttle of this address
+            door = i % 3
+            if door == 0:
+                r = c.post("/admin/dashboard/login", data={"token": f"guess-{i}"})
+            elif door == 1:
+                r = c.post("/dashboard/login", data={"token": f"fg-guess-{i}"})
+            else:
+                r = c.get("/admin/dashboard", headers={"authorization": f"Bearer guess-{i}"})
+            assert r.status_code == 401, (i, r.status_code)
+        # the 21st try, even with the right token, waits out the window, at every door
+        for r in (c.post("/admin/dashboard/login", data={"token": ADMIN_TOKEN}),
+                  c.get("/admin/dashboard", headers=ADMIN),
+                  c.post("/dashboard/login", data={"token": key}),
+                  httpx.get(gw.url + "/admin/tenants", headers=ADMIN)):
+            assert r.status_code == 429, r.text[:200]
+            assert int(r.headers["retry-after"]) >= 1 and "set-cookie" not in r.headers
+
+
+def test_admin_api_failures_throttle_the_dashboard_too(make_gateway) -> None:
+    gw, _ = make_gateway(auth_failures_max=3)
+    for i in range(3):
+        assert httpx.get(gw.url + "/admin/tenants", headers={"authorization": f"Bearer g{i}"}).status_code == 401
+    r = httpx.post(gw.url + "/admin/dashboard/login", data={"token": ADMIN_TOKEN})
+    assert r.status_code == 429 and "set-cookie" not in r.headers
+
+
+def _sign_in(c: httpx.Client, path: str, token: str) -> str:
+    r = c.post(path, data={"token": token})
+    assert r.status_code == 303, r.text[:200]
+    return c.cookies["fairgate_dashboard"]
+
+
+def test_a_cookie_replayed_after_logout_is_refused_on_every_replica(make_gateway, tmp_path) -> None:
+    gw, admin = make_gateway(db="postgres")
+    key = admin.key(admin.tenant()["id"])["key"]
+    peer_settings = Settings(admin_token=ADMIN_TOKEN, database_url=gw.state.settings.database_url,
+                             embedded_engine=False)
+    with GatewayThread(peer_settings) as peer:
+        for login, page, logout in (("/admin/dashboard/login", "/admin/dashboard", "/admin/dashboard/logout"),
+                                    ("/dashboard/login", "/dashboard", "/dashboard/logout")):
+            token = ADMIN_TOKEN if login.startswith("/admin") else key
+            with httpx.Client(base_url=gw.url) as c:
+                cookie = _sign_in(c, login, token)
+                kept = _sign_in(httpx.Client(base_url=gw.url), login, token)  # a second session of the same user
+                for url in (gw.url, peer.url):  # a session is good on every replica
+                    assert httpx.get(url + page, cookies={"fairgate_dashboard": cookie}).status_code == 200
+                assert c.post(logout).status_code == 303
+            for url in (gw.url, peer.url):
+                replay = httpx.get(url + page, cookies={"fairgate_dashboard": cookie})
+                assert replay.status_code == 303 and replay.headers["location"] == login, (url, page)
+                # logging out ends that session only
+                assert httpx.get(url + page, cookies={"fairgate_dashboard": kept}).status_code == 200
 
 
 def test_admin_overview_on_postgres_with_audited_routing(make_gateway) -> None:
