@@ -7,8 +7,8 @@
 
 Pages are server-rendered (Jinja2, autoescaped) with inline SVG plots and no script at all,
 served with a strict Content-Security-Policy. `?hours=N` sets the window (default 24). Sign-in
-is throttled with the admin API (sessions.sign_in), and sessions end server-side at logout
-(sessions.end_session).
+is throttled with the admin API (sessions.sign_in), sessions end server-side at logout
+(sessions.end_session), and the forms refuse other sites' posts (origin.cross_site).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from starlette.routing import Route
 from fairgate.backends.openai_wire import WireError
 from fairgate.gateway.admin.token import admin_enabled
 from fairgate.gateway.dashboard import data, panels
+from fairgate.gateway.dashboard.origin import cross_site
 from fairgate.gateway.dashboard.sessions import (
     COOKIE,
     SessionSigner,
@@ -104,6 +105,9 @@ class DashboardPages:
         response.headers.update(err.headers or {})
         return response
 
+    def _cross_site(self, scope: str) -> HTMLResponse:
+        return self._login_page(scope, 403, "A cross-site form post was refused: sign in on this site's own page.")
+
     async def admin_login(self, request: Request) -> Response:
         return await self._login(request, "admin")
 
@@ -111,10 +115,12 @@ class DashboardPages:
         return await self._login(request, "tenant")
 
     async def _login(self, request: Request, scope: str) -> Response:
-        """The login form (GET) or its post: a good token opens a session."""
+        """The login form (GET) or its post: a same-site post of a good token opens a session."""
         state = dashboard_state(request.app)
         if request.method == "GET":
             return self._login_page(scope)
+        if cross_site(request.headers):
+            return self._cross_site(scope)
         if scope == "admin" and not admin_enabled(state):
             return self._login_page("admin", 403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.")
         token = (await _form(request)).get("token", "").strip()
@@ -136,6 +142,8 @@ class DashboardPages:
 
     async def logout(self, request: Request) -> Response:
         admin_view = request.url.path.startswith("/admin/")
+        if cross_site(request.headers):
+            return self._cross_site("admin" if admin_view else "tenant")
         try:
             await end_session(dashboard_state(request.app), self.signer, request.cookies.get(COOKIE))
         except Exception as exc:  # not ended: say so rather than pretend (the cookie would still work)

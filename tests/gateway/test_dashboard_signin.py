@@ -70,6 +70,26 @@ def test_a_cookie_replayed_after_logout_is_refused_on_every_replica(make_gateway
                 assert httpx.get(url + page, cookies={"fairgate_dashboard": kept}).status_code == 200
 
 
+def test_a_cross_site_login_post_sets_no_cookie(make_gateway) -> None:
+    gw, admin = make_gateway()
+    key = admin.key(admin.tenant()["id"])["key"]
+    host = gw.url.removeprefix("http://")
+    cross_site = ({"origin": "https://evil.example"},
+                  {"origin": "null"},
+                  {"sec-fetch-site": "cross-site"},
+                  {"sec-fetch-site": "same-site", "origin": "http://sub." + host},
+                  {"sec-fetch-site": "cross-site", "origin": gw.url})  # Sec-Fetch-Site decides when sent
+    for path, token in (("/dashboard/login", key), ("/admin/dashboard/login", ADMIN_TOKEN)):
+        for headers in cross_site:
+            r = httpx.post(gw.url + path, data={"token": token}, headers=headers)
+            assert r.status_code == 403 and "set-cookie" not in r.headers, (path, headers)
+            assert "cross-site" in r.text
+        # the browser's own form (same origin), and clients that send neither header (curl)
+        for headers in ({"origin": gw.url, "sec-fetch-site": "same-origin"}, {"origin": gw.url}, {}):
+            r = httpx.post(gw.url + path, data={"token": token}, headers=headers)
+            assert r.status_code == 303 and "fairgate_dashboard=" in r.headers["set-cookie"], (path, headers)
+
+
 def test_admin_overview_on_postgres_with_audited_routing(make_gateway) -> None:
     gw, admin = make_gateway(db="postgres")
     key = admin.key(admin.tenant(name="pg-team")["id"])["key"]
