@@ -37,6 +37,7 @@ from fairgate.gateway.store.tables import ApiKey, DashboardSession, utcnow
 
 COOKIE = "fairgate_dashboard"
 SESSION_S = 8 * 3600
+MAX_SESSIONS = 20  # live sessions of the admin, and of each key: past it the oldest ends (rows stay bounded)
 
 
 @dataclass(slots=True)
@@ -77,15 +78,20 @@ def _id_hash(session_id: str) -> str:
 
 
 async def open_session(state: DashboardState, signer: SessionSigner, viewer: Viewer, key_id: str | None) -> str:
-    """A new server-side session for `viewer` (its row written, expired rows swept): the signed
-    cookie value that names it."""
+    """A new server-side session for `viewer` (its row written, expired rows swept, the oldest of
+    its owner's ended past `MAX_SESSIONS`): the signed cookie value that names it."""
     session_id = secrets.token_urlsafe(32)
     role = "admin" if viewer.admin else "tenant"
 
     def write() -> None:
         now = utcnow()
+        same = DashboardSession.key_id.is_(None) if key_id is None else DashboardSession.key_id == key_id
         with state.sessions.begin() as s:
             s.execute(delete(DashboardSession).where(DashboardSession.expires_at <= now))
+            oldest = s.scalars(select(DashboardSession.id_hash).where(DashboardSession.role == role, same)
+                               .order_by(DashboardSession.expires_at.desc()).offset(MAX_SESSIONS - 1)).all()
+            if oldest:
+                s.execute(delete(DashboardSession).where(DashboardSession.id_hash.in_(oldest)))
             s.add(DashboardSession(id_hash=_id_hash(session_id), role=role, key_id=key_id,
                                    expires_at=now + timedelta(seconds=SESSION_S)))
 

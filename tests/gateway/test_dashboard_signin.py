@@ -104,3 +104,19 @@ def test_admin_overview_on_postgres_with_audited_routing(make_gateway) -> None:
     assert r.status_code == 200, r.text[:500]
     routing = r.text.split('<section id="routing"', 1)[1].split("</section>", 1)[0]
     assert "pg-team" in r.text and "not sensitive" in routing
+
+
+def test_sign_ins_keep_a_bounded_number_of_sessions(make_gateway) -> None:
+    from fairgate.gateway.dashboard.sessions import MAX_SESSIONS
+    from fairgate.gateway.store.tables import DashboardSession
+
+    gw, admin = make_gateway()
+    key = admin.key(admin.tenant()["id"])["key"]
+    cookies = [_sign_in(httpx.Client(base_url=gw.url), "/admin/dashboard/login", ADMIN_TOKEN)
+               for _ in range(MAX_SESSIONS + 2)]
+    _sign_in(httpx.Client(base_url=gw.url), "/dashboard/login", key)  # a key's sessions are its own
+    ok = [httpx.get(gw.url + "/admin/dashboard", cookies={"fairgate_dashboard": c}).status_code == 200
+          for c in cookies]
+    assert ok == [False, False] + [True] * MAX_SESSIONS  # the oldest ended first
+    with gw.state.sessions() as s:
+        assert s.query(DashboardSession).count() == MAX_SESSIONS + 1
