@@ -29,13 +29,14 @@ from fairgate.gateway.admin import routing as admin_routing
 from fairgate.gateway.admin import usage_log as admin_usage_log
 from fairgate.gateway.admin.advice import advice_panel
 from fairgate.gateway.admin.token import load_admin_token_hash
+from fairgate.gateway.billing.budgets import budget_source
 from fairgate.gateway.billing.usage import UsageRecorder
 from fairgate.gateway.config.declarative import DeclaredFile
 from fairgate.gateway.config.fairness import FairnessSync, push_weights
 from fairgate.gateway.config.registry import load_backends, start_embedded_engine, watch_config
 from fairgate.gateway.fast_lane import GatewayApp
 from fairgate.gateway.observability.metrics import make_metrics, metrics_routes, watch_usage_backlog
-from fairgate.gateway.quota import QuotaStore
+from fairgate.gateway.quota import BudgetSource, QuotaStore
 from fairgate.gateway.request import tenant_api
 from fairgate.gateway.request.auth import KeyCache
 from fairgate.gateway.request.auth_throttle import AuthThrottle
@@ -47,15 +48,16 @@ from fairgate.gateway.store.db import make_engine, make_sessionmaker, upgrade
 from fairgate.gateway.store.secret_box import box_from_settings, check_readable
 
 
-def make_quota_store(settings: Settings) -> QuotaStore:
+def make_quota_store(settings: Settings, budgets: BudgetSource | None = None) -> QuotaStore:
+    """`budgets`: where lost budget counters are rebuilt from (gateway.quota.rebuild)."""
     if settings.redis_url:
         from fairgate.gateway.quota.redis_store import RedisQuotaStore
 
         return RedisQuotaStore(settings.redis_url, settings.redis_prefix, settings.reservation_ttl_s,
-                               cluster=settings.redis_cluster)
+                               cluster=settings.redis_cluster, budgets=budgets)
     from fairgate.gateway.quota.memory import MemoryQuotaStore
 
-    return MemoryQuotaStore(settings.reservation_ttl_s)
+    return MemoryQuotaStore(settings.reservation_ttl_s, budgets=budgets)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -76,7 +78,7 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
     db = make_engine(settings.database_url, secrets)
     await asyncio.to_thread(check_readable, db, secrets)
     sessions = make_sessionmaker(db)
-    quota = make_quota_store(settings)
+    quota = make_quota_store(settings, budget_source(sessions))  # budgets rebuilt from the usage rows
     bus = quota.config_bus()
     if declared is not None:  # `serve --config FILE` with backends/pools/tenants/...: apply first
         from fairgate.gateway.config.cli import apply_in_db

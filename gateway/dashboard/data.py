@@ -124,12 +124,14 @@ def requests_by_backend(s: Session, tenant_id: str | None, start: datetime, end:
 
 
 def routing_decisions(s: Session, start: datetime, end: datetime) -> dict[str, int]:
-    """Audited routing decisions of the window: sensitive kept local, others, refused."""
-    q = select(RoutingAudit.sensitive, RoutingAudit.status == 200, func.count()).where(
-        RoutingAudit.at >= start, RoutingAudit.at < end).group_by(RoutingAudit.sensitive, RoutingAudit.status == 200)
+    """Audited routing decisions of the window: sensitive kept local, others, refused. Grouped by
+    the stored columns: PostgreSQL does not match `status = $1` in the select list to `status = $2`
+    in GROUP BY (each comparison binds its own 200), so the comparison is made here."""
+    q = select(RoutingAudit.sensitive, RoutingAudit.status, func.count()).where(
+        RoutingAudit.at >= start, RoutingAudit.at < end).group_by(RoutingAudit.sensitive, RoutingAudit.status)
     out: dict[str, int] = defaultdict(int)
-    for sensitive, routed, n in s.execute(q).all():
-        if not routed:
+    for sensitive, status, n in s.execute(q).all():
+        if status != 200:
             out["refused"] += int(n)
         else:
             out["sensitive (local only)" if sensitive else "not sensitive"] += int(n)

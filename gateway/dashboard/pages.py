@@ -6,7 +6,9 @@
     GET|POST /admin/dashboard/login, /dashboard/login;  POST .../logout
 
 Pages are server-rendered (Jinja2, autoescaped) with inline SVG plots and no script at all,
-served with a strict Content-Security-Policy. `?hours=N` sets the window (default 24).
+served with a strict Content-Security-Policy. `?hours=N` sets the window (default 24). Sign-in
+is throttled with the admin API (sessions.sign_in), sessions end server-side at logout
+(sessions.end_session), and the forms refuse other sites' posts (origin.cross_site).
 """
 
 from __future__ import annotations
@@ -25,14 +27,19 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from fairgate.gateway.admin.token import admin_enabled, admin_token_ok
+from fairgate.backends.openai_wire import WireError
+from fairgate.gateway.admin.token import admin_enabled
 from fairgate.gateway.dashboard import data, panels
+from fairgate.gateway.dashboard.origin import cross_site
 from fairgate.gateway.dashboard.sessions import (
+    COOKIE,
     SessionSigner,
     Viewer,
     clear_session,
+    end_session,
+    open_session,
     set_session,
-    tenant_principal,
+    sign_in,
     viewer_of,
 )
 from fairgate.gateway.dashboard.state import DashboardState, dashboard_state
@@ -93,40 +100,67 @@ class DashboardPages:
         label = "Admin token" if scope == "admin" else "API key"
         return self._html("login.html", status, action=action, label=label, error=error, scope=scope)
 
-    async def admin_login(self, request: Request) -> Response:
-        state = dashboard_state(request.app)
-        if request.method == "GET":
-            return self._login_page("admin")
-        if not admin_enabled(state):
-            return self._login_page("admin", 403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.")
-        token = (await _form(request)).get("token", "").strip()
-        if not token or not admin_token_ok(state, token):
-            return self._login_page("admin", 401, "That is not the admin token.")
-        response = RedirectResponse("/admin/dashboard", 303, headers=HEADERS)
-        set_session(request, response, self.signer.dumps(state, {"role": "admin"}))
+    def _throttled(self, scope: str, err: WireError) -> HTMLResponse:
+        response = self._login_page(scope, err.status, "Too many failed sign-ins from this address; retry later.")
+        response.headers.update(err.headers or {})
         return response
 
+    def _cross_site(self, scope: str) -> HTMLResponse:
+        return self._login_page(scope, 403, "A cross-site form post was refused: sign in on this site's own page.")
+
+    async def admin_login(self, request: Request) -> Response:
+        return await self._login(request, "admin")
+
     async def tenant_login(self, request: Request) -> Response:
+        return await self._login(request, "tenant")
+
+    async def _login(self, request: Request, scope: str) -> Response:
+        """The login form (GET) or its post: a same-site post of a good token opens a session."""
         state = dashboard_state(request.app)
         if request.method == "GET":
-            return self._login_page("tenant")
-        key = (await _form(request)).get("token", "").strip()
-        principal = await tenant_principal(state, key) if key else None
-        if principal is None:
-            return self._login_page("tenant", 401, "That API key is not valid.")
-        response = RedirectResponse("/dashboard", 303, headers=HEADERS)
-        set_session(request, response, self.signer.dumps(state, {"role": "tenant", "key_id": principal.key_id}))
+            return self._login_page(scope)
+        if cross_site(request.headers):
+            return self._cross_site(scope)
+        if scope == "admin" and not admin_enabled(state):
+            return self._login_page("admin", 403, "The admin API is disabled: set FAIRGATE_ADMIN_TOKEN.")
+        token = (await _form(request)).get("token", "").strip()
+        try:
+            signed = await sign_in(state, request, token, scope) if token else None
+        except WireError as err:  # the throttle: this address is over its failed tries
+            return self._throttled(scope, err)
+        if signed is None:
+            return self._login_page(scope, 401, "That is not the admin token." if scope == "admin"
+                                    else "That API key is not valid.")
+        viewer, key_id = signed
+        try:
+            cookie = await open_session(state, self.signer, viewer, key_id)
+        except Exception as exc:  # the session cannot be kept: no cookie that could not be ended
+            return self._unavailable(exc)
+        response = RedirectResponse("/admin/dashboard" if scope == "admin" else "/dashboard", 303, headers=HEADERS)
+        set_session(request, response, cookie)
         return response
 
     async def logout(self, request: Request) -> Response:
-        back = "/admin/dashboard/login" if request.url.path.startswith("/admin/") else "/dashboard/login"
-        response = RedirectResponse(back, 303, headers=HEADERS)
+        admin_view = request.url.path.startswith("/admin/")
+        if cross_site(request.headers):
+            return self._cross_site("admin" if admin_view else "tenant")
+        try:
+            await end_session(dashboard_state(request.app), self.signer, request.cookies.get(COOKIE))
+        except Exception as exc:  # not ended: say so rather than pretend (the cookie would still work)
+            return self._unavailable(exc)
+        response = RedirectResponse("/admin/dashboard/login" if admin_view else "/dashboard/login", 303,
+                                    headers=HEADERS)
         clear_session(response)
         return response
 
     # ------------------------------------------------------------------ pages
     async def _viewer_or_login(self, request: Request, scope: str) -> Viewer | Response:
-        viewer = await viewer_of(request, self.signer)
+        try:
+            viewer = await viewer_of(request, self.signer)
+        except WireError as err:  # a bearer token from an address over its failed tries
+            return self._throttled(scope, err)
+        except Exception as exc:  # the session or key rows cannot be read (database away)
+            return self._unavailable(exc)
         if viewer is None:
             if "authorization" in request.headers:
                 return self._login_page(scope, 401, "That token is not valid here.")

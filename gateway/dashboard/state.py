@@ -1,5 +1,6 @@
 """What the dashboard reads of the gateway's state (gateway.state.GatewayState): the operators'
-views (its panels are theirs), the key cache for tenants' sign-in, and the backends it lists."""
+views (its panels are theirs), the key cache for tenants' sign-in, the failed-authentication
+throttle its sign-in shares with the admin API and the request path, and the backends it lists."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from fairgate.gateway.state import state_of
 if TYPE_CHECKING:
     from fairgate.backends.base import Backend
     from fairgate.gateway.request.auth import KeyCache
+    from fairgate.gateway.request.auth_throttle import AuthThrottle
 
 
 class DashboardState(ObservabilityState, Protocol):
     keys: KeyCache
+    auth_throttle: AuthThrottle
     backends: dict[str, Backend]
 
 

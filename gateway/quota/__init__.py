@@ -11,6 +11,7 @@ from __future__ import annotations
 import calendar
 import math
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -67,6 +68,27 @@ class ScopeLimits:
                           limit_int(self.max_concurrent), limit_int(self.daily_tokens),
                           limit_int(self.monthly_tokens), limit_int(self.monthly_cost, COST_UNIT))
         return self._ints
+
+
+@dataclass(slots=True, frozen=True)
+class BudgetUse:
+    """What one scope used of its budgets, by the usage rows: tokens this UTC day and this month,
+    cost this month in micro-dollars."""
+
+    daily_tokens: int = 0
+    monthly_tokens: int = 0
+    monthly_cost: int = 0
+
+
+# tenant id -> what its tenant scope ("t:<id>") and its keys' scopes ("k:<id>") used this UTC day
+# and month: a store whose counters are gone (Redis restarted or flushed, a process restarted)
+# rebuilds a tenant's budgets from it before admitting that tenant again
+BudgetSource = Callable[[str], Awaitable[dict[str, BudgetUse]]]
+
+
+def has_budget(scopes: list[ScopeLimits]) -> bool:
+    """Whether any scope has a daily or monthly token budget or a monthly cost budget."""
+    return any(limit >= 0 for limits in scopes for limit in limits.as_ints()[3:])
 
 
 @dataclass(slots=True, frozen=True)

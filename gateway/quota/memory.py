@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 
 from fairgate.gateway.config.bus import MemoryConfigBus
 from fairgate.gateway.quota import (
+    BudgetSource,
+    BudgetUse,
     QuotaDenied,
     RateLimitState,
     ScopeLimits,
     StaleConfig,
     clamp_amount,
     cost_units,
+    has_budget,
     period_tags,
     rate_limit_state,
     retry_after_for,
@@ -81,10 +84,15 @@ class _Reservation:
 
 class MemoryQuotaStore:
     """Reservations expire after `reservation_ttl_s` unless renewed by the heartbeat, as in
-    the Redis store (here the process holding them is the only one that could die with them)."""
+    the Redis store (here the process holding them is the only one that could die with them).
+    `budgets`: where each tenant's budgets are rebuilt from before its first reserve of a month in
+    this process (gateway.quota.rebuild), so a restart grants no second budget; None: not rebuilt."""
 
-    def __init__(self, reservation_ttl_s: int = 30, bus: MemoryConfigBus | None = None) -> None:
+    def __init__(self, reservation_ttl_s: int = 30, bus: MemoryConfigBus | None = None,
+                 budgets: BudgetSource | None = None) -> None:
         self._ttl_ms = reservation_ttl_s * 1000
+        self._budgets = budgets
+        self._seeded: set[tuple[str, str]] = set()  # (tenant scope, month) rebuilt
         self._scopes: dict[str, _Scope] = {}
         self._reservations: OrderedDict[str, _Reservation] = OrderedDict()
         self._bus = bus or MemoryConfigBus()
@@ -96,6 +104,7 @@ class MemoryQuotaStore:
 
     async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
                       cost: float, version: int) -> RateLimitState:
+        await self._rebuild(scopes)
         if version != self._bus.current:
             raise StaleConfig()
         now = self._now()
@@ -119,6 +128,21 @@ class MemoryQuotaStore:
             [s.scope for s in scopes], tokens, units, day, month, now + self._ttl_ms)
         self.heartbeat.add(reservation_id)
         return self._state(scopes, now)
+
+    async def _rebuild(self, scopes: list[ScopeLimits]) -> None:
+        """The tenant's budgets from the usage rows, once a month per process (before the atomic
+        part: a reserve racing it applies the same figures, and counters are only ever raised)."""
+        tenant = next((limits.scope for limits in scopes if limits.scope.startswith("t:")), None)
+        day, month = period_tags()
+        if self._budgets is None or tenant is None or (tenant, month) in self._seeded or not has_budget(scopes):
+            return
+        use: dict[str, BudgetUse] = await self._budgets(tenant[2:])
+        for scope, u in use.items():
+            st = self._scopes.setdefault(scope, _Scope())
+            st.daily[day] = max(st.daily.get(day, 0), u.daily_tokens)
+            st.monthly[month] = max(st.monthly.get(month, 0), u.monthly_tokens)
+            st.cost[month] = max(st.cost.get(month, 0), u.monthly_cost)
+        self._seeded.add((tenant, month))
 
     def _state(self, scopes: list[ScopeLimits], now: int) -> RateLimitState:
         values: list[int] = []

@@ -18,26 +18,29 @@ import time
 
 from fairgate.gateway.config.bus import RedisConfigBus
 from fairgate.gateway.quota import (
+    BudgetSource,
     QuotaDenied,
     RateLimitState,
     ScopeLimits,
     StaleConfig,
     clamp_amount,
     cost_units,
+    has_budget,
     period_tags,
     rate_limit_state,
     retry_after_for,
     scope_kind,
 )
 from fairgate.gateway.quota.heartbeat import ReservationHeartbeat
+from fairgate.gateway.quota.rebuild import SEED, seed_args
 from fairgate.gateway.quota.resp import RespClient, Script
 
 # KEYS: the tenant's base `<prefix>:{tag}`, optionally the version key (single Redis).
-# ARGV: unused, rid, version, ttl_ms, day, month, tokens, cost, nscopes, then 7 per scope:
+# ARGV: "1" when the tenant's budgets must have been rebuilt (gateway.quota.rebuild) else "-", rid, version, ttl_ms, day, month, tokens, cost, nscopes, then 7 per scope:
 # scope id, rpm, tpm, concurrent, daily, monthly, monthly cost (-1 = unlimited).
 # Returns {0, W...} admitted, {1, limit, scope, wait_ms, W...} denied, {2, version} stale
 # config, {3, argument} a number outside [-1, 2^53) (the caller validates first; this is the
-# backstop). W: per scope, requests in the window, ms until the request window is empty, tokens
+# backstop), {4} the budgets are not rebuilt yet (nothing written). W: per scope, requests in the window, ms until the request window is empty, tokens
 # in the window, ms until the token window is empty (after the admission; as they were, if denied).
 # Every argument is checked and every limit is evaluated before the first write, so a refusal
 # (or a bad argument) leaves Redis as it was: scripts are not rolled back on error.
@@ -57,6 +60,7 @@ if KEYS[2] then
   local cur = redis.call('GET', KEYS[2]) or '0'
   if cur ~= ver then return {2, cur} end
 end
+if ARGV[1] == '1' and redis.call('EXISTS', p .. ':seeded:' .. month) == 0 then return {4} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local wstart = now - 60000
@@ -237,10 +241,12 @@ def hash_tag(scopes: list[ScopeLimits]) -> str:
 class RedisQuotaStore:
     """Reservations live `reservation_ttl_s` unless renewed: this replica's heartbeat renews
     the ones it holds, so a replica that dies (SIGKILL) gives its slots back within a TTL.
-    `cluster`: the URL names one node of a Redis Cluster (redis-py's cluster client routes)."""
+    `cluster`: the URL names one node of a Redis Cluster (redis-py's cluster client routes).
+    `budgets`: where a tenant's budgets are rebuilt from when Redis lost them (gateway.quota.rebuild);
+    None: not rebuilt."""
 
     def __init__(self, url: str, prefix: str = "fairgate", reservation_ttl_s: int = 30,
-                 cluster: bool = False) -> None:
+                 cluster: bool = False, budgets: BudgetSource | None = None) -> None:
         if cluster:
             from fairgate.gateway.quota.cluster import ClusterClient
 
@@ -254,6 +260,8 @@ class RedisQuotaStore:
         self._reserve = Script(self._redis, RESERVE)
         self._settle = Script(self._redis, SETTLE)
         self._renew_script = Script(self._redis, RENEW)
+        self._seed = Script(self._redis, SEED)
+        self._budgets = budgets
         self._tags: dict[str, str] = {}  # live reservation id → its hash tag (settle, renew)
         self.heartbeat = ReservationHeartbeat(self._renew, reservation_ttl_s)
 
@@ -265,7 +273,8 @@ class RedisQuotaStore:
                       cost: float, version: int) -> RateLimitState:
         day, month = period_tags()
         tag = hash_tag(scopes)
-        args: list[object] = ["-", reservation_id, version, self._ttl_ms, day, month,
+        rebuilt = self._budgets is not None and tag.startswith("t:") and has_budget(scopes)
+        args: list[object] = ["1" if rebuilt else "-", reservation_id, version, self._ttl_ms, day, month,
                               clamp_amount(tokens), cost_units(cost), len(scopes)]
         for limits in scopes:
             args.append(limits.scope)
@@ -277,6 +286,10 @@ class RedisQuotaStore:
         else:
             keys = [self.base(tag), self._ver_key]
         result = await self._reserve(keys, args)
+        if result[0] == 4 and self._budgets is not None:  # Redis lost this tenant's budgets: rebuild, retry
+            use = await self._budgets(tag[2:])
+            await self._seed([self.base(tag)], seed_args(use, day, month))
+            result = await self._reserve(keys, args)
         if result[0] == 0:
             self._tags[reservation_id] = tag
             self.heartbeat.add(reservation_id)
@@ -285,6 +298,8 @@ class RedisQuotaStore:
             raise StaleConfig()
         if result[0] == 3:
             raise ValueError(f"quota reserve: argument {result[1]} out of range")
+        if result[0] == 4:  # the marker vanished again at once (evicted?): fail closed
+            raise RuntimeError("quota reserve: the tenant's budgets could not be rebuilt")
         limit, scope, wait_ms = result[1], result[2], int(result[3])
         raise QuotaDenied(limit, scope_kind(scope), retry_after_for(limit, wait_ms),
                           rate_limit_state(scopes, result[4:]))

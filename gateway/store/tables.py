@@ -178,3 +178,15 @@ class AdminCredential(Base):
     name: Mapped[str] = mapped_column(String(32), primary_key=True)  # "admin"
     token_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class DashboardSession(Base):
+    """A signed-in dashboard session. The signed cookie carries a random session id; the row keeps
+    only its SHA-256, and logout deletes the row, so a cookie replayed afterwards is refused on
+    every replica. Rows past `expires_at` (the cookie's own lifetime) are swept at each sign-in."""
+
+    __tablename__ = "dashboard_sessions"
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))  # admin | tenant
+    key_id: Mapped[str | None] = mapped_column(String(32), nullable=True)  # a tenant session's key
+    expires_at: Mapped[datetime] = mapped_column(DateTime, index=True)
