@@ -30,7 +30,11 @@ class WireLimits:
     # what a grammar engine compiles (openai_wire/grammar_bounds.py)
     max_guided_choices: int = 4096
     max_grammar_bytes: int = 256 * 1024  # a schema's JSON, or all choices together
-    max_schema_properties: int = 1024  # in one schema (or all tools' parameters), at any depth
+    # in one schema (or all tools' parameters), at any depth. xgrammar's compile time grows much
+    # faster than the count of optional properties (tiny vocabulary, this project's loaded
+    # 2-core CPU: 100 0.2 s, 200 0.6 s, 400 4.5 s, 800 30 s), so the default stays well inside
+    # the engine's grammar time cap
+    max_schema_properties: int = 256
     max_regex_chars: int = 4096
 
 

@@ -143,14 +143,14 @@ def _choices(body: dict[str, Any], prompts: int, limits: WireLimits) -> int:
     best_of = body.get("best_of")
     if best_of is not None and (not is_int(best_of) or not 1 <= best_of <= limits.max_best_of):
         raise bad_value(f"`best_of` must be an integer between 1 and {limits.max_best_of}", "best_of")
-    return n
+    return int(n)
 
 
 def _check_logprob_entries(kind: Kind, body: dict[str, Any], choices: int, limits: WireLimits) -> None:
     """Alternatives per token x choices: what each generated token adds to the response."""
     param = "top_logprobs" if kind == "chat" else "logprobs"
     per_token = body.get(param)
-    if is_int(per_token) and per_token * choices > limits.max_logprob_entries:
+    if is_int(per_token) and int(per_token) * choices > limits.max_logprob_entries:
         raise bad_value(f"`{param}` x choices is {per_token} x {choices}; at most "
                         f"{limits.max_logprob_entries} logprobs per token", param)
 

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from fairgate.backends.openai_wire import WireError, WireLimits, parse_limit_overrides, parse_json_object, parse_request
+from fairgate.backends.openai_wire import (
+    WireError,
+    WireLimits,
+    parse_json_object,
+    parse_limit_overrides,
+    parse_request,
+)
 from fairgate.backends.openai_wire.embeddings import parse_embeddings
 
 MSG = [{"role": "user", "content": "hi"}]
@@ -42,7 +48,7 @@ CASES = [
     ("chat", chat(response_format={"type": "json_schema", "json_schema": {"name": "s", "schema": props(5000)}}),
      "response_format"),
     ("chat", chat(structured_outputs={"choice": [str(i) for i in range(5000)]}), "structured_outputs"),
-    ("chat", chat(tools=[tool(i, props(300)) for i in range(4)]), "tools"),
+    ("chat", chat(tools=[tool(i, props(100)) for i in range(3)]), "tools"),
 ]
 
 
@@ -58,7 +64,7 @@ def test_requests_within_the_limits_pass() -> None:
     parse_request("chat", chat(n=12, logprobs=True, top_logprobs=20))
     parse_request("chat", chat(logit_bias={str(i): 1 for i in range(300)}, tools=[tool(i) for i in range(128)]))
     parse_request("chat", chat(guided_choice=[f"c{i}" for i in range(4096)]))
-    parse_request("chat", chat(response_format={"type": "json_schema", "json_schema": {"schema": props(1000)}}))
+    parse_request("chat", chat(response_format={"type": "json_schema", "json_schema": {"schema": props(256)}}))
     parse_request("completion", {"model": "m", "prompt": "a", "best_of": 20})
 
 

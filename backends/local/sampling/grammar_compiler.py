@@ -28,7 +28,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import xgrammar as xgr
 
-from fairgate.backends.local.sampling.structured import CompiledRequest, GrammarRequest, allowed_bits
+from fairgate.backends.local.sampling.structured import (
+    CompiledRequest,
+    GrammarRequest,
+    allowed_bits,
+)
 from fairgate.backends.openai_wire import WireError, bad_value
 
 DEFAULT_TIMEOUT_S = 3.0

@@ -27,13 +27,18 @@ from fairgate.backends.local.serving.choices import (
     total_usage,
 )
 from fairgate.backends.local.serving.embeddings import embed
-from fairgate.backends.local.serving.prepare import EngineRequest, ModelInfo, compile_grammar, prepare
+from fairgate.backends.local.serving.prepare import (
+    EngineRequest,
+    ModelInfo,
+    compile_grammar,
+    prepare,
+)
 from fairgate.backends.openai_wire import (
     WireError,
     WireLimits,
-    parse_limit_overrides,
     chunk,
     full_response,
+    parse_limit_overrides,
     usage_chunk,
     usage_dict,
 )

@@ -38,7 +38,12 @@ from fairgate.backends.local.serving.auth import ANONYMOUS_TENANT, EngineAuth, c
 from fairgate.backends.local.serving.backend import LocalBackend
 from fairgate.backends.local.serving.choices import choice_ids
 from fairgate.backends.local.serving.openapi import engine_document
-from fairgate.backends.local.serving.prepare import EngineRequest, compile_grammar, prepare, read_for_engine
+from fairgate.backends.local.serving.prepare import (
+    EngineRequest,
+    compile_grammar,
+    prepare,
+    read_for_engine,
+)
 from fairgate.backends.metrics_access import MetricsAccess
 from fairgate.backends.openai_wire import (
     SSE_DONE,
