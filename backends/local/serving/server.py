@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import socket
@@ -377,6 +378,7 @@ def run_engine_server(args: argparse.Namespace) -> int:
         config = uvicorn.Config(app, log_level=level, access_log=False, lifespan="on", timeout_graceful_shutdown=5,
                                 http=limited_protocol(HeaderLimits()))
         server = EngineUvicorn(config, backend)  # ends unfinished requests in-band when stopping
+        gc.freeze()  # the model and imports live as long as the process: full collections skip them
         shown = f"[{host}]" if ":" in host else host
         print(f"fairgate engine listening on http://{shown}:{port}", flush=True)
         await server.serve(sockets=[sock])
