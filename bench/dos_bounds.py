@@ -146,6 +146,8 @@ class HealthPoller:
 def run_rows(name: str, url: str, pid: int, headers: dict[str, str], model: str) -> list[dict[str, Any]]:
     rows = []
     with HealthPoller(url) as poller, httpx.Client(timeout=600, headers=headers) as client:
+        # one ordinary request first: the table is about heavy requests, not a cold first call
+        client.post(url + "/v1/chat/completions", json={"model": model, "messages": MSG, "max_tokens": 2})
         time.sleep(0.5)
         for label, path, bodies in requests(model):
             rss0 = rss_mb(pid)

@@ -42,9 +42,9 @@ def check_fields(kind: Kind, body: dict[str, Any], limits: WireLimits) -> None:
         raise bad_value("`stop_token_ids` must be a list of token ids", "stop_token_ids")
     _logit_bias(body.get("logit_bias"), limits.max_logit_bias)
     _logprobs(kind, body)
+    check_grammar_sizes(body, limits)  # first: counts before any walk over 80k choices
     _tools(body.get("tools"), body.get("tool_choice"), limits.max_tools)
     _structured(body)
-    check_grammar_sizes(body, limits)
 
 
 def _is_int(v: Any) -> bool:

@@ -18,7 +18,8 @@ from fairgate.backends.openai_wire.limits import WireLimits
 
 
 def check_grammar_sizes(body: dict[str, Any], limits: WireLimits) -> None:
-    """Raise a 400 naming the first grammar field past `limits`; shapes were checked already."""
+    """Raise a 400 naming the first grammar field past `limits`; a field of the wrong shape is
+    left to the shape checks (backends/openai_wire/fields.py)."""
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and isinstance(fmt.get("json_schema"), dict):
         _schema(fmt["json_schema"].get("schema"), "response_format", limits)
@@ -32,7 +33,8 @@ def check_grammar_sizes(body: dict[str, Any], limits: WireLimits) -> None:
         _choices(so.get("choice"), "structured_outputs", limits)
     tools = body.get("tools")
     if isinstance(tools, list) and tools:  # a forced call compiles every tool's parameters
-        _schema([t.get("function", {}).get("parameters") for t in tools if isinstance(t, dict)], "tools", limits)
+        functions = [t.get("function") for t in tools if isinstance(t, dict)]
+        _schema([f.get("parameters") for f in functions if isinstance(f, dict)], "tools", limits)
 
 
 def _schema(schema: Any, param: str, limits: WireLimits) -> None:

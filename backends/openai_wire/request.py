@@ -149,8 +149,8 @@ def _choices(body: dict[str, Any], prompts: int, limits: WireLimits) -> int:
 def _check_logprob_entries(kind: Kind, body: dict[str, Any], choices: int, limits: WireLimits) -> None:
     """Alternatives per token x choices: what each generated token adds to the response."""
     param = "top_logprobs" if kind == "chat" else "logprobs"
-    per_token = body.get(param)
-    if is_int(per_token) and int(per_token) * choices > limits.max_logprob_entries:
+    per_token: Any = body.get(param)
+    if is_int(per_token) and per_token * choices > limits.max_logprob_entries:
         raise bad_value(f"`{param}` x choices is {per_token} x {choices}; at most "
                         f"{limits.max_logprob_entries} logprobs per token", param)
 
