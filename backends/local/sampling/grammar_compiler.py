@@ -5,7 +5,8 @@ Sizes are bounded where the body is read (backends/openai_wire/grammar_bounds.py
 here is time. xgrammar's compile releases the GIL, so one worker thread compiles while the event
 loop answers /health and streams other requests (as vLLM compiles on a thread pool and SGLang
 waits on a future with a timeout). A compilation past `timeout_s` is the client's 400 naming the
-field; one that never started because the worker was busy is a 503 with Retry-After. A started
+field; one that never started because the worker was busy is a 429 with Retry-After (what a
+gateway's breaker takes as "pause this tenant", never as the engine's fault). A started
 compilation cannot be stopped: it finishes on the worker, its result cached, which is why sizes
 are capped first. The cache is xgrammar's own: LRU by the compiled grammars' bytes, evicting past
 `cache_bytes` (vLLM's VLLM_XGRAMMAR_CACHE_MB), so distinct schemas never grow the engine without
@@ -67,7 +68,7 @@ class StructuredCompiler:
         return int(self._compiler.get_cache_size_bytes())
 
     async def compile_async(self, req: GrammarRequest) -> CompiledRequest:
-        """`compile` on the worker thread within `timeout_s` (400 past it; 503 if it never started)."""
+        """`compile` on the worker thread within `timeout_s` (400 past it; 429 if it never started)."""
         if self._worker is None:
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="fairgate-grammar-compile",
                                               initializer=_lower_priority)
@@ -81,8 +82,8 @@ class StructuredCompiler:
         try:
             return await asyncio.wait_for(work, self.timeout_s)
         except TimeoutError:
-            if not started.is_set():
-                raise WireError(503, "The grammar compiler is busy; retry shortly.", "grammar_compiler_busy",
+            if not started.is_set():  # a 429 with Retry-After: a caller's breaker pauses, never counts a fault
+                raise WireError(429, "The grammar compiler is busy; retry shortly.", "grammar_compiler_busy",
                                 headers={"retry-after": "1"}) from None
             raise WireError(400, f"`{req.param}`: the grammar took more than {self.timeout_s:g} s to compile; "
                                  "simplify it", "grammar_too_complex", req.param) from None
