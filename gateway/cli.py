@@ -53,6 +53,13 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics-anonymous", action="store_true",
                    help="serve /metrics without a token (default: FAIRGATE_METRICS_TOKEN or the --api-key)")
     p.add_argument("--metrics-tenant-labels", action="store_true", help="label request metrics by tenant id")
+    p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
+                   help="what one request may ask for, e.g. max_n=16 or max_guided_choices=1000 "
+                        "(backends/openai_wire/limits.py lists them); repeat for several")
+    p.add_argument("--grammar-timeout", type=float, default=3.0, metavar="S",
+                   help="a structured-output grammar compiling longer than S seconds is refused (400)")
+    p.add_argument("--grammar-cache-mb", type=float, default=64.0,
+                   help="memory for compiled grammars (least recently used evicted)")
     p.add_argument("--log-level", default="info", choices=LOG_LEVELS)
     p.add_argument("--stats-interval", type=float, default=10.0, metavar="S",
                    help="log throughput, running/waiting, KV use and cache hit rate every S seconds (0: off)")

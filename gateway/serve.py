@@ -10,6 +10,7 @@ finish before uvicorn cancels what is left; usage rows of finished requests flus
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import socket
 from types import FrameType
@@ -47,6 +48,10 @@ class GracefulServer(uvicorn.Server):
         model = st.embedded.name if st.embedded is not None else next(iter(sorted(st.backends)), None)
         banner(base_url(host, port), self._first, model)
         self._first = None  # the secrets are not kept past this
+        # What startup loaded (torch, the model, the app) lives as long as the process: frozen
+        # out of the collector, a full collection stops scanning it (660 ms -> ~0 ms on a loaded
+        # 2-core machine), which otherwise stalled /health for half a second now and then.
+        gc.freeze()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self._app.state.shutting_down = True

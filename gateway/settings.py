@@ -15,6 +15,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fairgate.backends.openai_wire.headers import HeaderLimits
+from fairgate.backends.openai_wire.limits import WireLimits, parse_limit_overrides
 
 ENV_PREFIX = "FAIRGATE_"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -79,11 +80,25 @@ class Settings(BaseSettings):
     secrets_key: str | None = Field(default=None, repr=False)
     secrets_key_file: str | None = None
 
+    # what one request may ask for: overrides of backends/openai_wire/limits.WireLimits by name
+    # (e.g. {"max_n": 16}); the embedded engine gets the same, and its grammar time cap
+    request_limits: dict[str, float] = Field(default_factory=dict)
+    grammar_timeout_s: float = Field(default=3.0, gt=0)
+
     def header_limits(self) -> HeaderLimits:
         return HeaderLimits(self.max_header_bytes, self.max_headers_total_bytes, self.max_header_count)
+
+    def wire_limits(self) -> WireLimits:
+        return parse_limit_overrides(self.request_limits, WireLimits())  # type: ignore[no-any-return]
     control_secret: str | None = None  # sent to engine servers' /control/* (their --control-secret)
     fairness_sync_interval_s: float = 5.0  # re-push weights to engines that lost them (restart)
     shutdown_grace_s: float = 30.0  # on SIGTERM: time for in-flight requests and streams to finish
+
+    @field_validator("request_limits")
+    @classmethod
+    def _request_limits(cls, value: dict[str, float]) -> dict[str, float]:
+        parse_limit_overrides(value, WireLimits())  # an unknown name or a bad value is a ValueError
+        return value
 
     @field_validator("log_level")
     @classmethod

@@ -25,6 +25,7 @@ from fairgate.backends.openai_wire.context import (
     prompt_too_long,
 )
 from fairgate.backends.openai_wire.errors import WireError, bad_value, error_body, error_type
+from fairgate.backends.openai_wire.limits import WireLimits, parse_limit_overrides
 from fairgate.backends.openai_wire.request import (
     TEMPLATE_TOKENS_BASE,
     TEMPLATE_TOKENS_PER_MESSAGE,
@@ -44,6 +45,7 @@ from fairgate.backends.openai_wire.responses import (
 )
 
 __all__ = [
+    "WireLimits", "parse_limit_overrides",
     "SSE_DONE", "TEMPLATE_TOKENS_BASE", "TEMPLATE_TOKENS_PER_MESSAGE", "WireError", "WireRequest",
     "bad_value", "check_completion_fits", "check_prompt_fits", "chunk", "chunk_text_count",
     "completion_limit", "completion_room", "error_body", "error_response", "error_type", "full_response",

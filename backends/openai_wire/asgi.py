@@ -11,6 +11,7 @@ from fairgate.backends.openai_wire.errors import WireError
 from fairgate.backends.types import Receive, Send
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
+MAX_JSON_DEPTH = 64  # nesting levels of a body; JSON schemas in real requests stay far below
 
 
 async def read_body(receive: Receive, headers: dict[bytes, bytes], limit: int,
@@ -50,7 +51,26 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
         raise WireError(400, "We could not parse the JSON body of your request.", "invalid_json") from None
     if not isinstance(body, dict):
         raise WireError(400, "The request body must be a JSON object.", "invalid_json")
+    # Bodies are re-serialised (orjson stops at 255 levels) and walked recursively downstream;
+    # counting brackets in C first keeps the walk off the usual body.
+    if raw.count(b"{") + raw.count(b"[") > MAX_JSON_DEPTH:
+        deep = _too_deep(body, MAX_JSON_DEPTH)
+        if deep is not None:
+            raise WireError(400, f"`{deep}` is nested more than {MAX_JSON_DEPTH} levels deep.", "invalid_value", deep)
     return body
+
+
+def _too_deep(body: dict[str, Any], limit: int) -> str | None:
+    """The first top-level field whose value nests past `limit` levels (the body is level 1)."""
+    for key, value in body.items():
+        stack = [(value, 2)]
+        while stack:
+            v, depth = stack.pop()
+            if depth > limit:
+                return key
+            items = v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()
+            stack.extend((x, depth + 1) for x in items if isinstance(x, dict | list))
+    return None
 
 
 async def read_json_object(receive: Receive, headers: dict[bytes, bytes], limit: int,

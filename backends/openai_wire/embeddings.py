@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from fairgate.backends.openai_wire.errors import WireError, bad_value
-from fairgate.backends.openai_wire.request import TEMPLATE_TOKENS_BASE, WireRequest, is_int
+from fairgate.backends.openai_wire.limits import WireLimits
+from fairgate.backends.openai_wire.request import LIMITS, TEMPLATE_TOKENS_BASE, WireRequest, is_int
 
-MAX_INPUTS = 2048  # OpenAI's limit of inputs per request
 _FIELDS = frozenset({"model", "input", "encoding_format", "dimensions", "user"})
 
 
-def parse_embeddings(body: Any, *, require_model: bool = True) -> WireRequest:
+def parse_embeddings(body: Any, *, require_model: bool = True, limits: WireLimits = LIMITS) -> WireRequest:
     """Validate an embeddings body; raise `WireError` (400) naming the bad field."""
     if not isinstance(body, dict):
         raise WireError(400, "The request body must be a JSON object.", "invalid_json")
@@ -32,7 +32,7 @@ def parse_embeddings(body: Any, *, require_model: bool = True) -> WireRequest:
     unknown = sorted(set(body) - _FIELDS)
     if unknown:
         raise bad_value(f"Unknown parameter: `{unknown[0]}`", unknown[0])
-    inputs = _inputs(body.get("input"))
+    inputs = _inputs(body.get("input"), limits.max_embedding_inputs)
     if body.get("encoding_format", "float") not in ("float", "base64"):
         raise bad_value('`encoding_format` must be "float" or "base64"', "encoding_format")
     dims = body.get("dimensions")
@@ -47,14 +47,14 @@ def parse_embeddings(body: Any, *, require_model: bool = True) -> WireRequest:
                        prompt=inputs[0], prompts=inputs, body=body)
 
 
-def _inputs(value: Any) -> list[str | list[int]]:
+def _inputs(value: Any, most: int) -> list[str | list[int]]:
     if isinstance(value, str) or (isinstance(value, list) and value and all(is_int(t) for t in value)):
         value = [value]
     if not isinstance(value, list) or not value:
         raise bad_value("`input` must be a non-empty string, list of strings, list of token ids, "
                         "or list of token-id lists", "input")
-    if len(value) > MAX_INPUTS:
-        raise bad_value(f"`input` may hold at most {MAX_INPUTS} items", "input")
+    if len(value) > most:
+        raise bad_value(f"`input` may hold at most {most} items", "input")
     for i, item in enumerate(value):
         ok = (isinstance(item, str) and item) or (
             isinstance(item, list) and item and all(is_int(t) and t >= 0 for t in item))

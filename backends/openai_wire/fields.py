@@ -16,14 +16,17 @@ from typing import Any
 
 from fairgate.backends.base import Kind
 from fairgate.backends.openai_wire.errors import WireError, bad_value
+from fairgate.backends.openai_wire.grammar_bounds import check_grammar_sizes
+from fairgate.backends.openai_wire.limits import WireLimits
 
 MAX_LOGPROBS = 20
 MAX_BIAS = 100.0
 _FORMATS = ("text", "json_object", "json_schema")
 
 
-def check_fields(kind: Kind, body: dict[str, Any]) -> None:
-    """Raise `WireError` (400) naming the first malformed field; absent fields pass."""
+def check_fields(kind: Kind, body: dict[str, Any], limits: WireLimits) -> None:
+    """Raise `WireError` (400) naming the first malformed field or one past `limits`; absent
+    fields pass."""
     for name, lo, hi in (("presence_penalty", -2.0, 2.0), ("frequency_penalty", -2.0, 2.0), ("min_p", 0.0, 1.0)):
         v = _number(body, name)
         if v is not None and not lo <= v <= hi:
@@ -37,9 +40,10 @@ def check_fields(kind: Kind, body: dict[str, Any]) -> None:
     ids = body.get("stop_token_ids")
     if ids is not None and (not isinstance(ids, list) or not all(_is_int(t) and t >= 0 for t in ids)):
         raise bad_value("`stop_token_ids` must be a list of token ids", "stop_token_ids")
-    _logit_bias(body.get("logit_bias"))
+    _logit_bias(body.get("logit_bias"), limits.max_logit_bias)
     _logprobs(kind, body)
-    _tools(body.get("tools"), body.get("tool_choice"))
+    check_grammar_sizes(body, limits)  # first: counts before any walk over 80k choices
+    _tools(body.get("tools"), body.get("tool_choice"), limits.max_tools)
     _structured(body)
 
 
@@ -56,11 +60,13 @@ def _number(body: dict[str, Any], name: str) -> float | None:
     return float(v)
 
 
-def _logit_bias(bias: Any) -> None:
+def _logit_bias(bias: Any, most: int) -> None:
     if bias is None:
         return
     if not isinstance(bias, dict):
         raise bad_value("`logit_bias` must be an object of token id -> bias", "logit_bias")
+    if len(bias) > most:
+        raise bad_value(f"`logit_bias` has {len(bias)} entries; at most {most}", "logit_bias")
     for key, value in bias.items():
         if not (isinstance(key, str) and key.isdigit()):
             raise bad_value(f"`logit_bias` key {key!r} is not a token id", "logit_bias")
@@ -89,13 +95,15 @@ def _logprobs(kind: Kind, body: dict[str, Any]) -> None:
         raise bad_value("`echo` must be a boolean", "echo")
 
 
-def _tools(tools: Any, choice: Any) -> None:
+def _tools(tools: Any, choice: Any, most: int) -> None:
     if tools is None or tools == []:  # an empty list is passed on as sent (the engine refuses it)
         if choice not in (None, "none"):
             raise bad_value("`tool_choice` needs `tools`", "tool_choice")
         return
     if not isinstance(tools, list):
         raise bad_value("`tools` must be a list of function tools", "tools")
+    if len(tools) > most:
+        raise bad_value(f"`tools` has {len(tools)} tools; at most {most}", "tools")
     names = set()
     for i, t in enumerate(tools):
         fn = t.get("function") if isinstance(t, dict) and t.get("type") == "function" else None

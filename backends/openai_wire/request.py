@@ -22,10 +22,11 @@ import orjson
 from fairgate.backends.base import Kind
 from fairgate.backends.openai_wire.errors import WireError, bad_value
 from fairgate.backends.openai_wire.fields import check_fields
+from fairgate.backends.openai_wire.limits import WireLimits
 
 TEMPLATE_TOKENS_PER_MESSAGE = 8
 TEMPLATE_TOKENS_BASE = 16
-MAX_N = 128  # choices per request (n x prompts): a bound on what one request may reserve
+LIMITS = WireLimits()  # the defaults; a server passes its own (backends/openai_wire/limits.py)
 
 # Enum-typed fields of the API: anything else in them is refused by name, not forwarded (a
 # client's free text in a `role` would leave with the request).
@@ -100,9 +101,9 @@ def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireRequest:
+def parse_request(kind: Kind, body: Any, *, require_model: bool = True, limits: WireLimits = LIMITS) -> WireRequest:
     """Validate an OpenAI chat or completion body; raise `WireError` (400) on a missing or
-    wrongly typed field."""
+    wrongly typed field, or one past `limits`."""
     if not isinstance(body, dict):
         raise WireError(400, "The request body must be a JSON object.", "invalid_json")
     model = _model(body, require_model)
@@ -119,15 +120,10 @@ def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireR
         raise bad_value(f"`{max_field}` must be a positive integer", "max_tokens")
     if max_tokens is not None and max_tokens > MAX_TOKENS:  # what the quota counters can hold exactly
         raise bad_value(f"`{max_field}` is {max_tokens}; it must be at most {MAX_TOKENS}", "max_tokens")
-    n = body.get("n", 1)
-    if n is None:
-        n = 1
-    if not is_int(n) or not 1 <= n <= MAX_N:
-        raise bad_value(f"`n` must be an integer between 1 and {MAX_N}", "n")
-    if n * max(1, len(prompts)) > MAX_N:
-        raise bad_value(f"n x prompts must be at most {MAX_N} choices", "n")
+    n = _choices(body, len(prompts), limits)
     _check_types(body)
-    check_fields(kind, body)  # logprobs, sampling extensions, tools, structured output
+    check_fields(kind, body, limits)  # logprobs, sampling extensions, tools, structured output
+    _check_logprob_entries(kind, body, n * max(1, len(prompts)), limits)
     speculative = body.get("speculative")
     if speculative is not None and not isinstance(speculative, bool):
         raise bad_value("`speculative` must be a boolean", "speculative")
@@ -139,6 +135,32 @@ def parse_request(kind: Kind, body: Any, *, require_model: bool = True) -> WireR
         speculative, bool(body.get("tools") or body.get("functions")),
         (body.get("response_format") or {"type": "text"}) != {"type": "text"},
         body.get("logprobs") not in (None, False) or bool(body.get("top_logprobs")), body)
+
+
+def _choices(body: dict[str, Any], prompts: int, limits: WireLimits) -> int:
+    """`n`, within the limits on choices, prompts and `best_of`."""
+    if prompts > limits.max_prompts:
+        raise bad_value(f"`prompt` holds {prompts} prompts; at most {limits.max_prompts} per request", "prompt")
+    n = body.get("n", 1)
+    if n is None:
+        n = 1
+    if not is_int(n) or not 1 <= n <= limits.max_n:
+        raise bad_value(f"`n` must be an integer between 1 and {limits.max_n}", "n")
+    if n * max(1, prompts) > limits.max_n:
+        raise bad_value(f"n x prompts must be at most {limits.max_n} choices", "n")
+    best_of = body.get("best_of")
+    if best_of is not None and (not is_int(best_of) or not 1 <= best_of <= limits.max_best_of):
+        raise bad_value(f"`best_of` must be an integer between 1 and {limits.max_best_of}", "best_of")
+    return int(n)
+
+
+def _check_logprob_entries(kind: Kind, body: dict[str, Any], choices: int, limits: WireLimits) -> None:
+    """Alternatives per token x choices: what each generated token adds to the response."""
+    param = "top_logprobs" if kind == "chat" else "logprobs"
+    per_token: Any = body.get(param)
+    if is_int(per_token) and per_token * choices > limits.max_logprob_entries:
+        raise bad_value(f"`{param}` x choices is {per_token} x {choices}; at most "
+                        f"{limits.max_logprob_entries} logprobs per token", param)
 
 
 def _model(body: dict[str, Any], required: bool) -> str | None:

@@ -55,7 +55,9 @@ def start_embedded_engine(settings: Settings) -> LocalBackend | None:
     from fairgate.backends.local.serving.backend import LocalBackend
 
     name = settings.served_model_name or Path(folder).resolve().name
-    backend = LocalBackend.from_config(EngineConfig(model=folder, served_model_name=name), name=name)
+    limits = tuple(f"{k}={v}" for k, v in settings.request_limits.items())
+    backend = LocalBackend.from_config(EngineConfig(model=folder, served_model_name=name, request_limits=limits,
+                                                    grammar_timeout_s=settings.grammar_timeout_s), name=name)
     log.info("embedded engine serving %s as %r", folder, name)
     return backend
 

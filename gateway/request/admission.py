@@ -27,6 +27,7 @@ from fairgate.backends.openai_wire import (
     parse_request,
     read_json_object,
 )
+from fairgate.backends.openai_wire.context import completion_too_long
 from fairgate.backends.openai_wire.embeddings import parse_embeddings
 from fairgate.backends.openai_wire.headers import bearer
 from fairgate.backends.openai_wire.responses import response_id
@@ -120,7 +121,8 @@ async def admit(state: RequestState, kind: Kind, scope: Scope, receive: Receive,
     body = await read_json_object(receive, headers, state.settings.max_body_bytes)
     if translate is not None:
         body = translate(body)
-    parsed = parse_embeddings(body) if kind == "embedding" else parse_request(kind, body)
+    limits = state.settings.wire_limits()
+    parsed = parse_embeddings(body, limits=limits) if kind == "embedding" else parse_request(kind, body, limits=limits)
     bare = uuid.uuid4().hex
     rid = id_prefix + bare if id_prefix else response_id(kind, bare)
     incoming = Incoming(kind, token, headers, parsed, bare, t0, rid)
@@ -151,8 +153,11 @@ async def admit_once(state: RequestState, req: Incoming, principal: Principal) -
     asked = parsed.max_tokens is not None
     if not asked:
         max_tokens = clamp_to_context(decision, parsed, max_tokens)
+    else:
+        check_context(decision, parsed)
     # every choice may run to max_tokens; embeddings generate nothing
     completion_bound = 0 if req.kind == "embedding" else max_tokens * parsed.num_choices
+    check_can_ever_fit(principal, parsed, parsed.prompt_tokens_bound + completion_bound)
     cost = reserve_price(state, decision, parsed, completion_bound)
     rid = req.rid
     await take_share(state, rid, principal.tenant_id, decision)  # tenant_pool_share, before any reserve
@@ -268,6 +273,32 @@ def clamp_to_context(decision: RouteDecision, parsed: WireRequest, max_tokens: i
     context or a small local model would refuse a request the client never sized."""
     ctx = decision.backends[0].context_length if decision.backends else None
     return completion_limit(None, ctx, parsed.prompt_tokens_bound, default=max_tokens)
+
+
+def check_context(decision: RouteDecision, parsed: WireRequest) -> None:
+    """An asked max_tokens at or past the model's whole context can never fit (a prompt has a
+    token at least); the backend checks the exact sum with the real prompt."""
+    ctx = decision.backends[0].context_length if decision.backends else None
+    if ctx is not None and parsed.max_tokens is not None and parsed.max_tokens >= ctx:
+        raise WireError(400, completion_too_long(1, parsed.max_tokens, ctx), "context_length_exceeded",
+                        "max_tokens")
+
+
+_WINDOWS = (("tokens_per_minute", 1), ("daily_tokens", 3), ("monthly_tokens", 4))  # as_ints positions
+
+
+def check_can_ever_fit(principal: Principal, parsed: WireRequest, tokens: int) -> None:
+    """A reservation larger than a window's whole limit would be refused with a 429 forever:
+    it is the request's size that is wrong, so say so with a 400."""
+    for scope in principal.scopes:
+        limits = scope.as_ints()
+        for name, at in _WINDOWS:
+            if 0 <= limits[at] < tokens:
+                param = "input" if parsed.kind == "embedding" else "max_tokens"
+                raise WireError(400, f"This request may use up to {tokens} tokens (prompt bound plus max_tokens "
+                                     f"for every choice), more than this key's {name} limit of {limits[at]}; it "
+                                     "can never be admitted. Lower max_tokens, n or the prompt.",
+                                "request_too_large", param)
 
 
 def reserve_price(state: RequestState, decision: RouteDecision, parsed: WireRequest, max_tokens: int) -> float:

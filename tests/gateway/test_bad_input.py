@@ -164,3 +164,37 @@ def test_unknown_route_and_method(env):
     assert r.status_code == 404 and "error" in r.json()
     r = httpx.get(gw.url + "/v1/chat/completions")
     assert r.status_code == 405 and "error" in r.json()
+
+
+def test_max_tokens_that_can_never_fit_is_a_400_not_a_429(make_gateway, upstream):
+    # 2^31 - 1 passes the wire (it fits every counter) but no per-minute window can ever hold it
+    gw, admin = make_gateway()
+    t = admin.tenant()
+    admin.quota(t["id"], tokens_per_minute=10_000)
+    key = admin.key(t["id"])["key"]
+    before = len(upstream.received)
+    r = post(gw, key, {"model": "up", "messages": MSG, "max_tokens": 2**31 - 1})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == "max_tokens" and "tokens_per_minute" in err["message"]
+    assert len(upstream.received) == before
+    assert post(gw, key, {"model": "up", "messages": MSG, "max_tokens": 5}).status_code == 200
+
+
+def test_deeply_nested_metadata_is_a_400_naming_it(make_gateway, upstream):
+    gw, admin = make_gateway()
+    t = admin.tenant()
+    key = admin.key(t["id"])["key"]
+    deep: dict = {}
+    for _ in range(900):
+        deep = {"a": deep}
+    before = len(upstream.received)
+    r = post(gw, key, {"model": "up", "messages": MSG, "metadata": deep})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == "metadata" and err["code"] == "invalid_value"
+    assert len(upstream.received) == before
+    shallow: dict = {}
+    for _ in range(20):
+        shallow = {"a": shallow}
+    assert post(gw, key, {"model": "up", "messages": MSG, "metadata": {"k": "v"}, "x": shallow}).status_code == 200

@@ -131,3 +131,37 @@ def test_retry_after_is_honoured(make_gateway, flaky):
         assert (m["fairgate_backend_breaker_state"], m["fairgate_backend_breaker_tenant_opened_total"]) == (0.0, 2.0)
     finally:
         up.behaviour.fail_headers = []
+
+
+def test_bad_requests_from_two_tenants_never_open_the_circuit_a_third_needs(make_gateway, tiny_model_dir):
+    # the engine answered `prompt: [-1]` with echo by a plain-text 500, which the gateway counted
+    # as the upstream's fault: two tenants at 10 a second kept the local pool's circuit open
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.helpers.engine_proc import EngineProcess
+
+    with EngineProcess(tiny_model_dir) as engine:
+        gw, admin = make_gateway()
+        admin.backend("eng", engine.url + "/v1", model="tiny", kind="local")
+        breaker = gw.state.backends["eng"].breaker
+        breaker.policy = BreakerPolicy(open_s=60, min_requests=4, tenant_min_requests=2, min_tenants=2,
+                                       single_tenant_failures=5)
+        (_, bad_a), (_, bad_b), (_, good) = [(t["id"], admin.key(t["id"])["key"])
+                                             for t in (admin.tenant(), admin.tenant(), admin.tenant())]
+        assert gw.state.backends["eng"].breaker is breaker
+
+        def bad(i: int) -> int:
+            ids = [-1] if i % 2 else [99999999999]
+            r = httpx.post(gw.url + "/v1/completions", headers={"authorization": f"Bearer {(bad_a, bad_b)[i % 2]}"},
+                           json={"model": "eng", "prompt": ids, "echo": True, "max_tokens": 1}, timeout=30)
+            assert "outside the vocabulary" in r.json()["error"]["message"], r.text
+            return r.status_code
+
+        with ThreadPoolExecutor(4) as pool:
+            statuses = list(pool.map(bad, range(40)))
+        assert statuses == [400] * 40
+        view = breaker.snapshot()
+        assert view["state"] == "closed" and view["tenants_open"] == 0 and view["window"]["failures"] == 0
+        r = httpx.post(gw.url + "/v1/chat/completions", headers={"authorization": f"Bearer {good}"}, timeout=30,
+                       json={"model": "eng", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 200, r.text

@@ -34,13 +34,7 @@ def check_request(ids: list[int], sampling: SamplingParams, priority: str | int,
         why = " (all the KV cache can hold)" if limits.kv_limited else ""
         raise RequestRejected(prompt_too_long(len(ids), limits.max_model_len, why),
                               "context_length_exceeded", param="prompt")
-    for t in ids:
-        if type(t) is not int or not 0 <= t < limits.vocab_size:
-            raise RequestRejected(
-                f"prompt token id {t!r} is outside the vocabulary (0..{limits.vocab_size - 1})",
-                "invalid_value",
-                param="prompt",
-            )
+    check_prompt_ids(ids, limits.vocab_size)
     for t in sampling.stop_token_ids:
         if type(t) is not int or t < 0:
             raise RequestRejected(f"invalid stop token id {t!r}", "invalid_value", param="stop_token_ids")
@@ -49,3 +43,12 @@ def check_request(ids: list[int], sampling: SamplingParams, priority: str | int,
             raise RequestRejected(f"logit_bias token id {t} is outside the vocabulary (0..{limits.vocab_size - 1})",
                                   "invalid_value", param="logit_bias")
     return rank
+
+
+def check_prompt_ids(ids: list[int], vocab_size: int) -> None:
+    """Raise `RequestRejected` for a prompt token id outside the vocabulary. The engine server
+    asks before it decodes a prompt (echo); the engine asks again for its direct callers."""
+    for t in ids:
+        if type(t) is not int or not 0 <= t < vocab_size:
+            raise RequestRejected(f"prompt token id {t!r} is outside the vocabulary (0..{vocab_size - 1})",
+                                  "invalid_value", param="prompt")

@@ -42,6 +42,10 @@ class EngineConfig:
     # (tests use it: their assertions must not depend on this machine's timings).
     speculative_adaptive: bool = True
     stats_interval_s: float = 10.0  # an info line of throughput, queue and KV use this often; 0: off
+    # What one request may ask for: NAME=VALUE overrides of backends/openai_wire/limits.WireLimits
+    request_limits: tuple[str, ...] = ()
+    grammar_timeout_s: float = 3.0  # a grammar compiling longer is the client's 400
+    grammar_cache_bytes: int = 64 * 1024 * 1024  # compiled grammars kept (LRU by bytes)
 
     def validate(self) -> None:
         if self.block_size < 1:
@@ -67,6 +71,11 @@ class EngineConfig:
             raise ValueError(f"speculative must be off, ngram or draft:DIR, not {spec!r}")
         if self.num_speculative_tokens < 1:
             raise ValueError("num_speculative_tokens must be >= 1")
+        if self.grammar_timeout_s <= 0 or self.grammar_cache_bytes < 0:
+            raise ValueError("grammar_timeout_s must be > 0 and grammar_cache_bytes >= 0")
+        from fairgate.backends.openai_wire.limits import WireLimits, parse_limit_overrides
+
+        parse_limit_overrides(self.request_limits, WireLimits())  # raises ValueError naming a bad one
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> EngineConfig:
@@ -90,4 +99,7 @@ class EngineConfig:
             speculative=getattr(args, "speculative", "off"),
             num_speculative_tokens=getattr(args, "num_speculative_tokens", 4),
             stats_interval_s=getattr(args, "stats_interval", 10.0),
+            request_limits=tuple(getattr(args, "limit", None) or ()),
+            grammar_timeout_s=getattr(args, "grammar_timeout", 3.0),
+            grammar_cache_bytes=int(getattr(args, "grammar_cache_mb", 64) * 1024 * 1024),
         )

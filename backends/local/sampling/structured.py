@@ -4,7 +4,8 @@ Why xgrammar: on this project's CPU it fills one token mask for the demo model's
 vocabulary in ~70 µs where llguidance took 3-16 ms (`bench/structured_output.py` measures the
 end-to-end cost). A request's grammar (`response_format` json_object / json_schema, vLLM's
 `guided_json` / `guided_regex` / `guided_choice` / `structured_outputs`) is compiled once when the
-request is prepared; each choice gets its own `GrammarState`. The state never trusts its own
+request is prepared, off the event loop and the step thread (grammar_compiler.py); each choice
+gets its own `GrammarState`. The state never trusts its own
 bookkeeping about what was sampled: before each mask it catches up with the sequence's generated
 tokens (and rolls back if there are fewer), so preemption, recompute and rejected speculative
 tokens all leave it where the sequence is.
@@ -17,8 +18,7 @@ spaces), so tokens holding a control character are simply forbidden for them.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -40,43 +40,6 @@ class GrammarRequest:
     param: str  # the field it came from, for error messages
 
 
-class StructuredCompiler:
-    """One tokenizer's grammar compiler (xgrammar caches compiled grammars inside)."""
-
-    def __init__(self, tokenizer_json: str, vocab: dict[str, int], vocab_size: int, eos_ids: Iterable[int],
-                 decode: Callable[[list[int]], str]) -> None:
-        encoded = [""] * vocab_size
-        for token, idx in vocab.items():
-            if idx < vocab_size:
-                encoded[idx] = token
-        meta = xgr.TokenizerInfo._detect_metadata_from_hf(tokenizer_json)
-        info = xgr.TokenizerInfo(encoded, vocab_type=meta["vocab_type"], vocab_size=vocab_size,
-                                 stop_token_ids=list(eos_ids), add_prefix_space=meta["add_prefix_space"])
-        self.vocab_size = vocab_size
-        self._compiler = xgr.GrammarCompiler(info, max_threads=1)
-        controls = [i for i in vocab.values() if i < vocab_size and any(ord(ch) < 0x20 for ch in decode([i]))]
-        self.no_controls = _allowed_bits(vocab_size, controls)  # [ceil(V / 32)] int32
-
-    def compile(self, req: GrammarRequest) -> CompiledRequest:
-        """Compile (a JSON grammar also forbids control-character tokens)."""
-        grammar = self._compile(req)
-        return CompiledRequest(grammar, self.no_controls if req.kind == "json" else None)
-
-    def _compile(self, req: GrammarRequest) -> xgr.CompiledGrammar:
-        """Compile; a grammar the engine cannot build is the client's 400 naming the field."""
-        try:
-            if req.kind == "json" and req.value is None:
-                return self._compiler.compile_builtin_json_grammar()
-            if req.kind == "json":
-                return self._compiler.compile_json_schema(json.dumps(req.value), any_whitespace=False,
-                                                          strict_mode=True)
-            if req.kind == "regex":
-                return self._compiler.compile_regex(req.value)
-            return self._compiler.compile_regex("|".join(re.escape(c) for c in req.value))
-        except Exception as exc:  # noqa: BLE001 - xgrammar raises RuntimeError / ValueError on bad input
-            raise bad_value(f"{req.param}: cannot build a grammar: {exc}", req.param) from None
-
-
 @dataclass(slots=True, frozen=True)
 class CompiledRequest:
     """A compiled grammar plus tokens it forbids outright; shared by a request's choices."""
@@ -85,7 +48,7 @@ class CompiledRequest:
     allowed_bits: torch.Tensor | None  # [ceil(V / 32)] int32 ANDed into every mask, or None
 
 
-def _allowed_bits(vocab_size: int, banned: Sequence[int]) -> torch.Tensor:
+def allowed_bits(vocab_size: int, banned: Sequence[int]) -> torch.Tensor:
     """A bitmask row (xgrammar's layout: bit j of word w is token 32w + j) with `banned` cleared."""
     words = [0xFFFFFFFF] * ((vocab_size + 31) // 32)
     for token in banned:

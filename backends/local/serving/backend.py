@@ -16,7 +16,8 @@ from fairgate.backends.local.engine.async_engine import AsyncEngine
 from fairgate.backends.local.engine.config import EngineConfig
 from fairgate.backends.local.engine.output import EngineStats, RequestOutput, RequestRejected
 from fairgate.backends.local.engine.stream import RequestStream
-from fairgate.backends.local.sampling.structured import GrammarState, StructuredCompiler
+from fairgate.backends.local.sampling.grammar_compiler import StructuredCompiler
+from fairgate.backends.local.sampling.structured import GrammarState
 from fairgate.backends.local.serving.choice_format import ChoiceFormatter
 from fairgate.backends.local.serving.choices import (
     Choice,
@@ -26,11 +27,18 @@ from fairgate.backends.local.serving.choices import (
     total_usage,
 )
 from fairgate.backends.local.serving.embeddings import embed
-from fairgate.backends.local.serving.prepare import EngineRequest, ModelInfo, prepare
+from fairgate.backends.local.serving.prepare import (
+    EngineRequest,
+    ModelInfo,
+    compile_grammar,
+    prepare,
+)
 from fairgate.backends.openai_wire import (
     WireError,
+    WireLimits,
     chunk,
     full_response,
+    parse_limit_overrides,
     usage_chunk,
     usage_dict,
 )
@@ -50,8 +58,10 @@ class LocalBackend:
         self.engine = engine
         self.name = name
         self.model_name = model_name or engine.config.served_model_name or _folder_name(engine.config.model)
+        config = engine.config
         self.info = ModelInfo(self.model_name, engine.max_model_len, engine.tokenizer, engine.vocab_size,
-                              _grammar_compiler(engine), engine.config.tool_call_parser)
+                              _grammar_compiler(engine), config.tool_call_parser,
+                              parse_limit_overrides(config.request_limits, WireLimits()))
 
     @property
     def context_length(self) -> int:
@@ -69,10 +79,10 @@ class LocalBackend:
 
     # ------------------------------------------------------------------ Backend contract
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
-        return await self.complete_prepared(self.prepare(request), request)
+        return await self.complete_prepared(await self.prepare(request), request)
 
     async def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
-        batches = self.stream_prepared(self.prepare(request), request, include_usage=True)
+        batches = self.stream_prepared(await self.prepare(request), request, include_usage=True)
         try:
             async for batch in batches:
                 yield batch
@@ -84,6 +94,8 @@ class LocalBackend:
         return await embed(self, request)
 
     async def aclose(self) -> None:
+        if self.info.grammars is not None:
+            self.info.grammars.close()
         await self.engine.aclose()
 
     # ------------------------------------------------------------------ engine control
@@ -95,10 +107,13 @@ class LocalBackend:
         return self.engine.stats()
 
     # ------------------------------------------------------------------ building blocks
-    def prepare(self, request: GenerationRequest) -> EngineRequest:
-        """Tokenize and build sampling; raises `WireError` (4xx) before any work is queued.
-        The body's model name is not checked: whoever routed the request here chose this model."""
-        return prepare(request.wire, self.info)
+    async def prepare(self, request: GenerationRequest) -> EngineRequest:
+        """Tokenize, build sampling and compile the grammar (off the loop); raises `WireError`
+        (4xx) before any work is queued. The body's model name is not checked: whoever routed
+        the request here chose this model."""
+        prepared = prepare(request.wire, self.info)
+        await compile_grammar(prepared, self.info)
+        return prepared
 
     async def complete_prepared(self, prepared: EngineRequest, request: GenerationRequest) -> dict[str, Any]:
         choices = self._choices(prepared, request)
@@ -194,7 +209,8 @@ def _grammar_compiler(engine: AsyncEngine) -> StructuredCompiler | None:
     if not hasattr(tok, "to_json") or not hasattr(tok, "get_vocab"):
         return None
     return StructuredCompiler(tok.to_json(), tok.get_vocab(), engine.vocab_size, engine.eos_token_ids,
-                              lambda ids: tok.decode(ids, skip_special_tokens=False))
+                              lambda ids: tok.decode(ids, skip_special_tokens=False),
+                              engine.config.grammar_timeout_s, engine.config.grammar_cache_bytes)
 
 
 def _indexed(piece: Chunk, index: int) -> Chunk:

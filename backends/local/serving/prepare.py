@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fairgate.backends.base import Kind
+from fairgate.backends.local.engine.admission import check_prompt_ids
+from fairgate.backends.local.engine.output import RequestRejected
 from fairgate.backends.local.engine.types import SamplingParams
 from fairgate.backends.local.sampling.fields import read_sampling_fields
-from fairgate.backends.local.sampling.structured import (
-    GrammarRequest,
-    StructuredCompiler,
-    read_grammar_request,
-)
+from fairgate.backends.local.sampling.grammar_compiler import StructuredCompiler
+from fairgate.backends.local.sampling.structured import GrammarRequest, read_grammar_request
 from fairgate.backends.local.serving.tools import ToolPlan, read_tools
 from fairgate.backends.openai_wire import (
     WireError,
@@ -31,6 +30,7 @@ from fairgate.backends.openai_wire import (
     completion_limit,
     parse_request,
 )
+from fairgate.backends.openai_wire.limits import WireLimits
 from fairgate.backends.openai_wire.request import is_int
 
 
@@ -50,6 +50,7 @@ class ModelInfo:
     vocab_size: int | None = None  # None: token ids are checked at admission only
     grammars: StructuredCompiler | None = None  # None: structured output is refused
     tool_parser: str = "hermes"  # how the model writes tool calls (tool_parsers.PARSERS)
+    limits: WireLimits = field(default_factory=WireLimits)  # what one request may ask for
 
 
 @dataclass(slots=True)
@@ -70,12 +71,13 @@ class EngineRequest:
     n: int = 1
     tools: ToolPlan | None = None  # chat with `tools`: how replies become tool calls
     continuous_usage: bool = False  # usage (running totals) on every streamed chunk
+    grammar: GrammarRequest | None = None  # to compile (`compile_grammar`) into sampling.grammar
 
 
 def read_for_engine(kind: Kind, body: Any, info: ModelInfo) -> WireRequest:
     """The engine server's edge: the wire check and the served model's name (the model may be
     omitted). Raises `WireError`."""
-    wire = parse_request(kind, body, require_model=False)
+    wire = parse_request(kind, body, require_model=False, limits=info.limits)
     if wire.model is not None and wire.model != info.name:
         raise WireError(404, f"The model `{wire.model}` does not exist. This server serves `{info.name}`.",
                         "model_not_found", "model")
@@ -83,8 +85,18 @@ def read_for_engine(kind: Kind, body: Any, info: ModelInfo) -> WireRequest:
 
 
 def parse_for_engine(kind: Kind, body: Any, info: ModelInfo) -> EngineRequest:
-    """`read_for_engine`, then `prepare`. Raises `WireError` on anything this engine cannot serve."""
-    return prepare(read_for_engine(kind, body, info), info)
+    """`read_for_engine`, `prepare`, and its grammar compiled here (callers off the event loop).
+    Raises `WireError` on anything this engine cannot serve."""
+    prepared = prepare(read_for_engine(kind, body, info), info)
+    if prepared.grammar is not None and info.grammars is not None:
+        prepared.sampling.grammar = info.grammars.compile(prepared.grammar)
+    return prepared
+
+
+async def compile_grammar(prepared: EngineRequest, info: ModelInfo) -> None:
+    """The request's grammar compiled off the event loop, within the compiler's time cap."""
+    if prepared.grammar is not None and info.grammars is not None:
+        prepared.sampling.grammar = await info.grammars.compile_async(prepared.grammar)
 
 
 def prepare(wire: WireRequest, info: ModelInfo) -> EngineRequest:
@@ -101,22 +113,26 @@ def prepare(wire: WireRequest, info: ModelInfo) -> EngineRequest:
     else:
         batch = [_completion_prompt(p, info) for p in (wire.prompts or [wire.prompt])]
     sampling = _sampling(wire, body, max(len(ids) for ids in batch), info)
-    sampling.grammar = _grammar(read_grammar_request(body), tool_grammar, info)
+    grammar = _grammar(read_grammar_request(body), tool_grammar, info)
     # Draft verification samples from the raw distribution: requests whose logits are processed
     # (penalties, bias, min_p/min_tokens, grammars) or who want logprobs run unspeculated.
-    if sampling.needs_processing or sampling.grammar is not None or sampling.min_p > 0 \
+    if sampling.needs_processing or grammar is not None or sampling.min_p > 0 \
             or sampling.logprobs is not None or sampling.prompt_logprobs is not None or wire.speculative is False:
         sampling.speculative = False
     echoes: list[str] = []
     if wire.kind == "completion" and body.get("echo"):
+        longest = max(len(ids) for ids in batch)
+        if longest > info.limits.max_echo_tokens:
+            raise bad_value(f"`echo` returns the prompt; this one has {longest} tokens, at most "
+                            f"{info.limits.max_echo_tokens} may be echoed", "echo")
         echoes = [p if isinstance(p, str) else info.tokenizer.decode(ids)
                   for p, ids in zip(wire.prompts or [wire.prompt], batch, strict=True)]
     return EngineRequest(wire.kind, wire.model or info.name, batch[0], sampling, wire.stream, wire.include_usage,
-                         echoes[0] if echoes else None, batch, echoes, wire.n, plan, wire.continuous_usage)
+                         echoes[0] if echoes else None, batch, echoes, wire.n, plan, wire.continuous_usage, grammar)
 
 
-def _grammar(fmt: GrammarRequest | None, tools: GrammarRequest | None, info: ModelInfo) -> Any:
-    """The compiled grammar of a structured-output or forced-tool request (None: free text)."""
+def _grammar(fmt: GrammarRequest | None, tools: GrammarRequest | None, info: ModelInfo) -> GrammarRequest | None:
+    """The grammar of a structured-output or forced-tool request (None: free text), compiled later."""
     if fmt is not None and tools is not None:
         raise bad_value("a forced tool call and response_format cannot be combined", "tool_choice")
     grammar = fmt or tools
@@ -124,7 +140,7 @@ def _grammar(fmt: GrammarRequest | None, tools: GrammarRequest | None, info: Mod
         return None
     if info.grammars is None:
         raise bad_value("structured output is not available on this engine", grammar.param)
-    return info.grammars.compile(grammar)
+    return grammar
 
 
 def _refuse_unsupported(kind: Kind, body: dict[str, Any]) -> None:
@@ -150,6 +166,11 @@ def _completion_prompt(prompt: str | list[int], info: ModelInfo) -> list[int]:
         ids = info.tokenizer.encode(prompt)
     else:
         ids = list(prompt)
+        if info.vocab_size is not None:  # before anything decodes them (echo)
+            try:
+                check_prompt_ids(ids, info.vocab_size)
+            except RequestRejected as exc:
+                raise WireError(400, str(exc), exc.code, exc.param) from None
     check_prompt_fits(len(ids), info.max_model_len, "prompt")
     return ids
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import socket
@@ -38,7 +39,12 @@ from fairgate.backends.local.serving.auth import ANONYMOUS_TENANT, EngineAuth, c
 from fairgate.backends.local.serving.backend import LocalBackend
 from fairgate.backends.local.serving.choices import choice_ids
 from fairgate.backends.local.serving.openapi import engine_document
-from fairgate.backends.local.serving.prepare import EngineRequest, prepare, read_for_engine
+from fairgate.backends.local.serving.prepare import (
+    EngineRequest,
+    compile_grammar,
+    prepare,
+    read_for_engine,
+)
 from fairgate.backends.metrics_access import MetricsAccess
 from fairgate.backends.openai_wire import (
     SSE_DONE,
@@ -127,7 +133,7 @@ class EngineServer:
         try:
             trusted = self.auth.trusted(dict(request.headers))
             body = await _read_json(request, self.max_body_bytes)
-            wire = parse_embeddings(body, require_model=False)
+            wire = parse_embeddings(body, require_model=False, limits=self.backend.info.limits)
             if wire.model is not None and wire.model != self.backend.model_name:
                 raise WireError(404, f"The model `{wire.model}` does not exist.", "model_not_found", "model")
             greq = _generation_request(wire, request.headers if trusted else None)
@@ -145,6 +151,7 @@ class EngineServer:
             # `resp_<id>`: the same id as X-Request-Id, as `chatcmpl-<id>` is on the chat route
             output = ResponsesOutput(asked, greq.request_id) if responses else None
             prepared = prepare(wire, self.backend.info)
+            await compile_grammar(prepared, self.backend.info)
             self.metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body,
                              choice_ids(greq.request_id, len(prepared.prompt_batch) or 1, prepared.n))
             if prepared.stream:
@@ -157,6 +164,10 @@ class EngineServer:
                 return response
         except WireError as exc:
             return error_response(as_responses_error(exc) if responses else exc)
+        except Exception:  # a fault of ours: still OpenAI's format, never a plain-text 500
+            log.exception("request failed")
+            error = WireError(500, "The engine failed on this request.", "internal_error")
+            return error_response(as_responses_error(error) if responses else error)
 
     async def _complete(self, request: Request, greq: GenerationRequest, prepared: EngineRequest,
                         output: ResponsesOutput | None) -> Response:
@@ -367,6 +378,7 @@ def run_engine_server(args: argparse.Namespace) -> int:
         config = uvicorn.Config(app, log_level=level, access_log=False, lifespan="on", timeout_graceful_shutdown=5,
                                 http=limited_protocol(HeaderLimits()))
         server = EngineUvicorn(config, backend)  # ends unfinished requests in-band when stopping
+        gc.freeze()  # the model and imports live as long as the process: full collections skip them
         shown = f"[{host}]" if ":" in host else host
         print(f"fairgate engine listening on http://{shown}:{port}", flush=True)
         await server.serve(sockets=[sock])

@@ -56,3 +56,40 @@ async def test_non_stream_disconnect_aborts_the_request(tiny_model_dir: Path) ->
         assert engine.block_manager.check_pool_whole()
     finally:
         await engine.aclose()
+
+
+async def _post(app: Any, path: str, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    body = json.dumps(payload).encode()
+    sent: list[dict[str, Any]] = []
+    done = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal done
+        if not done:
+            done = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(http_scope(path, body), receive, send)
+    raw = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return sent[0]["status"], json.loads(raw)
+
+
+async def test_echo_of_token_ids_outside_the_vocabulary_is_a_400(tiny_model_dir: Path) -> None:
+    # echo decoded the prompt before the vocabulary check: a plain-text 500 the gateway counted
+    # as an upstream fault
+    engine = AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=16, served_model_name="tiny"))
+    app = build_app(LocalBackend(engine), close_backend=False)
+    try:
+        for ids in ([-1], [99999999999], [5, engine.vocab_size]):
+            status, body = await _post(app, "/v1/completions", {"prompt": ids, "echo": True, "max_tokens": 1})
+            assert status == 400, body
+            assert body["error"]["param"] == "prompt" and body["error"]["type"] == "invalid_request_error"
+        status, body = await _post(app, "/v1/completions", {"prompt": [5, 6], "echo": True, "max_tokens": 1})
+        assert status == 200 and body["choices"][0]["text"].startswith(engine.tokenizer.decode([5, 6]))
+    finally:
+        await engine.aclose()
