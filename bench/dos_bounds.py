@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +27,9 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT))  # for tests.helpers; last, so our kernels/ never shadows HF's
+
+from bench.gateway_overhead import free_port, stop, wait_http  # noqa: E402
+
 ADMIN = "bench-admin-token"
 MSG = [{"role": "user", "content": "Answer."}]
 
@@ -70,34 +71,6 @@ def requests(model: str) -> list[tuple[str, str, list[dict[str, Any]]]]:
         ("prompt [99999999999] echo", "/v1/completions",
          [{"model": model, "prompt": [99999999999], "echo": True, "max_tokens": 1}]),
     ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_up(url: str, timeout: float = 240) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{url} did not come up")
-
-
-def stop(p: subprocess.Popen[Any]) -> None:
-    if p.poll() is None:
-        os.killpg(p.pid, signal.SIGTERM)
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
 
 
 def rss_mb(pid: int) -> float:
@@ -197,7 +170,7 @@ def start_gateway(model_dir: Path, tmp: Path) -> tuple[subprocess.Popen[str], st
                          env=env, stdout=(tmp / "gw.log").open("w"), stderr=subprocess.STDOUT, text=True,
                          start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    wait_up(url)
+    wait_http(url + "/health", timeout=240)
     with httpx.Client(base_url=url, headers={"authorization": f"Bearer {ADMIN}"}, timeout=60) as admin:
         tid = admin.post("/admin/tenants", json={"name": "dos"}).raise_for_status().json()["id"]
         admin.put(f"/admin/tenants/{tid}/quota", json={"tokens_per_minute": 2_000_000,
@@ -218,7 +191,7 @@ def main() -> int:
     if args.only in (None, "engine"):
         proc, url = start_engine(model_dir, tmp)
         try:
-            wait_up(url)
+            wait_http(url + "/health", timeout=240)
             rows += run_rows("engine", url, proc.pid, {}, "tiny")
         finally:
             stop(proc)
