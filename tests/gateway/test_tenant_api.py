@@ -119,10 +119,11 @@ def test_default_max_tokens_is_reserved_and_enforced(env, upstream):
 def test_prompt_bound_is_what_gets_reserved(env):
     gw, admin, tenant, key = env
     bound = TEMPLATE_TOKENS_BASE + TEMPLATE_TOKENS_PER_MESSAGE + len("héllo".encode())
-    admin.quota(tenant["id"], tokens_per_minute=bound + 2)
+    admin.quota(tenant["id"], tokens_per_minute=bound + 5)
     c = client_for(gw, key["key"])
     c.chat.completions.create(model="up", messages=[{"role": "user", "content": "héllo"}], max_tokens=2)
-    # settled at the real use (1 + 2 tokens), so the bound + 3 no longer fits in the minute
+    # settled at the real use (1 + 2 tokens), so the bound + 3 no longer fits in the minute (alone it
+    # would: a request that can never fit is a 400, issue 35)
     with pytest.raises(openai.RateLimitError) as e:
         c.chat.completions.create(model="up", messages=[{"role": "user", "content": "héllo"}], max_tokens=3)
     assert e.value.body["code"] == "tokens_per_minute"
@@ -144,9 +145,11 @@ def test_n_and_batched_prompts_pass_through_and_reserve_per_choice(env, upstream
     c = client_for(gw, key["key"])
     c.completions.create(model="up", prompt=["a", "b"], n=2, max_tokens=3)
     assert upstream.received[-1]["n"] == 2 and upstream.received[-1]["prompt"] == ["a", "b"]
-    # 4 choices x 3 tokens + the prompts' bound no longer fit a per-minute budget of 20
+    # 4 choices x 3 tokens + the prompts' bound can never fit a per-minute budget of 20: refused by
+    # name (issue 35: a 400, not a 429 the client would retry forever)
     admin.quota(tenant["id"], tokens_per_minute=20)
     before = len(upstream.received)
-    with pytest.raises(openai.RateLimitError):
+    with pytest.raises(openai.BadRequestError) as e:
         c.completions.create(model="up", prompt=["a", "b"], n=2, max_tokens=3)
+    assert e.value.body["code"] == "request_too_large"
     assert len(upstream.received) == before
