@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -87,12 +88,14 @@ class Settings(BaseSettings):
 
     def header_limits(self) -> HeaderLimits:
         return HeaderLimits(self.max_header_bytes, self.max_headers_total_bytes, self.max_header_count)
-
-    def wire_limits(self) -> WireLimits:
-        return parse_limit_overrides(self.request_limits, WireLimits())  # type: ignore[no-any-return]
     control_secret: str | None = None  # sent to engine servers' /control/* (their --control-secret)
     fairness_sync_interval_s: float = 5.0  # re-push weights to engines that lost them (restart)
     shutdown_grace_s: float = 30.0  # on SIGTERM: time for in-flight requests and streams to finish
+
+    @cached_property
+    def wire_limits(self) -> WireLimits:
+        """WireLimits with `request_limits` applied: read once (admission asks on every request)."""
+        return parse_limit_overrides(self.request_limits, WireLimits())  # type: ignore[no-any-return]
 
     @field_validator("request_limits")
     @classmethod

@@ -121,7 +121,7 @@ async def admit(state: RequestState, kind: Kind, scope: Scope, receive: Receive,
     body = await read_json_object(receive, headers, state.settings.max_body_bytes)
     if translate is not None:
         body = translate(body)
-    limits = state.settings.wire_limits()
+    limits = state.settings.wire_limits
     parsed = parse_embeddings(body, limits=limits) if kind == "embedding" else parse_request(kind, body, limits=limits)
     bare = uuid.uuid4().hex
     rid = id_prefix + bare if id_prefix else response_id(kind, bare)
