@@ -232,6 +232,7 @@ class Response:
 class HTTP1Pool:
     def __init__(self, max_idle_per_origin: int = 512, connect_timeout: float = 5.0) -> None:
         self._idle: dict[Origin, deque[_Connection]] = {}
+        self._busy: dict[Origin, set[_Connection]] = {}  # a request out on each: `fail_in_flight`
         self._max_idle = max_idle_per_origin
         self._connect_timeout = connect_timeout
         self._ssl: dict[TLSSettings | None, ssl.SSLContext] = {}  # one context per distinct setting
@@ -271,6 +272,7 @@ class HTTP1Pool:
         return conn
 
     def put_back(self, origin: Origin, conn: _Connection, keep: bool) -> None:
+        self._busy[origin].discard(conn)
         idle = self._idle.setdefault(origin, deque())
         if keep and len(idle) < self._max_idle:
             conn._reset()
@@ -296,11 +298,14 @@ class HTTP1Pool:
             if conn is None:
                 conn = await self._connect(origin)
             conn.in_flight = True
+            busy = self._busy.setdefault(origin, set())
+            busy.add(conn)
             conn.transport.writelines((head, body))  # type: ignore[union-attr]
             try:
                 async with asyncio.timeout(timeout):
                     status = await conn.head
             except HTTPError as exc:
+                busy.discard(conn)
                 # a kept-alive connection the server had just closed: retry once on a fresh one
                 if reused and exc.before_response and attempt == 0:
                     continue
@@ -311,13 +316,31 @@ class HTTP1Pool:
                                     "client certificate (set the backend's client_cert)", True) from None
                 raise
             except TimeoutError:
+                busy.discard(conn)
                 conn.transport.close()  # type: ignore[union-attr]
                 raise HTTPError("upstream timed out", False, timeout=True) from None
             except asyncio.CancelledError:
+                busy.discard(conn)
                 conn.transport.close()  # type: ignore[union-attr]
                 raise
             return Response(self, origin, conn, status, timeout)
         raise AssertionError("unreachable")
+
+    def in_flight(self, origin: Origin) -> int:
+        """Requests out on `origin` now (sent, their response not yet read to its end)."""
+        return len(self._busy.get(origin, ()))
+
+    def fail_in_flight(self, origin: Origin, why: str) -> int:
+        """End every request out on `origin` now with `HTTPError(why, code="upstream_hung")` and
+        close their connections: the upstream stopped answering (backends/liveness.py). A request
+        waiting for its head gets it from `post`; one reading its body, from the next read.
+        Returns how many were ended."""
+        ended = list(self._busy.get(origin, ()))
+        for conn in ended:
+            conn._fail(HTTPError(why, False, code="upstream_hung"))
+            if conn.transport is not None:
+                conn.transport.close()
+        return len(ended)
 
     async def aclose(self) -> None:
         for idle in self._idle.values():

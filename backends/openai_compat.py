@@ -25,6 +25,7 @@ from fairgate.backends.base import BackendError, Capabilities, Chunk, Generation
 from fairgate.backends.breaker import Breaker, BreakerPolicy, Outcome, State, Ticket, Transition
 from fairgate.backends.http1 import HTTP1Pool, HTTPError, Response, ResponseTooLarge
 from fairgate.backends.http_transport import Transport, header_block, origin_for
+from fairgate.backends.liveness import LivenessWatch
 from fairgate.backends.openai_wire import WireError
 from fairgate.backends.openai_wire.responses import response_id
 
@@ -42,6 +43,9 @@ def log_transition(backend: str, t: Transition) -> None:
     open_for = f", open for {t.open_for_s:g} s" if t.new is State.OPEN else ""
     log.log(logging.WARNING if t.tenant is None else logging.INFO, "%s circuit %s -> %s (%s%s)",
             who, t.old.name.lower(), t.new.name.lower(), t.reason, open_for)
+
+
+REQUEST_FAULTS = frozenset({400, 404, 413, 422})  # the client's request, as the upstream read it
 
 
 def outcome_of(status: int, retry_after: float | None) -> Outcome:
@@ -79,6 +83,8 @@ class OpenAICompatBackend:
         policy = BreakerPolicy(probe_timeout_s=(max_retries + 1) * (timeout_s + MAX_RETRY_AFTER_S))
         self.breaker = breaker or Breaker(policy, on_change=lambda t: log_transition(name, t))
         self.capabilities = LOCAL_ENGINE if is_local else EXTERNAL
+        # our own hardware: a hang is noticed in seconds (an external API has its timeout)
+        self.liveness = LivenessWatch(name, pool, self._origin, self._headers) if is_local else None
         self.token_decoder = None  # token-id prompts to another server are read as unreadable
 
     @property
@@ -193,13 +199,17 @@ class OpenAICompatBackend:
             data = await resp.read(self.transport.max_event_bytes)
         except HTTPError:
             data = b""
-        message = _upstream_message(data, resp.status)
+        message, code, param = _upstream_error(data, resp.status)
         wait = retry_after_s(resp.headers.get(b"retry-after"))
         self.breaker.record(ticket, outcome_of(resp.status, wait), wait)
         if resp.status in RETRY_STATUSES:
             return BackendError(f"backend {self.name} answered {resp.status}: {message}", resp.status, True), wait
-        # the request itself is bad (400, 401, 404...): no retry, no fallback
-        return BackendError(f"backend {self.name} refused the request: {message}", resp.status, False), None
+        # the request itself is bad (400, 401, 404...): no retry, no fallback; the client learns
+        # which field and why as the upstream said it
+        # (the request's own faults only: an upstream 401 is about our key, not the client's)
+        own = resp.status in REQUEST_FAULTS
+        return BackendError(f"backend {self.name} refused the request: {message}", resp.status, False,
+                            code=code if own else None, param=param if own else None), None
 
     def _late_fault(self, tenant: str) -> None:
         """The upstream failed after its head (a reset, a stall): that success was a fault."""
@@ -219,6 +229,15 @@ class OpenAICompatBackend:
         return result
 
     async def _json_answer(self, request: GenerationRequest, path: str, payload: bytes) -> dict[str, Any]:
+        if self.liveness is not None:
+            self.liveness.started()
+        try:
+            return await self._read_answer(request, path, payload)
+        finally:
+            if self.liveness is not None:
+                self.liveness.ended()
+
+    async def _read_answer(self, request: GenerationRequest, path: str, payload: bytes) -> dict[str, Any]:
         try:
             resp = await self._send(path, payload, self._request_headers(request), request.tenant)
             try:
@@ -251,20 +270,40 @@ class OpenAICompatBackend:
             result["id"], result["model"] = rid, model
         return result
 
-    async def _read_cut_usage(self, request: GenerationRequest, timeout_s: float = 3.0) -> None:
+    async def _read_cut_usage(self, request: GenerationRequest) -> None:
         """Ask our engine server what the request we just hung up on used (into `request.used`)."""
+        request.used.note(await self.usage_of(request.request_id))
+
+    async def usage_of(self, request_id: str, timeout_s: float = 3.0) -> dict[str, Any] | None:
+        """What the request sent with X-Request-Id `request_id` used, as our engine server's
+        ledger keeps it once the request ended; None from any other upstream, or when unknown."""
+        if not (self.is_local and self.keeps_request_ledger):
+            return None
         with contextlib.suppress(HTTPError, TimeoutError, orjson.JSONDecodeError, AttributeError):
             async with asyncio.timeout(timeout_s):
-                resp = await self._pool.post(self._origin, f"/requests/{request.request_id}/usage", self._headers,
+                resp = await self._pool.post(self._origin, f"/requests/{request_id}/usage", self._headers,
                                              b"", timeout_s, method="GET")
                 data = await resp.read(2**20)
             if resp.status == 200:
-                request.used.note(orjson.loads(data).get("usage"))
+                usage = orjson.loads(data).get("usage")
+                return usage if isinstance(usage, dict) else None
+        return None
 
     async def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
         """The chunks as they arrive, grouped by network read, so the gateway can forward
         whatever came in one packet with one write."""
         path, payload = self._prepare(request, stream=True)
+        if self.liveness is not None:
+            self.liveness.started()
+        try:
+            async for batch in self._read_stream(request, path, payload):
+                yield batch
+        finally:
+            if self.liveness is not None:
+                self.liveness.ended()
+
+    async def _read_stream(self, request: GenerationRequest, path: str,
+                           payload: bytes) -> AsyncGenerator[list[Chunk], None]:
         resp = await self._send(path, payload, self._request_headers(request), request.tenant)
         rid, model = _identity(request)
         keep_usage = request.wire.continuous_usage  # the client asked for it itself
@@ -320,7 +359,8 @@ class OpenAICompatBackend:
         return chunk
 
     async def aclose(self) -> None:
-        return None  # the shared pool belongs to the gateway
+        if self.liveness is not None:
+            await self.liveness.aclose()  # the shared pool belongs to the gateway
 
 
 def _identity(request: GenerationRequest) -> tuple[str | None, str | None]:
@@ -347,11 +387,16 @@ def retry_after_s(value: bytes | None) -> float | None:
         return None
 
 
-def _upstream_message(data: bytes, status: int) -> str:
-    """The upstream's error message, short; never echoes request headers."""
+def _upstream_error(data: bytes, status: int) -> tuple[str, str | None, str | None]:
+    """The upstream's error message (short; never echoes request headers), and its OpenAI
+    `code` and `param` when it gave them as strings."""
+    code = param = None
     try:
         err = orjson.loads(data).get("error")
         msg = err.get("message") if isinstance(err, dict) else str(err)
+        if isinstance(err, dict):
+            code = err["code"][:64] if isinstance(err.get("code"), str) else None
+            param = err["param"][:200] if isinstance(err.get("param"), str) else None
     except Exception:
         msg = data.decode("utf-8", "replace")
-    return (msg or f"HTTP {status}")[:300]
+    return (msg or f"HTTP {status}")[:300], code, param
