@@ -174,4 +174,11 @@ class Backend(Protocol):
         `capabilities.embeddings` raises `BackendError` (the gateway never sends it one)."""
         ...
 
+    async def usage_of(self, request_id: str) -> dict[str, Any] | None:
+        """What the request this gateway named `request_id` (its X-Request-Id) used, as the
+        backend still knows it: OpenAI's usage object from our engine servers' ledger; None
+        where the backend keeps no such ledger. A restarted gateway bills the requests its
+        killed predecessor left out with it (gateway/request/orphans.py)."""
+        ...
+
     async def aclose(self) -> None: ...

@@ -243,6 +243,11 @@ class PoolBackend:
         assert last is not None
         raise last
 
+    async def usage_of(self, request_id: str) -> dict[str, Any] | None:
+        """The replica that served `request_id` knows it: asked all at once, the first answer."""
+        found = await asyncio.gather(*(r.backend.usage_of(request_id) for r in self.replicas.values()))
+        return next((u for u in found if u is not None), None)
+
     # ------------------------------------------------------------------ health and drain
     def start(self) -> PoolBackend:
         if self._probe is None:

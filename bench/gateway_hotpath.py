@@ -61,6 +61,9 @@ class InstantBackend:
         yield [{"id": rid, "object": "chat.completion.chunk", "created": 0, "model": request.model,
                 "choices": [], "usage": USAGE}]
 
+    async def usage_of(self, request_id: str) -> dict[str, Any] | None:
+        return None
+
     async def aclose(self) -> None:
         return None
 

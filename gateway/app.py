@@ -40,6 +40,7 @@ from fairgate.gateway.quota import BudgetSource, QuotaStore
 from fairgate.gateway.request import tenant_api
 from fairgate.gateway.request.auth import KeyCache
 from fairgate.gateway.request.auth_throttle import AuthThrottle
+from fairgate.gateway.request.orphans import bill_orphans
 from fairgate.gateway.request.pool_share import make_share_gate
 from fairgate.gateway.request.request_log import log_request
 from fairgate.gateway.settings import Settings
@@ -149,6 +150,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
         st = await _build_state(settings, migrate, declared)
         app.state.gateway = st
         watcher = asyncio.get_running_loop().create_task(watch_config(st), name="config-watcher")
+        # a killed predecessor's requests out: billed once the journal's rows are in
+        orphans = asyncio.get_running_loop().create_task(bill_orphans(st), name="bill-orphans")
         # everything built so far lives as long as the app: keep it out of the collector's
         # full passes, which otherwise pause the request path for milliseconds
         gc.collect()
@@ -157,6 +160,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
             yield
         finally:
             watcher.cancel()
+            orphans.cancel()
             await _close_state(st)
 
     routes = [Route("/health", _health, methods=["GET"])]

@@ -24,9 +24,10 @@ from datetime import datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, select
 
 from fairgate.gateway.billing.journal import UsageJournal
+from fairgate.gateway.billing.open_requests import OpenRequests
 from fairgate.gateway.store.row_writer import (
     BatchLoop,
     CountsRows,
@@ -147,6 +148,7 @@ class UsageRecorder(CountsRows):
         self._mode = on_db_unavailable
         path = journal_path or default_journal_path(engine.url.render_as_string(hide_password=True))
         self.journal = UsageJournal(path, journal_max_bytes)
+        self.open = OpenRequests(path + ".open")  # requests out now: a crash still bills them
         self._loop = BatchLoop[UsageEvent]("usage-writer", self._write, batch_size, interval_s, max_backoff_s)
         self._loop.on_failure = self._on_failure
         self._loop.on_success = self._on_success
@@ -180,6 +182,7 @@ class UsageRecorder(CountsRows):
 
     def record(self, event: UsageEvent) -> None:
         self.recorded += 1
+        self.open.closed(event.request_id)
         self._loop.add(clean_event(event))
 
     def start(self) -> None:
@@ -259,6 +262,16 @@ class UsageRecorder(CountsRows):
             if n:
                 log.warning("usage journal replayed: %d rows", n)
 
+    def without_rows(self, request_ids: list[str]) -> set[str]:
+        """Which of `request_ids` have no usage row in the database (blocking: a thread's)."""
+        missing = set(request_ids)
+        with self._engine.connect() as conn:
+            for i in range(0, len(request_ids), 500):
+                part = request_ids[i:i + 500]
+                found = conn.execute(select(UsageRecord.request_id).where(UsageRecord.request_id.in_(part)))
+                missing.difference_update(found.scalars())
+        return missing
+
     async def flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until everything recorded so far is written; False on timeout."""
         return await self._loop.flush(timeout_s)
@@ -268,6 +281,7 @@ class UsageRecorder(CountsRows):
             self._replayer.cancel()
         if not await self._loop.stop(timeout_s):
             self._journal_pending()  # whatever the mode: what the database did not take is kept
+        self.open.close()
         left = len(self._loop.pending)
         if left:
             log.error("usage writer stopped with %d rows unwritten", left)

@@ -174,6 +174,7 @@ async def admit_once(state: RequestState, req: Incoming, principal: Principal) -
     gen = GenerationRequest(
         req.request_id, parsed, tenant=principal.tenant_id, priority=priority,
         cache_salt=principal.cache_salt or principal.tenant_id, model=parsed.model)
+    note_open(state, rid, req, principal, priority, decision)
     return Admitted(rid, req.kind, principal, parsed, priority, decision, gen, req.t0,
                     prompt_version_header=req.headers.get(b"x-prompt-version"), ratelimit=ratelimit)
 
@@ -299,6 +300,18 @@ def check_can_ever_fit(principal: Principal, parsed: WireRequest, tokens: int) -
                                      f"for every choice), more than this key's {name} limit of {limits[at]}; it "
                                      "can never be admitted. Lower max_tokens, n or the prompt.",
                                 "request_too_large", param)
+
+
+def note_open(state: RequestState, rid: str, req: Incoming, principal: Principal, priority: str,
+              decision: RouteDecision) -> None:
+    """The request's would-be row, on disk until settlement (gateway/billing/open_requests.py):
+    what a restart bills if this process dies first."""
+    parsed = req.parsed
+    state.usage.open.opened(rid, {
+        "request_id": rid, "engine_request_id": req.request_id, "tenant_id": principal.tenant_id,
+        "key_prefix": principal.prefix, "model": parsed.model or "", "priority": priority,
+        "backend": decision.backends[0].name if decision.backends else None, "stream": parsed.stream,
+        "prompt_tokens": parsed.prompt_tokens_bound, "kind": req.kind, "t": time.time()})
 
 
 def reserve_price(state: RequestState, decision: RouteDecision, parsed: WireRequest, max_tokens: int) -> float:

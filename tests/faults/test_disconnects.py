@@ -103,6 +103,22 @@ def test_engine_server_alone_aborts_a_non_stream_request_whose_client_left(engin
     assert 40 <= generated < LONG  # stopped long before max_tokens
 
 
+def test_engine_server_keeps_what_a_named_stream_used_after_its_client_left(engine):
+    """A gateway replica killed mid-stream: its successor asks the engine what the stream used."""
+    before = wait_drained(engine.url)
+    h = {"authorization": f"Bearer {ENGINE_KEY}", "x-request-id": "cut-stream-1"}
+    post_then_leave(engine.url, "/v1/completions", {"prompt": "hello there", "max_tokens": LONG, "stream": True,
+                                                    "ignore_eos": True, "temperature": 0},
+                    generating(engine.url, before["generation_tokens"]), headers=h)
+    after = wait_drained(engine.url)
+    generated = after["generation_tokens"] - before["generation_tokens"]
+    got = httpx.get(engine.url + "/v1/requests/cut-stream-1/usage", headers=h, timeout=10).json()
+    assert got["status"] == "cancelled" and got["usage"]["prompt_tokens"] > 0
+    assert generated - 1 <= got["usage"]["completion_tokens"] <= generated and generated < LONG
+    # only the engine's key reads it
+    assert httpx.get(engine.url + "/v1/requests/cut-stream-1/usage", timeout=10).status_code in (401, 403)
+
+
 def test_gateway_cancels_a_non_stream_request_whose_client_left(gateway, engine, fault_report):
     gw, tenant, key = gateway
     h = {"authorization": f"Bearer {key}"}

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from fairgate.gateway.settings import Settings
 from fairgate.gateway.store.db import make_engine, upgrade
@@ -78,16 +79,29 @@ def test_replica_sigkilled_with_open_streams_during_a_db_outage(upstream, tmp_pa
                    "FAIRGATE_ADMIN_TOKEN": ADMIN_TOKEN, "FAIRGATE_EMBEDDED_ENGINE": "false",
                    "FAIRGATE_RESERVATION_TTL_S": str(TTL_S), "FAIRGATE_USAGE_FLUSH_INTERVAL_S": "0.02",
                    "FAIRGATE_USAGE_JOURNAL_PATH": str(journal)}
-            fig = _scenario(live, env, journal, key, tenant, proxy, db)
+            fig, cut = _scenario(live, env, journal, key, tenant, proxy, db)
             fault_report(fig)
         assert fig.statuses["live_not_200"] == 0 and fig.served > 0
+        # the two streams the kill cut: billed by the restarted replica from the file of requests out
+        assert [(c.status, c.http_status, c.stream, c.usage_estimated) for c in cut] == [("failed", 502, True, True)] * 2
+        assert all(c.prompt_tokens > 0 and c.completion_tokens == 0 for c in cut)
         assert (fig.rows_lost, fig.leaked, fig.statuses["duplicates"]) == (0, 0, 0)
     finally:
         upstream.behaviour.token_delay_s = 0.0
 
 
+def _cut_rows(db: str, tenant: str) -> list[UsageRecord]:
+    engine = make_engine(db)
+    try:
+        with Session(engine) as s:
+            return list(s.scalars(select(UsageRecord).where(UsageRecord.tenant_id == tenant,
+                                                            UsageRecord.status == "failed")))
+    finally:
+        engine.dispose()
+
+
 def _scenario(live: GatewayThread, env: dict[str, str], journal: Path, key: str, tenant: str, proxy: TcpProxy,
-              db: str) -> Figures:
+              db: str) -> tuple[Figures, list[UsageRecord]]:
     h = {"authorization": f"Bearer {key}"}
     doomed = GatewayProcess(env, start_timeout_s=300).__enter__()
     try:
@@ -121,12 +135,14 @@ def _scenario(live: GatewayThread, env: dict[str, str], journal: Path, key: str,
     try:
         loader.join(60)
         statuses = live_load[0]
-        expected = 2 + DOOMED_SERVED + statuses["200"]  # warm-ups + journaled + the live replica's
+        # warm-ups + journaled + the live replica's + the 2 streams the kill cut (billed by the restart)
+        expected = 2 + DOOMED_SERVED + statuses["200"] + 2
         with contextlib.suppress(AssertionError):
             wait_for(lambda: _rows(db, tenant)[0] >= expected and _journaled(journal) == 0, 60)
         recover_s = round(time.monotonic() - killed_at, 2)
         wait_for(lambda: live.call(live.state.quota.counters(f"t:{tenant}"))["concurrent"] == 0, 3 * TTL_S + 30)
         rows, distinct = _rows(db, tenant)
+        cut = _cut_rows(db, tenant)
         held = live.call(live.state.quota.counters(f"t:{tenant}"))["concurrent"]
     finally:
         restarted.__exit__(None, None, None)
@@ -134,4 +150,4 @@ def _scenario(live: GatewayThread, env: dict[str, str], journal: Path, key: str,
                    rows_lost=expected - rows, leaked=held, recover_s=recover_s,
                    statuses={"live_200": statuses["200"], "live_not_200": sum(statuses.values()) - statuses["200"],
                              "journaled_then_replayed": DOOMED_SERVED, "duplicates": rows - distinct,
-                             "streams_cut_by_the_kill": 2})
+                             "streams_cut_by_the_kill": 2, "cut_rows_billed_at_restart": len(cut)}), cut

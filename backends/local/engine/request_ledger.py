@@ -1,8 +1,9 @@
 """What each caller-named request used, kept a while after it ended.
 
-A gateway that hangs up on a non-streaming request (its own client left) cannot read the
-answer any more, yet it must bill what was generated. It names its requests (`X-Request-Id`,
-trusted callers only) and, after cutting one, asks `GET /v1/requests/{id}/usage`: the answer
+A gateway that hangs up on a request (its own client left), or one started after a replica was
+killed with requests out, cannot read the answer, yet it must bill what was generated. It names
+its requests, streamed or not (`X-Request-Id`, trusted callers only), and after the cut asks
+`GET /v1/requests/{id}/usage`: the answer
 waits for the request to end here (the disconnect may reach this server after the question),
 then gives the exact prompt and completion tokens. Bounded: the oldest entries go first.
 """

@@ -93,6 +93,9 @@ class LocalBackend:
         """Mean-pooled, L2-normalised hidden states of each input (backends/local/serving/embeddings.py)."""
         return await embed(self, request)
 
+    async def usage_of(self, request_id: str) -> dict[str, Any] | None:
+        return None  # in this process: a gateway that died took this engine with it
+
     async def aclose(self) -> None:
         if self.info.grammars is not None:
             self.info.grammars.close()

@@ -154,9 +154,9 @@ class EngineServer:
             await compile_grammar(prepared, self.backend.info)
             self.metrics.tag(greq.request_id, request.headers.get("x-prompt-version"), body,
                              choice_ids(greq.request_id, len(prepared.prompt_batch) or 1, prepared.n))
-            if prepared.stream:
-                return await self._stream(greq, prepared, output)
             caller_id = request.headers.get("x-request-id") if trusted else None
+            if prepared.stream:
+                return await self._stream(greq, prepared, output, caller_id)
             with self.ledger.track(caller_id, greq.used) as entry:
                 response = await self._complete(request, greq, prepared, output)
                 if entry is not None and response.status_code == 499:
@@ -203,7 +203,9 @@ class EngineServer:
             "total_tokens": (used.prompt_tokens or 0) + (used.completion_tokens or 0)}})
 
     async def _stream(self, greq: GenerationRequest, prepared: EngineRequest,
-                      output: ResponsesOutput | None) -> Response:
+                      output: ResponsesOutput | None, caller_id: str | None) -> Response:
+        """The SSE response; a stream named by its caller is in the ledger too (a gateway replica
+        killed mid-stream has its successor ask what it used)."""
         batches = self.backend.stream_prepared(prepared, greq, include_usage=prepared.include_usage)
         try:
             first = await batches.__anext__()  # admission errors become a plain 4xx here
@@ -215,18 +217,23 @@ class EngineServer:
             return output.frame(batch) if output is not None else b"".join(sse(c) for c in batch)
 
         async def events() -> AsyncIterator[bytes]:
-            try:
-                yield frame(first)
-                async for batch in batches:
-                    yield frame(batch)
-            except WireError as exc:  # failed mid-stream (engine error, shutdown): tell the client in-band
-                if output is not None:
-                    yield output.failed(exc.message, exc.status)  # Responses: `response.failed`, no more
-                    return
-                yield sse(exc.body())
-            finally:
-                await batches.aclose()  # on disconnect: aborts the request
-            yield SSE_DONE if output is None else output.end()
+            with self.ledger.track(caller_id, greq.used) as entry:
+                try:
+                    yield frame(first)
+                    async for batch in batches:
+                        yield frame(batch)
+                except WireError as exc:  # failed mid-stream (engine error, shutdown): tell the client in-band
+                    if output is not None:
+                        yield output.failed(exc.message, exc.status)  # Responses: `response.failed`, no more
+                        return
+                    yield sse(exc.body())
+                except BaseException:  # the client left: the request was aborted
+                    if entry is not None:
+                        entry.status = "cancelled"
+                    raise
+                finally:
+                    await batches.aclose()  # on disconnect: aborts the request
+                yield SSE_DONE if output is None else output.end()
 
         return StreamingResponse(
             events(), media_type="text/event-stream", headers={"x-request-id": greq.request_id}

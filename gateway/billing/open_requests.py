@@ -1,0 +1,169 @@
+"""The requests out on this replica, on disk while they run: a replica killed with requests out
+still bills them at its next start.
+
+At admission a request's would-be usage row (tenant, key, model, the backend it goes to first,
+the prompt bound, no completion) is appended to `<usage journal>.open` with one unbuffered
+write: it outlives the process (the page cache keeps it), though not the machine. Settlement
+forgets it; once the file passes `max_bytes` it is rewritten with only the requests still out.
+
+At the next start the file a killed process left is moved to `<...>.open.recovering` and its rows
+are handed to gateway/request/orphans.py, which bills the requests that have no row in the
+database (their rows may have been written before the kill: ON CONFLICT DO NOTHING keeps
+those). The file goes once they are written.
+
+Several processes may share a journal path (replicas started in one folder): each holds a slot
+of its own, `<...>.open.<n>`, under an exclusive lock (`flock` on `<...>.open.<n>.lock`, freed
+by the kernel when its process dies). A starting process takes the first free slot and also
+recovers every other free slot a dead process left rows in; a live process's slot is never read.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+log = logging.getLogger("fairgate.usage")
+
+
+SLOTS = 16
+
+
+def _lock(path: Path) -> int | None:
+    """An fd holding an exclusive lock on `path`, or None if another holds it; OSError when
+    the folder cannot be written."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _take(slot: Path) -> tuple[list[dict[str, Any]], Path | None]:
+    """A free slot's rows (its file and an unfinished recovery's), moved into one
+    `.recovering` file; ([], None) when it has none."""
+    recovering = slot.with_name(slot.name + ".recovering")
+    data = b"".join(p.read_bytes() for p in (recovering, slot) if p.exists())
+    slot.unlink(missing_ok=True)
+    if not data:
+        recovering.unlink(missing_ok=True)
+        return [], None
+    tmp = recovering.with_name(recovering.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, recovering)
+    rows = []
+    for line in data.splitlines():  # a torn last line (killed mid-write) is skipped
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("request_id"), str):
+            rows.append(row)
+    return rows, recovering
+
+
+class OpenRequests:
+    def __init__(self, path: str | Path, max_bytes: int = 1 << 20) -> None:
+        base = Path(path)
+        self.max_bytes = max_bytes
+        self.left: list[dict[str, Any]] = []  # dead processes' requests out, to bill
+        self._recovering: list[Path] = []
+        self._held: list[int] = []  # locks on dead processes' slots, until their rows are billed
+        self._slot_lock = -1
+        self.path = base.with_name(base.name + ".0")
+        self._open: dict[str, bytes] = {}
+        self._fd = -1
+        self._size = 0
+        self._failed = False
+        for n in range(SLOTS):
+            slot = base.with_name(f"{base.name}.{n}")
+            if self._slot_lock >= 0 and not any(slot.with_name(slot.name + x).exists() for x in ("", ".recovering")):
+                continue  # no rows there: nothing to recover
+            try:
+                fd = _lock(slot.with_name(slot.name + ".lock"))
+                if fd is None:
+                    continue  # a live process's
+                rows, recovering = _take(slot)
+            except OSError as exc:
+                log.error("cannot write %s (%s): requests cut by a crash of this process leave no usage row",
+                          slot, exc.strerror)
+                self._failed = True
+                break
+            self.left += rows
+            if recovering is not None:
+                self._recovering.append(recovering)
+            if self._slot_lock < 0:
+                self._slot_lock, self.path = fd, slot
+            elif recovering is not None:
+                self._held.append(fd)
+            else:
+                os.close(fd)
+        if self._slot_lock < 0 and not self._failed:
+            log.error("all %d slots of %s are held: requests cut by a crash of this process leave no usage row",
+                      SLOTS, base)
+        if self._slot_lock >= 0:
+            self._reopen(b"")
+
+    def recovered(self) -> None:
+        """The leftovers are billed: their files go, and the dead processes' slots are free."""
+        self.left = []
+        for p in self._recovering:
+            p.unlink(missing_ok=True)
+        for fd in self._held:
+            os.close(fd)
+        self._recovering, self._held = [], []
+
+    def opened(self, request_id: str, row: dict[str, Any]) -> None:
+        line = orjson.dumps(row) + b"\n"
+        self._open[request_id] = line
+        if self._fd < 0:
+            return
+        try:
+            self._size += os.write(self._fd, line)
+        except OSError as exc:  # a full disk must not fail requests; a crash then bills less
+            if not self._failed:
+                self._failed = True
+                log.error("cannot write %s (%s): requests cut by a crash now leave no usage row",
+                          self.path, exc.strerror)
+            return
+        if self._size > self.max_bytes:
+            self._reopen(b"".join(self._open.values()))
+
+    def closed(self, request_id: str) -> None:
+        self._open.pop(request_id, None)
+
+    @property
+    def out(self) -> int:
+        return len(self._open)
+
+    def _reopen(self, content: bytes) -> None:
+        """Start the file again with `content` (the requests still out)."""
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            tmp.write_bytes(content)
+            os.replace(tmp, self.path)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND, 0o600)
+        except OSError as exc:
+            log.error("cannot rewrite %s (%s)", self.path, exc.strerror)
+            return
+        if self._fd >= 0:
+            os.close(self._fd)
+        self._fd, self._size = fd, len(content)
+
+    def close(self) -> None:
+        """A clean stop: with nothing out any more (settlement ran for each) no file is left."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            if not self._open:
+                self.path.unlink(missing_ok=True)
+        for fd in (self._slot_lock, *self._held):
+            if fd >= 0:
+                os.close(fd)
+        self._slot_lock, self._held = -1, []
