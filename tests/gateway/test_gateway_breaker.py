@@ -160,6 +160,12 @@ def test_bad_requests_from_two_tenants_never_open_the_circuit_a_third_needs(make
         with ThreadPoolExecutor(4) as pool:
             statuses = list(pool.map(bad, range(40)))
         assert statuses == [400] * 40
+        # the engine's own code and param reach the client through the gateway
+        body = {"prompt": "hi", "max_tokens": 1, "logit_bias": {"99999999": 1}}
+        direct = httpx.post(engine.url + "/v1/completions", json=body, timeout=30).json()["error"]
+        via = httpx.post(gw.url + "/v1/completions", headers={"authorization": f"Bearer {bad_a}"}, timeout=30,
+                         json={"model": "eng", **body}).json()["error"]
+        assert direct["param"] == "logit_bias" and (via["code"], via["param"]) == (direct["code"], direct["param"])
         view = breaker.snapshot()
         assert view["state"] == "closed" and view["tenants_open"] == 0 and view["window"]["failures"] == 0
         r = httpx.post(gw.url + "/v1/chat/completions", headers={"authorization": f"Bearer {good}"}, timeout=30,
