@@ -9,8 +9,10 @@ the rows say this tenant and its keys used this UTC day and month; SEED raises e
 at least that (never lowers one) and sets the marker, once: a replica racing it finds the marker
 and writes nothing. Then the reserve runs again. Tenants without budgets never look.
 
-What the rows cannot hold yet is not rebuilt: requests in flight when the counters were lost (their
-reservations went with them) and rows still queued in a replica's writer (tens of milliseconds).
+Requests in flight when the counters were lost are not in the rows yet and their reservations went
+with Redis: the marker holds when the rebuild ran (Redis ms), and settling a reservation made before
+it, which Redis no longer knows, charges what the request used (redis_store.SETTLE). What is not
+rebuilt: rows still queued in a replica's writer (tens of milliseconds).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ for i = 4, #ARGV, 4 do
     end
   end
 end
-redis.call('SET', marker, '1', 'EX', 3024000)
+local t = redis.call('TIME')  -- when: a reservation older than this was not in the rows (settle charges it)
+redis.call('SET', marker, string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)), 'EX', 3024000)
 return 1
 """
 

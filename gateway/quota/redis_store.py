@@ -15,6 +15,7 @@ Windows use Redis' own clock (TIME), so replicas with skewed clocks still agree.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from fairgate.gateway.config.bus import RedisConfigBus
 from fairgate.gateway.quota import (
@@ -173,11 +174,14 @@ redis.call('HSET', r, 's', table.concat(scopes, ','), 'tok', ARGV[7], 'cost', AR
 redis.call('PEXPIRE', r, ttl)
 local out = {0}
 for _, v in ipairs(windows(true)) do out[#out + 1] = v end
+out[#out + 1] = now  -- when it was reserved, by Redis' clock: settle compares it with a rebuild's
 return out
 """
 
-# KEYS: the tenant's base. ARGV: unused, rid, tokens used, cost used. Returns 1 settled, 0 already settled or expired,
-# -1 a bad number (nothing written).
+# KEYS: the tenant's base. ARGV: unused, rid, tokens used, cost used, then what the reserving replica kept: reserved at
+# (Redis ms, 0 unknown), day, month, scope ids. Returns 1 settled, 0 already settled or expired, 2 the reservation was
+# lost with Redis before a rebuild of the budgets (gateway/quota/rebuild.py): what it used is charged, -1 a bad number
+# (nothing written).
 SETTLE = """
 local p, rid = KEYS[1], ARGV[2]
 for i = 3, 4 do
@@ -186,7 +190,22 @@ for i = 3, 4 do
 end
 local r = p .. ':r:' .. rid
 local v = redis.call('HMGET', r, 's', 'tok', 'cost', 'day', 'month')
-if not v[1] then return 0 end
+if not v[1] then
+  -- gone: expired (its reserved amount stays counted) or lost with Redis before a rebuild from the
+  -- usage rows, which could not see this request: then what it used is charged now
+  local rebuilt = tonumber(redis.call('GET', p .. ':seeded:' .. ARGV[7]) or '0')
+  local at = tonumber(ARGV[5]) or 0
+  if at <= 0 or rebuilt <= at then return 0 end
+  for i = 8, #ARGV do
+    local s = p .. ':q:' .. ARGV[i]
+    redis.call('INCRBY', s .. ':d:' .. ARGV[6], ARGV[3])
+    redis.call('EXPIRE', s .. ':d:' .. ARGV[6], 172800)
+    redis.call('INCRBY', s .. ':m:' .. ARGV[7], ARGV[3])
+    redis.call('INCRBY', s .. ':c:' .. ARGV[7], ARGV[4])
+    for _, k in ipairs({':m:', ':c:'}) do redis.call('EXPIRE', s .. k .. ARGV[7], 3024000) end
+  end
+  return 2
+end
 redis.call('DEL', r)
 local dt = string.format('%d', tonumber(ARGV[3]) - tonumber(v[2]))
 local dc = string.format('%d', tonumber(ARGV[4]) - tonumber(v[3]))
@@ -238,6 +257,18 @@ def hash_tag(scopes: list[ScopeLimits]) -> str:
     return scopes[0].scope if scopes else "-"
 
 
+@dataclass(slots=True, frozen=True)
+class _Held:
+    """A reservation this replica holds: its slot's hash tag, and what settle needs should Redis
+    have lost it before a rebuild (reserved at, Redis ms; its day, month and scope ids)."""
+
+    tag: str
+    at_ms: int
+    day: str
+    month: str
+    scopes: list[str]
+
+
 class RedisQuotaStore:
     """Reservations live `reservation_ttl_s` unless renewed: this replica's heartbeat renews
     the ones it holds, so a replica that dies (SIGKILL) gives its slots back within a TTL.
@@ -262,7 +293,7 @@ class RedisQuotaStore:
         self._renew_script = Script(self._redis, RENEW)
         self._seed = Script(self._redis, SEED)
         self._budgets = budgets
-        self._tags: dict[str, str] = {}  # live reservation id → its hash tag (settle, renew)
+        self._tags: dict[str, _Held] = {}  # live reservation id → its slot and what settle needs
         self.heartbeat = ReservationHeartbeat(self._renew, reservation_ttl_s)
 
     def base(self, tag: str) -> str:
@@ -291,9 +322,9 @@ class RedisQuotaStore:
             await self._seed([self.base(tag)], seed_args(use, day, month))
             result = await self._reserve(keys, args)
         if result[0] == 0:
-            self._tags[reservation_id] = tag
+            self._tags[reservation_id] = _Held(tag, int(result[-1]), day, month, [lim.scope for lim in scopes])
             self.heartbeat.add(reservation_id)
-            return rate_limit_state(scopes, result[1:])
+            return rate_limit_state(scopes, result[1:-1])
         if result[0] == 2:
             raise StaleConfig()
         if result[0] == 3:
@@ -306,10 +337,11 @@ class RedisQuotaStore:
 
     async def settle(self, reservation_id: str, tokens: int, cost: float) -> bool:
         self.heartbeat.discard(reservation_id)
-        tag = self._tags.pop(reservation_id, None)
-        if tag is None:  # not reserved here, or settled already
+        held = self._tags.pop(reservation_id, None)
+        if held is None:  # not reserved here, or settled already
             return False
-        done = await self._settle([self.base(tag)], ["-", reservation_id, clamp_amount(tokens), cost_units(cost)])
+        done = await self._settle([self.base(held.tag)], ["-", reservation_id, clamp_amount(tokens), cost_units(cost),
+                                                          held.at_ms, held.day, held.month, *held.scopes])
         if done == -1:
             raise ValueError("quota settle: amount out of range")
         return bool(done)
@@ -317,9 +349,9 @@ class RedisQuotaStore:
     async def _renew(self, reservation_ids: list[str]) -> None:
         by_tag: dict[str, list[str]] = {}
         for rid in reservation_ids:
-            tag = self._tags.get(rid)
-            if tag is not None:
-                by_tag.setdefault(tag, []).append(rid)
+            held = self._tags.get(rid)
+            if held is not None:
+                by_tag.setdefault(held.tag, []).append(rid)
         for tag, ids in by_tag.items():  # one call per slot
             await self._renew_script([self.base(tag)], ["-", self._ttl_ms, *ids])
 

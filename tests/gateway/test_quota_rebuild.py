@@ -136,3 +136,37 @@ async def test_a_store_rebuilds_a_tenants_budgets_once_and_never_lowers_a_counte
         with pytest.raises(QuotaDenied):
             await store.reserve("r4", capped, 1, 0.0, v)
         assert asked == ["a", "a"] and (await store.counters("t:a"))["daily_tokens"] == 600
+
+
+async def test_a_request_in_flight_when_redis_lost_its_budgets_is_charged_when_it_settles() -> None:
+    """Its reservation went with Redis and the rows the rebuild read do not have it yet: settling
+    it charges what it used, once; an expired reservation (no rebuild since) is not charged again."""
+
+    async def rows(tenant_id: str) -> dict[str, BudgetUse]:
+        return {"t:a": BudgetUse(100, 100, 0)}
+
+    store = RedisQuotaStore(REDIS_URL, prefix=f"fgtest-inflight-{uuid.uuid4().hex[:8]}", budgets=rows)
+    r = redis.Redis.from_url(REDIS_URL)
+    try:
+        v = await store.config_bus().version()
+        capped = [ScopeLimits("t:a", daily_tokens=10_000)]
+        await store.reserve("in-flight", capped, 500, 0.0, v)
+        assert (await store.counters("t:a"))["daily_tokens"] == 600  # rows 100 + reserved 500
+        r.delete(*r.scan_iter(store.base("t:a") + ":*"))  # Redis restarted empty
+        time.sleep(0.002)  # the rebuild's clock moves past the reservation's
+        await store.reserve("after", capped, 50, 0.0, await store.config_bus().version())  # rebuilds: 100 + 50
+        assert (await store.counters("t:a"))["daily_tokens"] == 150
+        assert await store.settle("in-flight", 40, 0.0)  # used 40: charged now
+        assert await store.settle("after", 50, 0.0)
+        assert (await store.counters("t:a"))["daily_tokens"] == 190
+        assert not await store.settle("in-flight", 40, 0.0)  # once
+        await store.reserve("expires", capped, 70, 0.0, v)
+        r.delete(store.base("t:a") + ":r:expires")  # its TTL ran out: the 70 reserved stay counted
+        await store.settle("expires", 30, 0.0)
+        assert (await store.counters("t:a"))["daily_tokens"] == 260
+    finally:
+        keys = list(r.scan_iter(f"{store.base('t:a').split(':{')[0]}:*"))
+        if keys:
+            r.delete(*keys)
+        r.close()
+        await store.aclose()
