@@ -62,6 +62,9 @@ class UsageSoFar:
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None  # generated (streams: handed to the gateway) so far
+    # when the first token was generated (time.perf_counter() in this process), where the backend
+    # can tell: the in-process engine, or our engine servers' `x-fairgate-ttft-ms` on a whole answer
+    first_token_at: float | None = None
 
     def note(self, usage: dict[str, Any] | None) -> None:
         """Take the counts from an OpenAI usage object (a chunk's or a response's)."""

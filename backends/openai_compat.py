@@ -239,7 +239,9 @@ class OpenAICompatBackend:
 
     async def _read_answer(self, request: GenerationRequest, path: str, payload: bytes) -> dict[str, Any]:
         try:
+            sent = time.perf_counter()
             resp = await self._send(path, payload, self._request_headers(request), request.tenant)
+            request.used.first_token_at = _first_token_at(resp, sent) if self.is_local else None
             try:
                 async with asyncio.timeout(self._timeout):  # the whole body: a trickle ends too
                     data = await resp.read(self.transport.max_response_bytes)
@@ -385,6 +387,16 @@ def retry_after_s(value: bytes | None) -> float | None:
         return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())
     except (TypeError, ValueError):
         return None
+
+
+def _first_token_at(resp: Response, sent: float) -> float | None:
+    """When the first token of a whole answer came, from our engine server's own timing
+    (`x-fairgate-ttft-ms`, from its arrival) and when it was sent here."""
+    try:
+        ms = float(resp.headers.get(b"x-fairgate-ttft-ms", b""))
+    except ValueError:
+        return None
+    return sent + ms / 1000 if 0 <= ms < 86_400_000 else None
 
 
 def _upstream_error(data: bytes, status: int) -> tuple[str, str | None, str | None]:

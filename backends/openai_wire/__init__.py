@@ -35,6 +35,7 @@ from fairgate.backends.openai_wire.request import (
 from fairgate.backends.openai_wire.responses import (
     SSE_DONE,
     chunk,
+    chunk_has_content,
     chunk_text_count,
     full_response,
     response_id,
@@ -47,7 +48,7 @@ from fairgate.backends.openai_wire.responses import (
 __all__ = [
     "WireLimits", "parse_limit_overrides",
     "SSE_DONE", "TEMPLATE_TOKENS_BASE", "TEMPLATE_TOKENS_PER_MESSAGE", "WireError", "WireRequest",
-    "bad_value", "check_completion_fits", "check_prompt_fits", "chunk", "chunk_text_count",
+    "bad_value", "check_completion_fits", "check_prompt_fits", "chunk", "chunk_has_content", "chunk_text_count",
     "completion_limit", "completion_room", "error_body", "error_response", "error_type", "full_response",
     "parse_json_object", "parse_request", "prompt_too_long", "read_body", "read_json_object",
     "response_id", "send_error", "send_json", "sse", "sse_stream_error", "usage_chunk", "usage_dict",

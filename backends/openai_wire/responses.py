@@ -112,6 +112,21 @@ def chunk_text_count(chunk: dict[str, Any], kind: Kind) -> int:
     return 0
 
 
+def chunk_has_content(chunk: dict[str, Any], kind: Kind) -> bool:
+    """Whether the chunk carries anything generated: text, a tool-call delta or reasoning (not
+    the opening `role` chunk, which a server sends before any token exists)."""
+    for choice in chunk.get("choices") or ():
+        if kind != "chat":
+            if choice.get("text"):
+                return True
+            continue
+        delta = choice.get("delta") or {}
+        if delta.get("content") or delta.get("tool_calls") or delta.get("reasoning_content") or delta.get(
+                "reasoning"):
+            return True
+    return False
+
+
 def sse(obj: dict[str, Any]) -> bytes:
     """One server-sent event carrying a JSON object."""
     return b"data: " + orjson.dumps(obj) + b"\n\n"

@@ -71,8 +71,9 @@ class GatewayMetrics:
     def __init__(self, registry: CollectorRegistry, tenant_labels: bool = False) -> None:
         r = self.registry = registry
         self.tenant_labels = tenant_labels
-        self.ttft = Histogram("fairgate_time_to_first_token_seconds", "Gateway arrival to the first streamed "
-                              "byte.", LABELS, registry=r, buckets=TTFT_BUCKETS)
+        self.ttft = Histogram("fairgate_time_to_first_token_seconds", "Gateway arrival to the first generated "
+                              "token: a stream's first content chunk sent (not the role chunk), a whole answer's "
+                              "first token as our engine timed it.", LABELS, registry=r, buckets=TTFT_BUCKETS)
         self.itl = Histogram("fairgate_inter_token_latency_seconds", "Mean gap between streamed chunks, one "
                              "observation per streamed request.", LABELS, registry=r, buckets=ITL_BUCKETS)
         self.e2e = Histogram("fairgate_e2e_request_latency_seconds", "Gateway arrival to the end of the "
@@ -108,7 +109,7 @@ class GatewayMetrics:
         c.e2e.observe(e.latency_ms / 1000)
         if e.overhead_ms is not None:
             c.overhead.observe(e.overhead_ms / 1000)
-        if e.stream and e.ttft_ms is not None:
+        if e.ttft_ms is not None:
             c.ttft.observe(e.ttft_ms / 1000)
             if e.completion_tokens > 1:
                 c.itl.observe(max(e.latency_ms - e.ttft_ms, 0.0) / 1000 / (e.completion_tokens - 1))

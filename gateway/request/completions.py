@@ -91,7 +91,8 @@ async def complete(state: RequestState, adm: Admitted, receive: Receive, send: S
         watcher.cancel()
     # id and model were set by the backend (GenerationRequest)
     body = orjson.dumps(result if adm.output is None else adm.output.response(result))
-    adm.ttft = time.perf_counter()
+    # a whole answer: its first token as the backend timed it (our engines); unknown elsewhere
+    adm.ttft = adm.gen.used.first_token_at
     await send_json(send, 200, body, adm.response_headers(backend.name))
     # settling after the response went out keeps it off the client's latency
     await finish(state, adm, "finished", backend.name, 200, result.get("usage"))
@@ -125,6 +126,5 @@ async def embed(state: RequestState, adm: Admitted, send: Send) -> None:
         await finish(state, adm, "failed", None, err.status, None)
         return
     body = orjson.dumps({**result, "model": adm.parsed.model})  # the name the client asked for
-    adm.ttft = time.perf_counter()
     await send_json(send, 200, body, adm.response_headers(backend.name))
     await finish(state, adm, "finished", backend.name, 200, result.get("usage"))

@@ -17,6 +17,7 @@ from fairgate.backends.base import Backend, BackendError, Chunk, Kind
 from fairgate.backends.openai_wire import (
     SSE_DONE,
     WireError,
+    chunk_has_content,
     chunk_text_count,
     send_error,
     sse,
@@ -42,6 +43,7 @@ class StreamProgress:
     disconnected: bool = False
     usage: dict[str, Any] | None = None  # the backend's usage, whether the client asked or not
     text_chunks: int = 0  # chunks that carried text: the completion estimate without usage
+    content: bool = False  # a chunk with something generated went out (TTFT stops there, not at `role`)
     status: str = "finished"
     http_status: int = 200
 
@@ -49,6 +51,8 @@ class StreamProgress:
         """The SSE bytes for one batch (`output`: another API's events, e.g. Responses);
         notes usage and text on the way."""
         out = []
+        if not self.content:
+            self.content = any(chunk_has_content(c, kind) for c in batch)
         if output is not None:
             for chunk in batch:
                 self.usage = chunk.get("usage") or self.usage
@@ -118,7 +122,7 @@ async def _forward(adm: Admitted, progress: StreamProgress, batch: list[Chunk] |
         body = progress.frame(batch, adm.kind, adm.output)
         if body:  # what arrived together leaves together: one write, not one per chunk
             await send({"type": "http.response.body", "body": body, "more_body": True})
-            if adm.ttft is None:
+            if adm.ttft is None and progress.content:  # the first token out, not the `role` chunk
                 adm.ttft = time.perf_counter()
         batch = await anext(batches, None)
     progress.done = True

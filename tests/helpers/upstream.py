@@ -41,6 +41,8 @@ def words_of(body: dict[str, Any]) -> int:
 @dataclass
 class UpstreamBehaviour:
     token_delay_s: float = 0.0  # pause before each streamed chunk
+    # a stream opens with the `role` chunk at once, then waits this long for its first token
+    first_token_delay_s: float = 0.0
     fail_next: list[int] = field(default_factory=list)  # statuses for the next requests
     prompt_tokens_of: Callable[[dict[str, Any]], int] = words_of
     record: bool = True
@@ -140,6 +142,10 @@ class UpstreamApp:
 
         watcher = asyncio.get_running_loop().create_task(watch())
         try:
+            if chat and b.first_token_delay_s:  # as engines do: the role before any token exists
+                await _event(send, {"id": rid, "object": obj, "model": model,
+                                    "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]})
+                await asyncio.sleep(b.first_token_delay_s)
             for i, w in enumerate(words):
                 if b.token_delay_s:
                     await asyncio.sleep(b.token_delay_s)

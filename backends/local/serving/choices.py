@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
@@ -80,6 +81,8 @@ class UsageTally:
 
     def add(self, choice: Choice, delta: RequestOutput) -> None:
         self._completion[choice.index] = delta.usage.completion_tokens  # a running total per choice
+        if self.used.first_token_at is None and delta.usage.completion_tokens:
+            self.used.first_token_at = time.perf_counter()
         self.used.completion_tokens = sum(self._completion.values())
         if choice.leads and choice.prompt_index == 0:
             self.cached_tokens = delta.usage.cached_tokens

@@ -21,6 +21,7 @@ import gc
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -142,6 +143,7 @@ class EngineServer:
             return error_response(exc)
 
     async def _generate(self, request: Request, kind: Kind, responses: bool = False) -> Response:
+        arrived = time.perf_counter()
         try:
             trusted = self.auth.trusted(dict(request.headers))  # before the body is even read
             body = await _read_json(request, self.max_body_bytes)
@@ -158,7 +160,7 @@ class EngineServer:
             if prepared.stream:
                 return await self._stream(greq, prepared, output, caller_id)
             with self.ledger.track(caller_id, greq.used) as entry:
-                response = await self._complete(request, greq, prepared, output)
+                response = await self._complete(request, greq, prepared, output, arrived)
                 if entry is not None and response.status_code == 499:
                     entry.status = "cancelled"
                 return response
@@ -170,7 +172,9 @@ class EngineServer:
             return error_response(as_responses_error(error) if responses else error)
 
     async def _complete(self, request: Request, greq: GenerationRequest, prepared: EngineRequest,
-                        output: ResponsesOutput | None) -> Response:
+                        output: ResponsesOutput | None, arrived: float) -> Response:
+        """The whole answer; `x-fairgate-ttft-ms` says when its first token came (a gateway's TTFT
+        for a request it did not stream)."""
         work = asyncio.ensure_future(self.backend.complete_prepared(prepared, greq))
         watch = asyncio.ensure_future(_wait_disconnect(request))
         try:
@@ -184,7 +188,10 @@ class EngineServer:
         if work.cancelled():
             return Response(status_code=499)  # nobody is listening; nginx's "client closed"
         result = work.result() if output is None else output.response(work.result())
-        return JSONResponse(result, headers={"x-request-id": greq.request_id})
+        headers = {"x-request-id": greq.request_id}
+        if greq.used.first_token_at is not None:
+            headers["x-fairgate-ttft-ms"] = f"{(greq.used.first_token_at - arrived) * 1000:.1f}"
+        return JSONResponse(result, headers=headers)
 
     async def request_usage(self, request: Request) -> Response:
         """GET /v1/requests/{id}/usage: what a request named by `X-Request-Id` used, once it ended."""
