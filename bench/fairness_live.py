@@ -17,10 +17,14 @@ light share well under 0.5. Two rounds, the
 queues' order alternating (vtc fcfs fcfs vtc), both queues seeing the same arrivals. TTFT is measured by the client (first streamed chunk); a request still without a token
 when the phase ends counts with its waiting time so far (a lower bound: starvation shows).
 Throughput is the engine's generated tokens per second during the flood phase (/stats).
+The fair engine preempts for fairness (scheduler/fair_preemption.py) unless
+`--no-fair-preemption`; preemptions (by cause) and the tokens resumes recomputed come from /stats.
 
     python bench/fairness_live.py [--duration 25] [--model DIR] [--light-share 0.3] [--direct]
 
-Prints a table; the last line is JSON.
+Prints a table; the last line is JSON: issue 36's `light_p99_vs_alone`, `light_p50_vs_alone`
+(the fair engine's light tenant under the flood over alone), `throughput_vs_fcfs` (flood phase)
+and `preemptions_per_request` (fair engine, flood phase, every cause), among others.
 """
 
 from __future__ import annotations
@@ -71,7 +75,8 @@ def serve_engine(args: argparse.Namespace) -> int:
     async def serve() -> None:
         queue = FCFSQueue() if args.serve_engine == "fcfs" else FairQueue()
         cfg = EngineConfig(args.model, num_kv_blocks=args.num_kv_blocks, max_num_seqs=args.max_num_seqs,
-                           max_num_batched_tokens=args.max_num_batched_tokens)
+                           max_num_batched_tokens=args.max_num_batched_tokens,
+                           fairness_preemption=not args.no_fair_preemption)
         engine = AsyncEngine(cfg, wait_queue=queue)
         app = build_app(LocalBackend(engine, name="live", model_name="live"), control_secret=SECRET)
 
@@ -114,6 +119,7 @@ def start_engine(queue: str, args: argparse.Namespace) -> Proc:
     cmd = [sys.executable, __file__, "--serve-engine", queue, "--model", args.model,
            "--max-num-seqs", str(args.max_num_seqs), "--num-kv-blocks", str(args.num_kv_blocks),
            "--max-num-batched-tokens", str(args.max_num_batched_tokens)]
+    cmd += ["--no-fair-preemption"] if args.no_fair_preemption else []
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = p.stdout.readline()  # type: ignore[union-attr]
     if not line.startswith("listening on "):
@@ -167,6 +173,11 @@ class Phase:
     tokens_per_s: float = 0.0
     wall_s: float = 0.0
     runs: int = 0
+    requests: int = 0  # sent
+    engine: dict[str, int] = field(default_factory=dict)  # /stats counter deltas (PREEMPTION_STATS)
+
+
+PREEMPTION_STATS = ("preemptions", "fairness_preemptions", "fairness_recomputed_tokens", "recomputed_tokens")
 
 
 def merge(into: Phase, ph: Phase) -> None:
@@ -178,6 +189,9 @@ def merge(into: Phase, ph: Phase) -> None:
     into.tokens_per_s = (into.tokens_per_s * into.runs + ph.tokens_per_s) / (into.runs + 1)
     into.wall_s += ph.wall_s
     into.runs += 1
+    into.requests += ph.requests
+    for k, v in ph.engine.items():
+        into.engine[k] = into.engine.get(k, 0) + v
 
 
 async def one_request(client: httpx.AsyncClient, auth: dict[str, str], prompt: list[int],
@@ -198,9 +212,10 @@ async def one_request(client: httpx.AsyncClient, auth: dict[str, str], prompt: l
     return ttft
 
 
-async def engine_tokens(engine: str) -> int:
+async def engine_stats(engine: str) -> dict[str, int]:
     async with httpx.AsyncClient() as c:
-        return int((await c.get(engine + "/stats")).json()["generation_tokens"])
+        s = (await c.get(engine + "/stats")).json()
+    return {k: int(s.get(k, 0)) for k in ("generation_tokens", *PREEMPTION_STATS)}
 
 
 async def wait_drained(engine: str) -> None:
@@ -230,6 +245,7 @@ async def run_phase(gw: str, engine: str, keys: dict[str, dict[str, str]], rates
                     return
                 prompt = [rng.randrange(10, 400) for _ in range(args.prompt_tokens)]
                 task = asyncio.create_task(one_request(client, keys[tenant], prompt, args.max_tokens))
+                phase.requests += 1
                 pending[task] = (tenant, time.perf_counter())
                 task.add_done_callback(collect)
 
@@ -243,11 +259,12 @@ async def run_phase(gw: str, engine: str, keys: dict[str, dict[str, str]], rates
             phase.ttft[tenant].append(task.result())
             phase.done[tenant] += 1
 
-        tokens0, start = await engine_tokens(engine), time.perf_counter()
+        stats0, start = await engine_stats(engine), time.perf_counter()
         end = start + duration
         await asyncio.gather(*(tenant_loop(t, r) for t, r in rates.items()))
         phase.wall_s = time.perf_counter() - start
-        phase.tokens_per_s = (await engine_tokens(engine) - tokens0) / phase.wall_s
+        tokens = (await engine_stats(engine))["generation_tokens"]
+        phase.tokens_per_s = (tokens - stats0["generation_tokens"]) / phase.wall_s
         now = time.perf_counter()
         for task, (tenant, t0) in list(pending.items()):
             if not task.done():
@@ -257,6 +274,8 @@ async def run_phase(gw: str, engine: str, keys: dict[str, dict[str, str]], rates
                 phase.ttft[tenant].append(now - t0)
         await asyncio.sleep(0.2)
     await wait_drained(engine)
+    stats1 = await engine_stats(engine)
+    phase.engine = {k: stats1[k] - stats0[k] for k in PREEMPTION_STATS}
     return phase
 
 
@@ -359,7 +378,25 @@ def run(args: argparse.Namespace) -> dict:
     summary["fcfs_vs_alone"] = round(summary["fcfs_light_ttft_p99_s"] / max(alone, 1e-9), 2)
     summary["throughput_ratio"] = round(
         summary["vtc_throughput_tok_s"] / max(summary["fcfs_throughput_tok_s"], 1e-9), 3)
+    summary.update(issue36_keys(v, summary, args))
     return summary
+
+
+def issue36_keys(v: dict[str, Phase], summary: dict, args: argparse.Namespace) -> dict:
+    """The fair engine's figures under the names issue 36 fixes, with preemptions by cause."""
+    flood = v["flood"]
+    fair = flood.engine.get("fairness_preemptions", 0)
+    return {
+        "fair_preemption": not args.no_fair_preemption,
+        "light_p99_vs_alone": summary["vtc_vs_alone"],
+        "light_p50_vs_alone": round(p(flood.ttft["light"], 50) / max(p(v["alone"].ttft["light"], 50), 1e-9), 2),
+        "throughput_vs_fcfs": summary["throughput_ratio"],
+        "preemptions_per_request": round(flood.engine.get("preemptions", 0) / max(flood.requests, 1), 4),
+        "fairness_preemptions": fair,
+        "kv_preemptions": flood.engine.get("preemptions", 0) - fair,
+        "recomputed_tokens_per_fairness_preemption": round(
+            flood.engine.get("fairness_recomputed_tokens", 0) / fair, 2) if fair else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -375,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--num-kv-blocks", type=int, default=256)
     ap.add_argument("--max-num-batched-tokens", type=int, default=256)
     ap.add_argument("--direct", action="store_true", help="skip the gateway (engine scheduling only)")
+    ap.add_argument("--no-fair-preemption", action="store_true",
+                    help="the fair engine only orders admissions (never preempts for fairness)")
     ap.add_argument("--serve-engine", choices=["fcfs", "vtc"], default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve_engine:

@@ -40,6 +40,8 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
                    help="how the model writes tool calls (Hermes <tool_call> tags or Llama 3 JSON)")
     p.add_argument("--max-model-len", type=int, default=None)
     p.add_argument("--no-prefix-caching", action="store_true")
+    p.add_argument("--no-fairness-preemption", action="store_true",
+                   help="never preempt a running request to give an under-served tenant its slot")
     p.add_argument("--speculative", default="off", metavar="ngram|draft:DIR|off",
                    help="speculative decoding: n-gram prompt lookup or a draft model folder (same vocabulary)")
     p.add_argument("--num-speculative-tokens", type=int, default=4, help="most draft tokens per request per step")

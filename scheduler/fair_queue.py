@@ -95,6 +95,11 @@ class FairQueue:
     def counter(self, tenant: str, priority: int = 1) -> float:
         return self._counters.get((priority, tenant), 0.0)
 
+    def is_owed(self, priority: int) -> bool:
+        """Whether a lower class has reserved share banked (it is admitted ahead of a higher
+        class until that credit is spent)."""
+        return self._credit.get(priority, 0.0) > 0.0
+
     def backlogged(self, priority: int = 1) -> list[str]:
         """Tenants with waiting requests in a class, least counter first."""
         tenants = self._waiting.get(priority, {})
@@ -154,6 +159,11 @@ class FairQueue:
     def on_decode(self, request: SchedRequest, num_tokens: int) -> None:
         if num_tokens > 0:
             self._charge(request, num_tokens * self.config.output_weight)
+
+    def service_key(self, request: SchedRequest) -> tuple[int, float]:
+        """Higher class first, then the tenant with the least weighted service: the order in
+        which the planner gives running prefill chunks the step's token budget."""
+        return request.priority, self.counter(request.tenant, request.priority)
 
     def choose_victim(self, running: list[SchedRequest]) -> SchedRequest:
         """Lowest class first, then the most-served tenant, then the newest request (the

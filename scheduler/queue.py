@@ -14,8 +14,10 @@ class WaitQueue(Protocol):
 
     The planner calls `peek()` to see who is next, `pop()` once it admitted that request,
     `push_front()` for a preempted request (it keeps its place), and the `on_*` hooks so a
-    fair queue can charge service. `remove()` drops an aborted request. `set_weights()`
-    takes the gateway's per-tenant fairness weights (a queue without weights ignores them).
+    fair queue can charge service. `service_key()` orders running prefill chunks within a
+    step's budget (least-served first; equal keys keep admission order). `remove()` drops an
+    aborted request. `set_weights()` takes the gateway's per-tenant fairness weights (a queue
+    without weights ignores them).
     """
 
     def push(self, request: SchedRequest) -> None: ...
@@ -27,6 +29,7 @@ class WaitQueue(Protocol):
     def on_prefill(self, request: SchedRequest, num_tokens: int) -> None: ...
     def on_decode(self, request: SchedRequest, num_tokens: int) -> None: ...
     def choose_victim(self, running: list[SchedRequest]) -> SchedRequest: ...
+    def service_key(self, request: SchedRequest) -> tuple[int, float]: ...
     def set_weights(self, weights: Mapping[str, float], version: int | None = None) -> bool: ...
 
 
@@ -67,6 +70,10 @@ class FCFSQueue:
     def choose_victim(self, running: list[SchedRequest]) -> SchedRequest:
         """Preempt from the lowest class first, then the most recently arrived."""
         return max(running, key=lambda r: (r.priority, r.arrival_time))
+
+    def service_key(self, request: SchedRequest) -> tuple[int, float]:
+        """No counters: every request is equal, prefill chunks keep admission order."""
+        return 0, 0.0
 
     def set_weights(self, weights: Mapping[str, float], version: int | None = None) -> bool:
         """FCFS has no weights: accepted and ignored."""

@@ -50,6 +50,15 @@ class SchedRequest:
     num_cached_tokens: int = 0  # prompt tokens served from the prefix cache at admission
     status: RequestStatus = RequestStatus.WAITING
     num_preemptions: int = 0
+    # Prompt tokens already charged to the tenant's fair-share counter: a high-water mark, so
+    # recompute after a preemption is free but the rest of a prompt cut off mid-prefill is not.
+    num_prompt_charged: int = 0
+    # `num_computed_tokens` when last (re)admitted: what it has run since is its run quantum.
+    computed_at_admission: int = 0
+    # `num_computed_tokens` when last preempted (what a resume recomputes, less cache hits)
+    # and why: "kv" (blocks ran out) or "fairness" (a slot went to an under-served tenant).
+    computed_at_preemption: int = 0
+    preempt_cause: str = ""
     # Draft tokens a proposer guessed to follow the last token; the next step verifies them
     # (up to what its budget allows) and clears the list. Empty: a plain one-token decode.
     spec_token_ids: list[int] = field(default_factory=list)

@@ -5,11 +5,14 @@ a prefill one chunk), then admissions in the wait queue's order, all under a tok
 `max_num_seqs` and the free KV blocks. A running request that cannot get a block preempts a
 victim the queue picks (recompute: its KV is dropped, its tokens so far are re-prefilled later).
 
-Fairness lives entirely in the `WaitQueue`: the planner only calls `peek/pop/push_front`,
-`choose_victim` and the charging hooks: `on_prefill(request, n)` when a prefill chunk is
+Fairness lives in the `WaitQueue`: the planner only calls `peek/pop/push_front`,
+`choose_victim`, `service_key` (running prefill chunks of the least-served tenants get the
+budget first) and the charging hooks: `on_prefill(request, n)` when a prefill chunk is
 scheduled, for the n prompt tokens it computes for the first time (a cached prefix and recompute
 after preemption are free); `on_decode(request, n)` for the n tokens a step generated, in
-`update_from_output`. Plain Python.
+`update_from_output`. An optional `FairPreemption` (fair_preemption.py) lets an under-served
+waiting request take a running request's slot when admission stalls. Preemptions are counted
+by cause ("kv", "fairness") with the tokens their resumes recomputed. Plain Python.
 
 Speculative decoding (vLLM v1 style). A decoding request whose `spec_token_ids` hold k draft
 tokens is scheduled as one ragged chunk of 1 + k positions (its last token and the drafts),
@@ -31,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fairgate.scheduler.fair_preemption import FairPreemption
 from fairgate.scheduler.kv import KVCacheManager
 from fairgate.scheduler.plan import NewRequest, ScheduledChunk, StepPlan
 from fairgate.scheduler.queue import FCFSQueue, WaitQueue
@@ -67,14 +71,24 @@ class Scheduler:
     """
 
     def __init__(
-        self, config: SchedulerConfig, kv: KVCacheManager, queue: WaitQueue | None = None
+        self,
+        config: SchedulerConfig,
+        kv: KVCacheManager,
+        queue: WaitQueue | None = None,
+        fair_preemption: FairPreemption | None = None,
     ) -> None:
         self.config = config
         self.kv = kv
         self.queue: WaitQueue = queue if queue is not None else FCFSQueue()
+        self.fair_preemption = fair_preemption  # None: preempt for KV blocks only
         self.running: list[SchedRequest] = []  # in admission order
         self.requests: dict[str, SchedRequest] = {}  # every unfinished request
-        self.num_preemptions = 0  # cumulative, for metrics
+        # Cumulative, for metrics: preemptions of any cause, those for fairness, and the tokens
+        # resumes recomputed (computed before the preemption, not found in the prefix cache).
+        self.num_preemptions = 0
+        self.num_fairness_preemptions = 0
+        self.num_recomputed_tokens = 0
+        self.num_fairness_recomputed_tokens = 0
         self._decode_offset = 0  # round-robin start when decodes outnumber the token budget
 
     # ------------------------------------------------------------------ bookkeeping
@@ -126,9 +140,11 @@ class Scheduler:
         scheduled: _Scheduled = {}
         plan = StepPlan()
         budget = self._schedule_running(self.config.max_num_batched_tokens, scheduled, plan.preempted)
-        # Admissions. None after a preemption: the pool is already short of blocks.
+        # Admissions. None after a KV preemption: the pool is already short of blocks.
         if not plan.preempted:
             budget = self._admit(budget, scheduled, plan.new_requests)
+            if self.fair_preemption is not None and len(self.queue):
+                budget = self._take_slots_back(self.fair_preemption, budget, scheduled, plan)
         plan.chunks = list(scheduled.values())
         plan.num_batched_tokens = self.config.max_num_batched_tokens - budget
         return plan
@@ -154,7 +170,7 @@ class Scheduler:
                     request.spec_token_ids.clear()
                     continue
                 victim = self.queue.choose_victim(self.running)
-                budget += self._preempt(victim, scheduled)
+                budget += self._preempt(victim, scheduled, "kv")
                 preempted.append(victim.request_id)
                 if victim is request:
                     break
@@ -198,6 +214,8 @@ class Scheduler:
                 decoding.append((request, 1))
             elif remaining > 1:
                 prefilling.append((request, remaining))
+        # least-served first (stable: equal keys keep admission order)
+        prefilling.sort(key=lambda item: self.queue.service_key(item[0]))
         if len(decoding) > budget:  # rotate, or the same tail of `running` would always wait
             k = self._decode_offset % len(decoding)
             decoding = decoding[k:] + decoding[:k]
@@ -239,6 +257,9 @@ class Scheduler:
             if request.status is RequestStatus.WAITING:  # count a hit once, not per resume
                 request.num_cached_tokens = num_cached
                 new.append(NewRequest(request.request_id, request.tenant, request.priority, request.arrival_time))
+            else:
+                self._count_recompute(request, num_cached)
+            request.computed_at_admission = num_cached
             request.status = RequestStatus.RUNNING
             self.running.append(request)
             self._charge_prefill(request, num_new)
@@ -250,26 +271,58 @@ class Scheduler:
 
     def _charge_prefill(self, request: SchedRequest, num_new: int) -> None:
         # Charge prompt tokens computed for the first time only: a cached prefix is free, and
-        # so is recompute after a preemption (the planner's choice, not the tenant's use).
-        if request.num_preemptions:
-            return
-        start = request.num_computed_tokens
-        num_prompt = min(start + num_new, request.num_prompt_tokens) - start
-        if num_prompt > 0:
-            self.queue.on_prefill(request, num_prompt)
+        # so is recompute after a preemption (the planner's choice, not the tenant's use). A
+        # prompt cut off mid-prefill is charged for the rest when it resumes: the high-water
+        # mark, not "was it ever preempted", decides.
+        start = max(request.num_computed_tokens, request.num_prompt_charged)
+        end = min(request.num_computed_tokens + num_new, request.num_prompt_tokens)
+        if end > start:
+            request.num_prompt_charged = end
+            self.queue.on_prefill(request, end - start)
 
-    def _preempt(self, victim: SchedRequest, scheduled: _Scheduled) -> int:
-        """Recompute-preempt `victim`; returns the budget its withdrawn chunk gives back."""
+    def _take_slots_back(self, policy: FairPreemption, budget: int, scheduled: _Scheduled, plan: StepPlan) -> int:
+        """Admission stalled with requests waiting: preempt up to `max_per_step` running
+        requests the fairness policy picks, each time admitting again, so the under-served
+        request gets the freed slot (and budget, and blocks) in this very step."""
+        for _ in range(policy.config.max_per_step):
+            waiting = self.queue.peek()
+            if waiting is None:
+                break
+            victim = policy.choose(waiting, self.running)
+            if victim is None:
+                break
+            budget += self._preempt(victim, scheduled, "fairness")
+            plan.preempted.append(victim.request_id)
+            budget = self._admit(budget, scheduled, plan.new_requests)
+        return budget
+
+    def _preempt(self, victim: SchedRequest, scheduled: _Scheduled, cause: str) -> int:
+        """Recompute-preempt `victim`; returns the budget its withdrawn chunk gives back.
+
+        Its blocks lose this reference but stay cached (`kv.free`): the full ones are found
+        again as a prefix hit when it resumes, unless evicted meanwhile."""
         self.running.remove(victim)
         self.kv.free(victim)
+        victim.computed_at_preemption = victim.num_computed_tokens
+        victim.preempt_cause = cause
         victim.num_computed_tokens = 0
         victim.spec_token_ids.clear()
         victim.status = RequestStatus.PREEMPTED
         victim.num_preemptions += 1
         self.num_preemptions += 1
+        if cause == "fairness":
+            self.num_fairness_preemptions += 1
         self.queue.push_front(victim)
         chunk = scheduled.pop(victim.request_id, None)
         return chunk.num_tokens if chunk is not None else 0
+
+    def _count_recompute(self, request: SchedRequest, num_cached: int) -> None:
+        """A preempted request resumes with `num_cached` tokens found in the prefix cache: what
+        it had computed beyond them is computed again."""
+        recomputed = max(0, request.computed_at_preemption - num_cached)
+        self.num_recomputed_tokens += recomputed
+        if request.preempt_cause == "fairness":
+            self.num_fairness_recomputed_tokens += recomputed
 
     def update_from_output(self, plan: StepPlan, sampled: Mapping[str, int | list[int]]) -> None:
         """Advance each chunk's request by its tokens, append sampled tokens, cache full blocks.

@@ -138,6 +138,8 @@ def _samples(texts: Iterable[str], as_model: str | None = None) -> dict[str, dic
                 model = as_model or model
                 name = s.name.removesuffix("_total")
                 key = _COUNTERS.get(name) or _GAUGES.get(name)
+                if s.labels.get("cause") == "fairness":  # a slot given back, not KV pressure
+                    key = None
                 if name == "fairgate_requests" and "finish_reason" in s.labels:  # the engine's, not the gateway's
                     key = "requests"
                 if key is not None:

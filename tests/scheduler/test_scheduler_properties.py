@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairgate.backends.local.kv_cache.block_manager import BlockManager, HashFn, sha256_block_hash
+from fairgate.scheduler.fair_preemption import FairPreemption, FairPreemptionConfig
 from fairgate.scheduler.fair_queue import FairQueue
 from fairgate.scheduler.queue import FCFSQueue, WaitQueue
 from fairgate.scheduler.request import RequestStatus, SchedRequest
@@ -43,9 +44,10 @@ op = st.one_of(
 
 
 class Harness:
-    def __init__(self, hash_fn: HashFn, queue: WaitQueue) -> None:
+    def __init__(self, hash_fn: HashFn, queue: WaitQueue, preempt: FairPreemptionConfig | None = None) -> None:
         self.bm = BlockManager(NUM_BLOCKS, BLOCK, hash_fn=hash_fn)
-        self.s = Scheduler(SchedulerConfig(max_num_seqs=3, max_num_batched_tokens=5), self.bm, queue)
+        policy = FairPreemption(queue, preempt) if preempt is not None and isinstance(queue, FairQueue) else None
+        self.s = Scheduler(SchedulerConfig(max_num_seqs=3, max_num_batched_tokens=5), self.bm, queue, policy)
         self.kv: dict[int, tuple[str | None, tuple[int, ...]]] = {}  # slot -> what it holds
         self.n = 0
 
@@ -124,17 +126,22 @@ class Harness:
         assert self.bm.check_pool_whole() and self.bm.num_tracked_requests == 0
 
 
-QUEUES = {"fcfs": FCFSQueue, "fair": FairQueue}
+QUEUES = {"fcfs": FCFSQueue, "fair": FairQueue, "fair+preempt": FairQueue}
+# Fairness preemption with tight bounds, so it fires often. A gap > 0 guarantees progress: a
+# request taken back needs its tenant to fall behind by the gap again, which only new service does
+# (with the constant hash nothing is cached, so every resume recomputes everything).
+EAGER = FairPreemptionConfig(min_gap=2.0, min_run_tokens=2)
 
 
 @pytest.mark.parametrize(
     ("hash_name", "queue_name"),
-    [(name, "fcfs") for name in sorted(HASHES)] + [("sha256", "fair"), ("constant", "fair")],
+    [(name, "fcfs") for name in sorted(HASHES)]
+    + [("sha256", "fair"), ("constant", "fair"), ("sha256", "fair+preempt"), ("constant", "fair+preempt")],
 )
 @settings(max_examples=60, deadline=None)
 @given(ops=st.lists(op, max_size=40))
 def test_random_mixes_keep_the_pool_consistent(hash_name: str, queue_name: str, ops: list[tuple]) -> None:
-    h = Harness(HASHES[hash_name], QUEUES[queue_name]())
+    h = Harness(HASHES[hash_name], QUEUES[queue_name](), EAGER if queue_name == "fair+preempt" else None)
     for o in ops:
         if o[0] == "add":
             h.add(*o[1:])

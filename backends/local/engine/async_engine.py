@@ -231,6 +231,9 @@ class AsyncEngine:
             prefix_cache_queries=bm.prefix_cache_queries,
             prefix_cache_hits=bm.prefix_cache_hits,
             preemptions=self.scheduler.num_preemptions,
+            fairness_preemptions=self.scheduler.num_fairness_preemptions,
+            recomputed_tokens=self.scheduler.num_recomputed_tokens,
+            fairness_recomputed_tokens=self.scheduler.num_fairness_recomputed_tokens,
         )
 
     def step_costs(self) -> StepCosts | None:

@@ -32,6 +32,9 @@ class EngineConfig:
     max_num_batched_tokens: int = 512
     max_model_len: int | None = None
     enable_prefix_caching: bool = True
+    # With the fair (VTC) queue, an under-served tenant's waiting request may take a running
+    # slot back from the most-served tenant (scheduler/fair_preemption.py). No effect on FCFS.
+    fairness_preemption: bool = True
     served_model_name: str | None = None
     tool_call_parser: str = "hermes"  # how the model writes tool calls: hermes | llama3_json
     # Speculative decoding: "off", "ngram" (prompt lookup) or "draft:DIR" (a draft model folder
@@ -94,6 +97,7 @@ class EngineConfig:
             max_num_batched_tokens=args.max_num_batched_tokens,
             max_model_len=args.max_model_len,
             enable_prefix_caching=not args.no_prefix_caching,
+            fairness_preemption=not getattr(args, "no_fairness_preemption", False),
             served_model_name=args.served_model_name,
             tool_call_parser=getattr(args, "tool_call_parser", "hermes"),
             speculative=getattr(args, "speculative", "off"),

@@ -16,6 +16,7 @@ from fairgate.backends.local.engine.protocols import EngineTokenizer, ModelExecu
 from fairgate.backends.local.kv_cache.block_manager import BlockManager
 from fairgate.backends.local.speculative.policy import SpeculativeDecoder, cost_clock
 from fairgate.backends.local.speculative.proposers import NgramProposer, Proposer
+from fairgate.scheduler.fair_preemption import FairPreemption
 from fairgate.scheduler.fair_queue import FairQueue
 from fairgate.scheduler.queue import WaitQueue
 from fairgate.scheduler.scheduler import Scheduler, SchedulerConfig
@@ -96,7 +97,8 @@ def build_engine_parts(
     wait_queue: WaitQueue | None = None,
 ) -> EngineParts:
     """Validate `config` and build (or take) every part; the queue defaults to `FairQueue`
-    (pass `FCFSQueue()` to opt out of fairness)."""
+    (pass `FCFSQueue()` to opt out of fairness), with fairness preemption unless
+    `config.fairness_preemption` is off."""
     config.validate()
     if runner is None:
         runner = build_runner(config)
@@ -111,6 +113,7 @@ def build_engine_parts(
         runner.num_kv_blocks, runner.block_size, runner.max_model_len, int(runner.config.vocab_size),
         config.max_model_len,
     )
+    queue = wait_queue if wait_queue is not None else FairQueue()
     scheduler = Scheduler(
         SchedulerConfig(
             max_num_seqs=config.max_num_seqs,
@@ -118,7 +121,8 @@ def build_engine_parts(
             max_model_len=limits.max_model_len,
         ),
         block_manager,
-        queue=wait_queue if wait_queue is not None else FairQueue(),
+        queue=queue,
+        fair_preemption=FairPreemption(queue) if config.fairness_preemption and isinstance(queue, FairQueue) else None,
     )
     return EngineParts(
         runner, tokenizer, block_manager, scheduler, limits, frozenset(runner.eos_token_ids),

@@ -33,7 +33,7 @@ from fairgate.scheduler.request import PRIORITY_CLASSES
 
 if TYPE_CHECKING:
     from fairgate.backends.local.engine.async_engine import AsyncEngine
-    from fairgate.backends.local.engine.output import RequestOutput
+    from fairgate.backends.local.engine.output import EngineStats, RequestOutput
     from fairgate.scheduler.plan import StepPlan
 
 log = logging.getLogger(__name__)
@@ -238,8 +238,8 @@ class EngineStatsCollector(Collector):
                                  " model's weights and KV cache are stored.", labels=["model", "weights", "kv_cache"])
         info.add_metric([self.model, *quantization_labels(self.engine)], 1)
         yield info
+        yield from _preemption_counters(s, self.model)
         for name, help_, value in (
-            ("fairgate_preemptions", "Requests preempted (KV dropped, recomputed later).", s.preemptions),
             ("fairgate_prefix_cache_evictions", "Cached blocks evicted to make room.", bm.num_evictions),
             ("fairgate_engine_steps", "Engine steps run.", s.steps),
             ("fairgate_engine_busy_seconds", "Time inside the model's forward passes.", s.busy_seconds),
@@ -262,6 +262,21 @@ class EngineStatsCollector(Collector):
         for j, count in enumerate(list(s.spec_accepted_by_position)):
             by_pos.add_metric([self.model, str(j + 1)], count)
         yield by_pos
+
+
+def _preemption_counters(s: EngineStats, model: str) -> Iterator[Metric]:
+    """Preemptions and the tokens their resumes recomputed, by cause: "kv" (blocks ran out: KV
+    pressure) or "fairness" (a slot given to an under-served tenant: not KV pressure)."""
+    for name, help_, total, fair in (
+        ("fairgate_preemptions", "Requests preempted (KV dropped, recomputed later), by cause.",
+         s.preemptions, s.fairness_preemptions),
+        ("fairgate_preemption_recomputed_tokens", "Tokens resumed requests computed again (not found in "
+         "the prefix cache), by the cause of their preemption.", s.recomputed_tokens, s.fairness_recomputed_tokens),
+    ):
+        c = CounterMetricFamily(name, help_, labels=["model", "cause"])
+        c.add_metric([model, "kv"], total - fair)
+        c.add_metric([model, "fairness"], fair)
+        yield c
 
 
 def _step_cost_gauges(engine: AsyncEngine, labels: list[str]) -> Iterator[Metric]:

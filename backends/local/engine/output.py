@@ -38,7 +38,10 @@ class EngineStats:
     kv_blocks_total: int = 0
     prefix_cache_queries: int = 0  # prompt tokens looked up
     prefix_cache_hits: int = 0  # prompt tokens found
-    preemptions: int = 0
+    preemptions: int = 0  # every cause
+    fairness_preemptions: int = 0  # of them: a slot given to an under-served tenant
+    recomputed_tokens: int = 0  # computed again by resumed requests (not found in the prefix cache)
+    fairness_recomputed_tokens: int = 0  # of them: by requests preempted for fairness
     steps: int = 0
     tokens_computed: int = 0  # prompt + decode tokens run through the model
     busy_seconds: float = 0.0  # wall time inside the forward pass (runner.execute)
