@@ -28,6 +28,7 @@ from fairgate.backends.http_transport import Transport, header_block, origin_for
 from fairgate.backends.liveness import LivenessWatch
 from fairgate.backends.openai_wire import WireError
 from fairgate.backends.openai_wire.responses import response_id
+from fairgate.backends.upstream_answer import first_token_at, retry_after_s, upstream_error
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 5.0  # an upstream asking for a longer pause is not retried within the request
@@ -199,7 +200,7 @@ class OpenAICompatBackend:
             data = await resp.read(self.transport.max_event_bytes)
         except HTTPError:
             data = b""
-        message, code, param = _upstream_error(data, resp.status)
+        message, code, param = upstream_error(data, resp.status)
         wait = retry_after_s(resp.headers.get(b"retry-after"))
         self.breaker.record(ticket, outcome_of(resp.status, wait), wait)
         if resp.status in RETRY_STATUSES:
@@ -241,7 +242,7 @@ class OpenAICompatBackend:
         try:
             sent = time.perf_counter()
             resp = await self._send(path, payload, self._request_headers(request), request.tenant)
-            request.used.first_token_at = _first_token_at(resp, sent) if self.is_local else None
+            request.used.first_token_at = first_token_at(resp, sent) if self.is_local else None
             try:
                 async with asyncio.timeout(self._timeout):  # the whole body: a trickle ends too
                     data = await resp.read(self.transport.max_response_bytes)
@@ -370,45 +371,3 @@ def _identity(request: GenerationRequest) -> tuple[str | None, str | None]:
     if request.model is None:
         return None, None
     return response_id(request.kind, request.request_id), request.model
-
-
-def retry_after_s(value: bytes | None) -> float | None:
-    """Retry-After in seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
-    if not value:
-        return None
-    text = value.decode("latin-1").strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    from email.utils import parsedate_to_datetime
-
-    try:
-        return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
-
-
-def _first_token_at(resp: Response, sent: float) -> float | None:
-    """When the first token of a whole answer came, from our engine server's own timing
-    (`x-fairgate-ttft-ms`, from its arrival) and when it was sent here."""
-    try:
-        ms = float(resp.headers.get(b"x-fairgate-ttft-ms", b""))
-    except ValueError:
-        return None
-    return sent + ms / 1000 if 0 <= ms < 86_400_000 else None
-
-
-def _upstream_error(data: bytes, status: int) -> tuple[str, str | None, str | None]:
-    """The upstream's error message (short; never echoes request headers), and its OpenAI
-    `code` and `param` when it gave them as strings."""
-    code = param = None
-    try:
-        err = orjson.loads(data).get("error")
-        msg = err.get("message") if isinstance(err, dict) else str(err)
-        if isinstance(err, dict):
-            code = err["code"][:64] if isinstance(err.get("code"), str) else None
-            param = err["param"][:200] if isinstance(err.get("param"), str) else None
-    except Exception:
-        msg = data.decode("utf-8", "replace")
-    return (msg or f"HTTP {status}")[:300], code, param

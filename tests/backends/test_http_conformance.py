@@ -18,7 +18,8 @@ import pytest
 
 from fairgate.backends.base import BackendError, GenerationRequest
 from fairgate.backends.http1 import HTTP1Pool, HTTPError, Origin
-from fairgate.backends.openai_compat import OpenAICompatBackend, retry_after_s
+from fairgate.backends.openai_compat import OpenAICompatBackend
+from fairgate.backends.upstream_answer import retry_after_s
 
 JSON = b'{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":0}}'
 

@@ -211,8 +211,7 @@ class EngineServer:
 
     async def _stream(self, greq: GenerationRequest, prepared: EngineRequest,
                       output: ResponsesOutput | None, caller_id: str | None) -> Response:
-        """The SSE response; a stream named by its caller is in the ledger too (a gateway replica
-        killed mid-stream has its successor ask what it used)."""
+        """The SSE response; a named stream is in the ledger too (for a killed gateway's successor)."""
         batches = self.backend.stream_prepared(prepared, greq, include_usage=prepared.include_usage)
         try:
             first = await batches.__anext__()  # admission errors become a plain 4xx here
