@@ -38,6 +38,7 @@ class WireError(BackendError):
                          code=code, param=param, headers=headers)
         self.message = message
         self.type = type or error_type(status)
+        self.tenant: str | None = None  # who was refused, where the gateway knew it (its log line)
 
     def body(self) -> dict[str, Any]:
         return error_body(self.status, self.message, self.code, self.param, self.type)

@@ -70,6 +70,7 @@ class UsageEvent:
     complexity: float | None = None  # policies.complexity score: could a smaller model take it?
     # For metrics only (request observers), not stored: see _NOT_STORED.
     overhead_ms: float | None = None  # gateway time to the response's first byte, backend excluded
+    error_code: str | None = None  # the OpenAI error code the client got, if any (refusal reasons)
 
     @property
     def total_tokens(self) -> int:
@@ -82,7 +83,7 @@ class UsageEvent:
         return d
 
 
-_NOT_STORED = ("overhead_ms",)
+_NOT_STORED = ("overhead_ms", "error_code")
 _TEXT_FIELDS = ("request_id", "tenant_id", "key_prefix", "model", "backend", "priority", "status", "route",
                 "prompt_version")
 

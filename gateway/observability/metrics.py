@@ -42,6 +42,7 @@ from fairgate.backends.prompt_version import NONE, LabelCap
 from fairgate.gateway.admin.token import admin_token_ok
 from fairgate.gateway.billing.usage import UsageEvent, UsageRecorder
 from fairgate.gateway.observability.cost_metrics import CostCollector
+from fairgate.gateway.observability.refusals import refusal_reason
 from fairgate.gateway.observability.state import observability_state
 
 if TYPE_CHECKING:
@@ -87,6 +88,11 @@ class GatewayMetrics:
                                      "cache.", LABELS, registry=r)
         self.requests = Counter("fairgate_requests", "Finished requests by status and HTTP code.",
                                 (*LABELS, "status", "code"), registry=r)
+        self.refusals = Counter("fairgate_refusals", "Requests answered with an error and no backend's answer, "
+                                "by route and reason (auth, quota, validation, context_length, no_backend, "
+                                "sensitive_without_local, unavailable, upstream_error); kept out of the latency "
+                                "histograms.", ("route", "reason"), registry=r)
+        self._refusals: dict[tuple[str, str], Any] = {}
         pc = ("tenant", "route", "backend", "model", "prompt_version")
         self.pc_queries = Counter("fairgate_prefix_cache_queries_tokens", "Prompt tokens looked up in a "
                                   "prefix cache.", pc, registry=r)
@@ -98,6 +104,19 @@ class GatewayMetrics:
         self._versions = LabelCap()
         self.costs = CostCollector(tenant_labels)  # registered by make_metrics; refreshed at scrape time
 
+    def refused(self, route: str, reason: str) -> None:
+        counter = self._refusals.get((route, reason))
+        if counter is None:
+            counter = self._refusals[(route, reason)] = self.refusals.labels(route, reason)
+        counter.inc()
+
+    def _count(self, key: tuple[str, ...], e: UsageEvent) -> None:
+        status_key = (*key, e.status, str(e.http_status))
+        counter = self._status.get(status_key)
+        if counter is None:
+            counter = self._status[status_key] = self.requests.labels(*status_key)
+        counter.inc()
+
     def observe(self, e: UsageEvent) -> None:
         """A request observer: account for one finished request."""
         backend = e.backend or "none"
@@ -106,6 +125,10 @@ class GatewayMetrics:
         c = self._children.get(key)
         if c is None:
             c = self._children[key] = _Children(self, key)
+        self._count(key, e)
+        if e.backend is None:  # no backend answered: a refusal, not a latency
+            self.refused(e.route, refusal_reason(e.http_status, e.error_code))
+            return
         c.e2e.observe(e.latency_ms / 1000)
         if e.overhead_ms is not None:
             c.overhead.observe(e.overhead_ms / 1000)
@@ -115,12 +138,7 @@ class GatewayMetrics:
                 c.itl.observe(max(e.latency_ms - e.ttft_ms, 0.0) / 1000 / (e.completion_tokens - 1))
         c.prompt.inc(e.prompt_tokens)
         c.generation.inc(e.completion_tokens)
-        status_key = (*key, e.status, str(e.http_status))
-        counter = self._status.get(status_key)
-        if counter is None:
-            counter = self._status[status_key] = self.requests.labels(*status_key)
-        counter.inc()
-        if backend == "none" or e.usage_estimated:  # nothing was looked up, or we do not know
+        if e.usage_estimated:  # we do not know what was looked up
             return
         pc_key = (tenant, e.route, backend, e.model, self._versions(e.prompt_version or NONE))
         pc = self._pc.get(pc_key)

@@ -118,6 +118,17 @@ async def admit(state: RequestState, kind: Kind, scope: Scope, receive: Receive,
     headers = dict(scope["headers"])
     token = bearer_token(headers)
     principal = await authenticate(state, token, reload=False, address=client_address(scope))
+    try:
+        return await _admit_principal(state, kind, headers, receive, token, principal, translate, id_prefix, t0)
+    except WireError as err:
+        err.tenant = principal.tenant_id  # known from here on: the refusal's log line names it
+        raise
+
+
+async def _admit_principal(state: RequestState, kind: Kind, headers: dict[bytes, bytes], receive: Receive,
+                           token: str, principal: Principal,
+                           translate: Callable[[dict[str, Any]], dict[str, Any]] | None, id_prefix: str | None,
+                           t0: float) -> Admitted:
     body = await read_json_object(receive, headers, state.settings.max_body_bytes)
     if translate is not None:
         body = translate(body)

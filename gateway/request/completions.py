@@ -22,6 +22,7 @@ import orjson
 from fairgate.backends.base import Kind
 from fairgate.backends.openai_wire import WireError, send_error, send_json
 from fairgate.backends.types import Receive, Scope, Send
+from fairgate.gateway.observability.refusals import refusal_reason
 from fairgate.gateway.request.admission import Admitted, admit
 from fairgate.gateway.request.fallback import first_answer
 from fairgate.gateway.request.request_log import log_refusal
@@ -46,7 +47,9 @@ class CompletionsEndpoint:
             adm = await self.admit(state, scope, receive)
         except WireError as err:
             await send_error(send, err)
-            log_refusal(scope.get("path", ""), err.status, err.code, t0)
+            route = scope.get("path", "")
+            log_refusal(route, err.status, err.code, t0, err.tenant)
+            state.metrics.refused(route, refusal_reason(err.status, err.code))
             return
         except Exception as exc:  # e.g. the key store or Redis is down: nothing was reserved
             log.warning("admission failed (%s)", type(exc).__name__)
@@ -84,7 +87,7 @@ async def complete(state: RequestState, adm: Admitted, receive: Receive, send: S
     except WireError as err:
         cut.done = True
         await send_error(send, err)
-        await finish(state, adm, "failed", None, err.status, None)
+        await finish(state, adm, "failed", None, err.status, None, code=err.code)
         return
     finally:
         cut.done = True  # from here on a disconnect cancels nothing
@@ -123,7 +126,7 @@ async def embed(state: RequestState, adm: Admitted, send: Send) -> None:
         backend, result = await first_answer(adm, lambda b: b.embed(adm.gen))
     except WireError as err:
         await send_error(send, err)
-        await finish(state, adm, "failed", None, err.status, None)
+        await finish(state, adm, "failed", None, err.status, None, code=err.code)
         return
     body = orjson.dumps({**result, "model": adm.parsed.model})  # the name the client asked for
     await send_json(send, 200, body, adm.response_headers(backend.name))

@@ -9,6 +9,7 @@ import logging
 import time
 
 from fairgate.gateway.billing.usage import UsageEvent
+from fairgate.gateway.observability.refusals import refusal_reason
 
 log = logging.getLogger("fairgate.requests")
 
@@ -24,9 +25,10 @@ def log_request(e: UsageEvent) -> None:
              e.cached_tokens, ttft, e.latency_ms)
 
 
-def log_refusal(route: str, status: int, code: str | None, t0: float) -> None:
-    """A request refused before it was admitted: who it was is not known for sure (the key may
-    be the wrong one), so the line says what was refused and why, by its error code."""
+def log_refusal(route: str, status: int, code: str | None, t0: float, tenant: str | None = None) -> None:
+    """A request refused before it was admitted, by its error code; the tenant once its key was
+    known good (a quota 429, a validation 400), never a guess from a wrong key."""
     if log.isEnabledFor(logging.INFO):
-        log.info("request refused route=%s http=%d code=%s latency_ms=%.1f", route or "-", status, code or "-",
-                 (time.perf_counter() - t0) * 1000)
+        log.info("request refused tenant=%s route=%s http=%d code=%s reason=%s latency_ms=%.1f", tenant or "-",
+                 route or "-", status, code or "-", refusal_reason(status, code), (time.perf_counter() - t0) * 1000)
+

@@ -20,7 +20,7 @@ ROUTES = {"chat": "/v1/chat/completions", "completion": "/v1/completions", "embe
 
 
 async def finish(state: RequestState, adm: Admitted, status: str, backend: str | None, http_status: int,
-                 usage: dict[str, Any] | None, completion_seen: int = 0) -> None:
+                 usage: dict[str, Any] | None, completion_seen: int = 0, code: str | None = None) -> None:
     """Settle the reservation with what was used and queue the usage record (exactly once).
 
     `usage` is the backend's usage object (None: unknown; then what the backend counted so far,
@@ -44,7 +44,8 @@ async def finish(state: RequestState, adm: Admitted, status: str, backend: str |
         ttft_ms=None if adm.ttft is None else (adm.ttft - adm.t0) * 1000, latency_ms=(now - adm.t0) * 1000,
         route=adm.route or ROUTES.get(adm.kind, adm.kind), cached_tokens=_cached_tokens(usage),
         overhead_ms=adm.overhead_ms, prompt_version=prompt_version(adm.prompt_version_header, adm.parsed.body),
-        prefix_hash=head, prefix_shape=shape, complexity=_complexity(texts, prompt) if signals else None)
+        prefix_hash=head, prefix_shape=shape, complexity=_complexity(texts, prompt) if signals else None,
+        error_code=code)
     await give_back_share(state, adm.rid)
     state.usage.record(event)
     for observer in state.request_observers:

@@ -87,7 +87,7 @@ async def stream(state: RequestState, adm: Admitted, receive: Receive, send: Sen
         backend, (batches, first) = await first_answer(adm, lambda b: open_stream(b, adm))
     except WireError as err:
         await send_error(send, err)
-        await finish(state, adm, "failed", None, err.status, None)
+        await finish(state, adm, "failed", None, err.status, None, code=err.code)
         return
     progress = StreamProgress(adm.parsed.include_usage)
     task = asyncio.current_task()

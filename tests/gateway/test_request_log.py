@@ -48,8 +48,9 @@ def test_a_line_per_request_and_no_prompt_or_key_in_any_log(make_gateway, caplog
     assert any("stream=yes" in line and "ttft_ms=" in line and "ttft_ms=-" not in line for line in lines)
     refused = sorted(line for line in lines if line.startswith("request refused"))
     assert [re.sub(r"latency_ms=[\d.]+", "", line) for line in refused] == [
-        "request refused route=/v1/chat/completions http=401 code=invalid_api_key ",
-        "request refused route=/v1/chat/completions http=404 code=model_not_found "]
+        "request refused tenant=- route=/v1/chat/completions http=401 code=invalid_api_key reason=auth ",
+        f"request refused tenant={tenant['id']} route=/v1/chat/completions http=404 code=model_not_found "
+        "reason=no_backend "]
     everything = "\n".join(r.getMessage() for r in caplog.records) + caplog.text
     for secret in (PROMPT, "bluefin", key, key[11:]):
         assert secret not in everything

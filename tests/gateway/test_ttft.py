@@ -72,5 +72,22 @@ def test_a_whole_answer_from_our_engine_carries_its_first_token_time(make_gatewa
                        headers={"authorization": f"Bearer {key}"})
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 48
         (row,) = _rows(gw, tenant)
-    # one prefill, then 47 decode steps: the first token comes long before the answer ends
-    assert row.ttft_ms is not None and 0 < row.ttft_ms < row.latency_ms / 2, (row.ttft_ms, row.latency_ms)
+    assert row.ttft_ms is not None and 0 < row.ttft_ms < row.latency_ms, (row.ttft_ms, row.latency_ms)
+
+
+def test_a_whole_answer_ttft_is_the_engines_first_token_not_its_end(make_gateway, upstream):
+    """The gateway's side of `x-fairgate-ttft-ms`, with a known timing: the first token 0.1 s
+    after arrival, the whole answer after 0.6 s (the upstream plays our engine server)."""
+    upstream.behaviour.first_token_delay_s, upstream.behaviour.answer_delay_s = 0.1, 0.6
+    try:
+        gw, admin = make_gateway()
+        admin.backend("eng", upstream.base_url, model="up-model", kind="local")  # only ours are believed
+        tenant = admin.tenant()["id"]
+        key = admin.key(tenant)["key"]
+        r = httpx.post(gw.url + "/v1/chat/completions", timeout=30, headers={"authorization": f"Bearer {key}"},
+                       json={"model": "eng", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 200
+        (row,) = _rows(gw, tenant)
+    finally:
+        upstream.behaviour.first_token_delay_s = upstream.behaviour.answer_delay_s = 0.0
+    assert row.latency_ms >= 600 and 100 <= row.ttft_ms < 600, (row.ttft_ms, row.latency_ms)

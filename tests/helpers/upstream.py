@@ -43,6 +43,9 @@ class UpstreamBehaviour:
     token_delay_s: float = 0.0  # pause before each streamed chunk
     # a stream opens with the `role` chunk at once, then waits this long for its first token
     first_token_delay_s: float = 0.0
+    # a whole answer comes after this long, saying (as our engine server does, x-fairgate-ttft-ms)
+    # that its first token came after `first_token_delay_s`
+    answer_delay_s: float = 0.0
     fail_next: list[int] = field(default_factory=list)  # statuses for the next requests
     prompt_tokens_of: Callable[[dict[str, Any]], int] = words_of
     record: bool = True
@@ -118,12 +121,16 @@ class UpstreamApp:
         model = body.get("model", "up-model")
         rid = f"up-{len(self.received)}"
         if not body.get("stream"):
+            extra = []
+            if b.answer_delay_s:
+                await asyncio.sleep(b.answer_delay_s)
+                extra = [(b"x-fairgate-ttft-ms", b"%.1f" % (b.first_token_delay_s * 1000))]
             text = " ".join(words)
             choice = ({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
                       if chat else {"index": 0, "text": text, "finish_reason": "length"})
             obj = "chat.completion" if chat else "text_completion"
             return await _json(send, 200, {"id": rid, "object": obj, "created": int(time.time()),
-                                           "model": model, "choices": [choice], "usage": usage})
+                                           "model": model, "choices": [choice], "usage": usage}, extra)
         await self._stream(receive, send, body, chat, words, usage, rid)
 
     async def _stream(self, receive: Callable, send: Callable, body: dict[str, Any], chat: bool,
