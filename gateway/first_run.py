@@ -3,7 +3,10 @@
 `fairgate serve` on an empty database with no FAIRGATE_ADMIN_TOKEN makes an admin token (the
 database keeps only its SHA-256, like a notebook server's token), a `default` tenant and one
 API key for it, and prints them once with a ready `curl` and `openai` line and where the
-dashboard is. Every later start prints where the gateway listens, never a secret.
+dashboard is. Both lines work as printed: the python line names this process's interpreter (the
+venv's, where `openai` is installed; a bare `python` may have no `openai`), and both ask for a
+short answer (FIRST_ANSWER_TOKENS), so the first reply comes in seconds rather than after the
+model fills its whole context. Every later start prints where the gateway listens, never a secret.
 
 Replicas starting together on one empty database: the credential's fixed primary key and the
 tenant's unique name make the insert fail for all but one; the others print the URL only.
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import shlex
 import sys
 from dataclasses import dataclass
 from typing import TextIO
@@ -28,6 +32,7 @@ from fairgate.gateway.store.tables import AdminCredential, ApiKey, AuditEntry, T
 
 log = logging.getLogger("fairgate.first_run")
 DEFAULT_TENANT = "default"
+FIRST_ANSWER_TOKENS = 32  # the printed lines' max_tokens: a first answer in seconds on a CPU
 
 
 @dataclass(slots=True)
@@ -75,10 +80,11 @@ def banner(url: str, first: FirstRun | None, model: str | None, out: TextIO = sy
         print(f"fairgate gateway listening on {url} (dashboard: {dashboard})", file=out, flush=True)
         return
     model = model or "MODEL"
-    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Hello"}]})
+    body = json.dumps({"model": model, "max_tokens": FIRST_ANSWER_TOKENS,
+                       "messages": [{"role": "user", "content": "Hello"}]})
     python = (f"from openai import OpenAI; c = OpenAI(base_url='{url}/v1', api_key='{first.api_key}'); "
-              f"print(c.chat.completions.create(model='{model}', messages=[{{'role': 'user', "
-              f"'content': 'Hello'}}]).choices[0].message.content)")
+              f"print(c.chat.completions.create(model='{model}', max_tokens={FIRST_ANSWER_TOKENS}, "
+              f"messages=[{{'role': 'user', 'content': 'Hello'}}]).choices[0].message.content)")
     lines = [
         f"fairgate gateway listening on {url}",
         "",
@@ -92,7 +98,7 @@ def banner(url: str, first: FirstRun | None, model: str | None, out: TextIO = sy
         "Try it:",
         f"  curl {url}/v1/chat/completions -H 'Authorization: Bearer {first.api_key}' "
         f"-H 'Content-Type: application/json' -d '{body}'",
-        f'  python -c "{python}"',
+        f'  {shlex.quote(sys.executable or "python3")} -c "{python}"',
         "",
         f"Admin API: curl {url}/admin/tenants -H 'Authorization: Bearer {first.admin_token}'",
     ]

@@ -97,7 +97,9 @@ OPENAI_SCHEMAS: dict[str, Schema] = {
                        "finish_reason": {"type": ["string", "null"]}}}),
     "Model": {"type": "object", "required": ["id", "object", "owned_by"], "properties": {
         "id": {"type": "string"}, "object": {"const": "model"}, "created": {"type": "integer"},
-        "owned_by": {"type": "string"}}},
+        "owned_by": {"type": "string"},
+        "max_model_len": {"type": "integer", "description": "Prompt + completion tokens the model takes, "
+                          "where the server knows it (vLLM's field)."}}},
     "ModelList": {"type": "object", "required": ["object", "data"], "properties": {
         "object": {"const": "list"}, "data": {"type": "array", "items": ref("Model")}}},
     # The Responses API on the chat path (openai_wire/responses_request.py): stateless, text parts.

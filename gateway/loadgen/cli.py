@@ -38,6 +38,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--workload", default="chat", choices=sorted(WORKLOADS))
     p.add_argument("--scale", type=float, default=1.0, help="multiply the workload's prompt and output lengths")
     p.add_argument("--max-tokens", type=int, default=None, help="override every request's max_tokens")
+    p.add_argument("--no-fit", action="store_true",
+                   help="send the workload as sized; by default it is shrunk until prompt + max_tokens fits "
+                        "the smallest max_model_len the targets list in /v1/models")
     p.add_argument("--temperature", type=float, default=None)
     p.add_argument("--ignore-eos", action="store_true", help="send ignore_eos (vLLM, fairgate): fixed output lengths")
     p.add_argument("--extra-body", default=None, help="JSON object merged into every request body")

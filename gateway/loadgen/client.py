@@ -47,6 +47,7 @@ class RequestResult:
     ok: bool = False
     error: str | None = None  # "http_429", "APITimeoutError", ... when not ok
     error_detail: str = ""  # the server's message (first 200 characters), for the report
+    error_code: str = ""  # the server's error `code` (e.g. context_length_exceeded), when it sent one
     ttft: float | None = None
     e2e: float | None = None
     itl: list[float] = field(default_factory=list)
@@ -88,6 +89,14 @@ def _error_name(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def _error_code(exc: BaseException) -> str:
+    if isinstance(exc, openai.APIStatusError) and isinstance(exc.body, dict):
+        body = exc.body.get("error", exc.body)
+        code = body.get("code") if isinstance(body, dict) else None
+        return str(code)[:80] if code is not None else ""
+    return ""
+
+
 def _error_detail(exc: BaseException) -> str:
     if isinstance(exc, openai.APIStatusError) and isinstance(exc.body, dict):
         body = exc.body.get("error", exc.body)
@@ -118,7 +127,7 @@ async def send_chat(client: openai.AsyncOpenAI, target: Target, spec: RequestSpe
         await _read_stream(raw.parse(), t0, result)
     except Exception as exc:  # any failure is a data point of the run, not a crash of it
         result.ok, result.error = False, _error_name(exc)
-        result.error_detail = _error_detail(exc)
+        result.error_detail, result.error_code = _error_detail(exc), _error_code(exc)
         return result
     result.e2e = time.perf_counter() - t0
     result.ok = True  # an answer that ended at once (EOS first) is an answer: it has no TTFT

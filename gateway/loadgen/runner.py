@@ -51,6 +51,7 @@ class RunPlan:
     seed: int = 0
     temperature: float | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
+    fit: dict[str, Any] | None = None  # how the workload was fitted to the served context (fit.py)
 
 
 @dataclass(slots=True)

@@ -18,6 +18,7 @@ from tqdm import tqdm
 from fairgate.backends.local.evaluation.golden import GoldenItem
 from fairgate.gateway.loadgen.accuracy import score_golden
 from fairgate.gateway.loadgen.client import Target
+from fairgate.gateway.loadgen.fit import fit_workload
 from fairgate.gateway.loadgen.report import SCHEMA, write_report
 from fairgate.gateway.loadgen.runner import LoadRunner, RunOutcome, RunPlan
 from fairgate.gateway.loadgen.stats import Slo, target_figures
@@ -40,8 +41,26 @@ async def _golden(targets: list[Target], key: str, items: list[GoldenItem], args
     return scores
 
 
+async def _fit(targets: list[Target], key: str, plan: RunPlan, headers: dict[str, str],
+               args: argparse.Namespace) -> None:
+    """Fit the plan's workload to the targets' context (fit.py) unless --no-fit; say what it did."""
+    if args.no_fit:
+        return
+    clients = [openai.AsyncOpenAI(base_url=t.base_url, api_key=key, max_retries=0, timeout=args.timeout,
+                                  default_headers=headers or None) for t in targets]
+    try:
+        fit = await fit_workload(plan.source, targets, clients)
+    finally:
+        for c in clients:
+            await c.close()
+    plan.fit = fit.as_dict(plan.source.scale)
+    plan.source = fit.source
+    print(f"fairgate bench: {fit.note}", flush=True)
+
+
 async def _run(targets: list[Target], keys: list[str], plan: RunPlan, headers: dict[str, str],
                golden: list[GoldenItem] | None, args: argparse.Namespace) -> tuple[RunOutcome, dict[str, Any]]:
+    await _fit(targets, keys[0], plan, headers, args)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     with _progress(plan, len(targets), args.progress) as bar:
         runner = LoadRunner(targets, keys, plan, timeout=args.timeout, headers=headers, progress=bar,
@@ -72,7 +91,7 @@ def build_doc(targets: list[Target], tenants: int, plan: RunPlan, slo: Slo, outc
               "levels": [{"kind": lv.kind, "value": lv.value, "label": lv.label} for lv in plan.levels],
               "requests": plan.requests, "duration": plan.duration, "rounds": plan.rounds,
               "max_concurrency": plan.max_concurrency, "warmup": plan.warmup, "seed": plan.seed, "tenants": tenants,
-              "slo": slo.as_dict(), "extra_body": plan.extra_body}
+              "slo": slo.as_dict(), "extra_body": plan.extra_body, "fit": plan.fit}
     cpu, wall = outcome.client.get("cpu_seconds"), outcome.client.get("wall_seconds")
     client = {"cpu_seconds": cpu, "wall_seconds": wall, "cpu_share": cpu / wall if cpu is not None and wall else None}
     return {"fairgate_bench": SCHEMA, "created": created, "interrupted": outcome.interrupted, "config": config,
@@ -92,10 +111,21 @@ def _print_table(doc: dict[str, Any]) -> None:
             print(f"{target:<24} {lv['label']:<10} {g['sent']:>5} {g['completed']:>5} {g['errors']:>4} "
                   f"{g['request_throughput']:>7.2f} {g['output_throughput']:>8.1f} {g['goodput']:>7.2f} "
                   f"{ms('ttft', 'p50'):>8} {ms('ttft', 'p99'):>8} {ms('itl', 'p50'):>7} {ms('e2e', 'p99'):>8}")
+    _print_errors(doc)
     for target, tf in doc["targets"].items():
         if tf["accuracy"]:
             acc = tf["accuracy"]
             print(f"{target}: golden set {acc['passed']}/{acc['items']} passed")
+
+
+def _print_errors(doc: dict[str, Any]) -> None:
+    """The first distinct errors of each target, with the server's code and message."""
+    for target, tf in doc["targets"].items():
+        if tf["error_messages"]:
+            print(f"{target}: {tf['overall']['errors']} errors; the first kinds:")
+        for e in tf["error_messages"]:
+            code = f" {e['code']}" if e["code"] else ""
+            print(f"  {e['count']:>5} x {e['error']}{code}: {e['message']}")
 
 
 def run_session(targets: list[Target], keys: list[str], plan: RunPlan, slo: Slo, out: Path, *,

@@ -129,6 +129,16 @@ def cost_figures(results: list[RequestResult]) -> dict[str, Any] | None:
             "cost_per_million_tokens": total / all_tok * 1e6 if all_tok else None}
 
 
+def error_messages(results: list[RequestResult], limit: int = 5) -> list[dict[str, Any]]:
+    """The first `limit` distinct errors (kind, code, message) in the order they first came, with
+    how often each came: what a failing run prints, so it says why and not only how often."""
+    seen: dict[tuple[str, str, str], int] = {}
+    for r in sorted((r for r in results if r.error), key=lambda r: r.start):
+        key = (r.error or "", r.error_code, r.error_detail)
+        seen[key] = seen.get(key, 0) + 1
+    return [{"error": e, "code": c, "message": m, "count": n} for (e, c, m), n in list(seen.items())[:limit]]
+
+
 def target_figures(results: list[RequestResult], levels: list[str], seconds: dict[str, float],
                    slo: Slo) -> dict[str, Any]:
     """All figures of one target; `seconds` maps a level label to its wall time under load."""
@@ -144,6 +154,7 @@ def target_figures(results: list[RequestResult], levels: list[str], seconds: dic
         "by_workload": group_by(results, lambda r: r.workload),
         "errors": dict(Counter(r.error for r in results if r.error)),
         "error_examples": {r.error: r.error_detail for r in reversed(results) if r.error},
+        "error_messages": error_messages(results),
         "cdf": {m: cdf(values(ok, m)) for m in ("ttft", "itl", "e2e")},
         "level_cdf": {m: {lv: cdf(values([r for r in ok if r.level == lv], m)) for lv in levels}
                       for m in ("ttft", "itl", "e2e")},

@@ -49,6 +49,11 @@ def _words(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(max(n, 1)))
 
 
+def sample_words(n: int) -> str:
+    """`n` words of the workloads' vocabulary, the same every time (token-count probes)."""
+    return _words(random.Random(n), n)
+
+
 def _n(words: float, scale: float) -> int:
     return max(1, round(words * scale))
 

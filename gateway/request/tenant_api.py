@@ -48,8 +48,15 @@ def model_names(request: Request, principal: Principal) -> list[str]:
     return sorted(n for n in names if principal.may_use(n))
 
 
-def _model(name: str) -> dict[str, object]:
-    return {"id": name, "object": "model", "created": 0, "owned_by": "fairgate"}
+def _model(request: Request, name: str) -> dict[str, object]:
+    """The model object; `max_model_len` (vLLM's name, which clients such as `fairgate bench`
+    read to size prompts) where the backend behind the name knows its context length."""
+    model: dict[str, object] = {"id": name, "object": "model", "created": 0, "owned_by": "fairgate"}
+    state = request_state(request.app)
+    backend = state.backends.get(state.router.aliases.get(name, name))
+    if backend is not None and backend.context_length is not None:
+        model["max_model_len"] = backend.context_length
+    return model
 
 
 async def list_models(request: Request) -> Response:
@@ -57,7 +64,7 @@ async def list_models(request: Request) -> Response:
         principal = await _principal(request)
     except WireError as err:
         return error_response(err)
-    return _json({"object": "list", "data": [_model(n) for n in model_names(request, principal)]})
+    return _json({"object": "list", "data": [_model(request, n) for n in model_names(request, principal)]})
 
 
 async def get_model(request: Request) -> Response:
@@ -70,7 +77,7 @@ async def get_model(request: Request) -> Response:
                             "model_not_found", "model")
     except WireError as err:
         return error_response(err)
-    return _json(_model(name))
+    return _json(_model(request, name))
 
 
 async def own_usage(request: Request) -> Response:

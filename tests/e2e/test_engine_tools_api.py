@@ -175,3 +175,29 @@ def test_required_parses_every_time_with_a_random_model(random_client: openai.Op
         assert choice.finish_reason == "tool_calls", choice.message
         (call,) = choice.message.tool_calls
         jsonschema.validate(json.loads(call.function.arguments), schemas[call.function.name])
+
+
+def test_a_named_call_cut_by_max_tokens_has_one_shape_streamed_or_not(random_client: openai.OpenAI) -> None:
+    """Issue 37: a named call cut by `max_tokens` is `finish_reason: "length"` with the partial
+    call in `tool_calls` (what the stream sent), never the JSON wrapper in `content`; LangChain's
+    structured output reads the call, streamed or not. Greedy, so both runs make the same tokens."""
+    args: dict = dict(model="tiny", messages=[{"role": "user", "content": "Weather?"}], tools=RANDOM_TOOLS,
+                      tool_choice={"type": "function", "function": {"name": "weather"}}, temperature=0)
+    full = random_client.chat.completions.create(**args, max_tokens=80)
+    assert full.choices[0].finish_reason == "tool_calls"
+    whole = full.choices[0].message.tool_calls[0].function.arguments
+    cut_at = full.usage.completion_tokens - 3  # inside the arguments: the closing braces are later
+    cut = random_client.chat.completions.create(**args, max_tokens=cut_at).choices[0]
+    assert cut.finish_reason == "length" and cut.message.content is None
+    (call,) = cut.message.tool_calls
+    assert call.function.name == "weather" and whole.startswith(call.function.arguments)
+    assert call.function.arguments != whole
+    content, name, arguments, finish = "", "", "", None  # the SDK's stream helper refuses "length"
+    for chunk in random_client.chat.completions.create(**args, max_tokens=cut_at, stream=True):
+        delta = chunk.choices[0].delta
+        content += delta.content or ""
+        for tc in delta.tool_calls or []:
+            name += tc.function.name or ""
+            arguments += tc.function.arguments or ""
+        finish = chunk.choices[0].finish_reason or finish
+    assert (finish, content, name, arguments) == ("length", "", "weather", call.function.arguments)

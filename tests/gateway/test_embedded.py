@@ -21,6 +21,10 @@ def test_embedded_engine_serves_and_gets_weights(tmp_path, tiny_model_dir):
         h = {"authorization": f"Bearer {key}"}
         models = httpx.get(gw.url + "/v1/models", headers=h).json()["data"]
         assert [m["id"] for m in models] == [name]
+        # issue 37: the context length, as the engine server and vLLM list it
+        assert models[0]["max_model_len"] == gw.state.embedded.engine.max_model_len > 0
+        one = httpx.get(gw.url + f"/v1/models/{name}", headers=h).json()
+        assert one["max_model_len"] == models[0]["max_model_len"]
         engine = gw.state.embedded.engine
         assert engine.fairness_weights == {t["id"]: 3.0}
         admin.client.patch(f"/admin/tenants/{t['id']}", json={"weight": 0.5})

@@ -1,11 +1,14 @@
 """First run: `fairgate serve` on a fresh SQLite file with no admin token, started twice as a
 real process. The first start prints the URL, an admin token and a key once (both work, the
-database holds neither in plain text); the second prints the URL only, and both still work."""
+database holds neither in plain text) and a curl and a python line that work as printed; the
+second prints the URL only, and both still work."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -15,7 +18,7 @@ from pathlib import Path
 import httpx
 import openai
 
-from fairgate.gateway.first_run import FirstRun, banner, base_url
+from fairgate.gateway.first_run import FIRST_ANSWER_TOKENS, FirstRun, banner, base_url
 from tests.gateway.harness import ROOT, free_port
 
 
@@ -57,12 +60,30 @@ def chat(url: str, key: str, model: str) -> str:
     return r.choices[0].message.content or ""
 
 
+def run_printed_lines(banner_text: str) -> None:
+    """Issue 37: the banner's curl and python lines, run in a shell exactly as printed, get an
+    answer of at most FIRST_ANSWER_TOKENS tokens (the python line names this venv's interpreter)."""
+    curl = next(line.strip() for line in banner_text.splitlines() if line.strip().startswith("curl ")
+                and "/v1/chat/completions" in line)
+    python = next(line.strip() for line in banner_text.splitlines() if " -c " in line)
+    assert python.startswith(shlex.quote(sys.executable) + " -c ")  # the venv's, not a bare `python`
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "FAIRGATE_"))}
+    got = subprocess.run(curl, shell=True, capture_output=True, text=True, timeout=120, env=env)
+    assert got.returncode == 0, got.stderr
+    answer = json.loads(got.stdout)
+    assert answer["object"] == "chat.completion", answer
+    assert 1 <= answer["usage"]["completion_tokens"] <= FIRST_ANSWER_TOKENS
+    got = subprocess.run(python, shell=True, capture_output=True, text=True, timeout=120, env=env)
+    assert got.returncode == 0 and got.stdout.endswith("\n"), got.stderr[-2000:]
+
+
 def test_first_start_prints_working_secrets_once(tmp_path, tiny_model_dir):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc, out = serve(tmp_path, tiny_model_dir, port, "first")
     try:
         text = wait_for_banner(proc, out)
+        run_printed_lines(text)
     finally:
         stop(proc)
     token = re.search(r"admin token:\s+(\S+)", text).group(1)

@@ -15,8 +15,17 @@ import pytest
 from fairgate.gateway.cli import main
 from fairgate.gateway.loadgen.cli import v1_url
 from fairgate.gateway.loadgen.client import RequestResult, Target
+from fairgate.gateway.loadgen.fit import byte_bound, fit_scale, need
 from fairgate.gateway.loadgen.runner import LoadLevel, RunPlan, schedule, slices
-from fairgate.gateway.loadgen.stats import Slo, bucket_of, cdf, distribution, group, level_figures
+from fairgate.gateway.loadgen.stats import (
+    Slo,
+    bucket_of,
+    cdf,
+    distribution,
+    error_messages,
+    group,
+    level_figures,
+)
 from fairgate.gateway.loadgen.workloads import WorkloadSource
 from tests.helpers.upstream import UpstreamBehaviour, UpstreamServer, words_of
 
@@ -38,6 +47,23 @@ def test_workloads_repeat_exactly_and_rag_shares_its_system_prompt() -> None:
     assert mixed == {"chat", "rag", "long", "extraction"}
     with pytest.raises(ValueError, match="unknown workload"):
         WorkloadSource("nope")
+
+
+@pytest.mark.parametrize("name", ["chat", "rag", "long", "extraction", "mixed"])
+def test_fitting_shrinks_a_workload_until_its_largest_request_fits(name: str) -> None:
+    """Issue 37: prompt + max_tokens of every mix within the budget, at the largest scale (within
+    the 3% step) that does it; a workload that fits is left alone, never grown."""
+    source = WorkloadSource(name, seed=1)
+    fitted = fit_scale(source, 512, byte_bound)
+    assert need(source, byte_bound) > 512 >= need(fitted, byte_bound)
+    assert need(WorkloadSource(name, seed=1, scale=fitted.scale * 1.1), byte_bound) > 512
+    # the largest of the sampled specs stands for all of them within a few percent (fit.MARGIN's 10%)
+    assert max(byte_bound(fitted.spec(i)) + fitted.spec(i).max_tokens for i in range(1000)) <= 512 * 1.05
+    assert fit_scale(fitted, 512, byte_bound) == fitted
+    small = WorkloadSource(name, scale=0.01)
+    assert fit_scale(small, 10_000, byte_bound) == small
+    capped = fit_scale(WorkloadSource(name, max_tokens=100), 512, byte_bound)  # only the prompts shrink
+    assert {capped.spec(i).max_tokens for i in range(5)} == {100} and need(capped, byte_bound) <= 512
 
 
 def test_budget_slices_and_alternating_order() -> None:
@@ -81,7 +107,7 @@ def test_base_urls() -> None:
     assert v1_url("https://api.example.com/openai/v1/") == "https://api.example.com/openai/v1"
 
 
-def test_bench_against_an_external_api_measures_its_pace_and_cost(tmp_path: Path) -> None:
+def test_bench_against_an_external_api_measures_its_pace_and_cost(tmp_path: Path, capsys) -> None:
     """An external API played by our loopback server: 5 words, one chunk each, 20 ms apart, and a
     LiteLLM-style cost header. Everything the bench reports follows from that."""
     paced = UpstreamBehaviour(token_delay_s=0.02, stream_headers=[(b"x-litellm-response-cost", b"0.002")])
@@ -91,7 +117,8 @@ def test_bench_against_an_external_api_measures_its_pace_and_cost(tmp_path: Path
                 "--concurrency", "2", "--max-tokens", "5", "--warmup", "0", "--out", str(out), "--progress", "off"]
         assert main(argv) == 0
         received = list(up.received)
-    assert len(received) == 6
+    assert len(received) == 6  # no probe: a server that lists no max_model_len gets the workload as is
+    assert "could not tell the served context length of ext" in capsys.readouterr().out
     assert all(b["stream"] and b["stream_options"] == {"include_usage": True} and b["max_tokens"] == 5
                for b in received)
     tf = json.loads((out / "bench.json").read_text())["targets"]["ext"]
@@ -103,6 +130,26 @@ def test_bench_against_an_external_api_measures_its_pace_and_cost(tmp_path: Path
     assert set(tf["by_route"]) == {"up-model"}  # no gateway header: the answer's model field
     assert tf["cost"]["cost"] == pytest.approx(0.012)
     assert tf["cost"]["cost_per_million_output_tokens"] == pytest.approx(0.012 / 30 * 1e6)
+
+
+def test_a_failing_run_says_why_on_the_terminal(tmp_path: Path, capsys) -> None:
+    """Issue 37: the first distinct errors, with status, code and message, in the printed
+    summary (not only counts, not only inside report.html), in the order they came."""
+    upstream = UpstreamBehaviour(fail_next=[503, 500, 503])
+    with UpstreamServer(upstream) as up:
+        argv = ["bench", "--base-url", up.base_url, "--label", "ext", "--model", "up-model", "--requests", "5",
+                "--max-tokens", "3", "--warmup", "0", "--out", str(tmp_path / "r"), "--progress", "off"]
+        assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "ext: 3 errors; the first kinds:\n      2 x http_503: injected 503\n      1 x http_500: injected 500\n" \
+        in printed
+    tf = json.loads((tmp_path / "r" / "bench.json").read_text())["targets"]["ext"]
+    assert tf["error_messages"] == [{"error": "http_503", "code": "", "message": "injected 503", "count": 2},
+                                    {"error": "http_500", "code": "", "message": "injected 500", "count": 1}]
+    coded = [RequestResult("t", "c=1", 0, "chat", float(i), error="http_400", error_code="context_length_exceeded",
+                           error_detail="too long") for i in range(7)]
+    assert error_messages(coded, limit=1) == [{"error": "http_400", "code": "context_length_exceeded",
+                                               "message": "too long", "count": 7}]
 
 
 def _default_sigint() -> None:

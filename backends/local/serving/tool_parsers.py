@@ -6,7 +6,9 @@
   (or `"arguments"`), or several separated by `;`.
 
 `parse_forced` reads what structured decoding produced under `tool_choice` required or named: one
-JSON call object, whatever the parser.
+JSON call object, whatever the parser, or as much of it as `max_tokens` left (the partial call, as
+the stream sent it: a client asked for a call, so it gets a call or nothing, never the JSON wrapper
+as content).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from fairgate.backends.local.serving.json_scan import raw_arguments
+from fairgate.backends.local.serving.json_scan import raw_arguments, scan_call, skip_ws
 
 
 @dataclass(slots=True)
@@ -83,9 +85,29 @@ PARSERS = {"hermes": parse_hermes, "llama3_json": parse_llama3_json}
 
 
 def parse_forced(text: str) -> list[ToolCall]:
-    """The one call structured decoding produced; [] if it was cut off (finish_reason length)."""
+    """The one call structured decoding produced. Cut off (finish_reason length): the call as far
+    as it went, its arguments' text so far, exactly what a stream of it sent (tool_stream.py);
+    [] when even the name was cut."""
     try:
         call = _call(json.loads(text), text)
     except ValueError:
+        call = None
+    return [call] if call is not None else _partial_forced(text)
+
+
+def _partial_forced(text: str) -> list[ToolCall]:
+    start = skip_ws(text, 0)
+    if start >= len(text) or text[start] != "{":
         return []
-    return [call] if call is not None else []
+    scan = scan_call(text, start)
+    if scan.name is None or scan.broken:
+        return []
+    if scan.args_start is None:
+        return [ToolCall(scan.name, "")]
+    if text[scan.args_start] in "{[":  # an object streams as it grows
+        end = scan.args_end if scan.args_end is not None else len(text)
+        return [ToolCall(scan.name, text[scan.args_start:end])]
+    if scan.args_end is None:  # any other value streams only once whole
+        return [ToolCall(scan.name, "")]
+    value = json.loads(text[scan.args_start:scan.args_end])
+    return [ToolCall(scan.name, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))]

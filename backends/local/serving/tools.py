@@ -34,8 +34,7 @@ class ToolPlan:
         if self.mode == "none":
             return text, []
         if self.mode in ("required", "named"):
-            calls = parse_forced(text)
-            return (None, calls) if calls else (text, [])
+            return None, parse_forced(text)  # the grammar's JSON is the call, never content
         return PARSERS[self.parser](text)
 
 

@@ -63,6 +63,29 @@ def test_streamed_deltas_add_up_to_the_full_parse(parser: str, mode: str, text: 
         json.loads(c.arguments)
 
 
+CUT = '{"name": "weather", "arguments": {"city": "Ank'  # a forced call that max_tokens cut
+
+
+@pytest.mark.parametrize(("mode", "text", "want"), [
+    ("named", CUT, [("weather", '{"city": "Ank')]),
+    ("required", '{"name": "weather", "arguments": {"city": "Ankara", "days": 3}', [("weather", '{"city": "Ankara", "days": 3}')]),
+    ("required", '{"name": "weather", "argu', [("weather", "")]),
+    ("required", '{"name": "weather", "arguments": "a str', [("weather", "")]),
+    ("named", '{"name": "wea', []),
+    ("named", "", []),
+])
+@pytest.mark.parametrize("step", [1, 4, 1000])
+def test_a_forced_call_cut_short_is_the_partial_call_streamed_or_not(mode: str, text: str, want: list,
+                                                                    step: int) -> None:
+    """Issue 37: a forced call cut by max_tokens is the call as far as it went, in `tool_calls`,
+    with the same arguments text the stream sent; the JSON wrapper is never content."""
+    plan = ToolPlan(TOOLS, mode, "hermes")
+    content, calls = plan.parse(text)
+    assert content is None and [(c.name, c.arguments) for c in calls] == want
+    streamed_content, streamed, _ = accumulate(plan, text, step) if text else ("", {}, [])
+    assert streamed_content == "" and [(c["name"], c["arguments"]) for c in streamed.values()] == want
+
+
 def test_arguments_stream_in_fragments_and_equal_the_models_text() -> None:
     plan = ToolPlan(TOOLS, "auto", "hermes")
     text = '<tool_call>{"name": "weather", "arguments": {"city":  "Ankara",   "days": 2}}</tool_call>'
