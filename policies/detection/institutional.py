@@ -8,7 +8,7 @@ person's identifiers. `DetectionOptions` decides whether they still count.
   (`A.Ş.`, `Ltd. Şti.`, `unvan`, `Satıcı:`) with no person's name in between, or right before
   "şirket hesabımıza".
 - Turkish fixed lines (`0312 418 22 90`) written after an institution's word on their line
-  (`Eczanesi`, `santrali`, `Derneği`, `A.Ş.`, a company's web or mail domain) with no person's
+  (`Eczanesi`, `santrali`, `Derneği`, `A.Ş.`, a role mailbox like `info@`) with no person's
   name within a few lines: a pharmacy's, an association's or a company's switchboard in a
   notice. Of the realistic set's personal phones one in sixty is a fixed line (in a record that
   names its owner), while institutions' fixed lines were most of its phone false alarms.
@@ -68,7 +68,8 @@ def fixed_line(digits: str) -> bool:
 _INSTITUTION = re.compile(
     r"(?<!\w)(?:eczane\w*|santral\w*|derne\w+|vakf\w+|belediye\w*|müdürlü\w+|başkanlı\w+|merkez\w*|"
     r"sekreterli\w+|hatt\w+|acente\w*|emlak|otel\w*|mersis|a\.?[sş]\.|ltd\.?|[sş]ti\.?|"
-    r"[\w.\-]+@[\w.\-]+|[\w\-]+\.(?:com|gov|org|edu|av|bel|k12)(?:\.tr)?)(?!\w)",
+    # a role mailbox (a person's own address on the line says nothing about the number)
+    r"(?<![\w.+\-])(?:" + "|".join(sorted(ROLE_MAILBOXES | {"rezervasyon"})) + r")@[\w.\-]+)(?!\w)",
     re.IGNORECASE)
 
 
