@@ -16,6 +16,7 @@ from fairgate.policies.detection.emails import find_emails
 from fairgate.policies.detection.encodings import decoded_runs
 from fairgate.policies.detection.iban import scan_foreign_ibans
 from fairgate.policies.detection.identifiers import find_identifiers, vkn_spans
+from fairgate.policies.detection.persons.fields import find_field_names
 from fairgate.policies.detection.persons.names import find_person_names
 from fairgate.policies.detection.postal import find_postal_addresses
 from fairgate.policies.detection.records import find_column_values, find_registry_numbers
@@ -62,6 +63,7 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     tagged = find_person_names(text) if depth == 0 else []
     if tagged is None:  # far more capitalised words than prose has: keep it local unscanned
         return [*out, ("unscannable", 0, len(text))]
+    tagged += [f for f in find_field_names(text, hits["field"]) if not any(s < f[1] and f[0] < e for s, e in tagged)]
     # a name inside an e-mail address or IBAN is that finding's
     names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in blocked)]
     out += [("person_name", s, e) for s, e in names]

@@ -70,6 +70,15 @@ def test_institutional_numbers_and_role_mailboxes_count_only_when_the_tenant_say
     assert kinds("Bana 0533 771 45 08'den ya da selin.oz@gmail.com'dan ulaşabilirsiniz.") == {"phone", "email"}
 
 
+def test_an_institutions_fixed_line_is_its_own_but_a_named_persons_is_not() -> None:
+    notice = "Nöbetçi eczane: Şifa Eczanesi, İstasyon Caddesi No:41 — Tel 0266 243 11 90."
+    assert [k for k, _ in found(notice)] == []
+    assert ("phone", "0266 243 11 90") in found(notice, DetectionOptions(institutional_contacts=True))
+    record = "ALICI: Takuhi Bakırcıyan\nNot: evde yoksa kapıcıya bırakın, aramadan önce 0212 231 58 94"
+    assert ("phone", "0212 231 58 94") in found(record)
+    assert ("phone", "0312 418 22 90") in found("Bilgi: 0312 418 22 90")  # no institution's word
+
+
 def test_a_companys_vkn_and_iban_are_legal_person_data() -> None:
     text = "Satıcı: Demirtaş Kırtasiye Ltd. Şti.\nVKN: 4869338171\nIBAN: TR330006100519786457841326"
     assert found(text) == []

@@ -115,7 +115,7 @@ def _names(doc: Doc, accepted: list[int]) -> list[tuple[int, int]]:
         nxt = last + 1
         if nxt < len(doc.spans) and "o" in doc.info(nxt).flags and _joined(doc, last):
             continue  # "Yıldız Holding", "Atatürk Caddesi"
-        if _LIFE_DATES.match(text, end) or _public(doc, first, last):
+        if _LIFE_DATES.match(text, end) or _public(doc, first, last) or _only_places(doc, first, last):
             continue
         if end - start < 3 or (first == last and not _single_name_ok(doc, first)):
             continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
@@ -163,6 +163,15 @@ def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
     return [i for i in tokens if (info := doc.info(i)).suffix and info.shape == "C" and doc.mode(i) == "mixed"
             and ("g" in info.flags or "s" in info.flags) and not any(c in info.flags for c in "pvotc")
             and info.key not in NOT_NAMES and doc.gap(i)[:1] not in ("^", ".", "N")]
+
+
+def _only_places(doc: Doc, first: int, last: int) -> bool:
+    """Every word is a place the lexicons know and none a given name or surname ("Kayseri'nin",
+    "Anadolu'ya", "Sivas Zara"), with no honorific after it: a place, not a person."""
+    if last + 1 < len(doc.spans) and doc.info(last + 1).key in AFTER_NAME:
+        return False
+    return all((f := doc.info(i).flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
+               for i in range(first, last + 1))
 
 
 def _public(doc: Doc, first: int, last: int) -> bool:

@@ -1,0 +1,68 @@
+"""Names in a record's person fields: the value after a label that always holds a person
+(`Sayman: İsmet Cihanoğlu`, `personel=Eylem Karabacak`, `"sahibi": "Nazar Hakobyan"`,
+`GEBE: HAVVA TURGUTALP`).
+
+The tagger reads words in prose; a log line's `key=value` is not a token to it (runs glued to
+'=' are identifiers and base64 there), and a form's caps or lower-case line gives it no casing
+to go on. The label says what the value is, so the value needs only to look like a name: one to
+four words, at least one of them a given name or surname the lexicons know, and none a common,
+organisation, title or place word alone. Labels are found by the trigger pass (`triggers`), so
+a text without them costs nothing here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fairgate.policies.detection.gazetteer import fold_key
+from fairgate.policies.detection.persons.lexicon import NOT_NAMES, lexicon_flags, public_names
+
+# (RE2, in the trigger pass) a person-field label, then ':' or '=' (a JSON key's quote allowed)
+FIELD_LABELS = (
+    r"(?:ad[ıi]?|soyad[ıi]?|ad[ıi]?[ _]?soyad[ıi]?|isim|full_?name|personel|kullan[ıi]c[ıi]|hasta|gebe|"
+    r"[çc]ocuk|baba|anne|veli|[öo][ğg]renci|san[ıi]k|h[üu]k[üu]ml[üu]|m[üu][şs]teri|al[ıi]c[ıi]|g[öo]nderen|"
+    r"yolcu|misafir|holder|sahibi|ba[şs]kan|sayman|sekreter|[üu]ye|tan[ıi]k|s[üu]r[üu]c[üu]|ba[şs]vuran|"
+    r"abone|kirac[ıi]|davac[ıi]|daval[ıi]|[şs][üu]pheli|m[üu][şs]teki|ma[ğg]dur|iddia[ \t]edilen[ \t]baba)"
+    r"[\"']?[ \t]*[:=][ \t]*[\"']?"
+)
+_VALUE = re.compile(r"(?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}(?:[ \t]+(?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}){0,3}")
+_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[tuple[int, int]]:
+    """(start, end) of the names standing right after person-field labels (`hits`: where the
+    trigger pass saw a label; each ends where its value starts)."""
+    out: list[tuple[int, int]] = []
+    for _, end in hits:
+        m = _VALUE.match(text, end)
+        size = _name_end(m.group()) if m is not None else 0
+        if size:
+            out.append((end, end + size))
+            if len(out) >= limit:
+                break
+    return out
+
+
+def _name_end(value: str) -> int:
+    """Where the name at the start of `value` ends (0: no name). Its words run until one that
+    only a common, organisation, title or place list knows ("Eylem Karabacak cihaz=..."); a
+    lexicon given name or surname must be among them, and the whole is no public or fixture
+    name; a capitalised common word after it makes it an organisation's. In lower case (a chat speaker's "Musteri: kart no ...") every word must be a lexicon
+    name of three letters or more and one of them no common word; a single word a given name."""
+    flags = lexicon_flags()
+    lower = value == value.lower()
+    end, keys, known, plain = 0, [], False, True
+    for m in _WORD.finditer(value):
+        k, word = fold_key(m.group()), m.group()
+        f = flags.get(k, "")
+        named = "g" in f or "s" in f
+        if k in NOT_NAMES or (f and not named) or (lower and (not named or len(k) < 3)) \
+                or (not lower and word[0].islower()):
+            if not lower and not word[0].islower():
+                return 0  # a capitalised common word goes on: "Marmara Lojistik", "Ahmet Usta"
+            break
+        keys.append(k)
+        known, plain, end = known or named, plain and "c" in f, m.end()
+    if not known or " ".join(keys) in public_names() or (lower and (plain or (len(keys) == 1 and "g" not in flags[keys[0]]))):
+        return 0
+    return end
