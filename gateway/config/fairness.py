@@ -106,7 +106,11 @@ async def _put(app_state: ConfigState, url: str, weights: dict[str, float], vers
     try:
         for _ in range(2):
             r = await client.put(url, json=body, headers=_headers(app_state), timeout=PUSH_TIMEOUT_S)
-            if r.status_code != 200:
+            if r.status_code in (401, 403):
+                log.warning("fairness push to %s answered %s: the engine wants the control secret; set the same "
+                            "value as FAIRGATE_CONTROL_SECRET here and --control-secret on the engine", url,
+                            r.status_code)
+            elif r.status_code != 200:
                 log.warning("fairness push to %s answered %s", url, r.status_code)
                 return False
             held = r.json()

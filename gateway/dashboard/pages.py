@@ -98,7 +98,8 @@ class DashboardPages:
     def _login_page(self, scope: str, status: int = 200, error: str = "") -> HTMLResponse:
         action = "/admin/dashboard/login" if scope == "admin" else "/dashboard/login"
         label = "Admin token" if scope == "admin" else "API key"
-        return self._html("login.html", status, action=action, label=label, error=error, scope=scope)
+        return self._html("login.html", status, action=action, label=label, error=error, scope=scope,
+                          title=f"Sign in: fairgate {'admin' if scope == 'admin' else 'tenant'} dashboard")
 
     def _throttled(self, scope: str, err: WireError) -> HTMLResponse:
         response = self._login_page(scope, err.status, "Too many failed sign-ins from this address; retry later.")

@@ -236,8 +236,9 @@ def max_tokens_limit(state: RequestState, principal: Principal, parsed: WireRequ
     """The completion tokens to reserve: what was asked (within the key's limit) or the default."""
     limit = principal.max_tokens_per_request
     if parsed.max_tokens is not None and limit is not None and parsed.max_tokens > limit:
-        raise WireError(400, f"`{parsed.max_tokens_field}` is {parsed.max_tokens}, over this key's limit "
-                             f"of {limit} tokens per request.", "max_tokens_exceeded", parsed.max_tokens_field)
+        raise WireError(400, f"`{parsed.max_tokens_field}` is {parsed.max_tokens}, over this "
+                             f"{principal.max_tokens_set_by}'s limit of {limit} tokens per request.",
+                        "max_tokens_exceeded", parsed.max_tokens_field)
     return parsed.max_tokens or min(state.settings.default_max_tokens, limit or 1 << 30)
 
 

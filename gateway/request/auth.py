@@ -40,6 +40,7 @@ class Principal:
     allowed_models: frozenset[str] | None  # None: every model
     version: int
     cache_salt: str = ""  # the engine's prefix-cache salt: the tenant id, or "group:<name>"
+    max_tokens_set_by: str = "key"  # whose max_tokens_per_request applies: "key" or "tenant" (the message)
 
     def resolve_priority(self, requested: str | None) -> str:
         """The key's default, or the requested class capped at the key's ceiling.
@@ -81,7 +82,8 @@ def load_principal(session: Session, key_hash: str, version: int) -> Principal |
         or_(QuotaPolicy.key_id.is_(None), QuotaPolicy.key_id == key.id))).all()
     t_pol = next((p for p in policies if p.key_id is None), None)
     k_pol = next((p for p in policies if p.key_id == key.id), None)
-    per_req = [p.max_tokens_per_request for p in (t_pol, k_pol) if p and p.max_tokens_per_request]
+    per_req = [(p.max_tokens_per_request, who) for p, who in ((k_pol, "key"), (t_pol, "tenant"))
+               if p and p.max_tokens_per_request]
     allowed: frozenset[str] | None = None
     for p in (t_pol, k_pol):
         if p is not None and p.allowed_models is not None:
@@ -94,7 +96,8 @@ def load_principal(session: Session, key_hash: str, version: int) -> Principal |
         weight=tenant.weight, data_residency=tenant.data_residency,
         default_priority=key.default_priority or tenant.default_priority, priority_ceiling=ceiling,
         scopes=[_limits(f"t:{tenant.id}", t_pol), _limits(f"k:{key.id}", k_pol)],
-        max_tokens_per_request=min(per_req) if per_req else None,
+        max_tokens_per_request=min(per_req)[0] if per_req else None,
+        max_tokens_set_by=min(per_req)[1] if per_req else "key",
         allowed_models=allowed, version=version,
         cache_salt=f"group:{tenant.prefix_cache_group}" if tenant.prefix_cache_group else tenant.id)
 

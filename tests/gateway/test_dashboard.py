@@ -79,7 +79,8 @@ def test_login_sets_a_strict_signed_cookie_and_logout_ends_it(loaded):
     with httpx.Client(base_url=gw.url) as c:
         first = c.get("/admin/dashboard")
         assert first.status_code == 303 and first.headers["location"] == "/admin/dashboard/login"
-        assert 'name="token"' in c.get("/admin/dashboard/login").text
+        login = c.get("/admin/dashboard/login").text
+        assert 'name="token"' in login and "<title>Sign in: fairgate admin dashboard</title>" in login
         bad = c.post("/admin/dashboard/login", data={"token": "nope"})
         assert bad.status_code == 401 and "set-cookie" not in bad.headers
         ok = c.post("/admin/dashboard/login", data={"token": ADMIN_TOKEN})

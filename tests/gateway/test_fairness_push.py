@@ -7,6 +7,7 @@ tiny model with one sequence slot, so the order requests finish in is the queue'
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -151,3 +152,13 @@ def test_control_is_closed_without_a_configured_secret(tiny_model_dir: Path, mon
         r = httpx.put(srv.url + "/control/fairness", json={"weights": {"x": 2}})
         assert r.status_code == 403 and r.json()["error"]["code"] == "control_disabled"
     assert engine.fairness_weights == {}
+
+
+def test_a_push_refused_for_the_secret_says_which_setting_to_fix(make_gateway, engine_server, caplog) -> None:
+    caplog.set_level(logging.WARNING, "fairgate")
+    gw, admin = make_gateway(control_secret="not-the-engines", fairness_sync_interval_s=3600)
+    admin.tenant("alpha")
+    admin.backend("tiny", engine_server.url + "/v1", kind="local", model="tiny")
+    lines = [r.getMessage() for r in caplog.records if "fairness push" in r.getMessage()]
+    assert lines and all("FAIRGATE_CONTROL_SECRET" in x and "--control-secret" in x for x in lines), lines
+    assert engine_server.held()["weights"] == {}  # nothing was taken

@@ -113,7 +113,12 @@ def test_default_max_tokens_is_reserved_and_enforced(env, upstream):
     assert upstream.received[-1]["max_tokens"] == 5
     with pytest.raises(openai.BadRequestError) as e:
         c.chat.completions.create(model="up", messages=[{"role": "user", "content": "x"}], max_tokens=6)
-    assert e.value.body["code"] == "max_tokens_exceeded"
+    assert e.value.body["code"] == "max_tokens_exceeded" and "this tenant's limit of 5" in e.value.body["message"]
+    r = admin.client.put(f"/admin/keys/{key['prefix']}/quota", json={"max_tokens_per_request": 3})
+    assert r.status_code == 200, r.text  # the key's own limit, tighter than its tenant's
+    with pytest.raises(openai.BadRequestError) as e:
+        c.chat.completions.create(model="up", messages=[{"role": "user", "content": "x"}], max_tokens=4)
+    assert "this key's limit of 3" in e.value.body["message"]
 
 
 def test_prompt_bound_is_what_gets_reserved(env):
