@@ -63,6 +63,8 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grammar-cache-mb", type=float, default=64.0,
                    help="memory for compiled grammars (least recently used evicted)")
     p.add_argument("--log-level", default="info", choices=LOG_LEVELS)
+    p.add_argument("--log-requests", action="store_true",
+                   help="one info line per finished request (id, tenant, tokens, queue, TTFT, latency; never text)")
     p.add_argument("--stats-interval", type=float, default=10.0, metavar="S",
                    help="log throughput, running/waiting, KV use and cache hit rate every S seconds (0: off)")
 

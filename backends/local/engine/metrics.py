@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from fairgate.backends.local.engine.output import EngineStats, RequestOutput
     from fairgate.scheduler.plan import StepPlan
 
+request_log = logging.getLogger("fairgate.engine.requests")
 log = logging.getLogger(__name__)
 
 # Buckets in seconds, shared with the gateway's histograms of the same names.
@@ -74,6 +75,8 @@ class _Live:
     arrival: float
     scheduled: float
     last_token: float | None = None
+    first_token: float | None = None
+    who: str = ""  # the tenant, for the request log line (the metric label may be left empty)
 
 
 class EngineRequestMetrics:
@@ -82,6 +85,7 @@ class EngineRequestMetrics:
     def __init__(self, registry: CollectorRegistry, model: str, tenant_labels: bool = True) -> None:
         self.model = model
         self.tenant_labels = tenant_labels  # False: the tenant label stays empty (no tenant list)
+        self.log_requests = False  # `fairgate engine --log-requests`: one info line per finished request
         r = registry
         self.ttft = Histogram("fairgate_time_to_first_token_seconds", "Time from arrival at the engine to the "
                               "first generated token.", REQUEST_LABELS, registry=r, buckets=TTFT_BUCKETS)
@@ -157,7 +161,8 @@ class EngineRequestMetrics:
                 children = self._children.get(key)
                 if children is None:
                     children = self._children[key] = _Children(self, key)
-                live[request.request_id] = _Live(children, tenant, priority, request.arrival_time, now)
+                live[request.request_id] = _Live(children, tenant, priority, request.arrival_time, now,
+                                                 who=request.tenant)
 
     def _outputs(self, outputs: Iterable[RequestOutput]) -> None:
         now = time.monotonic()
@@ -171,6 +176,7 @@ class EngineRequestMetrics:
             if n:
                 if entry.last_token is None:
                     entry.children.ttft.observe(now - entry.arrival)
+                    entry.first_token = now
                 else:  # several tokens in one delta (merged): split the gap between them
                     gap = (now - entry.last_token) / n
                     for _ in range(n):
@@ -179,6 +185,8 @@ class EngineRequestMetrics:
             if out.finished:
                 del self._live[out.request_id]
                 self._finish(entry, out, now)
+                if self.log_requests:
+                    log_finished(out, entry, now)
 
     def _finish(self, entry: _Live, out: RequestOutput, now: float) -> None:
         c = entry.children
@@ -209,6 +217,17 @@ class EngineRequestMetrics:
             )
         pc[0].inc(usage.prompt_tokens)
         pc[1].inc(usage.cached_tokens)
+
+
+def log_finished(out: RequestOutput, entry: _Live, now: float) -> None:
+    """The engine server's request line: ids, tenant, tokens and times; never the prompt or output."""
+    ttft = "-" if entry.first_token is None else f"{(entry.first_token - entry.arrival) * 1000:.1f}"
+    usage = out.usage
+    request_log.info("request %s tenant=%s priority=%s finish=%s prompt_tokens=%d completion_tokens=%d "
+                     "cached_tokens=%d queue_ms=%.1f ttft_ms=%s latency_ms=%.1f", out.request_id, entry.who or "-",
+                     entry.priority, out.finish_reason or "-", usage.prompt_tokens, usage.completion_tokens,
+                     usage.cached_tokens, max(entry.scheduled - entry.arrival, 0.0) * 1000, ttft,
+                     (now - entry.arrival) * 1000)
 
 
 class EngineStatsCollector(Collector):

@@ -39,6 +39,7 @@ from fairgate.backends.local.engine.request_ledger import RequestLedger
 from fairgate.backends.local.serving.auth import ANONYMOUS_TENANT, EngineAuth, check_bind
 from fairgate.backends.local.serving.backend import LocalBackend
 from fairgate.backends.local.serving.choices import choice_ids
+from fairgate.backends.local.serving.control import fairness_body, secret_ok
 from fairgate.backends.local.serving.openapi import engine_document
 from fairgate.backends.local.serving.prepare import (
     EngineRequest,
@@ -102,8 +103,10 @@ def build_app(
         Route("/control/fairness", server.fairness, methods=["GET", "PUT"]),
         *openapi_routes(engine_document, "fairgate engine"),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
-                     middleware=[Middleware(HeaderGuard, limits=header_limits)])
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error},
+                    middleware=[Middleware(HeaderGuard, limits=header_limits)])
+    app.state.engine_server = server
+    return app
 
 
 class EngineServer:
@@ -280,12 +283,12 @@ class EngineServer:
         if not secret:  # closed unless configured: weights steer every tenant's service
             return error_response(WireError(403, "control API disabled: start the engine with --control-secret",
                                             "control_disabled"))
-        if not _secret_ok(request, secret):
+        if not secret_ok(request, secret):
             return error_response(WireError(401, "invalid control secret", "invalid_secret"))
         engine = self.backend.engine
         if request.method == "PUT":
             try:
-                weights, version = _fairness_body(await _read_json(request, self.max_body_bytes))
+                weights, version = fairness_body(await _read_json(request, self.max_body_bytes))
             except WireError as exc:
                 return error_response(exc)
             engine.set_fairness(weights, version)
@@ -330,29 +333,6 @@ def _priority(header: str | None) -> str:
     return header
 
 
-def _fairness_body(body: Any) -> tuple[dict[str, float], int | None]:
-    weights = body.get("weights") if isinstance(body, dict) else None
-    if not isinstance(weights, dict) or not all(
-        isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool) and v > 0
-        for k, v in weights.items()
-    ):
-        raise WireError(400, "weights must be an object of tenant -> positive number", param="weights")
-    version = body.get("version")
-    if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
-        raise WireError(400, "version must be an integer", param="version")
-    return {k: float(v) for k, v in weights.items()}, version
-
-
-def _secret_ok(request: Request, secret: str) -> bool:
-    import hmac
-
-    given = request.headers.get("x-control-secret") or ""
-    auth = request.headers.get("authorization") or ""
-    if auth.lower().startswith("bearer "):
-        given = given or auth[7:]
-    return hmac.compare_digest(given.encode(), secret.encode())
-
-
 async def _wait_disconnect(request: Request) -> None:
     while True:
         message = await request.receive()
@@ -388,6 +368,8 @@ def run_engine_server(args: argparse.Namespace) -> int:
         engine = AsyncEngine(EngineConfig.from_args(args))
         backend = LocalBackend(engine, name="engine")
         app = build_app(backend, control_secret=args.control_secret, auth=auth, metrics=metrics)
+        if getattr(args, "log_requests", False) and app.state.engine_server.metrics.requests is not None:
+            app.state.engine_server.metrics.requests.log_requests = True
         config = uvicorn.Config(app, log_level=level, access_log=False, lifespan="on", timeout_graceful_shutdown=5,
                                 http=limited_protocol(HeaderLimits()))
         server = EngineUvicorn(config, backend)  # ends unfinished requests in-band when stopping
