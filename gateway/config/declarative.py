@@ -108,6 +108,7 @@ def parse(data: Any) -> DeclaredFile:
         return DeclaredFile()
     if not isinstance(data, dict):
         raise ConfigError("the configuration file must hold a mapping")
+    problems: list[str] = []  # every one at once: a file with two typos is fixed in one go
     settings, sections = {}, {}
     for key, value in data.items():
         if key in SECTIONS:
@@ -115,24 +116,36 @@ def parse(data: Any) -> DeclaredFile:
         elif key in Settings.model_fields:
             settings[key] = value
         else:
-            raise ConfigError(f"{key}: unknown key (not a setting nor one of {', '.join(SECTIONS)})")
+            problems.append(f"{key}: unknown key (not a setting nor one of {', '.join(SECTIONS)})")
     nested = sections.pop("settings", None) or {}
     if not isinstance(nested, dict):
         raise ConfigError("settings: must be a mapping")
-    for key in nested:
-        if key not in Settings.model_fields:
-            raise ConfigError(f"settings.{key}: unknown setting")
+    problems += [f"settings.{key}: unknown setting" for key in nested if key not in Settings.model_fields]
     settings.update(nested)
     resolved = resolve_env(sections)
     try:
         config = Declared.model_validate(resolved)
     except ValidationError as exc:
-        errors = exc.errors()  # a typo shows as "unknown key" and as the missing real one: name the typo
-        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-        what = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-        raise ConfigError(f"{path_of(first['loc'])}: {what}") from None
+        problems += _validation_problems(exc)
+    if problems:
+        raise ConfigError(problems[0] if len(problems) == 1 else
+                          f"{len(problems)} problems:\n" + "\n".join(f"  {p}" for p in problems))
     _check_unique(config)
     return DeclaredFile(resolve_env(settings, ("settings",)), config)
+
+
+def _validation_problems(exc: ValidationError) -> list[str]:
+    """One line per key at fault. A typo shows as "unknown key" and as the real key missing:
+    where a mapping has an unknown key, its "field required" lines are left out (fixing the
+    typo fixes them)."""
+    errors = exc.errors()
+    typo_parents = {tuple(e["loc"][:-1]) for e in errors if e["type"] == "extra_forbidden"}
+    out = []
+    for e in errors:
+        if e["type"] == "missing" and tuple(e["loc"][:-1]) in typo_parents:
+            continue
+        out.append(f"{path_of(e['loc'])}: {'unknown key' if e['type'] == 'extra_forbidden' else e['msg']}")
+    return out
 
 
 def _check_unique(config: Declared) -> None:

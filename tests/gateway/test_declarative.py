@@ -142,3 +142,16 @@ def test_serve_applies_the_file_at_start(tmp_path: Path) -> None:
         proc.wait(timeout=30)
         if proc.stderr:
             proc.stderr.close()
+
+
+def test_every_problem_of_a_file_is_reported_at_once() -> None:
+    text = ("admin_tokn: x\nsettings: {redis_ur: y}\n"
+            "backends: [{name: b, base_ur: 'http://x'}]\ntenants: [{name: a, quota: {requests_per_minit: 1}}]\n")
+    with pytest.raises(ConfigError) as exc:
+        parse(yaml.safe_load(text))
+    assert str(exc.value).splitlines() == [
+        "4 problems:",
+        "  admin_tokn: unknown key (not a setting nor one of settings, backends, pools, tenants, routes, prices)",
+        "  settings.redis_ur: unknown setting",
+        "  backends[0].base_ur: unknown key",
+        "  tenants[0].quota.requests_per_minit: unknown key"]
