@@ -3,15 +3,19 @@
 Pure decisions over plain numbers: the gateway's collector (gateway/observability/advise.py) reads usage
 rows and metrics over a window into `RouteWindow`s (one per route and model) and
 `EngineWindow`s (one per engine model), and `advise` turns them into `Advice` values, each with
-the measured numbers it rests on. The rules, each from a measured signal:
+the measured numbers it rests on. Each route is judged on its own rows, and only with at least `min_requests` of them (fewer:
+"too little data (N requests)"); what belongs to an engine (KV pressure, batching) is judged
+once per engine on its own counters, with "*" as the route. The rules, each from a measured signal:
 
-- profile: prefill-heavy when prompts outweigh completions `prefill_token_ratio` to one (the
-  engine's work) or the time to first token is at least half of the request's (streamed rows);
+- profile: input-only when a route generated no tokens at all (embeddings: neither prefill- nor
+  decode-heavy, and no lever that changes the text or the model, since either changes the
+  vectors); else prefill-heavy when prompts outweigh completions `prefill_token_ratio` to one
+  (the engine's work) or the time to first token is at least half of the request's (streamed rows);
 - prefix cache: the hit rate, and a cache-missing layout when most requests share a prompt
   head up to numbers (policies.prompt_layout) but few share it byte for byte → prompt layout;
 - KV pressure: preemptions per request or a full KV cache with queueing → KV quantization
   while the cache is 16/32-bit, else more replicas;
-- batch: a decode-heavy route whose engine runs at a mean batch under 2 is bound by reading
+- batch: an engine serving a decode-heavy route at a mean batch under 2 is bound by reading
   the weights once per token → speculative decoding on; drafts accepted less than
   `min_acceptance`, or speculation at large batches → speculative decoding off;
 - smaller model: requests whose complexity score is at most `simple_complexity`;
@@ -20,6 +24,7 @@ the measured numbers it rests on. The rules, each from a measured signal:
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from fairgate.policies.replica_plan import ReplicaPlan
@@ -30,6 +35,9 @@ SPEC_ON = "speculative decoding on"
 SPEC_OFF = "speculative decoding off"
 SMALLER_MODEL = "smaller-model route"
 MORE_REPLICAS = "more replicas"
+INPUT_ONLY = "input-only"
+TOO_LITTLE_DATA = "too little data"
+ALL_ROUTES = "*"  # the route of a finding about a whole engine or model
 QUANTIZED_KV = ("int8", "int4", "fp8")
 
 Numbers = dict[str, float | int | list[int] | list[float]]
@@ -49,6 +57,7 @@ class RouteWindow:
     streamed: int = 0  # streamed rows with a TTFT
     ttft_ms_sum: float = 0.0  # over the streamed rows
     decode_ms_sum: float = 0.0  # latency - TTFT, over the streamed rows
+    latency_ms_sum: float = 0.0  # over all rows
     head_requests: int = 0  # rows with a prompt-head fingerprint
     top_shape_requests: int = 0  # rows on the most common head shape
     top_shape_heads: int = 0  # distinct exact heads on that shape
@@ -92,11 +101,12 @@ class AdviceConfig:
     min_acceptance: float = 0.3
     simple_complexity: float = 0.3
     smaller_model_share: float = 0.3
+    min_requests: int = 20  # fewer rows (or engine requests) in the window: too little data to judge
 
 
 @dataclass(slots=True)
 class Advice:
-    route: str  # "*" for a whole engine or model
+    route: str  # ALL_ROUTES ("*") for a whole engine or model
     model: str
     finding: str  # e.g. "prefill-heavy", "cache-missing prompt layout", "memory-bound"
     numbers: Numbers = field(default_factory=dict)
@@ -108,8 +118,27 @@ def _ratio(a: float, b: float) -> float:
     return round(a / b, 4) if b else 0.0
 
 
+def too_little_data(route: str, model: str, requests: int, cfg: AdviceConfig) -> Advice:
+    """Said instead of a verdict: a handful of requests would make any finding noise."""
+    return Advice(route, model, TOO_LITTLE_DATA, {"requests": requests, "min_requests": cfg.min_requests}, None,
+                  f"too little data ({requests} requests): at least {cfg.min_requests} are needed to judge "
+                  + ("this route" if route != ALL_ROUTES else "this engine"))
+
+
+def input_only(r: RouteWindow) -> Advice:
+    """A route that generated nothing (embeddings): its whole cost is the prompt's forward pass."""
+    numbers: Numbers = {"requests": r.requests, "prompt_tokens_per_request": round(r.prompt_tokens / r.requests, 1),
+                        "completion_tokens": 0, "latency_ms_mean": round(r.latency_ms_sum / r.requests, 1)}
+    return Advice(r.route, r.model, INPUT_ONLY, numbers, None,
+                  f"input-only (embeddings): {numbers['prompt_tokens_per_request']} prompt tokens per request, "
+                  f"none generated, {numbers['latency_ms_mean']} ms per request; neither prefill- nor "
+                  "decode-heavy: its cost is the prompt's forward pass alone")
+
+
 def profile(r: RouteWindow, cfg: AdviceConfig) -> Advice:
-    """Prefill- or decode-heavy, by tokens or by time (see the module docstring)."""
+    """Input-only, prefill- or decode-heavy, by tokens or by time (see the module docstring)."""
+    if r.completion_tokens == 0:
+        return input_only(r)
     ttft = r.ttft_ms_sum / r.streamed if r.streamed else 0.0
     decode = r.decode_ms_sum / r.streamed if r.streamed else 0.0
     time_share = _ratio(ttft, ttft + decode)
@@ -146,9 +175,10 @@ def prefix_cache(r: RouteWindow, heavy_prefill: bool, cfg: AdviceConfig) -> Advi
     return Advice(r.route, r.model, "prefix hit rate", numbers, None, f"prefix hit rate {hit:.1%}")
 
 
-def kv_pressure(r: RouteWindow, e: EngineWindow, cfg: AdviceConfig) -> Advice:
+def kv_pressure(name: str, e: EngineWindow, requests: int, cfg: AdviceConfig) -> Advice:
+    """The engine `name`'s KV pressure; `requests`: its routes' rows, when it does not count its own."""
     usage = _ratio(e.kv_blocks_used, e.kv_blocks_total)
-    per_request = _ratio(e.preemptions, e.requests or r.requests)
+    per_request = _ratio(e.preemptions, e.requests or requests)
     queue = round(e.queue_s_sum / e.queue_n, 4) if e.queue_n else 0.0
     numbers: Numbers = {"preemptions": e.preemptions, "preemptions_per_request": per_request,
                         "queue_s_mean": queue, "kv_usage": usage, "waiting": e.waiting}
@@ -158,17 +188,18 @@ def kv_pressure(r: RouteWindow, e: EngineWindow, cfg: AdviceConfig) -> Advice:
         lever = MORE_REPLICAS if quantized else KV_QUANTIZATION
         why = (f"the KV cache is already {e.kv_cache_dtype}" if quantized else
                f"a {e.kv_cache_dtype or 'float'} KV cache: int8 holds ~2x the tokens")
-        return Advice(r.route, r.model, "memory-bound", numbers, lever,
+        return Advice(ALL_ROUTES, name, "memory-bound", numbers, lever,
                       f"memory-bound: {e.preemptions} preemptions ({per_request:.2f} per request), "
                       f"mean queue {queue:.2f}s, KV {usage:.0%} used at the end; {why}")
     if queue >= cfg.queue_s:
-        return Advice(r.route, r.model, "queueing", numbers, MORE_REPLICAS,
+        return Advice(ALL_ROUTES, name, "queueing", numbers, MORE_REPLICAS,
                       f"requests wait {queue:.2f}s on average with no KV pressure: add replicas")
-    return Advice(r.route, r.model, "KV pressure", numbers, None,
+    return Advice(ALL_ROUTES, name, "KV pressure", numbers, None,
                   f"no KV pressure: {e.preemptions} preemptions, mean queue {queue:.3f}s")
 
 
-def batching(r: RouteWindow, e: EngineWindow, decode_heavy: bool, cfg: AdviceConfig) -> Advice:
+def batching(name: str, e: EngineWindow, decode_routes: list[str], cfg: AdviceConfig) -> Advice:
+    """The engine `name`'s batch; `decode_routes`: its judged routes that are decode-heavy."""
     batch = _ratio(e.sampled_seqs, e.steps)
     accept = _ratio(e.spec_accepted_tokens, e.spec_draft_tokens)
     numbers: Numbers = {"mean_batch": batch, "steps": e.steps, "spec_acceptance": accept,
@@ -176,17 +207,18 @@ def batching(r: RouteWindow, e: EngineWindow, decode_heavy: bool, cfg: AdviceCon
     spec_on = e.spec_draft_tokens > 0
     if spec_on and (accept < cfg.min_acceptance or batch >= cfg.large_batch):
         why = f"acceptance {accept:.0%}" if accept < cfg.min_acceptance else f"batch {batch:.1f}"
-        return Advice(r.route, r.model, "speculation not paying", numbers, SPEC_OFF,
+        return Advice(ALL_ROUTES, name, "speculation not paying", numbers, SPEC_OFF,
                       f"speculative decoding costs more than it saves ({why}): turn it off")
-    if decode_heavy and batch < cfg.small_batch:
+    if decode_routes and batch < cfg.small_batch:
         finding = "decode-bound at batch 1"
         if spec_on:
-            return Advice(r.route, r.model, finding, numbers, None,
+            return Advice(ALL_ROUTES, name, finding, numbers, None,
                           f"decode-bound at mean batch {batch:.2f}; speculation accepts {accept:.0%}: keep it")
-        return Advice(r.route, r.model, finding, numbers, SPEC_ON,
-                      f"decode-bound at mean batch {batch:.2f}: each token reads all weights for one "
-                      "sequence; speculative decoding (n-gram or a draft model) verifies several per read")
-    return Advice(r.route, r.model, "batch size", numbers, None,
+        return Advice(ALL_ROUTES, name, finding, numbers, SPEC_ON,
+                      f"decode-bound at mean batch {batch:.2f} (decode-heavy: {', '.join(decode_routes)}): each token "
+                      "reads all weights for one sequence; speculative decoding (n-gram or a draft model) "
+                      "verifies several per read")
+    return Advice(ALL_ROUTES, name, "batch size", numbers, None,
                   f"mean batch {batch:.2f}" + (f", speculation accepts {accept:.0%}" if spec_on else ""))
 
 
@@ -204,19 +236,40 @@ def smaller_model(r: RouteWindow, cfg: AdviceConfig) -> Advice:
 
 def advise(routes: list[RouteWindow], engines: dict[str, EngineWindow],
            cfg: AdviceConfig | None = None) -> list[Advice]:
-    """Per route and model: profile, prefix cache, and (with its engine's metrics) KV
-    pressure and batching, then smaller-model share. Routes with no requests are skipped."""
+    """Per route and model, on its own rows: too little data, or its profile, then (unless
+    input-only) prefix cache and smaller-model share. Then once per engine that served a route
+    (found by backend, else model name): too little data, or KV pressure and batching. Routes
+    with no requests are skipped."""
     cfg = cfg or AdviceConfig()
     out: list[Advice] = []
+    served: dict[str, int] = defaultdict(int)  # engine → requests of its routes
+    decode_routes: dict[str, list[str]] = defaultdict(list)  # engine → its decode-heavy routes
+    generating: set[str] = set()  # engines with a route that generated tokens
     for r in sorted(routes, key=lambda r: (r.route, r.model, r.backend)):
         if r.requests <= 0:
             continue
+        name = r.backend if r.backend in engines else r.model if r.model in engines else None
+        if name is not None:
+            served[name] += r.requests
+            generating.update([name] if r.completion_tokens else [])
+        if r.requests < cfg.min_requests:
+            out.append(too_little_data(r.route, r.model, r.requests, cfg))
+            continue
         prof = profile(r, cfg)
-        out += [prof, prefix_cache(r, prof.finding == "prefill-heavy", cfg)]
-        e = engines.get(r.backend) or engines.get(r.model)
-        if e is not None:
-            out += [kv_pressure(r, e, cfg), batching(r, e, prof.finding == "decode-heavy", cfg)]
-        out.append(smaller_model(r, cfg))
+        out.append(prof)
+        if prof.finding == INPUT_ONLY:
+            continue
+        if prof.finding == "decode-heavy" and name is not None:
+            decode_routes[name].append(r.route)
+        out += [prefix_cache(r, prof.finding == "prefill-heavy", cfg), smaller_model(r, cfg)]
+    for name in sorted(served):
+        e = engines[name]
+        if (e.requests or served[name]) < cfg.min_requests:
+            out.append(too_little_data(ALL_ROUTES, name, e.requests or served[name], cfg))
+            continue
+        out.append(kv_pressure(name, e, served[name], cfg))
+        if name in generating:  # an engine that only embeds has no decode batch to judge
+            out.append(batching(name, e, decode_routes[name], cfg))
     return out
 
 

@@ -8,9 +8,14 @@ gateway in front of it (SQLite), drives a load with httpx, and writes
 
 - prefill_layout: long shared system prompt preceded by a per-request timestamp, 2 tokens out;
 - decode_batch1: short prompts, 48 tokens out, one request at a time;
-- memory_bound: 8 concurrent requests on a KV pool of 14 blocks (preemptions).
+- memory_bound: 8 concurrent requests on a KV pool of 14 blocks (preemptions);
+- embeddings: /v1/embeddings only (input-only: prompt tokens, nothing generated);
+- too_little_data: a handful of chat requests, under the advisor's minimum.
 
-Run: PYTHONPATH=. python tools/record_advise_scenarios.py [OUT_DIR]
+Each judged scenario sends `REQUESTS` requests, above policies.advice's `min_requests`, so the
+advisor judges it rather than calling it too little data.
+
+Run: python tools/record_advise_scenarios.py [OUT_DIR [SCENARIO ...]]
 """
 
 from __future__ import annotations
@@ -23,21 +28,26 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-from sqlalchemy import select
+# The repository root goes last, as in tests/conftest.py: first, its `kernels/` would shadow the
+# `kernels` distribution that transformers imports (the tiny model's config).
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from fairgate.gateway.settings import Settings
-from fairgate.gateway.store.db import make_engine
-from fairgate.gateway.store.tables import UsageRecord
-from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
-from tests.helpers.engine_proc import EngineProcess
-from tests.helpers.tiny_models import make_tiny_model
+import httpx  # noqa: E402
+from sqlalchemy import select  # noqa: E402
+
+from fairgate.gateway.settings import Settings  # noqa: E402
+from fairgate.gateway.store.db import make_engine  # noqa: E402
+from fairgate.gateway.store.tables import UsageRecord  # noqa: E402
+from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread  # noqa: E402
+from tests.helpers.engine_proc import EngineProcess  # noqa: E402
+from tests.helpers.tiny_models import make_tiny_model  # noqa: E402
 
 SHARED = ("You are the support assistant of Example Bank. Answer briefly and politely. Never ask for "
           "passwords. Explain fees, card limits, transfer times and branch hours when asked. ") * 3
 FIELDS = ("request_id", "tenant_id", "model", "backend", "priority", "status", "stream", "prompt_tokens",
           "completion_tokens", "cached_tokens", "http_status", "ttft_ms", "latency_ms", "route",
           "prompt_version", "prefix_hash", "prefix_shape", "complexity", "created_at")
+REQUESTS = 24
 
 
 def _chat(url: str, key: str, messages: list[dict[str, str]], max_tokens: int, **extra: Any) -> None:
@@ -48,13 +58,13 @@ def _chat(url: str, key: str, messages: list[dict[str, str]], max_tokens: int, *
 
 
 def prefill_layout(url: str, key: str) -> None:
-    for i in range(12):
+    for i in range(REQUESTS):
         system = f"Request time: 2026-12-01T10:{i:02d}:{7 * i % 60:02d}Z. " + SHARED
         _chat(url, key, [{"role": "system", "content": system}, {"role": "user", "content": f"fee {i}?"}], 2)
 
 
 def decode_batch1(url: str, key: str) -> None:
-    for i in range(8):
+    for i in range(REQUESTS):
         _chat(url, key, [{"role": "user", "content": f"say hi {i}"}], 48, min_tokens=48)
 
 
@@ -64,13 +74,27 @@ def memory_bound(url: str, key: str) -> None:
               min_tokens=40)
 
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(one, range(16)))
+        list(pool.map(one, range(REQUESTS)))
+
+
+def embeddings(url: str, key: str) -> None:
+    for i in range(REQUESTS):
+        r = httpx.post(url + "/v1/embeddings", headers={"authorization": f"Bearer {key}"}, timeout=300,
+                       json={"model": "tiny", "input": [f"branch hours of office {i}", f"card limit question {i}"]})
+        assert r.status_code == 200, r.text
+
+
+def too_little_data(url: str, key: str) -> None:
+    for i in range(5):
+        _chat(url, key, [{"role": "user", "content": f"quick question {i}"}], 16)
 
 
 SCENARIOS = {
     "prefill_layout": (prefill_layout, ("--max-model-len", "1024", "--num-kv-blocks", "512")),
     "decode_batch1": (decode_batch1, ()),
     "memory_bound": (memory_bound, ("--num-kv-blocks", "14", "--max-num-batched-tokens", "64")),
+    "embeddings": (embeddings, ()),
+    "too_little_data": (too_little_data, ()),
 }
 
 
@@ -110,9 +134,10 @@ def record(name: str, out: Path, model_dir: Path, work: Path) -> None:
 
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/advise")
+    names = sys.argv[2:] or list(SCENARIOS)
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = make_tiny_model(Path(tmp) / "tiny", "llama")
-        for name in SCENARIOS:
+        for name in names:
             record(name, out, model_dir, Path(tmp))
 
 

@@ -27,6 +27,8 @@ from sqlalchemy import Engine, select
 
 from fairgate.gateway.store.tables import UsageRecord, utcnow
 from fairgate.policies.advice import (
+    ALL_ROUTES,
+    TOO_LITTLE_DATA,
     Advice,
     AdviceConfig,
     EngineWindow,
@@ -97,6 +99,7 @@ def _add(g: _Group, row: Any, cfg: AdviceConfig) -> None:
         w.streamed += 1
         w.ttft_ms_sum += row.ttft_ms
         w.decode_ms_sum += max(row.latency_ms - row.ttft_ms, 0.0)
+    w.latency_ms_sum += row.latency_ms or 0.0
     if row.prefix_shape:
         w.head_requests += 1
         g.shapes[row.prefix_shape] += 1
@@ -190,7 +193,10 @@ def advise_from(db: Engine, after: Sequence[str], before: Sequence[str] = (), op
     for name, texts in (by_backend or {}).items():
         engines.update(engine_windows(texts, as_model=name))
     out = advise(routes, engines, opts.config)
+    sparse = {a.model for a in out if a.route == ALL_ROUTES and a.finding == TOO_LITTLE_DATA}
     for backend, by_minute in sorted(minutes.items()):
+        if backend in sparse:  # a capacity measured over a handful of requests is noise
+            continue
         e = engines.get(backend)
         capacity = opts.replica_tokens_per_s
         if capacity is None and e is not None and e.busy_s > 0:

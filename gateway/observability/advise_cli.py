@@ -83,13 +83,15 @@ def _from_database(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def format_advice(items: list[dict[str, Any]]) -> str:
-    """One block per (route, model): findings with their levers first."""
+    """One block per (route, model), then one per engine (route "*": what holds for all its
+    routes, said once)."""
     lines: list[str] = []
     last = None
     for a in items:
         head = (a["route"], a["model"])
         if head != last:
-            lines.append(f"\n{a['route']}  model={a['model']}")
+            where = f"engine {a['model']} (all its routes)" if a["route"] == "*" else f"{a['route']}  model={a['model']}"
+            lines.append("\n" + where)
             last = head
         lever = f"  -> {a['lever']}" if a["lever"] else ""
         lines.append(f"  [{a['finding']}] {a['message']}{lever}")

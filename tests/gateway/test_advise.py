@@ -1,8 +1,9 @@
 """`fairgate advise` on recorded scenarios (tests/fixtures/advise, made by
 tools/record_advise_scenarios.py from real runs): the expected finding, lever and numbers for a
-prefill-heavy route with a cache-missing prompt layout, a decode-bound route at batch 1 and a
-memory-bound engine with preemptions; then the CLI end to end on SQLite and PostgreSQL, and
-`GET /admin/advice` on a running gateway."""
+prefill-heavy route with a cache-missing prompt layout, a decode-bound engine at batch 1, a
+memory-bound engine with preemptions, an embeddings route (input-only) and a route with too
+little data; engine-wide findings said once for all routes; then the CLI end to end on SQLite
+and PostgreSQL, and `GET /admin/advice` on a running gateway."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from fairgate.gateway.observability.advise import (
 from fairgate.gateway.settings import Settings
 from fairgate.gateway.store.db import make_engine
 from fairgate.gateway.store.tables import UsageRecord
+from fairgate.policies.advice import Advice, AdviceConfig
 from tests.gateway.advise_fixtures import FIXTURES, Scenario
 from tests.gateway.harness import ADMIN_TOKEN, ROOT, GatewayThread, pg_database
 
@@ -42,16 +44,21 @@ def _delta(s: Scenario, name: str) -> float:
     return _metric(s.after, name) - _metric(s.before, name)
 
 
-def _advice(tmp_path, name: str) -> tuple[Scenario, dict[str, dict]]:
+def _items(tmp_path, name: str) -> tuple[Scenario, list[Advice]]:
+    """The scenario's advice over the hour up to its last row."""
     s = Scenario(name)
     url = f"sqlite:///{tmp_path}/{name}.db"
     s.load(url)
     engine = make_engine(url)
     try:
-        items = advise_from(engine, [s.after], [s.before], AdviseOptions(timedelta(hours=1)),
-                            until=s.until + timedelta(seconds=1))
+        return s, advise_from(engine, [s.after], [s.before], AdviseOptions(timedelta(hours=1)),
+                              until=s.until + timedelta(seconds=1))
     finally:
         engine.dispose()
+
+
+def _advice(tmp_path, name: str) -> tuple[Scenario, dict[str, dict]]:
+    s, items = _items(tmp_path, name)
     by_finding = {a.finding: {"lever": a.lever, "route": a.route, "model": a.model, **a.numbers} for a in items}
     assert len(by_finding) == len(items)  # one advice per finding per (route, model) here
     return s, by_finding
@@ -102,6 +109,68 @@ def test_memory_bound_engine_with_preemptions(tmp_path):
     assert "cache-missing prompt layout" not in adv
 
 
+def test_an_embeddings_route_is_input_only(tmp_path):
+    s, adv = _advice(tmp_path, "embeddings")
+    rows = s.rows
+    assert {r["route"] for r in rows} == {"/v1/embeddings"} and all(r["completion_tokens"] == 0 for r in rows)
+    only = adv["input-only"]
+    assert only["route"] == "/v1/embeddings" and only["lever"] is None
+    assert only["requests"] == len(rows) and only["completion_tokens"] == 0
+    assert only["prompt_tokens_per_request"] == round(sum(r["prompt_tokens"] for r in rows) / len(rows), 1)
+    # neither prefill- nor decode-heavy, no text or model lever, and no decode batch to judge
+    assert not {"prefill-heavy", "decode-heavy", "decode-bound at batch 1", "batch size", "prefix hit rate",
+                "smaller model"} & set(adv)
+    assert adv["KV pressure"]["route"] == "*" and adv["KV pressure"]["preemptions"] == 0
+
+
+def test_a_route_with_too_little_data_gets_no_verdict(tmp_path):
+    s, items = _items(tmp_path, "too_little_data")
+    assert len(s.rows) == 5 < AdviceConfig().min_requests
+    # the route's rows and the engine's requests: too few for any verdict, replicas included
+    said = {(a.route, a.model): a for a in items}
+    assert len(said) == len(items) and {a.finding for a in items} == {"too little data"}
+    assert set(said) == {(ROUTE, "tiny"), ("*", "tiny")}
+    assert said[(ROUTE, "tiny")].message.startswith("too little data (5 requests)")
+    assert said[(ROUTE, "tiny")].numbers == {"requests": 5, "min_requests": 20}
+    assert said[("*", "tiny")].numbers["requests"] == _delta(s, "fairgate_requests_total") == 5
+
+
+def test_engine_wide_findings_are_said_once_for_all_routes(tmp_path):
+    s = Scenario("decode_batch1")
+    url = f"sqlite:///{tmp_path}/two_routes.db"
+    s.load(url)
+    again = [dict(r, request_id=r["request_id"] + "-c", route="/v1/completions") for r in s.rows]
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(insert(UsageRecord), [Scenario._row(r) for r in again])
+        items = advise_from(engine, [s.after], [s.before], AdviseOptions(timedelta(hours=1)),
+                            until=s.until + timedelta(seconds=1))
+    finally:
+        engine.dispose()
+    routes_of = {f: [a.route for a in items if a.finding == f] for f in {a.finding for a in items}}
+    assert routes_of["decode-heavy"] == ["/v1/chat/completions", "/v1/completions"]  # each on its own rows
+    assert routes_of["decode-bound at batch 1"] == ["*"] and routes_of["KV pressure"] == ["*"]
+    bound = next(a for a in items if a.finding == "decode-bound at batch 1")
+    assert "/v1/chat/completions, /v1/completions" in bound.message and bound.lever == "speculative decoding on"
+
+
+def test_cli_text_names_input_only_sparse_routes_and_the_engine_once(tmp_path):
+    url = f"sqlite:///{tmp_path}/mixed.db"
+    for name in ("embeddings", "too_little_data"):
+        Scenario(name).load(url)
+    d = FIXTURES / "embeddings"
+    out = _cli("--database", url, "--window", "3650d", "--metrics", str(d / "metrics_after.txt"),
+               "--metrics-before", str(d / "metrics_before.txt"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    blocks = {b.split("\n", 1)[0]: b for b in out.stdout.split("\n\n")}
+    assert "[too little data] too little data (5 requests)" in blocks[f"{ROUTE}  model=tiny"]
+    assert "[input-only] input-only (embeddings)" in blocks["/v1/embeddings  model=tiny"]
+    engine = blocks["engine tiny (all its routes)"]
+    assert "[KV pressure]" in engine and "[batch size]" in engine  # the chat rows generated: a batch to judge
+    assert out.stdout.count("[KV pressure]") == 1
+
+
 def test_replicas_by_hour_from_the_recorded_load(tmp_path):
     s, adv = _advice(tmp_path, "memory_bound")
     plan = adv["replicas by hour"]
@@ -150,7 +219,7 @@ def test_cli_end_to_end_on_a_real_database(tmp_path, db):
         assert levers["memory-bound"] == "KV quantization"
         assert levers["prefill-heavy"] is None
         profile = next(a for a in items if a["finding"] == "prefill-heavy")
-        assert profile["numbers"]["requests"] == 28  # 12 + 16 rows
+        assert profile["numbers"]["requests"] == 48  # 24 + 24 rows
         text = _cli("--database", url, "--window", "3650d", "--metrics", str(d / "metrics_after.txt"))
         assert text.returncode == 0 and "-> KV quantization" in text.stdout and "levers to pull:" in text.stdout
         bad = _cli("--database", url, "--window", "soon")
