@@ -42,6 +42,7 @@ class FairQueueStats:
     counters: dict[tuple[int, str], float]  # (priority rank, tenant) -> weighted service
     class_credit: dict[int, float]  # rank -> banked reserved share (cost units), lower classes
     waiting: dict[tuple[int, str], int]  # (priority rank, tenant) -> waiting requests
+    served: dict[str, float]  # tenant -> service received so far (cost units, not weighted), every class
 
 
 class FairQueue:
@@ -59,6 +60,7 @@ class FairQueue:
         self._counters: dict[tuple[int, str], float] = {}
         self._last_left: dict[int, float] = {}  # rank -> counter of the last tenant to leave
         self._credit: dict[int, float] = {}  # rank -> reserved-share credit, lower classes
+        self._served: dict[str, float] = {}  # tenant -> service received (metrics: rates, Jain's index)
 
     # ---- weights -------------------------------------------------------------------------
 
@@ -113,6 +115,7 @@ class FairQueue:
             counters=dict(self._counters),
             class_credit=dict(self._credit),
             waiting={(r, t): len(q) for r, ts in self._waiting.items() for t, q in ts.items()},
+            served=dict(self._served),
         )
 
     # ---- the WaitQueue protocol ----------------------------------------------------------
@@ -237,6 +240,7 @@ class FairQueue:
         rank, tenant = request.priority, request.tenant
         key = (rank, tenant)
         self._counters[key] = self._counters.get(key, 0.0) + cost / self.weight_of(tenant)
+        self._served[tenant] = self._served.get(tenant, 0.0) + cost
         self._account_classes(rank, cost)
 
     def _account_classes(self, rank: int, cost: float) -> None:

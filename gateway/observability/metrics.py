@@ -158,7 +158,7 @@ def make_metrics(embedded: LocalBackend | None, tenant_labels: bool = False) -> 
     metrics = GatewayMetrics(registry, tenant_labels)
     registry.register(metrics.costs)
     if embedded is not None:
-        registry.register(EngineStatsCollector(embedded.engine, embedded.model_name))
+        registry.register(EngineStatsCollector(embedded.engine, embedded.model_name, tenant_labels))
     return metrics
 
 

@@ -27,6 +27,7 @@ from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
+from fairgate.backends.local.engine.fairness_metrics import FairnessGauges
 from fairgate.backends.metrics_access import MetricsAccess, metrics_response
 from fairgate.backends.prompt_version import NONE, LabelCap, prompt_version
 from fairgate.scheduler.request import PRIORITY_CLASSES
@@ -233,9 +234,11 @@ def log_finished(out: RequestOutput, entry: _Live, now: float) -> None:
 class EngineStatsCollector(Collector):
     """Engine gauges and engine-wide counters, read at scrape time."""
 
-    def __init__(self, engine: AsyncEngine, model: str) -> None:
+    def __init__(self, engine: AsyncEngine, model: str, tenant_labels: bool = False) -> None:
         self.engine = engine
         self.model = model
+        self.tenant_labels = tenant_labels  # the fair queue's per-tenant series (they list the tenants)
+        self.fairness = FairnessGauges()
 
     def collect(self) -> Iterator[Metric]:
         s = self.engine.stats()
@@ -258,6 +261,7 @@ class EngineStatsCollector(Collector):
         info.add_metric([self.model, *quantization_labels(self.engine)], 1)
         yield info
         yield from _preemption_counters(s, self.model)
+        yield from self.fairness.collect(self.engine.scheduler.queue, self.model, self.tenant_labels)
         for name, help_, value in (
             ("fairgate_prefix_cache_evictions", "Cached blocks evicted to make room.", bm.num_evictions),
             ("fairgate_engine_steps", "Engine steps run.", s.steps),
@@ -322,11 +326,11 @@ def quantization_labels(engine: AsyncEngine) -> tuple[str, str]:
 
 
 def install(engine: AsyncEngine, registry: CollectorRegistry, model: str,
-            requests: bool = True) -> EngineRequestMetrics | None:
+            requests: bool = True, tenant_labels: bool = False) -> EngineRequestMetrics | None:
     """Register `engine`'s metrics in `registry`. With `requests` the per-request histograms too
     (the engine server); without, only the engine gauges (an engine embedded in the gateway,
     whose own histograms cover the requests)."""
-    registry.register(EngineStatsCollector(engine, model))
+    registry.register(EngineStatsCollector(engine, model, tenant_labels))
     if not requests:
         return None
     metrics = EngineRequestMetrics(registry, model)
@@ -350,7 +354,7 @@ class ServerMetrics:
         self.access = access
         self.api_key = api_key
         self.registry = CollectorRegistry()
-        self.requests = install(engine, self.registry, model)
+        self.requests = install(engine, self.registry, model, tenant_labels=access.tenant_labels)
         if self.requests is not None:
             self.requests.tenant_labels = access.tenant_labels
 
