@@ -31,6 +31,7 @@ from fairgate.backends.base import (
     GenerationRequest,
     TokenDecoder,
 )
+from fairgate.backends.pool_gate import FairGate
 from fairgate.backends.pool_load import LoadReading, read_load
 from fairgate.backends.pool_prefix import PrefixKeyer
 from fairgate.backends.pool_routing import Policy, PoolChoice, ReplicaLoad, choose
@@ -62,6 +63,9 @@ class PoolOptions:
     probe_timeout_s: float = 1.0
     eject_after: int = 2  # failed probes in a row
     readmit_after: int = 2  # good probes in a row
+    # the gateway-side fair queue (backends/pool_gate.py): at most this many requests out per
+    # routable replica, the rest wait in weighted-VTC order; None: sent at once
+    fair_slots: int | None = None
 
 
 @dataclass(slots=True)
@@ -119,7 +123,8 @@ class PoolBackend:
 
     def __init__(self, name: str, kind: str, specs: list[ReplicaSpec], make_replica: ReplicaFactory,
                  http: httpx.AsyncClient, *, model: str | None = None, keyer: PrefixKeyer | None = None,
-                 options: PoolOptions | None = None, is_local: bool = True) -> None:
+                 options: PoolOptions | None = None, is_local: bool = True,
+                 weight_of: Callable[[str], float] | None = None) -> None:
         self.name = name
         self.kind = kind
         self.model = model
@@ -132,6 +137,7 @@ class PoolBackend:
         self._counter = itertools.count()
         self.replicas: dict[str, Replica] = {}
         self._probe: asyncio.Task[None] | None = None
+        self.gate = FairGate(self._room, weight_of or (lambda tenant: 1.0))
         self.update(specs)
 
     breaker = None  # each replica's backend has its own (`status`, the breaker metrics)
@@ -186,11 +192,26 @@ class PoolBackend:
         if exc.status in DEAD_STATUSES or exc.code == "circuit_open":
             replica.eject(f"request failed with {exc.status}")
 
+    def _room(self) -> int:
+        """Requests the pool takes at once under the fair queue: its slots on every routable
+        replica whose KV cache is not past `max_kv_usage`."""
+        slots = self.options.fair_slots or 0
+        return sum(slots for r in self.replicas.values()
+                   if r.routable and (r.kv_usage is None or r.kv_usage <= self.options.max_kv_usage))
+
+    def _slot(self, request: GenerationRequest) -> contextlib.AbstractAsyncContextManager[None]:
+        if self.options.fair_slots is None:
+            return contextlib.nullcontext()
+        return self.gate.slot(request.tenant, request.wire.prompt_tokens_bound,
+                              lambda: float(request.used.completion_tokens or 0))
+
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
-        return await self._answer(request, lambda b: b.complete(request))
+        async with self._slot(request):
+            return await self._answer(request, lambda b: b.complete(request))
 
     async def embed(self, request: GenerationRequest) -> dict[str, Any]:
-        return await self._answer(request, lambda b: b.embed(request))
+        async with self._slot(request):
+            return await self._answer(request, lambda b: b.embed(request))
 
     async def _answer(self, request: GenerationRequest,
                       call: Callable[[Backend], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
@@ -212,6 +233,11 @@ class PoolBackend:
         raise last
 
     async def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+        async with self._slot(request):
+            async for batch in self._stream(request):
+                yield batch
+
+    async def _stream(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
         """Fail over until a replica produced its first batch; then stay with it."""
         last: BackendError | None = None
         for replica in self._order(request):
@@ -260,6 +286,7 @@ class PoolBackend:
                                                     self.options.probe_timeout_s) for r in replicas))
         for replica, reading in zip(replicas, readings, strict=True):
             replica.probed(reading, self.options)
+        self.gate.wake()  # a replica back, or its KV cache emptier: room for the waiting
 
     async def _probe_loop(self) -> None:
         while True:

@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     # pool_replica_slots) in flight across all gateway replicas (gateway.request.pool_share); None: off.
     tenant_pool_share: float | None = Field(default=None, gt=0, le=1)
     pool_replica_slots: int = Field(default=64, ge=1, le=100_000)
+    # The gateway-side fair queue of pools (backends/pool_gate.py), for engines without one of their own
+    # (vLLM): at most this many requests out per replica, the rest wait in weighted-VTC order; None: off.
+    pool_fair_slots: int | None = Field(default=None, ge=1, le=100_000)
     model: str | None = None  # model folder of the embedded engine
     served_model_name: str | None = None  # default: the model folder's name
     embedded_engine: bool = True  # False: serve only registered backends

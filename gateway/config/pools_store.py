@@ -62,9 +62,9 @@ def _tokenizer(folder: str) -> PromptEncoder:
     return Tokenizer(folder)
 
 
-def options_of(row: PoolRow) -> PoolOptions:
+def options_of(row: PoolRow, fair_slots: int | None = None) -> PoolOptions:
     return PoolOptions(policy=row.policy, load_factor=row.load_factor, max_kv_usage=row.max_kv_usage,  # type: ignore[arg-type]
-                       load_slack=row.load_slack)
+                       load_slack=row.load_slack, fair_slots=fair_slots)
 
 
 def keyer_of(row: PoolRow) -> PrefixKeyer:
@@ -99,11 +99,12 @@ async def load_pools(state: ConfigState, old: dict[str, Backend]) -> dict[str, t
         existing = old.get(row.name)
         keyer = await asyncio.to_thread(keyer_of, row)
         if isinstance(existing, PoolBackend) and existing.kind == row.kind and existing.model == row.model:
-            existing.options, existing.keyer = options_of(row), keyer
+            existing.options, existing.keyer = options_of(row, state.settings.pool_fair_slots), keyer
             existing.update(cfg.replicas)
             out[row.name] = existing, row
             continue
         pool = PoolBackend(row.name, row.kind, cfg.replicas, _factory(state, row), state.http, model=row.model,
-                           keyer=keyer, options=options_of(row))
+                           keyer=keyer, options=options_of(row, state.settings.pool_fair_slots),
+                           weight_of=lambda tenant: state.fairness_weights.get(tenant, 1.0))
         out[row.name] = pool.start(), row
     return out

@@ -1,0 +1,107 @@
+"""The gateway-side fair queue of a pool (backends/pool_gate.py, issue 36): requests wait at the
+gateway in weighted-VTC order and are let through as the pool has room; a light tenant arriving
+behind a flood goes next; weights share the slots; a waiter that leaves holds nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+
+from fairgate.backends.base import GenerationRequest
+from fairgate.backends.http1 import HTTP1Pool
+from fairgate.backends.openai_compat import OpenAICompatBackend
+from fairgate.backends.pool import PoolBackend, PoolOptions, ReplicaSpec
+from fairgate.backends.pool_gate import FairGate
+from tests.helpers.upstream import UpstreamServer
+
+
+async def _run(gate: FairGate, order: list[str], tenant: str, name: str, hold: asyncio.Event | None = None,
+               cost: float = 10.0) -> None:
+    async with gate.slot(tenant, cost, lambda: cost):
+        order.append(name)
+        if hold is not None:
+            await hold.wait()
+        await asyncio.sleep(0)
+
+
+async def test_a_light_tenant_behind_a_flood_goes_next() -> None:
+    gate = FairGate(lambda: 1, lambda tenant: 1.0)
+    order: list[str] = []
+    release = asyncio.Event()
+    first = asyncio.create_task(_run(gate, order, "flood", "f0", release))
+    await asyncio.sleep(0)
+    flood = [asyncio.create_task(_run(gate, order, "flood", f"f{i}")) for i in range(1, 6)]
+    await asyncio.sleep(0)
+    light = asyncio.create_task(_run(gate, order, "light", "l0"))
+    await asyncio.sleep(0)
+    assert gate.waiting == 6 and gate.in_flight == 1
+    release.set()
+    await asyncio.gather(first, *flood, light)
+    assert order[:2] == ["f0", "l0"]  # not behind the flood's five
+    assert gate.in_flight == 0 and gate.waiting == 0
+
+
+async def test_weights_share_the_slots() -> None:
+    weights = {"a": 1.0, "b": 3.0, "z": 1.0}
+    gate = FairGate(lambda: 1, weights.__getitem__)
+    order: list[str] = []
+    release = asyncio.Event()
+    blocker = asyncio.create_task(_run(gate, order, "z", "z", release))
+    await asyncio.sleep(0)
+    tasks = [asyncio.create_task(_run(gate, order, t, f"{t}{i}")) for i in range(12) for t in ("a", "b")]
+    await asyncio.sleep(0)
+    release.set()
+    await asyncio.gather(blocker, *tasks)
+    first16 = order[1:17]
+    served = [name[0] for name in first16]
+    assert served.count("b") == 12 and served.count("a") == 4  # 3:1 while both wait
+
+
+async def test_a_waiter_that_leaves_holds_no_slot() -> None:
+    gate = FairGate(lambda: 1, lambda tenant: 1.0)
+    order: list[str] = []
+    release = asyncio.Event()
+    holder = asyncio.create_task(_run(gate, order, "a", "a0", release))
+    await asyncio.sleep(0)
+    gone = asyncio.create_task(_run(gate, order, "b", "b0"))
+    after = asyncio.create_task(_run(gate, order, "c", "c0"))
+    await asyncio.sleep(0)
+    gone.cancel()
+    await asyncio.gather(gone, return_exceptions=True)
+    release.set()
+    await asyncio.gather(holder, after)
+    assert order == ["a0", "c0"] and gate.in_flight == 0 and gate.waiting == 0
+
+
+async def test_a_pool_with_the_gate_serves_a_light_tenant_ahead_of_a_flood_backlog() -> None:
+    """Real HTTP replicas (loopback OpenAI servers, 0.1 s per chunk): one slot per replica; the
+    light tenant's request, sent after twelve of the flood's, finishes before most of them."""
+    with UpstreamServer() as r0, UpstreamServer() as r1:
+        for r in (r0, r1):
+            r.behaviour.token_delay_s = 0.1
+        http1 = HTTP1Pool()
+        async with httpx.AsyncClient() as http:
+            pool = PoolBackend("p", "vllm", [ReplicaSpec("r0", r0.base_url), ReplicaSpec("r1", r1.base_url)],
+                               lambda s: OpenAICompatBackend(f"p/{s.name}", s.base_url, http1, is_local=True,
+                                                             max_retries=0),
+                               http, options=PoolOptions(policy="least_loaded", fair_slots=1))
+            done: dict[str, float] = {}
+
+            async def ask(tenant: str, name: str) -> None:
+                req = GenerationRequest.from_body(name, "chat", {"model": "m", "max_tokens": 3, "stream": True,
+                                                                "messages": [{"role": "user", "content": "x"}]},
+                                                  tenant=tenant)
+                async for _ in pool.stream_batches(req):
+                    pass
+                done[name] = time.monotonic()
+
+            flood = [asyncio.create_task(ask("flood", f"f{i}")) for i in range(12)]
+            await asyncio.sleep(0.05)
+            await ask("light", "light")
+            await asyncio.gather(*flood)
+            finished_before = sum(1 for k, t in done.items() if k != "light" and t < done["light"])
+            assert finished_before <= 4, sorted(done, key=done.get)  # two slots: it waited for one round
+            assert pool.gate.in_flight == 0 and max(len(r.app.received) for r in (r0, r1)) <= 12
+            await pool.aclose()
