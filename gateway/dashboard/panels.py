@@ -102,8 +102,9 @@ def cache_panel(reg: CollectorRegistry, where: promstats.Where = None, names: Ma
         if by == "tenant" and where and "tenant" in where:
             continue  # a tenant's own page: one tenant
         rates = promstats.ratio_by(reg, hits, queries, by, where)
+        blank = "(tenant labels off)" if by == "tenant" else f"(no {by.replace('_', ' ')})"
         shown = {(_name(names or {}, k) if by == "tenant" else k): v * 100 for k, v in rates.items()}
-        p.plots.append(bar_chart(f"Hit rate {title}", [Bar(label(k, f"(no {by})"), v) for k, v in sorted(shown.items())],
+        p.plots.append(bar_chart(f"Hit rate {title}", [Bar(label(k, blank), v) for k, v in sorted(shown.items())],
                                  category=by.replace("_", " "), value=HIT_RATE, maximum=100.0))
     return p
 
@@ -112,7 +113,7 @@ def quota_panel(uses: list[QuotaUse], names: Mapping[str, str]) -> Panel:
     p = Panel("quota", "Quota consumption (today / this month, UTC)")
     p.plots.append(bar_chart("Share of each limit used",
                              [Bar(f"{_name(names, u.tenant_id)} {u.limit_name}", u.share * 100) for u in uses],
-                             category="tenant and limit", value=Axis("used", "% of the limit"), maximum=100.0,
+                             category="tenant and limit", value=Axis("share of the limit used", "%"), maximum=100.0,
                              empty="no daily or monthly limit set"))
     p.columns = ["tenant", "limit", "used", "limit value", "used %"]
     p.rows = [[_name(names, u.tenant_id), u.limit_name, f"{u.used:.6g}", f"{u.limit:.6g}", f"{u.share * 100:.1f}"]

@@ -73,8 +73,8 @@ def _fmt(v: float) -> str:
 
 
 def _suffix(unit: str) -> str:
-    """How a value's unit follows it: "25%", "3.1 ms"."""
-    return unit if unit == "%" else f" {unit}"
+    """How a value's unit follows it: "25%", "3.1 ms", and a count bare ("3", not "3 count")."""
+    return "" if unit == "count" else unit if unit == "%" else f" {unit}"
 
 
 def _open(kind: str, title: str, height: int) -> list[str]:

@@ -50,7 +50,7 @@ def latency_panel(req: TenantRequests, whose: str) -> Panel:
             qs = [percentile(values, q) for q in QUANTILES]
             p.rows.append([title, route, len(values), *(f"{v:.1f}" for v in qs)])
             bars += [Bar(f"{route} p50", qs[0]), Bar(f"{route} p95", qs[1])]
-        figure = "time to first token" if title == "TTFT" else "latency"
+        figure = "time to first token" if title == "TTFT" else "end-to-end latency"
         p.plots.append(bar_chart(f"{whose} {figure} by route", bars, category="route and percentile",
                                  value=LATENCY, empty=_nothing(req, figure)))
     if req.refused:
