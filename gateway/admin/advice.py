@@ -15,7 +15,7 @@ from fairgate.gateway.admin.routes import admin_route
 from fairgate.gateway.admin.state import admin_state
 from fairgate.gateway.observability.advise import advice_json, advise_for, parse_window
 from fairgate.gateway.observability.state import ObservabilityState
-from fairgate.policies.advice import ALL_ROUTES, Advice
+from fairgate.policies.advice import Advice
 
 
 @admin_route
@@ -29,16 +29,10 @@ async def get_advice(request: Request) -> Any:
     return {"window": text, "object": "list", "data": advice_json(items)}
 
 
-async def advice_panel(state: ObservabilityState, hours: int) -> list[dict[str, Any]]:
-    """The dashboard's advice panel (gateway/dashboard): the same advice over the page's window."""
-    items = await asyncio.to_thread(advise_for, state, timedelta(hours=hours))
-    return [{"title": f"{_where(a)}: {a.finding}", "lever": a.lever or "nothing to change",
-             "why": a.message, "numbers": a.numbers} for a in items]
-
-
-def _where(a: Advice) -> str:
-    """A route and its model, or the engine for what holds on all its routes (route "*")."""
-    return f"engine {a.model}" if a.route == ALL_ROUTES else f"{a.route} · {a.model}"
+async def advice_panel(state: ObservabilityState, hours: int) -> list[Advice]:
+    """The dashboard's advice panel (gateway/dashboard): the same advice over the page's window,
+    as Advice values, which the panel puts into words (gateway/dashboard/advice_text.py)."""
+    return await asyncio.to_thread(advise_for, state, timedelta(hours=hours))
 
 
 def routes() -> list[Route]:

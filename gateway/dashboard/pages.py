@@ -29,7 +29,8 @@ from starlette.routing import Route
 
 from fairgate.backends.openai_wire import WireError
 from fairgate.gateway.admin.token import admin_enabled
-from fairgate.gateway.dashboard import data, panels
+from fairgate.gateway.dashboard import data, panels, tenant_panels
+from fairgate.gateway.dashboard.advice_text import advice_items
 from fairgate.gateway.dashboard.origin import cross_site
 from fairgate.gateway.dashboard.sessions import (
     COOKIE,
@@ -44,7 +45,8 @@ from fairgate.gateway.dashboard.sessions import (
 )
 from fairgate.gateway.dashboard.state import DashboardState, dashboard_state
 
-# advice(state, window hours) -> items (str, mapping or dataclass), sync or async: `fairgate advise`
+# advice(state, window hours) -> items (policies.advice.Advice, else str, mapping or dataclass), sync or
+# async: `fairgate advise` (gateway/admin/advice.py)
 AdviceProvider = Callable[[DashboardState, int], Any]
 log = logging.getLogger("fairgate.dashboard")
 MAX_FORM_BYTES = 4096
@@ -198,7 +200,8 @@ class DashboardPages:
             return self._no_tenant()
         hours = _hours(request)
         try:
-            figures, name = await asyncio.to_thread(self._tenant_figures, dashboard_state(request.app), tenant_id, hours)
+            figures, name = await asyncio.to_thread(self._tenant_figures, dashboard_state(request.app), tenant_id, hours,
+                                                    not admin_view)
         except Exception as exc:
             return self._unavailable(exc)
         if name is None:
@@ -223,19 +226,29 @@ class DashboardPages:
                 panels.quota_panel(quota, names), panels.routing_panel(by_backend, state.backends, decisions),
                 panels.engine_panel(reg)]
 
-    def _tenant_figures(self, state: DashboardState, tenant_id: str, hours: int
+    def _tenant_figures(self, state: DashboardState, tenant_id: str, hours: int, own: bool
                         ) -> tuple[list[panels.Panel], str | None]:
+        """One tenant's panels; `own`: the tenant's own page (its wording: "your"), else the admin's."""
         start, end, group_by = data.window(hours)
-        reg, where = state.metrics.registry, {"tenant": tenant_id}
         with state.sessions() as s:
             names = data.tenant_names(s)
+            if tenant_id not in names:
+                return [], None
             usage = data.usage(s, tenant_id, start, end, group_by)
             quota = data.quota_use(s, tenant_id)
             by_backend = data.requests_by_backend(s, tenant_id, start, end)
+            requests = data.tenant_requests(s, tenant_id, start, end)
+        whose = "Your" if own else f"{names[tenant_id]}'s"
+        usage_panel = panels.usage_panel(usage, names, one_tenant=True)
+        usage_panel.title = f"{whose} usage and cost, by {usage.group_by}"
+        quota_panel = panels.quota_panel(quota, names)
+        quota_panel.title = f"{whose} limits used (today / this month, UTC)"
+        if not quota:
+            quota_panel.note = f"{'You have' if own else names[tenant_id] + ' has'} no daily or monthly limit."
         routing = panels.routing_panel(by_backend, state.backends, {})
-        routing.plots = routing.plots[:1]
-        return ([panels.usage_panel(usage, names), panels.latency_panel(reg, where), panels.cache_panel(reg, where),
-                 panels.quota_panel(quota, names), routing], names.get(tenant_id))
+        routing.title, routing.plots = f"Where {whose.lower() if own else whose} requests ran", routing.plots[:1]
+        return ([usage_panel, tenant_panels.latency_panel(requests, whose), tenant_panels.cache_panel(requests, whose),
+                 quota_panel, routing], names[tenant_id])
 
     async def _advice(self, state: DashboardState, hours: int) -> dict[str, Any]:
         """The advice panel: items from the provider, or why there are none."""
@@ -245,7 +258,7 @@ class DashboardPages:
             result = self.advice(state, hours)
             if inspect.isawaitable(result):
                 result = await result
-            return {"items": panels.advice_items(list(result or [])), "note": ""}
+            return {"items": advice_items(list(result or [])), "note": ""}
         except Exception as exc:  # an advisor bug must not take the dashboard down
             log.exception("dashboard advice provider failed")
             return {"items": [], "note": f"The advisor failed ({type(exc).__name__}); see the gateway log."}

@@ -1,6 +1,8 @@
 """The dashboard in a real browser: Debian's chromium, headless, driven by selenium through
 Debian's chromedriver. It signs in through the login forms (admin, then a tenant), finds the
-plots (SVG with data points and bars), and checks a screenshot holds the plots' pixels.
+plots (SVG with data points and bars), checks a screenshot holds the plots' pixels, that every
+plot has a title, named axes and a rendered label for each bar and series, that the advice
+reads as sentences with numbers, and that the tenant sees its own latency and cache figures.
 
 `.ci/run` installs chromium and chromium-driver; elsewhere the test skips, saying why.
 """
@@ -8,6 +10,7 @@ plots (SVG with data points and bars), and checks a screenshot holds the plots' 
 from __future__ import annotations
 
 import io
+import re
 import shutil
 
 import pytest
@@ -94,6 +97,39 @@ def plotted(driver) -> dict[str, int]:
     return out
 
 
+# What the browser renders of each plot: its title, its axis labels, and for every bar and line
+# series the label drawn for it (with a size: a label the browser lays out as nothing is no label).
+PLOT_PROBLEMS = """
+const problems = [];
+const shown = el => { const b = el.getBBox(); return el.textContent.trim() !== '' && b.width > 0 && b.height > 0; };
+document.querySelectorAll('svg.plot').forEach((svg, i) => {
+  const title = svg.querySelector(':scope > title');
+  const name = title ? title.textContent.trim() : '';
+  if (!name) problems.push('plot ' + i + ' has no title');
+  if (svg.classList.contains('plot-empty')) return;
+  for (const axis of ['x', 'y']) {
+    const label = svg.querySelector('text.axis-label[data-axis="' + axis + '"]');
+    if (!label || !shown(label)) problems.push(name + ': no ' + axis + ' axis label');
+  }
+  const bars = svg.querySelectorAll('rect.bar'), labels = svg.querySelectorAll('text.bar-label');
+  if (bars.length !== labels.length) problems.push(name + ': ' + bars.length + ' bars, ' + labels.length + ' labels');
+  labels.forEach(l => { if (!shown(l)) problems.push(name + ': an empty bar label'); });
+  const series = [...svg.querySelectorAll('polyline.series')].map(p => p.dataset.series);
+  const legend = [...svg.querySelectorAll('text.legend')].filter(shown).map(t => t.dataset.series);
+  if (series.join('|') !== legend.join('|')) problems.push(name + ': series ' + series + ' legend ' + legend);
+});
+return problems;
+"""
+
+
+def plot_problems(driver) -> tuple[int, list[str]]:
+    """(plots drawn with data, what is missing from any plot's labels)."""
+    from selenium.webdriver.common.by import By
+
+    drawn = len(driver.find_elements(By.CSS_SELECTOR, "svg.plot:not(.plot-empty)"))
+    return drawn, driver.execute_script(PLOT_PROBLEMS)
+
+
 def plot_pixels(png: bytes) -> tuple[int, int, int]:
     """(distinct colours, pixels of the first series' blue, of the second's red)."""
     from PIL import Image
@@ -119,6 +155,15 @@ def test_admin_and_tenant_dashboards_in_chromium(gateway, browser, tmp_path):
     for panel in ("usage", "latency", "cache", "quota", "routing"):
         assert marks[panel] > 0, (panel, marks)
     assert browser.find_element(By.ID, "advice").is_displayed()
+    items = browser.find_elements(By.CSS_SELECTOR, "#advice li.advice-item")
+    assert items
+    for item in items:  # as a reader sees it: a title and a sentence with numbers, no dict dump
+        text = item.text
+        assert not re.search(r"[{}]|': |\w_\w", text), text
+        sentence = item.find_element(By.CSS_SELECTOR, ".advice-sentence").text
+        assert sentence.endswith(".") and re.search(r"\d", sentence), text
+    drawn, problems = plot_problems(browser)
+    assert drawn >= 8 and problems == [], problems
     png = browser.get_screenshot_as_png()
     (tmp_path / "admin-dashboard.png").write_bytes(png)
     colours, blue, red = plot_pixels(png)
@@ -129,6 +174,20 @@ def test_admin_and_tenant_dashboards_in_chromium(gateway, browser, tmp_path):
     assert "tenant docs-team" in browser.title and "billing-team" not in browser.page_source
     marks = plotted(browser)
     assert marks["usage"] > 0 and marks["quota"] > 0
+    # its own latency and cache figures, in its wording, with numbers (not "no data yet")
+    assert marks["latency"] >= 4 and marks["cache"] == 1, marks
+    latency, cache = browser.find_element(By.ID, "latency"), browser.find_element(By.ID, "cache")
+    assert latency.find_element(By.TAG_NAME, "h2").text.startswith("Your latency")
+    assert cache.find_element(By.TAG_NAME, "h2").text.startswith("Your prefix-cache hit rate")
+    rows = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+            for tr in latency.find_elements(By.CSS_SELECTOR, "table tr")]
+    e2e = next(r for r in rows if r and r[0] == "end-to-end")
+    assert e2e[1] == "/v1/chat/completions" and e2e[2] == "3" and float(e2e[3]) > 0, rows
+    hit = cache.find_element(By.CSS_SELECTOR, "table tr:nth-child(2) td:last-child").text
+    assert re.fullmatch(r"\d+\.\d%", hit) and float(hit[:-1]) > 0, hit  # it repeated its system prompt
+    assert "no data yet" not in latency.text + cache.text
+    drawn, problems = plot_problems(browser)
+    assert drawn >= 4 and problems == [], problems
     png = browser.get_screenshot_as_png()
     (tmp_path / "tenant-dashboard.png").write_bytes(png)
     colours, blue, _ = plot_pixels(png)

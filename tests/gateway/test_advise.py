@@ -19,8 +19,10 @@ import httpx
 import pytest
 from sqlalchemy import insert
 
+from fairgate.gateway.dashboard.advice_text import AdviceItem, advice_items
 from fairgate.gateway.observability.advise import (
     AdviseOptions,
+    advice_json,
     advise_from,
     engine_windows,
     parse_window,
@@ -153,6 +155,40 @@ def test_engine_wide_findings_are_said_once_for_all_routes(tmp_path):
     assert routes_of["decode-bound at batch 1"] == ["*"] and routes_of["KV pressure"] == ["*"]
     bound = next(a for a in items if a.finding == "decode-bound at batch 1")
     assert "/v1/chat/completions, /v1/completions" in bound.message and bound.lever == "speculative decoding on"
+
+
+SCENARIOS = ("prefill_layout", "decode_batch1", "memory_bound", "embeddings", "too_little_data")
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_the_dashboard_words_every_finding_as_a_sentence_with_its_numbers(tmp_path, name):
+    s, items = _items(tmp_path, name)
+    worded = advice_items(items)
+    assert len(worded) == len(items) and all(isinstance(w, AdviceItem) for w in worded)
+    for a, w in zip(items, worded, strict=True):
+        assert w.title.endswith(f": {a.finding}") and (a.route in w.title or a.model in w.title)
+        text = w.title + " " + w.sentence
+        assert not {"{", "}", "': ", "_"} & set(re.findall(r"[{}_]|': ", text)), text  # no dict or key dump
+        assert not w.sentence[0].islower() and w.sentence.endswith("."), w.sentence
+        assert re.search(r"\d", w.sentence), w.sentence  # the numbers it rests on, in the sentence
+        assert w.sentence != a.message  # worded by the panel, not the advisor's raw message
+        assert w.lever == (a.lever or "")
+
+
+def test_the_worded_findings_carry_their_own_numbers(tmp_path):
+    _, items = _items(tmp_path, "decode_batch1")
+    by = {a.finding: (a, w.sentence) for a, w in zip(items, advice_items(items), strict=True)}
+    profile, words = by["decode-heavy"]
+    decode = round((1 - profile.numbers["prefill_time_share"]) * 100)
+    assert words.startswith(f"Decode takes {decode}% of the time on {ROUTE}:")
+    batch, words = by["decode-bound at batch 1"]
+    assert f"Decode takes {decode}% of the time on {ROUTE} at a mean batch of {batch.numbers['mean_batch']:.1f}" \
+        in words and words.endswith("speculative decoding would help.")
+    _, items = _items(tmp_path, "too_little_data")
+    assert advice_items(items)[0].sentence == (f"Only 5 requests reached {ROUTE} in this window; "
+                                               "at least 20 are needed before it is judged.")
+    # the advisor's JSON (GET /admin/advice) words the same as the values
+    assert advice_items(advice_json(items)) == advice_items(items)
 
 
 def test_cli_text_names_input_only_sparse_routes_and_the_engine_once(tmp_path):

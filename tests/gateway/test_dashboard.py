@@ -5,13 +5,15 @@ revocation), and that each panel's plots carry the figures the load produced."""
 from __future__ import annotations
 
 import re
+import statistics
+from html import unescape
 
 import httpx
 import pytest
 from itsdangerous import URLSafeTimedSerializer
 
 from fairgate.gateway.dashboard import routes
-from fairgate.gateway.dashboard.panels import advice_items
+from fairgate.gateway.dashboard.advice_text import AdviceItem, advice_items
 from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
 from tests.helpers.dashboard_load import SECRET_PROMPT, run_load
@@ -31,10 +33,43 @@ def loaded(tmp_path_factory, tiny_model_dir):
         admin.close()
 
 
+def section(html: str, panel: str) -> str:
+    return html.split(f'<section id="{panel}"', 1)[1].split("</section>", 1)[0]
+
+
 def values(html: str, panel: str) -> list[float]:
     """data-value of every point and bar inside the panel's <section>."""
-    section = html.split(f'<section id="{panel}"', 1)[1].split("</section>", 1)[0]
-    return [float(v) for v in re.findall(r'data-value="([^"]+)"', section)]
+    return [float(v) for v in re.findall(r'data-value="([^"]+)"', section(html, panel))]
+
+
+def assert_every_plot_labelled(html: str) -> int:
+    """Every <svg> plot: a title; drawn ones both axes named (the value axis with a unit in
+    brackets), every bar a label and every line series a legend entry. Returns the plots drawn."""
+    plots = re.findall(r"<svg\b.*?</svg>", html, re.S)
+    drawn = 0
+    for svg in plots:
+        assert re.search(r"<title>[^<]+</title>", svg), svg[:200]
+        if "plot-empty" in svg:
+            assert re.search(r'class="empty"[^>]*>[^<]+<', svg)  # it says why it is empty
+            continue
+        drawn += 1
+        axes = dict(re.findall(r'data-axis="(\w)"[^>]*>([^<]+)<', svg))
+        assert axes.keys() == {"x", "y"} and all(v.strip() for v in axes.values()), svg[:300]
+        value_axis = axes["x"] if 'data-kind="bar"' in svg else axes["y"]
+        assert re.fullmatch(r".+ \(.+\)", unescape(value_axis)), value_axis  # e.g. "latency (ms)"
+        bars = re.findall(r'<rect class="bar"[^>]*data-label="([^"]*)"', svg)
+        shown = re.findall(r'class="bar-label"[^>]*>([^<]*)<', svg)
+        assert len(bars) == len(shown) == svg.count('class="bar"') and all(b.strip() for b in bars + shown), svg
+        series = re.findall(r'class="series" data-series="([^"]*)"', svg)
+        assert series == re.findall(r'class="legend" data-series="([^"]*)"', svg) and all(series)
+    return drawn
+
+
+def advice_of(html: str) -> list[tuple[str, str]]:
+    """(title, sentence) of each item of the advice panel, as text."""
+    found = re.findall(r'<li class="advice-item"><strong class="advice-title">(.*?)</strong>'
+                       r'(?:<br><span class="advice-sentence">(.*?)</span>)?', section(html, "advice"))
+    return [(unescape(t), unescape(s)) for t, s in found]
 
 
 def test_admin_page_shows_every_panel_with_the_loads_figures(loaded):
@@ -72,6 +107,15 @@ def test_admin_page_shows_every_panel_with_the_loads_figures(loaded):
     assert "No advisor is configured" not in advice and "could not" not in advice.lower()
     assert "<ul class=\"advice\">" in advice and "/v1/chat/completions" in advice  # the load's route
     assert SECRET_PROMPT not in html
+    # the advice reads as sentences with their numbers, never a dict dump
+    items = advice_of(html)
+    assert items and len(items) == advice.count("<li")
+    for title, sentence in items:
+        text = title + " " + sentence
+        assert not re.search(r"[{}]|': |\w_\w", text), text
+        assert sentence.endswith(".") and re.search(r"\d", sentence), (title, sentence)
+    assert any(t.startswith("/v1/chat/completions · ") and "too little data" in t for t, _ in items)
+    assert assert_every_plot_labelled(html) >= 8
 
 
 def test_login_sets_a_strict_signed_cookie_and_logout_ends_it(loaded):
@@ -108,11 +152,18 @@ def test_tenant_sees_only_its_own_usage_and_a_revoked_key_ends_its_session(loade
     assert own.status_code == 200 and "tenant billing-team" in own.text
     assert "docs-team" not in own.text and load.tenant_a["id"] not in own.text
     assert values(own.text, "usage") and max(values(own.text, "usage")) > 0
+    # its refused request (over the context) is counted by reason, not timed: one answered request
+    latency = unescape(section(own.text, "latency"))
+    assert "1 refused request is left out of the latency figures: 1 validation or context length (HTTP 400)" \
+        in latency
+    assert re.search(r"<td>end-to-end</td><td>/v1/chat/completions</td><td>1</td>", latency)
+    assert_every_plot_labelled(own.text)
     refused = httpx.get(gw.url + "/admin/dashboard", headers={"authorization": f"Bearer {load.key_b}"})
     assert refused.status_code == 403
     as_admin = httpx.get(gw.url + f"/admin/dashboard/tenants/{load.tenant_a['id']}",
                          headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
     assert as_admin.status_code == 200 and "tenant docs-team" in as_admin.text
+    assert "docs-team&#39;s latency" in as_admin.text and "Your latency" not in as_admin.text
     odd = httpx.get(gw.url + "/admin/dashboard/tenants/a%00b", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
     assert odd.status_code == 404
     unknown = httpx.get(gw.url + "/admin/dashboard/tenants/0123", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
@@ -145,9 +196,7 @@ async def test_advice_slot_renders_the_providers_items(loaded):
     async with httpx.AsyncClient(transport=transport, base_url="http://dash") as c:
         r = await c.get("/admin/dashboard?hours=48", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
     assert r.status_code == 200 and calls == [48]
-    advice = r.text.split('<section id="advice"', 1)[1].split("</section>", 1)[0]
-    assert "Turn on speculative decoding" in advice and "why: decode-bound" in advice
-    assert "Add a replica at 09:00" in advice
+    assert advice_of(r.text) == [("Turn on speculative decoding", "decode-bound"), ("Add a replica at 09:00", "")]
 
 
 def test_advice_items_take_strings_mappings_and_dataclasses():
@@ -158,5 +207,35 @@ def test_advice_items_take_strings_mappings_and_dataclasses():
         lever: str
         detail: str
 
-    assert advice_items(["a", {"title": "b", "x": 1}, Advice("c", "d")]) == [
-        {"title": "a", "detail": ""}, {"title": "b", "detail": "x: 1"}, {"title": "c", "detail": "detail: d"}]
+    # text fields only: a provider's numbers are never dumped as "key: value"
+    assert advice_items(["a", {"title": "b", "x": 1, "why": "it is slow"}, Advice("c", "d")]) == [
+        AdviceItem("a", ""), AdviceItem("b", "it is slow"), AdviceItem("c", "d")]
+
+
+def test_tenant_page_shows_its_own_latency_and_cache_figures(loaded):
+    gw, _, load = loaded
+    r = httpx.get(gw.url + "/dashboard", headers={"authorization": f"Bearer {load.key_a}"})
+    assert r.status_code == 200
+    html = unescape(r.text)
+    with gw.state.sessions() as s:
+        from sqlalchemy import select
+
+        from fairgate.gateway.store.tables import UsageRecord
+        rows = s.execute(select(UsageRecord.latency_ms, UsageRecord.ttft_ms, UsageRecord.prompt_tokens,
+                                UsageRecord.cached_tokens).where(UsageRecord.tenant_id == load.tenant_a["id"])).all()
+    assert len(rows) == 3
+    # its own figures, in its own wording, from its usage rows (no tenant labels needed)
+    latency, cache = section(html, "latency"), section(html, "cache")
+    assert ">Your latency (answered requests, every replica)<" in latency and ">Your prefix-cache hit rate" in cache
+    p50 = statistics.median(latency for latency, _, _, _ in rows)
+    assert f"<td>end-to-end</td><td>/v1/chat/completions</td><td>3</td><td>{p50:.1f}</td>" in latency
+    ttft = sorted(t for _, t, _, _ in rows if t is not None)
+    assert ttft and f"<td>TTFT</td><td>/v1/chat/completions</td><td>{len(ttft)}</td>" in latency
+    assert values(r.text, "latency") and all(v > 0 for v in values(r.text, "latency"))
+    prompt, cached = sum(p for _, _, p, _ in rows), sum(c for _, _, _, c in rows)
+    assert cached > 0  # docs-team repeated its system prompt
+    assert f"<td>{prompt}</td><td>{cached}</td><td>{cached / prompt * 100:.1f}%</td>" in cache
+    assert values(r.text, "cache") == [pytest.approx(cached / prompt * 100)]
+    assert "no data yet" not in latency + cache and "refused" not in latency
+    assert "per tenant" not in html and "No tenant has" not in html  # no admin wording
+    assert assert_every_plot_labelled(r.text) >= 4

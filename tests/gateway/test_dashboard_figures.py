@@ -4,13 +4,15 @@ synthetic usage history (window buckets, totals, cost per million, quota shares)
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from fairgate.gateway.dashboard import data, promstats
-from fairgate.gateway.dashboard.svg import Series, bar_chart, line_chart
+from fairgate.gateway.dashboard import data, promstats, tenant_panels
+from fairgate.gateway.dashboard.panels import label
+from fairgate.gateway.dashboard.svg import Axis, Bar, Series, bar_chart, line_chart
 from fairgate.gateway.store.db import make_engine, make_sessionmaker, upgrade
 from fairgate.gateway.store.tables import QuotaPolicy, Tenant, UsageRecord
 
@@ -42,12 +44,35 @@ def test_histograms_and_ratios_from_a_registry():
 
 
 def test_svg_marks_carry_values_and_escape_client_text():
-    svg = line_chart("t", [Series("<script>alert(1)</script>", [("h1", 3.0), ("h2", 5.0)])])
+    svg = line_chart("t", [Series("<script>alert(1)</script>", [("h1", 3.0), ("h2", 5.0)])],
+                     x=Axis("hour", "UTC"), y=Axis("tokens", "per hour"))
     assert "<script>" not in svg and "&lt;script&gt;" in svg
     assert svg.count('class="point"') == 2 and 'data-value="5"' in svg
-    bars = bar_chart("b", [("x", 25.0), ("y", 0.0)], "%", maximum=100.0)
+    bars = bar_chart("b", [Bar("x", 25.0), Bar("y", 0.0)], category="route", value=Axis("hit rate", "%"),
+                     maximum=100.0)
     assert bars.count('class="bar"') == 2 and 'data-value="25"' in bars
-    assert 'data-kind="bar"' in bar_chart("empty", []) and "no data yet" in bar_chart("empty", [])
+    empty = bar_chart("empty", [], category="route", value=Axis("latency", "ms"))
+    assert 'data-kind="bar"' in empty and "no data yet" in empty
+    assert "all 3 refused" in bar_chart("e", [], category="route", value=Axis("latency", "ms"), empty="all 3 refused")
+
+
+def test_every_plot_names_its_axes_with_units_and_labels_every_series_and_bar():
+    line = line_chart("Tokens per tenant", [Series("team-a", [("09", 1.0)]), Series("team-b", [("09", 2.0)])],
+                      x=Axis("hour", "UTC"), y=Axis("tokens", "per hour"))
+    assert "<title>Tokens per tenant</title>" in line
+    assert re.findall(r'data-axis="(\w)"[^>]*>([^<]+)<', line) == [("y", "tokens (per hour)"), ("x", "hour (UTC)")]
+    assert re.findall(r'class="legend" data-series="([^"]+)"', line) == ["team-a", "team-b"]
+    bars = bar_chart("TTFT by route", [Bar("/v1/chat p50", 12.0), Bar("/v1/chat p95", 30.0)],
+                     category="route and percentile", value=Axis("latency", "ms"))
+    assert re.findall(r'data-axis="(\w)"[^>]*>([^<]+)<', bars) == [("y", "route and percentile"), ("x", "latency (ms)")]
+    assert re.findall(r'class="bar-label"[^>]*>([^<]+)<', bars) == ["/v1/chat p50", "/v1/chat p95"]
+    assert "12 ms" in bars and "30 ms" in bars  # each value with its unit
+    # an unlabelled plot cannot be drawn: no blank bar, series, axis or unit
+    for make in (lambda: Bar(" ", 1.0), lambda: Series("", []), lambda: Axis("latency", ""), lambda: Axis("", "ms"),
+                 lambda: bar_chart("t", [], category="", value=Axis("latency", "ms"))):
+        with pytest.raises(ValueError, match="must not be blank"):
+            make()
+    assert label("", "(no route)") == "(no route)" and label("/v1/x", "(no route)") == "/v1/x"
 
 
 @pytest.fixture
@@ -99,3 +124,36 @@ def test_quota_use_today_and_this_month(history):
     assert shares["monthly_tokens"] == (550, 10_000, 0.055)
     assert shares["monthly_cost"][0] == pytest.approx(1.0) and shares["monthly_cost"][2] == pytest.approx(0.5)
     assert by_backend == {"local-1": (3, 550)}
+
+
+def test_a_tenants_own_figures_leave_refusals_out_of_latency(history):
+    chat = "/v1/chat/completions"
+    with history() as s:
+        for i, (backend, status, ttft, latency, prompt, cached) in enumerate([
+                ("local-1", 200, 10.0, 100.0, 40, 30), ("local-1", 200, 30.0, 300.0, 60, 0),
+                (None, 429, None, 0.5, 0, 0), ("local-1", 400, None, 1.0, 0, 0), (None, 400, None, 0.7, 0, 0)]):
+            s.add(UsageRecord(request_id=f"b{i}", tenant_id="b", key_prefix="fg-x", model="m", backend=backend,
+                              priority="standard", status="finished", http_status=status, ttft_ms=ttft,
+                              latency_ms=latency, prompt_tokens=prompt, cached_tokens=cached, route=chat,
+                              created_at=datetime(2026, 12, 1, 10, 40)))
+        s.commit()
+        req = data.tenant_requests(s, "b", datetime(2026, 12, 1), datetime(2026, 12, 2))
+        none = data.tenant_requests(s, "b", datetime(2026, 11, 1), datetime(2026, 11, 2))
+    # the old row of b (no route, no TTFT) and two answered chats; three refusals only counted
+    assert {k: sorted(v) for k, v in req.latency_ms.items()} == {"(no route)": [0.0], chat: [100.0, 300.0]}
+    assert sorted(req.ttft_ms[chat]) == [10.0, 30.0] and req.ttft_ms.keys() == {chat}
+    assert req.refused == {400: 2, 429: 1} and (req.served, req.total) == (3, 6)
+    assert (req.prompt_tokens[chat], req.cached_tokens[chat]) == (100, 30)
+    latency = tenant_panels.latency_panel(req, "Your")
+    assert latency.title.startswith("Your latency")
+    assert ["TTFT", chat, 2, "20.0", "29.0", "29.8"] in latency.rows  # p50 of 10 and 30, linear
+    assert ["end-to-end", chat, 2, "200.0", "290.0", "298.0"] in latency.rows
+    assert "3 refused requests are left out" in latency.note and "1 quota (HTTP 429)" in latency.note
+    assert "2 validation or context length (HTTP 400)" in latency.note
+    cache = tenant_panels.cache_panel(req, "Your")
+    assert [chat, 100, 30, "30.0%"] in cache.rows and 'data-value="30"' in "".join(cache.plots)
+    assert "no data yet" not in "".join(latency.plots + cache.plots)
+    assert all("no data yet" in plot for plot in tenant_panels.latency_panel(none, "Your").plots)
+    refused_only = data.TenantRequests(refused={429: 4})
+    assert "all 4 requests in this window were refused" in "".join(tenant_panels.cache_panel(refused_only, "Your").plots)
+    assert tenant_panels.percentile([5.0], 0.99) == 5.0

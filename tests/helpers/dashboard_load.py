@@ -1,5 +1,6 @@
 """A small recorded load for dashboard tests: two tenants (one with quotas) calling a real
-gateway with its embedded tiny engine, streamed and not, with a shared system prompt."""
+gateway with its embedded tiny engine, streamed and not, with a shared system prompt, and one
+request of the second tenant refused (over the context)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,14 @@ def chat(url: str, key: str, model: str, stream: bool, user: str = SECRET_PROMPT
         assert r.status_code == 200, r.text
 
 
+def refused(url: str, key: str, model: str) -> None:
+    """A prompt over the tiny model's 512-token context: admitted, then refused with a 400 (its
+    usage row has no backend), so it must stay out of every latency figure."""
+    body = {"model": model, "max_tokens": 4, "messages": [{"role": "user", "content": "word " * 3000}]}
+    r = httpx.post(url + "/v1/chat/completions", json=body, headers={"authorization": f"Bearer {key}"}, timeout=60)
+    assert r.status_code == 400 and "context length" in r.text, r.text
+
+
 def run_load(url: str, admin: Admin, model: str) -> Load:
     a = admin.tenant("docs-team")
     b = admin.tenant("billing-team")
@@ -44,4 +53,5 @@ def run_load(url: str, admin: Admin, model: str) -> Load:
     for i in range(3):
         chat(url, ka, model, stream=i != 1)
     chat(url, kb, model, stream=True)
+    refused(url, kb, model)
     return Load(a, b, ka, kb, model)
