@@ -36,13 +36,19 @@ SLOTS = 16
 def _lock(path: Path) -> int | None:
     """An fd holding an exclusive lock on `path`, or None if another holds it; OSError when
     the folder cannot be written."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None
+        try:
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # its holder let the slot go and unlinked this file meanwhile: lock the new one
 
 
 def _take(slot: Path) -> tuple[list[dict[str, Any]], Path | None]:
@@ -76,6 +82,7 @@ class OpenRequests:
         self._recovering: list[Path] = []
         self._held: list[int] = []  # locks on dead processes' slots, until their rows are billed
         self._slot_lock = -1
+        self._lock_paths: dict[int, Path] = {}  # fd -> its lock file (unlinked while held, when let go)
         self.path = base.with_name(base.name + ".0")
         self._open: dict[str, bytes] = {}
         self._fd = -1
@@ -89,6 +96,7 @@ class OpenRequests:
                 fd = _lock(slot.with_name(slot.name + ".lock"))
                 if fd is None:
                     continue  # a live process's
+                self._lock_paths[fd] = slot.with_name(slot.name + ".lock")
                 rows, recovering = _take(slot)
             except OSError as exc:
                 log.error("cannot write %s (%s): requests cut by a crash of this process leave no usage row",
@@ -103,7 +111,7 @@ class OpenRequests:
             elif recovering is not None:
                 self._held.append(fd)
             else:
-                os.close(fd)
+                self._let_go(fd)
         if self._slot_lock < 0 and not self._failed:
             log.error("all %d slots of %s are held: requests cut by a crash of this process leave no usage row",
                       SLOTS, base)
@@ -116,8 +124,16 @@ class OpenRequests:
         for p in self._recovering:
             p.unlink(missing_ok=True)
         for fd in self._held:
-            os.close(fd)
+            self._let_go(fd)
         self._recovering, self._held = [], []
+
+    def _let_go(self, fd: int) -> None:
+        """Free a slot: its lock file goes while still locked (a process that opened it before
+        fails to lock it and moves on; one that comes after makes a new one), then the lock."""
+        path = self._lock_paths.pop(fd, None)
+        if path is not None:
+            path.unlink(missing_ok=True)
+        os.close(fd)
 
     def opened(self, request_id: str, row: dict[str, Any]) -> None:
         line = orjson.dumps(row) + b"\n"
@@ -165,5 +181,5 @@ class OpenRequests:
                 self.path.unlink(missing_ok=True)
         for fd in (self._slot_lock, *self._held):
             if fd >= 0:
-                os.close(fd)
+                self._let_go(fd)
         self._slot_lock, self._held = -1, []

@@ -66,3 +66,12 @@ def test_an_unwritable_folder_never_fails_a_request(tmp_path: Path) -> None:
     o.closed("a")
     o.close()
     assert o.left == [] and not (tmp_path / "no-such-dir").exists()
+
+
+def test_a_clean_stop_leaves_no_files(tmp_path: Path) -> None:
+    a, b = OpenRequests(tmp_path / "j"), OpenRequests(tmp_path / "j")
+    a.opened("x", {"request_id": "x"})
+    a.closed("x")
+    a.close()
+    b.close()
+    assert list(tmp_path.iterdir()) == []
