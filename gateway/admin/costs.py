@@ -3,7 +3,8 @@
     GET   /admin/usage?from=&to=&tenant=&group_by=hour|day|model|backend|priority&format=json|csv
           rows per tenant and group, totals per group, and (json) the cost of every backend;
           each row and group carries `cost` (real cost: see gateway/billing/cost.py) and
-          `cost_per_million_tokens`; `view=rows|groups|backends` picks what the CSV holds
+          `cost_per_million_tokens`; (json) `refusals`: requests with no answer per tenant and
+          reason; `view=rows|groups|backends` picks what the CSV holds
     GET   /admin/usage/costs?from=&to=&format=json|csv   the cost of every backend over the window:
           hours paid, idle share, cost per 1M generated / total tokens, each tenant's share
     PATCH /admin/prices/{name}   a backend's or pool's prices: any of input_cost_per_mtok,
@@ -64,7 +65,7 @@ async def admin_usage(request: Request) -> Any:
         return Response(to_csv(report.rows if view == "rows" else report.groups, COLUMNS if view == "rows"
                                else COLUMNS[1:]), media_type="text/csv")
     return {"object": "list", "group_by": group_by, "window": report.window(), "data": report.rows,
-            "groups": report.groups, "backends": report.backend_rows()}
+            "groups": report.groups, "backends": report.backend_rows(), "refusals": report.refusals}
 
 
 @admin_route

@@ -35,7 +35,8 @@ MAX_LIMIT = 1000
 def entry(r: UsageRecord) -> dict[str, Any]:
     return {"id": r.request_id, "object": "usage.request", "created_at": r.created_at.isoformat() + "Z",
             "tenant_id": r.tenant_id, "key_prefix": r.key_prefix, "model": r.model, "backend": r.backend,
-            "priority": r.priority, "status": r.status, "http_status": r.http_status, "stream": r.stream,
+            "priority": r.priority, "status": r.status, "http_status": r.http_status, "error_code": r.error_code,
+            "stream": r.stream,
             "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
             "total_tokens": r.total_tokens, "cached_tokens": r.cached_tokens, "usage_estimated": r.usage_estimated, "cost": r.cost,
             "ttft_ms": r.ttft_ms, "latency_ms": r.latency_ms}

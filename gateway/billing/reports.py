@@ -28,6 +28,7 @@ from fairgate.gateway.billing.cost import (
     cell_cost,
     per_million,
 )
+from fairgate.gateway.observability.refusals import refusal_reason
 from fairgate.gateway.store.tables import UsageRecord, utcnow
 
 GROUPS = ("hour", "day", "model", "backend", "priority")
@@ -82,6 +83,23 @@ def read_cells(session: Session, start: datetime | None, end: datetime | None, g
             for t, grp, b, n, p, c, cost, cached in session.execute(_in_window(q, start, end)).all()]
 
 
+def read_refusals(session: Session, tenant_id: str | None, start: datetime | None, end: datetime | None
+                  ) -> list[dict[str, Any]]:
+    """Requests that got no answer, counted per tenant and reason (observability/refusals.py):
+    rows with an HTTP status of 400 or more. Rows written before error codes were kept count by
+    their status alone."""
+    q = select(UsageRecord.tenant_id, UsageRecord.http_status, UsageRecord.error_code, func.count()).where(
+        UsageRecord.http_status >= 400).group_by(UsageRecord.tenant_id, UsageRecord.http_status,
+                                                  UsageRecord.error_code)
+    if tenant_id is not None:
+        q = q.where(UsageRecord.tenant_id == tenant_id)
+    counts: dict[tuple[str, str], int] = {}
+    for tenant, status, code, n in session.execute(_in_window(q, start, end)).all():
+        key = (tenant, refusal_reason(int(status), code))
+        counts[key] = counts.get(key, 0) + int(n)
+    return [{"tenant_id": t, "reason": r, "requests": counts[(t, r)]} for t, r in sorted(counts)]
+
+
 def read_spans(session: Session, backends: Iterable[str], start: datetime | None, end: datetime
                ) -> dict[str, list[tuple[datetime, datetime]]]:
     """(first, last) moment of every request on these backends that may overlap the window."""
@@ -103,6 +121,7 @@ class UsageReport:
     backends: dict[str, BackendCost] = field(default_factory=dict)
     start: datetime | None = None
     end: datetime | None = None
+    refusals: list[dict[str, Any]] = field(default_factory=list)  # tenant, reason, requests
 
     def window(self) -> dict[str, str | None]:
         return {"from": _iso(self.start), "to": _iso(self.end)}
@@ -157,7 +176,7 @@ def cost_report(session: Session, tenant_id: str | None, start: datetime | None,
         _add(groups.get(c.group) or groups.setdefault(c.group, _totals({"group": c.group})), c, cost)
     ordered = [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[1] or ""))]
     return UsageReport(_finish(ordered), _finish(groups[g] for g in sorted(groups, key=lambda g: g or "")),
-                       costs, start, paid_end if end is None else end)
+                       costs, start, paid_end if end is None else end, read_refusals(session, tenant_id, start, end))
 
 
 def usage_report(session: Session, tenant_id: str | None, start: datetime | None, end: datetime | None,

@@ -68,9 +68,9 @@ class UsageEvent:
     prefix_hash: str = ""  # hashes of the prompt's head (policies.prompt_layout), never its text
     prefix_shape: str = ""
     complexity: float | None = None  # policies.complexity score: could a smaller model take it?
+    error_code: str | None = None  # the OpenAI error code the client got, if any (refusal reasons)
     # For metrics only (request observers), not stored: see _NOT_STORED.
     overhead_ms: float | None = None  # gateway time to the response's first byte, backend excluded
-    error_code: str | None = None  # the OpenAI error code the client got, if any (refusal reasons)
 
     @property
     def total_tokens(self) -> int:
@@ -83,9 +83,9 @@ class UsageEvent:
         return d
 
 
-_NOT_STORED = ("overhead_ms", "error_code")
+_NOT_STORED = ("overhead_ms",)
 _TEXT_FIELDS = ("request_id", "tenant_id", "key_prefix", "model", "backend", "priority", "status", "route",
-                "prompt_version")
+                "prompt_version", "error_code")
 
 
 @functools.cache

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from fairgate.gateway.billing.reports import usage_report
+from fairgate.gateway.observability.refusals import refusal_reason
 from fairgate.gateway.store.routing_tables import RoutingAudit
 from fairgate.gateway.store.tables import QuotaPolicy, Tenant, UsageRecord, utcnow
 
@@ -145,13 +146,13 @@ TENANT_ROWS = 100_000  # the newest rows a tenant page reads: its percentiles ho
 class TenantRequests:
     """One tenant's requests in the window, from its usage rows: every replica's, with no need
     for tenant labels on the metrics. Served rows (reached a backend, status under 400) carry
-    the figures; refused rows only count, by HTTP status, so an instant 400 is no fast answer."""
+    the figures; refused rows only count, by reason, so an instant 400 is no fast answer."""
 
     ttft_ms: dict[str, list[float]] = field(default_factory=dict)  # route -> TTFT of served rows with one
     latency_ms: dict[str, list[float]] = field(default_factory=dict)  # route -> end-to-end of served rows
     prompt_tokens: dict[str, int] = field(default_factory=dict)  # route -> prompt tokens of served rows
     cached_tokens: dict[str, int] = field(default_factory=dict)  # route -> of those, found in a prefix cache
-    refused: dict[int, int] = field(default_factory=dict)  # HTTP status -> refused rows
+    refused: dict[tuple[int, str], int] = field(default_factory=dict)  # (HTTP status, reason) -> refused rows
     truncated: bool = False  # more than TENANT_ROWS rows: the newest were read
 
     @property
@@ -166,14 +167,16 @@ class TenantRequests:
 def tenant_requests(s: Session, tenant_id: str, start: datetime, end: datetime,
                     limit: int = TENANT_ROWS) -> TenantRequests:
     q = select(UsageRecord.route, UsageRecord.backend, UsageRecord.http_status, UsageRecord.ttft_ms,
-               UsageRecord.latency_ms, UsageRecord.prompt_tokens, UsageRecord.cached_tokens).where(
+               UsageRecord.latency_ms, UsageRecord.prompt_tokens, UsageRecord.cached_tokens,
+               UsageRecord.error_code).where(
         UsageRecord.tenant_id == tenant_id, UsageRecord.created_at >= start, UsageRecord.created_at < end,
     ).order_by(UsageRecord.created_at.desc()).limit(limit + 1)
     rows = s.execute(q).tuples().all()
     out = TenantRequests(truncated=len(rows) > limit)
-    for route, backend, status, ttft, latency, prompt, cached in rows[:limit]:
+    for route, backend, status, ttft, latency, prompt, cached, code in rows[:limit]:
         if not backend or (status or 200) >= 400:
-            out.refused[status or 0] = out.refused.get(status or 0, 0) + 1
+            key = (status or 0, refusal_reason(status or 0, code) if code or status != 400 else "")
+            out.refused[key] = out.refused.get(key, 0) + 1
             continue
         route = route or "(no route)"
         out.latency_ms.setdefault(route, []).append(float(latency or 0.0))

@@ -12,7 +12,6 @@ from __future__ import annotations
 from fairgate.gateway.dashboard.data import TENANT_ROWS, TenantRequests
 from fairgate.gateway.dashboard.panels import HIT_RATE, LATENCY, QUANTILES, Panel
 from fairgate.gateway.dashboard.svg import Axis, Bar, bar_chart
-from fairgate.gateway.observability.refusals import refusal_reason
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -24,10 +23,10 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-def refusal_label(status: int) -> str:
-    """A refused row's reason as far as its HTTP status tells (usage rows keep no error code:
-    a 400 is a bad request or a prompt over the context)."""
-    reason = "validation or context length" if status == 400 else refusal_reason(status, None)
+def refusal_label(status: int, reason: str) -> str:
+    """A refused row's reason (`refusals.refusal_reason` of its error code; a 400 from before
+    usage rows kept error codes is a bad request or a prompt over the context)."""
+    reason = reason or "validation or context length"
     return f"{reason.replace('_', ' ')} (HTTP {status})"
 
 
@@ -55,11 +54,11 @@ def latency_panel(req: TenantRequests, whose: str) -> Panel:
                                  value=LATENCY, empty=_nothing(req, figure)))
     if req.refused:
         refused = sorted(req.refused.items())
-        p.plots.append(bar_chart(f"{whose} refused requests by reason", [Bar(refusal_label(s), n) for s, n in refused],
+        p.plots.append(bar_chart(f"{whose} refused requests by reason", [Bar(refusal_label(*k), n) for k, n in refused],
                                  category="reason", value=Axis("requests", "count")))
         n = sum(req.refused.values())
         p.note = (f"{n} refused request{' is' if n == 1 else 's are'} left out of the latency figures: "
-                  + ", ".join(f"{n} {refusal_label(s)}" for s, n in refused) + ".")
+                  + ", ".join(f"{n} {refusal_label(*k)}" for k, n in refused) + ".")
     if req.truncated:
         p.note += f" Figures from the newest {TENANT_ROWS} requests of the window."
     return p

@@ -96,12 +96,13 @@ async def own_usage(request: Request) -> Response:
             raise WireError(400, f"`format` must be one of {', '.join(USAGE_FORMATS)}, not {fmt[:50]!r}.",
                             "invalid_value", "format")
         # its share of the hardware cost (gateway/billing/cost.py); other tenants' shares are not shown
-        rows = (await costed_report(usage_state(request.app), principal.tenant_id, start, end, group_by)).rows
+        report = await costed_report(usage_state(request.app), principal.tenant_id, start, end, group_by)
     except WireError as err:
         return error_response(err)
     if fmt == "csv":
-        return Response(to_csv(rows), media_type="text/csv")
-    return _json({"object": "list", "tenant_id": principal.tenant_id, "group_by": group_by, "data": rows})
+        return Response(to_csv(report.rows), media_type="text/csv")
+    return _json({"object": "list", "tenant_id": principal.tenant_id, "group_by": group_by, "data": report.rows,
+                  "refusals": [{"reason": r["reason"], "requests": r["requests"]} for r in report.refusals]})
 
 
 def routes() -> list[Route]:

@@ -154,6 +154,8 @@ class UsageRecord(Base):
     prefix_hash: Mapped[str | None] = mapped_column(String(16), nullable=True)
     prefix_shape: Mapped[str | None] = mapped_column(String(16), nullable=True)
     complexity: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # the OpenAI error code the client got (refusals by reason: observability/refusals.py)
+    error_code: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     __table_args__ = (Index("ix_usage_tenant_created", "tenant_id", "created_at"),
                       Index("ix_usage_created", "created_at", "request_id"))

@@ -154,12 +154,19 @@ def test_tenant_sees_only_its_own_usage_and_a_revoked_key_ends_its_session(loade
     assert values(own.text, "usage") and max(values(own.text, "usage")) > 0
     # its refused request (over the context) is counted by reason, not timed: one answered request
     latency = unescape(section(own.text, "latency"))
-    assert "1 refused request is left out of the latency figures: 1 validation or context length (HTTP 400)" \
-        in latency
+    assert "1 refused request is left out of the latency figures: 1 context length (HTTP 400)" in latency
     assert re.search(r"<td>end-to-end</td><td>/v1/chat/completions</td><td>1</td>", latency)
     assert_every_plot_labelled(own.text)
     refused = httpx.get(gw.url + "/admin/dashboard", headers={"authorization": f"Bearer {load.key_b}"})
     assert refused.status_code == 403
+    # the usage reports count it by reason too: the tenant's own, and the admin's for every tenant
+    own_usage = httpx.get(gw.url + "/v1/usage", headers={"authorization": f"Bearer {load.key_b}"}).json()
+    assert own_usage["refusals"] == [{"reason": "context_length", "requests": 1}]
+    every = httpx.get(gw.url + "/admin/usage", headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).json()
+    assert every["refusals"] == [{"tenant_id": load.tenant_b["id"], "reason": "context_length", "requests": 1}]
+    rows = httpx.get(gw.url + "/admin/usage/requests", params={"tenant": load.tenant_b["id"], "http_status": 400},
+                     headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).json()["data"]
+    assert [r["error_code"] for r in rows] == ["context_length_exceeded"]
     as_admin = httpx.get(gw.url + f"/admin/dashboard/tenants/{load.tenant_a['id']}",
                          headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
     assert as_admin.status_code == 200 and "tenant docs-team" in as_admin.text

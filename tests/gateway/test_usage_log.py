@@ -52,7 +52,7 @@ def test_pages_cover_every_row_once_newest_first(make_gateway):
     entry = first["data"][0]
     assert entry == {"id": "chatcmpl-024", "object": "usage.request", "created_at": "2026-11-30T08:00:12Z",
                      "tenant_id": "tb", "key_prefix": "fg-k", "model": "m", "backend": "ext",
-                     "priority": "standard", "status": "finished", "http_status": 200, "stream": False,
+                     "priority": "standard", "status": "finished", "http_status": 200, "error_code": None, "stream": False,
                      "prompt_tokens": 24, "completion_tokens": 1, "total_tokens": 25, "cached_tokens": 0,
                      "usage_estimated": False,
                      "cost": 0.0, "ttft_ms": None, "latency_ms": 10.0}
