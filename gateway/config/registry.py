@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from fairgate.gateway.config.state import ConfigState
 
 log = logging.getLogger("fairgate.registry")
-DEMO_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "fairgate-demo"
+DEMO_MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "fairgate-demo"  # the checkout's models/
 
 
 @dataclass(slots=True)

@@ -22,10 +22,13 @@ from fairgate.gateway.first_run import FIRST_ANSWER_TOKENS, FirstRun, banner, ba
 from tests.gateway.harness import ROOT, free_port
 
 
-def serve(tmp_path: Path, model: Path, port: int, name: str) -> tuple[subprocess.Popen, Path]:
+def serve(tmp_path: Path, model: Path | None, port: int, name: str) -> tuple[subprocess.Popen, Path]:
+    """`fairgate serve` on a fresh SQLite file; `model` None: no FAIRGATE_MODEL, as `make run`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAIRGATE_")}
-    env |= {"FAIRGATE_DATABASE_URL": f"sqlite:///{tmp_path}/fresh.db", "FAIRGATE_MODEL": str(model),
-            "FAIRGATE_PORT": str(port), "FAIRGATE_HOST": "127.0.0.1", "PYTHONPATH": str(ROOT)}
+    env |= {"FAIRGATE_DATABASE_URL": f"sqlite:///{tmp_path}/fresh.db", "FAIRGATE_PORT": str(port),
+            "FAIRGATE_HOST": "127.0.0.1", "PYTHONPATH": str(ROOT)}
+    if model is not None:
+        env["FAIRGATE_MODEL"] = str(model)
     out = tmp_path / f"{name}.out"
     with out.open("wb") as f:
         proc = subprocess.Popen([sys.executable, "-m", "fairgate.gateway.cli", "serve"], cwd=tmp_path, env=env,
@@ -113,6 +116,19 @@ def test_first_start_prints_working_secrets_once(tmp_path, tiny_model_dir):
     finally:
         stop(proc)
     assert key not in out.read_text()
+
+
+def test_with_nothing_set_it_serves_the_demo_model(tmp_path):
+    """`make run` sets nothing: the embedded engine serves the checkout's models/fairgate-demo,
+    and the printed lines name it and get an answer from it."""
+    port = free_port()
+    proc, out = serve(tmp_path, None, port, "demo")
+    try:
+        text = wait_for_banner(proc, out)
+        assert "\"model\": \"fairgate-demo\"" in text and "model='fairgate-demo'" in text
+        run_printed_lines(text)
+    finally:
+        stop(proc)
 
 
 def test_banner_of_a_later_start_names_the_url_only():
