@@ -28,9 +28,10 @@ def responses_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
     if not usage:
         return None
     details = usage.get("prompt_tokens_details") or {}
+    thinking = int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
     prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
     return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": int(details.get("cached_tokens") or 0)},
-            "output_tokens": completion, "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens": completion, "output_tokens_details": {"reasoning_tokens": thinking},
             "total_tokens": prompt + completion}
 
 
@@ -53,6 +54,12 @@ def _text_part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
+def _reasoning_item(item_id: str, text: str, status: str) -> dict[str, Any]:
+    """A reasoning model's thinking (chat `reasoning_content`) as a Responses `reasoning` item."""
+    return {"type": "reasoning", "id": item_id, "status": status, "summary": [],
+            "content": [{"type": "reasoning_text", "text": text}] if text or status != "in_progress" else []}
+
+
 def _call_item(item_id: str, call_id: str, name: str, arguments: str, status: str) -> dict[str, Any]:
     return {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": arguments,
             "status": status}
@@ -72,6 +79,7 @@ class ResponsesOutput:
         self._seq = 0
         self._started = False
         self._message: dict[str, Any] | None = None  # the open message item (streaming)
+        self._thinking: dict[str, Any] | None = None  # the open reasoning item (streaming)
         self._calls: dict[int, dict[str, Any]] = {}  # chat tool-call index -> open function_call item
 
     # ------------------------------------------------------------------ non-streaming
@@ -81,6 +89,8 @@ class ResponsesOutput:
         choice = (chat.get("choices") or [{}])[0]
         message = choice.get("message") or {}
         calls = message.get("tool_calls") or []
+        if message.get("reasoning_content") is not None:
+            self.output.append(_reasoning_item(_item_id("rs"), message["reasoning_content"], "completed"))
         if message.get("content") or not calls:
             self.output.append(_message_item(_item_id("msg"), message.get("content") or "", "completed"))
         for call in calls:
@@ -121,6 +131,8 @@ class ResponsesOutput:
                 self.usage = chunk["usage"]
             for choice in chunk.get("choices") or ():
                 delta = choice.get("delta") or {}
+                if delta.get("reasoning_content"):
+                    events += self._think(delta["reasoning_content"])
                 if delta.get("content"):
                     events += self._text(delta["content"])
                 for call in delta.get("tool_calls") or ():
@@ -138,7 +150,7 @@ class ResponsesOutput:
 
     def end(self) -> bytes:
         """Close the open items, then `response.completed` (or `.incomplete`) with the usage."""
-        events = self._open() + self._close_message()
+        events = self._open() + self._close_thinking() + self._close_message()
         for index in sorted(self._calls):
             events += self._close_call(index)
         if not self.output:  # an empty reply is still one (empty) message
@@ -151,6 +163,9 @@ class ResponsesOutput:
         would have had): `response.failed` with the output so far, its open items incomplete.
         Nothing follows it."""
         events = self._open()
+        t, self._thinking = self._thinking, None
+        if t is not None:
+            self.output.append(_reasoning_item(t["id"], t["text"], "incomplete"))
         m, self._message = self._message, None
         if m is not None:
             self.output.append(_message_item(m["id"], m["text"], "incomplete"))
@@ -166,8 +181,30 @@ class ResponsesOutput:
         self._seq += 1
         return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(body) + b"\n\n"
 
-    def _text(self, text: str) -> list[bytes]:
+    def _think(self, text: str) -> list[bytes]:
+        """A delta of the thinking: its item opened first (it comes before the answer)."""
         events = []
+        if self._thinking is None:
+            self._thinking = {"id": _item_id("rs"), "text": "", "index": len(self.output)}
+            events.append(self._event("response.output_item.added", output_index=self._thinking["index"],
+                                      item=_reasoning_item(self._thinking["id"], "", "in_progress")))
+        self._thinking["text"] += text
+        events.append(self._event("response.reasoning_text.delta", item_id=self._thinking["id"],
+                                  output_index=self._thinking["index"], content_index=0, delta=text))
+        return events
+
+    def _close_thinking(self) -> list[bytes]:
+        t, self._thinking = self._thinking, None
+        if t is None:
+            return []
+        item = _reasoning_item(t["id"], t["text"], "completed")
+        self.output.append(item)
+        return [self._event("response.reasoning_text.done", item_id=t["id"], output_index=t["index"], content_index=0,
+                            text=t["text"]),
+                self._event("response.output_item.done", output_index=t["index"], item=item)]
+
+    def _text(self, text: str) -> list[bytes]:
+        events = self._close_thinking()
         if self._message is None:
             self._message = _message_item(_item_id("msg"), "", "in_progress")
             self._message["text"] = ""
@@ -198,7 +235,7 @@ class ResponsesOutput:
         index, fn = call.get("index", 0), call.get("function") or {}
         events: list[bytes] = []
         if index not in self._calls:
-            events += self._close_message()  # OpenAI: a call item follows the text item
+            events += self._close_thinking() + self._close_message()  # OpenAI: a call item follows the text item
             item = _call_item(_item_id("fc"), call.get("id") or _item_id("call"), fn.get("name") or "", "",
                               "in_progress")
             self._calls[index] = {**item, "output_index": len(self.output) + len(self._calls)}

@@ -57,6 +57,7 @@ def start_embedded_engine(settings: Settings) -> LocalBackend | None:
     name = settings.served_model_name or Path(folder).resolve().name
     limits = tuple(f"{k}={v}" for k, v in settings.request_limits.items())
     backend = LocalBackend.from_config(EngineConfig(model=folder, served_model_name=name, request_limits=limits,
+                                                    reasoning_parser=settings.reasoning_parser,
                                                     grammar_timeout_s=settings.grammar_timeout_s), name=name)
     log.info("embedded engine serving %s as %r", folder, name)
     return backend

@@ -10,6 +10,10 @@ bookkeeping about what was sampled: before each mask it catches up with the sequ
 tokens (and rolls back if there are fewer), so preemption, recompute and rejected speculative
 tokens all leave it where the sequence is.
 
+On a reasoning model the grammar applies to the answer after the thinking (`after_thinking`):
+while the thinking runs the row is not masked, and where the model may open a thinking of its
+own (Qwen3) the first token may also be the opening tag.
+
 xgrammar's JSON strings admit raw control characters (U+0000-U+001F), which strict JSON parsers
 (Python's json, pydantic) refuse; JSON grammars here are compact (no whitespace but single
 spaces), so tokens holding a control character are simply forbidden for them.
@@ -59,13 +63,38 @@ def allowed_bits(vocab_size: int, banned: Sequence[int]) -> torch.Tensor:
 class GrammarState:
     """One sequence's position in its grammar; used on the engine thread only."""
 
-    __slots__ = ("matcher", "allowed_bits", "num_accepted", "failed")
+    __slots__ = ("allowed_bits", "begin", "closes", "failed", "matcher", "num_accepted", "opens")
 
-    def __init__(self, compiled: CompiledRequest) -> None:
+    def __init__(self, compiled: CompiledRequest, after_thinking: tuple[int | None, int] | None = None) -> None:
         self.matcher = xgr.GrammarMatcher(compiled.grammar, max_rollback_tokens=MAX_ROLLBACK)
         self.allowed_bits = compiled.allowed_bits
         self.num_accepted = 0
         self.failed = False  # a token the grammar refused got in (e.g. ignore_eos): stop masking
+        # after_thinking (opening tag id or None when the prompt opened it, closing tag id): the
+        # grammar starts after the closing tag; `begin` is where, once known
+        self.opens: int | None = after_thinking[0] if after_thinking else None
+        self.closes: int | None = after_thinking[1] if after_thinking else None
+        self.begin: int | None = 0 if after_thinking is None else None
+
+    def answer(self, output_ids: Sequence[int]) -> Sequence[int] | None:
+        """The generated tokens the grammar applies to; None while the thinking runs (or may start)."""
+        if self.begin == 0:
+            return output_ids
+        if self.begin is not None and self.begin > len(output_ids):  # rolled back into the thinking
+            self.matcher.rollback(self.num_accepted)
+            self.begin, self.num_accepted = None, 0
+        if self.begin is None:
+            if self.opens is not None and output_ids and output_ids[0] != self.opens:
+                self.begin = 0  # the model answered without thinking
+            elif self.closes is not None and self.closes in output_ids:
+                self.begin = list(output_ids).index(self.closes) + 1
+            else:
+                return None
+        return output_ids[self.begin:]
+
+    def may_open(self, output_ids: Sequence[int]) -> bool:
+        """The next token may open the thinking instead of starting the answer."""
+        return self.begin is None and self.opens is not None and not output_ids
 
     def sync(self, output_ids: Sequence[int]) -> None:
         """Catch up with (or roll back to) the sequence's generated tokens."""
@@ -109,9 +138,11 @@ class MaskFiller:
     def fill(self, states: Sequence[GrammarState | None], output_ids: Sequence[Sequence[int]],
              vocab_size: int) -> GrammarMasks:
         """Sync each row's grammar with its sequence and fill its mask; rows without one untouched."""
-        _sync_all(states, output_ids)
+        views = [None if s is None else s.answer(ids) for s, ids in zip(states, output_ids, strict=True)]
+        _sync_all(states, views)
         rows = [i for i, s in enumerate(states)
-                if s is not None and not s.failed and not s.matcher.is_terminated()]
+                if s is not None and not s.failed and not s.matcher.is_terminated()
+                and (views[i] is not None or s.may_open(output_ids[i]))]
         bitmask = self._bitmask(len(states), vocab_size)  # [N, ceil(V / 32)] int32
         if rows:
             self._batch.batch_fill_next_token_bitmask([states[i].matcher for i in rows],  # type: ignore[union-attr]
@@ -124,6 +155,10 @@ class MaskFiller:
                 for i, bits in zip(rows, bans, strict=True):
                     if bits is not None:
                         bitmask[i] &= bits
+            for i in rows:
+                opens = states[i].opens  # type: ignore[union-attr]
+                if views[i] is None and opens is not None:  # the answer, or the thinking's opening tag
+                    bitmask[i, opens // 32] |= _bit(opens % 32)
         return GrammarMasks(bitmask, rows)
 
     def _bitmask(self, rows: int, vocab_size: int) -> torch.Tensor:
@@ -134,21 +169,28 @@ class MaskFiller:
         return buf[:rows]
 
 
-def _sync_all(states: Sequence[GrammarState | None], output_ids: Sequence[Sequence[int]]) -> None:
-    """Catch every grammar up with its sequence; the usual one new token each goes in one
-    batched accept, anything else (several tokens, a rollback) row by row."""
+def _bit(j: int) -> int:
+    """Bit j of an int32 bitmask word, as the signed value torch stores."""
+    return (1 << j) - (1 << 32) if j == 31 else 1 << j
+
+
+def _sync_all(states: Sequence[GrammarState | None], output_ids: Sequence[Sequence[int] | None]) -> None:
+    """Catch every grammar up with its sequence's answer; the usual one new token each goes in
+    one batched accept, anything else (several tokens, a rollback) row by row."""
     single: list[int] = []
     for i, state in enumerate(states):
-        if state is None or state.failed:
+        if state is None or state.failed or output_ids[i] is None:
             continue
-        if len(output_ids[i]) == state.num_accepted + 1 and not state.matcher.is_terminated():
+        ids = output_ids[i]
+        assert ids is not None
+        if len(ids) == state.num_accepted + 1 and not state.matcher.is_terminated():
             single.append(i)
         else:
-            state.sync(output_ids[i])
+            state.sync(ids)
     if not single:
         return
     matchers = [states[i].matcher for i in single]  # type: ignore[union-attr]
-    accepted = xgr.BatchGrammarMatcher.batch_accept_token(matchers, [output_ids[i][-1] for i in single])
+    accepted = xgr.BatchGrammarMatcher.batch_accept_token(matchers, [output_ids[i][-1] for i in single])  # type: ignore[index]
     for i, ok in zip(single, accepted, strict=True):
         state = states[i]
         assert state is not None

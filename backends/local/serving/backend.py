@@ -33,6 +33,7 @@ from fairgate.backends.local.serving.prepare import (
     compile_grammar,
     prepare,
 )
+from fairgate.backends.local.serving.reasoning import ReasoningFormat
 from fairgate.backends.openai_wire import (
     WireError,
     WireLimits,
@@ -59,8 +60,10 @@ class LocalBackend:
         self.name = name
         self.model_name = model_name or engine.config.served_model_name or _folder_name(engine.config.model)
         config = engine.config
+        vocab = engine.tokenizer.get_vocab() if hasattr(engine.tokenizer, "get_vocab") else None
+        reasoning = ReasoningFormat.of(config.reasoning_parser, vocab) if config.reasoning_parser else None
         self.info = ModelInfo(self.model_name, engine.max_model_len, engine.tokenizer, engine.vocab_size,
-                              _grammar_compiler(engine), config.tool_call_parser,
+                              _grammar_compiler(engine), config.tool_call_parser, reasoning,
                               parse_limit_overrides(config.request_limits, WireLimits()))
 
     @property
@@ -136,6 +139,8 @@ class LocalBackend:
         response["choices"] = [fmt.full_choice(c, finals[c.index], finals) for c in choices]
         if len(choices) > 1:
             response["usage"] = usage_dict(total_usage(choices, finals))
+        if prepared.reasoning is not None:
+            response["usage"]["completion_tokens_details"] = {"reasoning_tokens": fmt.total_reasoning_tokens}
         return response
 
     async def stream_prepared(
@@ -172,6 +177,9 @@ class LocalBackend:
                     if include_usage and len(finals) == len(choices):
                         usage = total_usage(choices, finals) if len(choices) > 1 else delta.usage
                         batch.append(usage_chunk(kind, rid, model, created, usage))
+                        if prepared.reasoning is not None:
+                            batch[-1]["usage"]["completion_tokens_details"] = {
+                                "reasoning_tokens": fmt.total_reasoning_tokens}
                 if batch:
                     yield batch
         finally:
@@ -190,7 +198,7 @@ class LocalBackend:
             salt = f"prompt-logprobs-{request.request_id}"
         sampling = choice.sampling
         if sampling.grammar is not None:  # each choice walks the grammar on its own
-            sampling = dataclasses.replace(sampling, grammar_state=GrammarState(sampling.grammar))
+            sampling = dataclasses.replace(sampling, grammar_state=GrammarState(sampling.grammar, prepared.grammar_after))
         try:
             return self.engine.add_request(
                 choice.request_id,

@@ -3,11 +3,14 @@ finish reasons, for the full response and for streamed chunks.
 
 A prompt's echoed logprobs come from its first choice: the siblings map the prompt's cached
 blocks and so never compute those positions themselves (choices.py). With tools, a streamed
-reply goes out as content and incremental OpenAI tool-call deltas (tool_stream.py).
+reply goes out as content and incremental OpenAI tool-call deltas (tool_stream.py). On a
+reasoning model the thinking goes to `reasoning_content` first (reasoning.py); what follows it
+is the answer that content, tools and logprobs formatting see.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from fairgate.backends.base import Chunk
@@ -22,6 +25,7 @@ from fairgate.backends.local.serving.logprobs_wire import (
     merge_completion_logprobs,
 )
 from fairgate.backends.local.serving.prepare import EngineRequest
+from fairgate.backends.local.serving.reasoning import ReasoningStream
 from fairgate.backends.local.serving.tool_stream import ToolCallStream
 from fairgate.backends.openai_wire import chunk
 
@@ -35,6 +39,9 @@ class ChoiceFormatter:
         self._echoed: set[int] = set()  # streamed choices whose echo went out
         self._prompt_lps: dict[int, list[TokenLogprobs | None]] = {}  # prompt index -> its first choice's
         self._tool_streams: dict[int, ToolCallStream] = {}  # choice -> its reply under tools
+        self._thinking: dict[int, ReasoningStream] = {}  # choice -> its split, streamed
+        self._thinking_ids: dict[int, list[int]] = {}  # choice -> its tokens so far, streamed
+        self.reasoning_tokens: dict[int, int] = {}  # choice -> tokens of thinking, once finished
 
     def full_choice(self, choice: Choice, out: RequestOutput, finals: dict[int, RequestOutput]) -> dict[str, Any]:
         """The choice object of the non-streaming response."""
@@ -43,7 +50,16 @@ class ChoiceFormatter:
             self._prompt_lps[choice.prompt_index] = leader.prompt_logprobs
         result: dict[str, Any] = {"index": choice.index}
         finish: str | None = out.finish_reason  # chat may answer "tool_calls"
-        if self.prepared.kind == "chat":
+        if self.prepared.kind == "chat" and self.prepared.reasoning is not None:
+            fmt = self.prepared.reasoning
+            stream = ReasoningStream(fmt)
+            reasoning, content = stream.feed(out.text, final=True)
+            result["message"], finish = self._message(content, finish)
+            if stream.reasoned:
+                result["message"]["reasoning_content"] = reasoning
+                result["message"]["content"] = result["message"]["content"] or None
+            self._count_thinking(choice, out.token_ids, stream)
+        elif self.prepared.kind == "chat":
             result["message"], finish = self._message(out.text, finish)
         else:
             result["text"] = self._echo(choice) + out.text
@@ -63,8 +79,45 @@ class ChoiceFormatter:
         message["tool_calls"] = [c.to_openai() for c in calls]
         return message, "tool_calls" if finish == "stop" else finish
 
+    @property
+    def total_reasoning_tokens(self) -> int:
+        return sum(self.reasoning_tokens.values())
+
+    def _count_thinking(self, choice: Choice, token_ids: list[int], stream: ReasoningStream) -> None:
+        fmt = self.prepared.reasoning
+        assert fmt is not None
+        self.reasoning_tokens[choice.index] = fmt.reasoning_tokens(
+            token_ids, "" if stream.reasoned else None, stream.ended)
+
     def stream_pieces(self, choice: Choice, delta: RequestOutput, rid: str, model: str, created: int) -> list[Chunk]:
         """The chunks for one delta of one choice (maybe none), its finish chunk included."""
+        if self.prepared.reasoning is not None and self.prepared.kind == "chat":
+            thought, delta = self._think(choice, delta, rid, model, created)
+            return thought + self._stream_answer(choice, delta, rid, model, created)
+        return self._stream_answer(choice, delta, rid, model, created)
+
+    def _think(self, choice: Choice, delta: RequestOutput, rid: str, model: str,
+               created: int) -> tuple[list[Chunk], RequestOutput]:
+        """The delta's thinking as a `reasoning_content` chunk, and the delta left with its answer only."""
+        assert self.prepared.reasoning is not None
+        stream = self._thinking.get(choice.index)
+        if stream is None:
+            stream = self._thinking[choice.index] = ReasoningStream(self.prepared.reasoning)
+        ids = self._thinking_ids.setdefault(choice.index, [])
+        ids += delta.token_ids
+        reasoning, content = stream.feed(delta.text, final=delta.finished)
+        pieces: list[Chunk] = []
+        if reasoning:
+            piece = chunk("chat", rid, model, created, None)
+            piece["choices"][0]["delta"] = {"reasoning_content": reasoning}
+            piece["choices"][0]["index"] = choice.index
+            pieces.append(piece)
+        if delta.finished:
+            self._count_thinking(choice, ids, stream)
+            del self._thinking[choice.index], self._thinking_ids[choice.index]
+        return pieces, dataclasses.replace(delta, text=content)
+
+    def _stream_answer(self, choice: Choice, delta: RequestOutput, rid: str, model: str, created: int) -> list[Chunk]:
         kind = self.prepared.kind
         if self.prepared.tools is not None and self.prepared.tools.parses:
             return self._tool_pieces(choice, delta, rid, model, created)

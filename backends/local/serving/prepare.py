@@ -20,6 +20,7 @@ from fairgate.backends.local.engine.types import SamplingParams
 from fairgate.backends.local.sampling.fields import read_sampling_fields
 from fairgate.backends.local.sampling.grammar_compiler import StructuredCompiler
 from fairgate.backends.local.sampling.structured import GrammarRequest, read_grammar_request
+from fairgate.backends.local.serving.reasoning import ReasoningFormat
 from fairgate.backends.local.serving.tools import ToolPlan, read_tools
 from fairgate.backends.openai_wire import (
     WireError,
@@ -50,6 +51,7 @@ class ModelInfo:
     vocab_size: int | None = None  # None: token ids are checked at admission only
     grammars: StructuredCompiler | None = None  # None: structured output is refused
     tool_parser: str = "hermes"  # how the model writes tool calls (tool_parsers.PARSERS)
+    reasoning: ReasoningFormat | None = None  # a reasoning model's thinking apart (reasoning.py)
     limits: WireLimits = field(default_factory=WireLimits)  # what one request may ask for
 
 
@@ -72,6 +74,8 @@ class EngineRequest:
     tools: ToolPlan | None = None  # chat with `tools`: how replies become tool calls
     continuous_usage: bool = False  # usage (running totals) on every streamed chunk
     grammar: GrammarRequest | None = None  # to compile (`compile_grammar`) into sampling.grammar
+    reasoning: ReasoningFormat | None = None  # chat on a reasoning model: the thinking goes apart
+    grammar_after: tuple[int | None, int] | None = None  # the grammar applies after the thinking (reasoning.py)
 
 
 def read_for_engine(kind: Kind, body: Any, info: ModelInfo) -> WireRequest:
@@ -127,8 +131,16 @@ def prepare(wire: WireRequest, info: ModelInfo) -> EngineRequest:
                             f"{info.limits.max_echo_tokens} may be echoed", "echo")
         echoes = [p if isinstance(p, str) else info.tokenizer.decode(ids)
                   for p, ids in zip(wire.prompts or [wire.prompt], batch, strict=True)]
+    reasoning = info.reasoning if wire.kind == "chat" else None
+    after = None
+    if reasoning is not None and grammar is not None:
+        try:
+            after = reasoning.grammar_after(batch[0])
+        except ValueError as exc:
+            raise bad_value(f"structured output after the thinking is not possible: {exc}", grammar.param) from None
     return EngineRequest(wire.kind, wire.model or info.name, batch[0], sampling, wire.stream, wire.include_usage,
-                         echoes[0] if echoes else None, batch, echoes, wire.n, plan, wire.continuous_usage, grammar)
+                         echoes[0] if echoes else None, batch, echoes, wire.n, plan, wire.continuous_usage, grammar,
+                         reasoning, after)
 
 
 def _grammar(fmt: GrammarRequest | None, tools: GrammarRequest | None, info: ModelInfo) -> GrammarRequest | None:
@@ -151,6 +163,8 @@ def _refuse_unsupported(kind: Kind, body: dict[str, Any]) -> None:
         raise bad_value("suffix is not supported", "suffix")
     if kind == "completion" and body.get("tools") is not None:
         raise bad_value("tools apply to chat completions", "tools")
+    if kind == "completion" and body.get("chat_template_kwargs") is not None:
+        raise bad_value("chat_template_kwargs apply to chat completions", "chat_template_kwargs")
     for name in _VLLM_UNSUPPORTED:
         if body.get(name) is not None:
             raise bad_value(f"{name} is not supported by this engine", name)
@@ -175,7 +189,7 @@ def _completion_prompt(prompt: str | list[int], info: ModelInfo) -> list[int]:
     return ids
 
 
-_MESSAGE_FIELDS = ("name", "tool_calls", "tool_call_id")  # what templates read besides role/content
+_MESSAGE_FIELDS = ("name", "tool_calls", "tool_call_id", "reasoning_content")  # what templates read besides role/content
 
 
 def _template_message(m: dict[str, Any], i: int) -> dict[str, Any]:
@@ -189,10 +203,32 @@ def _template_message(m: dict[str, Any], i: int) -> dict[str, Any]:
     return out
 
 
+# what the template gets from the request itself: `chat_template_kwargs` may not replace them
+_TEMPLATE_OWN = frozenset({"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"})
+
+
+def template_kwargs(body: dict[str, Any]) -> dict[str, Any]:
+    """`chat_template_kwargs` (vLLM's): extra variables for the chat template, e.g.
+    {"enable_thinking": false} for Qwen3. Keys are template variable names."""
+    extra = body.get("chat_template_kwargs")
+    if extra is None:
+        return {}
+    if not isinstance(extra, dict) or not all(isinstance(k, str) and k.isidentifier() for k in extra):
+        raise bad_value("chat_template_kwargs must be an object whose keys are template variable names",
+                        "chat_template_kwargs")
+    taken = sorted(_TEMPLATE_OWN & set(extra))
+    if taken:
+        raise bad_value(f"chat_template_kwargs may not set `{taken[0]}`: the request sets it", "chat_template_kwargs")
+    return dict(extra)
+
+
 def _chat_prompt(wire: WireRequest, info: ModelInfo, tools: list[dict[str, Any]] | None) -> list[int]:
     clean = [_template_message(m, i) for i, m in enumerate(wire.messages)]
+    extra = template_kwargs(wire.body)
+    if tools:
+        extra["tools"] = tools
     try:
-        ids = info.tokenizer.encode_chat(clean, tools=tools) if tools else info.tokenizer.encode_chat(clean)
+        ids = info.tokenizer.encode_chat(clean, **extra)
     except Exception as exc:  # noqa: BLE001 - template errors (e.g. raise_exception) are the client's
         raise bad_value(f"could not apply the chat template: {exc}", "messages") from None
     check_prompt_fits(len(ids), info.max_model_len, "messages")

@@ -92,3 +92,26 @@ def test_tool_history_and_developer_reach_the_template(tiny_qwen2_dir: Path, tmp
     text = tok.decode(ids, skip_special_tokens=False)
     assert "<|im_start|>system\nUse tools." in text and "<tool_response>\nsunny" in text
     assert '"name": "weather", "arguments": {"city": "Izmir"}' in text
+
+
+def test_qwen3_template_with_thinking_switch_and_history_renders_as_transformers(tmp_path: Path) -> None:
+    """Issue 38: Qwen3's published template (tests/fixtures/qwen3_chat_template.jinja) with
+    `enable_thinking` both ways, tools, tool results and earlier thinking in the history."""
+    from tests.helpers.scripted_model import make_scripted_model
+
+    d = make_scripted_model(tmp_path / "q3", {"\n": "<think>"})
+    ours, theirs = Tokenizer(d), transformers.AutoTokenizer.from_pretrained(d)
+    history = [{"role": "user", "content": "2+2?"},
+               {"role": "assistant", "content": "4", "reasoning_content": "two and two"},
+               {"role": "user", "content": "and 3+3?"}]
+    for conv in [*CONVERSATIONS, history, [*history, {"role": "assistant", "content": "<think>\nsix\n</think>\n\n6"}]]:
+        for tools in (None, TOOLS):
+            for extra in ({}, {"enable_thinking": False}, {"enable_thinking": True}):
+                expected = theirs.apply_chat_template(conv, tools=tools, tokenize=False, add_generation_prompt=True,
+                                                      **extra)
+                assert ours.apply_chat_template(conv, tools=tools, **extra) == expected, (conv, tools, extra)
+    info = ModelInfo("m", 512, ours)
+    body = {"messages": history, "max_tokens": 4, "chat_template_kwargs": {"enable_thinking": False}}
+    text = ours.decode(parse_for_engine("chat", body, info).prompt_token_ids, skip_special_tokens=False)
+    assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert "<think>\ntwo and two\n</think>" not in text  # thinking before the last question is dropped
