@@ -129,31 +129,35 @@ def test_quota_use_today_and_this_month(history):
 def test_a_tenants_own_figures_leave_refusals_out_of_latency(history):
     chat = "/v1/chat/completions"
     with history() as s:
-        for i, (backend, status, ttft, latency, prompt, cached) in enumerate([
-                ("local-1", 200, 10.0, 100.0, 40, 30), ("local-1", 200, 30.0, 300.0, 60, 0),
-                (None, 429, None, 0.5, 0, 0), ("local-1", 400, None, 1.0, 0, 0), (None, 400, None, 0.7, 0, 0)]):
+        for i, (backend, status, ttft, latency, prompt, cached, code) in enumerate([
+                ("local-1", 200, 10.0, 100.0, 40, 30, None), ("local-1", 200, 30.0, 300.0, 60, 0, None),
+                (None, 429, None, 0.5, 0, 0, "quota_exceeded"),
+                ("local-1", 400, None, 1.0, 0, 0, "context_length_exceeded"),
+                (None, 400, None, 0.7, 0, 0, None)]):  # a row from before error codes were kept
             s.add(UsageRecord(request_id=f"b{i}", tenant_id="b", key_prefix="fg-x", model="m", backend=backend,
                               priority="standard", status="finished", http_status=status, ttft_ms=ttft,
                               latency_ms=latency, prompt_tokens=prompt, cached_tokens=cached, route=chat,
-                              created_at=datetime(2026, 12, 1, 10, 40)))
+                              error_code=code, created_at=datetime(2026, 12, 1, 10, 40)))
         s.commit()
         req = data.tenant_requests(s, "b", datetime(2026, 12, 1), datetime(2026, 12, 2))
         none = data.tenant_requests(s, "b", datetime(2026, 11, 1), datetime(2026, 11, 2))
     # the old row of b (no route, no TTFT) and two answered chats; three refusals only counted
     assert {k: sorted(v) for k, v in req.latency_ms.items()} == {"(no route)": [0.0], chat: [100.0, 300.0]}
     assert sorted(req.ttft_ms[chat]) == [10.0, 30.0] and req.ttft_ms.keys() == {chat}
-    assert req.refused == {400: 2, 429: 1} and (req.served, req.total) == (3, 6)
+    assert req.refused == {(400, "context_length"): 1, (400, ""): 1, (429, "quota"): 1}
+    assert (req.served, req.total) == (3, 6)
     assert (req.prompt_tokens[chat], req.cached_tokens[chat]) == (100, 30)
     latency = tenant_panels.latency_panel(req, "Your")
     assert latency.title.startswith("Your latency")
     assert ["TTFT", chat, 2, "20.0", "29.0", "29.8"] in latency.rows  # p50 of 10 and 30, linear
     assert ["end-to-end", chat, 2, "200.0", "290.0", "298.0"] in latency.rows
     assert "3 refused requests are left out" in latency.note and "1 quota (HTTP 429)" in latency.note
-    assert "2 validation or context length (HTTP 400)" in latency.note
+    assert "1 context length (HTTP 400)" in latency.note  # its error code says which
+    assert "1 validation or context length (HTTP 400)" in latency.note  # the old row: its status only
     cache = tenant_panels.cache_panel(req, "Your")
     assert [chat, 100, 30, "30.0%"] in cache.rows and 'data-value="30"' in "".join(cache.plots)
     assert "no data yet" not in "".join(latency.plots + cache.plots)
     assert all("no data yet" in plot for plot in tenant_panels.latency_panel(none, "Your").plots)
-    refused_only = data.TenantRequests(refused={429: 4})
+    refused_only = data.TenantRequests(refused={(429, "quota"): 4})
     assert "all 4 requests in this window were refused" in "".join(tenant_panels.cache_panel(refused_only, "Your").plots)
     assert tenant_panels.percentile([5.0], 0.99) == 5.0

@@ -155,7 +155,44 @@ def _grammar(fmt: GrammarRequest | None, tools: GrammarRequest | None, info: Mod
     return grammar
 
 
+# Every field this engine reads or may accept as sent, per endpoint; anything else is refused by
+# name (vLLM ignores unknown fields with a log line; a client then silently gets other output).
+# Accepted without effect on the output: `user`, `metadata`, `prompt_cache_key`,
+# `safety_identifier` (bookkeeping), `parallel_tool_calls` true, `store` false, `service_tier` auto/default.
+_COMMON_FIELDS = frozenset({
+    "model", "stream", "stream_options", "n", "temperature", "top_p", "top_k", "min_p", "stop", "stop_token_ids",
+    "seed", "max_tokens", "max_completion_tokens", "frequency_penalty", "presence_penalty", "repetition_penalty",
+    "logit_bias", "logprobs", "top_logprobs", "min_tokens", "ignore_eos", "response_format", "guided_json",
+    "guided_regex", "guided_choice", "structured_outputs", "speculative", "best_of", "user", "metadata", "store",
+    "service_tier", "prompt_cache_key", "safety_identifier", "guided_grammar", "guided_decoding_backend",
+    "prompt_logprobs", "allowed_token_ids", "bad_words", "truncate_prompt_tokens",
+})
+_KNOWN_FIELDS = {
+    "chat": _COMMON_FIELDS | {"messages", "tools", "tool_choice", "parallel_tool_calls", "functions",
+                              "chat_template_kwargs"},
+    "completion": _COMMON_FIELDS | {"prompt", "echo", "suffix", "tools", "chat_template_kwargs"},
+}
+
+
+def _refuse_unknown(kind: Kind, body: dict[str, Any]) -> None:
+    known = _KNOWN_FIELDS.get(kind)
+    if known is None:
+        return
+    unknown = sorted(k for k in body if k not in known)
+    if unknown:
+        raise bad_value(f"`{unknown[0][:64]}` is not a parameter this engine knows; it was not ignored: remove it",
+                        unknown[0][:64])
+    if body.get("store") not in (None, False):
+        raise bad_value("`store: true` is not supported: this engine keeps no completions", "store")
+    if body.get("service_tier") not in (None, "auto", "default"):
+        raise bad_value("`service_tier` other than auto or default is not supported by this engine", "service_tier")
+    if body.get("parallel_tool_calls") is False:
+        raise bad_value("`parallel_tool_calls: false` is not supported: this engine returns every call the model "
+                        "writes", "parallel_tool_calls")
+
+
 def _refuse_unsupported(kind: Kind, body: dict[str, Any]) -> None:
+    _refuse_unknown(kind, body)
     best_of = _opt(body, "best_of", int)
     if best_of is not None and best_of != 1:
         raise bad_value("best_of is not supported", "best_of")

@@ -151,3 +151,26 @@ def test_formatting() -> None:
     }
     u = usage_chunk("completion", "abc", "tiny", 1, Usage(5, 2))
     assert u["choices"] == [] and u["usage"]["total_tokens"] == 7
+
+
+@pytest.mark.parametrize(("kind", "body", "param"), [
+    ("chat", chat(length_penalty=1.2), "length_penalty"),  # a vLLM extra this engine does not implement
+    ("chat", chat(reasoning_effort="low"), "reasoning_effort"),
+    ("chat", chat(prediction={"type": "content", "content": "x"}), "prediction"),
+    ("completion", completion(messages=[]), "messages"),
+    ("chat", chat(echo=True), "echo"),
+    ("chat", chat(store=True), "store"),
+    ("chat", chat(service_tier="flex"), "service_tier"),
+    ("chat", chat(parallel_tool_calls=False), "parallel_tool_calls"),
+])
+def test_a_field_this_engine_does_not_honour_is_refused_by_name(info: ModelInfo, kind: str, body: dict[str, Any],
+                                                               param: str) -> None:
+    with pytest.raises(APIError) as err:
+        parse_request(kind, body, info)
+    assert err.value.status == 400 and err.value.param == param
+
+
+def test_bookkeeping_fields_that_change_no_output_are_accepted(info: ModelInfo) -> None:
+    body = chat(user="u1", metadata={"team": "a"}, store=False, service_tier="auto", prompt_cache_key="k",
+                safety_identifier="s", parallel_tool_calls=True, max_tokens=2)
+    assert parse_request("chat", body, info).sampling.max_tokens == 2
