@@ -24,6 +24,7 @@ from fairgate.backends.http_protocol import limited_protocol
 from fairgate.gateway.app import create_app
 from fairgate.gateway.settings import Settings
 from fairgate.gateway.state import GatewayState, state_of
+from tests.helpers.procs import stop_process
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -149,12 +150,7 @@ class GatewayProcess:
         raise RuntimeError("gateway process did not start")
 
     def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
         self.log.close()
 
 

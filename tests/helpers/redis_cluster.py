@@ -10,6 +10,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.helpers.procs import wait_or_kill
+
 
 def _free_ports(n: int) -> list[int]:
     # a cluster node also listens on port + 10000 (its bus): keep both free and below 55536
@@ -62,11 +64,7 @@ def redis_cluster(workdir: Path, nodes: int = 3) -> Iterator[list[str]]:
         for proc in procs:
             proc.terminate()
         for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            wait_or_kill(proc, 10)
 
 
 def _cli(port: int, *args: str) -> str:
