@@ -93,6 +93,14 @@ async def in_tx(request: Request, fn: Callable[[Session], Any]) -> Any:
     return await asyncio.to_thread(run)
 
 
+async def change(request: Request, fn: Callable[[Session], Any]) -> Any:
+    """Run `fn` in one transaction, then `changed`: what every admin write does. Returns what
+    `fn` returned."""
+    out = await in_tx(request, fn)
+    await changed(request)
+    return out
+
+
 async def changed(request: Request, **_: bool) -> None:
     """Tell every replica: bump the version (their key caches and registries reload), and
     rebuild here at once (backends, router, weights pushed to every engine, new ones too) so
@@ -132,9 +140,7 @@ async def create_tenant(request: Request) -> Any:
         audit(s, "tenant.create", "tenant", t.id, body.model_dump())
         return tenant_out(t)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return 201, out
+    return 201, await change(request, run)
 
 
 @admin_route
@@ -161,9 +167,7 @@ async def update_tenant(request: Request) -> Any:
         audit(s, "tenant.update", "tenant", t.id, fields)
         return tenant_out(t)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route
@@ -174,9 +178,7 @@ async def disable_tenant(request: Request) -> Any:
         audit(s, "tenant.disable", "tenant", t.id)
         return tenant_out(t)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route
@@ -192,9 +194,7 @@ async def create_key(request: Request) -> Any:
         audit(s, "key.create", "api_key", prefix, {"tenant_id": t.id, **body.model_dump()})
         return key_out(k)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return 201, {**out, "key": key}  # the only time the full key is ever shown
+    return 201, {**await change(request, run), "key": key}  # the only time the full key is ever shown
 
 
 @admin_route
@@ -215,9 +215,7 @@ async def revoke_key(request: Request) -> Any:
             audit(s, "key.revoke", "api_key", k.prefix, {"tenant_id": k.tenant_id})
         return key_out(k)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 def _set_quota(s: Session, tenant_id: str, key_id: str | None, body: sch.QuotaSet) -> QuotaPolicy:
@@ -243,9 +241,7 @@ async def put_tenant_quota(request: Request) -> Any:
         audit(s, "quota.set", "tenant", t.id, body.model_dump())
         return {**quota_out(p), "tenant_id": t.id}
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route
@@ -268,9 +264,7 @@ async def put_key_quota(request: Request) -> Any:
         audit(s, "quota.set", "api_key", k.prefix, body.model_dump())
         return {**quota_out(p), "tenant_id": k.tenant_id, "key_prefix": k.prefix}
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route
@@ -286,9 +280,7 @@ async def create_backend(request: Request) -> Any:
         audit(s, "backend.create", "backend", b.name, sch.backend_audit(body.model_dump()))
         return backend_out(b)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return 201, out
+    return 201, await change(request, run)
 
 
 @admin_route
@@ -333,9 +325,7 @@ async def update_backend(request: Request) -> Any:
         audit(s, "backend.update", "backend", b.name, sch.backend_audit(fields))
         return backend_out(b)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route
@@ -349,9 +339,7 @@ async def delete_backend(request: Request) -> Any:
         audit(s, "backend.delete", "backend", b.name)
         return out
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route
