@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,9 @@ import uvicorn
 
 from fairgate.backends.http_protocol import limited_protocol
 from fairgate.gateway.app import create_app
+from fairgate.gateway.quota import QuotaStore
+from fairgate.gateway.quota.memory import MemoryQuotaStore
+from fairgate.gateway.quota.redis_store import RedisQuotaStore
 from fairgate.gateway.settings import Settings
 from fairgate.gateway.state import GatewayState, state_of
 from tests.helpers.procs import stop_process
@@ -60,6 +63,22 @@ def redis_prefix() -> Iterator[str]:
     if keys:
         r.delete(*keys)
     r.close()
+
+
+@contextlib.asynccontextmanager
+async def quota_store(kind: str, reservation_ttl_s: int) -> AsyncIterator[QuotaStore]:
+    """A fresh quota store, closed afterwards: "memory", or "redis" on the machine's Redis under
+    a throwaway prefix (its keys deleted afterwards)."""
+    with contextlib.ExitStack() as es:
+        if kind == "memory":
+            store: QuotaStore = MemoryQuotaStore(reservation_ttl_s=reservation_ttl_s)
+        else:
+            store = RedisQuotaStore(REDIS_URL, prefix=es.enter_context(redis_prefix()),
+                                    reservation_ttl_s=reservation_ttl_s)
+        try:
+            yield store
+        finally:
+            await store.aclose()
 
 
 class GatewayThread:
@@ -116,6 +135,30 @@ class GatewayThread:
         self.server.should_exit = True
         self.thread.join(timeout=30)
         self._sock.close()
+
+
+@contextlib.contextmanager
+def gateway_and_admin(database_url: str, **settings: Any) -> Iterator[tuple[GatewayThread, Admin]]:
+    """A GatewayThread over `database_url` with the test admin token (`settings`: the rest);
+    yields it and an admin client, closed afterwards."""
+    with GatewayThread(Settings(admin_token=ADMIN_TOKEN, database_url=database_url, **settings)) as gw:
+        admin = Admin(gw.url)
+        try:
+            yield gw, admin
+        finally:
+            admin.close()
+
+
+def embedded_gateway(tmp_path: Path, model_dir: Path,
+                     **settings: Any) -> contextlib.AbstractContextManager[tuple[GatewayThread, Admin]]:
+    """The gateway serving `model_dir` with its embedded engine, over a SQLite file in `tmp_path`."""
+    return gateway_and_admin(f"sqlite:///{tmp_path}/gw.db", model=str(model_dir), **settings)
+
+
+def routing_gateway(database_url: str) -> contextlib.AbstractContextManager[tuple[GatewayThread, Admin]]:
+    """The gateway with no embedded engine and no retries: each request reaches exactly the one
+    backend its route names, as registered by the test."""
+    return gateway_and_admin(database_url, embedded_engine=False, upstream_max_retries=0)
 
 
 class GatewayProcess:
