@@ -26,7 +26,7 @@ from fairgate.backends.openai_wire import WireError
 from fairgate.backends.pool import PoolBackend
 from fairgate.backends.pool_routing import POLICIES
 from fairgate.gateway.admin.http import admin_route
-from fairgate.gateway.admin.routes import audit, body_of, change, in_tx
+from fairgate.gateway.admin.routes import audit, body_of, change, found, in_tx
 from fairgate.gateway.admin.schemas import BaseUrl, Credential, Text, _Strict
 from fairgate.gateway.admin.state import admin_state
 from fairgate.gateway.store.pool_tables import PoolReplicaRow, PoolRow
@@ -73,10 +73,7 @@ def _live(status: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _pool(s: Session, name: str) -> PoolRow:
-    p = s.scalars(select(PoolRow).where(PoolRow.name == name)).first()
-    if p is None:
-        raise WireError(404, f"No pool {name!r}.", "not_found")
-    return p
+    return found(s.scalars(select(PoolRow).where(PoolRow.name == name)).first(), f"pool {name!r}")
 
 
 def _members(s: Session, p: PoolRow) -> list[PoolReplicaRow]:

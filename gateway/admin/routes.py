@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import select
@@ -36,6 +36,7 @@ from fairgate.gateway.store.tables import (
 )
 
 log = logging.getLogger("fairgate.admin")
+Row = TypeVar("Row")
 
 
 def _iso(dt: datetime | None) -> str | None:
@@ -115,18 +116,19 @@ async def changed(request: Request, **_: bool) -> None:
                   "see it after the next successful change", type(exc).__name__)
 
 
+def found(row: Row | None, what: str) -> Row:
+    """`row`, or a 404 "No <what>." where the lookup found nothing."""
+    if row is None:
+        raise WireError(404, f"No {what}.", "not_found")
+    return row
+
+
 def _tenant(s: Session, tenant_id: str) -> Tenant:
-    t = s.get(Tenant, tenant_id)
-    if t is None:
-        raise WireError(404, f"No tenant {tenant_id!r}.", "not_found")
-    return t
+    return found(s.get(Tenant, tenant_id), f"tenant {tenant_id!r}")
 
 
 def _key(s: Session, prefix: str) -> ApiKey:
-    k = s.scalars(select(ApiKey).where(ApiKey.prefix == prefix)).first()
-    if k is None:
-        raise WireError(404, f"No key with prefix {prefix!r}.", "not_found")
-    return k
+    return found(s.scalars(select(ApiKey).where(ApiKey.prefix == prefix)).first(), f"key with prefix {prefix!r}")
 
 
 @admin_route
@@ -297,10 +299,7 @@ def with_live(request: Request, row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _backend(s: Session, name: str) -> BackendRow:
-    b = s.scalars(select(BackendRow).where(BackendRow.name == name)).first()
-    if b is None:
-        raise WireError(404, f"No backend {name!r}.", "not_found")
-    return b
+    return found(s.scalars(select(BackendRow).where(BackendRow.name == name)).first(), f"backend {name!r}")
 
 
 @admin_route
@@ -331,9 +330,8 @@ async def update_backend(request: Request) -> Any:
 @admin_route
 async def delete_backend(request: Request) -> Any:
     def run(s: Session) -> dict[str, Any]:
-        b = s.scalars(select(BackendRow).where(BackendRow.name == request.path_params["name"])).first()
-        if b is None:
-            raise WireError(404, "No such backend.", "not_found")
+        b = found(s.scalars(select(BackendRow).where(BackendRow.name == request.path_params["name"])).first(),
+                  "such backend")
         out = backend_out(b)
         s.delete(b)
         audit(s, "backend.delete", "backend", b.name)
