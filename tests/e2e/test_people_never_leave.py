@@ -56,8 +56,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         admin.backend("ext", ext.base_url, kind="openai", model="up-model")
         rules = [{"match": {"sensitivity": "sensitive"}, "backend": "loc"},
                  {"match": {"sensitivity": "public"}, "backend": "ext"}]
-        saved = admin.client.put("/admin/routes", json=rules)
-        assert saved.status_code == 200, saved.text
+        admin.routes(rules)
         key = admin.key(admin.tenant(name="support")["id"])["key"]
         client = es.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=60))
         yield {"local": local, "ext": ext, "client": client}

@@ -27,6 +27,7 @@ from fairgate.gateway.quota.memory import MemoryQuotaStore
 from fairgate.gateway.quota.redis_store import RedisQuotaStore
 from fairgate.gateway.settings import Settings
 from fairgate.gateway.state import GatewayState, state_of
+from tests.helpers.app_thread import wait_started
 from tests.helpers.procs import stop_process
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -124,11 +125,7 @@ class GatewayThread:
 
     def __enter__(self) -> GatewayThread:
         self.thread.start()
-        deadline = time.time() + 60
-        while not self.server.started:
-            if time.time() > deadline or not self.thread.is_alive():
-                raise RuntimeError("gateway did not start")
-            time.sleep(0.02)
+        wait_started(self.server, self.thread, 60, "gateway")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -221,6 +218,12 @@ class Admin:
     def backend(self, name: str, base_url: str, **fields: Any) -> dict[str, Any]:
         r = self.client.post("/admin/backends", json={"name": name, "base_url": base_url, **fields})
         assert r.status_code == 201, r.text
+        return r.json()
+
+    def routes(self, rules: list[dict[str, Any]]) -> dict[str, Any]:
+        """Replace the routing rules (PUT /admin/routes)."""
+        r = self.client.put("/admin/routes", json=rules)
+        assert r.status_code == 200, r.text
         return r.json()
 
     def close(self) -> None:

@@ -81,7 +81,7 @@ def test_token_id_prompts_stay_with_the_engine_whose_tokenizer_they_are_for(tmp_
         admin.backend("ext", ext.base_url, kind="openai", model="up-model")
         rules = [{"match": {"model": "m", "sensitivity": "sensitive"}, "backend": gw.state.embedded.name},
                  {"match": {"model": "m", "sensitivity": "public"}, "backend": "ext"}]
-        assert admin.client.put("/admin/routes", json=rules).status_code == 200
+        admin.routes(rules)
         key = admin.key(admin.tenant()["id"])["key"]
         tok = Tokenizer(tiny_model_dir)
         with openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=120) as c:

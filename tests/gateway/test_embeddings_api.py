@@ -35,8 +35,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Ite
         rules = [{"match": {"model": "embed", "sensitivity": "sensitive"}, "backend": "engine"},
                  {"match": {"model": "embed", "sensitivity": "public"}, "backend": "ext-up"},
                  {"match": {"model": "ext-only", "sensitivity": "public"}, "backend": "ext-up"}]
-        saved = admin.client.put("/admin/routes", json=rules)
-        assert saved.status_code == 200, saved.text
+        admin.routes(rules)
         tenant = admin.tenant(name="emb")
         key = admin.key(tenant["id"])["key"]
         client = es.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=60))

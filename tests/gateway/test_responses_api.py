@@ -39,8 +39,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         rules = [{"match": {"model": "chat", "sensitivity": "sensitive"}, "backend": "local-up"},
                  {"match": {"model": "chat", "sensitivity": "public"}, "backend": "ext-up"},
                  {"match": {"model": "broken", "sensitivity": "public"}, "backend": "broken-up"}]
-        saved = admin.client.put("/admin/routes", json=rules)
-        assert saved.status_code == 200, saved.text
+        admin.routes(rules)
         tenant = admin.tenant(name="resp")
         key = admin.key(tenant["id"])["key"]
         small = admin.tenant(name="resp-small")

@@ -49,8 +49,7 @@ def world(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
                  {"match": {"model": "extonly", "sensitivity": "public"}, "backend": "ext"},
                  {"match": {"model": "lp", "sensitivity": "sensitive"}, "backend": "loc"},
                  {"match": {"model": "lp", "sensitivity": "public"}, "backend": "pub"}]
-        saved = admin.client.put("/admin/routes", json=rules)
-        assert saved.status_code == 200, saved.text
+        admin.routes(rules)
         key = admin.key(admin.tenant(name="tok")["id"])["key"]
         client = es.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=30))
         yield {"gw": gw, "local": local, "bare": bare, "ext": ext, "public": public, "client": client, "key": key,
