@@ -59,6 +59,17 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
+def unlimited_key(admin: httpx.Client, name: str) -> str:
+    """A new tenant `name` whose quota never binds (the bench measures the gateway, not its limits);
+    returns a new API key of it. `admin`: a client on the gateway with the admin token."""
+    tenant = admin.post("/admin/tenants", json={"name": name}).json()
+    big = 10**12
+    admin.put(f"/admin/tenants/{tenant['id']}/quota", json={
+        "requests_per_minute": big, "tokens_per_minute": big, "max_concurrent": 100000, "daily_tokens": big,
+        "monthly_tokens": big, "monthly_cost": 1e9, "max_tokens_per_request": 4096}).raise_for_status()
+    return admin.post(f"/admin/tenants/{tenant['id']}/keys", json={}).json()["key"]
+
+
 def wait_http(url: str, headers: dict[str, str] | None = None, timeout: float = 120) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -164,12 +175,7 @@ def main() -> int:
         admin = httpx.Client(base_url=gw_url, headers={"authorization": f"Bearer {ADMIN}"}, timeout=30)
         admin.post("/admin/backends", json={"name": "up", "base_url": up_url, "model": "up-model",
                                             "input_cost_per_mtok": 0.1, "output_cost_per_mtok": 0.2}).raise_for_status()
-        tenant = admin.post("/admin/tenants", json={"name": "bench"}).json()
-        big = 10**12
-        admin.put(f"/admin/tenants/{tenant['id']}/quota", json={
-            "requests_per_minute": big, "tokens_per_minute": big, "max_concurrent": 100000, "daily_tokens": big,
-            "monthly_tokens": big, "monthly_cost": 1e9, "max_tokens_per_request": 4096}).raise_for_status()
-        key = admin.post(f"/admin/tenants/{tenant['id']}/keys", json={}).json()["key"]
+        key = unlimited_key(admin, "bench")
 
         ll_bin = None if args.no_litellm else litellm_bin(args.litellm)
         ll_url = ll = None

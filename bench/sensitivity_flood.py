@@ -9,8 +9,6 @@ flood request is authenticated, parsed, classified and routed like any other.
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,36 +18,9 @@ from pathlib import Path
 
 import httpx
 
+from bench.gateway_overhead import ADMIN, free_port, stop, unlimited_key, wait_http
+
 ROOT = Path(__file__).resolve().parents[1]
-ADMIN = "bench-admin-token"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(url: str, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            if httpx.get(url, timeout=2).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
-
-
-def _stop(p: subprocess.Popen) -> None:
-    if p.poll() is None:
-        os.killpg(p.pid, signal.SIGTERM)
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
 
 
 def _setup(gw_url: str, up_url: str) -> str:
@@ -57,21 +28,16 @@ def _setup(gw_url: str, up_url: str) -> str:
     admin = httpx.Client(base_url=gw_url, headers={"authorization": f"Bearer {ADMIN}"}, timeout=30)
     admin.post("/admin/backends", json={"name": "up", "base_url": up_url, "model": "up-model",
                                         "kind": "local"}).raise_for_status()
-    tenant = admin.post("/admin/tenants", json={"name": "flood"}).json()
-    big = 10**12
-    admin.put(f"/admin/tenants/{tenant['id']}/quota", json={
-        "requests_per_minute": big, "tokens_per_minute": big, "max_concurrent": 100000, "daily_tokens": big,
-        "monthly_tokens": big, "monthly_cost": 1e9, "max_tokens_per_request": 4096}).raise_for_status()
-    key = admin.post(f"/admin/tenants/{tenant['id']}/keys", json={}).json()["key"]
+    key = unlimited_key(admin, "flood")
     admin.close()
     return key
 
 
-def _sender(url: str, key: str, bodies: list[bytes], stop: threading.Event, count: list[int]) -> None:
+def _sender(url: str, key: str, bodies: list[bytes], done: threading.Event, count: list[int]) -> None:
     with httpx.Client(timeout=60, headers={"authorization": f"Bearer {key}",
                                            "content-type": "application/json"}) as c:
         i = 0
-        while not stop.is_set():
+        while not done.is_set():
             try:
                 c.post(url + "/v1/chat/completions", content=bodies[i % len(bodies)])
                 count[0] += 1
@@ -102,7 +68,7 @@ def flood(seconds: float, prompts: dict[str, str], clients: int = 4) -> dict[str
     procs = [up]
     try:
         up_url = f"http://127.0.0.1:{int(up.stdout.readline().split()[1])}/v1"  # type: ignore[union-attr]
-        port = _free_port()
+        port = free_port()
         env = {**os.environ, "FAIRGATE_ADMIN_TOKEN": ADMIN, "FAIRGATE_DATABASE_URL": f"sqlite:///{tmp}/gw.db",
                "FAIRGATE_EMBEDDED_ENGINE": "false", "FAIRGATE_MAX_BODY_BYTES": str(4 << 20),
                "PYTHONPATH": str(ROOT)}
@@ -111,22 +77,22 @@ def flood(seconds: float, prompts: dict[str, str], clients: int = 4) -> dict[str
                               start_new_session=True)
         procs.append(gw)
         url = f"http://127.0.0.1:{port}"
-        _wait(url + "/health")
+        wait_http(url + "/health", timeout=60)
         key = _setup(url, up_url)
         bodies = [orjson.dumps({"model": "up", "max_tokens": 2, "messages": [{"role": "user", "content": p}]})
                   for p in prompts.values()]
-        stop, count = threading.Event(), [0]
-        threads = [threading.Thread(target=_sender, args=(url, key, bodies, stop, count), daemon=True)
+        senders_done, count = threading.Event(), [0]
+        threads = [threading.Thread(target=_sender, args=(url, key, bodies, senders_done, count), daemon=True)
                    for _ in range(clients)]
         for t in threads:
             t.start()
         time.sleep(1.0)  # let the flood build up
         lat = _probe(url, seconds)
-        stop.set()
+        senders_done.set()
         for t in threads:
             t.join(90)
         return {"p50_ms": round(lat[len(lat) // 2], 2), "p99_ms": round(lat[int(0.99 * (len(lat) - 1))], 2),
                 "max_ms": round(lat[-1], 2), "probes": len(lat), "requests": count[0], "clients": clients}
     finally:
         for p in reversed(procs):
-            _stop(p)
+            stop(p)

@@ -24,7 +24,7 @@ from starlette.routing import Route
 
 from fairgate.backends.openai_wire import WireError
 from fairgate.gateway.admin.http import admin_route
-from fairgate.gateway.admin.routes import audit, body_of, changed, in_tx
+from fairgate.gateway.admin.routes import audit, body_of, change
 from fairgate.gateway.admin.state import admin_state
 from fairgate.gateway.billing.cost_sources import costed_report
 from fairgate.gateway.billing.reports import BACKEND_COLUMNS, COLUMNS, GROUPS, parse_time, to_csv
@@ -95,9 +95,7 @@ async def set_prices(request: Request) -> Any:
         audit(s, "prices.set", "backend" if isinstance(row, BackendRow) else "pool", name, fields)
         return {"object": "prices", "name": name, **{f: getattr(row, f) for f in PriceDecl.model_fields}}
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 def routes() -> list[Route]:

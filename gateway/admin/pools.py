@@ -26,7 +26,7 @@ from fairgate.backends.openai_wire import WireError
 from fairgate.backends.pool import PoolBackend
 from fairgate.backends.pool_routing import POLICIES
 from fairgate.gateway.admin.http import admin_route
-from fairgate.gateway.admin.routes import audit, body_of, changed, in_tx
+from fairgate.gateway.admin.routes import audit, body_of, change, found, in_tx
 from fairgate.gateway.admin.schemas import BaseUrl, Credential, Text, _Strict
 from fairgate.gateway.admin.state import admin_state
 from fairgate.gateway.store.pool_tables import PoolReplicaRow, PoolRow
@@ -73,10 +73,7 @@ def _live(status: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _pool(s: Session, name: str) -> PoolRow:
-    p = s.scalars(select(PoolRow).where(PoolRow.name == name)).first()
-    if p is None:
-        raise WireError(404, f"No pool {name!r}.", "not_found")
-    return p
+    return found(s.scalars(select(PoolRow).where(PoolRow.name == name)).first(), f"pool {name!r}")
 
 
 def _members(s: Session, p: PoolRow) -> list[PoolReplicaRow]:
@@ -122,9 +119,7 @@ async def create_pool(request: Request) -> Any:
             "replicas": [r.model_dump(exclude={"api_key"}) for r in body.replicas]})
         return pool_out(p, _members(s, p), None)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return 201, out
+    return 201, await change(request, run)
 
 
 @admin_route
@@ -152,9 +147,7 @@ async def delete_pool(request: Request) -> Any:
         audit(s, "pool.delete", "pool", p.name)
         return {"object": "pool", "name": p.name, "deleted": True}
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route
@@ -171,9 +164,7 @@ async def add_replica(request: Request) -> Any:
         audit(s, "pool.replica.add", "pool", p.name, {"replica": body.name, "base_url": body.base_url})
         return pool_out(p, _members(s, p), None)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return 201, out
+    return 201, await change(request, run)
 
 
 def _replica(s: Session, pool: str, name: str) -> PoolReplicaRow:
@@ -204,14 +195,12 @@ async def drain_replica(request: Request) -> Any:
         _replica(s, pool, name).draining = True
         audit(s, "pool.replica.drain", "pool", pool, {"replica": name})
 
-    await in_tx(request, mark)
-    await changed(request)
+    await change(request, mark)
     live = _live_pool(request, pool)
     idle = await live.wait_idle(name, wait_s) if live is not None else True
     removed = False
     if idle and remove:
-        await in_tx(request, lambda s: s.delete(_replica(s, pool, name)))
-        await changed(request)
+        await change(request, lambda s: s.delete(_replica(s, pool, name)))
         removed = True
     return {"object": "pool.replica", "pool": pool, "name": name, "draining": True, "idle": idle, "removed": removed}
 
@@ -224,8 +213,7 @@ async def remove_replica(request: Request) -> Any:
         s.delete(_replica(s, pool, name))
         audit(s, "pool.replica.remove", "pool", pool, {"replica": name})
 
-    await in_tx(request, run)
-    await changed(request)
+    await change(request, run)
     return {"object": "pool.replica", "pool": pool, "name": name, "removed": True}
 
 

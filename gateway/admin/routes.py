@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import select
@@ -36,6 +36,7 @@ from fairgate.gateway.store.tables import (
 )
 
 log = logging.getLogger("fairgate.admin")
+Row = TypeVar("Row")
 
 
 def _iso(dt: datetime | None) -> str | None:
@@ -93,6 +94,14 @@ async def in_tx(request: Request, fn: Callable[[Session], Any]) -> Any:
     return await asyncio.to_thread(run)
 
 
+async def change(request: Request, fn: Callable[[Session], Any]) -> Any:
+    """Run `fn` in one transaction, then `changed`: what every admin write does. Returns what
+    `fn` returned."""
+    out = await in_tx(request, fn)
+    await changed(request)
+    return out
+
+
 async def changed(request: Request, **_: bool) -> None:
     """Tell every replica: bump the version (their key caches and registries reload), and
     rebuild here at once (backends, router, weights pushed to every engine, new ones too) so
@@ -107,18 +116,19 @@ async def changed(request: Request, **_: bool) -> None:
                   "see it after the next successful change", type(exc).__name__)
 
 
+def found(row: Row | None, what: str) -> Row:
+    """`row`, or a 404 "No <what>." where the lookup found nothing."""
+    if row is None:
+        raise WireError(404, f"No {what}.", "not_found")
+    return row
+
+
 def _tenant(s: Session, tenant_id: str) -> Tenant:
-    t = s.get(Tenant, tenant_id)
-    if t is None:
-        raise WireError(404, f"No tenant {tenant_id!r}.", "not_found")
-    return t
+    return found(s.get(Tenant, tenant_id), f"tenant {tenant_id!r}")
 
 
 def _key(s: Session, prefix: str) -> ApiKey:
-    k = s.scalars(select(ApiKey).where(ApiKey.prefix == prefix)).first()
-    if k is None:
-        raise WireError(404, f"No key with prefix {prefix!r}.", "not_found")
-    return k
+    return found(s.scalars(select(ApiKey).where(ApiKey.prefix == prefix)).first(), f"key with prefix {prefix!r}")
 
 
 @admin_route
@@ -132,9 +142,7 @@ async def create_tenant(request: Request) -> Any:
         audit(s, "tenant.create", "tenant", t.id, body.model_dump())
         return tenant_out(t)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return 201, out
+    return 201, await change(request, run)
 
 
 @admin_route
@@ -161,9 +169,7 @@ async def update_tenant(request: Request) -> Any:
         audit(s, "tenant.update", "tenant", t.id, fields)
         return tenant_out(t)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route
@@ -174,9 +180,7 @@ async def disable_tenant(request: Request) -> Any:
         audit(s, "tenant.disable", "tenant", t.id)
         return tenant_out(t)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route
@@ -192,9 +196,7 @@ async def create_key(request: Request) -> Any:
         audit(s, "key.create", "api_key", prefix, {"tenant_id": t.id, **body.model_dump()})
         return key_out(k)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return 201, {**out, "key": key}  # the only time the full key is ever shown
+    return 201, {**await change(request, run), "key": key}  # the only time the full key is ever shown
 
 
 @admin_route
@@ -215,9 +217,7 @@ async def revoke_key(request: Request) -> Any:
             audit(s, "key.revoke", "api_key", k.prefix, {"tenant_id": k.tenant_id})
         return key_out(k)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 def _set_quota(s: Session, tenant_id: str, key_id: str | None, body: sch.QuotaSet) -> QuotaPolicy:
@@ -243,9 +243,7 @@ async def put_tenant_quota(request: Request) -> Any:
         audit(s, "quota.set", "tenant", t.id, body.model_dump())
         return {**quota_out(p), "tenant_id": t.id}
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route
@@ -268,9 +266,7 @@ async def put_key_quota(request: Request) -> Any:
         audit(s, "quota.set", "api_key", k.prefix, body.model_dump())
         return {**quota_out(p), "tenant_id": k.tenant_id, "key_prefix": k.prefix}
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route
@@ -286,9 +282,7 @@ async def create_backend(request: Request) -> Any:
         audit(s, "backend.create", "backend", b.name, sch.backend_audit(body.model_dump()))
         return backend_out(b)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return 201, out
+    return 201, await change(request, run)
 
 
 @admin_route
@@ -305,10 +299,7 @@ def with_live(request: Request, row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _backend(s: Session, name: str) -> BackendRow:
-    b = s.scalars(select(BackendRow).where(BackendRow.name == name)).first()
-    if b is None:
-        raise WireError(404, f"No backend {name!r}.", "not_found")
-    return b
+    return found(s.scalars(select(BackendRow).where(BackendRow.name == name)).first(), f"backend {name!r}")
 
 
 @admin_route
@@ -333,25 +324,20 @@ async def update_backend(request: Request) -> Any:
         audit(s, "backend.update", "backend", b.name, sch.backend_audit(fields))
         return backend_out(b)
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route
 async def delete_backend(request: Request) -> Any:
     def run(s: Session) -> dict[str, Any]:
-        b = s.scalars(select(BackendRow).where(BackendRow.name == request.path_params["name"])).first()
-        if b is None:
-            raise WireError(404, "No such backend.", "not_found")
+        b = found(s.scalars(select(BackendRow).where(BackendRow.name == request.path_params["name"])).first(),
+                  "such backend")
         out = backend_out(b)
         s.delete(b)
         audit(s, "backend.delete", "backend", b.name)
         return out
 
-    out = await in_tx(request, run)
-    await changed(request)
-    return out
+    return await change(request, run)
 
 
 @admin_route

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from fairgate.backends.openai_wire import WireError
-from fairgate.gateway.admin.routes import admin_route, audit, in_tx
+from fairgate.gateway.admin.routes import admin_route, audit, found, in_tx
 from fairgate.gateway.admin.state import AdminState, admin_state
 from fairgate.gateway.config.registry import load_backends
 from fairgate.gateway.config.routing_store import read_rules, write_rules
@@ -145,10 +145,7 @@ async def routing_changed(request: Request) -> None:
 
 
 def _tenant_or_404(s: Session, tenant_id: str) -> Tenant:
-    t = s.get(Tenant, tenant_id)
-    if t is None:
-        raise WireError(404, "No such tenant.", "not_found")
-    return t
+    return found(s.get(Tenant, tenant_id), "such tenant")
 
 
 @admin_route

@@ -32,8 +32,7 @@ from fairgate.gateway.store.row_writer import (
     BatchLoop,
     CountsRows,
     WriteCounts,
-    clean_text,
-    column_widths,
+    clean_fields,
     write_rows,
 )
 from fairgate.gateway.store.tables import UsageRecord, utcnow
@@ -88,18 +87,9 @@ _TEXT_FIELDS = ("request_id", "tenant_id", "key_prefix", "model", "backend", "pr
                 "prompt_version", "error_code")
 
 
-@functools.cache
-def _widths() -> dict[str, int]:
-    return column_widths(UsageRecord)
-
-
 def clean_event(e: UsageEvent) -> UsageEvent:
     """Make the client-shaped strings storable: NUL removed, cut to their column widths."""
-    widths = _widths()
-    for name in _TEXT_FIELDS:
-        v = getattr(e, name)
-        if isinstance(v, str):
-            setattr(e, name, clean_text(v, widths.get(name)))
+    clean_fields(e, UsageRecord, _TEXT_FIELDS)
     return e
 
 

@@ -30,8 +30,8 @@ from fairgate.gateway.store.row_writer import (
     BatchLoop,
     CountsRows,
     WriteCounts,
+    clean_fields,
     clean_text,
-    column_widths,
     write_rows,
 )
 from fairgate.gateway.store.tables import utcnow
@@ -76,19 +76,10 @@ class AuditRecord:
     entry_id: str = field(default_factory=_entry_ids)  # makes a retried insert idempotent
 
 
-@functools.cache
-def _widths() -> dict[str, int]:
-    return column_widths(RoutingAudit)
-
-
 def clean_record(rec: AuditRecord) -> AuditRecord:
     """Strings cut to their columns and NUL removed, inside the JSON lists too (a model name
     is the client's: it must not be able to make the row, or its batch, unstorable)."""
-    widths = _widths()
-    for name in ("tenant_id", "model", "priority", "rule_id", "decision", "request_id"):
-        v = getattr(rec, name)
-        if isinstance(v, str):
-            setattr(rec, name, clean_text(v, widths.get(name)))
+    clean_fields(rec, RoutingAudit, ("tenant_id", "model", "priority", "rule_id", "decision", "request_id"))
     for name in ("reasons", "finding_kinds", "backends"):
         setattr(rec, name, [clean_text(str(v), 500) for v in getattr(rec, name)])
     return rec

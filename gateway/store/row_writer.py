@@ -11,9 +11,10 @@ caller keeps the rows and retries later. `BatchLoop` is that caller's retry loop
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -48,10 +49,21 @@ def clean_text(value: str, width: int | None) -> str:
     return value if width is None or len(value) <= width else value[:width]
 
 
+@functools.cache
 def column_widths(table: Any) -> dict[str, int]:
     """Column name → VARCHAR length, for the string columns of a mapped class."""
     return {c.name: c.type.length for c in table.__table__.columns
             if isinstance(c.type, String) and c.type.length}
+
+
+def clean_fields(obj: Any, table: Any, names: Iterable[str]) -> None:
+    """`clean_text` on each of `obj`'s fields `names` that holds a string, to the width of its
+    column in `table` (a mapped class): what a writer does to a client-shaped row before queueing it."""
+    widths = column_widths(table)
+    for name in names:
+        v = getattr(obj, name)
+        if isinstance(v, str):
+            setattr(obj, name, clean_text(v, widths.get(name)))
 
 
 def _payload(row: dict[str, Any]) -> str:

@@ -22,8 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fairgate.gateway.settings import Settings
-from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
+from tests.gateway.harness import routing_gateway
 from tests.helpers.pii_corpus import fmt_iban, make_iban, make_phone, make_tckn
 from tests.helpers.upstream import UpstreamServer
 
@@ -79,18 +78,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     db: Path = tmp_path_factory.mktemp("every-byte") / "gw.db"
     with contextlib.ExitStack() as es:
         local, ext, bare = (es.enter_context(UpstreamServer()) for _ in range(3))
-        gw = es.enter_context(GatewayThread(Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{db}",
-                                                     embedded_engine=False, upstream_max_retries=0)))
-        admin = Admin(gw.url)
-        es.callback(admin.close)
+        gw, admin = es.enter_context(routing_gateway(f"sqlite:///{db}"))
         admin.backend("loc", local.base_url, kind="local", model="up-model")
         admin.backend("ext", ext.base_url, kind="openai", model="up-model")
         admin.backend("passthrough", bare.base_url, kind="openai")  # no fixed model: sends the client's
         rules = [{"match": {"sensitivity": "sensitive"}, "backend": "loc"},
                  {"match": {"model": "gpt-*", "sensitivity": "public"}, "backend": "passthrough"},
                  {"match": {"sensitivity": "public"}, "backend": "ext"}]
-        saved = admin.client.put("/admin/routes", json=rules)
-        assert saved.status_code == 200, saved.text
+        admin.routes(rules)
         key = admin.key(admin.tenant(name="probe")["id"])["key"]
         client = es.enter_context(httpx.Client(base_url=gw.url + "/v1", timeout=60,
                                                headers={"authorization": f"Bearer {key}"}))

@@ -30,6 +30,7 @@ import pytest
 from fairgate.gateway.store.db import upgrade
 from tests.gateway.harness import ADMIN_TOKEN, ROOT
 from tests.helpers.engine_proc import EngineProcess
+from tests.helpers.procs import stop_process
 
 KEY, SECRET = "mh-engine-key", "mh-control"
 HOSTS = {"e0": 10, "e1": 11, "g0": 20, "g1": 21, "c": 30}
@@ -99,12 +100,7 @@ class Proc:
         self.p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
     def stop(self) -> None:
-        self.p.terminate()
-        try:
-            self.p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
+        stop_process(self.p)
         self.log.close()
 
 

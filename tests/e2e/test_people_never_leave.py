@@ -18,8 +18,7 @@ from typing import Any
 import openai
 import pytest
 
-from fairgate.gateway.settings import Settings
-from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
+from tests.gateway.harness import routing_gateway
 from tests.helpers.upstream import UpstreamServer
 
 PEOPLE = [
@@ -52,16 +51,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     db: Path = tmp_path_factory.mktemp("people") / "gw.db"
     with contextlib.ExitStack() as es:
         local, ext = es.enter_context(UpstreamServer()), es.enter_context(UpstreamServer())
-        gw = es.enter_context(GatewayThread(Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{db}",
-                                                     embedded_engine=False, upstream_max_retries=0)))
-        admin = Admin(gw.url)
-        es.callback(admin.close)
+        gw, admin = es.enter_context(routing_gateway(f"sqlite:///{db}"))
         admin.backend("loc", local.base_url, kind="local", model="up-model")
         admin.backend("ext", ext.base_url, kind="openai", model="up-model")
         rules = [{"match": {"sensitivity": "sensitive"}, "backend": "loc"},
                  {"match": {"sensitivity": "public"}, "backend": "ext"}]
-        saved = admin.client.put("/admin/routes", json=rules)
-        assert saved.status_code == 200, saved.text
+        admin.routes(rules)
         key = admin.key(admin.tenant(name="support")["id"])["key"]
         client = es.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=60))
         yield {"local": local, "ext": ext, "client": client}

@@ -17,11 +17,10 @@ import openai
 import pytest
 from sqlalchemy import select
 
-from fairgate.gateway.settings import Settings
 from fairgate.gateway.store.db import make_engine
 from fairgate.gateway.store.tables import UsageRecord
 from tests.faults.engines import wait_until
-from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
+from tests.gateway.harness import GatewayThread, routing_gateway
 from tests.helpers.engine_proc import EngineProcess
 from tests.helpers.rows import wait_for
 from tests.helpers.tiny_models import make_tiny_model
@@ -101,10 +100,7 @@ def gateway_over(slow_model_dir: Path, tmp_path: Path) -> Iterator[tuple[Gateway
     db = f"sqlite:///{tmp_path / 'gw.db'}"
     with contextlib.ExitStack() as es:
         proc = es.enter_context(EngineProcess(slow_model_dir, *ARGS))
-        gw = es.enter_context(GatewayThread(Settings(admin_token=ADMIN_TOKEN, database_url=db,
-                                                     embedded_engine=False, upstream_max_retries=0)))
-        admin = Admin(gw.url)
-        es.callback(admin.close)
+        gw, admin = es.enter_context(routing_gateway(db))
         admin.backend("eng", proc.url + "/v1", kind="local", model="tiny")
         tenant = admin.tenant(name="resp-fail")
         yield gw, proc, admin.key(tenant["id"])["key"]

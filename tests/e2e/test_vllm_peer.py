@@ -16,6 +16,7 @@ import pytest
 
 from fairgate.gateway.settings import Settings
 from tests.gateway.harness import ADMIN_TOKEN, ROOT, Admin, GatewayThread, free_port
+from tests.helpers.procs import stop_process
 from tests.helpers.upstream import UpstreamServer
 
 PEERS = Path(os.environ.get("PEERS_DIR", str(Path.home() / ".cache" / "fairgate-peers")))
@@ -73,12 +74,7 @@ def vllm_server() -> Iterator[str]:
             time.sleep(2)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 60)
         log.close()
 
 

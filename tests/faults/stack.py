@@ -10,15 +10,14 @@ from typing import Any
 
 import redis
 
-from fairgate.gateway.settings import Settings
 from fairgate.gateway.store.db import upgrade
 from fairgate.gateway.store.routing_tables import RoutingAudit
 from fairgate.gateway.store.tables import UsageRecord
 from tests.gateway.harness import (
-    ADMIN_TOKEN,
     REDIS_URL,
     Admin,
     GatewayThread,
+    gateway_and_admin,
     pg_database,
     redis_prefix,
 )
@@ -73,12 +72,9 @@ def stack(upstream: Any, tmp_path: Any, **overrides: Any) -> Iterator[Stack]:
         prefix = es.enter_context(redis_prefix())
         db_proxy = es.enter_context(TcpProxy("127.0.0.1", 5432))
         redis_proxy = es.enter_context(TcpProxy("127.0.0.1", 6379))
-        settings = Settings(
-            admin_token=ADMIN_TOKEN, database_url=db.replace(":5432/", f":{db_proxy.port}/"),
-            redis_url=f"redis://127.0.0.1:{redis_proxy.port}/0", redis_prefix=prefix, embedded_engine=False,
-            usage_flush_interval_s=0.02, usage_journal_path=str(tmp_path / "usage.journal"), **overrides)
-        gw = es.enter_context(GatewayThread(settings))
-        admin = Admin(gw.url)
-        es.callback(admin.close)
+        gw, admin = es.enter_context(gateway_and_admin(
+            db.replace(":5432/", f":{db_proxy.port}/"), redis_url=f"redis://127.0.0.1:{redis_proxy.port}/0",
+            redis_prefix=prefix, embedded_engine=False, usage_flush_interval_s=0.02,
+            usage_journal_path=str(tmp_path / "usage.journal"), **overrides))
         admin.backend("up", upstream.base_url, model="up-model", kind="local")
         yield Stack(gw, admin, db, prefix, db_proxy, redis_proxy)

@@ -4,15 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fairgate.gateway.settings import Settings
-from tests.gateway.harness import (
-    ADMIN_TOKEN,
-    REDIS_URL,
-    Admin,
-    GatewayThread,
-    pg_database,
-    redis_prefix,
-)
+from tests.gateway.harness import REDIS_URL, gateway_and_admin, pg_database, redis_prefix
 from tests.helpers.upstream import UpstreamServer
 
 
@@ -35,11 +27,7 @@ def make_gateway(tmp_path, upstream):
         stack.append(es)
         url = es.enter_context(pg_database()) if db == "postgres" else f"sqlite:///{tmp_path}/gw-{len(stack)}.db"
         extra = {"redis_url": REDIS_URL, "redis_prefix": es.enter_context(redis_prefix())} if redis else {}
-        settings = Settings(admin_token=ADMIN_TOKEN, database_url=url, embedded_engine=False,
-                            **extra, **overrides)
-        gw = es.enter_context(GatewayThread(settings))
-        admin = Admin(gw.url)
-        es.callback(admin.close)
+        gw, admin = es.enter_context(gateway_and_admin(url, embedded_engine=False, **extra, **overrides))
         admin.backend("up", upstream.base_url, model="up-model")
         return gw, admin
 

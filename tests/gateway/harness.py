@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,13 @@ import uvicorn
 
 from fairgate.backends.http_protocol import limited_protocol
 from fairgate.gateway.app import create_app
+from fairgate.gateway.quota import QuotaStore
+from fairgate.gateway.quota.memory import MemoryQuotaStore
+from fairgate.gateway.quota.redis_store import RedisQuotaStore
 from fairgate.gateway.settings import Settings
 from fairgate.gateway.state import GatewayState, state_of
+from tests.helpers.app_thread import wait_started
+from tests.helpers.procs import stop_process
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -59,6 +64,22 @@ def redis_prefix() -> Iterator[str]:
     if keys:
         r.delete(*keys)
     r.close()
+
+
+@contextlib.asynccontextmanager
+async def quota_store(kind: str, reservation_ttl_s: int) -> AsyncIterator[QuotaStore]:
+    """A fresh quota store, closed afterwards: "memory", or "redis" on the machine's Redis under
+    a throwaway prefix (its keys deleted afterwards)."""
+    with contextlib.ExitStack() as es:
+        if kind == "memory":
+            store: QuotaStore = MemoryQuotaStore(reservation_ttl_s=reservation_ttl_s)
+        else:
+            store = RedisQuotaStore(REDIS_URL, prefix=es.enter_context(redis_prefix()),
+                                    reservation_ttl_s=reservation_ttl_s)
+        try:
+            yield store
+        finally:
+            await store.aclose()
 
 
 class GatewayThread:
@@ -104,17 +125,37 @@ class GatewayThread:
 
     def __enter__(self) -> GatewayThread:
         self.thread.start()
-        deadline = time.time() + 60
-        while not self.server.started:
-            if time.time() > deadline or not self.thread.is_alive():
-                raise RuntimeError("gateway did not start")
-            time.sleep(0.02)
+        wait_started(self.server, self.thread, 60, "gateway")
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=30)
         self._sock.close()
+
+
+@contextlib.contextmanager
+def gateway_and_admin(database_url: str, **settings: Any) -> Iterator[tuple[GatewayThread, Admin]]:
+    """A GatewayThread over `database_url` with the test admin token (`settings`: the rest);
+    yields it and an admin client, closed afterwards."""
+    with GatewayThread(Settings(admin_token=ADMIN_TOKEN, database_url=database_url, **settings)) as gw:
+        admin = Admin(gw.url)
+        try:
+            yield gw, admin
+        finally:
+            admin.close()
+
+
+def embedded_gateway(tmp_path: Path, model_dir: Path,
+                     **settings: Any) -> contextlib.AbstractContextManager[tuple[GatewayThread, Admin]]:
+    """The gateway serving `model_dir` with its embedded engine, over a SQLite file in `tmp_path`."""
+    return gateway_and_admin(f"sqlite:///{tmp_path}/gw.db", model=str(model_dir), **settings)
+
+
+def routing_gateway(database_url: str) -> contextlib.AbstractContextManager[tuple[GatewayThread, Admin]]:
+    """The gateway with no embedded engine and no retries: each request reaches exactly the one
+    backend its route names, as registered by the test."""
+    return gateway_and_admin(database_url, embedded_engine=False, upstream_max_retries=0)
 
 
 class GatewayProcess:
@@ -149,12 +190,7 @@ class GatewayProcess:
         raise RuntimeError("gateway process did not start")
 
     def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
         self.log.close()
 
 
@@ -182,6 +218,12 @@ class Admin:
     def backend(self, name: str, base_url: str, **fields: Any) -> dict[str, Any]:
         r = self.client.post("/admin/backends", json={"name": name, "base_url": base_url, **fields})
         assert r.status_code == 201, r.text
+        return r.json()
+
+    def routes(self, rules: list[dict[str, Any]]) -> dict[str, Any]:
+        """Replace the routing rules (PUT /admin/routes)."""
+        r = self.client.put("/admin/routes", json=rules)
+        assert r.status_code == 200, r.text
         return r.json()
 
     def close(self) -> None:

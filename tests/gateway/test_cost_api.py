@@ -121,13 +121,9 @@ def test_bad_parameters_are_openai_errors(make_gateway, engine_server, upstream)
 def test_embedded_engine_weights_are_measured(tmp_path, tiny_model_dir):
     import time
 
-    from fairgate.gateway.settings import Settings
-    from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
+    from tests.gateway.harness import embedded_gateway
 
-    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/e.db",
-                        model=str(tiny_model_dir), embedded_hourly_cost_usd=1.8)
-    with GatewayThread(settings) as gw:
-        admin = Admin(gw.url)
+    with embedded_gateway(tmp_path, tiny_model_dir, embedded_hourly_cost_usd=1.8) as (gw, admin):
         name = tiny_model_dir.name
         for words, n in (("merhaba", 6), ("a much longer question with many more prompt words " * 4, 2)):
             t = admin.tenant()
@@ -141,7 +137,6 @@ def test_embedded_engine_weights_are_measured(tmp_path, tiny_model_dir):
             time.sleep(0.05)
         body = admin.client.get("/admin/usage?group_by=backend").json()
         measured = gw.state.embedded.engine.step_costs()
-        admin.close()
     b = next(x for x in body["backends"] if x["backend"] == name)
     w = b["weights"]
     assert w["source"] == "measured" and w["prefill_per_token"] == measured.prefill_s_per_token

@@ -6,15 +6,11 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from fairgate.gateway.settings import Settings
-from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
+from tests.gateway.harness import embedded_gateway
 
 
 def test_embedded_engine_serves_and_gets_weights(tmp_path, tiny_model_dir):
-    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/e.db",
-                        model=str(tiny_model_dir))
-    with GatewayThread(settings) as gw:
-        admin = Admin(gw.url)
+    with embedded_gateway(tmp_path, tiny_model_dir) as (gw, admin):
         name = tiny_model_dir.name
         t = admin.tenant(weight=3.0)
         key = admin.key(t["id"])["key"]
@@ -39,7 +35,6 @@ def test_embedded_engine_serves_and_gets_weights(tmp_path, tiny_model_dir):
         r = httpx.post(gw.url + "/v1/chat/completions", headers=h, timeout=120, json={
             "model": name, "messages": [{"role": "user", "content": "merhaba"}], "temperature": 0})
         assert r.status_code == 200, r.text
-        admin.close()
 
 
 def test_embedded_engine_takes_the_new_fields_and_refuses_bad_ones(tmp_path, tiny_model_dir):
@@ -47,10 +42,7 @@ def test_embedded_engine_takes_the_new_fields_and_refuses_bad_ones(tmp_path, tin
 
     import openai
 
-    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/e.db",
-                        model=str(tiny_model_dir))
-    with GatewayThread(settings) as gw:
-        admin = Admin(gw.url)
+    with embedded_gateway(tmp_path, tiny_model_dir) as (gw, admin):
         name = tiny_model_dir.name
         t = admin.tenant()
         key = admin.key(t["id"])["key"]
@@ -73,7 +65,6 @@ def test_embedded_engine_takes_the_new_fields_and_refuses_bad_ones(tmp_path, tin
                     "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
                     "additionalProperties": False}}})
             assert js.choices[0].message.content in ('{"ok": true}', '{"ok": false}')
-        admin.close()
 
 
 def test_token_id_prompts_stay_with_the_engine_whose_tokenizer_they_are_for(tmp_path, tiny_model_dir):
@@ -86,14 +77,11 @@ def test_token_id_prompts_stay_with_the_engine_whose_tokenizer_they_are_for(tmp_
     from fairgate.backends.local.model.tokenizer import Tokenizer
     from tests.helpers.upstream import UpstreamServer
 
-    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/e.db",
-                        model=str(tiny_model_dir), upstream_max_retries=0)
-    with UpstreamServer() as ext, GatewayThread(settings) as gw:
-        admin = Admin(gw.url)
+    with UpstreamServer() as ext, embedded_gateway(tmp_path, tiny_model_dir, upstream_max_retries=0) as (gw, admin):
         admin.backend("ext", ext.base_url, kind="openai", model="up-model")
         rules = [{"match": {"model": "m", "sensitivity": "sensitive"}, "backend": gw.state.embedded.name},
                  {"match": {"model": "m", "sensitivity": "public"}, "backend": "ext"}]
-        assert admin.client.put("/admin/routes", json=rules).status_code == 200
+        admin.routes(rules)
         key = admin.key(admin.tenant()["id"])["key"]
         tok = Tokenizer(tiny_model_dir)
         with openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=120) as c:
@@ -106,4 +94,3 @@ def test_token_id_prompts_stay_with_the_engine_whose_tokenizer_they_are_for(tmp_
             with pytest.raises(openai.BadRequestError):
                 c.completions.create(model="m", prompt=[*harmless, tok.vocab_size + 3], max_tokens=2)
         assert ext.received == []
-        admin.close()

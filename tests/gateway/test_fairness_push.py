@@ -7,48 +7,41 @@ tiny model with one sequence slot, so the order requests finish in is the queue'
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
 from fairgate.backends.local.serving.backend import LocalBackend
 from fairgate.backends.local.serving.server import build_app
 from fairgate.gateway.quota import ScopeLimits
 from fairgate.scheduler.fair_queue import FairQueue
-from tests.gateway.harness import free_port
+from tests.helpers.app_thread import serve_app
 from tests.helpers.fair_order import completion_order
 
 SECRET = "fair-secret"
 
 
 class EngineServerThread:
+    """The engine server app on `engine`, served on loopback while entered (`url`)."""
+
     def __init__(self, engine: AsyncEngine, secret: str | None = SECRET) -> None:
         self.engine = engine
-        app = build_app(LocalBackend(engine, name="tiny", model_name="tiny"), control_secret=secret)
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                                    log_level="error", lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.app = build_app(LocalBackend(engine, name="tiny", model_name="tiny"), control_secret=secret)
+        self._serving = contextlib.ExitStack()
+        self.url = ""
 
     def __enter__(self) -> EngineServerThread:
-        self.thread.start()
-        deadline = time.time() + 30
-        while not self.server.started:
-            assert time.time() < deadline and self.thread.is_alive(), "engine server did not start"
-            time.sleep(0.02)
+        self.url, _ = self._serving.enter_context(serve_app(self.app))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
+        self._serving.close()
 
     def held(self) -> dict:
         r = httpx.get(self.url + "/control/fairness", headers={"x-control-secret": SECRET})

@@ -11,8 +11,7 @@ from typing import Any
 import httpx
 
 from fairgate.backends.prompt_version import system_prompt_hash
-from fairgate.gateway.settings import Settings
-from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
+from tests.gateway.harness import ADMIN_TOKEN, embedded_gateway
 
 SYSTEM = "You are the helpful assistant of the docs team; answer in one short sentence. " * 2
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -63,10 +62,7 @@ def chat(url: str, key: str, model: str, *, stream: bool = False, headers: dict[
 
 
 def test_gateway_metrics_match_usage(tmp_path, tiny_model_dir):
-    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/m.db",
-                        model=str(tiny_model_dir), metrics_tenant_labels=True)
-    with GatewayThread(settings) as gw:
-        admin = Admin(gw.url)
+    with embedded_gateway(tmp_path, tiny_model_dir, metrics_tenant_labels=True) as (gw, admin):
         model = tiny_model_dir.name
         a, b = admin.tenant(), admin.tenant()
         ka, kb = admin.key(a["id"])["key"], admin.key(b["id"])["key"]
@@ -117,4 +113,3 @@ def test_gateway_metrics_match_usage(tmp_path, tiny_model_dir):
         assert httpx.get(gw.url + "/metrics").status_code == 401
         ok = httpx.get(gw.url + "/metrics", headers={"authorization": "bearer scrape-token"})
         assert ok.status_code == 200 and "fairgate_gateway_overhead_seconds" in ok.text
-        admin.close()

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from fairgate.gateway.settings import Settings
-from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
+from tests.gateway.harness import GatewayThread, embedded_gateway
 
 SYSTEM = "Every tenant has a quota, a priority class and a budget for tokens per day and per month. " * 2
 
@@ -23,10 +22,7 @@ def cached(gw: GatewayThread, key: str, model: str, question: str, system: str =
 
 
 def test_cache_shared_only_inside_an_admin_made_group(tmp_path, tiny_model_dir):
-    settings = Settings(admin_token=ADMIN_TOKEN, database_url=f"sqlite:///{tmp_path}/g.db",
-                        model=str(tiny_model_dir))
-    with GatewayThread(settings) as gw:
-        admin = Admin(gw.url)
+    with embedded_gateway(tmp_path, tiny_model_dir) as (gw, admin):
         model = tiny_model_dir.name
         a, b = admin.tenant(), admin.tenant()
         assert a["prefix_cache_group"] is None
@@ -54,4 +50,3 @@ def test_cache_shared_only_inside_an_admin_made_group(tmp_path, tiny_model_dir):
         assert created["prefix_cache_group"] == "docs-team"
         audit = admin.client.get("/admin/audit").json()["data"]
         assert any(e["detail"] == {"prefix_cache_group": None} for e in audit)
-        admin.close()

@@ -6,44 +6,35 @@ import asyncio
 import uuid
 
 import pytest
-import redis.asyncio as aioredis
 
 from fairgate.gateway.quota import QuotaDenied, ScopeLimits, StaleConfig
-from fairgate.gateway.quota.memory import MemoryQuotaStore
-from fairgate.gateway.quota.redis_store import RedisQuotaStore
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
+from tests.gateway.harness import quota_store
 
 
 @pytest.fixture(params=["memory", "redis"])
 async def store(request):
-    if request.param == "memory":
-        s = MemoryQuotaStore(reservation_ttl_s=60)
+    async with quota_store(request.param, reservation_ttl_s=60) as s:
         yield s
-        return
-    prefix = f"test-quota-{uuid.uuid4().hex[:10]}"
-    s = RedisQuotaStore(REDIS_URL, prefix=prefix, reservation_ttl_s=60)
-    yield s
-    await s.aclose()
-    r = aioredis.Redis.from_url(REDIS_URL)
-    keys = [k async for k in r.scan_iter(f"{prefix}:*")]
-    if keys:
-        await r.delete(*keys)
-    await r.aclose()
 
 
 def rid() -> str:
     return uuid.uuid4().hex
 
 
+async def refusal(store, lim: list[ScopeLimits], tokens: int = 10, cost: float = 0.0) -> QuotaDenied:
+    """The QuotaDenied a reserve of `tokens` (and `cost`) under `lim` must raise."""
+    with pytest.raises(QuotaDenied) as e:
+        await store.reserve(rid(), lim, tokens, cost, 0)
+    return e.value
+
+
 async def test_requests_per_minute_admits_exactly_the_limit(store):
     lim = [ScopeLimits("t:a", requests_per_minute=3)]
     for _ in range(3):
         await store.reserve(rid(), lim, 10, 0.0, 0)
-    with pytest.raises(QuotaDenied) as e:
-        await store.reserve(rid(), lim, 10, 0.0, 0)
-    assert e.value.limit == "requests_per_minute" and e.value.scope == "tenant"
-    assert 1 <= e.value.retry_after_s <= 60
+    e = await refusal(store, lim)
+    assert e.limit == "requests_per_minute" and e.scope == "tenant"
+    assert 1 <= e.retry_after_s <= 60
 
 
 async def test_settling_does_not_give_back_a_request_slot(store):
@@ -51,15 +42,13 @@ async def test_settling_does_not_give_back_a_request_slot(store):
     r = rid()
     await store.reserve(r, lim, 10, 0.0, 0)
     assert await store.settle(r, 5, 0.0)
-    with pytest.raises(QuotaDenied):
-        await store.reserve(rid(), lim, 10, 0.0, 0)
+    await refusal(store, lim)
 
 
 async def test_denial_in_one_scope_reserves_in_none(store):
     lims = [ScopeLimits("t:a", daily_tokens=1000), ScopeLimits("k:b", daily_tokens=50)]
-    with pytest.raises(QuotaDenied) as e:
-        await store.reserve(rid(), lims, 60, 0.0, 0)
-    assert e.value.limit == "daily_tokens" and e.value.scope == "key"
+    e = await refusal(store, lims, 60)
+    assert e.limit == "daily_tokens" and e.scope == "key"
     assert (await store.counters("t:a"))["daily_tokens"] == 0
     await store.reserve(rid(), lims, 50, 0.0, 0)
     assert (await store.counters("t:a"))["daily_tokens"] == 50
@@ -69,16 +58,14 @@ async def test_settle_reconciles_tokens_and_is_idempotent(store):
     lim = [ScopeLimits("t:a", tokens_per_minute=100, daily_tokens=100, monthly_tokens=100)]
     r = rid()
     await store.reserve(r, lim, 80, 0.0, 0)
-    with pytest.raises(QuotaDenied) as e:
-        await store.reserve(rid(), lim, 30, 0.0, 0)
-    assert e.value.limit == "tokens_per_minute"
+    e = await refusal(store, lim, 30)
+    assert e.limit == "tokens_per_minute"
     assert await store.settle(r, 20, 0.0) is True
     assert await store.settle(r, 20, 0.0) is False  # a second settle changes nothing
     c = await store.counters("t:a")
     assert (c["tokens"], c["daily_tokens"], c["monthly_tokens"]) == (20, 20, 20)
     await store.reserve(rid(), lim, 80, 0.0, 0)
-    with pytest.raises(QuotaDenied):
-        await store.reserve(rid(), lim, 1, 0.0, 0)
+    await refusal(store, lim, 1)
 
 
 async def test_concurrency_slot_is_freed_by_settle(store):
@@ -86,9 +73,8 @@ async def test_concurrency_slot_is_freed_by_settle(store):
     a, b = rid(), rid()
     await store.reserve(a, lim, 1, 0.0, 0)
     await store.reserve(b, lim, 1, 0.0, 0)
-    with pytest.raises(QuotaDenied) as e:
-        await store.reserve(rid(), lim, 1, 0.0, 0)
-    assert e.value.limit == "max_concurrent"
+    e = await refusal(store, lim, 1)
+    assert e.limit == "max_concurrent"
     await store.settle(a, 1, 0.0)
     await store.reserve(rid(), lim, 1, 0.0, 0)
     assert (await store.counters("k:x"))["concurrent"] == 2
@@ -98,9 +84,8 @@ async def test_monthly_cost_budget(store):
     lim = [ScopeLimits("t:c", monthly_cost=1.0)]
     r = rid()
     await store.reserve(r, lim, 10, 0.75, 0)
-    with pytest.raises(QuotaDenied) as e:
-        await store.reserve(rid(), lim, 10, 0.5, 0)
-    assert e.value.limit == "monthly_cost"
+    e = await refusal(store, lim, 10, 0.5)
+    assert e.limit == "monthly_cost"
     await store.settle(r, 10, 0.25)
     await store.reserve(rid(), lim, 10, 0.5, 0)
     assert (await store.counters("t:c"))["monthly_cost"] == 750_000

@@ -12,27 +12,14 @@ import pytest
 import redis.asyncio as aioredis
 
 from fairgate.gateway.quota import MAX_AMOUNT, UNLIMITED, QuotaDenied, ScopeLimits
-from fairgate.gateway.quota.memory import MemoryQuotaStore
-from fairgate.gateway.quota.redis_store import RESERVE, RedisQuotaStore
-from tests.gateway.harness import REDIS_URL
+from fairgate.gateway.quota.redis_store import RESERVE
+from tests.gateway.harness import REDIS_URL, quota_store
 
 
 @pytest.fixture(params=["memory", "redis"])
 async def short_ttl_store(request):
-    if request.param == "memory":
-        s = MemoryQuotaStore(reservation_ttl_s=1)
+    async with quota_store(request.param, reservation_ttl_s=1) as s:
         yield s
-        await s.aclose()
-        return
-    prefix = f"test-quota-{uuid.uuid4().hex[:10]}"
-    s = RedisQuotaStore(REDIS_URL, prefix=prefix, reservation_ttl_s=1)
-    yield s
-    await s.aclose()
-    r = aioredis.Redis.from_url(REDIS_URL)
-    keys = [k async for k in r.scan_iter(f"{prefix}:*")]
-    if keys:
-        await r.delete(*keys)
-    await r.aclose()
 
 
 def test_limits_beyond_the_store_are_unlimited_not_doubles():

@@ -16,13 +16,11 @@ import openai
 import pytest
 from sqlalchemy import select
 
-from fairgate.gateway.settings import Settings
 from fairgate.gateway.store.db import make_engine
 from fairgate.gateway.store.routing_tables import RoutingAudit
-from fairgate.gateway.store.tables import UsageRecord
-from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
+from tests.gateway.harness import ADMIN_TOKEN, routing_gateway
 from tests.helpers.raw_upstream import RawUpstream
-from tests.helpers.rows import wait_for
+from tests.helpers.rows import usage_rows, wait_for
 from tests.helpers.upstream import UpstreamServer
 
 TCKN = "10000000146"  # a valid Turkish identity number (checksum)
@@ -34,18 +32,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with contextlib.ExitStack() as es:
         local, ext = es.enter_context(UpstreamServer()), es.enter_context(UpstreamServer())
         broken = es.enter_context(RawUpstream("reset"))  # two SSE events (or half a body), then RST
-        gw = es.enter_context(GatewayThread(Settings(admin_token=ADMIN_TOKEN, database_url=db,
-                                                     embedded_engine=False, upstream_max_retries=0)))
-        admin = Admin(gw.url)
-        es.callback(admin.close)
+        gw, admin = es.enter_context(routing_gateway(db))
         admin.backend("local-up", local.base_url, kind="local", model="up-model")
         admin.backend("ext-up", ext.base_url, kind="openai", model="up-model")
         admin.backend("broken-up", broken.base_url, kind="openai", model="up-model")
         rules = [{"match": {"model": "chat", "sensitivity": "sensitive"}, "backend": "local-up"},
                  {"match": {"model": "chat", "sensitivity": "public"}, "backend": "ext-up"},
                  {"match": {"model": "broken", "sensitivity": "public"}, "backend": "broken-up"}]
-        saved = admin.client.put("/admin/routes", json=rules)
-        assert saved.status_code == 200, saved.text
+        admin.routes(rules)
         tenant = admin.tenant(name="resp")
         key = admin.key(tenant["id"])["key"]
         small = admin.tenant(name="resp-small")
@@ -56,17 +50,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                "broken": broken}
 
 
-def rows(db: str) -> dict[str, UsageRecord]:
-    engine = make_engine(db)
-    try:
-        with engine.connect() as conn:
-            return {r.request_id: r for r in conn.execute(select(UsageRecord))}
-    finally:
-        engine.dispose()
-
-
 def test_create_goes_to_the_chat_path_and_records_usage(world: dict[str, Any]) -> None:
-    before = len(rows(world["db"]))
+    before = len(usage_rows(world["db"]))
     r = world["client"].responses.create(model="chat", instructions="Be brief.", input="Summarise the plan.",
                                          max_output_tokens=5)
     sent = world["ext"].received[-1]
@@ -74,13 +59,13 @@ def test_create_goes_to_the_chat_path_and_records_usage(world: dict[str, Any]) -
                                 {"role": "user", "content": "Summarise the plan."}]
     assert sent["max_tokens"] == 5 and "input" not in sent
     assert r.output_text == "w0 w1 w2 w3 w4" and r.usage.output_tokens == 5 and r.usage.input_tokens == 5
-    wait_for(lambda: len(rows(world["db"])) == before + 1)
-    row = rows(world["db"])[r.id]  # the usage row is keyed by the id the client got
+    wait_for(lambda: len(usage_rows(world["db"])) == before + 1)
+    row = usage_rows(world["db"])[r.id]  # the usage row is keyed by the id the client got
     assert (row.prompt_tokens, row.completion_tokens, row.backend, row.status) == (5, 5, "ext-up", "finished")
 
 
 def test_stream_events_and_one_usage_row(world: dict[str, Any]) -> None:
-    before = len(rows(world["db"]))
+    before = len(usage_rows(world["db"]))
     kinds, text, final = [], "", None
     for ev in world["client"].responses.create(model="chat", input="Go on.", max_output_tokens=4, stream=True):
         kinds.append(ev.type)
@@ -89,8 +74,8 @@ def test_stream_events_and_one_usage_row(world: dict[str, Any]) -> None:
     assert kinds[0] == "response.created" and kinds[-1] == "response.incomplete"  # cut at max_output_tokens
     assert world["ext"].received[-1]["stream"] is True
     assert final is not None and final.output_text == text == "w0 w1 w2 w3" and final.usage.output_tokens == 4
-    wait_for(lambda: len(rows(world["db"])) == before + 1)
-    row = rows(world["db"])[final.id]
+    wait_for(lambda: len(usage_rows(world["db"])) == before + 1)
+    row = usage_rows(world["db"])[final.id]
     assert row.stream and row.completion_tokens == 4 and row.status == "finished"
 
 
@@ -116,7 +101,7 @@ def test_auth_and_limits_come_first_and_reserve_nothing(world: dict[str, Any]) -
     body = {"model": "chat", "input": "Hi", "max_output_tokens": 3}
     gw = world["gw"]
     assert gw.call(gw.state.usage.flush())  # the earlier tests' rows are all in before counting
-    before = len(rows(world["db"]))
+    before = len(usage_rows(world["db"]))
     assert httpx.post(url, json=body).status_code == 401
     over = httpx.post(url, json={**body, "max_output_tokens": 64},
                       headers={"authorization": f"Bearer {world['limited']}"})
@@ -125,7 +110,7 @@ def test_auth_and_limits_come_first_and_reserve_nothing(world: dict[str, Any]) -
                          headers={"authorization": f"Bearer {world['key']}"})
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "previous_response_id"
     assert gw.call(gw.state.usage.flush())
-    assert len(rows(world["db"])) == before
+    assert len(usage_rows(world["db"])) == before
 
 
 def test_one_id_from_the_answer_to_the_usage_row_audit_and_log(world: dict[str, Any]) -> None:
@@ -140,7 +125,7 @@ def test_one_id_from_the_answer_to_the_usage_row_audit_and_log(world: dict[str, 
     assert ids == [header] and header.startswith("resp_")
     gw = world["gw"]
     assert gw.call(gw.state.usage.flush())
-    assert {r.id, header} <= set(rows(world["db"]))
+    assert {r.id, header} <= set(usage_rows(world["db"]))
     listed = httpx.get(gw.url + "/admin/usage/requests", params={"limit": 1000},
                        headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).json()["data"]
     assert {r.id, header} <= {e["id"] for e in listed}
@@ -155,7 +140,7 @@ def test_one_id_from_the_answer_to_the_usage_row_audit_and_log(world: dict[str, 
 
 
 def test_upstream_reset_mid_stream_ends_in_response_failed(world: dict[str, Any]) -> None:
-    before = len(rows(world["db"]))
+    before = len(usage_rows(world["db"]))
     events = list(world["client"].responses.create(model="broken", input="Go on.", max_output_tokens=50,
                                                    stream=True))
     kinds = [e.type for e in events]
@@ -166,8 +151,8 @@ def test_upstream_reset_mid_stream_ends_in_response_failed(world: dict[str, Any]
     assert failed.error.message and failed.id == events[0].response.id
     assert [o.status for o in failed.output] == ["incomplete"] and failed.output_text == "ww"  # what arrived
     assert [e.sequence_number for e in events] == list(range(len(events)))
-    wait_for(lambda: len(rows(world["db"])) == before + 1)
-    row = rows(world["db"])[failed.id]
+    wait_for(lambda: len(usage_rows(world["db"])) == before + 1)
+    row = usage_rows(world["db"])[failed.id]
     assert (row.status, row.http_status, row.stream) == ("failed", 502, True)
 
 

@@ -41,7 +41,7 @@ def test_bad_model_strings_do_not_block_usage_of_other_requests(pg, upstream, tm
                         usage_flush_interval_s=0.01, usage_journal_path=str(tmp_path / "j"))
     with GatewayThread(settings) as gw, contextlib.closing(Admin(gw.url)) as admin:
         admin.backend("up", upstream.base_url, model="up-model", kind="local")
-        assert admin.client.put("/admin/routes", json=[{"match": {"model": "gpt-*"}, "backend": "up"}]).status_code == 200
+        admin.routes([{"match": {"model": "gpt-*"}, "backend": "up"}])
         bad_key = admin.key(admin.tenant()["id"])["key"]
         other = admin.tenant()["id"]
         good_key = admin.key(other)["key"]

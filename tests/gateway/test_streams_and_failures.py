@@ -4,7 +4,6 @@ every admitted request ends in exactly one settle and one usage row."""
 from __future__ import annotations
 
 import socket
-import time
 
 import httpx
 from sqlalchemy import select, text
@@ -12,20 +11,12 @@ from sqlalchemy import select, text
 from fairgate.backends.openai_compat import OpenAICompatBackend
 from fairgate.gateway.request.routing import RouteDecision, Router
 from fairgate.gateway.store.tables import UsageRecord
+from tests.helpers.rows import wait_for
 
 
 def rows(gw) -> list[UsageRecord]:
     with gw.state.sessions() as s:
         return list(s.scalars(select(UsageRecord)))
-
-
-def wait_for(pred, timeout=20.0) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
 
 
 def test_client_disconnect_mid_stream_records_usage_up_to_the_cut(make_gateway, upstream):

@@ -23,9 +23,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fairgate.backends.local.model.tokenizer import Tokenizer
-from fairgate.gateway.settings import Settings
 from fairgate.policies.sensitivity import classify_parts
-from tests.gateway.harness import ADMIN_TOKEN, Admin, GatewayThread
+from tests.gateway.harness import routing_gateway
 from tests.helpers.pii_corpus import fmt_iban, make_iban, make_phone, make_tckn
 from tests.helpers.upstream import UpstreamServer
 
@@ -35,10 +34,7 @@ def world(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     db = f"sqlite:///{tmp_path_factory.mktemp('token-ids') / 'gw.db'}"
     with contextlib.ExitStack() as es:
         local, bare, ext, public = (es.enter_context(UpstreamServer()) for _ in range(4))
-        gw = es.enter_context(GatewayThread(Settings(admin_token=ADMIN_TOKEN, database_url=db,
-                                                     embedded_engine=False, upstream_max_retries=0)))
-        admin = Admin(gw.url)
-        es.callback(admin.close)
+        gw, admin = es.enter_context(routing_gateway(db))
         for name, up, tokenizer in (("loc", local, str(tiny_model_dir)), ("bare", bare, None),
                                     ("pub", public, str(tiny_model_dir))):
             r = admin.client.post("/admin/pools", json={"name": name, "kind": "local", "model": "up-model",
@@ -53,8 +49,7 @@ def world(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
                  {"match": {"model": "extonly", "sensitivity": "public"}, "backend": "ext"},
                  {"match": {"model": "lp", "sensitivity": "sensitive"}, "backend": "loc"},
                  {"match": {"model": "lp", "sensitivity": "public"}, "backend": "pub"}]
-        saved = admin.client.put("/admin/routes", json=rules)
-        assert saved.status_code == 200, saved.text
+        admin.routes(rules)
         key = admin.key(admin.tenant(name="tok")["id"])["key"]
         client = es.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=30))
         yield {"gw": gw, "local": local, "bare": bare, "ext": ext, "public": public, "client": client, "key": key,

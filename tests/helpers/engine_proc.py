@@ -9,6 +9,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.helpers.procs import stop_process
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -41,12 +43,7 @@ class EngineProcess:
     def stop(self) -> None:
         if self.proc is None:
             return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
         if self.proc.stdout:
             self.proc.stdout.close()
         self.proc = None

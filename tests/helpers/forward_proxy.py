@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import threading
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+from tests.helpers.loop_server import LoopServer
 
 
 @dataclass(slots=True)
@@ -26,41 +27,15 @@ class Seen:
     headers: dict[str, str] = field(default_factory=dict)  # lower-case names
 
 
-class ForwardProxy:
+class ForwardProxy(LoopServer):
     def __init__(self, auth: tuple[str, str] | None = None) -> None:
+        super().__init__()
         self.auth = auth
         self.seen: list[Seen] = []
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> ForwardProxy:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
-        self.port = self._server.sockets[0].getsockname()[1]
-        self._ready.set()
-        self._loop.run_forever()
-
-    async def _shutdown(self) -> None:
-        self._server.close()
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _authorized(self, headers: dict[str, str]) -> bool:
         if self.auth is None:

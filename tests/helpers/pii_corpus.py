@@ -10,6 +10,7 @@ digits, order and invoice numbers, dates and date ranges, amounts, IP addresses,
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fairgate.policies.detection.checksums import iban_tr_valid, luhn_valid, tckn_valid
@@ -178,23 +179,41 @@ def make_positive(r: random.Random, kind: str) -> str:
     return make_email(r)
 
 
-def make_sample(r: random.Random) -> Sample:
-    """One to three sentences; about 60% carry one labelled item, some are split in two messages."""
+def sentences(r: random.Random, positive: Callable[[random.Random], tuple[str, str, int, int]],
+              negative: Callable[[random.Random], str]) -> tuple[str, list[tuple[str, int, int]]]:
+    """One to three sentences joined by spaces, each labelled (`positive`: kind, sentence, and
+    where the item starts and ends in it) with probability 0.55, else `negative`; the text and
+    its labels (kind, start, end)."""
     text = ""
     labels: list[tuple[str, int, int]] = []
     for _ in range(r.randint(1, 3)):
         if text:
             text += " "
         if r.random() < 0.55:
-            kind = r.choice(list(POSITIVE_TEMPLATES))
-            x = make_positive(r, kind)
-            tpl = r.choice(POSITIVE_TEMPLATES[kind])
-            start = len(text) + tpl.index("{x}")
-            labels.append((kind, start, start + len(x)))
+            kind, sentence, s0, e0 = positive(r)
+            labels.append((kind, len(text) + s0, len(text) + e0))
+            text += sentence
         else:
-            x = make_negative(r)
-            tpl = r.choice(NEGATIVE_TEMPLATES)
-        text += tpl.replace("{x}", x)
+            text += negative(r)
+    return text, labels
+
+
+def _positive_sentence(r: random.Random) -> tuple[str, str, int, int]:
+    kind = r.choice(list(POSITIVE_TEMPLATES))
+    x = make_positive(r, kind)
+    tpl = r.choice(POSITIVE_TEMPLATES[kind])
+    start = tpl.index("{x}")
+    return kind, tpl.replace("{x}", x), start, start + len(x)
+
+
+def _negative_sentence(r: random.Random) -> str:
+    x = make_negative(r)
+    return r.choice(NEGATIVE_TEMPLATES).replace("{x}", x)
+
+
+def make_sample(r: random.Random) -> Sample:
+    """One to three sentences; about 60% carry one labelled item, some are split in two messages."""
+    text, labels = sentences(r, _positive_sentence, _negative_sentence)
     if r.random() < 0.3:
         return _split(r, text, labels)
     return Sample([text], labels)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 from fairgate.policies.detection.identifiers import vkn_valid
-from tests.helpers.pii_corpus import Sample, make_sample, make_tckn
+from tests.helpers.pii_corpus import Sample, make_sample, make_tckn, sentences
 from tests.helpers.pii_layouts import LAYOUTS, evasive
 
 GIVEN = ["Ahmet", "Mehmet", "Ayşe", "Fatma", "Zeynep", "Mustafa", "Elif", "Emre", "Burak", "Merve",
@@ -122,25 +122,19 @@ def _negative(r: random.Random) -> str:
     return f"Ödeme {r.randint(1, 999)}.{r.randint(100, 999)},{r.randint(10, 99)} TL olarak alındı."
 
 
+def _labelled(r: random.Random) -> tuple[str, str, int, int]:
+    """A sentence with one item of a new kind or an evasive layout: (kind, sentence, start, end)."""
+    kind = r.choice([*NEW_KINDS, *LAYOUTS])
+    if kind in LAYOUTS:
+        value, _layout = evasive(r, kind)
+        pre = r.choice(["Bilgi: ", "Kayıt ", "Lütfen kontrol et: ", "Data: "])
+        return kind, f"{pre}{value} tamam.", len(pre), len(pre) + len(value)
+    return kind, *positive_sentence(r, kind)
+
+
 def make_kvkk_sample(r: random.Random) -> Sample:
     """1-3 sentences, about half carrying one labelled item of a new kind or evasive layout."""
-    text = ""
-    labels: list[tuple[str, int, int]] = []
-    for _ in range(r.randint(1, 3)):
-        if text:
-            text += " "
-        if r.random() < 0.55:
-            kind = r.choice([*NEW_KINDS, *LAYOUTS])
-            if kind in LAYOUTS:
-                value, _layout = evasive(r, kind)
-                pre = r.choice(["Bilgi: ", "Kayıt ", "Lütfen kontrol et: ", "Data: "])
-                sentence, s0, e0 = f"{pre}{value} tamam.", len(pre), len(pre) + len(value)
-            else:
-                sentence, s0, e0 = positive_sentence(r, kind)
-            labels.append((kind, len(text) + s0, len(text) + e0))
-            text += sentence
-        else:
-            text += _negative(r)
+    text, labels = sentences(r, _labelled, _negative)
     return Sample([text], labels)
 
 

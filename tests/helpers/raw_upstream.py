@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-import threading
 from typing import Literal
+
+from tests.helpers.loop_server import LoopServer
 
 Mode = Literal["hang", "reset", "trickle"]
 EVENT = b'data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,' \
@@ -23,41 +24,17 @@ JSON = b'{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,
        b'"completion_tokens":1,"total_tokens":3}}'
 
 
-class RawUpstream:
+class RawUpstream(LoopServer):
     def __init__(self, mode: Mode, interval_s: float = 1.0) -> None:
+        super().__init__()
         self.mode = mode
         self.interval_s = interval_s
         self.open_connections = 0
         self.requests = 0
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> RawUpstream:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    async def _shutdown(self) -> None:
-        """Close the listener and end every connection task, so nothing is left pending."""
-        self._server.close()
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        server = self._server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
-        self.port = server.sockets[0].getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._ready.set()
-        self._loop.run_forever()
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.open_connections += 1

@@ -6,9 +6,11 @@ import contextlib
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from tests.helpers.procs import wait_or_kill
+from tests.helpers.rows import wait_for
 
 
 def _free_ports(n: int) -> list[int]:
@@ -52,21 +54,17 @@ def redis_cluster(workdir: Path, nodes: int = 3) -> Iterator[list[str]]:
                  "--appendonly", "no", "--protected-mode", "no"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         for p in ports:
-            _wait(lambda p=p: _cli(p, "PING") == "PONG")
+            wait_for(lambda p=p: _cli(p, "PING") == "PONG", what="redis cluster did not come up")
         subprocess.run(["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports),
                         "--cluster-replicas", "0", "--cluster-yes"], check=True, capture_output=True, timeout=60)
         for p in ports:
-            _wait(lambda p=p: "cluster_state:ok" in _cli(p, "CLUSTER", "INFO"))
+            wait_for(lambda p=p: "cluster_state:ok" in _cli(p, "CLUSTER", "INFO"), what="redis cluster did not come up")
         yield [f"redis://127.0.0.1:{p}/0" for p in ports]
     finally:
         for proc in procs:
             proc.terminate()
         for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            wait_or_kill(proc, 10)
 
 
 def _cli(port: int, *args: str) -> str:
@@ -74,10 +72,3 @@ def _cli(port: int, *args: str) -> str:
     return out.stdout.strip()
 
 
-def _wait(pred, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise RuntimeError("redis cluster did not come up")

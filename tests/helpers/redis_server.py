@@ -22,6 +22,8 @@ from pathlib import Path
 
 import redis
 
+from tests.helpers.procs import stop_process
+
 
 def missing_reason() -> str | None:
     return None if shutil.which("redis-server") else "redis-server is not installed (apt-get install redis-server)"
@@ -84,12 +86,7 @@ def redis_server(workdir: Path, password: str | None = None, tls: bool = False, 
         _wait_ready(srv, proc)
         yield srv
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 10)
 
 
 def _wait_ready(srv: RedisServer, proc: subprocess.Popen[bytes]) -> None:

@@ -9,15 +9,17 @@ from sqlalchemy import func, select
 
 from fairgate.gateway.billing.usage import UsageEvent
 from fairgate.gateway.store.db import make_engine
+from fairgate.gateway.store.tables import UsageRecord
 
 
-def wait_for(pred: Any, timeout: float = 20.0) -> None:
+def wait_for(pred: Any, timeout: float = 20.0, what: str = "condition not reached") -> None:
+    """Poll `pred` every 50 ms until it is true; fail with `what` after `timeout` seconds."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if pred():
             return
         time.sleep(0.05)
-    raise AssertionError("condition not reached")
+    raise AssertionError(what)
 
 
 def count(url: str, table: Any, *where: Any) -> int:
@@ -26,6 +28,16 @@ def count(url: str, table: Any, *where: Any) -> int:
     try:
         with engine.connect() as conn:
             return conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def usage_rows(url: str) -> dict[str, UsageRecord]:
+    """Every usage row, by request id, read on a fresh connection."""
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return {r.request_id: r for r in conn.execute(select(UsageRecord))}
     finally:
         engine.dispose()
 

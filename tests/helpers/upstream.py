@@ -27,6 +27,8 @@ from typing import Any
 import orjson
 import uvicorn
 
+from tests.helpers.app_thread import wait_started
+
 DEFAULT_COMPLETION_TOKENS = 8
 
 
@@ -221,11 +223,7 @@ class UpstreamServer:
 
     def start(self) -> UpstreamServer:
         self._thread.start()
-        deadline = time.time() + 20
-        while not self._server.started:
-            if time.time() > deadline or not self._thread.is_alive():
-                raise RuntimeError("upstream server did not start")
-            time.sleep(0.01)
+        wait_started(self._server, self._thread, 20, "upstream server")
         self.port = self._server.servers[0].sockets[0].getsockname()[1]
         self.base_url = f"{self._scheme}://127.0.0.1:{self.port}/v1"
         return self

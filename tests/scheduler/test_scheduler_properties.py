@@ -116,6 +116,20 @@ class Harness:
                     assert other.all_token_ids[: (i + 1) * BLOCK] == tokens[: (i + 1) * BLOCK]
                 owner[b] = (r, i)
 
+    def run(self, ops: list[tuple]) -> None:
+        """Apply `ops` (drawn from `op`), checking the invariants after each, then drain."""
+        for o in ops:
+            if o[0] == "add":
+                self.add(*o[1:])
+            elif o[0] == "step":
+                self.step(o[1])
+            else:
+                rid = self.pick(o[1])
+                if rid is not None:
+                    (self.s.finish_request if o[0] == "finish" else self.s.abort_request)(rid)
+            self.check()
+        self.drain()
+
     def drain(self) -> None:
         for _ in range(200):
             if not self.s.has_unfinished_requests():
@@ -141,15 +155,4 @@ EAGER = FairPreemptionConfig(min_gap=2.0, min_run_tokens=2)
 @settings(max_examples=60, deadline=None)
 @given(ops=st.lists(op, max_size=40))
 def test_random_mixes_keep_the_pool_consistent(hash_name: str, queue_name: str, ops: list[tuple]) -> None:
-    h = Harness(HASHES[hash_name], QUEUES[queue_name](), EAGER if queue_name == "fair+preempt" else None)
-    for o in ops:
-        if o[0] == "add":
-            h.add(*o[1:])
-        elif o[0] == "step":
-            h.step(o[1])
-        else:
-            rid = h.pick(o[1])
-            if rid is not None:
-                (h.s.finish_request if o[0] == "finish" else h.s.abort_request)(rid)
-        h.check()
-    h.drain()
+    Harness(HASHES[hash_name], QUEUES[queue_name](), EAGER if queue_name == "fair+preempt" else None).run(ops)

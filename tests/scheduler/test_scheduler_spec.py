@@ -136,15 +136,4 @@ class SpecHarness(Harness):
 @given(ops=st.lists(op, max_size=40), k=st.integers(1, 4), accept=st.integers(0, 4))
 def test_random_mixes_with_drafts_keep_the_pool_consistent_and_leak_nothing(ops, k: int, accept: int) -> None:
     for hash_name, queue_name in (("sha256", "fcfs"), ("constant", "fair")):
-        h = SpecHarness(HASHES[hash_name], QUEUES[queue_name](), k, accept)
-        for o in ops:
-            if o[0] == "add":
-                h.add(*o[1:])
-            elif o[0] == "step":
-                h.step(o[1])
-            else:
-                rid = h.pick(o[1])
-                if rid is not None:
-                    (h.s.finish_request if o[0] == "finish" else h.s.abort_request)(rid)
-            h.check()
-        h.drain()
+        SpecHarness(HASHES[hash_name], QUEUES[queue_name](), k, accept).run(ops)

@@ -244,17 +244,14 @@ class EngineStatsCollector(Collector):
         s = self.engine.stats()
         bm = self.engine.block_manager
         labels = [self.model]
-        for name, help_, value in (
+        yield from _per_model(GaugeMetricFamily, labels, (
             ("fairgate_requests_running", "Requests with KV blocks, being prefilled or decoded.", s.running),
             ("fairgate_requests_waiting", "Requests waiting for admission (incl. preempted).", s.waiting),
             ("fairgate_kv_blocks_used", "KV-cache blocks referenced by running requests.", s.kv_blocks_used),
             ("fairgate_kv_blocks_total", "KV-cache blocks in the pool.", s.kv_blocks_total),
             ("fairgate_kv_blocks_cached", "Blocks holding a reusable cached prefix.", bm.num_cached_blocks),
             ("fairgate_engine_startup_seconds", "Time to build the engine (model load, KV pool).", s.startup_seconds),
-        ):
-            g = GaugeMetricFamily(name, help_, labels=["model"])
-            g.add_metric(labels, value)
-            yield g
+        ))
         yield from _step_cost_gauges(self.engine, labels)
         info = GaugeMetricFamily("fairgate_model_quantization", "Always 1; labels say how the served"
                                  " model's weights and KV cache are stored.", labels=["model", "weights", "kv_cache"])
@@ -262,7 +259,7 @@ class EngineStatsCollector(Collector):
         yield info
         yield from _preemption_counters(s, self.model)
         yield from self.fairness.collect(self.engine.scheduler.queue, self.model, self.tenant_labels)
-        for name, help_, value in (
+        yield from _per_model(CounterMetricFamily, labels, (
             ("fairgate_prefix_cache_evictions", "Cached blocks evicted to make room.", bm.num_evictions),
             ("fairgate_engine_steps", "Engine steps run.", s.steps),
             ("fairgate_engine_busy_seconds", "Time inside the model's forward passes.", s.busy_seconds),
@@ -274,10 +271,7 @@ class EngineStatsCollector(Collector):
             ("fairgate_spec_off_steps", "Steps the speculation off switch ran without drafts.", s.spec_off_steps),
             ("fairgate_spec_propose_seconds", "Time proposing draft tokens.", s.spec_propose_seconds),
             ("fairgate_spec_verify_seconds", "Forward-pass time of steps that verified drafts.", s.spec_verify_seconds),
-        ):
-            c = CounterMetricFamily(name, help_, labels=["model"])
-            c.add_metric(labels, value)
-            yield c
+        ))
         by_pos = CounterMetricFamily(
             "fairgate_spec_accepted_by_position", "Verifies whose draft at this position (1-based) was accepted.",
             labels=["model", "position"],
@@ -305,16 +299,23 @@ def _preemption_counters(s: EngineStats, model: str) -> Iterator[Metric]:
 def _step_cost_gauges(engine: AsyncEngine, labels: list[str]) -> Iterator[Metric]:
     """The measured cost weights (step_cost.py); absent until the engine has run a step of that kind."""
     costs = engine.step_costs()
-    for name, help_, value in (
+    return _per_model(GaugeMetricFamily, labels, (
         ("fairgate_engine_prefill_seconds_per_token", "Measured forward-pass seconds per prefill token "
          "(the weight the gateway allocates hardware cost by).", costs.prefill_s_per_token if costs else None),
         ("fairgate_engine_decode_seconds_per_step", "Measured forward-pass seconds per decoded "
          "sequence-step.", costs.decode_s_per_step if costs else None),
-    ):
+    ))
+
+
+def _per_model(family: type[GaugeMetricFamily] | type[CounterMetricFamily], labels: list[str],
+               rows: Iterable[tuple[str, str, float | None]]) -> Iterator[Metric]:
+    """One `family` per (name, help, value) row, each with its one series labelled by the model
+    (`labels`); a row whose value is None (not measured yet) is left out."""
+    for name, help_, value in rows:
         if value is not None:
-            g = GaugeMetricFamily(name, help_, labels=["model"])
-            g.add_metric(labels, value)
-            yield g
+            f = family(name, help_, labels=["model"])
+            f.add_metric(labels, value)
+            yield f
 
 
 def quantization_labels(engine: AsyncEngine) -> tuple[str, str]:

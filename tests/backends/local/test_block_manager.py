@@ -26,6 +26,14 @@ def compute(bm: BlockManager, r: SchedRequest, upto: int | None = None) -> None:
     bm.cache_full_blocks(r)
 
 
+def prefilled(bm: BlockManager, rid: str, tokens: list[int], **kw: str | None) -> SchedRequest:
+    """A request admitted and its whole prompt computed (its full blocks cached)."""
+    r = req(rid, tokens, **kw)
+    admit(bm, r)
+    compute(bm, r)
+    return r
+
+
 def test_allocate_takes_lowest_ids_and_free_returns_them_to_the_head() -> None:
     bm = BlockManager(8, block_size=4)
     a, b = req("a", range(10)), req("b", range(100, 105))
@@ -45,9 +53,7 @@ def test_allocate_takes_lowest_ids_and_free_returns_them_to_the_head() -> None:
 
 def test_decode_growth_takes_one_block_at_a_boundary() -> None:
     bm = BlockManager(4, block_size=4)
-    a = req("a", range(4))
-    admit(bm, a)
-    compute(bm, a)
+    a = prefilled(bm, "a", range(4))
     assert bm.block_table("a") == [0]
     a.output_token_ids.append(9)
     assert bm.allocate_slots(a, 1)  # token 5 needs a second block
@@ -60,9 +66,7 @@ def test_decode_growth_takes_one_block_at_a_boundary() -> None:
 
 def test_cached_blocks_are_released_to_the_tail_last_block_first() -> None:
     bm = BlockManager(8, block_size=4)
-    a = req("a", range(10))
-    admit(bm, a)
-    compute(bm, a)  # 10 tokens: blocks 0 and 1 full and cached, block 2 partial
+    a = prefilled(bm, "a", range(10))  # 10 tokens: blocks 0 and 1 full and cached, block 2 partial
     assert bm.num_cached_blocks == 2
     assert bm.cached_tokens_of(0) == (0, 1, 2, 3) and bm.cached_tokens_of(2) is None
     bm.free(a)
@@ -72,9 +76,7 @@ def test_cached_blocks_are_released_to_the_tail_last_block_first() -> None:
 
 def test_prefix_hit_shares_blocks_and_counts_refs() -> None:
     bm = BlockManager(8, block_size=4)
-    a = req("a", range(10))
-    admit(bm, a)
-    compute(bm, a)
+    a = prefilled(bm, "a", range(10))
     b = req("b", [*range(8), 50, 51, 52])
     assert admit(bm, b) == 8
     assert bm.block_table("b") == [0, 1, 3]
@@ -90,9 +92,7 @@ def test_prefix_hit_shares_blocks_and_counts_refs() -> None:
 
 def test_hit_on_idle_cached_blocks_takes_them_out_of_the_free_queue() -> None:
     bm = BlockManager(6, block_size=2)
-    a = req("a", [1, 2, 3, 4, 5])
-    admit(bm, a)
-    compute(bm, a)
+    a = prefilled(bm, "a", [1, 2, 3, 4, 5])
     bm.free(a)
     assert bm.free_block_ids() == [2, 3, 4, 5, 1, 0]
     b = req("b", [1, 2, 3, 4, 9])
@@ -104,9 +104,7 @@ def test_hit_on_idle_cached_blocks_takes_them_out_of_the_free_queue() -> None:
 
 def test_never_the_whole_prompt_and_only_full_blocks() -> None:
     bm = BlockManager(8, block_size=4)
-    a = req("a", range(8))
-    admit(bm, a)
-    compute(bm, a)
+    prefilled(bm, "a", range(8))
     assert bm.get_computed_tokens(req("same", range(8))) == 4  # the last token is recomputed
     assert bm.get_computed_tokens(req("longer", range(9))) == 8
     assert bm.get_computed_tokens(req("mid", [0, 1, 2, 3, 4, 5, 77, 78, 79])) == 4
@@ -115,15 +113,11 @@ def test_never_the_whole_prompt_and_only_full_blocks() -> None:
 
 def test_salts_and_tenants_isolate_cached_prefixes() -> None:
     bm = BlockManager(16, block_size=4)
-    a = req("a", range(9), salt="acme")
-    admit(bm, a)
-    compute(bm, a)
+    prefilled(bm, "a", range(9), salt="acme")
     assert bm.get_computed_tokens(req("x", range(9), salt="globex")) == 0
     assert bm.get_computed_tokens(req("y", range(9), salt="acme")) == 8
     # No salt from the engine: the tenant is the salt, in its own namespace.
-    t = req("t", range(9), salt=None, tenant="acme")
-    admit(bm, t)
-    compute(bm, t)
+    prefilled(bm, "t", range(9), salt=None, tenant="acme")
     assert bm.get_computed_tokens(req("u", range(9), salt=None, tenant="globex")) == 0
     assert bm.get_computed_tokens(req("v", range(9), salt=None, tenant="acme")) == 8
     assert bm.get_computed_tokens(req("w", range(9), salt="t:acme")) == 0
@@ -131,9 +125,7 @@ def test_salts_and_tenants_isolate_cached_prefixes() -> None:
 
 def test_output_tokens_are_part_of_cached_blocks() -> None:
     bm = BlockManager(8, block_size=2)
-    a = req("a", [1, 2, 3])
-    admit(bm, a)
-    compute(bm, a)
+    a = prefilled(bm, "a", [1, 2, 3])
     a.output_token_ids += [4, 5]
     assert bm.allocate_slots(a, 1)
     compute(bm, a, upto=4)  # block 1 = prompt token 3 + output token 4
@@ -143,9 +135,7 @@ def test_output_tokens_are_part_of_cached_blocks() -> None:
 
 def test_lru_eviction_order_and_evicted_hash_is_dropped() -> None:
     bm = BlockManager(4, block_size=2)
-    a = req("a", [1, 2, 3, 4])
-    admit(bm, a)
-    compute(bm, a)
+    a = prefilled(bm, "a", [1, 2, 3, 4])
     bm.free(a)
     assert bm.free_block_ids() == [2, 3, 1, 0]  # a's 2 blocks cached, last one first
     b = req("b", [5, 6, 7, 8])
@@ -164,9 +154,7 @@ def test_lru_eviction_order_and_evicted_hash_is_dropped() -> None:
 
 def test_blocks_in_use_are_never_evicted_and_failure_changes_nothing() -> None:
     bm = BlockManager(3, block_size=2)
-    a = req("a", [1, 2, 3, 4])
-    admit(bm, a)
-    compute(bm, a)
+    a = prefilled(bm, "a", [1, 2, 3, 4])
     b = req("b", [7, 7, 7, 7])
     assert not bm.allocate_slots(b, 4)  # 2 blocks wanted, 1 free
     assert bm.block_table("b") == [] and bm.free_block_ids() == [2]
@@ -201,9 +189,7 @@ def test_concurrent_identical_blocks_are_deduplicated() -> None:
 
 def test_hash_collision_never_returns_a_wrong_block() -> None:
     bm = BlockManager(16, block_size=2, hash_fn=lambda parent, tokens, extra: 0)
-    a = req("a", [1, 2, 3, 4, 5])
-    admit(bm, a)
-    compute(bm, a)  # block 1 collides with block 0: only block 0 gets cached
+    prefilled(bm, "a", [1, 2, 3, 4, 5])  # block 1 collides with block 0: only block 0 gets cached
     assert bm.num_cached_blocks == 1
     assert bm.get_computed_tokens(req("b", [9, 9, 3, 4, 5])) == 0
     assert bm.get_computed_tokens(req("c", [1, 2, 3, 4, 5])) == 2
@@ -213,9 +199,7 @@ def test_hash_collision_never_returns_a_wrong_block() -> None:
 def test_a_collision_in_the_chain_is_caught_by_the_parent_identity() -> None:
     # A hash that ignores the parent: [2, 2] after [1, 1] and after [3, 3] collide.
     bm = BlockManager(16, block_size=2, hash_fn=lambda parent, tokens, extra: (tokens, extra))
-    a = req("a", [1, 1, 2, 2, 7])
-    admit(bm, a)
-    compute(bm, a)
+    prefilled(bm, "a", [1, 1, 2, 2, 7])
     b = req("b", [3, 3, 2, 2, 7])
     assert admit(bm, b) == 0
     compute(bm, b)  # [3, 3] is cached; its [2, 2] collides with a's and is not
@@ -225,9 +209,7 @@ def test_a_collision_in_the_chain_is_caught_by_the_parent_identity() -> None:
 
 def test_reset_prefix_cache_only_when_idle() -> None:
     bm = BlockManager(8, block_size=2)
-    a = req("a", [1, 2, 3, 4, 5])
-    admit(bm, a)
-    compute(bm, a)
+    a = prefilled(bm, "a", [1, 2, 3, 4, 5])
     assert not bm.reset_prefix_cache()
     bm.free(a)
     assert bm.reset_prefix_cache()
@@ -238,9 +220,7 @@ def test_reset_prefix_cache_only_when_idle() -> None:
 
 def test_prefix_caching_off() -> None:
     bm = BlockManager(8, block_size=2, enable_prefix_caching=False)
-    a = req("a", [1, 2, 3, 4, 5])
-    admit(bm, a)
-    compute(bm, a)
+    a = prefilled(bm, "a", [1, 2, 3, 4, 5])
     assert bm.num_cached_blocks == 0
     assert bm.get_computed_tokens(req("b", [1, 2, 3, 4, 5])) == 0
     bm.free(a)
@@ -275,9 +255,7 @@ def test_sha256_block_hash_chains_parent_tokens_and_extra() -> None:
 
 def test_a_lookup_is_not_reused_after_its_blocks_were_evicted() -> None:
     bm = BlockManager(3, block_size=2)
-    a = req("a", [1, 2, 3, 4, 5])
-    admit(bm, a)
-    compute(bm, a)
+    a = prefilled(bm, "a", [1, 2, 3, 4, 5])
     bm.free(a)
     b = req("b", [1, 2, 3, 4, 6])
     assert bm.get_computed_tokens(b) == 4
@@ -291,9 +269,7 @@ def test_a_lookup_is_not_reused_after_its_blocks_were_evicted() -> None:
 
 def test_probe_prefix_reports_cached_tokens_and_changes_nothing() -> None:
     bm = BlockManager(8, block_size=2)
-    a = req("a", [1, 2, 3, 4, 5], salt="acme")
-    admit(bm, a)
-    compute(bm, a)
+    a = prefilled(bm, "a", [1, 2, 3, 4, 5], salt="acme")
     bm.free(a)
     before = bm.free_block_ids()
     assert bm.probe_prefix([1, 2, 3, 4, 9], cache_salt="acme") == 4

@@ -5,16 +5,11 @@ or the engine's API key, with no tenant labels unless asked."""
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from fairgate.backends.http_protocol import limited_protocol
 from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
@@ -24,27 +19,12 @@ from fairgate.backends.local.serving.server import build_app
 from fairgate.backends.metrics_access import MetricsAccess
 from fairgate.backends.openai_wire.headers import HeaderLimits
 from tests.gateway.test_http_hygiene import _error, _raw
+from tests.helpers.app_thread import serve_app
 
 
-@contextlib.contextmanager
-def serve(app: Any) -> Iterator[tuple[str, int]]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    cfg = uvicorn.Config(app, log_level="error", lifespan="on", http=limited_protocol(HeaderLimits()))
-    server = uvicorn.Server(cfg)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.time() + 60
-    while not server.started:
-        assert time.time() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}", port
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
+def serve(app: Any) -> contextlib.AbstractContextManager[tuple[str, int]]:
+    """`app` under the header limits `fairgate engine` enforces; (base URL, port)."""
+    return serve_app(app, http=limited_protocol(HeaderLimits()))
 
 
 @pytest.fixture

@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
@@ -22,27 +18,16 @@ from fairgate.backends.local.serving.backend import LocalBackend
 from fairgate.backends.local.serving.server import build_app
 from fairgate.backends.metrics_access import MetricsAccess
 from fairgate.backends.prompt_version import system_prompt_hash
+from tests.helpers.app_thread import serve_app
 
 SYSTEM = "You are the helpful assistant of the docs team; answer in one short sentence. " * 2
 
 
 @contextlib.contextmanager
 def serve(app: Any) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 60
-    while not server.started:
-        assert time.time() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    """`app` under uvicorn on loopback; its base URL."""
+    with serve_app(app) as (url, _):
+        yield url
 
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
