@@ -1,6 +1,7 @@
 """The fused elementwise CPU kernels (native/cpu_fused.c): RMSNorm with the residual add folded in,
-Qwen3's per-head q/k RMSNorm, SwiGLU, rotary embedding with the KV-cache write, and a row-wise argmax. Same contracts as `kernels.ops.reference`; float32 contiguous
-CPU tensors take the native path, anything else the reference.
+Qwen3's per-head q/k RMSNorm, SwiGLU, rotary embedding with the KV-cache write, and a row-wise
+argmax. Same contracts as `kernels.ops.reference`; float32 contiguous CPU tensors take the native
+path, anything else the reference.
 """
 
 from __future__ import annotations
