@@ -84,6 +84,18 @@ def test_greedy_matches_transformers_on_each_cpu_path(path: str, tiny_qwen3_dir:
     assert PagedDriver(runner, chunk=5, seed=2).generate(prompts, max_new, stagger=2) == expected
 
 
+def test_attention_bias_and_untied_head_match_transformers(tmp_path: Path) -> None:
+    """The other Qwen3 switches: q/k/v/o biases (attention_bias) and an untied LM head, GQA 4:1."""
+    folder = make_tiny_model(tmp_path / "biased", "qwen3", seed=4, attention_bias=True, tie_word_embeddings=False,
+                             num_key_value_heads=1)
+    runner = ModelRunner(folder, num_kv_blocks=96)
+    assert runner.config.o_bias and runner.config.qkv_bias and not runner.config.tie_word_embeddings
+    hf = _hf(folder)
+    prompts = _prompts(runner.config.vocab_size, 6, seed=8)
+    expected = [_hf_greedy(hf, p, 12) for p in prompts]
+    assert PagedDriver(runner, chunk=6, seed=4).generate(prompts, 12, stagger=2) == expected
+
+
 @pytest.mark.parametrize("method", ["int8", "int4-g32"])
 def test_a_quantized_folder_matches_transformers_on_its_dequantized_weights(
         method: str, tiny_qwen3_dir: Path, tmp_path: Path) -> None:
