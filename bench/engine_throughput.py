@@ -2,9 +2,12 @@
 and the fairgate engine (continuous batching on the paged KV cache), on one mixed workload.
 
 Workload (fixed seed): N requests, prompt lengths uniform in [32, 512], output lengths uniform
-in [16, 256], ignore_eos, greedy. Models: random-weight Llamas written with transformers into a
-temp folder, fp32: "110m" (hidden 768, 12 layers, 12 heads, intermediate 3072, vocab 32000) and
-"5m" (hidden 192, 4 layers, 6 heads, intermediate 512, vocab 8000).
+in [16, 256], ignore_eos, greedy. Models: random-weight models written with transformers into a
+temp folder, fp32. `--arch llama` (default): Llamas "110m" (hidden 768, 12 layers, 12 heads,
+intermediate 3072, vocab 32000) and "5m" (hidden 192, 4 layers, 6 heads, intermediate 512, vocab
+8000). `--arch qwen3`: "qwen3-8l", Qwen3-0.6B's layer (hidden 1024, 16 query heads of head_dim 128
+over 8 KV heads, intermediate 3072, per-head q/k norms, tied embeddings) at 8 of its 28 layers
+and a 32000 vocabulary (~160M parameters: a --quick run takes a few minutes on 2 busy cores).
 
 tokens_per_s counts generated tokens. The roofline is the same count at the machine's fp32
 matmul rate (one large square matmul measured in this run, the faster of MKL's `torch.mm` and
@@ -13,7 +16,7 @@ pre-packed oneDNN; both are reported) for the workload's necessary FLOPs:
 (4 x layers x hidden x context per token, causal). Static batches generate to the longest
 output in the batch, only each request's own tokens count.
 
-    python bench/engine_throughput.py [--quick] [--models 110m,5m] [--requests 64] [--threads N]
+    python bench/engine_throughput.py [--quick] [--arch llama|qwen3] [--models 110m,5m] [--requests 64] [--threads N]
         [--also-kv-dtype float16] [--llama-cpp LLAMA_DIR [--llama-cpp-kv f16,f32]]
         [--vllm VLLM_VENV [--vllm-step-budgets 512,2048]] [--server-passes 2] [--no-server]
         [--gemm auto|native|onednn|torch]
@@ -58,7 +61,11 @@ MODELS = {
                  intermediate_size=3072, vocab_size=32000),
     "5m": dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=6, num_key_value_heads=6,
                intermediate_size=512, vocab_size=8000),
+    "qwen3-8l": dict(model_type="qwen3", hidden_size=1024, num_hidden_layers=8, num_attention_heads=16,
+                     num_key_value_heads=8, head_dim=128, intermediate_size=3072, vocab_size=32000,
+                     tie_word_embeddings=True),
 }
+ARCH_MODELS = {"llama": "110m,5m", "qwen3": "qwen3-8l"}  # --models' default for each --arch
 
 
 @dataclass(slots=True)
@@ -68,13 +75,16 @@ class Req:
 
 
 def make_model(path: Path, spec: dict) -> Path:
-    """A random Llama folder with a word-level tokenizer covering the whole vocabulary."""
+    """A random Llama or Qwen3 folder with a word-level tokenizer covering the whole vocabulary."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import AutoModelForCausalLM, LlamaConfig
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config
 
+    spec = dict(spec)
+    config_class = {"llama": LlamaConfig, "qwen3": Qwen3Config}[spec.pop("model_type", "llama")]
+    spec.setdefault("tie_word_embeddings", False)
     vocab = spec["vocab_size"]
-    config = LlamaConfig(**spec, max_position_embeddings=1024, bos_token_id=1, eos_token_id=2,
-                         tie_word_embeddings=False, initializer_range=0.02)
+    config = config_class(**spec, max_position_embeddings=1024, bos_token_id=1, eos_token_id=2,
+                          initializer_range=0.02)
     torch.manual_seed(0)
     AutoModelForCausalLM.from_config(config, dtype=torch.float32).save_pretrained(path)
     tok = Tokenizer(models.WordLevel({f"w{i}": i for i in range(vocab)}, unk_token="w0"))
@@ -95,14 +105,15 @@ def workload(n: int, vocab: int, prompt_range: tuple[int, int], out_range: tuple
 
 def workload_flops(spec: dict, reqs: list[Req]) -> float:
     h, layers, inter, vocab = spec["hidden_size"], spec["num_hidden_layers"], spec["intermediate_size"], spec["vocab_size"]
-    kv = h // spec["num_attention_heads"] * spec["num_key_value_heads"]
-    block = layers * (h * h * 2 + h * kv * 2 + 3 * h * inter)
+    head_dim = spec.get("head_dim") or h // spec["num_attention_heads"]  # Qwen3: not hidden / heads
+    q, kv = head_dim * spec["num_attention_heads"], head_dim * spec["num_key_value_heads"]
+    block = layers * (h * q * 2 + h * kv * 2 + 3 * h * inter)
     flops = 0.0
     for r in reqs:
         p, g = len(r.prompt), r.max_tokens
         contexts = (p * (p + 1)) // 2 + sum(range(p + 1, p + g))  # the last token is not fed back
         fed = p + g - 1
-        flops += 2 * block * fed + 2 * h * vocab * g + 4 * layers * h * contexts
+        flops += 2 * block * fed + 2 * h * vocab * g + 4 * layers * q * contexts
     return flops
 
 
@@ -336,7 +347,9 @@ def print_servers(results: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="16 short requests (smoke run)")
-    ap.add_argument("--models", default="110m,5m")
+    ap.add_argument("--arch", default="llama", choices=sorted(ARCH_MODELS),
+                    help="the family of the default --models (qwen3: per-head q/k norms, head_dim 128)")
+    ap.add_argument("--models", default=None, help="comma list of " + ", ".join(MODELS) + " (default: --arch's)")
     ap.add_argument("--requests", type=int, default=None)
     ap.add_argument("--max-num-seqs", type=int, default=64)
     ap.add_argument("--max-num-batched-tokens", type=int, default=512)
@@ -363,7 +376,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    names = [m.strip() for m in (args.models or ARCH_MODELS[args.arch]).split(",") if m.strip()]
     args.server_model = args.server_model or names[0]
     results = {}
     load_start = [round(x, 2) for x in os.getloadavg()]  # the box is shared: say how busy it was

@@ -89,7 +89,7 @@ def _prefill(ops: ModuleType, attention: Choice) -> Choice:
 
 def _fused(ops: ModuleType, fused: ModuleType, attention: Choice) -> Choice:
     if fused is cpu_fused:
-        return Choice("native", "rms_norm, silu_mul and argmax on " + _built(abi.FUSED))
+        return Choice("native", "rms_norm, qk_norm, silu_mul and argmax on " + _built(abi.FUSED))
     if ops is cpu_ops:
         return Choice("reference", f"cpu_fused.c did not build ({abi.why_not(abi.FUSED)})")
     return Choice("reference", attention.why if attention.impl == "reference" else "no fused kernels off the CPU")

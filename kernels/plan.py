@@ -189,6 +189,10 @@ class KernelPlan:
         """See `kernels.ops.reference.rms_norm`."""
         return self.fused.rms_norm(x, weight, eps, residual)
 
+    def qk_norm(self, qkv, q_weight, k_weight, eps, num_heads, num_kv_heads):
+        """See `kernels.ops.reference.qk_norm` (Qwen3's per-head q/k norm, in place)."""
+        return self.fused.qk_norm(qkv, q_weight, k_weight, eps, num_heads, num_kv_heads)
+
     def silu_mul(self, gate_up):
         """See `kernels.ops.reference.silu_mul`."""
         return self.fused.silu_mul(gate_up)

@@ -40,6 +40,12 @@ def tiny_qwen2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_qwen3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Qwen3 dense: per-head q/k RMSNorm, head_dim 32 (not hidden / heads), tied embeddings."""
+    return make_tiny_model(tmp_path_factory.mktemp("tiny-qwen3"), "qwen3")
+
+
+@pytest.fixture(scope="session")
 def tiny_llama3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Llama with Llama-3.1 `rope_scaling` (rope_type llama3) and rope_theta 500000."""
     return make_tiny_model(

@@ -49,7 +49,7 @@ def fn(name: str, returns: CType | None, **params: CType) -> Entry:
 # ---- the structs the programs take (fg_common.h's fg_layer; cpu_stack.c; cpu_draft.c) ----------
 
 LAYER_FIELDS = ("input_norm", "qkv", "qkv_bias", "o", "o_bias", "post_norm", "gate_up", "gate_up_bias",
-                "down", "down_bias", "k_cache", "v_cache")
+                "down", "down_bias", "q_norm", "k_norm", "k_cache", "v_cache")
 
 
 class Layer(ctypes.Structure):
@@ -66,7 +66,7 @@ class StackModel(ctypes.Structure):
                                    "kb_hidden", "kb_heads", "kb_inter")),
         ("eps", F32), ("scale", F32), ("layers", ctypes.POINTER(Layer)), ("final_norm", P),
         *((name, P) for name in ("rms_norm", "rope_write_kv", "decode_attention", "prefill_attention", "linear",
-                                 "linear_swiglu")),
+                                 "linear_swiglu", "qk_norm")),
     ]
 
 
@@ -90,7 +90,7 @@ class DraftModel(ctypes.Structure):
                                    "max_positions", "vocab")),
         ("eps", F32), ("scale", F32), ("embed", P), ("final_norm", P), ("cos_sin", P),
         ("layers", ctypes.POINTER(Layer)),
-        *((name, P) for name in ("rms_norm", "silu_mul", "rope_write_kv", "attention")),
+        *((name, P) for name in ("rms_norm", "silu_mul", "rope_write_kv", "attention", "qk_norm")),
     ]
 
 
@@ -119,6 +119,8 @@ ATTENTION = Library("cpu_attention.c", "native CPU kernels", (
 FUSED = Library("cpu_fused.c", "native fused CPU kernels", (
     fn("rms_norm", None, x=P, residual=P, weight=P, out=P, rows=I64, n=I32, eps=F32, num_threads=I32),
     fn("silu_mul", None, gate_up=P, out=P, rows=I64, inter=I32, num_threads=I32),
+    fn("qk_norm", None, qkv=P, q_weight=P, k_weight=P, tokens=I64, heads=I32, kv_heads=I32, head_dim=I32, eps=F32,
+       num_threads=I32),
     fn("argmax_rows", None, x=P, out=P, rows=I64, n=I64, row_stride=I64, num_threads=I32),
     fn("rope_write_kv", None, qkv=P, cos_sin=P, slots=P, q_out=P, k_cache=P, v_cache=P, tokens=I64, heads=I32,
        kv_heads=I32, head_dim=I32, num_threads=I32),

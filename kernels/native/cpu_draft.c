@@ -39,6 +39,7 @@ typedef struct {
     silu_mul_fn silu_mul;
     rope_fn rope_write_kv;
     decode_fn attention;
+    qk_norm_fn qk_norm;
 } draft_model;
 
 /* The sizes of the structs kernels/native/abi.py mirrors, checked when it loads this library. */
@@ -214,8 +215,9 @@ int draft_decode_round(const draft_model *m, const int64_t *ids, const int64_t *
         .layers = {.rows = B, .num_layers = m->num_layers, .hidden = H, .heads = m->heads, .kv_heads = m->kv_heads,
                    .head_dim = D, .inter = m->inter, .num_threads = num_threads, .eps = m->eps, .layers = m->layers,
                    .final_norm = m->final_norm, .rms_norm = m->rms_norm, .rope_write_kv = m->rope_write_kv,
-                   .cos_sin = cos_sin, .slots = slots, .linear = draft_linear, .attend = draft_attend,
-                   .gate_up = draft_gate_up, .x = x, .qkv = qkv, .q = q, .att = att, .act = act, .pending = pending},
+                   .qk_norm = m->qk_norm, .cos_sin = cos_sin, .slots = slots, .linear = draft_linear,
+                   .attend = draft_attend, .gate_up = draft_gate_up, .x = x, .qkv = qkv, .q = q, .att = att,
+                   .act = act, .pending = pending},
         .m = m,
         .block_tables = block_tables,
         .seq_lens = seq_lens,

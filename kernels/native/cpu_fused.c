@@ -1,5 +1,5 @@
 /* Fused elementwise kernels for the CPU decoder: RMSNorm (with the residual add folded in),
- * SwiGLU (silu(gate) * up) and a row-wise argmax for greedy sampling.
+ * Qwen3's per-head q/k RMSNorm, SwiGLU (silu(gate) * up) and a row-wise argmax for greedy sampling.
  *
  * Built at first use by kernels/native/build.py (cc -O3 -march=native -fopenmp), called through
  * ctypes on float32 contiguous tensors. Why: torch's CPU rms_norm runs as five separate ops
@@ -92,6 +92,24 @@ void rms_norm(const float *x, float *residual, const float *weight, float *out, 
             src = h;
         }
         norm_row(src, weight, out + r * n, n, eps);
+    }
+}
+
+/* Qwen3's per-head RMSNorm of a fused projection's rows, in place: each of the `heads` query
+ * heads by q_weight, each of the `kv_heads` key heads by k_weight (the value heads untouched).
+ * qkv: [tokens, (heads + 2 kv_heads) * head_dim]; weights [head_dim]. Each head row is
+ * norm_row's, the bits of rms_norm above on a [tokens * heads, head_dim] view. */
+void qk_norm(float *qkv, const float *q_weight, const float *k_weight, int64_t tokens, int heads, int kv_heads,
+             int head_dim, float eps, int num_threads)
+{
+    const int64_t row = (int64_t)(heads + 2 * kv_heads) * head_dim;
+#pragma omp parallel for num_threads(num_threads) schedule(static) if (tokens * row >= PARALLEL_MIN_ELEMS)
+    for (int64_t t = 0; t < tokens; t++) {
+        float *x = qkv + t * row;
+        for (int h = 0; h < heads + kv_heads; h++) {
+            float *head = x + (int64_t)h * head_dim;
+            norm_row(head, h < heads ? q_weight : k_weight, head, head_dim, eps);
+        }
     }
 }
 

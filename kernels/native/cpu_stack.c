@@ -33,6 +33,7 @@ typedef struct {
     prefill_fn prefill_attention;
     linear_fn linear;
     swiglu_fn linear_swiglu;
+    qk_norm_fn qk_norm;
 } stack_model;
 
 /* One step's rows: the first `num_decodes` run as decode rows (cpu_attention.c's decode kernel,
@@ -106,8 +107,8 @@ int stack_forward(const stack_model *m, const stack_step *s, int num_threads)
         .layers = {.rows = s->tokens, .num_layers = m->num_layers, .hidden = m->hidden, .heads = m->heads,
                    .kv_heads = m->kv_heads, .head_dim = m->head_dim, .inter = m->inter, .num_threads = num_threads,
                    .eps = m->eps, .layers = m->layers, .final_norm = m->final_norm, .rms_norm = m->rms_norm,
-                   .rope_write_kv = m->rope_write_kv, .cos_sin = s->cos_sin, .slots = s->slots,
-                   .linear = stack_linear, .attend = stack_attend, .gate_up = stack_gate_up, .x = s->x,
+                   .rope_write_kv = m->rope_write_kv, .qk_norm = m->qk_norm, .cos_sin = s->cos_sin,
+                   .slots = s->slots, .linear = stack_linear, .attend = stack_attend, .gate_up = stack_gate_up, .x = s->x,
                    .qkv = s->qkv, .q = s->q, .att = s->att, .act = s->act, .pending = s->pending},
         .m = m,
         .s = s,

@@ -33,6 +33,8 @@ typedef int32_t vi32 __attribute__((vector_size(64)));
 /* The per-operation kernels, as the programs reach them (cpu_fused.c, cpu_attention.c, cpu_gemm.c). */
 typedef void (*rms_norm_fn)(const float *x, float *residual, const float *weight, float *out, int64_t rows, int n,
                             float eps, int num_threads);
+typedef void (*qk_norm_fn)(float *qkv, const float *q_weight, const float *k_weight, int64_t tokens, int heads,
+                           int kv_heads, int head_dim, float eps, int num_threads);
 typedef void (*silu_mul_fn)(const float *gate_up, float *out, int64_t rows, int inter, int num_threads);
 typedef void (*rope_fn)(const float *qkv, const float *cos_sin, const int64_t *slots, float *q_out, float *k_cache,
                         float *v_cache, int64_t tokens, int heads, int kv_heads, int head_dim, int num_threads);
@@ -51,9 +53,11 @@ typedef int (*swiglu_fn)(const float *x, int64_t M, int K, const float *panels, 
 
 /* One decoder layer as both programs hold it: norm weights [hidden]; linears packed in panels
  * (cpu_stack.c: kernels/layers/panel_linear.py's, the gate/up one in `swiglu_order`; cpu_draft.c:
- * plain `pack_panels`), biases [N] or NULL; float32 caches [blocks, block_size, kv_heads, head_dim]. */
+ * plain `pack_panels`), biases [N] or NULL; Qwen3's per-head q/k norm weights [head_dim], or NULL
+ * for the families without; float32 caches [blocks, block_size, kv_heads, head_dim]. */
 typedef struct {
     const float *input_norm, *qkv, *qkv_bias, *o, *o_bias, *post_norm, *gate_up, *gate_up_bias, *down, *down_bias;
+    const float *q_norm, *k_norm;
     float *k_cache, *v_cache;
 } fg_layer;
 

@@ -24,6 +24,7 @@ struct fg_layers {
     const float *final_norm;
     rms_norm_fn rms_norm;
     rope_fn rope_write_kv;
+    qk_norm_fn qk_norm; /* for layers with q_norm (Qwen3) */
     const float *cos_sin; /* [rows, 2, head_dim] each row's RoPE */
     const int64_t *slots; /* [rows] each row's cache slot */
     /* y[rows, N] = x[rows, K] w + bias, for the layer's linear `which` */
@@ -54,6 +55,8 @@ static inline int fg_layers_forward(const fg_layers *r, float *h, float *out)
         else
             r->rms_norm(r->pending, h, L->input_norm, r->x, T, hidden, r->eps, nt);
         r->linear(r, FG_QKV, r->x, hidden, L->qkv, qkv_width, L->qkv_bias, r->qkv);
+        if (L->q_norm) /* Qwen3: each q and k head normalised before RoPE */
+            r->qk_norm(r->qkv, L->q_norm, L->k_norm, T, H, Hkv, D, r->eps, nt);
         r->rope_write_kv(r->qkv, r->cos_sin, r->slots, r->q, L->k_cache, L->v_cache, T, H, Hkv, D, nt);
         if ((rc = r->attend(r, L, r->q, r->att)))
             return rc;

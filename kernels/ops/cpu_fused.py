@@ -1,6 +1,7 @@
 """The fused elementwise CPU kernels (native/cpu_fused.c): RMSNorm with the residual add folded in,
-SwiGLU, rotary embedding with the KV-cache write, and a row-wise argmax. Same contracts as `kernels.ops.reference`; float32 contiguous
-CPU tensors take the native path, anything else the reference.
+Qwen3's per-head q/k RMSNorm, SwiGLU, rotary embedding with the KV-cache write, and a row-wise
+argmax. Same contracts as `kernels.ops.reference`; float32 contiguous CPU tensors take the native
+path, anything else the reference.
 """
 
 from __future__ import annotations
@@ -65,6 +66,19 @@ def rope_write_kv(qkv: torch.Tensor, cos_sin: torch.Tensor, k_cache: torch.Tenso
     lib.rope_write_kv(qkv.data_ptr(), cos_sin.data_ptr(), slot_mapping.data_ptr(), q.data_ptr(), k_cache.data_ptr(),
                       v_cache.data_ptr(), num_tokens, num_heads, num_kv_heads, head_dim, torch.get_num_threads())
     return q
+
+
+def qk_norm(qkv: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor, eps: float, num_heads: int,
+            num_kv_heads: int) -> torch.Tensor:
+    """See `kernels.ops.reference.qk_norm` (in place, one pass over the q and k heads)."""
+    lib = _native(qkv, q_weight, k_weight)
+    head_dim = q_weight.shape[0]
+    if (lib is None or qkv.dim() != 2 or k_weight.shape != q_weight.shape
+            or qkv.shape[1] != (num_heads + 2 * num_kv_heads) * head_dim):
+        return reference.qk_norm(qkv, q_weight, k_weight, eps, num_heads, num_kv_heads)
+    lib.qk_norm(qkv.data_ptr(), q_weight.data_ptr(), k_weight.data_ptr(), qkv.shape[0], num_heads, num_kv_heads,
+                head_dim, eps, torch.get_num_threads())
+    return qkv
 
 
 def argmax(logits: torch.Tensor) -> torch.Tensor:

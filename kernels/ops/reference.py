@@ -252,6 +252,24 @@ def rms_norm(
     return F.rms_norm(x, (x.shape[-1],), weight, eps)
 
 
+def qk_norm(
+    qkv: torch.Tensor,  # [T, (H + 2 Hkv) * D]: q, k, v heads
+    q_weight: torch.Tensor,  # [D]
+    k_weight: torch.Tensor,  # [D]
+    eps: float,
+    num_heads: int,
+    num_kv_heads: int,
+) -> torch.Tensor:  # qkv, its q and k heads normalised in place
+    """Qwen3's per-head RMSNorm: each query head by `q_weight`, each key head by `k_weight`
+    (values untouched), after the projection and before RoPE."""
+    num_tokens, head_dim = qkv.shape[0], q_weight.shape[0]
+    q_end, k_end = num_heads * head_dim, (num_heads + num_kv_heads) * head_dim
+    for lo, hi, weight in ((0, q_end, q_weight), (q_end, k_end, k_weight)):
+        heads = qkv[:, lo:hi].view(num_tokens, -1, head_dim)  # [T, H | Hkv, D]
+        heads.copy_(F.rms_norm(heads, (head_dim,), weight, eps))
+    return qkv
+
+
 def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:  # [T, 2 I] -> [T, I]
     """SwiGLU's activation: silu(gate) * up, gate and up the two halves of the last dimension."""
     gate, up = gate_up.chunk(2, dim=-1)

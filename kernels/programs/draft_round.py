@@ -37,6 +37,8 @@ class LayerWeights:
     gate_up_bias: torch.Tensor | None
     down: torch.Tensor  # [hidden, inter]
     down_bias: torch.Tensor | None
+    q_norm: torch.Tensor | None = None  # [D], Qwen3's per-head norms (both or neither)
+    k_norm: torch.Tensor | None = None
 
 
 class DecodeRound:
@@ -62,7 +64,7 @@ class DecodeRound:
         assert attention is not None and fused is not None  # `build` checked
         inter = layers[0].down.shape[1] if layers else 0
         fn = [abi.address(fused, "rms_norm"), abi.address(fused, "silu_mul"), abi.address(fused, "rope_write_kv"),
-              abi.address(attention, "paged_decode_attention")]
+              abi.address(attention, "paged_decode_attention"), abi.address(fused, "qk_norm")]
         self._model = abi.DraftModel(len(layers), embed.shape[1], heads, kv_heads, head_dim, inter, 0, cos_sin.shape[0],
                              embed.shape[0], eps, head_dim**-0.5, embed.data_ptr(), final_norm.data_ptr(), cos_sin.data_ptr(),
                              self._layers, *fn)
@@ -80,6 +82,9 @@ class DecodeRound:
         if head_dim % LANES or not all(t.is_contiguous() for t in (embed, final_norm, cos_sin)):
             return None
         if tuple(cos_sin.shape[1:]) != (2, head_dim) or any(w.shape[0] % LANES for w in _linears(layers)):
+            return None
+        if any((w.q_norm is None) != (w.k_norm is None) or any(t.shape != (head_dim,) for t in (w.q_norm, w.k_norm)
+                                                                if t is not None) for w in layers):
             return None
         lib = abi.load(abi.DRAFT)
         if lib is None or abi.load(abi.ATTENTION) is None or abi.load(abi.FUSED) is None:

@@ -36,6 +36,8 @@ class StackLayer:
     post_norm: torch.Tensor  # [hidden]
     gate_up: PanelLinear  # hidden -> silu(gate) * up, [inter] (built with swiglu=True)
     down: PanelLinear  # inter -> hidden
+    q_norm: torch.Tensor | None = None  # [head_dim], Qwen3's per-head norms (both or neither)
+    k_norm: torch.Tensor | None = None
 
 
 @dataclass(slots=True)
@@ -67,6 +69,7 @@ class NativeStack:
                 setattr(slot, name, linear.packed.data_ptr())
                 setattr(slot, f"{name}_bias", _ptr(linear.bias))
             slot.input_norm, slot.post_norm = layer.input_norm.data_ptr(), layer.post_norm.data_ptr()
+            slot.q_norm, slot.k_norm = _ptr(layer.q_norm), _ptr(layer.k_norm)
         self._keep = (layers, final_norm)  # alive as long as C holds their pointers
         first = layers[0]
         self.hidden, self.inter = first.qkv.in_features, first.down.in_features
@@ -75,7 +78,8 @@ class NativeStack:
         assert fused is not None and attention is not None and gemm is not None  # `build` checked
         fns = [abi.address(fused, "rms_norm"), abi.address(fused, "rope_write_kv"),
                abi.address(attention, "paged_decode_attention"), abi.address(attention, "paged_prefill_attention"),
-               abi.address(gemm, "exact_linear"), abi.address(gemm, "exact_linear_swiglu")]
+               abi.address(gemm, "exact_linear"), abi.address(gemm, "exact_linear_swiglu"),
+               abi.address(fused, "qk_norm")]
         self._model = abi.StackModel(
             len(layers), self.hidden, heads, kv_heads, head_dim, self.inter, 0, first.qkv.block, first.o.block,
             first.down.block, eps, head_dim**-0.5, self._layers, final_norm.data_ptr(), *fns)
@@ -100,6 +104,9 @@ class NativeStack:
             if not layer.gate_up.fused_swiglu or any(lin.fused_swiglu for lin in (layer.qkv, layer.o, layer.down)):
                 return None
             if not all(_fits(t, (hidden,)) for t in (layer.input_norm, layer.post_norm)):
+                return None
+            if (layer.q_norm is None) != (layer.k_norm is None) or not all(
+                    _fits(t, (head_dim,)) for t in (layer.q_norm, layer.k_norm) if t is not None):
                 return None
         if not _fits(final_norm, (hidden,)):
             return None

@@ -62,7 +62,7 @@ def tokenizer_json(vocab_size: int = 512) -> str:
 
 
 def _arch_config(arch: str, vocab_size: int, bos_id: int, eos_id: int, overrides: dict[str, Any]):
-    from transformers import LlamaConfig, MistralConfig, Qwen2Config
+    from transformers import LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
 
     common: dict[str, Any] = dict(
         vocab_size=vocab_size,
@@ -85,14 +85,19 @@ def _arch_config(arch: str, vocab_size: int, bos_id: int, eos_id: int, overrides
         cls, common["sliding_window"] = MistralConfig, None
     elif arch == "qwen2":
         cls, common["tie_word_embeddings"] = Qwen2Config, True  # like Qwen2-0.5B
+    elif arch == "qwen3":
+        # like Qwen3-0.6B: tied embeddings, no attention bias, per-head q/k norms, and a head_dim
+        # (32) that is not hidden / heads (16)
+        cls, common["tie_word_embeddings"], common["head_dim"] = Qwen3Config, True, 32
+        common["attention_bias"] = False
     else:
-        raise ValueError(f"unknown arch {arch!r}; expected llama, mistral or qwen2")
+        raise ValueError(f"unknown arch {arch!r}; expected llama, mistral, qwen2 or qwen3")
     common.update(overrides)
     return cls(**common)
 
 
 def make_tiny_model(path: str | Path, arch: str = "llama", seed: int = 0, **config_overrides: Any) -> Path:
-    """Write a tiny random model folder for `arch` ("llama", "mistral", "qwen2") into `path`.
+    """Write a tiny random model folder for `arch` ("llama", "mistral", "qwen2", "qwen3") into `path`.
 
     `config_overrides` go to the transformers config (e.g. rope_scaling=..., num_hidden_layers=3).
     Returns the folder path.

@@ -97,3 +97,24 @@ def test_rope_write_kv_dispatch_falls_back_for_a_quantized_or_strided_cache():
     q = KernelPlan.choose("cpu").rope_write_kv(qkv, cos_sin, k2, v2, torch.arange(4), 2)
     q_ref, k_ref, v_ref = reference.rotate_qkv(qkv, cos_sin, 2, 1)
     assert torch.equal(q, q_ref) and torch.equal(k2.view(-1, 1, 16)[:4], k_ref) and torch.equal(v2.view(-1, 1, 16)[:4], v_ref)
+
+
+@pytest.mark.parametrize(("heads", "kv_heads", "head_dim", "tokens"), [(4, 2, 32, 9), (16, 8, 128, 3), (2, 1, 24, 1)])
+def test_qk_norm_normalises_q_and_k_heads_in_place_and_leaves_v(heads, kv_heads, head_dim, tokens):
+    gen = _gen(heads + head_dim + tokens)
+    qkv = torch.randn(tokens, (heads + 2 * kv_heads) * head_dim, generator=gen) * 3
+    qw, kw = torch.randn(head_dim, generator=gen), torch.randn(head_dim, generator=gen)
+    expected = reference.qk_norm(qkv.clone(), qw, kw, 1e-6, heads, kv_heads)
+    q_end, k_end = heads * head_dim, (heads + kv_heads) * head_dim
+    q_heads = qkv[:, :q_end].reshape(-1, head_dim).clone()  # per head, as Qwen3's q_norm sees them
+    torch.testing.assert_close(expected[:, :q_end].reshape(-1, head_dim), reference.rms_norm(q_heads, qw, 1e-6))
+    torch.testing.assert_close(expected[:, q_end:k_end].reshape(-1, head_dim),
+                               reference.rms_norm(qkv[:, q_end:k_end].reshape(-1, head_dim), kw, 1e-6))
+    v = qkv[:, k_end:].clone()
+    out = cpu_fused.qk_norm(qkv, qw, kw, 1e-6, heads, kv_heads)
+    assert out.data_ptr() == qkv.data_ptr()  # in place
+    assert torch.equal(out[:, k_end:], v)
+    # each head row is the native rms_norm's, bit for bit (the stack and the per-op path agree)
+    native_rows = cpu_fused.rms_norm(q_heads, qw, 1e-6)
+    assert torch.equal(out[:, :q_end].reshape(-1, head_dim), native_rows)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)

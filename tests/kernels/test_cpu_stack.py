@@ -22,7 +22,7 @@ BLOCK = 16
 GREEDY = SamplingParams(temperature=0.0)
 
 
-@pytest.fixture(scope="module", params=["llama", "qwen2"])
+@pytest.fixture(scope="module", params=["llama", "qwen2", "qwen3"])
 def tiny_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_model(tmp_path_factory.mktemp(f"stack-{request.param}"), request.param, seed=3)
 

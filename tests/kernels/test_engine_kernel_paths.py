@@ -42,10 +42,12 @@ def _count_triton_calls(monkeypatch) -> Counter[str]:
     return calls
 
 
-def test_greedy_tokens_identical_with_triton_and_reference(tiny_model_dir, device, monkeypatch):
-    reference_out = _generate(tiny_model_dir, device.type, monkeypatch, "reference")
+@pytest.mark.parametrize("model", ["tiny_model_dir", "tiny_qwen3_dir"])  # Qwen3: its q/k norm on the plan's torch ops
+def test_greedy_tokens_identical_with_triton_and_reference(model, device, monkeypatch, request):
+    model_dir = request.getfixturevalue(model)
+    reference_out = _generate(model_dir, device.type, monkeypatch, "reference")
     calls = _count_triton_calls(monkeypatch)
-    triton_out = _generate(tiny_model_dir, device.type, monkeypatch, "triton")
+    triton_out = _generate(model_dir, device.type, monkeypatch, "triton")
     assert [len(o) for o in reference_out] == [3, 5]
     assert triton_out == reference_out
     assert set(calls) == {"write_kv", "paged_decode_attention", "paged_prefill_attention"}

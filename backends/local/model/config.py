@@ -1,6 +1,6 @@
 """What the engine needs to know about a model, parsed from a Hugging Face folder.
 
-Reads config.json (Llama 2/3, Mistral, Qwen2) and generation_config.json. Accepts both the
+Reads config.json (Llama 2/3, Mistral, Qwen2, Qwen3 dense) and generation_config.json. Accepts both the
 classic `rope_theta` + `rope_scaling` keys and the transformers-5 `rope_parameters` block.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 SUPPORTED_ROPE_TYPES = ("default", "linear", "dynamic", "llama3")
 
 
@@ -47,6 +47,9 @@ class ModelConfig:
     qkv_bias: bool = False
     o_bias: bool = False
     mlp_bias: bool = False
+    # Qwen3: an RMSNorm over each query and key head ([head_dim] weights), after the projection
+    # and before RoPE.
+    qk_norm: bool = False
     sliding_window: int | None = None
     torch_dtype: str = "float32"
     bos_token_id: int | None = None
@@ -88,7 +91,8 @@ class ModelConfig:
         hidden = int(cfg["hidden_size"])
         head_dim = int(cfg.get("head_dim") or hidden // num_heads)
         attention_bias = bool(cfg.get("attention_bias", False))
-        # Qwen2 always has q/k/v bias (and no o bias); Llama's attention_bias covers all four.
+        # Qwen2 always has q/k/v bias (and no o bias); Llama's and Qwen3's attention_bias covers
+        # all four (Qwen3 defaults to none).
         qkv_bias = model_type == "qwen2" or attention_bias
         o_bias = model_type != "qwen2" and attention_bias
         use_window = model_type == "mistral" or bool(cfg.get("use_sliding_window", False))
@@ -109,6 +113,7 @@ class ModelConfig:
             qkv_bias=qkv_bias,
             o_bias=o_bias,
             mlp_bias=bool(cfg.get("mlp_bias", False)),
+            qk_norm=model_type == "qwen3",
             sliding_window=int(window) if window else None,
             torch_dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or "float32"),
             bos_token_id=cfg.get("bos_token_id"),

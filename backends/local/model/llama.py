@@ -1,4 +1,4 @@
-"""Llama-style decoder over a paged KV cache (Llama 2/3, Mistral, Qwen2).
+"""Llama-style decoder over a paged KV cache (Llama 2/3, Mistral, Qwen2, Qwen3 dense).
 
 The model sees one flat, ragged batch per step: every new token of every sequence in one
 [num_tokens] row, decode tokens first, then prefill chunks. Attention writes new K/V through
@@ -59,9 +59,21 @@ class Attention(nn.Module):
         self.scale = cfg.head_dim**-0.5
         self.qkv_proj = nn.Linear(cfg.hidden_size, cfg.q_size + 2 * cfg.kv_size, bias=cfg.qkv_bias)
         self.o_proj = nn.Linear(cfg.q_size, cfg.hidden_size, bias=cfg.o_bias)
+        # Qwen3: an RMSNorm over each query and key head, before RoPE ([head_dim] weights)
+        self.q_norm = RMSNorm(cfg.head_dim, cfg.rms_norm_eps, kernels) if cfg.qk_norm else None
+        self.k_norm = RMSNorm(cfg.head_dim, cfg.rms_norm_eps, kernels) if cfg.qk_norm else None
+
+    def qk_norm_weights(self) -> tuple[torch.Tensor, torch.Tensor] | tuple[None, None]:
+        """Qwen3's q and k norm weights [head_dim], or (None, None) for the families without."""
+        if self.q_norm is None or self.k_norm is None:
+            return None, None
+        return self.q_norm.weight, self.k_norm.weight
 
     def forward(self, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
         qkv = self.qkv_proj(x)  # [T, (H + 2 Hkv) * D]
+        if self.q_norm is not None and self.k_norm is not None:  # Qwen3 only
+            qkv = self.kernels.qk_norm(qkv, self.q_norm.weight, self.k_norm.weight, self.q_norm.eps, self.num_heads,
+                                       self.num_kv_heads)
         return self.o_proj(paged_attention(self.kernels, qkv, cache, meta, self.num_heads, self.scale))
 
 
@@ -193,7 +205,8 @@ class DecoderModel(nn.Module):
         CPU, a SwiGLU-fused gate/up. Steps on caches it does not take still run per op."""
         # kernel boundary: StackLayer declares PanelLinear parts, which NativeStack.build checks
         layers = [StackLayer(layer.input_norm.weight, layer.attn.qkv_proj, layer.attn.o_proj,  # type: ignore[arg-type]
-                             layer.post_attn_norm.weight, layer.mlp.gate_up_proj, layer.mlp.down_proj)  # type: ignore[arg-type]
+                             layer.post_attn_norm.weight, layer.mlp.gate_up_proj, layer.mlp.down_proj,  # type: ignore[arg-type]
+                             *layer.attn.qk_norm_weights())
                   for layer in self.decoder_layers()]
         cfg = self.cfg
         self.native_stack = self.kernels.native_stack(layers, self.norm.weight, cfg.num_heads, cfg.num_kv_heads,

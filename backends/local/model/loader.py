@@ -24,6 +24,8 @@ _LAYER_MAP: dict[str, tuple[str, int | None]] = {
     "self_attn.k_proj": ("attn.qkv_proj", 1),
     "self_attn.v_proj": ("attn.qkv_proj", 2),
     "self_attn.o_proj": ("attn.o_proj", None),
+    "self_attn.q_norm": ("attn.q_norm", None),  # Qwen3's per-head norms
+    "self_attn.k_norm": ("attn.k_norm", None),
     "mlp.gate_proj": ("mlp.gate_up_proj", 0),
     "mlp.up_proj": ("mlp.gate_up_proj", 1),
     "mlp.down_proj": ("mlp.down_proj", None),

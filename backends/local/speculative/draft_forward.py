@@ -74,6 +74,7 @@ class LeanForward:
             state[p + "attn.o_proj.weight"], state.get(p + "attn.o_proj.bias"), layer.post_attn_norm.weight,
             state[p + "mlp.gate_up_proj.weight"], state.get(p + "mlp.gate_up_proj.bias"),
             state[p + "mlp.down_proj.weight"], state.get(p + "mlp.down_proj.bias"),
+            *layer.attn.qk_norm_weights(),
         )
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -114,6 +115,9 @@ class LeanForward:
     def _attention(self, layer: LayerWeights, x: torch.Tensor, cache: LayerKV, meta: AttentionMetadata) -> torch.Tensor:
         cfg = self.cfg
         qkv = F.linear(x, layer.qkv, layer.qkv_bias)  # [T, (H + 2 Hkv) * D]
+        if layer.q_norm is not None and layer.k_norm is not None:  # Qwen3
+            qkv = self.kernels.qk_norm(qkv, layer.q_norm, layer.k_norm, cfg.rms_norm_eps, cfg.num_heads,
+                                       cfg.num_kv_heads)
         out = paged_attention(self.kernels, qkv, cache, meta, cfg.num_heads, cfg.head_dim**-0.5)  # [T, H * D]
         return F.linear(out, layer.o, layer.o_bias)
 

@@ -20,9 +20,10 @@ from tests.helpers.tiny_models import make_tiny_model
 DEMO_DRAFT = Path(__file__).resolve().parents[3] / "models" / "fairgate-demo-draft"
 
 
-# llama: 4 query heads over 2 KV heads (GQA), head_dim 16; qwen2 adds qkv biases; "narrow": linears
+# llama: 4 query heads over 2 KV heads (GQA), head_dim 16; qwen2 adds qkv biases; qwen3 per-head q/k
+# norms and head_dim 32 (not hidden / heads); "narrow": linears
 # whose widths (qkv 80, gate_up 160, o and down 48) end in part-width weight panels (16, 32, 48)
-TINY = {"llama": ("llama", {}), "qwen2": ("qwen2", {}),
+TINY = {"llama": ("llama", {}), "qwen2": ("qwen2", {}), "qwen3": ("qwen3", {}),
         "narrow": ("llama", dict(hidden_size=48, num_attention_heads=3, num_key_value_heads=1, intermediate_size=80))}
 
 

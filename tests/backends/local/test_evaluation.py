@@ -227,3 +227,17 @@ def test_eval_of_speculative_decoding_agrees_with_the_plain_engine(
     if speculative == "self-draft":  # the target as its own draft: every draft is accepted
         assert m["speculative_acceptance"] == 1.0
     assert "speculative acceptance" in table
+
+
+def test_eval_runs_on_a_qwen3_and_reports_the_deltas_of_its_quantized_configs(
+    tiny_qwen3_dir: Path, eval_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The harness on the Qwen3 family: int8 weights with an int8 KV cache against the float model."""
+    heldout, golden = eval_files
+    code, m, table = _eval(capsys, "--model", str(tiny_qwen3_dir), "--heldout", str(heldout), "--golden",
+                           str(golden), "--quantization", "int8", "--kv-cache-dtype", "int8",
+                           "--max-ppl-delta-pct", "5", "--max-pass-rate-drop", "100")
+    assert code == 0, table
+    assert "weights int8" in m["config"] and "KV int8" in m["config"]
+    assert m["perplexity"] != m["baseline_perplexity"] and abs(m["perplexity_delta_pct"]) < 5
+    assert 0.0 <= m["greedy_agreement"] <= 1.0 and m["heldout_tokens"] > 30

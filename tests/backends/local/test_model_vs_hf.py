@@ -13,7 +13,7 @@ from tests.backends.local.paged_driver import PagedDriver
 
 transformers = pytest.importorskip("transformers")
 
-MODEL_FIXTURES = ["tiny_model_dir", "tiny_mistral_dir", "tiny_qwen2_dir", "tiny_llama3_dir"]
+MODEL_FIXTURES = ["tiny_model_dir", "tiny_mistral_dir", "tiny_qwen2_dir", "tiny_llama3_dir", "tiny_qwen3_dir"]
 
 
 @pytest.fixture(params=MODEL_FIXTURES)

@@ -1,0 +1,165 @@
+"""Qwen3 dense through every engine path, each against transformers' greedy tokens on a tiny random
+Qwen3 (per-head q/k RMSNorm, head_dim 32 != hidden / heads, tied embeddings): the torch reference,
+the native per-op kernels, the native layer stack, `fairgate quantize` int8 / int4 folders (against
+transformers on the dequantized weights), prefix caching, preemption, and speculative decoding
+with a Qwen3 draft (bit-identical to plain greedy). The Triton path is in
+tests/kernels/test_engine_kernel_paths.py, the quantized KV cache in test_kv_cache_quant.py."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+from fairgate.backends.local.engine.types import SamplingParams
+from fairgate.backends.local.model.config import ModelConfig
+from fairgate.backends.local.model.quantization import quantize_folder
+from fairgate.backends.local.model.runner import ModelRunner
+from fairgate.kernels import QuantMethod, quantize_weight
+from fairgate.kernels.ops.quant_format import dequantize_weight
+from tests.backends.local.paged_driver import PagedDriver
+from tests.backends.local.test_spec_engine import (
+    PROMPTS,
+    add,
+    drain,
+    engine,
+    greedy,
+    mixed_requests,
+    run_both,
+)
+from tests.helpers.tiny_models import make_tiny_model
+
+transformers = pytest.importorskip("transformers")
+
+
+def _hf(model_dir: Path):
+    return transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+
+
+def _hf_greedy(hf, prompt: list[int], max_new: int) -> list[int]:
+    with torch.no_grad():
+        out = hf.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                          do_sample=False, max_new_tokens=max_new, pad_token_id=hf.config.eos_token_id)
+    return out[0, len(prompt):].tolist()
+
+
+def _prompts(vocab: int, count: int, seed: int) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [[rng.randrange(3, vocab) for _ in range(rng.randint(1, 40))] for _ in range(count)]
+
+
+@pytest.fixture(scope="module")
+def hf_qwen3(tiny_qwen3_dir: Path):
+    return _hf(tiny_qwen3_dir)
+
+
+def test_the_config_reads_qwen3() -> None:
+    base = dict(model_type="qwen3", vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, head_dim=32)
+    cfg = ModelConfig.from_dict(base)
+    assert (cfg.qk_norm, cfg.head_dim, cfg.q_size, cfg.qkv_bias, cfg.o_bias) == (True, 32, 128, False, False)
+    biased = ModelConfig.from_dict(dict(base, attention_bias=True))
+    assert biased.qkv_bias and biased.o_bias  # Qwen3's attention_bias covers q, k, v and o
+    assert not ModelConfig.from_dict(dict(base, model_type="qwen2")).qk_norm
+
+
+@pytest.mark.parametrize("path", ["reference", "native-per-op", "native-stack"])
+def test_greedy_matches_transformers_on_each_cpu_path(path: str, tiny_qwen3_dir: Path, hf_qwen3,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIRGATE_KERNELS", "reference" if path == "reference" else "auto")
+    runner = ModelRunner(tiny_qwen3_dir, num_kv_blocks=160)
+    native = runner.kernels.choice("fused").impl == "native"
+    if path != "reference" and not native:
+        pytest.skip("the native CPU kernels did not build here")
+    assert (runner.model.native_stack is not None) == (path == "native-stack") or path == "native-per-op"
+    if path == "native-per-op":
+        runner.model.native_stack = None  # the per-op layers on the native kernels
+    prompts = _prompts(runner.config.vocab_size, 12, seed=11)
+    max_new = [random.Random(i).randint(4, 16) for i in range(12)]
+    expected = [_hf_greedy(hf_qwen3, p, n) for p, n in zip(prompts, max_new, strict=True)]
+    assert sum(map(len, expected)) >= 60  # not a run of early EOS
+    assert PagedDriver(runner, chunk=5, seed=2).generate(prompts, max_new, stagger=2) == expected
+
+
+def test_attention_bias_and_untied_head_match_transformers(tmp_path: Path) -> None:
+    """The other Qwen3 switches: q/k/v/o biases (attention_bias) and an untied LM head, GQA 4:1."""
+    folder = make_tiny_model(tmp_path / "biased", "qwen3", seed=4, attention_bias=True, tie_word_embeddings=False,
+                             num_key_value_heads=1)
+    runner = ModelRunner(folder, num_kv_blocks=96)
+    assert runner.config.o_bias and runner.config.qkv_bias and not runner.config.tie_word_embeddings
+    hf = _hf(folder)
+    prompts = _prompts(runner.config.vocab_size, 6, seed=8)
+    expected = [_hf_greedy(hf, p, 12) for p in prompts]
+    assert PagedDriver(runner, chunk=6, seed=4).generate(prompts, 12, stagger=2) == expected
+
+
+@pytest.mark.parametrize("method", ["int8", "int4-g32"])
+def test_a_quantized_folder_matches_transformers_on_its_dequantized_weights(
+        method: str, tiny_qwen3_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / method
+    quantize_folder(tiny_qwen3_dir, out, QuantMethod.parse(method))
+    runner = ModelRunner(out, num_kv_blocks=96)
+    assert runner.quantization_name == method
+    hf = _hf(tiny_qwen3_dir)
+    with torch.no_grad():  # transformers on exactly the weights the engine's codes stand for
+        for name, module in hf.named_modules():
+            if isinstance(module, torch.nn.Linear) and ".layers." in name:
+                qw = quantize_weight(module.weight.detach().clone(), QuantMethod.parse(method))
+                module.weight.copy_(dequantize_weight(qw))
+    prompts = _prompts(runner.config.vocab_size, 6, seed=3)
+    expected = [_hf_greedy(hf, p, 10) for p in prompts]
+    assert PagedDriver(runner, chunk=7, seed=1).generate(prompts, 10) == expected
+
+
+async def test_prefix_cache_hits_give_transformers_tokens(tiny_qwen3_dir: Path, hf_qwen3) -> None:
+    eng = AsyncEngine(EngineConfig(str(tiny_qwen3_dir), enable_prefix_caching=True, num_kv_blocks=64,
+                                   max_num_batched_tokens=24))
+    try:
+        rng = random.Random(1)
+        system = [rng.randrange(3, 500) for _ in range(39)]  # two full blocks of 16 and 7 into the third
+        for i in range(3):
+            prompt = system + [rng.randrange(3, 500) for _ in range(4 + 3 * i)]
+            out = await eng.generate(prompt, SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True))
+            assert out.token_ids == _hf_greedy(hf_qwen3, prompt, 8)
+        assert eng.block_manager.prefix_cache_hits >= 2 * 32
+    finally:
+        await eng.aclose()
+
+
+def test_preemption_and_recompute_give_transformers_tokens(tiny_qwen3_dir: Path, hf_qwen3) -> None:
+    # 24 blocks of 4 tokens cannot hold four sequences of ~60 tokens: requests get preempted
+    core = engine(tiny_qwen3_dir, num_kv_blocks=24)
+    for i, prompt in enumerate(PROMPTS):
+        add(core, f"r{i}", prompt, greedy(30))
+    results = drain(core)
+    assert core.scheduler.num_preemptions > 0 and core.scheduler.kv.check_pool_whole()
+    for i, prompt in enumerate(PROMPTS):
+        assert results[f"r{i}"].token_ids == _hf_greedy(hf_qwen3, prompt, 30)
+
+
+@pytest.fixture(scope="module")
+def qwen3_draft_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A one-layer random Qwen3 with the target's tokenizer: a poor draft."""
+    return make_tiny_model(tmp_path_factory.mktemp("qwen3-draft"), "qwen3", seed=7, num_hidden_layers=1)
+
+
+@pytest.mark.parametrize("draft", ["self", "poor"])
+def test_speculative_greedy_with_a_qwen3_draft_is_identical(draft: str, tiny_qwen3_dir: Path,
+                                                            qwen3_draft_dir: Path) -> None:
+    folder = tiny_qwen3_dir if draft == "self" else qwen3_draft_dir
+    core = run_both(tiny_qwen3_dir, f"draft:{folder}", mixed_requests())
+    s = core.stats
+    assert s.spec_drafts > 0
+    if draft == "self":  # the target as its own draft: every guess is right
+        assert s.spec_accepted_tokens == s.spec_draft_tokens
+    else:
+        assert s.spec_accepted_tokens < s.spec_draft_tokens
+    assert core.speculator.proposer.kv.check_pool_whole()
+
+
+def test_speculative_greedy_through_preemption_with_a_qwen3_draft(tiny_qwen3_dir: Path) -> None:
+    core = run_both(tiny_qwen3_dir, f"draft:{tiny_qwen3_dir}", mixed_requests(30), num_kv_blocks=24)
+    assert core.scheduler.num_preemptions > 0 and core.stats.spec_accepted_tokens > 0
