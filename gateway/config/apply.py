@@ -26,6 +26,7 @@ from fairgate.gateway.config.declarative import (
 from fairgate.gateway.config.pools_store import read_pools
 from fairgate.gateway.config.routing_store import read_rules, write_rules
 from fairgate.gateway.store.pool_tables import PoolRow
+from fairgate.gateway.store.routing_tables import TenantSensitivity
 from fairgate.gateway.store.tables import BackendRow, QuotaPolicy, Tenant
 from fairgate.policies.routing_schema import RuleSchemaError, parse_rules, rule_to_dict
 
@@ -109,13 +110,33 @@ def _apply_tenants(s: Session, items: list[TenantDecl], prune: bool, out: list[s
         if item.quota is not None and _quota_differs(s, row.id, item.quota.model_dump()):
             _set_quota(s, row.id, None, item.quota)
             did = did or "updated"
+        if item.sensitivity is not None and _sync_sensitivity(s, row.id, item.sensitivity.model_dump()):
+            did = did or "updated"
         if did:
             out.append(f"{did} tenant {item.name}")
-            audit(s, "apply.tenant", "tenant", row.id, item.model_dump(mode="json"))
+            detail = item.model_dump(mode="json", exclude={"sensitivity"})
+            if item.sensitivity is not None:  # counts only: patterns may describe confidential projects
+                sens = item.sensitivity
+                detail["sensitivity"] = {"patterns": len(sens.patterns), "keywords": len(sens.keywords),
+                                         **sens.model_dump(exclude={"patterns", "keywords"})}
+            audit(s, "apply.tenant", "tenant", row.id, detail)
     for gone in rows.values() if prune else ():
         if not gone.disabled:
             gone.disabled = True
             out.append(f"disabled tenant {gone.name}")
+
+
+def _sync_sensitivity(s: Session, tenant_id: str, wanted: dict[str, Any]) -> bool:
+    """The tenant's patterns, keywords and detection options as declared; whether they changed."""
+    row = s.get(TenantSensitivity, tenant_id)
+    if row is None:
+        row = TenantSensitivity(tenant_id=tenant_id, patterns=[], keywords=[])
+        s.add(row)
+    elif all(getattr(row, f) == v for f, v in wanted.items()):
+        return False
+    for f, v in wanted.items():
+        setattr(row, f, v)
+    return True
 
 
 def _quota_differs(s: Session, tenant_id: str, wanted: dict[str, Any]) -> bool:

@@ -7,7 +7,8 @@ with `fairgate serve --config FILE`).
                  proxy_url, tls_verify, ca_bundle, client_cert, client_key, extra_headers,
                  extra_query, auth_header, max_response_bytes}]     # how it is reached
     pools:     [{name, kind: local|vllm, model, tokenizer, policy, replicas: [{name, base_url}]}]
-    tenants:   [{name, weight, priority_ceiling, ..., quota: {requests_per_minute, ...}}]
+    tenants:   [{name, weight, priority_ceiling, ..., quota: {requests_per_minute, ...},
+                 sensitivity: {patterns, keywords, strict_names, legal_person_data, institutional_contacts}}]
     routes:    [{id, match, backend, fallbacks}]     # replaces the whole ordered rule list
     prices:    {backend-or-pool-name: {input_cost_per_mtok, output_cost_per_mtok, hourly_cost_usd}}
 
@@ -24,14 +25,15 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from fairgate.gateway.admin import schemas as sch
 from fairgate.gateway.admin.pools import PoolIn
 from fairgate.gateway.settings import Settings
+from fairgate.policies.sensitivity import validate_tenant_patterns
 
 SECTIONS = ("settings", "backends", "pools", "tenants", "routes", "prices")
 ENV_REF = re.compile(r"\$\{ENV:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -46,9 +48,29 @@ class BackendDecl(sch.BackendCreate):
     enabled: bool = True
 
 
+class SensitivityDecl(sch._Strict):
+    """A tenant's own personal-data patterns (RE2) and keywords, and its detection options
+    (null: the default), as PUT /admin/tenants/{id}/sensitivity sets them."""
+
+    patterns: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(default=[], max_length=200)
+    keywords: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(default=[], max_length=200)
+    strict_names: bool | None = None
+    legal_person_data: bool | None = None
+    institutional_contacts: bool | None = None
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, v: list[str]) -> list[str]:
+        errors = validate_tenant_patterns(v)
+        if errors:
+            raise ValueError("; ".join(errors))
+        return v
+
+
 class TenantDecl(sch.TenantCreate):
     disabled: bool = False
     quota: sch.QuotaSet | None = None
+    sensitivity: SensitivityDecl | None = None
 
 
 class PriceDecl(sch._Strict):
@@ -66,7 +88,7 @@ class Declared(sch._Strict):
 
 
 BACKEND_KEYS = tuple(BackendDecl.model_fields)
-TENANT_KEYS = tuple(f for f in TenantDecl.model_fields if f != "quota")
+TENANT_KEYS = tuple(f for f in TenantDecl.model_fields if f not in ("quota", "sensitivity"))
 
 
 @dataclass(slots=True)

@@ -18,9 +18,10 @@ from sqlalchemy.orm import Session
 
 from fairgate.gateway.admin.schemas import QuotaSet
 from fairgate.gateway.config.apply import pool_state
-from fairgate.gateway.config.declarative import BACKEND_KEYS, TENANT_KEYS
+from fairgate.gateway.config.declarative import BACKEND_KEYS, TENANT_KEYS, SensitivityDecl
 from fairgate.gateway.config.routing_store import read_rules
 from fairgate.gateway.store.pool_tables import PoolRow
+from fairgate.gateway.store.routing_tables import TenantSensitivity
 from fairgate.gateway.store.tables import BackendRow, QuotaPolicy, Tenant
 from fairgate.policies.routing_schema import rule_to_dict
 
@@ -63,6 +64,9 @@ def export_config(s: Session) -> tuple[dict[str, Any], list[str]]:
         q = s.scalars(select(QuotaPolicy).where(QuotaPolicy.tenant_id == t.id, QuotaPolicy.key_id.is_(None))).first()
         if q is not None:
             item["quota"] = {f: getattr(q, f) for f in QuotaSet.model_fields}
+        sens = s.get(TenantSensitivity, t.id)
+        if sens is not None:
+            item["sensitivity"] = {f: getattr(sens, f) for f in SensitivityDecl.model_fields}
         tenants.append(item)
     routes = [rule_to_dict(r) for r in read_rules(s)]
     return {"backends": backends, "pools": pools, "tenants": tenants, "routes": routes}, env

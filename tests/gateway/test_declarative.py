@@ -39,6 +39,7 @@ tenants:
   - name: acme
     weight: 2.0
     quota: {requests_per_minute: 60, max_tokens_per_request: 512}
+    sensitivity: {patterns: ["PRJ-[0-9]{4}"], keywords: [Project Zeta], legal_person_data: true}
   - name: globex
     data_residency: local_only
 routes:
@@ -65,6 +66,7 @@ def fairgate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
     ("backends: [{name: b, base_url: 'http://x', api_key: '${ENV:FG_TEST_UNSET_VAR}'}]\n",
      "backends[0].api_key: environment variable FG_TEST_UNSET_VAR is not set"),
     ("tenants: [{name: a}, {name: a}]\n", "tenants[1].name: 'a' is listed twice"),
+    ("tenants: [{name: a, sensitivity: {keywrds: [x]}}]\n", "tenants[0].sensitivity.keywrds: unknown key"),
 ])
 def test_refused_with_the_path_of_the_key(text: str, message: str) -> None:
     with pytest.raises(ConfigError) as exc:
@@ -100,6 +102,9 @@ def test_apply_is_idempotent_and_export_round_trips(tmp_path: Path) -> None:
     assert data["backends"][0]["hourly_cost_usd"] is None  # list prices only
     acme = next(t for t in data["tenants"] if t["name"] == "acme")
     assert acme["weight"] == 2.0 and acme["quota"]["requests_per_minute"] == 60
+    assert acme["sensitivity"] == {"patterns": ["PRJ-[0-9]{4}"], "keywords": ["Project Zeta"], "strict_names": None,
+                                   "legal_person_data": True, "institutional_contacts": None}
+    assert "sensitivity" not in next(t for t in data["tenants"] if t["name"] == "globex")
     out = tmp_path / "export.yaml"
     out.write_text(exported.stdout)
     back = fairgate("apply", "-f", str(out), env={**env, "FAIRGATE_SECRET_EXT": "sk-ext-secret"})
@@ -137,6 +142,10 @@ def test_serve_applies_the_file_at_start(tmp_path: Path) -> None:
         pools = httpx.get(url + "/admin/pools", headers=h).json()["data"]
         assert [(p["name"], [r["name"] for r in p["replicas"]]) for p in pools] == [("llama", ["gpu0", "gpu1"])]
         assert [b["name"] for b in httpx.get(url + "/admin/backends", headers=h).json()["data"]] == ["ext"]
+        acme = next(t for t in httpx.get(url + "/admin/tenants", headers=h).json()["data"] if t["name"] == "acme")
+        sens = httpx.get(url + f"/admin/tenants/{acme['id']}/sensitivity", headers=h).json()
+        assert (sens["patterns"], sens["keywords"], sens["legal_person_data"]) == (["PRJ-[0-9]{4}"], ["Project Zeta"],
+                                                                                   True)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -155,3 +164,22 @@ def test_every_problem_of_a_file_is_reported_at_once() -> None:
         "  settings.redis_ur: unknown setting",
         "  backends[0].base_ur: unknown key",
         "  tenants[0].quota.requests_per_minit: unknown key"]
+
+
+def test_a_tenant_pattern_re2_cannot_compile_is_refused_with_its_path() -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse(yaml.safe_load("tenants: [{name: a, sensitivity: {patterns: ['PRJ-(']}}]\n"))
+    assert str(exc.value).startswith("tenants[0].sensitivity.patterns: ")
+
+
+def test_applied_patterns_and_options_reach_the_audit_as_counts_only(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/d.db"
+    f = tmp_path / "fleet.yaml"
+    f.write_text(CONFIG)
+    assert fairgate("apply", "-f", str(f), env={**ENV, "FAIRGATE_DATABASE_URL": db}).returncode == 0
+    from sqlalchemy import create_engine, text
+
+    with create_engine(db).connect() as c:
+        details = [str(d) for (d,) in c.execute(text("SELECT detail FROM audit_log WHERE action = 'apply.tenant'"))]
+    assert details and not any("PRJ-" in d or "Project Zeta" in d for d in details)
+    assert any('"patterns": 1' in d for d in details)
