@@ -10,7 +10,8 @@ requests) and re-admitted after `readmit_after` good probes in a row. A draining
 new requests; its in-flight ones finish (`wait_idle`), then the admin removes it.
 
 State lives per gateway process (outstanding counts, health); what the fleet shares is the
-configuration (which replicas, which are draining) in the database.
+configuration (which replicas, which are draining) in the database, and with a fair queue
+(`fair_slots`) and a `ledger` its slots and per-tenant counters (pool_fleet_gate.py, in Redis).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from fairgate.backends.base import (
     GenerationRequest,
     TokenDecoder,
 )
+from fairgate.backends.pool_fleet_gate import FleetGate, GateLedger
 from fairgate.backends.pool_gate import FairGate
 from fairgate.backends.pool_load import LoadReading, read_load
 from fairgate.backends.pool_prefix import PrefixKeyer
@@ -124,7 +126,7 @@ class PoolBackend:
     def __init__(self, name: str, kind: str, specs: list[ReplicaSpec], make_replica: ReplicaFactory,
                  http: httpx.AsyncClient, *, model: str | None = None, keyer: PrefixKeyer | None = None,
                  options: PoolOptions | None = None, is_local: bool = True,
-                 weight_of: Callable[[str], float] | None = None) -> None:
+                 weight_of: Callable[[str], float] | None = None, ledger: GateLedger | None = None) -> None:
         self.name = name
         self.kind = kind
         self.model = model
@@ -137,7 +139,10 @@ class PoolBackend:
         self._counter = itertools.count()
         self.replicas: dict[str, Replica] = {}
         self._probe: asyncio.Task[None] | None = None
-        self.gate = FairGate(self._room, weight_of or (lambda tenant: 1.0))
+        weights = weight_of or (lambda tenant: 1.0)
+        # the fair queue's slots and counters: this process's, or the fleet's (`ledger`: Redis)
+        self.gate: FairGate | FleetGate = (FairGate(self._room, weights) if ledger is None
+                                           else FleetGate(self._room, weights, ledger))
         self.update(specs)
 
     breaker = None  # each replica's backend has its own (`status`, the breaker metrics)
@@ -315,6 +320,8 @@ class PoolBackend:
                 for r in self.replicas.values()]
 
     async def aclose(self) -> None:
+        if isinstance(self.gate, FleetGate):
+            await self.gate.aclose()  # its slot releases under way reach the ledger
         if self._probe is not None:
             self._probe.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,0 +1,265 @@
+"""A pool's fleet-wide virtual clock in Redis: the `GateLedger` of backends/pool_fleet_gate.py.
+
+Every gateway replica's fair queue for a pool (`pool_fair_slots`) reads and charges the same
+weighted service counter per tenant (VTC: prompt tokens when a request is let through,
+completion tokens when it ends, each over the tenant's fairness weight, the weights every
+replica loads from the same database and pushes to the engines) and takes slots from the same
+set (the pool's capacity, fleet-wide). Keys live in the pool's own Cluster slot, as
+pool_share's do, under `<prefix>:{pool:<name>}`:
+
+    :slots           sorted set, slot id -> expiry (ms); a dead replica's slots expire
+    :vtc             hash, tenant -> virtual counter
+    :floor           the least counter of the tenants waiting at the last contention
+    :demand:<gw>     hash, tenant -> requests waiting at gateway <gw> (expires unless refreshed)
+    :gws             sorted set of gateways with demand, -> expiry
+    :live            sorted set of gateways seen, -> expiry (the local fallback's share)
+
+One ADMIT call (a round) registers this gateway's demand and hands out free slots, one at a
+time, to the least-served tenant waiting anywhere; it stops when that tenant waits only at
+another gateway (its slot). A tenant that starts waiting is lifted to the least counter of
+those already waiting (idle time is no credit), as in the engine's fair queue. Counters are
+read inside the script, so ordering never uses a stale value; the copy each gateway keeps (for
+metrics and the local fallback) is as old as its last round. Cost per request: one ADMIT
+(several requests share one when they arrive together) and one RELEASE, plus one ADMIT per
+`poll_s` per pool while the gateway has waiters and a RENEW per ttl/3 for all its slots.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from fairgate.backends.pool_fleet_gate import Ask, Round
+from fairgate.gateway.quota.heartbeat import ReservationHeartbeat
+from fairgate.gateway.quota.resp import RespClient, Script
+
+if TYPE_CHECKING:
+    from fairgate.gateway.settings import Settings
+
+# KEYS: base. ARGV: gateway id, capacity, slot ttl ms, demand ttl ms, tenants n, then per tenant
+# tenant, weight, waiting, k and k pairs (slot id, prompt cost). Returns granted count, the
+# granted ids, live gateways, slots in use, then (tenant, counter) pairs.
+ADMIT = """
+local base = KEYS[1]
+local slots, vtc, gws, live = base .. ':slots', base .. ':vtc', base .. ':gws', base .. ':live'
+local gw, cap, ttl, dttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+redis.call('ZREMRANGEBYSCORE', gws, '-inf', now)
+redis.call('ZREMRANGEBYSCORE', live, '-inf', now)
+redis.call('ZADD', live, now + 10000, gw)
+redis.call('PEXPIRE', live, 70000)
+local counter = {}
+local function c(tenant)
+  if counter[tenant] == nil then counter[tenant] = tonumber(redis.call('HGET', vtc, tenant) or '0') end
+  return counter[tenant]
+end
+local before, others = {}, {}
+for _, g in ipairs(redis.call('ZRANGE', gws, 0, -1)) do
+  local d = redis.call('HGETALL', base .. ':demand:' .. g)
+  for i = 1, #d, 2 do
+    before[d[i]] = true
+    if g ~= gw then others[d[i]] = true end
+  end
+end
+local mine, names, i = {}, {}, 6
+for _ = 1, tonumber(ARGV[5]) do
+  local e = {w = tonumber(ARGV[i + 1]), n = tonumber(ARGV[i + 2]), k = tonumber(ARGV[i + 3]), at = 1, first = i + 4}
+  mine[ARGV[i]] = e
+  names[#names + 1] = ARGV[i]
+  i = i + 4 + 2 * e.k
+end
+local floor = tonumber(redis.call('GET', base .. ':floor') or '0')
+local least = nil
+for tenant in pairs(before) do
+  if least == nil or c(tenant) < least then least = c(tenant) end
+end
+for _, tenant in ipairs(names) do
+  if not before[tenant] and c(tenant) < (least or floor) then
+    counter[tenant] = least or floor
+    redis.call('HSET', vtc, tenant, tostring(counter[tenant]))
+  end
+end
+local free = cap - redis.call('ZCARD', slots)
+local granted = {}
+while free > 0 do
+  local best, bestv = nil, nil
+  for tenant in pairs(others) do
+    if bestv == nil or c(tenant) < bestv then best, bestv = tenant, c(tenant) end
+  end
+  for _, tenant in ipairs(names) do
+    local e = mine[tenant]
+    if e.at <= e.k and (bestv == nil or c(tenant) <= bestv) then best, bestv = tenant, c(tenant) end
+  end
+  local e = best and mine[best]
+  if not e or e.at > e.k then break end
+  local at = e.first + 2 * (e.at - 1)
+  redis.call('ZADD', slots, now + ttl, ARGV[at])
+  counter[best] = bestv + tonumber(ARGV[at + 1]) / e.w
+  redis.call('HSET', vtc, best, tostring(counter[best]))
+  granted[#granted + 1] = ARGV[at]
+  e.at = e.at + 1
+  free = free - 1
+end
+redis.call('PEXPIRE', slots, ttl + 60000)
+redis.call('PEXPIRE', vtc, 86400000)
+local mykey = base .. ':demand:' .. gw
+redis.call('DEL', mykey)
+local low = nil
+for tenant in pairs(others) do
+  if low == nil or c(tenant) < low then low = c(tenant) end
+end
+for _, tenant in ipairs(names) do
+  local e = mine[tenant]
+  if e.n - (e.at - 1) > 0 then
+    redis.call('HSET', mykey, tenant, e.n - (e.at - 1))
+    if low == nil or c(tenant) < low then low = c(tenant) end
+  end
+end
+if redis.call('EXISTS', mykey) == 1 then
+  redis.call('PEXPIRE', mykey, dttl)
+  redis.call('ZADD', gws, now + dttl, gw)
+  redis.call('PEXPIRE', gws, dttl + 60000)
+else
+  redis.call('ZREM', gws, gw)
+end
+if low ~= nil and low > floor then
+  redis.call('SET', base .. ':floor', tostring(low), 'PX', 86400000)
+end
+local out = {#granted}
+for _, sid in ipairs(granted) do out[#out + 1] = sid end
+out[#out + 1] = redis.call('ZCARD', live)
+out[#out + 1] = redis.call('ZCARD', slots)
+for tenant, v in pairs(counter) do
+  out[#out + 1] = tenant
+  out[#out + 1] = tostring(v)
+end
+return out
+"""
+# KEYS: base. ARGV: slot id, tenant, charge (completion tokens / weight).
+RELEASE = """
+redis.call('ZREM', KEYS[1] .. ':slots', ARGV[1])
+if tonumber(ARGV[3]) > 0 then
+  redis.call('HINCRBYFLOAT', KEYS[1] .. ':vtc', ARGV[2], ARGV[3])
+  redis.call('PEXPIRE', KEYS[1] .. ':vtc', 86400000)
+end
+return 1
+"""
+# KEYS: base. ARGV: ttl_ms, slot ids. Pushes live slots' expiry to now + ttl.
+RENEW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1] .. ':slots', 'XX', now + tonumber(ARGV[1]), ARGV[i]) end
+return 1
+"""
+
+
+def parse_round(reply: list[Any]) -> Round:
+    n = int(reply[0])
+    granted = [str(s) for s in reply[1:1 + n]]
+    gateways, in_use = int(reply[1 + n]), int(reply[2 + n])
+    rest = reply[3 + n:]
+    counters = {str(rest[i]): float(rest[i + 1]) for i in range(0, len(rest), 2)}
+    return Round(granted, counters, gateways, in_use)
+
+
+class PoolClock:
+    """The Redis side of every pool's fleet gate in this gateway process (one connection)."""
+
+    def __init__(self, url: str, prefix: str, ttl_s: int, cluster: bool = False,
+                 demand_ttl_ms: int = 2000) -> None:
+        if cluster:
+            from fairgate.gateway.quota.cluster import ClusterClient
+
+            self._redis: Any = ClusterClient(url)
+        else:
+            self._redis = RespClient(url)
+        self._prefix = prefix
+        self._ttl_ms = ttl_s * 1000
+        self._demand_ttl_ms = demand_ttl_ms
+        self.gateway_id = uuid.uuid4().hex[:12]
+        self._admit = Script(self._redis, ADMIT)
+        self._release = Script(self._redis, RELEASE)
+        self._renew_script = Script(self._redis, RENEW)
+        self._held: dict[str, str] = {}  # slot id -> pool
+        self.heartbeat = ReservationHeartbeat(self._renew, ttl_s)
+        self.calls = 0  # Redis round trips (metrics: the cost per request)
+        self.seconds = 0.0  # time spent waiting on them
+
+    def base(self, pool: str) -> str:
+        return f"{self._prefix}:{{pool:{pool}}}"
+
+    def ledger(self, pool: str) -> PoolLedger:
+        return PoolLedger(self, pool)
+
+    async def admit(self, pool: str, asks: list[Ask], capacity: int) -> Round:
+        args: list[Any] = [self.gateway_id, capacity, self._ttl_ms, self._demand_ttl_ms, len(asks)]
+        for a in asks:
+            args += [a.tenant, repr(max(a.weight, 1e-9)), a.waiting, len(a.heads)]
+            for sid, cost in a.heads:
+                args += [sid, repr(float(cost))]
+        got = parse_round(await self._timed(self._admit([self.base(pool)], args)))
+        for sid in got.granted:
+            self._held[sid] = pool
+            self.heartbeat.add(sid)
+        return got
+
+    async def release(self, pool: str, sid: str, tenant: str, charge: float) -> None:
+        self._held.pop(sid, None)
+        self.heartbeat.discard(sid)
+        await self._timed(self._release([self.base(pool)], [sid, tenant, repr(float(charge))]))
+
+    async def counters(self, pool: str) -> dict[str, float]:
+        """The fleet counters as they are now (tests, the admin)."""
+        raw = await self._redis.execute("HGETALL", f"{self.base(pool)}:vtc")
+        return {str(raw[i]): float(raw[i + 1]) for i in range(0, len(raw), 2)}
+
+    async def slots_in_use(self, pool: str) -> int:
+        """Live slots of `pool` fleet-wide (tests: nothing leaked)."""
+        sec, usec = await self._redis.execute("TIME")
+        now = int(sec) * 1000 + int(usec) // 1000
+        return int(await self._redis.execute("ZCOUNT", f"{self.base(pool)}:slots", f"({now}", "+inf"))
+
+    async def _timed(self, call: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return await call
+        finally:
+            self.calls += 1
+            self.seconds += time.perf_counter() - t0
+
+    async def _renew(self, sids: list[str]) -> None:
+        groups: dict[str, list[str]] = {}
+        for sid in sids:
+            if (pool := self._held.get(sid)) is not None:
+                groups.setdefault(pool, []).append(sid)
+        for pool, ids in groups.items():
+            await self._timed(self._renew_script([self.base(pool)], [self._ttl_ms, *ids]))
+
+    async def aclose(self) -> None:
+        await self.heartbeat.aclose()
+        await self._redis.aclose()
+
+
+class PoolLedger:
+    """One pool's view of the clock (backends.pool_fleet_gate.GateLedger)."""
+
+    def __init__(self, clock: PoolClock, pool: str) -> None:
+        self.clock = clock
+        self.pool = pool
+
+    async def admit(self, asks: list[Ask], capacity: int) -> Round:
+        return await self.clock.admit(self.pool, asks, capacity)
+
+    async def release(self, slot_id: str, tenant: str, charge: float) -> None:
+        await self.clock.release(self.pool, slot_id, tenant, charge)
+
+
+def make_pool_clock(settings: Settings) -> PoolClock | None:
+    """The shared clock when pools have a fair queue and replicas share Redis; else None (each
+    pool's gate keeps its counters in memory: one process)."""
+    if settings.pool_fair_slots is None or not settings.redis_url:
+        return None
+    return PoolClock(settings.redis_url, settings.redis_prefix, settings.reservation_ttl_s, settings.redis_cluster)

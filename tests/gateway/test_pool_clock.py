@@ -1,0 +1,88 @@
+"""A pool's fleet-wide virtual clock (gateway/request/pool_clock.py) under two gates in one
+process, each with its own PoolClock (its own gateway id and Redis connection) on real Redis:
+skewed ingress keeps the weights, the least-served tenant waiting anywhere gets a freed slot,
+a tenant that starts waiting is lifted, and nothing is left in Redis afterwards. The same over
+two real gateways is tests/e2e/test_pool_fleet_fairness.py."""
+
+from __future__ import annotations
+
+import asyncio
+
+import redis
+
+from fairgate.backends.pool_fleet_gate import Ask, FleetGate
+from fairgate.gateway.request.pool_clock import PoolClock
+from tests.gateway.harness import REDIS_URL, redis_prefix
+
+
+async def _backlog(gate: FleetGate, tenant: str, served: list[str], n: int, hold_s: float) -> None:
+    async def one() -> None:
+        async with gate.slot(tenant, 10.0, lambda: 30.0):
+            served.append(tenant)
+            await asyncio.sleep(hold_s)
+
+    await asyncio.gather(*(one() for _ in range(n)), return_exceptions=True)
+
+
+async def test_two_gates_with_skewed_ingress_serve_the_weights() -> None:
+    """Tenant a (weight 3) only at gate 1, b (weight 1) only at gate 2, both backlogged, 2 slots
+    in the pool: a gets about three grants for each of b's (1:1 would be two per-gate queues)."""
+    with redis_prefix() as prefix:
+        c1, c2 = PoolClock(REDIS_URL, prefix, 30), PoolClock(REDIS_URL, prefix, 30)
+        weights = {"a": 3.0, "b": 1.0}
+        g1 = FleetGate(lambda: 2, weights.__getitem__, c1.ledger("p"), poll_s=0.005)
+        g2 = FleetGate(lambda: 2, weights.__getitem__, c2.ledger("p"), poll_s=0.005)
+        served: list[str] = []
+        runs = [asyncio.create_task(_backlog(g1, "a", served, 60, 0.03)),
+                asyncio.create_task(_backlog(g2, "b", served, 60, 0.03))]
+        while len(served) < 40:
+            await asyncio.sleep(0.01)
+        first = served[8:40]  # past the start (both begin at 0); both still backlogged
+        ratio = first.count("a") / max(first.count("b"), 1)
+        assert 2.0 <= ratio <= 4.5, (ratio, first)
+        assert g1.waited > 0 and g2.waited > 0
+        counters = await c1.counters("p")
+        for task in runs:
+            task.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+        await g1.aclose()
+        await g2.aclose()
+        await asyncio.sleep(0.05)
+        # counters stay near each other (weighted), and no slot or demand is left behind
+        assert abs(counters["a"] - counters["b"]) < 3 * 40.0, counters
+        assert await c1.slots_in_use("p") == 0
+        assert g1.in_flight == g2.in_flight == 0 and g1.waiting == g2.waiting == 0
+        r = redis.Redis.from_url(REDIS_URL)
+        assert not list(r.scan_iter(f"{prefix}:{{pool:p}}:demand:*"))
+        assert r.zcard(f"{prefix}:{{pool:p}}:gws") == 0
+        r.close()
+        await c1.aclose()
+        await c2.aclose()
+
+
+async def test_a_freed_slot_waits_for_the_least_served_tenant_at_another_gateway() -> None:
+    with redis_prefix() as prefix:
+        c1, c2 = PoolClock(REDIS_URL, prefix, 30), PoolClock(REDIS_URL, prefix, 30)
+        try:
+            l1, l2 = c1.ledger("p"), c2.ledger("p")
+            first = await l1.admit([Ask("a", 1.0, 3, [("a1", 100.0), ("a2", 100.0), ("a3", 100.0)])], 1)
+            assert first.granted == ["a1"] and first.in_use == 1 and first.counters["a"] == 100.0
+            # b starts waiting at gateway 2 while the pool is full: lifted to a's waiting counter
+            full = await l2.admit([Ask("b", 1.0, 1, [("b1", 5.0)])], 1)
+            assert full.granted == [] and full.counters["b"] == 100.0 and full.gateways == 2
+            await l1.release("a1", "a", 50.0)
+            # gateway 1 frees the slot but b (100 < a's 150) waits elsewhere: gateway 1 leaves it
+            mine = await l1.admit([Ask("a", 1.0, 2, [("a2", 100.0), ("a3", 100.0)])], 1)
+            assert mine.granted == [] and mine.counters["a"] == 150.0
+            theirs = await l2.admit([Ask("b", 1.0, 1, [("b1", 5.0)])], 1)
+            assert theirs.granted == ["b1"] and theirs.counters["b"] == 105.0
+            await l2.release("b1", "b", 0.0)
+            assert (await l2.admit([], 1)).granted == []  # gateway 2 withdraws (nothing waits there)
+            again = await l1.admit([Ask("a", 1.0, 2, [("a2", 100.0), ("a3", 100.0)])], 1)
+            assert again.granted == ["a2"]  # nobody else waits: a goes on
+            await l1.release("a2", "a", 0.0)
+            assert (await l1.admit([], 1)).granted == []
+            assert await c1.slots_in_use("p") == 0
+        finally:
+            await c1.aclose()
+            await c2.aclose()
