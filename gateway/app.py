@@ -113,7 +113,7 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
         PoolCollector,  # per-replica gauges of backend pools
     )
 
-    metrics.registry.register(PoolCollector(lambda: st.backends))
+    metrics.registry.register(PoolCollector(lambda: st.backends, settings.metrics_tenant_labels, st.pool_clock))
     metrics.registry.register(BreakerCollector(lambda: st.backends))
     await load_backends(st)
     await push_weights(st)
