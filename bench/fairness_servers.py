@@ -99,7 +99,9 @@ def start_engine(queue: str, args: argparse.Namespace) -> Proc:
     return Proc(p, line.split(" on ", 1)[1].strip())
 
 
-def start_gateway(workdir: str) -> Proc:
+def start_gateway(workdir: str, extra_env: dict[str, str] | None = None) -> Proc:
+    """`fairgate serve` (SQLite in `workdir` unless `extra_env` names a database, no embedded
+    engine) on a free port."""
     import socket
 
     with socket.socket() as s:
@@ -107,7 +109,8 @@ def start_gateway(workdir: str) -> Proc:
         port = s.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FAIRGATE_DATABASE_URL": f"sqlite:///{workdir}/gw.db",
            "FAIRGATE_ADMIN_TOKEN": ADMIN, "FAIRGATE_EMBEDDED_ENGINE": "false",
-           "FAIRGATE_CONTROL_SECRET": SECRET, "FAIRGATE_HOST": "127.0.0.1", "FAIRGATE_PORT": str(port)}
+           "FAIRGATE_CONTROL_SECRET": SECRET, "FAIRGATE_HOST": "127.0.0.1", "FAIRGATE_PORT": str(port),
+           **(extra_env or {})}
     log = open(Path(workdir) / "gateway.log", "w")  # noqa: SIM115 - lives as long as the process
     p = subprocess.Popen([sys.executable, "-m", "fairgate.gateway.cli", "serve"], cwd=workdir, env=env,
                          stdout=log, stderr=log)
@@ -132,4 +135,16 @@ def setup_tenants(gw: str, engine: str) -> dict[str, str]:
             keys[name] = c.post(f"/admin/tenants/{tid}/keys", json={}).raise_for_status().json()["key"]
         c.post("/admin/backends", json={"name": "live", "base_url": engine + "/v1", "kind": "local",
                                         "model": "live"}).raise_for_status()
+    return keys
+
+
+def setup_pool(gw: str, engines: list[str], weights: dict[str, float]) -> dict[str, str]:
+    """Tenants with the given fairness weights and a key each; the engines as local pool "live"."""
+    with httpx.Client(base_url=gw, headers={"authorization": f"Bearer {ADMIN}"}, timeout=30) as c:
+        keys = {}
+        for name, weight in weights.items():
+            tid = c.post("/admin/tenants", json={"name": name, "weight": weight}).raise_for_status().json()["id"]
+            keys[name] = c.post(f"/admin/tenants/{tid}/keys", json={}).raise_for_status().json()["key"]
+        c.post("/admin/pools", json={"name": "live", "kind": "local", "model": "live", "replicas": [
+            {"name": f"e{i}", "base_url": url + "/v1"} for i, url in enumerate(engines)]}).raise_for_status()
     return keys
