@@ -22,7 +22,8 @@ burst costs one round trip; a process polls only while it has waiters.
 Ledger unreachable: the waiters go on in local order (a `FairGate` over this process's share
 of the capacity, the pool's slots over the gateways last seen) for `down_s`, then the ledger is
 tried again; no request that was let into the gate is dropped. Slots held in the ledger carry a
-TTL the ledger renews, so a dead gateway's slots come back.
+TTL the ledger renews, so a dead gateway's slots come back; its waiting demand expires within
+two seconds (until then a slot it would have taken stays free).
 """
 
 from __future__ import annotations
@@ -231,10 +232,15 @@ class FleetGate:
         self._kick.set()  # a slot is free: this process's waiters try now
 
     async def aclose(self) -> None:
-        """Wait for the slot releases under way (a clean stop leaves nothing in the ledger)."""
-        if self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        """The pool is going (a rebuild dropped it, or the gateway stops): waiters still here go
+        on in local order; the slot releases under way reach the ledger first."""
         if self._dispatcher is not None:
             self._dispatcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._dispatcher
+        for waiter in list(self._pending.values()):
+            self._forget(waiter, kick=False)
+            if not waiter.fut.done():
+                waiter.fut.set_result(False)
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)

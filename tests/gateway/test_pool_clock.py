@@ -86,3 +86,33 @@ async def test_a_freed_slot_waits_for_the_least_served_tenant_at_another_gateway
         finally:
             await c1.aclose()
             await c2.aclose()
+
+
+async def test_a_closed_gate_lets_its_waiters_go_on_in_local_order() -> None:
+    """A pool dropped by a rebuild (or a stopping gateway) strands nobody: its waiters run under
+    the local queue; the fleet slot held meanwhile is given back to Redis."""
+    with redis_prefix() as prefix:
+        clock = PoolClock(REDIS_URL, prefix, 30)
+        gate = FleetGate(lambda: 1, lambda tenant: 1.0, clock.ledger("p"), poll_s=0.005)
+        hold, order = asyncio.Event(), []
+
+        async def run(name: str, wait: asyncio.Event | None = None) -> None:
+            async with gate.slot("t", 1.0, lambda: 1.0):
+                order.append(name)
+                if wait is not None:
+                    await wait.wait()
+
+        holder = asyncio.create_task(run("holder", hold))
+        while not order:
+            await asyncio.sleep(0.005)
+        waiters = [asyncio.create_task(run(f"w{i}")) for i in range(2)]
+        while gate.waiting < 2:
+            await asyncio.sleep(0.005)
+        await gate.aclose()
+        await asyncio.wait_for(asyncio.gather(*waiters), 5)
+        assert order == ["holder", "w0", "w1"] and gate.local.in_flight == 0
+        hold.set()
+        await holder
+        await gate.aclose()
+        assert gate.in_flight == 0 and gate.waiting == 0 and await clock.slots_in_use("p") == 0
+        await clock.aclose()
