@@ -13,11 +13,12 @@ shared `GateLedger` (Redis, gateway/request/pool_clock.py):
 - one virtual counter per tenant (weighted tokens served: the prompt when let through, the
   completion when done, each over the tenant's weight), and every gateway's waiting tenants.
 A slot goes to the least-served tenant waiting anywhere in the fleet; when that tenant waits
-at another gateway this one leaves the slot free for it (that gateway's next round takes it,
-within `poll_s`). So A and B alternate by counter, A gets three slots' worth of tokens for
-each of B's, and the engines (whose own queues see both tenants too) serve 3:1.
-Rounds are batched: one ledger call lets through every waiter of this process it can, so a
-burst costs one round trip; a process polls only while it has waiters.
+at another gateway this one leaves the slot free for it and wakes that gateway (the ledger's
+`wait_freed`, which each gateway with waiters blocks on), whose round takes it at once. So A and
+B alternate by counter, A gets three slots' worth of tokens for each of B's, and the engines
+(whose own queues see both tenants too) serve 3:1. Rounds are batched: one ledger call lets
+through every waiter of this process it can, so a burst costs one round trip; while it has
+waiters a process also tries every `poll_s` in case a wake was lost.
 
 Ledger unreachable: the waiters go on in local order (a `FairGate` over this process's share
 of the capacity, the pool's slots over the gateways last seen) for `down_s`, then the ledger is
@@ -72,6 +73,13 @@ class GateLedger(Protocol):
         """Give the slot back and add `charge` (completion tokens over weight) to the counter."""
         ...
 
+    async def wait_freed(self, timeout_s: float) -> bool:
+        """Block until another gateway freed a slot this one's waiters may take (True), or for
+        `timeout_s` (False)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
 
 @dataclass(slots=True, eq=False)
 class _Waiter:
@@ -86,7 +94,7 @@ class FleetGate:
     """`slot()` as FairGate's, ordered and counted fleet-wide through `ledger`."""
 
     def __init__(self, capacity: Callable[[], int], weight_of: Callable[[str], float], ledger: GateLedger,
-                 poll_s: float = 0.02, down_s: float = 1.0) -> None:
+                 poll_s: float = 0.25, down_s: float = 1.0) -> None:
         self.capacity = capacity
         self.weight_of = weight_of
         self.ledger = ledger
@@ -159,7 +167,10 @@ class FleetGate:
         return waiter if fleet else None
 
     async def _dispatch(self) -> None:
-        """Rounds while this process has waiters (and once more to withdraw its demand)."""
+        """Rounds while this process has waiters (and once more to withdraw its demand): after a
+        local release or arrival, when another gateway frees a slot for one of ours, and every
+        `poll_s` in case a wake was missed (a slot expired, a gateway died)."""
+        listener = asyncio.get_running_loop().create_task(self._listen(), name="pool-fleet-wake")
         try:
             while self._lines or self._announced:
                 self._kick.clear()
@@ -171,7 +182,16 @@ class FleetGate:
         except Exception as exc:  # noqa: BLE001 - the ledger is down: never strand a waiter
             self._fall_back(exc)
         finally:
+            listener.cancel()
             self._dispatcher = None
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                if await self.ledger.wait_freed(self.poll_s):
+                    self._kick.set()
+            except Exception:  # noqa: BLE001 - the round fails too and falls back
+                await asyncio.sleep(self.poll_s)
 
     async def _round(self) -> None:
         cap = self.capacity()
@@ -244,3 +264,4 @@ class FleetGate:
                 waiter.fut.set_result(False)
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.ledger.aclose()

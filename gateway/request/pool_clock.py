@@ -13,15 +13,18 @@ pool_share's do, under `<prefix>:{pool:<name>}`:
     :demand:<gw>     hash, tenant -> requests waiting at gateway <gw> (expires unless refreshed)
     :gws             sorted set of gateways with demand, -> expiry
     :live            sorted set of gateways seen, -> expiry (the local fallback's share)
+    :wake:<gw>       a list gateway <gw> blocks on (BLPOP, a connection per pool) while it waits
 
 One ADMIT call (a round) registers this gateway's demand and hands out free slots, one at a
 time, to the least-served tenant waiting anywhere; it stops when that tenant waits only at
-another gateway (its slot). A tenant that starts waiting is lifted to the least counter of
+another gateway (its slot) and wakes that gateway. RELEASE frees a slot, charges the
+completion and wakes the gateways where the least-served waiting tenant waits. A tenant that starts waiting is lifted to the least counter of
 those already waiting (idle time is no credit), as in the engine's fair queue. Counters are
 read inside the script, so ordering never uses a stale value; the copy each gateway keeps (for
 metrics and the local fallback) is as old as its last round. Cost per request: one ADMIT
-(several requests share one when they arrive together) and one RELEASE, plus one ADMIT per
-`poll_s` per pool while the gateway has waiters and a RENEW per ttl/3 for all its slots.
+(several requests share one when they arrive together) and one RELEASE; while a gateway has
+waiters, one ADMIT per wake and one BLPOP plus one ADMIT per `poll_s` (0.25 s) per pool; a
+RENEW per ttl/3 for all its slots.
 """
 
 from __future__ import annotations
@@ -37,10 +40,21 @@ from fairgate.gateway.quota.resp import RespClient, Script
 if TYPE_CHECKING:
     from fairgate.gateway.settings import Settings
 
+# Wakes gateways blocked on their `:wake:<gw>` list (one pending wake each is enough).
+WAKE = """
+local function wake(base, gateways)
+  for _, g in ipairs(gateways or {}) do
+    local k = base .. ':wake:' .. g
+    redis.call('LPUSH', k, 1)
+    redis.call('LTRIM', k, 0, 0)
+    redis.call('PEXPIRE', k, 5000)
+  end
+end
+"""
 # KEYS: base. ARGV: gateway id, capacity, slot ttl ms, demand ttl ms, tenants n, then per tenant
 # tenant, weight, waiting, k and k pairs (slot id, prompt cost). Returns granted count, the
 # granted ids, live gateways, slots in use, then (tenant, counter) pairs.
-ADMIT = """
+ADMIT = WAKE + """
 local base = KEYS[1]
 local slots, vtc, gws, live = base .. ':slots', base .. ':vtc', base .. ':gws', base .. ':live'
 local gw, cap, ttl, dttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -56,12 +70,15 @@ local function c(tenant)
   if counter[tenant] == nil then counter[tenant] = tonumber(redis.call('HGET', vtc, tenant) or '0') end
   return counter[tenant]
 end
-local before, others = {}, {}
+local before, others = {}, {}  -- others: tenant -> the other gateways where it waits
 for _, g in ipairs(redis.call('ZRANGE', gws, 0, -1)) do
   local d = redis.call('HGETALL', base .. ':demand:' .. g)
   for i = 1, #d, 2 do
     before[d[i]] = true
-    if g ~= gw then others[d[i]] = true end
+    if g ~= gw then
+      others[d[i]] = others[d[i]] or {}
+      table.insert(others[d[i]], g)
+    end
   end
 end
 local mine, names, i = {}, {}, 6
@@ -94,7 +111,10 @@ while free > 0 do
     if e.at <= e.k and (bestv == nil or c(tenant) <= bestv) then best, bestv = tenant, c(tenant) end
   end
   local e = best and mine[best]
-  if not e or e.at > e.k then break end
+  if not e or e.at > e.k then
+    if best then wake(base, others[best]) end  -- its slot: its gateway takes it now
+    break
+  end
   local at = e.first + 2 * (e.at - 1)
   redis.call('ZADD', slots, now + ttl, ARGV[at])
   counter[best] = bestv + tonumber(ARGV[at + 1]) / e.w
@@ -138,13 +158,28 @@ for tenant, v in pairs(counter) do
 end
 return out
 """
-# KEYS: base. ARGV: slot id, tenant, charge (completion tokens / weight).
-RELEASE = """
-redis.call('ZREM', KEYS[1] .. ':slots', ARGV[1])
+# KEYS: base. ARGV: slot id, tenant, charge (completion tokens / weight), gateway id. Wakes the
+# other gateways where the least-served waiting tenant waits (the releaser tries on its own).
+RELEASE = WAKE + """
+local base = KEYS[1]
+local vtc = base .. ':vtc'
+local removed = redis.call('ZREM', base .. ':slots', ARGV[1])
 if tonumber(ARGV[3]) > 0 then
-  redis.call('HINCRBYFLOAT', KEYS[1] .. ':vtc', ARGV[2], ARGV[3])
-  redis.call('PEXPIRE', KEYS[1] .. ':vtc', 86400000)
+  redis.call('HINCRBYFLOAT', vtc, ARGV[2], ARGV[3])
+  redis.call('PEXPIRE', vtc, 86400000)
 end
+if removed == 0 then return 0 end  -- expired already: nothing was freed now
+local at, best, bestv = {}, nil, nil
+for _, g in ipairs(redis.call('ZRANGE', base .. ':gws', 0, -1)) do
+  local d = redis.call('HGETALL', base .. ':demand:' .. g)
+  for i = 1, #d, 2 do
+    local v = tonumber(redis.call('HGET', vtc, d[i]) or '0')
+    if bestv == nil or v < bestv then best, bestv = d[i], v end
+    at[d[i]] = at[d[i]] or {}
+    if g ~= ARGV[4] then table.insert(at[d[i]], g) end
+  end
+end
+if best then wake(base, at[best]) end
 return 1
 """
 # KEYS: base. ARGV: ttl_ms, slot ids. Pushes live slots' expiry to now + ttl.
@@ -170,12 +205,8 @@ class PoolClock:
 
     def __init__(self, url: str, prefix: str, ttl_s: int, cluster: bool = False,
                  demand_ttl_ms: int = 2000) -> None:
-        if cluster:
-            from fairgate.gateway.quota.cluster import ClusterClient
-
-            self._redis: Any = ClusterClient(url)
-        else:
-            self._redis = RespClient(url)
+        self._url, self._cluster = url, cluster
+        self._redis: Any = self.connect()
         self._prefix = prefix
         self._ttl_ms = ttl_s * 1000
         self._demand_ttl_ms = demand_ttl_ms
@@ -187,6 +218,14 @@ class PoolClock:
         self.heartbeat = ReservationHeartbeat(self._renew, ttl_s)
         self.calls = 0  # Redis round trips (metrics: the cost per request)
         self.seconds = 0.0  # time spent waiting on them
+
+    def connect(self) -> Any:
+        """A client of its own (a RespClient, or a ClusterClient for a Redis Cluster)."""
+        if self._cluster:
+            from fairgate.gateway.quota.cluster import ClusterClient
+
+            return ClusterClient(self._url)
+        return RespClient(self._url)
 
     def base(self, pool: str) -> str:
         return f"{self._prefix}:{{pool:{pool}}}"
@@ -209,7 +248,7 @@ class PoolClock:
     async def release(self, pool: str, sid: str, tenant: str, charge: float) -> None:
         self._held.pop(sid, None)
         self.heartbeat.discard(sid)
-        await self._timed(self._release([self.base(pool)], [sid, tenant, repr(float(charge))]))
+        await self._timed(self._release([self.base(pool)], [sid, tenant, repr(float(charge)), self.gateway_id]))
 
     async def counters(self, pool: str) -> dict[str, float]:
         """The fleet counters as they are now (tests, the admin)."""
@@ -244,11 +283,26 @@ class PoolClock:
 
 
 class PoolLedger:
-    """One pool's view of the clock (backends.pool_fleet_gate.GateLedger)."""
+    """One pool's view of the clock (backends.pool_fleet_gate.GateLedger). `wait_freed` blocks
+    on a connection of its own (BLPOP would hold up every other call on a shared one)."""
 
     def __init__(self, clock: PoolClock, pool: str) -> None:
         self.clock = clock
         self.pool = pool
+        self._waker: Any = None
+
+    async def wait_freed(self, timeout_s: float) -> bool:
+        if self._waker is None:
+            self._waker = self.clock.connect()
+        key = f"{self.clock.base(self.pool)}:wake:{self.clock.gateway_id}"
+        got = await self._waker.execute("BLPOP", key, f"{timeout_s:.3f}")
+        self.clock.calls += 1
+        return got is not None
+
+    async def aclose(self) -> None:
+        if self._waker is not None:
+            await self._waker.aclose()
+            self._waker = None
 
     async def admit(self, asks: list[Ask], capacity: int) -> Round:
         return await self.clock.admit(self.pool, asks, capacity)

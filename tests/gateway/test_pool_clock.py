@@ -30,8 +30,8 @@ async def test_two_gates_with_skewed_ingress_serve_the_weights() -> None:
     with redis_prefix() as prefix:
         c1, c2 = PoolClock(REDIS_URL, prefix, 30), PoolClock(REDIS_URL, prefix, 30)
         weights = {"a": 3.0, "b": 1.0}
-        g1 = FleetGate(lambda: 2, weights.__getitem__, c1.ledger("p"), poll_s=0.005)
-        g2 = FleetGate(lambda: 2, weights.__getitem__, c2.ledger("p"), poll_s=0.005)
+        g1 = FleetGate(lambda: 2, weights.__getitem__, c1.ledger("p"), poll_s=0.25)
+        g2 = FleetGate(lambda: 2, weights.__getitem__, c2.ledger("p"), poll_s=0.25)
         served: list[str] = []
         runs = [asyncio.create_task(_backlog(g1, "a", served, 60, 0.03)),
                 asyncio.create_task(_backlog(g2, "b", served, 60, 0.03))]
@@ -74,6 +74,9 @@ async def test_a_freed_slot_waits_for_the_least_served_tenant_at_another_gateway
             # gateway 1 frees the slot but b (100 < a's 150) waits elsewhere: gateway 1 leaves it
             mine = await l1.admit([Ask("a", 1.0, 2, [("a2", 100.0), ("a3", 100.0)])], 1)
             assert mine.granted == [] and mine.counters["a"] == 150.0
+            # ... and gateway 2 was woken (by the release and by the round; one wake is kept)
+            assert await l2.wait_freed(0.1) and not await l2.wait_freed(0.05)
+            assert not await l1.wait_freed(0.05)  # the releaser tries on its own
             theirs = await l2.admit([Ask("b", 1.0, 1, [("b1", 5.0)])], 1)
             assert theirs.granted == ["b1"] and theirs.counters["b"] == 105.0
             await l2.release("b1", "b", 0.0)
@@ -84,6 +87,8 @@ async def test_a_freed_slot_waits_for_the_least_served_tenant_at_another_gateway
             assert (await l1.admit([], 1)).granted == []
             assert await c1.slots_in_use("p") == 0
         finally:
+            await l1.aclose()
+            await l2.aclose()
             await c1.aclose()
             await c2.aclose()
 
@@ -93,7 +98,7 @@ async def test_a_closed_gate_lets_its_waiters_go_on_in_local_order() -> None:
     the local queue; the fleet slot held meanwhile is given back to Redis."""
     with redis_prefix() as prefix:
         clock = PoolClock(REDIS_URL, prefix, 30)
-        gate = FleetGate(lambda: 1, lambda tenant: 1.0, clock.ledger("p"), poll_s=0.005)
+        gate = FleetGate(lambda: 1, lambda tenant: 1.0, clock.ledger("p"), poll_s=0.25)
         hold, order = asyncio.Event(), []
 
         async def run(name: str, wait: asyncio.Event | None = None) -> None:
