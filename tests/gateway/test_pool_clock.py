@@ -7,12 +7,15 @@ two real gateways is tests/e2e/test_pool_fleet_fairness.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
+import pytest
 import redis
 
 from fairgate.backends.pool_fleet_gate import Ask, FleetGate
 from fairgate.gateway.request.pool_clock import PoolClock
 from tests.gateway.harness import REDIS_URL, redis_prefix
+from tests.helpers.redis_cluster import missing_reason, redis_cluster
 
 
 async def _backlog(gate: FleetGate, tenant: str, served: list[str], n: int, hold_s: float) -> None:
@@ -60,9 +63,16 @@ async def test_two_gates_with_skewed_ingress_serve_the_weights() -> None:
         await c2.aclose()
 
 
-async def test_a_freed_slot_waits_for_the_least_served_tenant_at_another_gateway() -> None:
-    with redis_prefix() as prefix:
-        c1, c2 = PoolClock(REDIS_URL, prefix, 30), PoolClock(REDIS_URL, prefix, 30)
+@pytest.mark.parametrize("redis_kind", ["redis", "cluster"])
+async def test_a_freed_slot_waits_for_the_least_served_tenant_at_another_gateway(tmp_path, redis_kind) -> None:
+    """Script by script, on one Redis and on a three-node Cluster (every key in the pool's slot)."""
+    if redis_kind == "cluster" and missing_reason():
+        pytest.skip(missing_reason())
+    with contextlib.ExitStack() as es:
+        prefix = es.enter_context(redis_prefix())
+        url = es.enter_context(redis_cluster(tmp_path))[0] if redis_kind == "cluster" else REDIS_URL
+        cluster = redis_kind == "cluster"
+        c1, c2 = PoolClock(url, prefix, 30, cluster), PoolClock(url, prefix, 30, cluster)
         try:
             l1, l2 = c1.ledger("p"), c2.ledger("p")
             first = await l1.admit([Ask("a", 1.0, 3, [("a1", 100.0), ("a2", 100.0), ("a3", 100.0)])], 1)
