@@ -8,8 +8,10 @@ see as many of B's requests as of A's, so the fleet serves 1:1 whatever the weig
 
 `FleetGate` keeps the waiters here but moves the two things that decide who goes next into a
 shared `GateLedger` (Redis, gateway/request/pool_clock.py):
-- one set of slots for the pool, fleet-wide: `capacity()` (slots x routable replicas) is the
-  pool's, not this process's, and any gateway may take a free one;
+- one set of slots for the pool, fleet-wide: `slots` on each routable replica are the pool's,
+  not this process's, and any gateway may take a free one. A slot is on one replica (routing's
+  choice when it has room, else the one with the most room): each gateway sees only its own
+  requests, so per-process routing would pile two gateways' requests onto one replica;
 - one virtual counter per tenant (weighted tokens served: the prompt when let through, the
   completion when done, each over the tenant's weight), and every gateway's waiting tenants.
 A slot goes to the least-served tenant waiting anywhere in the fleet; when that tenant waits
@@ -51,14 +53,14 @@ class Ask:
     tenant: str
     weight: float
     waiting: int  # all of them (what other gateways see)
-    heads: list[tuple[str, float]]  # (slot id, prompt cost) of the first few, in arrival order
+    heads: list[tuple[str, float, str]]  # (slot id, prompt cost, preferred replica or "") of the first few
 
 
 @dataclass(slots=True)
 class Round:
     """What a round let through and what it saw of the fleet."""
 
-    granted: list[str]  # slot ids, in the order let through
+    granted: list[tuple[str, str]]  # (slot id, the replica its slot is on), in the order let through
     counters: dict[str, float] = field(default_factory=dict)  # fleet counters of the tenants seen
     gateways: int = 1  # gateway replicas seen live
     in_use: int = 0  # the pool's slots held fleet-wide after the round
@@ -67,9 +69,11 @@ class Round:
 class GateLedger(Protocol):
     """The shared slots and counters of one pool."""
 
-    async def admit(self, asks: list[Ask], capacity: int) -> Round: ...
+    async def admit(self, asks: list[Ask], rooms: dict[str, int]) -> Round:
+        """Let waiters through onto the routable replicas' slots (`rooms`: replica -> slots)."""
+        ...
 
-    async def release(self, slot_id: str, tenant: str, charge: float) -> None:
+    async def release(self, slot_id: str, replica: str, tenant: str, charge: float) -> None:
         """Give the slot back and add `charge` (completion tokens over weight) to the counter."""
         ...
 
@@ -86,16 +90,21 @@ class _Waiter:
     tenant: str
     cost: float
     sid: str
+    prefer: str  # the replica pool routing would pick here ("" none): taken when it has room
     fut: asyncio.Future[bool]  # True: a fleet slot; False: go local (ledger down)
     rounds: int = 0
+    replica: str = ""  # where the slot was granted
 
 
 class FleetGate:
-    """`slot()` as FairGate's, ordered and counted fleet-wide through `ledger`."""
+    """`slot()` as FairGate's, ordered and counted fleet-wide through `ledger`; `rooms()`: the
+    routable replicas and the slots each takes. A slot is on one replica (the preferred one when
+    it has room fleet-wide, else the one with the most room), so the pool's routing follows the
+    fleet's load, not this process's share of it."""
 
-    def __init__(self, capacity: Callable[[], int], weight_of: Callable[[str], float], ledger: GateLedger,
+    def __init__(self, rooms: Callable[[], dict[str, int]], weight_of: Callable[[str], float], ledger: GateLedger,
                  poll_s: float = 0.25, down_s: float = 1.0) -> None:
-        self.capacity = capacity
+        self.rooms = rooms
         self.weight_of = weight_of
         self.ledger = ledger
         self.poll_s = poll_s
@@ -115,6 +124,9 @@ class FleetGate:
         self._tasks: set[asyncio.Task[None]] = set()
         self._down_until = 0.0
 
+    def capacity(self) -> int:
+        return sum(self.rooms().values())
+
     def counter(self, tenant: str) -> float:
         return self.counters.get(tenant, 0.0)
 
@@ -128,18 +140,20 @@ class FleetGate:
         self.local.wake()
 
     @contextlib.asynccontextmanager
-    async def slot(self, tenant: str, prompt_cost: float,
-                   completion_cost: Callable[[], float]) -> AsyncIterator[None]:
-        waiter = None if self._down() else await self._enter(tenant, prompt_cost)
+    async def slot(self, tenant: str, prompt_cost: float, completion_cost: Callable[[], float],
+                   prefer: str = "") -> AsyncIterator[str | None]:
+        """Hold a slot while the block runs; yields the replica it is on (None: the ledger is
+        down, route as usual)."""
+        waiter = None if self._down() else await self._enter(tenant, prompt_cost, prefer)
         if waiter is None:
             async with self.local.slot(tenant, prompt_cost, completion_cost):
-                yield
+                yield None
             return
         try:
-            yield
+            yield waiter.replica
         finally:
             self.in_flight -= 1
-            self._give_back(waiter.sid, tenant, completion_cost())
+            self._give_back(waiter.sid, waiter.replica, tenant, completion_cost())
 
     def _down(self) -> bool:
         return asyncio.get_running_loop().time() < self._down_until
@@ -147,9 +161,9 @@ class FleetGate:
     def _local_capacity(self) -> int:
         return max(1, self.capacity() // max(self.gateways, 1))
 
-    async def _enter(self, tenant: str, cost: float) -> _Waiter | None:
+    async def _enter(self, tenant: str, cost: float, prefer: str) -> _Waiter | None:
         """Wait for a fleet slot; None when the ledger failed meanwhile (go local)."""
-        waiter = _Waiter(tenant, cost, uuid.uuid4().hex, asyncio.get_running_loop().create_future())
+        waiter = _Waiter(tenant, cost, uuid.uuid4().hex, prefer, asyncio.get_running_loop().create_future())
         self._lines.setdefault(tenant, deque()).append(waiter)
         self._pending[waiter.sid] = waiter
         self._kick.set()
@@ -160,7 +174,7 @@ class FleetGate:
         except asyncio.CancelledError:
             if waiter.fut.done() and not waiter.fut.cancelled() and waiter.fut.result():
                 self.in_flight -= 1  # let through as the client left: give it back
-                self._give_back(waiter.sid, tenant, 0.0)
+                self._give_back(waiter.sid, waiter.replica, tenant, 0.0)
             else:
                 self._forget(waiter)
             raise
@@ -194,23 +208,26 @@ class FleetGate:
                 await asyncio.sleep(self.poll_s)
 
     async def _round(self) -> None:
-        cap = self.capacity()
-        asks = [Ask(t, self.weight_of(t), len(line), [(w.sid, w.cost) for w in itertools.islice(line, max(cap, 0))])
+        rooms = self.rooms()
+        cap = sum(rooms.values())
+        asks = [Ask(t, self.weight_of(t), len(line),
+                    [(w.sid, w.cost, w.prefer) for w in itertools.islice(line, max(cap, 0))])
                 for t, line in self._lines.items()]
         self.rounds += 1
-        got = await self.ledger.admit(asks, cap)
+        got = await self.ledger.admit(asks, rooms)
         self.counters.update(got.counters)
         self.gateways = max(1, got.gateways)
         self._announced = len(got.granted) < sum(a.waiting for a in asks)
-        for sid in got.granted:
+        for sid, replica in got.granted:
             waiter = self._pending.get(sid)
             if waiter is None or waiter.fut.done():  # its client left during the round
                 if waiter is not None:
                     self._forget(waiter, kick=False)
-                self._give_back(sid, waiter.tenant if waiter else "", 0.0)
+                self._give_back(sid, replica, waiter.tenant if waiter else "", 0.0)
                 continue
             self._forget(waiter, kick=False)
             self.in_flight += 1
+            waiter.replica = replica
             waiter.fut.set_result(True)
         for line in self._lines.values():
             for waiter in line:
@@ -238,15 +255,16 @@ class FleetGate:
         if kick:  # a waiter left: the ledger hears the new demand at once
             self._kick.set()
 
-    def _give_back(self, sid: str, tenant: str, cost: float) -> None:
+    def _give_back(self, sid: str, replica: str, tenant: str, cost: float) -> None:
         charge = cost / max(self.weight_of(tenant), 1e-9) if tenant else 0.0
-        task = asyncio.get_running_loop().create_task(self._release(sid, tenant, charge), name="pool-slot-release")
+        task = asyncio.get_running_loop().create_task(self._release(sid, replica, tenant, charge),
+                                                      name="pool-slot-release")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _release(self, sid: str, tenant: str, charge: float) -> None:
+    async def _release(self, sid: str, replica: str, tenant: str, charge: float) -> None:
         try:
-            await self.ledger.release(sid, tenant, charge)
+            await self.ledger.release(sid, replica, tenant, charge)
         except Exception as exc:  # noqa: BLE001 - the slot's TTL gives it back
             log.warning("pool fair queue: releasing a slot failed (%s)", type(exc).__name__)
         self._kick.set()  # a slot is free: this process's waiters try now

@@ -11,7 +11,8 @@ prefix per round). Every tenant arrives at one gateway only:
 
 Rounds: `fcfs` (FCFS engines, no gateway queue: requests go out as they come) and `fair` (fair
 engines with fairness preemption, and the gateways' pool queue `pool_fair_slots` on the shared
-Redis clock, backends/pool_fleet_gate.py), alternating. Capacity is calibrated once, closed loop
+Redis clock, backends/pool_fleet_gate.py), alternating. Each engine gets cores / N compute
+threads (`--engine-threads`), so N engines do not oversubscribe the machine. Capacity is calibrated once, closed loop
 through gateway 1. The last line is JSON: `light_p99_vs_alone`, `light_p50_vs_alone` (fair
 round), `throughput_vs_fcfs` (flood phase, engines' generated tokens/s), `preemptions_per_request`
 (fair engines, flood phase), `weighted_share_error` (|gold/std - 3| / 3 in the fair round; the
@@ -24,8 +25,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import random
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -66,17 +69,23 @@ async def share_phase(entries: dict[str, str], keys: dict[str, dict[str, str]], 
     return chunks
 
 
+def scrape(gw: Proc, prefix: str) -> float:
+    """The sum of a gateway's /metrics samples whose line starts with `prefix`."""
+    text = httpx.get(gw.url + "/metrics", headers={"authorization": f"Bearer {ADMIN}"}, timeout=30).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix))
+
+
 def clock_cost(gateways: list[Proc]) -> tuple[float, float]:
     """The shared clock's Redis calls and seconds, summed over the gateways' /metrics."""
-    calls = seconds = 0.0
-    for gw in gateways:
-        text = httpx.get(gw.url + "/metrics", headers={"authorization": f"Bearer {ADMIN}"}, timeout=30).text
-        for line in text.splitlines():
-            if line.startswith(CLOCK[0] + " "):
-                calls += float(line.split()[1])
-            elif line.startswith(CLOCK[1] + " "):
-                seconds += float(line.split()[1])
-    return calls, seconds
+    return sum(scrape(gw, CLOCK[0] + " ") for gw in gateways), sum(scrape(gw, CLOCK[1] + " ") for gw in gateways)
+
+
+def snapshot(queue: str, gateways: list[Proc], engines: list[Proc]) -> None:
+    """Where requests are at the end of the flood phase: held at the gateways or running."""
+    stats = [httpx.get(e.url + "/stats", timeout=30).json() for e in engines]
+    print(f"  {queue} end of flood: per gateway (healthy replicas, fair-queue slots held, waiting) "
+          f"{[(scrape(g, 'fairgate_pool_replica_healthy{'), scrape(g, 'fairgate_pool_fair_in_flight{'), scrape(g, 'fairgate_pool_fair_waiting{')) for g in gateways]}"
+          f"; per engine (running, waiting) {[(s['running'], s['waiting']) for s in stats]}", flush=True)
 
 
 def warm_up(gateways: list[Proc], key: dict[str, str]) -> None:
@@ -94,8 +103,9 @@ def start_fleet(es: contextlib.ExitStack, queue: str, args: argparse.Namespace,
     from tests.gateway.harness import REDIS_URL, pg_database, redis_prefix
 
     engines = []
+    threads = args.engine_threads or max(1, (os.cpu_count() or 1) // args.pool)
     for _ in range(args.pool):
-        engines.append(start_engine(queue, args))
+        engines.append(start_engine(queue, args, threads))
         es.callback(engines[-1].stop)
     env = {"FAIRGATE_DATABASE_URL": es.enter_context(pg_database()), "FAIRGATE_REDIS_URL": REDIS_URL,
            "FAIRGATE_REDIS_PREFIX": es.enter_context(redis_prefix())}
@@ -134,8 +144,11 @@ def run_pool(args: argparse.Namespace) -> dict:
             merge(results[queue]["alone"], asyncio.run(
                 run_phase(entries, urls, keys, {"light": light}, args.duration, args, seed)))
             before = clock_cost(gws)
+            timer = threading.Timer(args.duration * 0.9, snapshot, (queue, gws, engines))  # near its end
+            timer.start()
             flood = asyncio.run(run_phase(entries, urls, keys, {"light": light, "flood": 4 * light},
                                           args.duration, args, seed + 1))
+            timer.join()
             merge(results[queue]["flood"], flood)
             if queue == "vtc":
                 after = clock_cost(gws)

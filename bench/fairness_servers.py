@@ -86,12 +86,15 @@ class Proc:
             self.popen.wait()
 
 
-def start_engine(queue: str, args: argparse.Namespace) -> Proc:
+def start_engine(queue: str, args: argparse.Namespace, threads: int | None = None) -> Proc:
+    """`threads`: the engine's compute threads (OMP_NUM_THREADS; several engines on a few cores
+    must not oversubscribe them); default torch's choice."""
     cmd = [sys.executable, str(ROOT / "bench" / "fairness_live.py"), "--serve-engine", queue, "--model", args.model,
            "--max-num-seqs", str(args.max_num_seqs), "--num-kv-blocks", str(args.num_kv_blocks),
            "--max-num-batched-tokens", str(args.max_num_batched_tokens)]
     cmd += ["--no-fair-preemption"] if args.no_fair_preemption else []
-    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)} if threads else None
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     line = p.stdout.readline()  # type: ignore[union-attr]
     if not line.startswith("listening on "):
         p.kill()

@@ -2,7 +2,7 @@
 
 Gauges: outstanding requests (sent by this gateway), healthy (1/0), draining (1/0), KV usage
 (0..1, as last probed). Counters: requests sent, failures, ejections, and requests routed to a
-replica first by reason (affinity, spill, least_loaded, round_robin).
+replica first by reason (affinity, spill, least_loaded, round_robin, fair_queue: the fleet fair queue placed it).
 
 The pool's fair queue (`pool_fair_slots`, backends/pool_gate.py and pool_fleet_gate.py):
 `fairgate_pool_fair_waiting{pool}` requests waiting at this gateway, `fairgate_pool_fair_in_flight`

@@ -7,7 +7,7 @@ replica loads from the same database and pushes to the engines) and takes slots 
 set (the pool's capacity, fleet-wide). Keys live in the pool's own Cluster slot, as
 pool_share's do, under `<prefix>:{pool:<name>}`:
 
-    :slots           sorted set, slot id -> expiry (ms); a dead replica's slots expire
+    :slots           sorted set, `<replica>/<slot id>` -> expiry (ms); a dead gateway's expire
     :vtc             hash, tenant -> virtual counter
     :floor           the least counter of the tenants waiting at the last contention
     :demand:<gw>     hash, tenant -> requests waiting at gateway <gw> (expires unless refreshed)
@@ -16,7 +16,8 @@ pool_share's do, under `<prefix>:{pool:<name>}`:
     :wake:<gw>       a list gateway <gw> blocks on (BLPOP, a connection per pool) while it waits
 
 One ADMIT call (a round) registers this gateway's demand and hands out free slots, one at a
-time, to the least-served tenant waiting anywhere; it stops when that tenant waits only at
+time, to the least-served tenant waiting anywhere (on the waiter's preferred replica if it has a
+free slot, else on the replica with the most free slots); it stops when that tenant waits only at
 another gateway (its slot) and wakes that gateway. RELEASE frees a slot, charges the
 completion and wakes the gateways where the least-served waiting tenant waits. A tenant that starts waiting is lifted to the least counter of
 those already waiting (idle time is no credit), as in the engine's fair queue. Counters are
@@ -51,13 +52,14 @@ local function wake(base, gateways)
   end
 end
 """
-# KEYS: base. ARGV: gateway id, capacity, slot ttl ms, demand ttl ms, tenants n, then per tenant
-# tenant, weight, waiting, k and k pairs (slot id, prompt cost). Returns granted count, the
-# granted ids, live gateways, slots in use, then (tenant, counter) pairs.
+# KEYS: base. ARGV: gateway id, slot ttl ms, demand ttl ms, replicas n, then per replica name and
+# slots; tenants n, then per tenant: tenant, weight, waiting, k and k triples (slot id, prompt
+# cost, preferred replica or ""). Returns granted count, (slot id, replica) per grant, live
+# gateways, slots in use, then (tenant, counter) pairs.
 ADMIT = WAKE + """
 local base = KEYS[1]
 local slots, vtc, gws, live = base .. ':slots', base .. ':vtc', base .. ':gws', base .. ':live'
-local gw, cap, ttl, dttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local gw, ttl, dttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
@@ -81,12 +83,29 @@ for _, g in ipairs(redis.call('ZRANGE', gws, 0, -1)) do
     end
   end
 end
-local mine, names, i = {}, {}, 6
-for _ = 1, tonumber(ARGV[5]) do
+local room, replicas, i = {}, {}, 5
+for _ = 1, tonumber(ARGV[4]) do
+  room[ARGV[i]] = tonumber(ARGV[i + 1])
+  replicas[#replicas + 1] = ARGV[i]
+  i = i + 2
+end
+local held = redis.call('ZRANGE', slots, 0, -1)
+for _, m in ipairs(held) do
+  local r = string.match(m, '^(.*)/[^/]*$')
+  if room[r] then room[r] = room[r] - 1 end
+end
+local free = 0
+for _, r in ipairs(replicas) do
+  if room[r] > 0 then free = free + room[r] end
+end
+local mine, names = {}, {}
+local ntenants = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, ntenants do
   local e = {w = tonumber(ARGV[i + 1]), n = tonumber(ARGV[i + 2]), k = tonumber(ARGV[i + 3]), at = 1, first = i + 4}
   mine[ARGV[i]] = e
   names[#names + 1] = ARGV[i]
-  i = i + 4 + 2 * e.k
+  i = i + 4 + 3 * e.k
 end
 local floor = tonumber(redis.call('GET', base .. ':floor') or '0')
 local least = nil
@@ -99,7 +118,6 @@ for _, tenant in ipairs(names) do
     redis.call('HSET', vtc, tenant, tostring(counter[tenant]))
   end
 end
-local free = cap - redis.call('ZCARD', slots)
 local granted = {}
 while free > 0 do
   local best, bestv = nil, nil
@@ -115,11 +133,20 @@ while free > 0 do
     if best then wake(base, others[best]) end  -- its slot: its gateway takes it now
     break
   end
-  local at = e.first + 2 * (e.at - 1)
-  redis.call('ZADD', slots, now + ttl, ARGV[at])
+  local at = e.first + 3 * (e.at - 1)
+  local r = ARGV[at + 2]
+  if not room[r] or room[r] <= 0 then
+    r = nil
+    for _, x in ipairs(replicas) do
+      if room[x] > 0 and (r == nil or room[x] > room[r]) then r = x end
+    end
+  end
+  redis.call('ZADD', slots, now + ttl, r .. '/' .. ARGV[at])
+  room[r] = room[r] - 1
   counter[best] = bestv + tonumber(ARGV[at + 1]) / e.w
   redis.call('HSET', vtc, best, tostring(counter[best]))
   granted[#granted + 1] = ARGV[at]
+  granted[#granted + 1] = r
   e.at = e.at + 1
   free = free - 1
 end
@@ -148,8 +175,8 @@ end
 if low ~= nil and low > floor then
   redis.call('SET', base .. ':floor', tostring(low), 'PX', 86400000)
 end
-local out = {#granted}
-for _, sid in ipairs(granted) do out[#out + 1] = sid end
+local out = {#granted / 2}
+for _, x in ipairs(granted) do out[#out + 1] = x end
 out[#out + 1] = redis.call('ZCARD', live)
 out[#out + 1] = redis.call('ZCARD', slots)
 for tenant, v in pairs(counter) do
@@ -158,7 +185,7 @@ for tenant, v in pairs(counter) do
 end
 return out
 """
-# KEYS: base. ARGV: slot id, tenant, charge (completion tokens / weight), gateway id. Wakes the
+# KEYS: base. ARGV: `<replica>/<slot id>`, tenant, charge (completion tokens / weight), gateway id. Wakes the
 # other gateways where the least-served waiting tenant waits (the releaser tries on its own).
 RELEASE = WAKE + """
 local base = KEYS[1]
@@ -193,9 +220,9 @@ return 1
 
 def parse_round(reply: list[Any]) -> Round:
     n = int(reply[0])
-    granted = [str(s) for s in reply[1:1 + n]]
-    gateways, in_use = int(reply[1 + n]), int(reply[2 + n])
-    rest = reply[3 + n:]
+    granted = [(str(reply[1 + 2 * j]), str(reply[2 + 2 * j])) for j in range(n)]
+    gateways, in_use = int(reply[1 + 2 * n]), int(reply[2 + 2 * n])
+    rest = reply[3 + 2 * n:]
     counters = {str(rest[i]): float(rest[i + 1]) for i in range(0, len(rest), 2)}
     return Round(granted, counters, gateways, in_use)
 
@@ -214,7 +241,7 @@ class PoolClock:
         self._admit = Script(self._redis, ADMIT)
         self._release = Script(self._redis, RELEASE)
         self._renew_script = Script(self._redis, RENEW)
-        self._held: dict[str, str] = {}  # slot id -> pool
+        self._held: dict[str, tuple[str, str]] = {}  # slot id -> (pool, member in its :slots)
         self.heartbeat = ReservationHeartbeat(self._renew, ttl_s)
         self.calls = 0  # Redis round trips (metrics: the cost per request)
         self.seconds = 0.0  # time spent waiting on them
@@ -233,22 +260,26 @@ class PoolClock:
     def ledger(self, pool: str) -> PoolLedger:
         return PoolLedger(self, pool)
 
-    async def admit(self, pool: str, asks: list[Ask], capacity: int) -> Round:
-        args: list[Any] = [self.gateway_id, capacity, self._ttl_ms, self._demand_ttl_ms, len(asks)]
+    async def admit(self, pool: str, asks: list[Ask], rooms: dict[str, int]) -> Round:
+        args: list[Any] = [self.gateway_id, self._ttl_ms, self._demand_ttl_ms, len(rooms)]
+        for replica, slots in rooms.items():
+            args += [replica, slots]
+        args.append(len(asks))
         for a in asks:
             args += [a.tenant, repr(max(a.weight, 1e-9)), a.waiting, len(a.heads)]
-            for sid, cost in a.heads:
-                args += [sid, repr(float(cost))]
+            for sid, cost, prefer in a.heads:
+                args += [sid, repr(float(cost)), prefer]
         got = parse_round(await self._timed(self._admit([self.base(pool)], args)))
-        for sid in got.granted:
-            self._held[sid] = pool
+        for sid, replica in got.granted:
+            self._held[sid] = (pool, f"{replica}/{sid}")
             self.heartbeat.add(sid)
         return got
 
-    async def release(self, pool: str, sid: str, tenant: str, charge: float) -> None:
+    async def release(self, pool: str, sid: str, replica: str, tenant: str, charge: float) -> None:
         self._held.pop(sid, None)
         self.heartbeat.discard(sid)
-        await self._timed(self._release([self.base(pool)], [sid, tenant, repr(float(charge)), self.gateway_id]))
+        await self._timed(self._release([self.base(pool)], [f"{replica}/{sid}", tenant, repr(float(charge)),
+                                                            self.gateway_id]))
 
     async def counters(self, pool: str) -> dict[str, float]:
         """The fleet counters as they are now (tests, the admin)."""
@@ -272,8 +303,8 @@ class PoolClock:
     async def _renew(self, sids: list[str]) -> None:
         groups: dict[str, list[str]] = {}
         for sid in sids:
-            if (pool := self._held.get(sid)) is not None:
-                groups.setdefault(pool, []).append(sid)
+            if (held := self._held.get(sid)) is not None:
+                groups.setdefault(held[0], []).append(held[1])
         for pool, ids in groups.items():
             await self._timed(self._renew_script([self.base(pool)], [self._ttl_ms, *ids]))
 
@@ -304,11 +335,11 @@ class PoolLedger:
             await self._waker.aclose()
             self._waker = None
 
-    async def admit(self, asks: list[Ask], capacity: int) -> Round:
-        return await self.clock.admit(self.pool, asks, capacity)
+    async def admit(self, asks: list[Ask], rooms: dict[str, int]) -> Round:
+        return await self.clock.admit(self.pool, asks, rooms)
 
-    async def release(self, slot_id: str, tenant: str, charge: float) -> None:
-        await self.clock.release(self.pool, slot_id, tenant, charge)
+    async def release(self, slot_id: str, replica: str, tenant: str, charge: float) -> None:
+        await self.clock.release(self.pool, slot_id, replica, tenant, charge)
 
 
 def make_pool_clock(settings: Settings) -> PoolClock | None:

@@ -94,6 +94,8 @@ def test_two_gateways_with_skewed_ingress_serve_three_to_one():
         assert 2.0 <= ratio <= 4.5, (ratio, order[:28])
         pools = [gw.state.backends["pool"] for gw in (g1, g2)]
         assert pools[0].gate.waited > 0 and pools[1].gate.waited > 0  # the fleet's queue held them
+        # and placed them: every replica took requests from both gateways on the fleet's slots
+        assert all(r.routed.get("fair_queue", 0) > 0 for pool in pools for r in pool.replicas.values())
 
         clock = g1.state.pool_clock
         assert clock is not None

@@ -33,8 +33,9 @@ async def test_two_gates_with_skewed_ingress_serve_the_weights() -> None:
     with redis_prefix() as prefix:
         c1, c2 = PoolClock(REDIS_URL, prefix, 30), PoolClock(REDIS_URL, prefix, 30)
         weights = {"a": 3.0, "b": 1.0}
-        g1 = FleetGate(lambda: 2, weights.__getitem__, c1.ledger("p"), poll_s=0.25)
-        g2 = FleetGate(lambda: 2, weights.__getitem__, c2.ledger("p"), poll_s=0.25)
+        rooms = {"r0": 1, "r1": 1}
+        g1 = FleetGate(lambda: rooms, weights.__getitem__, c1.ledger("p"), poll_s=0.25)
+        g2 = FleetGate(lambda: rooms, weights.__getitem__, c2.ledger("p"), poll_s=0.25)
         served: list[str] = []
         runs = [asyncio.create_task(_backlog(g1, "a", served, 60, 0.03)),
                 asyncio.create_task(_backlog(g2, "b", served, 60, 0.03))]
@@ -75,26 +76,27 @@ async def test_a_freed_slot_waits_for_the_least_served_tenant_at_another_gateway
         c1, c2 = PoolClock(url, prefix, 30, cluster), PoolClock(url, prefix, 30, cluster)
         try:
             l1, l2 = c1.ledger("p"), c2.ledger("p")
-            first = await l1.admit([Ask("a", 1.0, 3, [("a1", 100.0), ("a2", 100.0), ("a3", 100.0)])], 1)
-            assert first.granted == ["a1"] and first.in_use == 1 and first.counters["a"] == 100.0
+            one = {"r": 1}
+            first = await l1.admit([Ask("a", 1.0, 3, [("a1", 100.0, ""), ("a2", 100.0, ""), ("a3", 100.0, "")])], one)
+            assert first.granted == [("a1", "r")] and first.in_use == 1 and first.counters["a"] == 100.0
             # b starts waiting at gateway 2 while the pool is full: lifted to a's waiting counter
-            full = await l2.admit([Ask("b", 1.0, 1, [("b1", 5.0)])], 1)
+            full = await l2.admit([Ask("b", 1.0, 1, [("b1", 5.0, "r")])], one)
             assert full.granted == [] and full.counters["b"] == 100.0 and full.gateways == 2
-            await l1.release("a1", "a", 50.0)
+            await l1.release("a1", "r", "a", 50.0)
             # gateway 1 frees the slot but b (100 < a's 150) waits elsewhere: gateway 1 leaves it
-            mine = await l1.admit([Ask("a", 1.0, 2, [("a2", 100.0), ("a3", 100.0)])], 1)
+            mine = await l1.admit([Ask("a", 1.0, 2, [("a2", 100.0, ""), ("a3", 100.0, "")])], one)
             assert mine.granted == [] and mine.counters["a"] == 150.0
             # ... and gateway 2 was woken (by the release and by the round; one wake is kept)
             assert await l2.wait_freed(0.1) and not await l2.wait_freed(0.05)
             assert not await l1.wait_freed(0.05)  # the releaser tries on its own
-            theirs = await l2.admit([Ask("b", 1.0, 1, [("b1", 5.0)])], 1)
-            assert theirs.granted == ["b1"] and theirs.counters["b"] == 105.0
-            await l2.release("b1", "b", 0.0)
-            assert (await l2.admit([], 1)).granted == []  # gateway 2 withdraws (nothing waits there)
-            again = await l1.admit([Ask("a", 1.0, 2, [("a2", 100.0), ("a3", 100.0)])], 1)
-            assert again.granted == ["a2"]  # nobody else waits: a goes on
-            await l1.release("a2", "a", 0.0)
-            assert (await l1.admit([], 1)).granted == []
+            theirs = await l2.admit([Ask("b", 1.0, 1, [("b1", 5.0, "r")])], one)
+            assert theirs.granted == [("b1", "r")] and theirs.counters["b"] == 105.0
+            await l2.release("b1", "r", "b", 0.0)
+            assert (await l2.admit([], one)).granted == []  # gateway 2 withdraws (nothing waits there)
+            again = await l1.admit([Ask("a", 1.0, 2, [("a2", 100.0, ""), ("a3", 100.0, "")])], one)
+            assert again.granted == [("a2", "r")]  # nobody else waits: a goes on
+            await l1.release("a2", "r", "a", 0.0)
+            assert (await l1.admit([], one)).granted == []
             assert await c1.slots_in_use("p") == 0
         finally:
             await l1.aclose()
@@ -108,7 +110,7 @@ async def test_a_closed_gate_lets_its_waiters_go_on_in_local_order() -> None:
     the local queue; the fleet slot held meanwhile is given back to Redis."""
     with redis_prefix() as prefix:
         clock = PoolClock(REDIS_URL, prefix, 30)
-        gate = FleetGate(lambda: 1, lambda tenant: 1.0, clock.ledger("p"), poll_s=0.25)
+        gate = FleetGate(lambda: {"r": 1}, lambda tenant: 1.0, clock.ledger("p"), poll_s=0.25)
         hold, order = asyncio.Event(), []
 
         async def run(name: str, wait: asyncio.Event | None = None) -> None:
@@ -131,3 +133,29 @@ async def test_a_closed_gate_lets_its_waiters_go_on_in_local_order() -> None:
         await gate.aclose()
         assert gate.in_flight == 0 and gate.waiting == 0 and await clock.slots_in_use("p") == 0
         await clock.aclose()
+
+
+async def test_slots_go_where_the_fleet_has_room() -> None:
+    """Two gateways each routing by their own load would pile onto one replica; the ledger puts
+    a slot on the preferred replica while it has room fleet-wide, else on the emptiest one."""
+    with redis_prefix() as prefix:
+        c1, c2 = PoolClock(REDIS_URL, prefix, 30), PoolClock(REDIS_URL, prefix, 30)
+        try:
+            l1, l2 = c1.ledger("p"), c2.ledger("p")
+            rooms = {"r0": 2, "r1": 2}
+            got1 = await l1.admit([Ask("a", 1.0, 2, [("a1", 1.0, "r0"), ("a2", 1.0, "r0")])], rooms)
+            assert got1.granted == [("a1", "r0"), ("a2", "r0")]
+            # gateway 2's routing also prefers r0 (it sees none of gateway 1's requests): r0 is full
+            got2 = await l2.admit([Ask("b", 1.0, 3, [("b1", 1.0, "r0"), ("b2", 1.0, "r0"), ("b3", 1.0, "r0")])],
+                                  rooms)
+            assert [r for _, r in got2.granted] == ["r1", "r1"] and got2.in_use == 4
+            await l1.release("a1", "r0", "a", 0.0)
+            got3 = await l2.admit([Ask("b", 1.0, 1, [("b3", 1.0, "r1")])], rooms)
+            assert got3.granted == [("b3", "r0")]  # r1 is full: where the room is
+            for sid, r in [("a2", "r0"), ("b1", "r1"), ("b2", "r1"), ("b3", "r0")]:
+                await (l1 if sid.startswith("a") else l2).release(sid, r, sid[0], 0.0)
+            await l2.admit([], rooms)
+            assert await c1.slots_in_use("p") == 0
+        finally:
+            await c1.aclose()
+            await c2.aclose()
