@@ -113,7 +113,6 @@ class FleetGate:
         self.in_flight = 0  # fleet slots this process holds
         self.waited = 0  # requests not let through in their first round
         self.fallbacks = 0  # times the ledger failed and the waiters went on locally
-        self.rounds = 0  # ledger calls made for admission (metrics: Redis cost)
         self.counters: dict[str, float] = {}  # fleet counters as last read (bounded by a round's age)
         self.gateways = 1
         self._lines: dict[str, deque[_Waiter]] = {}
@@ -159,7 +158,10 @@ class FleetGate:
         return asyncio.get_running_loop().time() < self._down_until
 
     def _local_capacity(self) -> int:
-        return max(1, self.capacity() // max(self.gateways, 1))
+        """This gateway's share of the pool's slots (of the gateways last seen) while the
+        ledger is down; none while no replica is routable."""
+        cap = self.capacity()
+        return max(1, cap // max(self.gateways, 1)) if cap else 0
 
     async def _enter(self, tenant: str, cost: float, prefer: str) -> _Waiter | None:
         """Wait for a fleet slot; None when the ledger failed meanwhile (go local)."""
@@ -213,7 +215,6 @@ class FleetGate:
         asks = [Ask(t, self.weight_of(t), len(line),
                     [(w.sid, w.cost, w.prefer) for w in itertools.islice(line, max(cap, 0))])
                 for t, line in self._lines.items()]
-        self.rounds += 1
         got = await self.ledger.admit(asks, rooms)
         self.counters.update(got.counters)
         self.gateways = max(1, got.gateways)

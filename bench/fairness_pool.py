@@ -80,6 +80,16 @@ def clock_cost(gateways: list[Proc]) -> tuple[float, float]:
     return sum(scrape(gw, CLOCK[0] + " ") for gw in gateways), sum(scrape(gw, CLOCK[1] + " ") for gw in gateways)
 
 
+def cpu_s(procs: list[Proc]) -> list[float]:
+    """CPU seconds (user + system) each process has used so far (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = []
+    for proc in procs:
+        fields = Path(f"/proc/{proc.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        out.append((int(fields[11]) + int(fields[12])) / tick)
+    return out
+
+
 def snapshot(queue: str, gateways: list[Proc], engines: list[Proc]) -> None:
     """Where requests are at the end of the flood phase: held at the gateways or running."""
     stats = [httpx.get(e.url + "/stats", timeout=30).json() for e in engines]
@@ -146,9 +156,12 @@ def run_pool(args: argparse.Namespace) -> dict:
             before = clock_cost(gws)
             timer = threading.Timer(args.duration * 0.9, snapshot, (queue, gws, engines))  # near its end
             timer.start()
+            cpu0 = cpu_s([*gws, *engines])
             flood = asyncio.run(run_phase(entries, urls, keys, {"light": light, "flood": 4 * light},
                                           args.duration, args, seed + 1))
             timer.join()
+            cpu = [round(b - a, 1) for a, b in zip(cpu0, cpu_s([*gws, *engines]), strict=True)]
+            print(f"  {queue} flood phase CPU s: gateways {cpu[:2]}, engines {cpu[2:]}", flush=True)
             merge(results[queue]["flood"], flood)
             if queue == "vtc":
                 after = clock_cost(gws)
