@@ -17,7 +17,9 @@ through gateway 1. The last line is JSON: `light_p99_vs_alone`, `light_p50_vs_al
 round), `throughput_vs_fcfs` (flood phase, engines' generated tokens/s), `preemptions_per_request`
 (fair engines, flood phase), `weighted_share_error` (|gold/std - 3| / 3 in the fair round; the
 FCFS round's beside it) and the shared clock's Redis calls and milliseconds per request (from the
-gateways' /metrics over the flood phase).
+gateways' /metrics over the flood phase). The run reported in issue 36's note (about 4 minutes):
+
+    python bench/fairness_live.py --pool 2 --duration 12 --repeats 2 --max-num-seqs 4 --max-tokens 32
 """
 
 from __future__ import annotations

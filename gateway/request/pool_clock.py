@@ -16,11 +16,12 @@ pool_share's do, under `<prefix>:{pool:<name>}`:
     :wake:<gw>       a list gateway <gw> blocks on (BLPOP, a connection per pool) while it waits
 
 One ADMIT call (a round) registers this gateway's demand and hands out free slots, one at a
-time, to the least-served tenant waiting anywhere (on the waiter's preferred replica if it has a
-free slot, else on the replica with the most free slots); it stops when that tenant waits only at
-another gateway (its slot) and wakes that gateway. RELEASE frees a slot, charges the
-completion and wakes the gateways where the least-served waiting tenant waits. A tenant that starts waiting is lifted to the least counter of
-those already waiting (idle time is no credit), as in the engine's fair queue. Counters are
+time, to the least-served tenant waiting anywhere (on the waiter's preferred replica if it has
+a free slot, else on the replica with the most free slots); it stops when that tenant waits
+only at another gateway (its slot) and wakes that gateway. RELEASE frees a slot, charges the
+completion and wakes the gateways where the least-served waiting tenant waits. A tenant that
+starts waiting is lifted to the least counter of those already waiting (idle time is no
+credit), as in the engine's fair queue. Counters are
 read inside the script, so ordering never uses a stale value; the copy each gateway keeps (for
 metrics and the local fallback) is as old as its last round. Cost per request: one ADMIT
 (several requests share one when they arrive together) and one RELEASE; while a gateway has
