@@ -71,15 +71,16 @@ async def share_phase(entries: dict[str, str], keys: dict[str, dict[str, str]], 
     return chunks
 
 
-def scrape(gw: Proc, prefix: str) -> float:
-    """The sum of a gateway's /metrics samples whose line starts with `prefix`."""
-    text = httpx.get(gw.url + "/metrics", headers={"authorization": f"Bearer {ADMIN}"}, timeout=30).text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix))
+def scrape(gw: Proc, *prefixes: str) -> list[float]:
+    """Per prefix, the sum of the gateway's /metrics samples whose line starts with it (one scrape)."""
+    lines = httpx.get(gw.url + "/metrics", headers={"authorization": f"Bearer {ADMIN}"}, timeout=30).text.splitlines()
+    return [sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(p)) for p in prefixes]
 
 
 def clock_cost(gateways: list[Proc]) -> tuple[float, float]:
     """The shared clock's Redis calls and seconds, summed over the gateways' /metrics."""
-    return sum(scrape(gw, CLOCK[0] + " ") for gw in gateways), sum(scrape(gw, CLOCK[1] + " ") for gw in gateways)
+    got = [scrape(gw, CLOCK[0] + " ", CLOCK[1] + " ") for gw in gateways]
+    return sum(g[0] for g in got), sum(g[1] for g in got)
 
 
 def cpu_s(procs: list[Proc]) -> list[float]:
@@ -95,8 +96,9 @@ def cpu_s(procs: list[Proc]) -> list[float]:
 def snapshot(queue: str, gateways: list[Proc], engines: list[Proc]) -> None:
     """Where requests are at the end of the flood phase: held at the gateways or running."""
     stats = [httpx.get(e.url + "/stats", timeout=30).json() for e in engines]
-    print(f"  {queue} end of flood: per gateway (healthy replicas, fair-queue slots held, waiting) "
-          f"{[(scrape(g, 'fairgate_pool_replica_healthy{'), scrape(g, 'fairgate_pool_fair_in_flight{'), scrape(g, 'fairgate_pool_fair_waiting{')) for g in gateways]}"
+    gws = [scrape(g, "fairgate_pool_replica_healthy{", "fairgate_pool_fair_in_flight{", "fairgate_pool_fair_waiting{")
+           for g in gateways]  # one scrape each, one after the other: not one instant on a loaded machine
+    print(f"  {queue} end of flood: per gateway (healthy replicas, fair-queue slots held, waiting) {gws}"
           f"; per engine (running, waiting) {[(s['running'], s['waiting']) for s in stats]}", flush=True)
 
 
