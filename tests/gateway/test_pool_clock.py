@@ -159,3 +159,42 @@ async def test_slots_go_where_the_fleet_has_room() -> None:
         finally:
             await c1.aclose()
             await c2.aclose()
+
+
+async def test_two_gates_never_hold_more_than_the_pools_slots() -> None:
+    """A storm on two gates with clients leaving (some while waiting, some just let through):
+    at no sample do the gates, or Redis, hold more than the pool's 4 slots; nothing is left."""
+    with redis_prefix() as prefix:
+        c1, c2 = PoolClock(REDIS_URL, prefix, 30), PoolClock(REDIS_URL, prefix, 30)
+        rooms, weights = {"r0": 2, "r1": 2}, {"a": 3.0, "b": 1.0}
+        gates = [FleetGate(lambda: rooms, weights.__getitem__, c.ledger("p")) for c in (c1, c2)]
+        worst = {"gates": 0, "redis": 0}
+
+        async def one(gate: FleetGate, tenant: str) -> None:
+            async with gate.slot(tenant, 10.0, lambda: 5.0):
+                await asyncio.sleep(0.01)
+
+        async def sample() -> None:
+            while True:
+                worst["gates"] = max(worst["gates"], sum(g.in_flight for g in gates))
+                worst["redis"] = max(worst["redis"], await c1.slots_in_use("p"))
+                await asyncio.sleep(0.001)
+
+        async def storm(gate: FleetGate, tenant: str) -> None:
+            tasks: list[asyncio.Task[None]] = []
+            for i in range(150):
+                tasks.append(asyncio.create_task(one(gate, tenant)))
+                if i % 7 == 6:
+                    await asyncio.sleep(0.003)
+                    tasks[-3].cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        sampler = asyncio.create_task(sample())
+        await asyncio.gather(storm(gates[0], "a"), storm(gates[1], "b"))
+        sampler.cancel()
+        for gate in gates:
+            await gate.aclose()
+        assert 0 < worst["gates"] <= 4 and 0 < worst["redis"] <= 4, worst
+        assert await c1.slots_in_use("p") == 0 and all(g.in_flight == 0 and g.waiting == 0 for g in gates)
+        await c1.aclose()
+        await c2.aclose()
