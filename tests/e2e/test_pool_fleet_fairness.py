@@ -73,6 +73,7 @@ def test_two_gateways_with_skewed_ingress_serve_three_to_one():
         key_a, key_b = admin.key(a)["key"], admin.key(b)["key"]
         assert asyncio.run(_burst([(g2.url, key_b)]))[0] == (200, TOKENS)  # g2 has the pool and weights
         wait_for(lambda: g2.state.fairness_weights.get(a) == 3.0, timeout=10)
+        assert g1.state.fairness_weights == g2.state.fairness_weights  # the counters charge the same weights
 
         order: list[str] = []
         served = {"a": 0, "b": 0}
