@@ -10,7 +10,8 @@ requests) and re-admitted after `readmit_after` good probes in a row. A draining
 new requests; its in-flight ones finish (`wait_idle`), then the admin removes it.
 
 State lives per gateway process (outstanding counts, health); what the fleet shares is the
-configuration (which replicas, which are draining) in the database.
+configuration (which replicas, which are draining) in the database, and with a fair queue
+(`fair_slots`) and a `ledger` its slots and per-tenant counters (pool_fleet_gate.py, in Redis).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from fairgate.backends.base import (
     GenerationRequest,
     TokenDecoder,
 )
+from fairgate.backends.pool_fleet_gate import FleetGate, GateLedger
 from fairgate.backends.pool_gate import FairGate
 from fairgate.backends.pool_load import LoadReading, read_load
 from fairgate.backends.pool_prefix import PrefixKeyer
@@ -124,7 +126,7 @@ class PoolBackend:
     def __init__(self, name: str, kind: str, specs: list[ReplicaSpec], make_replica: ReplicaFactory,
                  http: httpx.AsyncClient, *, model: str | None = None, keyer: PrefixKeyer | None = None,
                  options: PoolOptions | None = None, is_local: bool = True,
-                 weight_of: Callable[[str], float] | None = None) -> None:
+                 weight_of: Callable[[str], float] | None = None, ledger: GateLedger | None = None) -> None:
         self.name = name
         self.kind = kind
         self.model = model
@@ -137,7 +139,10 @@ class PoolBackend:
         self._counter = itertools.count()
         self.replicas: dict[str, Replica] = {}
         self._probe: asyncio.Task[None] | None = None
-        self.gate = FairGate(self._room, weight_of or (lambda tenant: 1.0))
+        weights = weight_of or (lambda tenant: 1.0)
+        # the fair queue's slots and counters: this process's, or the fleet's (`ledger`: Redis)
+        self.gate: FairGate | FleetGate = (FairGate(self._room, weights) if ledger is None
+                                           else FleetGate(self._rooms, weights, ledger))
         self.update(specs)
 
     breaker = None  # each replica's backend has its own (`status`, the breaker metrics)
@@ -178,13 +183,18 @@ class PoolBackend:
                       load_factor=self.options.load_factor, max_kv_usage=self.options.max_kv_usage,
                       load_slack=self.options.load_slack)
 
-    def _order(self, request: GenerationRequest) -> list[Replica]:
+    def _order(self, request: GenerationRequest, placed: str | None = None) -> list[Replica]:
+        """The replicas to try in order; `placed`: the fleet fair queue's slot is on it, so it
+        goes first (reason "fair_queue"), the others stay for fail-over."""
         picked = self.choice(request)
         if picked is None:
             raise BackendError(f"pool {self.name} has no healthy replica", 503, True, code="no_healthy_replica")
-        first = self.replicas[picked.order[0]]
-        first.routed[picked.reason] = first.routed.get(picked.reason, 0) + 1
-        return [self.replicas[n] for n in picked.order]
+        order, reason = list(picked.order), picked.reason
+        if placed is not None and placed in order:
+            order, reason = [placed, *(n for n in order if n != placed)], "fair_queue"
+        first = self.replicas[order[0]]
+        first.routed[reason] = first.routed.get(reason, 0) + 1
+        return [self.replicas[n] for n in order]
 
     def _failed(self, replica: Replica, exc: BackendError) -> None:
         replica.failures += 1
@@ -195,29 +205,37 @@ class PoolBackend:
     def _room(self) -> int:
         """Requests the pool takes at once under the fair queue: its slots on every routable
         replica whose KV cache is not past `max_kv_usage`."""
-        slots = self.options.fair_slots or 0
-        return sum(slots for r in self.replicas.values()
-                   if r.routable and (r.kv_usage is None or r.kv_usage <= self.options.max_kv_usage))
+        return sum(self._rooms().values())
 
-    def _slot(self, request: GenerationRequest) -> contextlib.AbstractAsyncContextManager[None]:
+    def _rooms(self) -> dict[str, int]:
+        slots = self.options.fair_slots or 0
+        return {r.name: slots for r in self.replicas.values()
+                if r.routable and (r.kv_usage is None or r.kv_usage <= self.options.max_kv_usage)}
+
+    def _slot(self, request: GenerationRequest) -> contextlib.AbstractAsyncContextManager[str | None]:
+        """The fair queue's slot (None: off); it yields the replica the slot is on, or None."""
         if self.options.fair_slots is None:
             return contextlib.nullcontext()
-        return self.gate.slot(request.tenant, request.wire.prompt_tokens_bound,
-                              lambda: float(request.used.completion_tokens or 0))
+        completion = lambda: float(request.used.completion_tokens or 0)  # noqa: E731 - read at the end
+        if isinstance(self.gate, FleetGate):
+            picked = self.choice(request)  # routing's preference; the fleet's load decides
+            return self.gate.slot(request.tenant, request.wire.prompt_tokens_bound, completion,
+                                  picked.order[0] if picked is not None else "")
+        return self.gate.slot(request.tenant, request.wire.prompt_tokens_bound, completion)
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
-        async with self._slot(request):
-            return await self._answer(request, lambda b: b.complete(request))
+        async with self._slot(request) as placed:
+            return await self._answer(request, lambda b: b.complete(request), placed)
 
     async def embed(self, request: GenerationRequest) -> dict[str, Any]:
-        async with self._slot(request):
-            return await self._answer(request, lambda b: b.embed(request))
+        async with self._slot(request) as placed:
+            return await self._answer(request, lambda b: b.embed(request), placed)
 
-    async def _answer(self, request: GenerationRequest,
-                      call: Callable[[Backend], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    async def _answer(self, request: GenerationRequest, call: Callable[[Backend], Awaitable[dict[str, Any]]],
+                      placed: str | None = None) -> dict[str, Any]:
         """The first replica's answer, failing over on a retryable error."""
         last: BackendError | None = None
-        for replica in self._order(request):
+        for replica in self._order(request, placed):
             replica.outstanding += 1
             replica.requests += 1
             try:
@@ -233,14 +251,15 @@ class PoolBackend:
         raise last
 
     async def stream_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
-        async with self._slot(request):
-            async for batch in self._stream(request):
+        async with self._slot(request) as placed:
+            async for batch in self._stream(request, placed):
                 yield batch
 
-    async def _stream(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+    async def _stream(self, request: GenerationRequest, placed: str | None = None
+                      ) -> AsyncGenerator[list[Chunk], None]:
         """Fail over until a replica produced its first batch; then stay with it."""
         last: BackendError | None = None
-        for replica in self._order(request):
+        for replica in self._order(request, placed):
             replica.outstanding += 1
             replica.requests += 1
             stream = replica.backend.stream_batches(request)
@@ -315,6 +334,8 @@ class PoolBackend:
                 for r in self.replicas.values()]
 
     async def aclose(self) -> None:
+        if isinstance(self.gate, FleetGate):
+            await self.gate.aclose()  # its slot releases under way reach the ledger
         if self._probe is not None:
             self._probe.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -36,6 +36,11 @@ class FairGate:
         return self._counters.get(tenant, 0.0)
 
     @property
+    def counters(self) -> dict[str, float]:
+        """Every tenant's counter (metrics)."""
+        return dict(self._counters)
+
+    @property
     def waiting(self) -> int:
         return sum(len(q) for q in self._waiting.values())
 

@@ -21,6 +21,11 @@ The fair engine preempts for fairness (scheduler/fair_preemption.py) unless
 `--no-fair-preemption`; preemptions (by cause) and the tokens resumes recomputed come from /stats.
 
     python bench/fairness_live.py [--duration 25] [--model DIR] [--light-share 0.3] [--direct]
+    python bench/fairness_live.py --pool 2 [--duration 15] [--repeats 1] [--fair-slots N]
+
+`--pool N`: N engine servers in one pool behind two gateways sharing PostgreSQL and Redis, each
+tenant at one gateway only (skewed ingress), plus a phase with weights 3:1 both backlogged
+(bench/fairness_pool.py; its JSON adds `weighted_share_error`).
 
 Prints a table; the last line is JSON: issue 36's `light_p99_vs_alone`, `light_p50_vs_alone`
 (the fair engine's light tenant under the flood over alone), `throughput_vs_fcfs` (flood phase)
@@ -83,14 +88,15 @@ def merge(into: Phase, ph: Phase) -> None:
         into.engine[k] = into.engine.get(k, 0) + v
 
 
-async def one_request(client: httpx.AsyncClient, auth: dict[str, str], prompt: list[int],
+async def one_request(client: httpx.AsyncClient, entry: str, auth: dict[str, str], prompt: list[int],
                       max_tokens: int) -> float:
-    """Stream one completion; return its TTFT (first chunk). Raises on an HTTP error."""
+    """Stream one completion from `entry` (a gateway or engine root); return its TTFT (first
+    chunk). Raises on an HTTP error."""
     body = {"model": "live", "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
             "ignore_eos": True, "stream": True}
     start = time.perf_counter()
     ttft = -1.0
-    async with client.stream("POST", "/v1/completions", json=body,
+    async with client.stream("POST", entry + "/v1/completions", json=body,
                              headers=auth) as r:
         if r.status_code != 200:
             await r.aread()
@@ -101,27 +107,34 @@ async def one_request(client: httpx.AsyncClient, auth: dict[str, str], prompt: l
     return ttft
 
 
-async def engine_stats(engine: str) -> dict[str, int]:
+async def engine_stats(engines: list[str]) -> dict[str, int]:
+    """/stats counters summed over the engines."""
+    out = dict.fromkeys(("generation_tokens", *PREEMPTION_STATS), 0)
     async with httpx.AsyncClient() as c:
-        s = (await c.get(engine + "/stats")).json()
-    return {k: int(s.get(k, 0)) for k in ("generation_tokens", *PREEMPTION_STATS)}
-
-
-async def wait_drained(engine: str) -> None:
-    async with httpx.AsyncClient() as c:
-        for _ in range(600):
+        for engine in engines:
             s = (await c.get(engine + "/stats")).json()
-            if s["running"] == 0 and s["waiting"] == 0:
-                return
-            await asyncio.sleep(0.1)
+            for k in out:
+                out[k] += int(s.get(k, 0))
+    return out
 
 
-async def run_phase(gw: str, engine: str, keys: dict[str, dict[str, str]], rates: dict[str, float],
-                    duration: float, args: argparse.Namespace, seed: int) -> Phase:
-    """Open-loop Poisson arrivals per tenant for `duration` s; then cancel what is left."""
+async def wait_drained(engines: list[str]) -> None:
+    async with httpx.AsyncClient() as c:
+        for engine in engines:
+            for _ in range(600):
+                s = (await c.get(engine + "/stats")).json()
+                if s["running"] == 0 and s["waiting"] == 0:
+                    break
+                await asyncio.sleep(0.1)
+
+
+async def run_phase(entries: dict[str, str], engines: list[str], keys: dict[str, dict[str, str]],
+                    rates: dict[str, float], duration: float, args: argparse.Namespace, seed: int) -> Phase:
+    """Open-loop Poisson arrivals per tenant (each through its entry: skewed ingress in the
+    pool mode) for `duration` s; then cancel what is left."""
     phase = Phase(ttft={t: [] for t in rates}, done=dict.fromkeys(rates, 0))
     limits = httpx.Limits(max_connections=4000, max_keepalive_connections=500)
-    async with httpx.AsyncClient(base_url=gw, limits=limits, timeout=600) as client:
+    async with httpx.AsyncClient(limits=limits, timeout=600) as client:
         pending: dict[asyncio.Task, tuple[str, float]] = {}
 
         async def tenant_loop(tenant: str, rate: float) -> None:
@@ -133,7 +146,8 @@ async def run_phase(gw: str, engine: str, keys: dict[str, dict[str, str]], rates
                 if time.perf_counter() >= end:
                     return
                 prompt = [rng.randrange(10, 400) for _ in range(args.prompt_tokens)]
-                task = asyncio.create_task(one_request(client, keys[tenant], prompt, args.max_tokens))
+                task = asyncio.create_task(one_request(client, entries[tenant], keys[tenant], prompt,
+                                                       args.max_tokens))
                 phase.requests += 1
                 pending[task] = (tenant, time.perf_counter())
                 task.add_done_callback(collect)
@@ -148,11 +162,11 @@ async def run_phase(gw: str, engine: str, keys: dict[str, dict[str, str]], rates
             phase.ttft[tenant].append(task.result())
             phase.done[tenant] += 1
 
-        stats0, start = await engine_stats(engine), time.perf_counter()
+        stats0, start = await engine_stats(engines), time.perf_counter()
         end = start + duration
         await asyncio.gather(*(tenant_loop(t, r) for t, r in rates.items()))
         phase.wall_s = time.perf_counter() - start
-        tokens = (await engine_stats(engine))["generation_tokens"]
+        tokens = (await engine_stats(engines))["generation_tokens"]
         phase.tokens_per_s = (tokens - stats0["generation_tokens"]) / phase.wall_s
         now = time.perf_counter()
         for task, (tenant, t0) in list(pending.items()):
@@ -162,15 +176,15 @@ async def run_phase(gw: str, engine: str, keys: dict[str, dict[str, str]], rates
                 task.cancel()
                 phase.ttft[tenant].append(now - t0)
         await asyncio.sleep(0.2)
-    await wait_drained(engine)
-    stats1 = await engine_stats(engine)
+    await wait_drained(engines)
+    stats1 = await engine_stats(engines)
     phase.engine = {k: stats1[k] - stats0[k] for k in PREEMPTION_STATS}
     return phase
 
 
-async def calibrate(gw: str, engine: str, key: dict[str, str], args: argparse.Namespace) -> float:
+async def calibrate(gw: str, engines: list[str], key: dict[str, str], args: argparse.Namespace) -> float:
     """Requests per second the whole path completes with every sequence slot busy."""
-    async with httpx.AsyncClient(base_url=gw, timeout=600) as client:
+    async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=1000)) as client:
         count = 0
         end = time.perf_counter() + args.calibrate_s
 
@@ -178,15 +192,15 @@ async def calibrate(gw: str, engine: str, key: dict[str, str], args: argparse.Na
             nonlocal count
             rng = random.Random(i)
             while time.perf_counter() < end:
-                await one_request(client, key, [rng.randrange(10, 400) for _ in range(args.prompt_tokens)],
+                await one_request(client, gw, key, [rng.randrange(10, 400) for _ in range(args.prompt_tokens)],
                                   args.max_tokens)
                 count += 1
 
         start = time.perf_counter()
         # 4 streams per slot: a queue and many open connections, as under the flood
-        await asyncio.gather(*(worker(i) for i in range(args.max_num_seqs * 4)))
+        await asyncio.gather(*(worker(i) for i in range(args.max_num_seqs * 4 * len(engines))))
         rate = count / (time.perf_counter() - start)
-    await wait_drained(engine)
+    await wait_drained(engines)
     return rate
 
 
@@ -222,13 +236,14 @@ def run(args: argparse.Namespace) -> dict:
                 keys = {t: {"authorization": f"Bearer {k}"}
                         for t, k in setup_tenants(gw.url, engine.url).items()}
             if not capacity:
-                capacity = asyncio.run(calibrate(entry, engine.url, keys["flood"], args))
+                capacity = asyncio.run(calibrate(entry, [engine.url], keys["flood"], args))
             light = args.light_share * capacity
             seed = 100 * results[queue]["alone"].runs  # both queues see the same arrivals
+            entries = {"light": entry, "flood": entry}
             merge(results[queue]["alone"], asyncio.run(
-                run_phase(entry, engine.url, keys, {"light": light}, args.duration, args, seed)))
+                run_phase(entries, [engine.url], keys, {"light": light}, args.duration, args, seed)))
             merge(results[queue]["flood"], asyncio.run(
-                run_phase(entry, engine.url, keys, {"light": light, "flood": 4 * light},
+                run_phase(entries, [engine.url], keys, {"light": light, "flood": 4 * light},
                           args.duration, args, seed + 1)))
             seen[queue] = httpx.get(engine.url + "/bench/tenants").json()
         finally:
@@ -303,10 +318,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--direct", action="store_true", help="skip the gateway (engine scheduling only)")
     ap.add_argument("--no-fair-preemption", action="store_true",
                     help="the fair engine only orders admissions (never preempts for fairness)")
+    ap.add_argument("--pool", type=int, default=0, help="N engine servers in a pool behind two gateways")
+    ap.add_argument("--engine-threads", type=int, default=None,
+                    help="--pool: compute threads per engine (default cores / N)")
+    ap.add_argument("--fair-slots", type=int, default=None,
+                    help="--pool: the gateways' pool_fair_slots in the fair round (default --max-num-seqs)")
     ap.add_argument("--serve-engine", choices=["fcfs", "vtc"], default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve_engine:
         return serve_engine(args)
+    if args.pool:
+        from bench.fairness_pool import run_pool
+
+        print(json.dumps(run_pool(args)))
+        return 0
     print(json.dumps(run(args)))
     return 0
 

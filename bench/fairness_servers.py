@@ -86,12 +86,15 @@ class Proc:
             self.popen.wait()
 
 
-def start_engine(queue: str, args: argparse.Namespace) -> Proc:
+def start_engine(queue: str, args: argparse.Namespace, threads: int | None = None) -> Proc:
+    """`threads`: the engine's compute threads (OMP_NUM_THREADS; several engines on a few cores
+    must not oversubscribe them); default torch's choice."""
     cmd = [sys.executable, str(ROOT / "bench" / "fairness_live.py"), "--serve-engine", queue, "--model", args.model,
            "--max-num-seqs", str(args.max_num_seqs), "--num-kv-blocks", str(args.num_kv_blocks),
            "--max-num-batched-tokens", str(args.max_num_batched_tokens)]
     cmd += ["--no-fair-preemption"] if args.no_fair_preemption else []
-    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)} if threads else None
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     line = p.stdout.readline()  # type: ignore[union-attr]
     if not line.startswith("listening on "):
         p.kill()
@@ -99,7 +102,9 @@ def start_engine(queue: str, args: argparse.Namespace) -> Proc:
     return Proc(p, line.split(" on ", 1)[1].strip())
 
 
-def start_gateway(workdir: str) -> Proc:
+def start_gateway(workdir: str, extra_env: dict[str, str] | None = None) -> Proc:
+    """`fairgate serve` (SQLite in `workdir` unless `extra_env` names a database, no embedded
+    engine) on a free port."""
     import socket
 
     with socket.socket() as s:
@@ -107,7 +112,8 @@ def start_gateway(workdir: str) -> Proc:
         port = s.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FAIRGATE_DATABASE_URL": f"sqlite:///{workdir}/gw.db",
            "FAIRGATE_ADMIN_TOKEN": ADMIN, "FAIRGATE_EMBEDDED_ENGINE": "false",
-           "FAIRGATE_CONTROL_SECRET": SECRET, "FAIRGATE_HOST": "127.0.0.1", "FAIRGATE_PORT": str(port)}
+           "FAIRGATE_CONTROL_SECRET": SECRET, "FAIRGATE_HOST": "127.0.0.1", "FAIRGATE_PORT": str(port),
+           **(extra_env or {})}
     log = open(Path(workdir) / "gateway.log", "w")  # noqa: SIM115 - lives as long as the process
     p = subprocess.Popen([sys.executable, "-m", "fairgate.gateway.cli", "serve"], cwd=workdir, env=env,
                          stdout=log, stderr=log)
@@ -132,4 +138,16 @@ def setup_tenants(gw: str, engine: str) -> dict[str, str]:
             keys[name] = c.post(f"/admin/tenants/{tid}/keys", json={}).raise_for_status().json()["key"]
         c.post("/admin/backends", json={"name": "live", "base_url": engine + "/v1", "kind": "local",
                                         "model": "live"}).raise_for_status()
+    return keys
+
+
+def setup_pool(gw: str, engines: list[str], weights: dict[str, float]) -> dict[str, str]:
+    """Tenants with the given fairness weights and a key each; the engines as local pool "live"."""
+    with httpx.Client(base_url=gw, headers={"authorization": f"Bearer {ADMIN}"}, timeout=30) as c:
+        keys = {}
+        for name, weight in weights.items():
+            tid = c.post("/admin/tenants", json={"name": name, "weight": weight}).raise_for_status().json()["id"]
+            keys[name] = c.post(f"/admin/tenants/{tid}/keys", json={}).raise_for_status().json()["key"]
+        c.post("/admin/pools", json={"name": "live", "kind": "local", "model": "live", "replicas": [
+            {"name": f"e{i}", "base_url": url + "/v1"} for i, url in enumerate(engines)]}).raise_for_status()
     return keys

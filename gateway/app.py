@@ -41,6 +41,7 @@ from fairgate.gateway.request import tenant_api
 from fairgate.gateway.request.auth import KeyCache
 from fairgate.gateway.request.auth_throttle import AuthThrottle
 from fairgate.gateway.request.orphans import bill_orphans
+from fairgate.gateway.request.pool_clock import make_pool_clock
 from fairgate.gateway.request.pool_share import make_share_gate
 from fairgate.gateway.request.request_log import log_request
 from fairgate.gateway.settings import Settings
@@ -98,7 +99,7 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
                                timeout=settings.upstream_timeout_s),
         embedded=embedded, metrics=metrics, request_observers=[metrics.observe, log_request],
         auth_throttle=AuthThrottle(settings.auth_failures_max, settings.auth_failures_window_s),
-        pool_share=make_share_gate(settings))
+        pool_share=make_share_gate(settings), pool_clock=make_pool_clock(settings))
     if not settings.admin_token:  # the token made on first start (gateway.first_run), hashed
         st.admin_token_hash = await asyncio.to_thread(load_admin_token_hash, sessions)
     try:
@@ -112,7 +113,7 @@ async def _build_state(settings: Settings, migrate: bool, declared: DeclaredFile
         PoolCollector,  # per-replica gauges of backend pools
     )
 
-    metrics.registry.register(PoolCollector(lambda: st.backends))
+    metrics.registry.register(PoolCollector(lambda: st.backends, settings.metrics_tenant_labels, st.pool_clock))
     metrics.registry.register(BreakerCollector(lambda: st.backends))
     await load_backends(st)
     await push_weights(st)
@@ -135,6 +136,8 @@ async def _close_state(st: GatewayState) -> None:
     await st.quota.aclose()
     if st.pool_share is not None:
         await st.pool_share.aclose()
+    if st.pool_clock is not None:  # after the pools: their last slot releases went out
+        await st.pool_clock.aclose()
     if st.classifier is not None:
         st.classifier.close()  # the detectors' worker processes
     st.db.dispose()

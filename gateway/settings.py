@@ -39,6 +39,7 @@ class Settings(BaseSettings):
     pool_replica_slots: int = Field(default=64, ge=1, le=100_000)
     # The gateway-side fair queue of pools (backends/pool_gate.py), for engines without one of their own
     # (vLLM): at most this many requests out per replica, the rest wait in weighted-VTC order; None: off.
+    # With redis_url the slots and the tenants' counters are the fleet's (gateway/request/pool_clock.py).
     pool_fair_slots: int | None = Field(default=None, ge=1, le=100_000)
     model: str | None = None  # model folder of the embedded engine
     served_model_name: str | None = None  # default: the model folder's name

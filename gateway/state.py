@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from fairgate.gateway.quota import QuotaStore
     from fairgate.gateway.request.auth import KeyCache
     from fairgate.gateway.request.classification import Classifier
+    from fairgate.gateway.request.pool_clock import PoolClock
     from fairgate.gateway.request.pool_share import ShareGate
     from fairgate.gateway.settings import Settings
 
@@ -66,6 +67,7 @@ class GatewayState:
     auth_throttle: AuthThrottle = field(default_factory=lambda: AuthThrottle(0, 60.0))  # off unless set
     admin_token_hash: str | None = None  # the first start's token (gateway.first_run), hashed
     pool_share: ShareGate | None = None  # tenant_pool_share: slots on pools across the fleet
+    pool_clock: PoolClock | None = None  # pool_fair_slots + Redis: the pools' fair queue, fleet-wide
 
     async def refresh_config(self) -> bool:
         """Rebuild backends and router if the cluster's config version moved (an admin change on

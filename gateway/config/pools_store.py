@@ -103,8 +103,10 @@ async def load_pools(state: ConfigState, old: dict[str, Backend]) -> dict[str, t
             existing.update(cfg.replicas)
             out[row.name] = existing, row
             continue
+        # the fair queue's counters and slots are the fleet's when replicas share Redis (pool_clock)
+        ledger = state.pool_clock.ledger(row.name) if state.pool_clock is not None else None
         pool = PoolBackend(row.name, row.kind, cfg.replicas, _factory(state, row), state.http, model=row.model,
                            keyer=keyer, options=options_of(row, state.settings.pool_fair_slots),
-                           weight_of=lambda tenant: state.fairness_weights.get(tenant, 1.0))
+                           weight_of=lambda tenant: state.fairness_weights.get(tenant, 1.0), ledger=ledger)
         out[row.name] = pool.start(), row
     return out

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from fairgate.gateway.config.registry import Price
     from fairgate.gateway.observability.routing_audit import RoutingAuditWriter
     from fairgate.gateway.quota import QuotaStore
+    from fairgate.gateway.request.pool_clock import PoolClock
     from fairgate.gateway.request.routing import Router
 
 
@@ -42,3 +43,4 @@ class ConfigState(ClassifierState, Protocol):
     quota: QuotaStore  # budget-scaled fairness weights read what tenants have used
     fairness_version: int
     fairness_weights: dict[str, float]
+    pool_clock: PoolClock | None  # pools' fair-queue counters and slots shared by every replica

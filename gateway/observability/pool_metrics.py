@@ -2,7 +2,15 @@
 
 Gauges: outstanding requests (sent by this gateway), healthy (1/0), draining (1/0), KV usage
 (0..1, as last probed). Counters: requests sent, failures, ejections, and requests routed to a
-replica first by reason (affinity, spill, least_loaded, round_robin).
+replica first by reason (affinity, spill, least_loaded, round_robin, fair_queue: the fleet fair queue placed it).
+
+The pool's fair queue (`pool_fair_slots`, backends/pool_gate.py and pool_fleet_gate.py):
+`fairgate_pool_fair_waiting{pool}` requests waiting at this gateway, `fairgate_pool_fair_in_flight`
+slots this gateway holds, `fairgate_pool_fair_waited_total` requests that had to wait; with tenant
+labels allowed, `fairgate_pool_fair_counter{pool, tenant}`: the tenant's virtual counter (weighted
+tokens served), fleet-wide where replicas share Redis (as of this gateway's last round), else this
+process's. The shared clock's Redis cost: `fairgate_pool_clock_redis_calls_total` and
+`fairgate_pool_clock_redis_seconds_total` (divide by requests for the cost per request).
 """
 
 from __future__ import annotations
@@ -17,8 +25,11 @@ from fairgate.backends.pool import PoolBackend
 
 
 class PoolCollector(Collector):
-    def __init__(self, backends: Callable[[], Mapping[str, Any]]) -> None:
+    def __init__(self, backends: Callable[[], Mapping[str, Any]], tenant_labels: bool = False,
+                 clock: Any = None) -> None:
         self._backends = backends  # the state's current map (replaced whole on rebuilds)
+        self._tenant_labels = tenant_labels  # counters per tenant only where tenant ids may be labels
+        self._clock = clock  # gateway.request.pool_clock.PoolClock, when pools share Redis
 
     def collect(self) -> Iterator[Metric]:
         pools = [b for b in self._backends().values() if isinstance(b, PoolBackend)]
@@ -50,3 +61,27 @@ class PoolCollector(Collector):
         yield from gauges.values()
         yield from counters.values()
         yield routed
+        yield from self._fair_queue(pools)
+
+    def _fair_queue(self, pools: list[PoolBackend]) -> Iterator[Metric]:
+        gated = [p for p in pools if p.options.fair_slots is not None]
+        waiting = GaugeMetricFamily("fairgate_pool_fair_waiting", "Requests waiting at this gateway's fair queue.",
+                                    labels=["pool"])
+        held = GaugeMetricFamily("fairgate_pool_fair_in_flight", "Pool slots this gateway's requests hold.",
+                                 labels=["pool"])
+        waited = CounterMetricFamily("fairgate_pool_fair_waited", "Requests that waited at the fair queue.",
+                                     labels=["pool"])
+        counter = GaugeMetricFamily("fairgate_pool_fair_counter", "A tenant's virtual counter at the pool's fair "
+                                    "queue (weighted tokens served; fleet-wide with Redis).", labels=["pool", "tenant"])
+        for pool in gated:
+            waiting.add_metric([pool.name], pool.gate.waiting)
+            held.add_metric([pool.name], pool.gate.in_flight)
+            waited.add_metric([pool.name], pool.gate.waited)
+            for tenant, value in sorted(pool.gate.counters.items()) if self._tenant_labels else ():
+                counter.add_metric([pool.name, tenant], value)
+        yield from (waiting, held, waited, counter)
+        if self._clock is not None:
+            yield CounterMetricFamily("fairgate_pool_clock_redis_calls", "Redis calls of the pools' shared fair "
+                                      "queue (admission rounds, releases, renewals).", value=self._clock.calls)
+            yield CounterMetricFamily("fairgate_pool_clock_redis_seconds", "Time waited on those calls.",
+                                      value=self._clock.seconds)

@@ -1,0 +1,351 @@
+"""A pool's fleet-wide virtual clock in Redis: the `GateLedger` of backends/pool_fleet_gate.py.
+
+Every gateway replica's fair queue for a pool (`pool_fair_slots`) reads and charges the same
+weighted service counter per tenant (VTC: prompt tokens when a request is let through,
+completion tokens when it ends, each over the tenant's fairness weight, the weights every
+replica loads from the same database and pushes to the engines) and takes slots from the same
+set (the pool's capacity, fleet-wide). Keys live in the pool's own Cluster slot, as
+pool_share's do, under `<prefix>:{pool:<name>}`:
+
+    :slots           sorted set, `<replica>/<slot id>` -> expiry (ms); a dead gateway's expire
+    :vtc             hash, tenant -> virtual counter
+    :floor           the least counter of the tenants waiting at the last contention
+    :demand:<gw>     hash, tenant -> requests waiting at gateway <gw> (expires unless refreshed)
+    :gws             sorted set of gateways with demand, -> expiry
+    :live            sorted set of gateways seen, -> expiry (the local fallback's share)
+    :wake:<gw>       a list gateway <gw> blocks on (BLPOP, a connection per pool) while it waits
+
+One ADMIT call (a round) registers this gateway's demand and hands out free slots, one at a
+time, to the least-served tenant waiting anywhere (on the waiter's preferred replica if it has
+a free slot, else on the replica with the most free slots); it stops when that tenant waits
+only at another gateway (its slot) and wakes that gateway. RELEASE frees a slot, charges the
+completion and wakes the gateways where the least-served waiting tenant waits. A tenant that
+starts waiting is lifted to the least counter of those already waiting (idle time is no
+credit), as in the engine's fair queue. Counters are
+read inside the script, so ordering never uses a stale value; the copy each gateway keeps (for
+metrics and the local fallback) is as old as its last round. Cost per request: one ADMIT
+(several requests share one when they arrive together) and one RELEASE; while a gateway has
+waiters, one ADMIT per wake and one BLPOP plus one ADMIT per `poll_s` (0.25 s) per pool; a
+RENEW per ttl/3 for all its slots.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from fairgate.backends.pool_fleet_gate import Ask, Round
+from fairgate.gateway.quota.heartbeat import ReservationHeartbeat
+from fairgate.gateway.quota.resp import RespClient, Script
+
+if TYPE_CHECKING:
+    from fairgate.gateway.settings import Settings
+
+# Wakes gateways blocked on their `:wake:<gw>` list (one pending wake each is enough).
+WAKE = """
+local function wake(base, gateways)
+  for _, g in ipairs(gateways or {}) do
+    local k = base .. ':wake:' .. g
+    redis.call('LPUSH', k, 1)
+    redis.call('LTRIM', k, 0, 0)
+    redis.call('PEXPIRE', k, 5000)
+  end
+end
+"""
+# KEYS: base. ARGV: gateway id, slot ttl ms, demand ttl ms, replicas n, then per replica name and
+# slots; tenants n, then per tenant: tenant, weight, waiting, k and k triples (slot id, prompt
+# cost, preferred replica or ""). Returns granted count, (slot id, replica) per grant, live
+# gateways, slots in use, then (tenant, counter) pairs.
+ADMIT = WAKE + """
+local base = KEYS[1]
+local slots, vtc, gws, live = base .. ':slots', base .. ':vtc', base .. ':gws', base .. ':live'
+local gw, ttl, dttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+redis.call('ZREMRANGEBYSCORE', gws, '-inf', now)
+redis.call('ZREMRANGEBYSCORE', live, '-inf', now)
+redis.call('ZADD', live, now + 10000, gw)
+redis.call('PEXPIRE', live, 70000)
+local counter = {}
+local function c(tenant)
+  if counter[tenant] == nil then counter[tenant] = tonumber(redis.call('HGET', vtc, tenant) or '0') end
+  return counter[tenant]
+end
+local before, others = {}, {}  -- others: tenant -> the other gateways where it waits
+for _, g in ipairs(redis.call('ZRANGE', gws, 0, -1)) do
+  local d = redis.call('HGETALL', base .. ':demand:' .. g)
+  for i = 1, #d, 2 do
+    before[d[i]] = true
+    if g ~= gw then
+      others[d[i]] = others[d[i]] or {}
+      table.insert(others[d[i]], g)
+    end
+  end
+end
+local room, replicas, i = {}, {}, 5
+for _ = 1, tonumber(ARGV[4]) do
+  room[ARGV[i]] = tonumber(ARGV[i + 1])
+  replicas[#replicas + 1] = ARGV[i]
+  i = i + 2
+end
+local held = redis.call('ZRANGE', slots, 0, -1)
+for _, m in ipairs(held) do
+  local r = string.match(m, '^(.*)/[^/]*$')
+  if room[r] then room[r] = room[r] - 1 end
+end
+local free = 0
+for _, r in ipairs(replicas) do
+  if room[r] > 0 then free = free + room[r] end
+end
+local mine, names = {}, {}
+local ntenants = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, ntenants do
+  local e = {w = tonumber(ARGV[i + 1]), n = tonumber(ARGV[i + 2]), k = tonumber(ARGV[i + 3]), at = 1, first = i + 4}
+  mine[ARGV[i]] = e
+  names[#names + 1] = ARGV[i]
+  i = i + 4 + 3 * e.k
+end
+local floor = tonumber(redis.call('GET', base .. ':floor') or '0')
+local least = nil
+for tenant in pairs(before) do
+  if least == nil or c(tenant) < least then least = c(tenant) end
+end
+for _, tenant in ipairs(names) do
+  if not before[tenant] and c(tenant) < (least or floor) then
+    counter[tenant] = least or floor
+    redis.call('HSET', vtc, tenant, tostring(counter[tenant]))
+  end
+end
+local granted = {}
+while free > 0 do
+  local best, bestv = nil, nil
+  for tenant in pairs(others) do
+    if bestv == nil or c(tenant) < bestv then best, bestv = tenant, c(tenant) end
+  end
+  for _, tenant in ipairs(names) do
+    local e = mine[tenant]
+    if e.at <= e.k and (bestv == nil or c(tenant) <= bestv) then best, bestv = tenant, c(tenant) end
+  end
+  local e = best and mine[best]
+  if not e or e.at > e.k then
+    if best then wake(base, others[best]) end  -- its slot: its gateway takes it now
+    break
+  end
+  local at = e.first + 3 * (e.at - 1)
+  local r = ARGV[at + 2]
+  if not room[r] or room[r] <= 0 then
+    r = nil
+    for _, x in ipairs(replicas) do
+      if room[x] > 0 and (r == nil or room[x] > room[r]) then r = x end
+    end
+  end
+  redis.call('ZADD', slots, now + ttl, r .. '/' .. ARGV[at])
+  room[r] = room[r] - 1
+  counter[best] = bestv + tonumber(ARGV[at + 1]) / e.w
+  redis.call('HSET', vtc, best, tostring(counter[best]))
+  granted[#granted + 1] = ARGV[at]
+  granted[#granted + 1] = r
+  e.at = e.at + 1
+  free = free - 1
+end
+redis.call('PEXPIRE', slots, ttl + 60000)
+redis.call('PEXPIRE', vtc, 86400000)
+local mykey = base .. ':demand:' .. gw
+redis.call('DEL', mykey)
+local low = nil
+for tenant in pairs(others) do
+  if low == nil or c(tenant) < low then low = c(tenant) end
+end
+for _, tenant in ipairs(names) do
+  local e = mine[tenant]
+  if e.n - (e.at - 1) > 0 then
+    redis.call('HSET', mykey, tenant, e.n - (e.at - 1))
+    if low == nil or c(tenant) < low then low = c(tenant) end
+  end
+end
+if redis.call('EXISTS', mykey) == 1 then
+  redis.call('PEXPIRE', mykey, dttl)
+  redis.call('ZADD', gws, now + dttl, gw)
+  redis.call('PEXPIRE', gws, dttl + 60000)
+else
+  redis.call('ZREM', gws, gw)
+end
+if low ~= nil and low > floor then
+  redis.call('SET', base .. ':floor', tostring(low), 'PX', 86400000)
+end
+local out = {#granted / 2}
+for _, x in ipairs(granted) do out[#out + 1] = x end
+out[#out + 1] = redis.call('ZCARD', live)
+out[#out + 1] = redis.call('ZCARD', slots)
+for tenant, v in pairs(counter) do
+  out[#out + 1] = tenant
+  out[#out + 1] = tostring(v)
+end
+return out
+"""
+# KEYS: base. ARGV: `<replica>/<slot id>`, tenant, charge (completion tokens / weight), gateway id. Wakes the
+# other gateways where the least-served waiting tenant waits (the releaser tries on its own).
+RELEASE = WAKE + """
+local base = KEYS[1]
+local vtc = base .. ':vtc'
+local removed = redis.call('ZREM', base .. ':slots', ARGV[1])
+if tonumber(ARGV[3]) > 0 then
+  redis.call('HINCRBYFLOAT', vtc, ARGV[2], ARGV[3])
+  redis.call('PEXPIRE', vtc, 86400000)
+end
+if removed == 0 then return 0 end  -- expired already: nothing was freed now
+local at, best, bestv = {}, nil, nil
+for _, g in ipairs(redis.call('ZRANGE', base .. ':gws', 0, -1)) do
+  local d = redis.call('HGETALL', base .. ':demand:' .. g)
+  for i = 1, #d, 2 do
+    local v = tonumber(redis.call('HGET', vtc, d[i]) or '0')
+    if bestv == nil or v < bestv then best, bestv = d[i], v end
+    at[d[i]] = at[d[i]] or {}
+    if g ~= ARGV[4] then table.insert(at[d[i]], g) end
+  end
+end
+if best then wake(base, at[best]) end
+return 1
+"""
+# KEYS: base. ARGV: ttl_ms, slot ids. Pushes live slots' expiry to now + ttl.
+RENEW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1] .. ':slots', 'XX', now + tonumber(ARGV[1]), ARGV[i]) end
+return 1
+"""
+
+
+def parse_round(reply: list[Any]) -> Round:
+    n = int(reply[0])
+    granted = [(str(reply[1 + 2 * j]), str(reply[2 + 2 * j])) for j in range(n)]
+    gateways, in_use = int(reply[1 + 2 * n]), int(reply[2 + 2 * n])
+    rest = reply[3 + 2 * n:]
+    counters = {str(rest[i]): float(rest[i + 1]) for i in range(0, len(rest), 2)}
+    return Round(granted, counters, gateways, in_use)
+
+
+class PoolClock:
+    """The Redis side of every pool's fleet gate in this gateway process (one connection)."""
+
+    def __init__(self, url: str, prefix: str, ttl_s: int, cluster: bool = False,
+                 demand_ttl_ms: int = 2000) -> None:
+        self._url, self._cluster = url, cluster
+        self._redis: Any = self.connect()
+        self._prefix = prefix
+        self._ttl_ms = ttl_s * 1000
+        self._demand_ttl_ms = demand_ttl_ms
+        self.gateway_id = uuid.uuid4().hex[:12]
+        self._admit = Script(self._redis, ADMIT)
+        self._release = Script(self._redis, RELEASE)
+        self._renew_script = Script(self._redis, RENEW)
+        self._held: dict[str, tuple[str, str]] = {}  # slot id -> (pool, member in its :slots)
+        self.heartbeat = ReservationHeartbeat(self._renew, ttl_s)
+        self.calls = 0  # Redis round trips (metrics: the cost per request)
+        self.seconds = 0.0  # time spent waiting on them
+
+    def connect(self) -> Any:
+        """A client of its own (a RespClient, or a ClusterClient for a Redis Cluster)."""
+        if self._cluster:
+            from fairgate.gateway.quota.cluster import ClusterClient
+
+            return ClusterClient(self._url)
+        return RespClient(self._url)
+
+    def base(self, pool: str) -> str:
+        return f"{self._prefix}:{{pool:{pool}}}"
+
+    def ledger(self, pool: str) -> PoolLedger:
+        return PoolLedger(self, pool)
+
+    async def admit(self, pool: str, asks: list[Ask], rooms: dict[str, int]) -> Round:
+        args: list[Any] = [self.gateway_id, self._ttl_ms, self._demand_ttl_ms, len(rooms)]
+        for replica, slots in rooms.items():
+            args += [replica, slots]
+        args.append(len(asks))
+        for a in asks:
+            args += [a.tenant, repr(max(a.weight, 1e-9)), a.waiting, len(a.heads)]
+            for sid, cost, prefer in a.heads:
+                args += [sid, repr(float(cost)), prefer]
+        got = parse_round(await self._timed(self._admit([self.base(pool)], args)))
+        for sid, replica in got.granted:
+            self._held[sid] = (pool, f"{replica}/{sid}")
+            self.heartbeat.add(sid)
+        return got
+
+    async def release(self, pool: str, sid: str, replica: str, tenant: str, charge: float) -> None:
+        self._held.pop(sid, None)
+        self.heartbeat.discard(sid)
+        await self._timed(self._release([self.base(pool)], [f"{replica}/{sid}", tenant, repr(float(charge)),
+                                                            self.gateway_id]))
+
+    async def counters(self, pool: str) -> dict[str, float]:
+        """The fleet counters as they are now (tests, the admin)."""
+        raw = await self._redis.execute("HGETALL", f"{self.base(pool)}:vtc")
+        return {str(raw[i]): float(raw[i + 1]) for i in range(0, len(raw), 2)}
+
+    async def slots_in_use(self, pool: str) -> int:
+        """Live slots of `pool` fleet-wide (tests: nothing leaked)."""
+        sec, usec = await self._redis.execute("TIME")
+        now = int(sec) * 1000 + int(usec) // 1000
+        return int(await self._redis.execute("ZCOUNT", f"{self.base(pool)}:slots", f"({now}", "+inf"))
+
+    async def _timed(self, call: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return await call
+        finally:
+            self.calls += 1
+            self.seconds += time.perf_counter() - t0
+
+    async def _renew(self, sids: list[str]) -> None:
+        groups: dict[str, list[str]] = {}
+        for sid in sids:
+            if (held := self._held.get(sid)) is not None:
+                groups.setdefault(held[0], []).append(held[1])
+        for pool, ids in groups.items():
+            await self._timed(self._renew_script([self.base(pool)], [self._ttl_ms, *ids]))
+
+    async def aclose(self) -> None:
+        await self.heartbeat.aclose()
+        await self._redis.aclose()
+
+
+class PoolLedger:
+    """One pool's view of the clock (backends.pool_fleet_gate.GateLedger). `wait_freed` blocks
+    on a connection of its own (BLPOP would hold up every other call on a shared one)."""
+
+    def __init__(self, clock: PoolClock, pool: str) -> None:
+        self.clock = clock
+        self.pool = pool
+        self._waker: Any = None
+
+    async def wait_freed(self, timeout_s: float) -> bool:
+        if self._waker is None:
+            self._waker = self.clock.connect()
+        key = f"{self.clock.base(self.pool)}:wake:{self.clock.gateway_id}"
+        got = await self._waker.execute("BLPOP", key, f"{timeout_s:.3f}")
+        self.clock.calls += 1
+        return got is not None
+
+    async def aclose(self) -> None:
+        if self._waker is not None:
+            await self._waker.aclose()
+            self._waker = None
+
+    async def admit(self, asks: list[Ask], rooms: dict[str, int]) -> Round:
+        return await self.clock.admit(self.pool, asks, rooms)
+
+    async def release(self, slot_id: str, replica: str, tenant: str, charge: float) -> None:
+        await self.clock.release(self.pool, slot_id, replica, tenant, charge)
+
+
+def make_pool_clock(settings: Settings) -> PoolClock | None:
+    """The shared clock when pools have a fair queue and replicas share Redis; else None (each
+    pool's gate keeps its counters in memory: one process)."""
+    if settings.pool_fair_slots is None or not settings.redis_url:
+        return None
+    return PoolClock(settings.redis_url, settings.redis_prefix, settings.reservation_ttl_s, settings.redis_cluster)

@@ -1,0 +1,200 @@
+"""A pool's fleet-wide virtual clock (gateway/request/pool_clock.py) under two gates in one
+process, each with its own PoolClock (its own gateway id and Redis connection) on real Redis:
+skewed ingress keeps the weights, the least-served tenant waiting anywhere gets a freed slot,
+a tenant that starts waiting is lifted, and nothing is left in Redis afterwards. The same over
+two real gateways is tests/e2e/test_pool_fleet_fairness.py."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+import redis
+
+from fairgate.backends.pool_fleet_gate import Ask, FleetGate
+from fairgate.gateway.request.pool_clock import PoolClock
+from tests.gateway.harness import REDIS_URL, redis_prefix
+from tests.helpers.redis_cluster import missing_reason, redis_cluster
+
+
+async def _backlog(gate: FleetGate, tenant: str, served: list[str], n: int, hold_s: float) -> None:
+    async def one() -> None:
+        async with gate.slot(tenant, 10.0, lambda: 30.0):
+            served.append(tenant)
+            await asyncio.sleep(hold_s)
+
+    await asyncio.gather(*(one() for _ in range(n)), return_exceptions=True)
+
+
+async def test_two_gates_with_skewed_ingress_serve_the_weights() -> None:
+    """Tenant a (weight 3) only at gate 1, b (weight 1) only at gate 2, both backlogged, 2 slots
+    in the pool: a gets about three grants for each of b's (1:1 would be two per-gate queues)."""
+    with redis_prefix() as prefix:
+        c1, c2 = PoolClock(REDIS_URL, prefix, 30), PoolClock(REDIS_URL, prefix, 30)
+        weights = {"a": 3.0, "b": 1.0}
+        rooms = {"r0": 1, "r1": 1}
+        g1 = FleetGate(lambda: rooms, weights.__getitem__, c1.ledger("p"), poll_s=0.25)
+        g2 = FleetGate(lambda: rooms, weights.__getitem__, c2.ledger("p"), poll_s=0.25)
+        served: list[str] = []
+        runs = [asyncio.create_task(_backlog(g1, "a", served, 60, 0.03)),
+                asyncio.create_task(_backlog(g2, "b", served, 60, 0.03))]
+        while len(served) < 40:
+            await asyncio.sleep(0.01)
+        first = served[8:40]  # past the start (both begin at 0); both still backlogged
+        ratio = first.count("a") / max(first.count("b"), 1)
+        assert 2.0 <= ratio <= 4.5, (ratio, first)
+        assert g1.waited > 0 and g2.waited > 0
+        counters = await c1.counters("p")
+        for task in runs:
+            task.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+        await g1.aclose()
+        await g2.aclose()
+        await asyncio.sleep(0.05)
+        # counters stay near each other (weighted), and no slot or demand is left behind
+        assert abs(counters["a"] - counters["b"]) < 3 * 40.0, counters
+        assert await c1.slots_in_use("p") == 0
+        assert g1.in_flight == g2.in_flight == 0 and g1.waiting == g2.waiting == 0
+        r = redis.Redis.from_url(REDIS_URL)
+        assert not list(r.scan_iter(f"{prefix}:{{pool:p}}:demand:*"))
+        assert r.zcard(f"{prefix}:{{pool:p}}:gws") == 0
+        r.close()
+        await c1.aclose()
+        await c2.aclose()
+
+
+@pytest.mark.parametrize("redis_kind", ["redis", "cluster"])
+async def test_a_freed_slot_waits_for_the_least_served_tenant_at_another_gateway(tmp_path, redis_kind) -> None:
+    """Script by script, on one Redis and on a three-node Cluster (every key in the pool's slot)."""
+    if redis_kind == "cluster" and missing_reason():
+        pytest.skip(missing_reason())
+    with contextlib.ExitStack() as es:
+        prefix = es.enter_context(redis_prefix())
+        url = es.enter_context(redis_cluster(tmp_path))[0] if redis_kind == "cluster" else REDIS_URL
+        cluster = redis_kind == "cluster"
+        c1, c2 = PoolClock(url, prefix, 30, cluster), PoolClock(url, prefix, 30, cluster)
+        try:
+            l1, l2 = c1.ledger("p"), c2.ledger("p")
+            one = {"r": 1}
+            first = await l1.admit([Ask("a", 1.0, 3, [("a1", 100.0, ""), ("a2", 100.0, ""), ("a3", 100.0, "")])], one)
+            assert first.granted == [("a1", "r")] and first.in_use == 1 and first.counters["a"] == 100.0
+            # b starts waiting at gateway 2 while the pool is full: lifted to a's waiting counter
+            full = await l2.admit([Ask("b", 1.0, 1, [("b1", 5.0, "r")])], one)
+            assert full.granted == [] and full.counters["b"] == 100.0 and full.gateways == 2
+            await l1.release("a1", "r", "a", 50.0)
+            # gateway 1 frees the slot but b (100 < a's 150) waits elsewhere: gateway 1 leaves it
+            mine = await l1.admit([Ask("a", 1.0, 2, [("a2", 100.0, ""), ("a3", 100.0, "")])], one)
+            assert mine.granted == [] and mine.counters["a"] == 150.0
+            # ... and gateway 2 was woken (by the release and by the round; one wake is kept)
+            assert await l2.wait_freed(0.1) and not await l2.wait_freed(0.05)
+            assert not await l1.wait_freed(0.05)  # the releaser tries on its own
+            theirs = await l2.admit([Ask("b", 1.0, 1, [("b1", 5.0, "r")])], one)
+            assert theirs.granted == [("b1", "r")] and theirs.counters["b"] == 105.0
+            await l2.release("b1", "r", "b", 0.0)
+            assert (await l2.admit([], one)).granted == []  # gateway 2 withdraws (nothing waits there)
+            again = await l1.admit([Ask("a", 1.0, 2, [("a2", 100.0, ""), ("a3", 100.0, "")])], one)
+            assert again.granted == [("a2", "r")]  # nobody else waits: a goes on
+            await l1.release("a2", "r", "a", 0.0)
+            assert (await l1.admit([], one)).granted == []
+            assert await c1.slots_in_use("p") == 0
+        finally:
+            await l1.aclose()
+            await l2.aclose()
+            await c1.aclose()
+            await c2.aclose()
+
+
+async def test_a_closed_gate_lets_its_waiters_go_on_in_local_order() -> None:
+    """A pool dropped by a rebuild (or a stopping gateway) strands nobody: its waiters run under
+    the local queue; the fleet slot held meanwhile is given back to Redis."""
+    with redis_prefix() as prefix:
+        clock = PoolClock(REDIS_URL, prefix, 30)
+        gate = FleetGate(lambda: {"r": 1}, lambda tenant: 1.0, clock.ledger("p"), poll_s=0.25)
+        hold, order = asyncio.Event(), []
+
+        async def run(name: str, wait: asyncio.Event | None = None) -> None:
+            async with gate.slot("t", 1.0, lambda: 1.0):
+                order.append(name)
+                if wait is not None:
+                    await wait.wait()
+
+        holder = asyncio.create_task(run("holder", hold))
+        while not order:
+            await asyncio.sleep(0.005)
+        waiters = [asyncio.create_task(run(f"w{i}")) for i in range(2)]
+        while gate.waiting < 2:
+            await asyncio.sleep(0.005)
+        await gate.aclose()
+        await asyncio.wait_for(asyncio.gather(*waiters), 5)
+        assert order == ["holder", "w0", "w1"] and gate.local.in_flight == 0
+        hold.set()
+        await holder
+        await gate.aclose()
+        assert gate.in_flight == 0 and gate.waiting == 0 and await clock.slots_in_use("p") == 0
+        await clock.aclose()
+
+
+async def test_slots_go_where_the_fleet_has_room() -> None:
+    """Two gateways each routing by their own load would pile onto one replica; the ledger puts
+    a slot on the preferred replica while it has room fleet-wide, else on the emptiest one."""
+    with redis_prefix() as prefix:
+        c1, c2 = PoolClock(REDIS_URL, prefix, 30), PoolClock(REDIS_URL, prefix, 30)
+        try:
+            l1, l2 = c1.ledger("p"), c2.ledger("p")
+            rooms = {"r0": 2, "r1": 2}
+            got1 = await l1.admit([Ask("a", 1.0, 2, [("a1", 1.0, "r0"), ("a2", 1.0, "r0")])], rooms)
+            assert got1.granted == [("a1", "r0"), ("a2", "r0")]
+            # gateway 2's routing also prefers r0 (it sees none of gateway 1's requests): r0 is full
+            got2 = await l2.admit([Ask("b", 1.0, 3, [("b1", 1.0, "r0"), ("b2", 1.0, "r0"), ("b3", 1.0, "r0")])],
+                                  rooms)
+            assert [r for _, r in got2.granted] == ["r1", "r1"] and got2.in_use == 4
+            await l1.release("a1", "r0", "a", 0.0)
+            got3 = await l2.admit([Ask("b", 1.0, 1, [("b3", 1.0, "r1")])], rooms)
+            assert got3.granted == [("b3", "r0")]  # r1 is full: where the room is
+            for sid, r in [("a2", "r0"), ("b1", "r1"), ("b2", "r1"), ("b3", "r0")]:
+                await (l1 if sid.startswith("a") else l2).release(sid, r, sid[0], 0.0)
+            await l2.admit([], rooms)
+            assert await c1.slots_in_use("p") == 0
+        finally:
+            await c1.aclose()
+            await c2.aclose()
+
+
+async def test_two_gates_never_hold_more_than_the_pools_slots() -> None:
+    """A storm on two gates with clients leaving (some while waiting, some just let through):
+    at no sample do the gates, or Redis, hold more than the pool's 4 slots; nothing is left."""
+    with redis_prefix() as prefix:
+        c1, c2 = PoolClock(REDIS_URL, prefix, 30), PoolClock(REDIS_URL, prefix, 30)
+        rooms, weights = {"r0": 2, "r1": 2}, {"a": 3.0, "b": 1.0}
+        gates = [FleetGate(lambda: rooms, weights.__getitem__, c.ledger("p")) for c in (c1, c2)]
+        worst = {"gates": 0, "redis": 0}
+
+        async def one(gate: FleetGate, tenant: str) -> None:
+            async with gate.slot(tenant, 10.0, lambda: 5.0):
+                await asyncio.sleep(0.01)
+
+        async def sample() -> None:
+            while True:
+                worst["gates"] = max(worst["gates"], sum(g.in_flight for g in gates))
+                worst["redis"] = max(worst["redis"], await c1.slots_in_use("p"))
+                await asyncio.sleep(0.001)
+
+        async def storm(gate: FleetGate, tenant: str) -> None:
+            tasks: list[asyncio.Task[None]] = []
+            for i in range(150):
+                tasks.append(asyncio.create_task(one(gate, tenant)))
+                if i % 7 == 6:
+                    await asyncio.sleep(0.003)
+                    tasks[-3].cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        sampler = asyncio.create_task(sample())
+        await asyncio.gather(storm(gates[0], "a"), storm(gates[1], "b"))
+        sampler.cancel()
+        for gate in gates:
+            await gate.aclose()
+        assert 0 < worst["gates"] <= 4 and 0 < worst["redis"] <= 4, worst
+        assert await c1.slots_in_use("p") == 0 and all(g.in_flight == 0 and g.waiting == 0 for g in gates)
+        await c1.aclose()
+        await c2.aclose()
