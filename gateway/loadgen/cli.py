@@ -35,6 +35,11 @@ def add_parser(sub: Any) -> None:
     load.add_argument("--concurrency", default=None, help="closed-loop sweep, e.g. 1,4,16 (default 1)")
     load.add_argument("--rate", default=None, help="Poisson arrival rates in requests/s, e.g. 1,2,4 or inf")
     p.add_argument("--max-concurrency", type=int, default=None, help="cap on in-flight requests with --rate")
+    p.add_argument("--scenario", default="load", choices=["load", "flood"],
+                   help="flood: a light tenant (the first key) at --rate alone, then beside a flooding tenant "
+                        "(the second key) at --flood-factor times that rate; reports how much the light "
+                        "tenant's TTFT grows (needs two tenants and --duration)")
+    p.add_argument("--flood-factor", type=float, default=4.0, help="the flooding tenant's rate over the light one's")
     p.add_argument("--workload", default="chat", choices=sorted(WORKLOADS))
     p.add_argument("--scale", type=float, default=1.0, help="multiply the workload's prompt and output lengths")
     p.add_argument("--max-tokens", type=int, default=None, help="override every request's max_tokens")
@@ -69,6 +74,8 @@ def v1_url(url: str) -> str:
 def _levels(args: argparse.Namespace) -> list[LoadLevel]:
     from fairgate.gateway.loadgen.runner import LoadLevel
 
+    if args.scenario == "flood":
+        return _flood_levels(args)
     kind, text = ("rate", args.rate) if args.rate else ("concurrency", args.concurrency or "1")
     try:
         values = [float(v) for v in text.split(",") if v.strip()]
@@ -77,6 +84,23 @@ def _levels(args: argparse.Namespace) -> list[LoadLevel]:
     if not values or any(v <= 0 for v in values) or (kind == "concurrency" and any(v != int(v) for v in values)):
         raise ValueError(f"--{kind}: positive {'integers' if kind == 'concurrency' else 'numbers'}")
     return [LoadLevel(kind, v) for v in values]
+
+
+def _flood_levels(args: argparse.Namespace) -> list[LoadLevel]:
+    """The flood scenario's two phases: the light tenant alone, then beside the flood."""
+    from fairgate.gateway.loadgen.runner import LoadLevel
+
+    try:
+        rate = float(args.rate or "")
+    except ValueError:
+        raise ValueError("--scenario flood: one --rate, the light tenant's requests/s") from None
+    if not 0 < rate < float("inf") or args.flood_factor <= 0:
+        raise ValueError("--scenario flood: a finite positive --rate and --flood-factor")
+    if args.duration is None:
+        raise ValueError("--scenario flood: give --duration (seconds per phase)")
+    if len(args.api_key or []) < 2 and (args.tenants or 0) < 2:
+        raise ValueError("--scenario flood: two tenants, two --api-key values or --tenants 2")
+    return [LoadLevel("alone", rate), LoadLevel("flood", rate, flood=rate * args.flood_factor)]
 
 
 def _targets(args: argparse.Namespace) -> list[Target]:

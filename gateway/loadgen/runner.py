@@ -7,6 +7,11 @@ does; `inf` sends them all at once). With several targets every load point is sp
 `rounds` slices run in alternating order (A B, B A, ...), so drift in the machine's other load
 falls on every target alike. Target `k` and level `j` send the same request sequence to every
 target; levels use disjoint sequences, so one level's prompts never warm another's cache.
+
+The flood scenario (`--scenario flood`, issue 36) has two load points: `alone`, the light
+tenant (tenant 0) arriving at its rate by itself, and `flood`, the same light arrivals with a
+second tenant (tenant 1) arriving at `flood` requests/s beside it. How much the light tenant's
+TTFT grows between the two is what fair scheduling is for (flood.py sums it up).
 """
 
 from __future__ import annotations
@@ -29,12 +34,19 @@ LEVEL_STRIDE = 1_000_000  # spec indices of level j start at j * LEVEL_STRIDE
 
 @dataclass(slots=True, frozen=True)
 class LoadLevel:
-    kind: str  # "concurrency" | "rate"
-    value: float
+    kind: str  # "concurrency" | "rate" | "alone" | "flood" (the flood scenario's two phases)
+    value: float  # workers, or requests/s (in the flood scenario: the light tenant's)
+    flood: float = 0.0  # "flood": the flooding tenant's requests/s
 
     @property
     def label(self) -> str:
-        return f"c={self.value:g}" if self.kind == "concurrency" else f"rate={self.value:g}"
+        if self.kind == "concurrency":
+            return f"c={self.value:g}"
+        if self.kind == "alone":
+            return "alone"
+        if self.kind == "flood":
+            return f"flood={self.flood:g}"
+        return f"rate={self.value:g}"
 
 
 @dataclass(slots=True)
@@ -106,31 +118,37 @@ class Cell:
     async def run(self) -> None:
         if self.level.kind == "concurrency":
             await asyncio.gather(*(self._worker() for _ in range(int(self.level.value))))
+        elif self.level.kind == "alone":
+            await self._arrivals(self.level.value, tenant=0)
+        elif self.level.kind == "flood":
+            await asyncio.gather(self._arrivals(self.level.value, tenant=0),
+                                 self._arrivals(self.level.flood, tenant=1))
         else:
-            await self._arrivals()
+            await self._arrivals(self.level.value)
 
     async def _worker(self) -> None:
         while (i := self.take()) is not None:
             await self.runner.send(self.t, self.level, i)
 
-    async def _arrivals(self) -> None:
+    async def _arrivals(self, rate: float, tenant: int | None = None) -> None:
+        """Poisson arrivals at `rate` (requests of `tenant`, or each index's own tenant)."""
         # the same arrival times for every target at this level and round: like meets like
-        rng = random.Random(f"{self.runner.plan.seed}:{self.level.label}:{self.next}")
+        rng = random.Random(f"{self.runner.plan.seed}:{self.level.label}:{self.next}:{tenant}")
         cap = self.runner.plan.max_concurrency
         gate = asyncio.Semaphore(cap) if cap else None
         tasks = []
         while (i := self.take()) is not None:
-            tasks.append(asyncio.create_task(self._gated(gate, i)))
-            if math.isfinite(self.level.value):
-                await asyncio.sleep(rng.expovariate(self.level.value))
+            tasks.append(asyncio.create_task(self._gated(gate, i, tenant)))
+            if math.isfinite(rate):
+                await asyncio.sleep(rng.expovariate(rate))
         await asyncio.gather(*tasks)
 
-    async def _gated(self, gate: asyncio.Semaphore | None, i: int) -> None:
+    async def _gated(self, gate: asyncio.Semaphore | None, i: int, tenant: int | None) -> None:
         if gate is None:
-            await self.runner.send(self.t, self.level, i)
+            await self.runner.send(self.t, self.level, i, tenant)
             return
         async with gate:
-            await self.runner.send(self.t, self.level, i)
+            await self.runner.send(self.t, self.level, i, tenant)
 
 
 class LoadRunner:
@@ -152,8 +170,8 @@ class LoadRunner:
         self.stopping = False  # set by Ctrl-C: cells take no new request
         self.t0 = time.perf_counter()
 
-    async def send(self, t: int, level: LoadLevel, i: int) -> None:
-        tenant = i % self.tenants
+    async def send(self, t: int, level: LoadLevel, i: int, tenant: int | None = None) -> None:
+        tenant = i % self.tenants if tenant is None else tenant
         spec = self.plan.source.spec(i)
         result = RequestResult(self.targets[t].label, level.label, tenant, spec.workload,
                                start=time.perf_counter() - self.t0)

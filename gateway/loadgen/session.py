@@ -19,6 +19,7 @@ from fairgate.backends.local.evaluation.golden import GoldenItem
 from fairgate.gateway.loadgen.accuracy import score_golden
 from fairgate.gateway.loadgen.client import Target
 from fairgate.gateway.loadgen.fit import fit_workload
+from fairgate.gateway.loadgen.flood import flood_figures, print_flood
 from fairgate.gateway.loadgen.report import SCHEMA, write_report
 from fairgate.gateway.loadgen.runner import LoadRunner, RunOutcome, RunPlan
 from fairgate.gateway.loadgen.stats import Slo, target_figures
@@ -86,6 +87,8 @@ def build_doc(targets: list[Target], tenants: int, plan: RunPlan, slo: Slo, outc
                             **target_figures(mine, labels, seconds, slo),
                             "sent_by_level": {lv: outcome.sent.get((t.label, lv), 0) for lv in labels},
                             "accuracy": scores.get(t.label)}
+        if [lv.kind for lv in plan.levels] == ["alone", "flood"]:
+            figures[t.label]["flood"] = flood_figures(mine, labels[0], labels[1], seconds[labels[1]])
     config = {"targets": [{"label": t.label, "base_url": t.base_url, "model": t.model} for t in targets],
               "workload": plan.source.name, "scale": plan.source.scale, "max_tokens": plan.source.max_tokens,
               "levels": [{"kind": lv.kind, "value": lv.value, "label": lv.label} for lv in plan.levels],
@@ -137,10 +140,16 @@ def run_session(targets: list[Target], keys: list[str], plan: RunPlan, slo: Slo,
     doc = build_doc(targets, args.tenants or len(keys), plan, slo, outcome, scores, created)
     paths = write_report(out, doc, outcome.results)
     _print_table(doc)
+    last: dict[str, Any] = {}
+    if any("flood" in tf for tf in doc["targets"].values()):
+        print_flood(doc)
+        last = {"flood": {t: {k: tf["flood"][k] for k in ("light_p99_vs_alone", "light_p50_vs_alone",
+                                                           "flood_output_throughput")}
+                          for t, tf in doc["targets"].items()}}
     completed = sum(tf["overall"]["completed"] for tf in doc["targets"].values())
     print(f"report: {paths['html']}\nfigures: {paths['json']}")
     print(json.dumps({"html": str(paths["html"]), "json": str(paths["json"]), "completed": completed,
-                      "errors": sum(tf["overall"]["errors"] for tf in doc["targets"].values())}))
+                      "errors": sum(tf["overall"]["errors"] for tf in doc["targets"].values()), **last}))
     if doc["interrupted"]:
         return 130  # as a shell reports Ctrl-C, after the report is written
     return 0 if completed else 1

@@ -171,3 +171,47 @@ def test_gateway_names_the_serving_backend(world: dict[str, Any]) -> None:
         with http.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as streamed:
             assert streamed.status_code == 200 and streamed.headers["x-fairgate-backend"] == "engine-a"
             streamed.read()
+
+
+def test_flood_scenario_reports_what_a_light_tenant_notices(world: dict[str, Any], tmp_path: Path, capsys) -> None:
+    """Issue 36: `--scenario flood` sends the light tenant (first key) alone, then beside a flooding
+    tenant (second key) at four times its rate, through the gateway; the light tenant's TTFT
+    ratios and the flood's tokens/s come out per target, in the JSON and on the last line."""
+    out = tmp_path / "flood"
+    argv = ["bench", "--base-url", world["gateway"], "--label", "gateway", "--model", "engine-a",
+            "--api-key", world["keys"][0], "--api-key", world["keys"][1], "--scenario", "flood",
+            "--rate", "4", "--flood-factor", "4", "--duration", "1.5", "--workload", "chat", "--scale", "0.05",
+            "--max-tokens", str(MAX_TOKENS), "--ignore-eos", "--out", str(out), "--progress", "off"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out.strip().splitlines()
+    last = json.loads(printed[-1])
+    doc = json.loads((out / "bench.json").read_text())
+    rows = _rows(out / "requests.jsonl")
+    flood = doc["targets"]["gateway"]["flood"]
+    assert [lv["label"] for lv in doc["config"]["levels"]] == ["alone", "flood=16"]
+    # alone: the light tenant only; beside the flood: both, the flooder the larger share
+    assert {r["tenant"] for r in rows if r["level"] == "alone"} == {0}
+    beside = [r for r in rows if r["level"] == "flood=16"]
+    assert {r["tenant"] for r in beside} == {0, 1}
+    assert sum(r["tenant"] == 1 for r in beside) > sum(r["tenant"] == 0 for r in beside)
+    assert flood["flood_sent"] == sum(r["tenant"] == 1 for r in beside) and flood["flood_errors"] == 0
+    assert flood["light_alone_ttft"]["count"] == sum(r["ok"] and r["tenant"] == 0 for r in rows
+                                                     if r["level"] == "alone")
+    alone_p99, beside_p99 = flood["light_alone_ttft"]["p99"], flood["light_flood_ttft"]["p99"]
+    assert flood["light_p99_vs_alone"] == round(beside_p99 / alone_p99, 3)
+    assert flood["flood_output_throughput"] > 0
+    assert last["flood"]["gateway"]["light_p99_vs_alone"] == flood["light_p99_vs_alone"]
+    assert any("light ttft99" in line for line in printed)
+    # the gateway billed each request to the tenant that sent it
+    for i, tenant_id in enumerate(world["tenant_ids"]):
+        want = sum(1 for r in rows if r["tenant"] == i)
+        assert _usage_requests(world["admin"], tenant_id, want) >= want
+
+
+def test_flood_scenario_needs_two_tenants_and_a_duration(world: dict[str, Any], tmp_path: Path, capsys) -> None:
+    base = ["bench", "--base-url", world["engine"], "--model", "tiny", "--scenario", "flood", "--rate", "2",
+            "--out", str(tmp_path / "x"), "--progress", "off"]
+    assert main([*base, "--tenants", "2"]) == 2  # no --duration
+    assert "--duration" in capsys.readouterr().err
+    assert main([*base, "--duration", "1"]) == 2  # one tenant
+    assert "two tenants" in capsys.readouterr().err
