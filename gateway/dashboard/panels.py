@@ -144,8 +144,8 @@ def routing_panel(by_backend: dict[str, tuple[int, int]], backends: Mapping[str,
 
 
 def engine_panel(reg: CollectorRegistry) -> Panel:
-    """KV usage, queue, preemptions and speculative acceptance of the engines this replica runs."""
-    p = Panel("engine", "Engine: KV cache, preemptions, speculative decoding")
+    """KV usage, queue, fairness, preemptions and speculative acceptance of the engines this replica runs."""
+    p = Panel("engine", "Engine: KV cache, fairness, preemptions, speculative decoding")
     used = promstats.sum_by(reg, "fairgate_kv_blocks_used", "model")
     total = promstats.sum_by(reg, "fairgate_kv_blocks_total", "model")
     cached = promstats.sum_by(reg, "fairgate_kv_blocks_cached", "model")
@@ -164,14 +164,18 @@ def engine_panel(reg: CollectorRegistry) -> Panel:
                              category="model", value=kv, maximum=100.0))
     stat = {name: promstats.sum_by(reg, name, "model") for name in (
         "fairgate_requests_running", "fairgate_requests_waiting", "fairgate_preemptions_total",
-        "fairgate_spec_draft_tokens_total", "fairgate_spec_accepted_tokens_total")}
-    p.columns = ["model", "KV used / total", "cached blocks", "running", "waiting", "preemptions",
-                 "spec acceptance"]
+        "fairgate_spec_draft_tokens_total", "fairgate_spec_accepted_tokens_total",
+        "fairgate_fair_queue_backlogged_tenants")}
+    jain = promstats.sum_by(reg, "fairgate_fairness_jain_index", "model")
+    p.columns = ["model", "KV used / total", "cached blocks", "running", "waiting", "tenants waiting",
+                 "fairness (Jain, last 15 s)", "preemptions", "spec acceptance"]
     for m, t in sorted(total.items()):
         drafts = stat["fairgate_spec_draft_tokens_total"].get(m, 0.0)
         accepted = stat["fairgate_spec_accepted_tokens_total"].get(m, 0.0)
         p.rows.append([m, f"{int(used.get(m, 0))} / {int(t)}", int(cached.get(m, 0)),
                        int(stat["fairgate_requests_running"].get(m, 0)), int(stat["fairgate_requests_waiting"].get(m, 0)),
+                       int(stat["fairgate_fair_queue_backlogged_tenants"].get(m, 0)),
+                       f"{jain[m]:.2f}" if m in jain else "-",
                        int(stat["fairgate_preemptions_total"].get(m, 0)),
                        f"{accepted / drafts * 100:.1f}%" if drafts else "off"])
     by_pos = promstats.sum_by(reg, "fairgate_spec_accepted_by_position_total", "position")

@@ -101,7 +101,10 @@ def test_admin_page_shows_every_panel_with_the_loads_figures(loaded):
     quota = values(html, "quota")
     assert quota and quota[0] == pytest.approx(per_tenant[load.tenant_a["id"]] / 5000 * 100)
     assert values(html, "routing")[0] == 4  # four requests, all on the local engine
-    assert 'data-value="0"' in html.split('<section id="engine"', 1)[1]  # idle KV use
+    engine = html.split('<section id="engine"', 1)[1].split("</section>", 1)[0]
+    assert 'data-value="0"' in engine  # idle KV use
+    # fairness: nobody waits now, so no tenant is backlogged and the index is 1 (issue 36)
+    assert "fairness (Jain, last 15 s)" in engine and "<td>1.00</td>" in engine
     # advice: the gateway's own `fairgate advise` over the page's window (gateway/admin/advice.py)
     advice = html.split('<section id="advice"', 1)[1].split("</section>", 1)[0]
     assert "No advisor is configured" not in advice and "could not" not in advice.lower()

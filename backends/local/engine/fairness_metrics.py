@@ -3,9 +3,11 @@
 Always, without naming tenants:
 - `fairgate_fair_queue_backlogged_tenants{model, priority}`: tenants with requests waiting;
 - `fairgate_fairness_jain_index{model}`: Jain's index, (Σx)² / (n·Σx²), over the tenants waiting
-  now, of the service each received since the previous scrape divided by its weight. 1 means
+  now, of the service each received over the last WINDOW_S seconds divided by its weight. 1 means
   every backlogged tenant got service in proportion to its weight; 1/n means one got it all.
-  With fewer than two tenants waiting there is no contention and the index is 1.
+  With fewer than two tenants waiting there is no contention and the index is 1. The window is
+  time, not "since the previous read", so Prometheus, the dashboard and anyone else reading the
+  registry all see the same index.
 
 With tenant labels allowed (`metrics_tenant_labels`: the labels list the tenants):
 - `fairgate_tenant_service_total{model, tenant}`: service received (the fair queue's cost units:
@@ -19,7 +21,9 @@ A tenant's queue wait is the engine's `fairgate_request_queue_time_seconds` hist
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -36,11 +40,25 @@ def jain_index(values: list[float]) -> float:
     return 1.0 if square_sum == 0 else sum(values) ** 2 / (len(values) * square_sum)
 
 
-class FairnessGauges:
-    """Keeps the service seen at the previous scrape, for the index's window."""
+WINDOW_S = 15.0  # the service the index covers: about one Prometheus scrape interval
 
-    def __init__(self) -> None:
-        self._last: dict[str, float] = {}
+
+class FairnessGauges:
+    """Keeps snapshots of the service served (one a second at most, as reads come) for the index's window."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._snapshots: deque[tuple[float, dict[str, float]]] = deque()
+
+    def _window_start(self, served: dict[str, float]) -> dict[str, float]:
+        """The service at the start of the window: the newest snapshot at least WINDOW_S old
+        (the oldest one while the engine is younger than that)."""
+        now = self._clock()
+        if not self._snapshots or now - self._snapshots[-1][0] >= 1.0:
+            self._snapshots.append((now, dict(served)))
+        while len(self._snapshots) > 1 and now - self._snapshots[1][0] >= WINDOW_S:
+            self._snapshots.popleft()
+        return self._snapshots[0][1]
 
     def collect(self, queue: Any, model: str, tenant_labels: bool) -> Iterator[Metric]:
         if not isinstance(queue, FairQueue):
@@ -55,10 +73,10 @@ class FairnessGauges:
             g.add_metric([model, _class(rank)], len(backlogged.get(rank, ())))
         yield g
         waiting = set().union(*backlogged.values()) if backlogged else set()
-        shares = [(stats.served.get(t, 0.0) - self._last.get(t, 0.0)) / queue.weight_of(t) for t in waiting]
-        self._last = dict(stats.served)
+        start = self._window_start(stats.served)
+        shares = [(stats.served.get(t, 0.0) - start.get(t, 0.0)) / queue.weight_of(t) for t in waiting]
         j = GaugeMetricFamily("fairgate_fairness_jain_index", "Jain's index of the weighted service the "
-                              "backlogged tenants got since the previous scrape (1: in proportion to their "
+                              f"backlogged tenants got over the last {WINDOW_S:g} s (1: in proportion to their "
                               "weights).", labels=["model"])
         j.add_metric([model], jain_index(shares))
         yield j

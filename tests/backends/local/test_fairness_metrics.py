@@ -66,3 +66,31 @@ async def test_the_fair_queue_on_metrics(tiny_model_dir: Path) -> None:
         assert _value(quiet, "fairgate_fairness_jain_index", model="tiny")
     finally:
         await engine.aclose()
+
+
+def test_the_index_window_is_time_so_every_reader_sees_the_same() -> None:
+    """The dashboard reading the registry between two Prometheus scrapes must not move the
+    scrape's window: the index covers the last WINDOW_S seconds, however often it is read."""
+    from fairgate.backends.local.engine.fairness_metrics import WINDOW_S, FairnessGauges
+    from fairgate.scheduler.fair_queue import FairQueue
+    from fairgate.scheduler.request import SchedRequest
+
+    def index(gauges: FairnessGauges) -> float:
+        for metric in gauges.collect(queue, "m", tenant_labels=False):
+            if metric.name == "fairgate_fairness_jain_index":
+                return metric.samples[0].value
+        raise AssertionError("no index")
+
+    now = [0.0]
+    queue = FairQueue()
+    a, b = SchedRequest("a", [1, 2], 4, tenant="a"), SchedRequest("b", [3, 4], 4, tenant="b")
+    queue.push(a)
+    queue.push(b)  # both backlogged
+    quiet, busy = FairnessGauges(lambda: now[0]), FairnessGauges(lambda: now[0])
+    assert index(quiet) == index(busy) == 1.0  # no service yet
+    for step in range(int(WINDOW_S) + 5):
+        now[0] = float(step + 1)
+        queue.on_decode(a, 3)  # a gets three times b's service
+        queue.on_decode(b, 1)
+        index(busy)  # read every second; `quiet` is not read meanwhile
+    assert index(busy) == pytest.approx(index(quiet)) == pytest.approx(0.8)
