@@ -19,6 +19,9 @@ once per engine on its own counters, with "*" as the route. The rules, each from
   the weights once per token → speculative decoding on; drafts accepted less than
   `min_acceptance`, or speculation at large batches → speculative decoding off;
 - smaller model: requests whose complexity score is at most `simple_complexity`;
+- fairness (engines with a fair queue): Jain's index of the waiting tenants' weighted service at
+  the window's end, under `min_fairness` with two or more tenants waiting → unfair service (the
+  fairness preemptions in the window say whether the engine took slots back);
 - queueing without KV pressure → more replicas (policies.replica_plan sizes them per hour).
 """
 
@@ -85,6 +88,9 @@ class EngineWindow:
     spec_draft_tokens: int = 0
     spec_accepted_tokens: int = 0
     startup_s: float = 0.0
+    fairness_preemptions: int = 0  # slots given back to an under-served tenant (not KV pressure)
+    jain: float = -1.0  # fairgate_fairness_jain_index at the window's end; -1: no fair queue
+    backlogged_tenants: int = 0  # tenants waiting at the window's end
 
 
 @dataclass(slots=True)
@@ -93,6 +99,7 @@ class AdviceConfig:
     layout_min_share: float = 0.5  # of rows on one head shape
     layout_min_prompt_tokens: int = 128  # shorter prompts have too little to cache
     low_hit_rate: float = 0.3
+    min_fairness: float = 0.9  # Jain's index below this, with two tenants waiting: unfair service
     preemptions_per_request: float = 0.01
     full_kv: float = 0.9
     queue_s: float = 0.5  # mean queue time that counts as queueing
@@ -222,6 +229,17 @@ def batching(name: str, e: EngineWindow, decode_routes: list[str], cfg: AdviceCo
                   f"mean batch {batch:.2f}" + (f", speculation accepts {accept:.0%}" if spec_on else ""))
 
 
+def fairness(name: str, e: EngineWindow, requests: int, cfg: AdviceConfig) -> Advice:
+    numbers: Numbers = {"jain": round(e.jain, 3), "backlogged_tenants": e.backlogged_tenants,
+                        "fairness_preemptions": e.fairness_preemptions,
+                        "fairness_preemptions_per_request": _ratio(e.fairness_preemptions, requests)}
+    if e.backlogged_tenants >= 2 and e.jain < cfg.min_fairness:
+        return Advice(ALL_ROUTES, name, "unfair service", numbers, None,
+                      f"Jain's index {e.jain:.2f} over {e.backlogged_tenants} waiting tenants")
+    return Advice(ALL_ROUTES, name, "fair service", numbers, None,
+                  f"Jain's index {e.jain:.2f}, {e.fairness_preemptions} fairness preemptions")
+
+
 def smaller_model(r: RouteWindow, cfg: AdviceConfig) -> Advice:
     share = _ratio(r.simple, r.scored)
     numbers: Numbers = {"simple_requests": r.simple, "scored_requests": r.scored, "simple_share": share,
@@ -270,6 +288,8 @@ def advise(routes: list[RouteWindow], engines: dict[str, EngineWindow],
         out.append(kv_pressure(name, e, served[name], cfg))
         if name in generating:  # an engine that only embeds has no decode batch to judge
             out.append(batching(name, e, decode_routes[name], cfg))
+        if e.jain >= 0:  # the engine has a fair queue
+            out.append(fairness(name, e, served[name], cfg))
     return out
 
 

@@ -127,6 +127,17 @@ def _smaller(a: Advice, _: list[Advice]) -> str:
     return f"{head}: {_lever(a)}." if a.lever else f"{head}: too few to route to a smaller model."
 
 
+def _fairness(a: Advice, _: list[Advice]) -> str:
+    jain, waiting, taken = _n(a, "jain"), _n(a, "backlogged_tenants"), _n(a, "fairness_preemptions")
+    back = f"{taken:.0f} slots were taken back from over-served tenants in the window"
+    if a.finding == "unfair service":
+        return (f"The {a.model} engine's {waiting:.0f} waiting tenants got service out of proportion to their "
+                f"weights (Jain's index {jain:.2f} over the last 15 s; 1 is fair); {back}: check the tenants' "
+                f"weights, and that fairness preemption is on.")
+    return (f"The {a.model} engine shares its service by the tenants' weights (Jain's index {jain:.2f} over the "
+            f"last 15 s, {waiting:.0f} tenants waiting); {back}.")
+
+
 def _replicas(a: Advice, _: list[Advice]) -> str:
     peaks, need = _list(a, "peak_tokens_per_s_by_hour"), int(max(_list(a, "replicas_by_hour")))
     busiest = peaks.index(max(peaks))
@@ -140,7 +151,8 @@ SENTENCES: dict[str, Callable[[Advice, list[Advice]], str]] = {
     "decode-heavy": _profile, "cache-missing prompt layout": _cache, "prefix hit rate": _cache,
     "memory-bound": _kv, "queueing": _kv, "KV pressure": _kv, "speculation not paying": _batching,
     "decode-bound at batch 1": _batching, "batch size": _batching, "smaller model could serve": _smaller,
-    "smaller model": _smaller, "replicas by hour": _replicas}
+    "smaller model": _smaller, "replicas by hour": _replicas, "unfair service": _fairness,
+    "fair service": _fairness}
 
 
 def sentence(a: Advice, items: list[Advice]) -> str:

@@ -125,7 +125,8 @@ _COUNTERS = {"fairgate_engine_steps": "steps", "fairgate_engine_sampled_sequence
              "spec_accepted_tokens", "fairgate_queue_time_seconds_sum": "queue_s_sum",
              "fairgate_queue_time_seconds_count": "queue_n"}
 _GAUGES = {"fairgate_kv_blocks_used": "kv_blocks_used", "fairgate_kv_blocks_total": "kv_blocks_total",
-           "fairgate_requests_waiting": "waiting", "fairgate_engine_startup_seconds": "startup_s"}
+           "fairgate_requests_waiting": "waiting", "fairgate_engine_startup_seconds": "startup_s",
+           "fairgate_fairness_jain_index": "jain", "fairgate_fair_queue_backlogged_tenants": "backlogged_tenants"}
 
 
 def _samples(texts: Iterable[str], as_model: str | None = None) -> dict[str, dict[str, float]]:
@@ -142,7 +143,7 @@ def _samples(texts: Iterable[str], as_model: str | None = None) -> dict[str, dic
                 name = s.name.removesuffix("_total")
                 key = _COUNTERS.get(name) or _GAUGES.get(name)
                 if s.labels.get("cause") == "fairness":  # a slot given back, not KV pressure
-                    key = None
+                    key = "fairness_preemptions"
                 if name == "fairgate_requests" and "finish_reason" in s.labels:  # the engine's, not the gateway's
                     key = "requests"
                 if key is not None:

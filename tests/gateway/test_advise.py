@@ -312,3 +312,20 @@ def test_admin_advice_on_a_running_gateway(tmp_path):
         assert out.returncode == 0, out.stderr
         assert {(a["model"], a["finding"]) for a in json.loads(out.stdout)} == set(findings)
     server.shutdown()
+
+
+def test_an_engines_fairness_series_reach_its_window():
+    """Issue 36: the fair queue's gauges at the window's end and the fairness preemptions (apart
+    from the KV ones) in the window."""
+    def scrape(kv: float, fair: float) -> str:
+        return ("# TYPE fairgate_engine_steps_total counter\nfairgate_engine_steps_total{model=\"m\"} 10.0\n"
+                "# TYPE fairgate_preemptions_total counter\n"
+                f"fairgate_preemptions_total{{model=\"m\",cause=\"kv\"}} {kv}\n"
+                f"fairgate_preemptions_total{{model=\"m\",cause=\"fairness\"}} {fair}\n"
+                "# TYPE fairgate_fairness_jain_index gauge\nfairgate_fairness_jain_index{model=\"m\"} 0.75\n"
+                "# TYPE fairgate_fair_queue_backlogged_tenants gauge\n"
+                "fairgate_fair_queue_backlogged_tenants{model=\"m\",priority=\"interactive\"} 1.0\n"
+                "fairgate_fair_queue_backlogged_tenants{model=\"m\",priority=\"standard\"} 2.0\n")
+    w = engine_windows([scrape(5, 9)], [scrape(2, 4)])["m"]
+    assert (w.preemptions, w.fairness_preemptions) == (3, 5)
+    assert (w.jain, w.backlogged_tenants) == (0.75, 3)

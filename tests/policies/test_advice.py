@@ -82,3 +82,19 @@ def test_head_fingerprint_sees_numbers_but_keeps_no_text():
     assert head_fingerprint([]) == ("", "") and len(a[0]) == len(a[1]) == 12
     long = "x" * (HEAD_CHARS + 10)
     assert head_fingerprint([long + "1"]) == head_fingerprint([long + "2"])  # only the head counts
+
+
+def test_an_engine_with_a_fair_queue_is_judged_on_its_fairness():
+    """Issue 36: Jain's index of the waiting tenants' weighted service at the window's end."""
+    unfair = EngineWindow("m", steps=100, sampled_seqs=800, requests=100, jain=0.55, backlogged_tenants=3,
+                          fairness_preemptions=0)
+    found = {a.finding: a for a in advise([_route()], {"m": unfair})}
+    assert found["unfair service"].numbers["jain"] == 0.55 and found["unfair service"].route == "*"
+    fair = EngineWindow("m", steps=100, sampled_seqs=800, requests=100, jain=0.97, backlogged_tenants=2,
+                        fairness_preemptions=12)
+    found = {a.finding: a for a in advise([_route()], {"m": fair})}
+    assert found["fair service"].numbers["fairness_preemptions_per_request"] == 0.12
+    one = EngineWindow("m", steps=100, sampled_seqs=800, requests=100, jain=0.4, backlogged_tenants=1)
+    assert "unfair service" not in {a.finding for a in advise([_route()], {"m": one})}  # no contention
+    fcfs = EngineWindow("m", steps=100, sampled_seqs=800, requests=100)  # no fair queue: nothing said
+    assert not {"fair service", "unfair service"} & {a.finding for a in advise([_route()], {"m": fcfs})}
