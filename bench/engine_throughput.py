@@ -19,8 +19,14 @@ output in the batch, only each request's own tokens count.
     python bench/engine_throughput.py [--quick] [--arch llama|qwen3] [--models 110m,5m] [--requests 64] [--threads N]
         [--also-kv-dtype float16] [--llama-cpp LLAMA_DIR [--llama-cpp-kv f16,f32]]
         [--vllm VLLM_VENV [--vllm-step-budgets 512,2048]] [--server-passes 2] [--no-server]
-        [--gemm auto|native|onednn|torch]
+        [--gemm auto|native|onednn|torch] [--neighbours N]
 Prints a table, then one JSON line (keys for the 110m model unprefixed, others prefixed).
+
+Neighbours (issue 39, bench/neighbours.py): with `--neighbours N` the first model also runs
+in-process passes with N busy Python threads beside the engine, alternating with passes alone
+(`engine_neighbours_passes_tokens_per_s`, `engine_alone_passes_tokens_per_s`,
+`engine_with_neighbours_vs_alone`), and every server pass (the engine server's and vLLM's alike)
+runs with N busy processes on the machine.
 
 Servers (bench/server_peers.py). For the first model, the same workload also goes through
 `fairgate engine` over HTTP, driven by the shared standard-library client, so the server's own
@@ -241,6 +247,9 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
             res[f"llamacpp_{kv}_kv_tokens_per_s"] = rate
             res[f"engine_vs_llamacpp_{kv}_kv"] = res["engine_tokens_per_s"] / rate
             progress(name, res)
+    if args.neighbours and name == args.server_model:
+        res.update(neighbour_figures(lambda: engine_figures("engine", engine(), reqs, warm, gen), args.neighbours))
+        progress(name, res)
     if name == args.server_model and not args.no_server:
         from bench import server_peers
 
@@ -254,6 +263,23 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
         res["server_vs_in_process"] = res["engine_server_tokens_per_s"] / (sum(passes) / len(passes))
         progress(name, res)
     return res
+
+
+def neighbour_figures(one_pass: Callable[[], dict], n: int, pairs: int = 2) -> dict:
+    """Passes alone and with `n` busy threads beside the engine, alternating (A B A B)."""
+    from bench.neighbours import busy_threads
+
+    alone: list[float] = []
+    crowded: list[float] = []
+    for _ in range(pairs):
+        alone.append(one_pass()["engine_tokens_per_s"])
+        gc.collect()
+        with busy_threads(n):
+            crowded.append(one_pass()["engine_tokens_per_s"])
+        gc.collect()
+    return {"neighbours": n, "engine_alone_passes_tokens_per_s": [round(t, 2) for t in alone],
+            "engine_neighbours_passes_tokens_per_s": [round(t, 2) for t in crowded],
+            "engine_with_neighbours_vs_alone": round(sum(crowded) / sum(alone), 4)}
 
 
 def server_figures(peers, path: Path, blocks: int, args: argparse.Namespace, n: int, vocab: int,
@@ -273,9 +299,11 @@ def server_figures(peers, path: Path, blocks: int, args: argparse.Namespace, n: 
         in_process_passes.append(in_process())
         return result
 
+    from bench.neighbours import busy_processes
+
     engine = peers.start_engine(path, blocks, args.max_num_seqs, args.max_num_batched_tokens, args.threads,
                                 tmp / "engine-server.log", () if args.gemm == "auto" else ("--gemm", args.gemm))
-    with peers.running(engine):
+    with peers.running(engine), busy_processes(args.neighbours):
         budgets = [int(b) for b in args.vllm_step_budgets.split(",")] if args.vllm else []
         if not budgets:
             engine_passes = [drive_engine() for _ in range(args.server_passes)]
@@ -371,6 +399,9 @@ def main() -> None:
     ap.add_argument("--server-passes", type=int, default=2, help="timed passes per server (alternating)")
     ap.add_argument("--server-model", default=None, help="model to run through the servers (default: the first)")
     ap.add_argument("--no-server", action="store_true", help="in-process figures only")
+    ap.add_argument("--neighbours", type=int, default=0, metavar="N",
+                    help="N busy threads beside the in-process engine (alternating with passes alone) and N busy "
+                         "processes during the server passes (issue 39)")
     ap.add_argument("--gemm", default="auto", choices=["auto", "native", "onednn", "torch"],
                     help="the engine's float32 CPU linears (torch: F.linear, for an A/B against oneDNN)")
     args = ap.parse_args()
@@ -391,7 +422,7 @@ def main() -> None:
             return f"{r[key]:{width}.{digits}f}" if key in r else f"{'-':>{width}}"
 
         for key in [k[: -len("_tokens_per_s")] for k in r if k.startswith("engine") and k.endswith("_tokens_per_s")
-                    and not k.startswith("engine_server")]:
+                    and not k.startswith("engine_server") and isinstance(r[k], float)]:
             label = "KV " + (key.split("_")[1] if key != "engine" else "= weights")
             print(f"{name:6} {label:16} {r['generated_tokens']:8d} {cell('hf_sequential_tokens_per_s', 8)}"
                   f" {cell('hf_static_tokens_per_s', 9)} {cell(f'{key}_tokens_per_s', 8)}"
@@ -405,6 +436,9 @@ def main() -> None:
             print(f"{name:6} {label:16} {r['generated_tokens']:8d} {cell('hf_sequential_tokens_per_s', 8)}"
                   f" {cell('hf_static_tokens_per_s', 9)} {rate:8.1f} {cell('roofline_tokens_per_s', 8)}"
                   f" {ratios[0]:7.2f} {ratios[1]:9.2f} {ratios[2]:8.2f} {'-':>5}")
+        if "engine_with_neighbours_vs_alone" in r:
+            print(f"{name:6} with {r['neighbours']} busy thread(s): {r['engine_neighbours_passes_tokens_per_s']} tok/s "
+                  f"vs alone {r['engine_alone_passes_tokens_per_s']}: {r['engine_with_neighbours_vs_alone']:.2f}x")
     print("(tokens/s = generated tokens per second; busy = share of engine wall time inside the forward pass)")
     for name, r in results.items():
         libs = ", ".join(f"{k[len('matmul_gflops_'):]} {v:.0f}" for k, v in r.items() if k.startswith("matmul_gflops_"))
