@@ -68,16 +68,23 @@ def _person_words() -> tuple[frozenset[str], frozenset[str], tuple[int, ...], di
 def _person_word(text: str, lo: int, hi: int) -> bool:
     """A relation or role word in text[lo:hi] (`data/person_words.txt`): a whole word, or a stem
     with any suffix but a plural alone or an institution's "-lik" ("müdürlüğü", "hastalar")."""
-    whole, stems, sizes, pairs = _person_words()
+    pairs = _person_words()[3]
     words = _WORD.findall(fold_key(text[lo:hi]))
     for k, w in enumerate(words):
-        if w in whole or any(w[:n] in stems and not _NOT_ONE.match(w, n) for n in sizes if n <= len(w)):
+        if person_word(w):
             return True
         if w in pairs and k + 1 < len(words):
             pair = f"{w} {words[k + 1]}"
             if any(pair.startswith(p) for p in pairs[w]):
                 return True
     return False
+
+
+def person_word(key: str) -> bool:
+    """One folded word is a relation or role word of `data/person_words.txt` ("kızım",
+    "müdürümüz", "stajyer")."""
+    whole, stems, sizes, _ = _person_words()
+    return key in whole or any(key[:n] in stems and not _NOT_ONE.match(key, n) for n in sizes if n <= len(key))
 
 
 def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:

@@ -31,6 +31,24 @@ def test_names_in_many_forms(text: str, expected: list[str]) -> None:
     assert names(text) == expected
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("Kardeşim Alpkan test yaptırmak istemiyor.", ["Alpkan"]),  # a relation before it
+    ("dün akşam kızım elifi okuldan aldım", []),  # the tagger's call: no lexicon form "elifi"
+    ("yeni gelen stajyer var ya, bugün başladı", []),
+    ("Sayın konsolosluk, eşim Yurii Melnyk ile başvuruyoruz.", ["Yurii Melnyk"]),  # a surname no list knows
+    ("Merhaba Kutay,\nPazartesi günü izin almam gerekiyor.", ["Kutay"]),  # a greeting
+    ("Fadime teyzem de namaza başlamış.", ["Fadime"]),  # an inflected honorific
+    ("Kudret abinin kaydı dün alındı.", ["Kudret"]),
+    ("Ödemeyi cuma yapabilir miyiz?\nSelen", ["Selen"]),  # a sign-off
+    ("Eşref Efendi Sokak 12 numarada oturuyor.", []),  # a street
+    ("Annem Çerkez, babam Abhaz; eşim Sırp.", []),  # peoples, not names
+    ("Personel Listesi ve Müşteri Hizmetleri", []),  # a role word before a common noun
+    ("Hocam selam, ders notlarını gönderir misiniz?", []),
+])
+def test_names_announced_by_their_context(text: str, expected: list[str]) -> None:
+    assert names(text) == expected
+
+
 @pytest.mark.parametrize("text", [
     "İzmir'den Ankara'ya giden otobüs Afyon'da mola verdi.",
     "Garanti BBVA ve Yapı Kredi yeni faiz oranlarını açıkladı.",

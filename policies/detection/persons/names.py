@@ -12,6 +12,7 @@ import re
 
 import re2
 
+from fairgate.policies.detection.persons.cues import cued_names, honorifics
 from fairgate.policies.detection.persons.features import CUES, Doc, candidates
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
@@ -71,7 +72,8 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
     """Names in one window and the candidate budget left."""
     cands = candidates(doc)
     out: list[tuple[int, int]] = []
-    titled = set(_titled(doc))  # joined with the tagger's tokens in the first pass
+    titled = {*_titled(doc), *cued_names(doc, cands)}  # names by their context, joined with the tagger's tokens
+    sure = set(titled)
     tagger = default_tagger()
     for c in range(0, len(cands), _CHUNK):
         chunk = cands[c : c + min(_CHUNK, budget)]
@@ -79,7 +81,7 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
         probs = tagger.scores(doc, scored)
         accepted = [i for i, p in zip(scored, probs, strict=True)
                     if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)]
-        out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}))
+        out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}), sure)
         titled = set()
         budget -= len(chunk)
         if len(out) >= limit or budget <= 0:
@@ -101,7 +103,7 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
             or _single_name_ok(doc, i)]
 
 
-def _names(doc: Doc, accepted: list[int]) -> list[tuple[int, int]]:
+def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     text = doc.text
     k = 0
@@ -117,7 +119,7 @@ def _names(doc: Doc, accepted: list[int]) -> list[tuple[int, int]]:
             continue  # "Yıldız Holding", "Atatürk Caddesi"
         if _LIFE_DATES.match(text, end) or _public(doc, first, last) or _only_places(doc, first, last):
             continue
-        if end - start < 3 or (first == last and not _single_name_ok(doc, first)):
+        if end - start < 3 or (first == last and first not in sure and not _single_name_ok(doc, first)):
             continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
         out.append((start, end))
     return out
@@ -146,12 +148,20 @@ def _titled(doc: Doc) -> list[int]:
     is no common, place, organisation or title word is a name even where the tagger doubts it."""
     out: list[int] = []
     infos = doc.infos()
+    after = honorifics()
     for i in range(len(infos) - 1):
-        if infos[i + 1].key not in AFTER_NAME or not _joined(doc, i):
+        title = infos[i + 1].key
+        if title not in after or not _joined(doc, i):
             continue
         info = infos[i]
+        # an inflected one ("teyzem", "abinin") only after a given name; a capitalised given name
+        # that is also a common word ("Kudret abinin") is the name
+        given = "g" in info.flags
+        if (not given and title not in AFTER_NAME) or (i + 2 < len(infos) and "o" in infos[i + 2].flags):
+            continue  # "Eşref Efendi Sokak": a street
+        bad = "otp" if given and info.shape == "C" and doc.mode(i) == "mixed" else "cotpv"
         if info.shape in "CUL" and len(info.key) >= 3 and info.key not in NOT_NAMES \
-                and not any(c in info.flags for c in "cotpv"):
+                and not any(c in info.flags for c in bad):
             out.append(i)
     return out
 
@@ -168,7 +178,7 @@ def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
 def _only_places(doc: Doc, first: int, last: int) -> bool:
     """Every word is a place the lexicons know and none a given name or surname ("Kayseri'nin",
     "Anadolu'ya", "Sivas Zara"), with no honorific after it: a place, not a person."""
-    if last + 1 < len(doc.spans) and doc.info(last + 1).key in AFTER_NAME:
+    if last + 1 < len(doc.spans) and doc.info(last + 1).key in honorifics():
         return False
     return all((f := doc.info(i).flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
                for i in range(first, last + 1))
@@ -190,7 +200,7 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
         return False
     if info.suffix:
         return True
-    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in AFTER_NAME)
+    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in honorifics())
     if doc.mode(i) != "mixed":
         return cue or i == len(doc.spans) - 1
     return cue or ("c" not in info.flags and info.key not in plain_words())
