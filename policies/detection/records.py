@@ -70,19 +70,28 @@ def find_column_values(text: str, hits: list[tuple[int, int]], limit: int = 32) 
 
 
 def _table_values(text: str, m: re.Match[str], kind: str) -> list[Span]:
-    """Values in the column's position: the CSV rows under a header line, or the tuples after
-    an SQL column list."""
-    line_start = text.rfind("\n", 0, m.start()) + 1
-    line_end = text.find("\n", m.end())
+    """Values in the column's position that are valid for `kind`."""
+    out: list[Span] = []
+    for start, value in column_cells(text, m.start(), m.end()):
+        if value and _valid(kind, value):
+            out.append((kind, start, start + len(value)))
+    return out
+
+
+def column_cells(text: str, start: int, end: int) -> list[tuple[int, str]]:
+    """(offset, value) of the cells under the column name at text[start:end], unquoted: the
+    CSV rows under a header line (until a blank line), or the tuples after an SQL column list."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
     line_end = len(text) if line_end == -1 else line_end
     header = text[line_start:line_end]
-    sql = _SQL_VALUES.search(header, m.end() - line_start)
+    sql = _SQL_VALUES.search(header, end - line_start)
     if sql is not None:
-        cols_open = header.rfind("(", 0, m.start() - line_start)
-        index = _count(header[cols_open + 1 : m.start() - line_start])
+        cols_open = header.rfind("(", 0, start - line_start)
+        index = _count(header[cols_open + 1 : start - line_start])
         rows = [(line_start + t.start(1), t.group(1)) for t in _TUPLE.finditer(header, sql.end())]
     else:
-        index = _count(header[: m.start() - line_start])
+        index = _count(header[: start - line_start])
         rows, pos = [], line_end + 1
         while pos < len(text) and len(rows) < 200:
             nxt = text.find("\n", pos)
@@ -91,15 +100,13 @@ def _table_values(text: str, m: re.Match[str], kind: str) -> list[Span]:
                 break
             rows.append((pos, text[pos:nxt]))
             pos = nxt + 1
-    out: list[Span] = []
+    out: list[tuple[int, str]] = []
     for base, row in rows:
         fields = [f for f in _FIELD.finditer(row) if f.group().strip()]
         if index < len(fields):
             f = fields[index]
             value = f.group().strip().strip("'\"")
-            if value and _valid(kind, value):
-                start = base + f.start() + f.group().index(value)
-                out.append((kind, start, start + len(value)))
+            out.append((base + f.start() + f.group().index(value), value))
     return out
 
 

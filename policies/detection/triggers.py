@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import re2
 
+from fairgate.policies.detection.persons.columns import COLUMN_LABELS
 from fairgate.policies.detection.persons.fields import FIELD_LABELS
 from fairgate.policies.detection.special_categories_terms import term_alternation
 
@@ -34,6 +35,7 @@ _FAMILIES = {
     "encoded": r"[A-Za-z0-9+/_\-]{15,}=*|%[0-9a-f]{2}|&#?[0-9a-z]{1,8};",
     "iban": r"[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]",  # a foreign IBAN's start (checked by `iban`)
     "field": rf"(?:^|[^\pL\pN_]){FIELD_LABELS}",  # a person field's label (checked by `persons.fields`)
+    "column": COLUMN_LABELS,  # a name column in a table's header (read by `persons.columns`)
 }
 FAMILIES = tuple(_FAMILIES)
 
@@ -49,7 +51,7 @@ def _compile(families: tuple[str, ...]) -> re2._Regexp:
 # Two passes: an encoded run ("mehmet_arslan+ik...") may overlap an e-mail marker or a word, and
 # one pass reports only non-overlapping matches.
 _PASSES = tuple((_compile(fams), ("", *fams)) for fams in (
-    ("email", "special", "ident", "street", "words", "registry", "postal"), ("encoded",), ("iban",), ("field",)))
+    ("email", "special", "ident", "street", "words", "registry", "postal"), ("encoded",), ("iban",), ("field", "column")))
 
 
 def _spans(rx: re2._Regexp, data: bytes) -> Iterator[list[tuple[int, int]]]:
