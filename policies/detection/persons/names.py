@@ -167,12 +167,26 @@ def _titled(doc: Doc) -> list[int]:
 
 
 def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
-    """Lexicon names written as proper nouns mid-sentence: capitalised, with an apostrophe case
-    suffix (Turkish writes one only after a proper noun: "Şehmus'u", "Kevork'un"), and no place,
-    organisation or common word."""
-    return [i for i in tokens if (info := doc.info(i)).suffix and info.shape == "C" and doc.mode(i) == "mixed"
-            and ("g" in info.flags or "s" in info.flags) and not any(c in info.flags for c in "pvotc")
-            and info.key not in NOT_NAMES and doc.gap(i)[:1] not in ("^", ".", "N")]
+    """Lexicon names written as proper nouns: with an apostrophe case suffix (Turkish writes one
+    only after a proper noun: "Şehmus'u", "Kevork'un") and no place, organisation or title word.
+    Mid-sentence and capitalised, a given name or surname; a given name also where it is a
+    common word or a village too ("Gizem'in", "Ozan'la"), at a sentence's start, and in a line
+    of capitals or lower case ("selin'le", "DERİN'İN"), but there not with a locative or
+    ablative ending ("Levent'teki", "Ramazan'dan": a district's, a month's), nor after a hyphen."""
+    out: list[int] = []
+    for i in tokens:
+        info = doc.info(i)
+        if not info.suffix or info.key in NOT_NAMES or any(c in info.flags for c in "pot"):
+            continue
+        gap = doc.gap(i)
+        mixed, mid = doc.mode(i) == "mixed", gap[:1] not in ("^", ".", "N")
+        if (mixed and info.shape != "C") or len(info.key) < 3 or "-" in gap:
+            continue  # "Bel-Sen'de", "No'lu": a compound's or an abbreviation's suffix
+        if mixed and mid and ("g" in info.flags or "s" in info.flags) and not any(c in info.flags for c in "vc"):
+            out.append(i)  # "Şehmus'u", "Kaya'yı"
+        elif "g" in info.flags and info.suffix[:1] not in ("d", "t"):
+            out.append(i)
+    return out
 
 
 def _only_places(doc: Doc, first: int, last: int) -> bool:
