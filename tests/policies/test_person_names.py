@@ -49,6 +49,9 @@ def test_names_in_many_forms(text: str, expected: list[str]) -> None:
     ("kanka serdar'ın babası hastanede", ["serdar'ın"]),  # lower case
     ("Bu yaz Anadolu'ya, sonra Batum'a ve Roma'ya gittik.", []),  # places abroad and regions
     ("Üyeler Levent'teki ofiste toplandı.", []),  # a district's locative
+    ("Bugün teneffüste Hevin ve Armağan kavga etti.", ["Hevin", "Armağan"]),  # across "ve"
+    ("yarın standda selin ile ilkay da olacak", ["selin", "ilkay"]),
+    ("Katılımcılar: Ozan Çetinkaya, Berfu Oflaz\n- Ozan önümüzdeki hafta izinde.", ["Ozan Çetinkaya", "Berfu Oflaz", "Ozan"]),
 ])
 def test_names_announced_by_their_context(text: str, expected: list[str]) -> None:
     assert names(text) == expected

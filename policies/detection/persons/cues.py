@@ -155,3 +155,47 @@ def _table_line(text: str, pos: int) -> bool:
     """The line at `pos` is a table's row (CSV, `;` or `|` separated): its last field is a column."""
     line = text[text.rfind("\n", 0, pos) + 1 : pos]
     return sum(line.count(c) for c in ",;|\t") >= 2
+
+
+_AND = frozenset(("ve", "ile", "veya", "yahut"))
+
+
+def coordinated(doc: Doc, found: set[int]) -> list[int]:
+    """Given names joined by "ve" / "ile" to a name already found ("Hevin ve Armağan", "Kâzım
+    Hopalı ve Nadiye Hanım"), and pairs of given names so joined in a line of lower case or
+    capitals ("ismet ile jale"): the other side of a conjunction is a name too."""
+    infos, n = doc.infos(), len(doc.spans)
+    out: list[int] = []
+    for k in range(1, n - 1):
+        if infos[k].key not in _AND or not (_spaced(doc, k - 1) and _spaced(doc, k)):
+            continue
+        left, right = k - 1, k + 1
+        if left in found and right not in found and _nameish(doc, right, False):
+            out += [right, *([right + 1] if _surname_after(doc, right) else [])]
+        elif right in found and left not in found:
+            first = left - 1 if left > 0 and _spaced(doc, left - 1) and _nameish(doc, left - 1, False) \
+                and _surname_after(doc, left - 1) else left
+            if _nameish(doc, first, False):
+                out += list(range(first, left + 1))
+        elif left not in found and right not in found and doc.mode(left) != "mixed" \
+                and _nameish(doc, left, False) and _nameish(doc, right, False):
+            out += [left, right]
+    return out
+
+
+def repeated(doc: Doc, found: set[int]) -> list[int]:
+    """Words of a name found elsewhere in the text, standing alone ("Katılımcılar: Ozan
+    Çetinkaya ... - Ozan önümüzdeki hafta izinde"): the same person again, written as a proper
+    noun (capitalised in a mixed-case line)."""
+    infos = doc.infos()
+    words = {_stem(doc, i) for i in found if len(infos[i].key) >= 3 and infos[i].shape != "I"}
+    if not words:
+        return []
+    # the same letters, accents included ("Kurt" is a surname, "Kürt" an ethnic origin)
+    return [i for i, info in enumerate(infos) if i not in found and info.shape in "CU" and _stem(doc, i) in words
+            and info.key not in NOT_NAMES and not any(c in info.flags for c in "pot")]
+
+
+def _stem(doc: Doc, i: int) -> str:
+    s, e = doc.spans[i]
+    return re.split("['’]", doc.text[s:e], maxsplit=1)[0].replace("I", "ı").replace("İ", "i").lower()

@@ -12,7 +12,7 @@ import re
 
 import re2
 
-from fairgate.policies.detection.persons.cues import cued_names, honorifics
+from fairgate.policies.detection.persons.cues import coordinated, cued_names, honorifics, repeated
 from fairgate.policies.detection.persons.features import CUES, Doc, candidates
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
@@ -86,7 +86,23 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
         budget -= len(chunk)
         if len(out) >= limit or budget <= 0:
             break
-    return out, budget
+    return out + _same_people(doc, out), budget
+
+
+def _same_people(doc: Doc, found: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """More names about the people `found`: across "ve" / "ile", and their words again alone
+    (and a pair of given names joined so in a lower-case or capitals line, found or not)."""
+    if not found and all(doc.mode(i) == "mixed" for i in range(len(doc.spans))):
+        return []
+    starts = {s: i for i, (s, _) in enumerate(doc.spans)}
+    tokens: set[int] = set()
+    for s, e in found:
+        i = starts.get(s)
+        while i is not None and i < len(doc.spans) and doc.spans[i][1] <= e:
+            tokens.add(i)
+            i += 1
+    extra = set(coordinated(doc, tokens)) | set(repeated(doc, tokens))
+    return [n for n in _names(doc, sorted(extra), extra) if not any(s < n[1] and n[0] < e for s, e in found)]
 
 
 def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int]:
