@@ -38,6 +38,10 @@ def kinds(text: str) -> set[str]:
     ("Hastamız Gül Tan'da BRCA2 mutasyonu saptandı.", "genetic"),
     ("Resepsiyondaki Zehra Hanım başörtüsüyle çalışmak istiyor.", "appearance"),
     ("Oğlum Emre, Çağdaş Yaşamı Destekleme Derneği'ne gönüllü üye oldu.", "association"),
+    ("Eşim dün gece erken doğum yaptı, bebek küvözde.", "health"),  # everyday clinical words
+    ("Hastanın penisilin alerjisi var, klindamisin başlandı.", "health"),
+    ("Kardeşime evlilik öncesi taramada talasemi minör çıktı.", "genetic"),
+    ("Duydun mu, Gülbin'in 3 yıldır gizli ilişkisi varmış.", "sexual_life"),
 ])
 def test_special_categories_tied_to_a_person(text: str, kind: str) -> None:
     assert kind in kinds(text)
@@ -49,6 +53,9 @@ def test_special_categories_tied_to_a_person(text: str, kind: str) -> None:
     "Ramazan ayında mesai saatleri 08:00-16:00 olarak uygulanacaktır.",
     "Parmak izi okuyucular nemli ellerde daha sık hata verir.",
     "Adli sicil kaydı belgesi e-Devlet üzerinden alınabilir.",
+    "Alerji nedir, nasıl tedavi edilir?",
+    "Tansiyon aleti önerir misiniz? Başımız ağrımasın.",
+    "Kız arkadaşım için doğum günü hediyesi önerir misin?",
 ])
 def test_general_statements_stay_non_personal(text: str) -> None:
     assert found(text) == []
