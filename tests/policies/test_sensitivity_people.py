@@ -42,6 +42,7 @@ def kinds(text: str) -> set[str]:
     ("Hastanın penisilin alerjisi var, klindamisin başlandı.", "health"),
     ("Kardeşime evlilik öncesi taramada talasemi minör çıktı.", "genetic"),
     ("Duydun mu, Gülbin'in 3 yıldır gizli ilişkisi varmış.", "sexual_life"),
+    ("5. kattaki hukuk müşavirinin sendika üyeliği bordroya işlenmemiş.", "union"),  # a role at a place
 ])
 def test_special_categories_tied_to_a_person(text: str, kind: str) -> None:
     assert kind in kinds(text)
@@ -56,6 +57,8 @@ def test_special_categories_tied_to_a_person(text: str, kind: str) -> None:
     "Alerji nedir, nasıl tedavi edilir?",
     "Tansiyon aleti önerir misiniz? Başımız ağrımasın.",
     "Kız arkadaşım için doğum günü hediyesi önerir misin?",
+    "1999'da Kürtçe şarkı yapacağını açıklamasının ardından tepki gördü.",  # no one's genitive
+    "Kürk Mantolu Madonna ve İçimizdeki Şeytan en bilinen romanlarıdır.",  # a place word, no role
 ])
 def test_general_statements_stay_non_personal(text: str) -> None:
     assert found(text) == []
