@@ -52,6 +52,8 @@ def test_names_in_many_forms(text: str, expected: list[str]) -> None:
     ("Bugün teneffüste Hevin ve Armağan kavga etti.", ["Hevin", "Armağan"]),  # across "ve"
     ("yarın standda selin ile ilkay da olacak", ["selin", "ilkay"]),
     ("Katılımcılar: Ozan Çetinkaya, Berfu Oflaz\n- Ozan önümüzdeki hafta izinde.", ["Ozan Çetinkaya", "Berfu Oflaz", "Ozan"]),
+    ("Kayseri'nin Ağırnas köyünde doğdu, Urfa'ya taşındı.", []),  # provinces, not names
+    ("Raporu Fadime Karaman imzaladı.", ["Fadime Karaman"]),  # a province as a surname
 ])
 def test_names_announced_by_their_context(text: str, expected: list[str]) -> None:
     assert names(text) == expected

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import cache, lru_cache, partial
 from pathlib import Path
 
-from fairgate.policies.detection.gazetteer import fold_key, places
+from fairgate.policies.detection.gazetteer import fold_key, places, provinces
 
 _DATA = Path(__file__).resolve().parents[1] / "data" / "names"
 
@@ -89,7 +89,9 @@ def lexicon_flags() -> dict[str, str]:
     """Folded word -> its lexicon letters: g(iven), s(urname), p(rovince, district or abroad),
     v(illage or town), o(rganisation word), t(itle), c(ommon word), e.g. "deniz" -> "gspvc"."""
     out: dict[str, str] = {}
-    for letter, words in (("g", given()), ("s", surnames()), ("p", places() | world_places()), ("v", localities()), ("o", ORG_WORDS),
+    # a province's name is the province ("Kayseri'nin", "Sivas" in an address column), not a
+    # given name, but for Aydın, as common a given name as a city (surnames stay: Karaman)
+    for letter, words in (("g", given() - (provinces() - {"aydin"})), ("s", surnames()), ("p", places() | world_places()), ("v", localities()), ("o", ORG_WORDS),
                           ("t", TITLES), ("c", common_words())):
         for w in words:
             out[w] = out.get(w, "") + letter

@@ -9,9 +9,11 @@ Havalimanı", "Yıldız Holding", "Atatürk Caddesi") or right before a life-dat
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import re2
 
+from fairgate.policies.detection.gazetteer import provinces
 from fairgate.policies.detection.persons.cues import coordinated, cued_names, honorifics, repeated
 from fairgate.policies.detection.persons.features import CUES, Doc, candidates
 from fairgate.policies.detection.persons.lexicon import (
@@ -210,8 +212,17 @@ def _only_places(doc: Doc, first: int, last: int) -> bool:
     "Anadolu'ya", "Sivas Zara"), with no honorific after it: a place, not a person."""
     if last + 1 < len(doc.spans) and doc.info(last + 1).key in honorifics():
         return False
+    if first == last and doc.info(first).key in _cities():
+        return True  # "Rize'nin", "Erzurum'un", "Kars": a province's name alone
     return all((f := doc.info(i).flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
                for i in range(first, last + 1))
+
+
+@lru_cache(maxsize=1)
+def _cities() -> frozenset[str]:
+    """Provinces whose name is no common given name (Aydın is), and the names people use for
+    some of them (Urfa, Antep, Maraş, İzmit)."""
+    return (provinces() - {"aydin"}) | {"urfa", "antep", "maras", "izmit"}
 
 
 def _public(doc: Doc, first: int, last: int) -> bool:
