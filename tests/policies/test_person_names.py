@@ -54,6 +54,7 @@ def test_names_in_many_forms(text: str, expected: list[str]) -> None:
     ("Katılımcılar: Ozan Çetinkaya, Berfu Oflaz\n- Ozan önümüzdeki hafta izinde.", ["Ozan Çetinkaya", "Berfu Oflaz", "Ozan"]),
     ("Kayseri'nin Ağırnas köyünde doğdu, Urfa'ya taşındı.", []),  # provinces, not names
     ("Raporu Fadime Karaman imzaladı.", ["Fadime Karaman"]),  # a province as a surname
+    ("Telefonum aynı, adresim değişti: Flat 3, 27 Lanes, London. Nezihi", ["Nezihi"]),  # prose, not a table
 ])
 def test_names_announced_by_their_context(text: str, expected: list[str]) -> None:
     assert names(text) == expected

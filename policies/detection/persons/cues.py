@@ -41,6 +41,7 @@ _HONORIFIC_ENDINGS = (
 _SPACE = re.compile(r"[ \t]{1,3}")
 # what ends the sentence before a sign-off: a line end, a full stop, a dash, a comma
 _BREAKS = frozenset("\n.!?,—–-")
+_SENTENCE_END = re.compile(r"[.!?:][ \t]")
 _TAIL = re.compile(r"[\s\"'“”‘’.!?]*\Z")
 
 
@@ -152,9 +153,14 @@ def _sign_gap(gap: str) -> bool:
 
 
 def _table_line(text: str, pos: int) -> bool:
-    """The line at `pos` is a table's row (CSV, `;` or `|` separated): its last field is a column."""
+    """The line before `pos` is a table's row (`;`, `|`, tab or comma separated), so the word
+    at `pos` is its last field, not a signature; a line of prose has commas too, but sentence
+    ends and fields of many words."""
     line = text[text.rfind("\n", 0, pos) + 1 : pos]
-    return sum(line.count(c) for c in ",;|\t") >= 2
+    if any(line.count(c) >= 2 for c in ";|\t"):
+        return True
+    commas = line.count(",")
+    return commas >= 2 and _SENTENCE_END.search(line) is None and len(line.split()) <= 3 * (commas + 1)
 
 
 _AND = frozenset(("ve", "ile", "veya", "yahut"))
