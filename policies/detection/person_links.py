@@ -86,6 +86,7 @@ def _person_word(text: str, lo: int, hi: int) -> bool:
     return False
 
 
+@lru_cache(maxsize=1 << 14)
 def person_word(key: str) -> bool:
     """One folded word is a relation or role word of `data/person_words.txt` ("kızım",
     "müdürümüz", "stajyer")."""

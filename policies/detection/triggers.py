@@ -51,7 +51,7 @@ def _compile(families: tuple[str, ...]) -> re2._Regexp:
 # Two passes: an encoded run ("mehmet_arslan+ik...") may overlap an e-mail marker or a word, and
 # one pass reports only non-overlapping matches.
 _PASSES = tuple((_compile(fams), ("", *fams)) for fams in (
-    ("email", "special", "ident", "street", "words", "registry", "postal"), ("encoded",), ("iban",), ("field", "column")))
+    ("email", "special", "ident", "street", "words", "registry", "postal", "column"), ("encoded",), ("iban",), ("field",)))
 
 
 def _spans(rx: re2._Regexp, data: bytes) -> Iterator[list[tuple[int, int]]]:

@@ -14,7 +14,6 @@ These rules read only the tagger's candidates, so a plain prompt costs next to n
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.person_links import person_word
@@ -45,10 +44,8 @@ _SENTENCE_END = re.compile(r"[.!?:][ \t]")
 _TAIL = re.compile(r"[\s\"'“”‘’.!?]*\Z")
 
 
-@lru_cache(maxsize=1)
-def honorifics() -> frozenset[str]:
-    """Every inflected form of an honorific that follows a name, folded."""
-    return frozenset(stem + end for stem in AFTER_NAME for end in _HONORIFIC_ENDINGS)
+# every inflected form of an honorific that follows a name, folded
+HONORIFICS = frozenset(stem + end for stem in AFTER_NAME for end in _HONORIFIC_ENDINGS)
 
 
 def _nameish(doc: Doc, i: int, strong: bool) -> bool:
@@ -97,6 +94,8 @@ def _surname_after(doc: Doc, i: int) -> bool:
 def cued_names(doc: Doc, cands: list[int]) -> list[int]:
     """Tokens among the tagger's candidates `cands` that are names by what stands around them
     (see the module docstring)."""
+    if not cands or cands[-1] == 0:
+        return []  # "Say hello in five words": only the first word may be a name
     infos = doc.infos()
     out: list[int] = []
     for i in cands:
@@ -106,7 +105,7 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
         if prev in GREETINGS:
             if _nameish(doc, i, True) and _ends_clause(doc, i + _surname_after(doc, i)):
                 out.append(i)
-        elif _nameish(doc, i, True) and prev not in _NOT_CUES and _spaced(doc, i - 1) and person_word(prev):
+        elif prev not in _NOT_CUES and person_word(prev) and _spaced(doc, i - 1) and _nameish(doc, i, True):
             out.append(i)
     if cands and cands[-1] >= len(infos) - 3:
         out += _sign_off(doc)
@@ -172,8 +171,8 @@ def coordinated(doc: Doc, found: set[int]) -> list[int]:
     capitals ("ismet ile jale"): the other side of a conjunction is a name too."""
     infos, n = doc.infos(), len(doc.spans)
     out: list[int] = []
-    for k in range(1, n - 1):
-        if infos[k].key not in _AND or not (_spaced(doc, k - 1) and _spaced(doc, k)):
+    for k in [k for k, info in enumerate(infos) if info.key in _AND]:
+        if not (0 < k < n - 1 and _spaced(doc, k - 1) and _spaced(doc, k)):
             continue
         left, right = k - 1, k + 1
         if left in found and right not in found and _nameish(doc, right, False):
@@ -194,12 +193,14 @@ def repeated(doc: Doc, found: set[int]) -> list[int]:
     Çetinkaya ... - Ozan önümüzdeki hafta izinde"): the same person again, written as a proper
     noun (capitalised in a mixed-case line)."""
     infos = doc.infos()
-    words = {_stem(doc, i) for i in found if len(infos[i].key) >= 3 and infos[i].shape != "I"}
-    if not words:
+    keys = {infos[i].key for i in found if len(infos[i].key) >= 3 and infos[i].shape != "I"}
+    same = [i for i, info in enumerate(infos) if info.key in keys and i not in found and info.shape in "CU"]
+    if not same:
         return []
     # the same letters, accents included ("Kurt" is a surname, "Kürt" an ethnic origin)
-    return [i for i, info in enumerate(infos) if i not in found and info.shape in "CU" and _stem(doc, i) in words
-            and info.key not in NOT_NAMES and not any(c in info.flags for c in "pot")]
+    words = {_stem(doc, i) for i in found}
+    return [i for i in same if _stem(doc, i) in words and infos[i].key not in NOT_NAMES
+            and not any(c in infos[i].flags for c in "pot")]
 
 
 def _stem(doc: Doc, i: int) -> str:

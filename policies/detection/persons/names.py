@@ -9,12 +9,13 @@ Havalimanı", "Yıldız Holding", "Atatürk Caddesi") or right before a life-dat
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from functools import lru_cache
 
 import re2
 
 from fairgate.policies.detection.gazetteer import provinces
-from fairgate.policies.detection.persons.cues import coordinated, cued_names, honorifics, repeated
+from fairgate.policies.detection.persons.cues import HONORIFICS, coordinated, cued_names, repeated
 from fairgate.policies.detection.persons.features import CUES, Doc, candidates
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
@@ -74,8 +75,10 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
     """Names in one window and the candidate budget left."""
     cands = candidates(doc)
     out: list[tuple[int, int]] = []
-    titled = {*_titled(doc), *cued_names(doc, cands)}  # names by their context, joined with the tagger's tokens
-    sure = set(titled)
+    titled = set(_titled(doc))  # names by their context, joined with the tagger's tokens
+    if cands and cands[-1]:  # (not "Say hello ...": only a first word may be a name there)
+        titled.update(cued_names(doc, cands))
+    sure = titled  # (`titled` is rebound, not changed, after the first chunk)
     tagger = default_tagger()
     for c in range(0, len(cands), _CHUNK):
         chunk = cands[c : c + min(_CHUNK, budget)]
@@ -88,22 +91,24 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
         budget -= len(chunk)
         if len(out) >= limit or budget <= 0:
             break
+    if not out and "lower" not in (modes := doc.modes()) and "caps" not in modes:
+        return out, budget  # no name found, and no "ayşe ile ali" in a line without casing
     return out + _same_people(doc, out), budget
 
 
 def _same_people(doc: Doc, found: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """More names about the people `found`: across "ve" / "ile", and their words again alone
     (and a pair of given names joined so in a lower-case or capitals line, found or not)."""
-    if not found and all(doc.mode(i) == "mixed" for i in range(len(doc.spans))):
-        return []
-    starts = {s: i for i, (s, _) in enumerate(doc.spans)}
+    spans = doc.spans
     tokens: set[int] = set()
     for s, e in found:
-        i = starts.get(s)
-        while i is not None and i < len(doc.spans) and doc.spans[i][1] <= e:
+        i = bisect_left(spans, (s, 0))
+        while i < len(spans) and spans[i][1] <= e:
             tokens.add(i)
             i += 1
     extra = set(coordinated(doc, tokens)) | set(repeated(doc, tokens))
+    if not extra:
+        return []
     return [n for n in _names(doc, sorted(extra), extra) if not any(s < n[1] and n[0] < e for s, e in found)]
 
 
@@ -166,7 +171,7 @@ def _titled(doc: Doc) -> list[int]:
     is no common, place, organisation or title word is a name even where the tagger doubts it."""
     out: list[int] = []
     infos = doc.infos()
-    after = honorifics()
+    after = HONORIFICS
     for i in range(len(infos) - 1):
         title = infos[i + 1].key
         if title not in after or not _joined(doc, i):
@@ -210,7 +215,7 @@ def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
 def _only_places(doc: Doc, first: int, last: int) -> bool:
     """Every word is a place the lexicons know and none a given name or surname ("Kayseri'nin",
     "Anadolu'ya", "Sivas Zara"), with no honorific after it: a place, not a person."""
-    if last + 1 < len(doc.spans) and doc.info(last + 1).key in honorifics():
+    if last + 1 < len(doc.spans) and doc.info(last + 1).key in HONORIFICS:
         return False
     if first == last and doc.info(first).key in _cities():
         return True  # "Rize'nin", "Erzurum'un", "Kars": a province's name alone
@@ -241,7 +246,7 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
         return False
     if info.suffix:
         return True
-    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in honorifics())
+    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS)
     if doc.mode(i) != "mixed":
         return cue or i == len(doc.spans) - 1
     return cue or ("c" not in info.flags and info.key not in plain_words())
