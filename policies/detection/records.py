@@ -22,8 +22,10 @@ _COLUMNS = {"vkn": "vkn", "vergi_no": "vkn", "vergino": "vkn", "vergi_numarasi":
             "emekli_sicil_no": "sgk", "bagkur_no": "sgk", "sgk_sicil": "sgk",
             "dogum_tarihi": "birth_date", "dogumtarihi": "birth_date", "dogum_tarih": "birth_date",
             "d_tarihi": "birth_date", "birth_date": "birth_date", "birthdate": "birth_date",
-            "date_of_birth": "birth_date", "dob": "birth_date"}
+            "date_of_birth": "birth_date", "dob": "birth_date", "dogum": "birth_date", "doğum": "birth_date",
+            "dogum_yili": "birth_date", "birth_year": "birth_date"}
 _DATE = re.compile(r"[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)?[0-9]{2}|(?:19|20)[0-9]{2}-[01][0-9]-[0-3][0-9]")
+_YEAR = re.compile(r"(?:19|20)[0-9]{2}")
 _COLUMN = re.compile(r"(?<![\w])(" + "|".join(_COLUMNS) + r")(?![\w])", re.IGNORECASE)
 _KEY_VALUE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9]{7,13})(?![0-9])")
 _FIELD = re.compile(r"'(?:[^'\n]|'')*'|\"[^\"\n]*\"|[^,;|\t\n]+")
@@ -44,8 +46,8 @@ def find_registry_numbers(text: str, hits: list[tuple[int, int]], limit: int = 1
 
 
 def _valid(kind: str, value: str) -> bool:
-    if kind == "birth_date":
-        return bool(_DATE.fullmatch(value))
+    if kind == "birth_date":  # a date, or a year alone in a birth column ("dogum" ... 1988)
+        return bool(_DATE.fullmatch(value) or _YEAR.fullmatch(value))
     digits = re.sub(r"[^0-9]", "", value)
     if kind == "vkn":
         return stdnum_vkn.is_valid(digits)
@@ -89,7 +91,11 @@ def column_cells(text: str, start: int, end: int) -> list[tuple[int, str]]:
     if sql is not None:
         cols_open = header.rfind("(", 0, start - line_start)
         index = _count(header[cols_open + 1 : start - line_start])
-        rows = [(line_start + t.start(1), t.group(1)) for t in _TUPLE.finditer(header, sql.end())]
+        # the tuples after VALUES, on this line or the next ones, up to the statement's end
+        values = line_start + sql.end()
+        stop = text.find(";", values)
+        stop = min(len(text), values + 20_000) if stop == -1 else stop
+        rows = [(t.start(1), t.group(1)) for t in _TUPLE.finditer(text, values, stop)]
     else:
         index = _count(header[: start - line_start])
         rows, pos = [], line_end + 1

@@ -22,7 +22,8 @@ _NUMBER_WORD = "sıfır|sifir|bir|iki|üç|uc|dört|dort|beş|bes|altı|alti|yed
 _W = rf"(?:{_NUMBER_WORD})"
 _FAMILIES = {
     "special": f"(?:{term_alternation()})",
-    "ident": r"pasaport|passport|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|born|date[ \t_]+of[ \t_]+birth|"
+    "ident": r"pasaport|passport|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|"
+             r"d\.[ \t]?[0-9t]|born|date[ \t_]+of[ \t_]+birth|"
              r"dob|birthday|birth[ \t_]?date|d\.[ \t]?t\.|vkn|vergi|tax|v\.?[ \t]?no|[uzs][0-9]{8}",
     "registry": r"sgk|ssk|ba[gğ].?kur|emekl[iİı]|bagkur",
     "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok",

@@ -109,6 +109,29 @@ def test_tax_numbers_and_sgk_numbers_by_their_column() -> None:
     assert found(sql) == [("vkn", "4869338171")]
 
 
+@pytest.mark.parametrize("text, date", [
+    ("Öğrenci: Aras Berzenci  Doğum: 12 Aralık 2016, Hakkari", "12 Aralık 2016"),
+    ("Hasta: Yuhanna Akyüz (d. 17.01.1949)", "17.01.1949"),
+    ("1) Kazım Döğer — d. 1952 — pasaport U31187455", "1952"),
+    ("HASTA: NESLİHAN ÇAKIROĞLU  DOĞ. T.: 21.07.1990", "21.07.1990"),
+    ("PASSENGER: MR KAAN ÖZBİLGİN\nDOB: 03MAR1991", "03MAR1991"),
+    ("kimlikte öyle yazıyor ama aslında 1990'da doğmuşum", "1990"),
+    ("uye_no,ad,dogum\n5523,Muzaffer,1988", "1988"),
+    ("INSERT INTO p (ad, dogum_tarihi) VALUES\n('Hıdır', '1969-12-30'),\n('Ayşe', '1983-06-02');", "1969-12-30"),
+])
+def test_birth_dates_as_people_write_them(text: str, date: str) -> None:
+    assert ("birth_date", date) in found(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Sabahattin Ali (d. 1907, Eğridere) Kürk Mantolu Madonna'nın yazarıdır.",
+    "Mustafa Kemal 1881'de Selanik'te doğmuştur.",
+    "Doğum izni 12.03.2024 tarihinde başlıyor.",
+])
+def test_dates_that_are_not_a_persons_birth_date(text: str) -> None:
+    assert "birth_date" not in {kind for kind, _ in found(text)}
+
+
 def test_obfuscated_email_in_turkish_words() -> None:
     text = "mail adresim: hakan nokta ersoy at gmail nokta com"
     assert kinds(text) == {"email"}
