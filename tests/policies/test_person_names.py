@@ -55,6 +55,9 @@ def test_names_in_many_forms(text: str, expected: list[str]) -> None:
     ("Kayseri'nin Ağırnas köyünde doğdu, Urfa'ya taşındı.", []),  # provinces, not names
     ("Raporu Fadime Karaman imzaladı.", ["Fadime Karaman"]),  # a province as a surname
     ("Telefonum aynı, adresim değişti: Flat 3, 27 Lanes, London. Nezihi", ["Nezihi"]),  # prose, not a table
+    ("Poliklinik notu — Hasta S.K., 34 y, E\nHIV (+)", ["S.K."]),  # initials after a role
+    ("Seans 7 — Danışan: R.E. (K, 31)", ["R.E."]),
+    ("T.C. Sağlık Bakanlığı ile A.Ş. arasında", []),
 ])
 def test_names_announced_by_their_context(text: str, expected: list[str]) -> None:
     assert names(text) == expected

@@ -15,7 +15,13 @@ from functools import lru_cache
 import re2
 
 from fairgate.policies.detection.gazetteer import provinces
-from fairgate.policies.detection.persons.cues import HONORIFICS, coordinated, cued_names, repeated
+from fairgate.policies.detection.persons.cues import (
+    HONORIFICS,
+    coordinated,
+    cued_names,
+    initials,
+    repeated,
+)
 from fairgate.policies.detection.persons.features import CUES, Doc, candidates
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
@@ -88,6 +94,7 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
                     if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)]
         out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}), sure)
         titled = set()
+        out += [n for n in initials(doc, chunk) if not any(s < n[1] and n[0] < e for s, e in out)]
         budget -= len(chunk)
         if len(out) >= limit or budget <= 0:
             break
