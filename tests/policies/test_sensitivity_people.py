@@ -132,6 +132,10 @@ def test_dates_that_are_not_a_persons_birth_date(text: str) -> None:
     assert "birth_date" not in {kind for kind, _ in found(text)}
 
 
+def test_more_institutions_mailboxes_are_no_ones() -> None:
+    assert found("Yatırımcı ilişkileri: yatirimci@ornekenerji.com.tr, bağış: bagis@egitimvakfi.org.tr") == []
+
+
 def test_obfuscated_email_in_turkish_words() -> None:
     text = "mail adresim: hakan nokta ersoy at gmail nokta com"
     assert kinds(text) == {"email"}
