@@ -68,6 +68,7 @@ def test_names_announced_by_their_context(text: str, expected: list[str]) -> Non
     "Garanti BBVA ve Yapı Kredi yeni faiz oranlarını açıkladı.",
     "Atatürk Caddesi'nde yol çalışması var, Fevzi Çakmak Mahallesi'nden dolaşın.",
     "Sabiha Gökçen Havalimanı'na servis saat 06:00'da kalkıyor.",
+    "Kurtuluş Savaşı'nda cepheye katıldı; Zeus Mağarası ile tanınır.",  # events and sites
     "Ocak ayında bütçe revizyonu yapılacak, Cuma günü ofis kapalı.",
     "Yeni sürümde önbellek isabet oranı yüzde on iki arttı.",
 ])

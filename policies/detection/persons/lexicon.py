@@ -17,7 +17,10 @@ ORG_WORDS = frozenset(fold_key(w) for w in (
     "belediyesi müdürlüğü başkanlığı bakanlığı kaymakamlığı valiliği hastanesi üniversitesi fakültesi "
     "vakfı derneği sendikası odası kooperatifi okulu lisesi camii kilisesi merkezi enstitüsü şirketi "
     "mahallesi mah mh caddesi cad cd sokak sokağı sok sk bulvarı blv köyü mevkii parkı meydanı havalimanı "
-    "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı"
+    "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı "
+    # events, treaties and sites named after people or places ("Kurtuluş Savaşı", "Zeus Mağarası")
+    "savaşı harekâtı harekatı antlaşması anlaşması muharebesi devrimi ayaklanması isyanı kongresi "
+    "mağarası kalesi sarayı türbesi anıtı müzesi çarşısı sofrası lokantası"
 ).split())
 TITLES = frozenset(fold_key(w) for w in (
     "sayın sayin dr doç doc prof av uzm op hemşire hemsire öğretmen ogretmen müdür bay bayan mr mrs ms "

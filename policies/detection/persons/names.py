@@ -145,8 +145,9 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
             k += 1
         start, end = doc.spans[first][0], doc.spans[last][1]
         nxt = last + 1
-        if nxt < len(doc.spans) and "o" in doc.info(nxt).flags and _joined(doc, last):
-            continue  # "Yıldız Holding", "Atatürk Caddesi"
+        if (nxt < len(doc.spans) and "o" in doc.info(nxt).flags and _joined(doc, last)) \
+                or (last > first and "o" in doc.info(last).flags):
+            continue  # "Yıldız Holding", "Atatürk Caddesi", "Kurtuluş Savaşı'nda" taken whole
         if _LIFE_DATES.match(text, end) or _public(doc, first, last) or _only_places(doc, first, last):
             continue
         if end - start < 3 or (first == last and first not in sure and not _single_name_ok(doc, first)):
