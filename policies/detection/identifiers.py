@@ -49,7 +49,8 @@ _BIRTH = re.compile(
     # "d. 1952" in a list (not "(d. 1907, ...)", an encyclopaedia's life dates), "doğum 1994"
     r"|(?<![\w.(])(?:d\.|do[gğ]um)[ \t]?((?:19|20)[0-9]{2})(?![0-9]|[ \t]*(?:[-–][ \t]*[0-9]|,))"
     # a date or year, then "doğmuşum" / "doğmuş" / "doğdum" (not an encyclopaedia's "doğmuştur")
-    rf"|((?:{_BIRTH_DATE})|[0-3]?[0-9][ \t]+(?:{_MONTHS})|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}[ \t]+"
+    # (only forms that start with a digit: a month-first form tried at every letter costs too much)
+    rf"|((?:{_DATE})|[0-3]?[0-9][ \t]+(?:{_MONTHS})|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}[ \t]+"
     r"do[gğ](?:mu[şs]um|mu[şs](?!t)|dum)(?!\w)"
     rf"|({_DATE}|(?:19|20)?[0-9]{{2}})['’]?[ \t]*(?:doğumlu|dogumlu|tarihinde[ \t]+do[gğ])"
     # a year alone after "doğum:" or a birth-year key ("dogum_yili: 1992", "doğum: 1996"), or before "doğdum"

@@ -82,24 +82,27 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
     cands = candidates(doc)
     out: list[tuple[int, int]] = []
     titled = set(_titled(doc))  # names by their context, joined with the tagger's tokens
-    if cands and cands[-1]:  # (not "Say hello ...": only a first word may be a name there)
-        titled.update(cued_names(doc, cands))
-    sure = titled  # (`titled` is rebound, not changed, after the first chunk)
+    sure = set(titled)
     tagger = default_tagger()
     for c in range(0, len(cands), _CHUNK):
         chunk = cands[c : c + min(_CHUNK, budget)]
+        if chunk and chunk[-1]:  # (not "Say hello ...": only a first word may be a name there)
+            cued = cued_names(doc, chunk)
+            titled.update(cued)
+            sure.update(cued)
         scored = _may_end_in_a_name(doc, chunk, titled)
         probs = tagger.scores(doc, scored)
         accepted = [i for i, p in zip(scored, probs, strict=True)
                     if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)]
         out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}), sure)
         titled = set()
-        out += [n for n in initials(doc, chunk) if not any(s < n[1] and n[0] < e for s, e in out)]
+        if len(out) < limit and chunk and chunk[-1]:
+            out += [n for n in initials(doc, chunk) if not any(s < n[1] and n[0] < e for s, e in out)]
         budget -= len(chunk)
         if len(out) >= limit or budget <= 0:
             break
-    if not out and "lower" not in (modes := doc.modes()) and "caps" not in modes:
-        return out, budget  # no name found, and no "ayşe ile ali" in a line without casing
+    if len(out) >= limit or (not out and "lower" not in (modes := doc.modes()) and "caps" not in modes):
+        return out, budget  # enough found; or none, and no "ayşe ile ali" in a line without casing
     return out + _same_people(doc, out), budget
 
 
