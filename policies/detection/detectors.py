@@ -16,6 +16,7 @@ from fairgate.policies.detection.emails import find_emails
 from fairgate.policies.detection.encodings import decoded_runs
 from fairgate.policies.detection.iban import scan_foreign_ibans
 from fairgate.policies.detection.identifiers import find_identifiers, vkn_spans
+from fairgate.policies.detection.persons.columns import find_column_names
 from fairgate.policies.detection.persons.fields import find_field_names
 from fairgate.policies.detection.persons.names import find_person_names
 from fairgate.policies.detection.postal import find_postal_addresses
@@ -63,7 +64,13 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     tagged = find_person_names(text) if depth == 0 else []
     if tagged is None:  # far more capitalised words than prose has: keep it local unscanned
         return [*out, ("unscannable", 0, len(text))]
-    tagged += [f for f in find_field_names(text, hits["field"]) if not any(s < f[1] and f[0] < e for s, e in tagged)]
+    by_label = find_field_names(text, hits["field"])
+    if hits["column"]:
+        in_columns, headers = find_column_names(text, hits["column"])
+        if headers:  # a table's header names columns ("ad;soyad;brüt"), not people
+            tagged = [n for n in tagged if not any(s <= n[0] and n[1] <= e for s, e in headers)]
+        by_label += in_columns
+    tagged += [f for f in by_label if not any(s < f[1] and f[0] < e for s, e in tagged)]
     # a name inside an e-mail address or IBAN is that finding's
     names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in blocked)]
     out += [("person_name", s, e) for s, e in names]

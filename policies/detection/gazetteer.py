@@ -47,6 +47,13 @@ def places() -> frozenset[str]:
     return frozenset(out)
 
 
+@lru_cache(maxsize=1)
+def provinces() -> frozenset[str]:
+    """The 81 provinces' names (folded), without their districts."""
+    lines = (_DATA / "provinces.txt").read_text(encoding="utf-8").splitlines()
+    return frozenset(fold_key(line.partition(":")[0].strip()) for line in lines if line and not line.startswith("#"))
+
+
 def is_person_name(words: list[str]) -> bool:
     """Two or three capitalised words: a known given name, then a known given name or
     surname, or a surname last."""

@@ -32,13 +32,26 @@ _DATE = (rf"(?:[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)[0-9]{{2}}|(?:19|20)[0-9]
 # after a birth word a date may be short ("5 mayıs 79", "12/03/85") or month-first ("March 12, 1985")
 _BIRTH_DATE = (rf"(?:{_DATE}|[0-3]?[0-9][./-][01]?[0-9][./-][0-9]{{2}}(?![0-9])"
                rf"|[0-3]?[0-9][ \t]+(?:{_MONTHS})[ \t]+['’]?[0-9]{{2}}(?![0-9])"
-               rf"|(?:{_MONTHS})[ \t]+[0-3]?[0-9],?[ \t]+(?:19|20)[0-9]{{2}})")
+               rf"|(?:{_MONTHS})[ \t]+[0-3]?[0-9],?[ \t]+(?:19|20)[0-9]{{2}}"
+               # an airline's "03MAR1991"
+               r"|[0-3][0-9](?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:19|20)?[0-9]{2}(?![0-9]))")
 # the value may follow on the next line, after a speaker or field label ("...doğum tarihiniz?\nMüşteri: 12.07.1985")
 _BIRTH_GAP = r"[^\n0-9]{0,30}?(?:\n[^\n0-9]{0,25}?)?"
 _BIRTH = re.compile(
     rf"(?<!\w)(?:do[gğ]um[ \t]+(?:yeri[ \t]*(?:/|ve)[ \t]*)?tarih\w*|d\.[ \t]?t\.|doğumlu|doğdu|doğdum|born|"
-    rf"date[ \t_]+of[ \t_]+birth|dob|birthday|birth[ \t_]?date|dogum[ \t_]+tarih|d[ \t]?\.[ \t]?t[ \t]?\.)\w*{_BIRTH_GAP}"
+    rf"date[ \t_]+of[ \t_]+birth|dob|birthday|birth[ \t_]?date|dogum[ \t_]+tarih|d[ \t]?\.[ \t]?t[ \t]?\.|"
+    rf"do[gğ]\.[ \t]?t\.|d\.[ \t]?tarih)\w*{_BIRTH_GAP}"
     rf"({_BIRTH_DATE})"
+    # "doğum" alone, or one's birthday, right before a full date ("Doğum: 12 Aralık 2016, Hakkari",
+    # "doğum günüm 9 mayıs 1998"; not "doğum izni 12.03.2024"), and "d." before one ("(d. 17.01.1949)")
+    rf"|(?<!\w)do[gğ]um(?:[ \t]+g[üu]n[üu]m?)?[ \t]*[:=]?[ \t]*({_BIRTH_DATE})"
+    rf"|(?<![\w.])d\.[ \t]?({_BIRTH_DATE})"
+    # "d. 1952" in a list (not "(d. 1907, ...)", an encyclopaedia's life dates), "doğum 1994"
+    r"|(?<![\w.(])(?:d\.|do[gğ]um)[ \t]?((?:19|20)[0-9]{2})(?![0-9]|[ \t]*(?:[-–][ \t]*[0-9]|,))"
+    # a date or year, then "doğmuşum" / "doğmuş" / "doğdum" (not an encyclopaedia's "doğmuştur")
+    # (only forms that start with a digit: a month-first form tried at every letter costs too much)
+    rf"|((?:{_DATE})|[0-3]?[0-9][ \t]+(?:{_MONTHS})|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}[ \t]+"
+    r"do[gğ](?:mu[şs]um|mu[şs](?!t)|dum)(?!\w)"
     rf"|({_DATE}|(?:19|20)?[0-9]{{2}})['’]?[ \t]*(?:doğumlu|dogumlu|tarihinde[ \t]+do[gğ])"
     # a year alone after "doğum:" or a birth-year key ("dogum_yili: 1992", "doğum: 1996"), or before "doğdum"
     # (not "doğdu": encyclopaedic text gives public figures' birth years)

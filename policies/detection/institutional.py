@@ -35,7 +35,10 @@ ROLE_MAILBOXES = frozenset(
     "kvkk ik hr info bilgi destek support iletisim contact muhasebe satis sales noreply no-reply "
     "admin webmaster basvuru cagri musteri musterihizmetleri kurumsal sikayet fatura insankaynaklari "
     "kariyer career yardim help beyazmasa halklailiskiler basin press hukuk legal teklif siparis "
-    "randevu hasta hastahaklari ogrenci idari ithalat ihracat operasyon postmaster abuse".split())
+    "randevu hasta hastahaklari ogrenci idari ithalat ihracat operasyon postmaster abuse bagis servis "
+    "teknikservis tesis rezervasyon reservation booking efatura earsiv yatirimci investor satinalma "
+    "purchasing lojistik kargo ihale duyuru haber news editor bilgiislem helpdesk sekreterlik ilbasin "
+    "kartmerkezi".split())
 _LEGAL = re.compile(
     r"(?<!\w)(?:a\.?[sş]\.|ltd\.?|[sş]ti\.?|tic\.|san\.|holding|anonim|limited|[sş]irketi|kooperatifi|"
     r"belediyesi|müdürlüğü|başkanlığı|derneği|vakfı|unvan\w*|satıcı|tedarikçi\w*|şirketimiz\w*)(?![\w@.])",

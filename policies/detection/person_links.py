@@ -3,7 +3,8 @@ must pass to be personal data ("HIV nasıl bulaşır?" is a general question; "h
 pozitif" is not).
 
 A term is tied to a person when, in its sentence, there is a person's name, a role or relation
-("hastamız", "eşim", "kızınız", "şube müdürümüz", "3. kattaki muhasebe şefi", "adam"/"kadın"),
+("hastamız", "eşim", "kızınız", "şube müdürümüz", "adam"/"kadın"), a role at a place ("3. kattaki
+muhasebe şefi"),
 a third person's "olduğu(nu)", or the first person ("diyabetim", "yaşıyorum", "birlikte olduk");
 or a name stands in the same record (a form's "Hasta: ..." line three lines up, or earlier on
 the same line when the term is a form's field: "Sigortalı: X ... Tanı: bel fıtığı").
@@ -29,12 +30,17 @@ _OURS = r"(?!(?:{})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}".format("|
     "derneğ", "vakf", "ekib", "toplum", "millet", "halk", "dünya", "sektör", "bölge", "il", "ilçe")))
 # our X, a role with a place ("kattaki", "şubesinin"), a form's patient line, a first-person verb
 _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
-    _OURS, r"\w+(?:daki|deki|taki|teki)", r"\w+(?:sinin|sının|sunun|sünün)", r"hasta[ \t]*:",
+    _OURS, r"hasta[ \t]*:",
     # (not a loanword's "-tik": "kistik", "genetik", "kritik", "otomatik")
     r"\w+(?:[ıiuü]yorum|[ıiuü]yoruz|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m)"
     r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)",
 )) + ")(?!\\w)", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+")
+# a role at a place ("3. kattaki hukuk müşaviri", "Karşıyaka şubesindeki veznedar"): the place
+# word, then within three words a role or relation word or an agent noun (-cı, -ci: "kasiyer",
+# "bankacı"); "İçimizdeki Şeytan", "güneybatısındaki bölge" are no one
+_AT_PLACE = re.compile(r"(?<!\w)\w+(?:daki|deki|taki|teki)((?:[ \t]+[^\W\d_]+){1,3})", re.IGNORECASE)
+_AGENT = re.compile(r"\w+[cç][ıiuü](?:s[ıiuü]|n[ıi]n|y[ae]|[ıiuü]m[ıi]z)?$", re.IGNORECASE)
 _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-lik", a plural alone
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)",  # diyabetim, seansım
                         re.IGNORECASE)
@@ -68,16 +74,24 @@ def _person_words() -> tuple[frozenset[str], frozenset[str], tuple[int, ...], di
 def _person_word(text: str, lo: int, hi: int) -> bool:
     """A relation or role word in text[lo:hi] (`data/person_words.txt`): a whole word, or a stem
     with any suffix but a plural alone or an institution's "-lik" ("müdürlüğü", "hastalar")."""
-    whole, stems, sizes, pairs = _person_words()
+    pairs = _person_words()[3]
     words = _WORD.findall(fold_key(text[lo:hi]))
     for k, w in enumerate(words):
-        if w in whole or any(w[:n] in stems and not _NOT_ONE.match(w, n) for n in sizes if n <= len(w)):
+        if person_word(w):
             return True
         if w in pairs and k + 1 < len(words):
             pair = f"{w} {words[k + 1]}"
             if any(pair.startswith(p) for p in pairs[w]):
                 return True
     return False
+
+
+@lru_cache(maxsize=1 << 14)
+def person_word(key: str) -> bool:
+    """One folded word is a relation or role word of `data/person_words.txt` ("kızım",
+    "müdürümüz", "stajyer")."""
+    whole, stems, sizes, _ = _person_words()
+    return key in whole or any(key[:n] in stems and not _NOT_ONE.match(key, n) for n in sizes if n <= len(key))
 
 
 def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
@@ -92,7 +106,16 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
         return True
     if person_name_spans(text, lo, hi):
         return True
-    return (_person_word(text, lo, hi) or bool(_PATTERNS.search(text, lo, hi))) and not _GENERIC.search(text, lo, hi)
+    return (_person_word(text, lo, hi) or bool(_PATTERNS.search(text, lo, hi)) or _role_at_place(text, lo, hi)) \
+        and not _GENERIC.search(text, lo, hi)
+
+
+def _role_at_place(text: str, lo: int, hi: int) -> bool:
+    for m in _AT_PLACE.finditer(text, lo, hi):
+        for word in m.group(1).split():
+            if person_word(fold_key(word)) or _AGENT.match(word):
+                return True
+    return False
 
 
 def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names: Sequence[tuple[int, int]]) -> bool:

@@ -22,8 +22,10 @@ _COLUMNS = {"vkn": "vkn", "vergi_no": "vkn", "vergino": "vkn", "vergi_numarasi":
             "emekli_sicil_no": "sgk", "bagkur_no": "sgk", "sgk_sicil": "sgk",
             "dogum_tarihi": "birth_date", "dogumtarihi": "birth_date", "dogum_tarih": "birth_date",
             "d_tarihi": "birth_date", "birth_date": "birth_date", "birthdate": "birth_date",
-            "date_of_birth": "birth_date", "dob": "birth_date"}
+            "date_of_birth": "birth_date", "dob": "birth_date", "dogum": "birth_date", "doğum": "birth_date",
+            "dogum_yili": "birth_date", "birth_year": "birth_date"}
 _DATE = re.compile(r"[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)?[0-9]{2}|(?:19|20)[0-9]{2}-[01][0-9]-[0-3][0-9]")
+_YEAR = re.compile(r"(?:19|20)[0-9]{2}")
 _COLUMN = re.compile(r"(?<![\w])(" + "|".join(_COLUMNS) + r")(?![\w])", re.IGNORECASE)
 _KEY_VALUE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9]{7,13})(?![0-9])")
 _FIELD = re.compile(r"'(?:[^'\n]|'')*'|\"[^\"\n]*\"|[^,;|\t\n]+")
@@ -44,8 +46,8 @@ def find_registry_numbers(text: str, hits: list[tuple[int, int]], limit: int = 1
 
 
 def _valid(kind: str, value: str) -> bool:
-    if kind == "birth_date":
-        return bool(_DATE.fullmatch(value))
+    if kind == "birth_date":  # a date, or a year alone in a birth column ("dogum" ... 1988)
+        return bool(_DATE.fullmatch(value) or _YEAR.fullmatch(value))
     digits = re.sub(r"[^0-9]", "", value)
     if kind == "vkn":
         return stdnum_vkn.is_valid(digits)
@@ -70,19 +72,32 @@ def find_column_values(text: str, hits: list[tuple[int, int]], limit: int = 32) 
 
 
 def _table_values(text: str, m: re.Match[str], kind: str) -> list[Span]:
-    """Values in the column's position: the CSV rows under a header line, or the tuples after
-    an SQL column list."""
-    line_start = text.rfind("\n", 0, m.start()) + 1
-    line_end = text.find("\n", m.end())
+    """Values in the column's position that are valid for `kind`."""
+    out: list[Span] = []
+    for start, value in column_cells(text, m.start(), m.end()):
+        if value and _valid(kind, value):
+            out.append((kind, start, start + len(value)))
+    return out
+
+
+def column_cells(text: str, start: int, end: int) -> list[tuple[int, str]]:
+    """(offset, value) of the cells under the column name at text[start:end], unquoted: the
+    CSV rows under a header line (until a blank line), or the tuples after an SQL column list."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
     line_end = len(text) if line_end == -1 else line_end
     header = text[line_start:line_end]
-    sql = _SQL_VALUES.search(header, m.end() - line_start)
+    sql = _SQL_VALUES.search(header, end - line_start)
     if sql is not None:
-        cols_open = header.rfind("(", 0, m.start() - line_start)
-        index = _count(header[cols_open + 1 : m.start() - line_start])
-        rows = [(line_start + t.start(1), t.group(1)) for t in _TUPLE.finditer(header, sql.end())]
+        cols_open = header.rfind("(", 0, start - line_start)
+        index = _count(header[cols_open + 1 : start - line_start])
+        # the tuples after VALUES, on this line or the next ones, up to the statement's end
+        values = line_start + sql.end()
+        stop = text.find(";", values)
+        stop = min(len(text), values + 20_000) if stop == -1 else stop
+        rows = [(t.start(1), t.group(1)) for t in _TUPLE.finditer(text, values, stop)]
     else:
-        index = _count(header[: m.start() - line_start])
+        index = _count(header[: start - line_start])
         rows, pos = [], line_end + 1
         while pos < len(text) and len(rows) < 200:
             nxt = text.find("\n", pos)
@@ -91,15 +106,13 @@ def _table_values(text: str, m: re.Match[str], kind: str) -> list[Span]:
                 break
             rows.append((pos, text[pos:nxt]))
             pos = nxt + 1
-    out: list[Span] = []
+    out: list[tuple[int, str]] = []
     for base, row in rows:
         fields = [f for f in _FIELD.finditer(row) if f.group().strip()]
         if index < len(fields):
             f = fields[index]
             value = f.group().strip().strip("'\"")
-            if value and _valid(kind, value):
-                start = base + f.start() + f.group().index(value)
-                out.append((kind, start, start + len(value)))
+            out.append((base + f.start() + f.group().index(value), value))
     return out
 
 

@@ -106,3 +106,14 @@ def term_at(text: str, start: int, end: int) -> str | None:
     if term is None or (term.whole_word and not _WORD_END.match(text, end)):
         return None
     return term.category
+
+
+def starts_with_term(key: str) -> bool:
+    """A folded word begins with a category term ("budistim", "sırp", "hristiyanlığa"): a belief,
+    people or disease word, which no relation or greeting makes a name."""
+    lookup = _lookup()
+    for n in range(3, len(key) + 1):
+        term = lookup.get(key[:n])
+        if term is not None and (n == len(key) or not term.whole_word):
+            return True
+    return False

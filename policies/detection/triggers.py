@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import re2
 
+from fairgate.policies.detection.persons.columns import COLUMN_LABELS
 from fairgate.policies.detection.persons.fields import FIELD_LABELS
 from fairgate.policies.detection.special_categories_terms import term_alternation
 
@@ -21,7 +22,8 @@ _NUMBER_WORD = "sıfır|sifir|bir|iki|üç|uc|dört|dort|beş|bes|altı|alti|yed
 _W = rf"(?:{_NUMBER_WORD})"
 _FAMILIES = {
     "special": f"(?:{term_alternation()})",
-    "ident": r"pasaport|passport|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|born|date[ \t_]+of[ \t_]+birth|"
+    "ident": r"pasaport|passport|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|"
+             r"d\.[ \t]?[0-9t]|born|date[ \t_]+of[ \t_]+birth|"
              r"dob|birthday|birth[ \t_]?date|d\.[ \t]?t\.|vkn|vergi|tax|v\.?[ \t]?no|[uzs][0-9]{8}",
     "registry": r"sgk|ssk|ba[gğ].?kur|emekl[iİı]|bagkur",
     "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok",
@@ -34,6 +36,7 @@ _FAMILIES = {
     "encoded": r"[A-Za-z0-9+/_\-]{15,}=*|%[0-9a-f]{2}|&#?[0-9a-z]{1,8};",
     "iban": r"[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]",  # a foreign IBAN's start (checked by `iban`)
     "field": rf"(?:^|[^\pL\pN_]){FIELD_LABELS}",  # a person field's label (checked by `persons.fields`)
+    "column": COLUMN_LABELS,  # a name column in a table's header (read by `persons.columns`)
 }
 FAMILIES = tuple(_FAMILIES)
 
@@ -49,7 +52,7 @@ def _compile(families: tuple[str, ...]) -> re2._Regexp:
 # Two passes: an encoded run ("mehmet_arslan+ik...") may overlap an e-mail marker or a word, and
 # one pass reports only non-overlapping matches.
 _PASSES = tuple((_compile(fams), ("", *fams)) for fams in (
-    ("email", "special", "ident", "street", "words", "registry", "postal"), ("encoded",), ("iban",), ("field",)))
+    ("email", "special", "ident", "street", "words", "registry", "postal", "column"), ("encoded",), ("iban",), ("field",)))
 
 
 def _spans(rx: re2._Regexp, data: bytes) -> Iterator[list[tuple[int, int]]]:

@@ -19,3 +19,14 @@ def test_a_chat_speakers_words_and_non_names_are_not_names() -> None:
     assert _names("Musteri: selam siparisim nerde kaldi") == []
     assert _names("Alıcı: Marmara Lojistik A.Ş.") == []
     assert _names("hasta: evet") == []
+
+
+def test_full_name_and_surname_labels_hold_names_no_list_knows() -> None:
+    assert _names("GÖNÜLLÜ KAYIT FORMU\nAD SOYAD: ARŞALUYS BEDROSYAN\nİNANÇ: ERMENİ") == ["ARŞALUYS BEDROSYAN"]
+    assert _names('{"customer": {"name": "Nazlı Bağdasaryan", "phone": ""}}') == ["Nazlı Bağdasaryan"]
+    assert _names("GEBE: HAVVA TURGUTALP (GEBELİK 19. HAFTA)") == ["HAVVA TURGUTALP"]  # a village word
+    assert _names("SATILIK. İLETİŞİM: HALİME AKÇA — 0532") == ["HALİME AKÇA"]
+
+
+def test_a_quoted_value_that_holds_more_than_a_name_is_no_name() -> None:
+    assert _names('{"sku": "CKC-44", "name": "Çiçek desenli nevresim", "price": 749.00}') == []

@@ -38,6 +38,11 @@ def kinds(text: str) -> set[str]:
     ("Hastamız Gül Tan'da BRCA2 mutasyonu saptandı.", "genetic"),
     ("Resepsiyondaki Zehra Hanım başörtüsüyle çalışmak istiyor.", "appearance"),
     ("Oğlum Emre, Çağdaş Yaşamı Destekleme Derneği'ne gönüllü üye oldu.", "association"),
+    ("Eşim dün gece erken doğum yaptı, bebek küvözde.", "health"),  # everyday clinical words
+    ("Hastanın penisilin alerjisi var, klindamisin başlandı.", "health"),
+    ("Kardeşime evlilik öncesi taramada talasemi minör çıktı.", "genetic"),
+    ("Duydun mu, Gülbin'in 3 yıldır gizli ilişkisi varmış.", "sexual_life"),
+    ("5. kattaki hukuk müşavirinin sendika üyeliği bordroya işlenmemiş.", "union"),  # a role at a place
 ])
 def test_special_categories_tied_to_a_person(text: str, kind: str) -> None:
     assert kind in kinds(text)
@@ -49,6 +54,11 @@ def test_special_categories_tied_to_a_person(text: str, kind: str) -> None:
     "Ramazan ayında mesai saatleri 08:00-16:00 olarak uygulanacaktır.",
     "Parmak izi okuyucular nemli ellerde daha sık hata verir.",
     "Adli sicil kaydı belgesi e-Devlet üzerinden alınabilir.",
+    "Alerji nedir, nasıl tedavi edilir?",
+    "Tansiyon aleti önerir misiniz? Başımız ağrımasın.",
+    "Kız arkadaşım için doğum günü hediyesi önerir misin?",
+    "1999'da Kürtçe şarkı yapacağını açıklamasının ardından tepki gördü.",  # no one's genitive
+    "Kürk Mantolu Madonna ve İçimizdeki Şeytan en bilinen romanlarıdır.",  # a place word, no role
 ])
 def test_general_statements_stay_non_personal(text: str) -> None:
     assert found(text) == []
@@ -97,6 +107,33 @@ def test_tax_numbers_and_sgk_numbers_by_their_column() -> None:
     assert ("vkn", "4869338171") in got and ("sgk", "3410228819301") in got
     sql = "UPDATE musteri SET vkn = '4869338171' WHERE id = 88;"
     assert found(sql) == [("vkn", "4869338171")]
+
+
+@pytest.mark.parametrize("text, date", [
+    ("Öğrenci: Aras Berzenci  Doğum: 12 Aralık 2016, Hakkari", "12 Aralık 2016"),
+    ("Hasta: Yuhanna Akyüz (d. 17.01.1949)", "17.01.1949"),
+    ("1) Kazım Döğer — d. 1952 — pasaport U31187455", "1952"),
+    ("HASTA: NESLİHAN ÇAKIROĞLU  DOĞ. T.: 21.07.1990", "21.07.1990"),
+    ("PASSENGER: MR KAAN ÖZBİLGİN\nDOB: 03MAR1991", "03MAR1991"),
+    ("kimlikte öyle yazıyor ama aslında 1990'da doğmuşum", "1990"),
+    ("uye_no,ad,dogum\n5523,Muzaffer,1988", "1988"),
+    ("INSERT INTO p (ad, dogum_tarihi) VALUES\n('Hıdır', '1969-12-30'),\n('Ayşe', '1983-06-02');", "1969-12-30"),
+])
+def test_birth_dates_as_people_write_them(text: str, date: str) -> None:
+    assert ("birth_date", date) in found(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Sabahattin Ali (d. 1907, Eğridere) Kürk Mantolu Madonna'nın yazarıdır.",
+    "Mustafa Kemal 1881'de Selanik'te doğmuştur.",
+    "Doğum izni 12.03.2024 tarihinde başlıyor.",
+])
+def test_dates_that_are_not_a_persons_birth_date(text: str) -> None:
+    assert "birth_date" not in {kind for kind, _ in found(text)}
+
+
+def test_more_institutions_mailboxes_are_no_ones() -> None:
+    assert found("Yatırımcı ilişkileri: yatirimci@ornekenerji.com.tr, bağış: bagis@egitimvakfi.org.tr") == []
 
 
 def test_obfuscated_email_in_turkish_words() -> None:

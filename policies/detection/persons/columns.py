@@ -1,0 +1,94 @@
+"""Names in a table's name columns: the cells under `ad`, `soyad`, `Adı Soyadı`, `full_name` in a
+CSV, `;`/`|`/tab-separated or markdown table, or in the tuples after an SQL column list
+(`INSERT INTO personel (ad, soyad, tckn) VALUES ('Şeyhmus', 'Acar', ...)`).
+
+The header says what the cells are, so a cell needs only the shape of a name (one to four words
+of letters, no digits), even in lower case (`3310;nurettin;bakırcı;...`) and for names no list
+knows (`Ousmane,Sow`). Where the header is a surname or full-name column, or has both a given
+name and a surname column, every such cell is a name; a lone `ad` / `isim` / `name` column may
+name products or places, so there the column counts as people's names only when at least half
+of its cells hold a given name or surname the lexicons know. Cells that are only common, place
+or organisation words ("Merkez", "Sivas") are never names.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fairgate.policies.detection.gazetteer import fold_key
+from fairgate.policies.detection.persons.lexicon import NOT_NAMES, lexicon_flags, public_names
+from fairgate.policies.detection.records import column_cells
+
+# (RE2, in the trigger pass) a name column among a header's separators; the header is read here
+COLUMN_LABELS = (
+    r"(?:^|[\n,;|\t(])[ \t\"'`]*(?:ad[ıiİI]?|soyad[ıiİI]?|ad[ıiİI]?[ _]?soyad[ıiİI]?|isim|soyisim|isim[ _]soyisim|"
+    r"name|first_?name|last_?name|full_?name|surname|given_?name|family_?name)[ \t\"'`]*(?:[,;|\t)\n]|$)"
+)
+_SURE = frozenset(fold_key(w) for w in (
+    "soyad", "soyadı", "ad_soyad", "adsoyad", "ad_soyadı", "adı_soyadı", "ad soyad", "adı soyadı", "isim_soyisim",
+    "isim soyisim", "soyisim", "full_name", "fullname", "last_name", "lastname", "surname", "family_name"))
+_GIVEN = frozenset(fold_key(w) for w in "ad adı adi isim name first_name firstname given_name givenname".split())
+_CELL = re.compile(r"[^\W\d_]{2,}\.?(?:[ '’.\-]{1,2}[^\W\d_]+\.?){0,3}")
+_WORD = re.compile(r"[^\W\d_]+")
+_HEADER = re.compile(r"[ \t|]*[^,;|\t\n()]{1,30}(?:[ \t]*[,;|\t][ \t]*[^,;|\t\n()]{1,30}){1,40}[ \t|]*")
+# words of test fixtures and seed data ("Deneme Kullanici", "Ornek Musteri", "Test User")
+_FIXTURE = frozenset(fold_key(w) for w in (
+    "test deneme örnek sample dummy example fake sahte kullanıcı müşteri user customer demo placeholder").split())
+
+
+def find_column_names(text: str, hits: list[tuple[int, int]], limit: int = 32
+                      ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(names, headers): (start, end) of the names in name columns of the tables whose headers
+    the trigger pass saw (`hits`: where a name column label stands in a header line), and of
+    those header lines (column names, never a person's)."""
+    out: list[tuple[int, int]] = []
+    headers: list[tuple[int, int]] = []
+    for s, _ in hits:
+        line_start = text.rfind("\n", 0, s + 1) + 1 if text[s : s + 1] != "\n" else s + 1
+        if headers and headers[-1][0] == line_start:
+            continue
+        line_end = text.find("\n", line_start)
+        line = (line_start, len(text) if line_end == -1 else line_end)
+        out += _header_names(text, *line)
+        headers.append(line)
+        if len(out) >= limit:
+            break
+    # only a header of column names alone (not an SQL line with its values, not prose)
+    return out[:limit], [(a, b) for a, b in headers if _HEADER.fullmatch(text, a, b)]
+
+
+def _header_names(text: str, line_start: int, line_end: int) -> list[tuple[int, int]]:
+    header = text[line_start:line_end]
+    columns = [(line_start + m.start(), line_start + m.end(), fold_key(m.group().strip(" \t\"'`()")))
+               for m in re.finditer(r"[^,;|\t\n()]+", header)]
+    labels = {key for _, _, key in columns}
+    both = bool(labels & _GIVEN) and bool(labels & _SURE)
+    out: list[tuple[int, int]] = []
+    for start, end, key in columns:
+        if key not in _SURE and key not in _GIVEN:
+            continue
+        cells = [(pos, value) for pos, value in column_cells(text, start, end) if _name_shaped(value)]
+        known = [(pos, value) for pos, value in cells if _known(value)]
+        if key in _SURE or both or 2 * len(known) >= len(cells):
+            out += [(pos, pos + len(value)) for pos, value in cells]
+        else:
+            out += [(pos, pos + len(value)) for pos, value in known]
+    return out
+
+
+def _name_shaped(value: str) -> bool:
+    """One to four words of letters, not all of them common, place, organisation or title words,
+    and no public name or test fixture."""
+    if not _CELL.fullmatch(value):
+        return False
+    keys = [fold_key(w) for w in _WORD.findall(value)]
+    flags = lexicon_flags()
+    if " ".join(keys) in public_names() or any(k in NOT_NAMES or k in _FIXTURE for k in keys):
+        return False
+    return any(not (f := flags.get(k, "")) or "g" in f or "s" in f for k in keys)
+
+
+def _known(value: str) -> bool:
+    """The cell holds a given name the lexicons know ("Kadriye Sönmez", "Anıl Uz")."""
+    flags = lexicon_flags()
+    return any(len(k) >= 3 and "g" in flags.get(k, "") for k in map(fold_key, _WORD.findall(value)))

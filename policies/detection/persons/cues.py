@@ -1,0 +1,230 @@
+"""Names the words around them announce, whatever the tagger makes of the word itself.
+
+Turkish marks a person's name by its neighbours: a relation or role right before it (`eşim
+Fatma`, `kızım elif`, `stajyer Dilnaz`, `müdürümüz Hakan`), a greeting before a name that ends
+its clause (`Merhaba Kutay,`), an honorific after it in any inflection (`Fadime teyzem`,
+`Kudret abinin`, `Ayşe Hanım'la`), or its place as a message's sign-off (`Saygılarımla,\\nFiliz`,
+`... teşekkürler. — Gözde`). A word there that the lexicons know as a given name (or, in a
+mixed-case line, a capitalised word no lexicon knows: `eşim Aron`) is a name; a common, place,
+organisation or title word alone is not.
+
+These rules read only the tagger's candidates, so a plain prompt costs next to nothing here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fairgate.policies.detection.gazetteer import fold_key
+from fairgate.policies.detection.person_links import person_word
+from fairgate.policies.detection.persons.features import CUES, Doc
+from fairgate.policies.detection.persons.lexicon import (
+    AFTER_NAME,
+    NOT_NAMES,
+    all_places,
+    common_words,
+)
+from fairgate.policies.detection.special_categories_terms import starts_with_term
+
+GREETINGS = frozenset(fold_key(w) for w in (
+    "merhaba merhabalar selam selamlar sevgili değerli dear hi hello hey günaydın tebrikler canım").split())
+# a person word that is about someone without naming them next ("o adam", "bu kadın", "olduğu")
+_NOT_CUES = frozenset(fold_key(w) for w in (
+    "adam adamın adamı kadın kadının kadını bey beyin hanım hanımın olduğunu olduğu olduğundan olmadığını "
+    "olduğumu kendisi kendisinin bana bende beni").split())
+# case and possessive endings an honorific takes after a name ("teyzem", "abinin", "hanıma"), folded
+_HONORIFIC_ENDINGS = (
+    "", "m", "miz", "n", "niz", "nin", "in", "un", "a", "e", "ya", "ye", "i", "u", "yi", "yu", "yla", "yle",
+    "la", "le", "da", "de", "dan", "den", "si", "sinin", "sine", "ler", "lar", "cim", "cigim", "min", "ma",
+    "me", "mi", "mla", "mle", "mdan", "mden", "mizin", "mize", "nize", "yi")
+_SPACE = re.compile(r"[ \t]{1,3}")
+# what ends the sentence before a sign-off: a line end, a full stop, a dash, a comma
+_BREAKS = frozenset("\n.!?,—–-")
+_SENTENCE_END = re.compile(r"[.!?:][ \t]")
+_TAIL = re.compile(r"[\s\"'“”‘’.!?]*\Z")
+
+
+# every inflected form of an honorific that follows a name, folded
+HONORIFICS = frozenset(stem + end for stem in AFTER_NAME for end in _HONORIFIC_ENDINGS)
+
+
+def _nameish(doc: Doc, i: int, strong: bool) -> bool:
+    """Token i may be a given name where the context announces one: a lexicon given name, or
+    with `strong` context in a mixed-case line a capitalised word no lexicon knows (or knows as
+    a surname only) that is no inflected common word or place ("Listesi", "Arhavili"). Never an
+    organisation, title, greeting or category word ("eşim Sırp", "babası Alzheimer"), a place
+    with a locative ending ("Sivas'taki"), a lower-case word in a mixed-case line, or in a line
+    of capitals or lower case a common word ("PERSONEL BİLGİ FORMU")."""
+    info = doc.info(i)
+    key, flags, mode = info.key, info.flags, doc.mode(i)
+    if key in NOT_NAMES or key in GREETINGS or len(key) < 3 or (mode == "mixed" and info.shape not in "CU"):
+        return False
+    if "g" in flags:
+        if "o" in flags or "t" in flags or (mode != "mixed" and "c" in flags):
+            return False
+        if "p" in flags and info.suffix[:1] in ("d", "t"):
+            return False
+    elif not (strong and mode == "mixed" and info.shape == "C" and flags in ("", "s") and not _inflected(key)):
+        return False
+    return not starts_with_term(key)
+
+
+def _inflected(key: str) -> bool:
+    """An unknown word that is a common word or place with a suffix ("partisi", "ankaralilar")."""
+    common, places = common_words(), all_places()
+    return any(key[:n] in common or key[:n] in places for n in range(max(3, len(key) - 6), len(key)))
+
+
+def _spaced(doc: Doc, i: int) -> bool:
+    """Only spaces between token i and token i+1."""
+    return bool(_SPACE.fullmatch(doc.text, doc.spans[i][1], doc.spans[i + 1][0]))
+
+
+def _surname_after(doc: Doc, i: int) -> bool:
+    """Token i+1 goes on the name at token i: a surname or a word no lexicon knows, capitalised
+    like it ("Yurii Melnyk", "ZİYA KORKMAZER")."""
+    if i + 1 >= len(doc.spans) or not _spaced(doc, i):
+        return False
+    a, b = doc.info(i), doc.info(i + 1)
+    if b.key in NOT_NAMES or any(c in b.flags for c in "otp") or a.shape != b.shape or b.shape == "L":
+        return False
+    return "s" in b.flags or "g" in b.flags or not b.flags
+
+
+def cued_names(doc: Doc, cands: list[int]) -> list[int]:
+    """Tokens among the tagger's candidates `cands` that are names by what stands around them
+    (see the module docstring)."""
+    if not cands or cands[-1] == 0:
+        return []  # "Say hello in five words": only the first word may be a name
+    infos = doc.infos()
+    out: list[int] = []
+    for i in cands:
+        if i == 0:
+            continue
+        prev = infos[i - 1].key
+        if prev in GREETINGS:
+            if _nameish(doc, i, True) and _ends_clause(doc, i + _surname_after(doc, i)):
+                out.append(i)
+        elif prev not in _NOT_CUES and person_word(prev) and _spaced(doc, i - 1) and _nameish(doc, i, True):
+            out.append(i)
+    if cands and cands[-1] >= len(infos) - 3:
+        out += _sign_off(doc)
+    # a surname after a cued given name ("eşim Yurii Melnyk")
+    out += [i + 1 for i in out if _surname_after(doc, i)]
+    return out
+
+
+def _ends_clause(doc: Doc, i: int) -> bool:
+    end = doc.spans[i][1]
+    rest = doc.text[end : end + 2]
+    return not rest or rest[0] in ",!\n:" or rest[:2] in (" ,", " !")
+
+
+def _sign_off(doc: Doc) -> list[int]:
+    """The name a message ends with: one to three name words after the last sentence, dash or
+    comma of the text (or of a quoted message in it: `... "`), the first a given name."""
+    text, n = doc.text, len(doc.spans)
+    if n < 3:
+        return []  # a prompt of a word or two is no signed message
+    last = n - 1
+    if _TAIL.match(text, doc.spans[last][1]) is None or _table_line(text, doc.spans[last][0]):
+        return []
+    first = last
+    while first > 0 and last - first < 2 and _spaced(doc, first - 1) and doc.info(first - 1).shape == doc.info(last).shape:
+        first -= 1
+    for start in range(first, last + 1):
+        if start == 0 or not _sign_gap(text[doc.spans[start - 1][1] : doc.spans[start][0]]):
+            continue
+        if not _nameish(doc, start, False) or "p" in doc.info(start).flags:
+            continue
+        rest = range(start + 1, last + 1)
+        if all(_surname_after(doc, k - 1) for k in rest):
+            return [start, *rest]
+    return []
+
+
+def _sign_gap(gap: str) -> bool:
+    """A sentence ends in `gap` (no letters in it): a line end, a full stop, a dash, a comma, or
+    a symbol such as an emoji."""
+    if any(c.isalpha() for c in gap):
+        return False
+    return any(c in _BREAKS or not (c.isascii() or c.isspace()) for c in gap)
+
+
+def _table_line(text: str, pos: int) -> bool:
+    """The line before `pos` is a table's row (`;`, `|`, tab or comma separated), so the word
+    at `pos` is its last field, not a signature; a line of prose has commas too, but sentence
+    ends and fields of many words."""
+    line = text[text.rfind("\n", 0, pos) + 1 : pos]
+    if any(line.count(c) >= 2 for c in ";|\t"):
+        return True
+    commas = line.count(",")
+    return commas >= 2 and _SENTENCE_END.search(line) is None and len(line.split()) <= 3 * (commas + 1)
+
+
+_AND = frozenset(("ve", "ile", "veya", "yahut"))
+
+
+def coordinated(doc: Doc, found: set[int]) -> list[int]:
+    """Given names joined by "ve" / "ile" to a name already found ("Hevin ve Armağan", "Kâzım
+    Hopalı ve Nadiye Hanım"), and pairs of given names so joined in a line of lower case or
+    capitals ("ismet ile jale"): the other side of a conjunction is a name too."""
+    infos, n = doc.infos(), len(doc.spans)
+    out: list[int] = []
+    for k in [k for k, info in enumerate(infos) if info.key in _AND]:
+        if not (0 < k < n - 1 and _spaced(doc, k - 1) and _spaced(doc, k)):
+            continue
+        left, right = k - 1, k + 1
+        if left in found and right not in found and _nameish(doc, right, False):
+            out += [right, *([right + 1] if _surname_after(doc, right) else [])]
+        elif right in found and left not in found:
+            first = left - 1 if left > 0 and _spaced(doc, left - 1) and _nameish(doc, left - 1, False) \
+                and _surname_after(doc, left - 1) else left
+            if _nameish(doc, first, False):
+                out += list(range(first, left + 1))
+        elif left not in found and right not in found and doc.mode(left) != "mixed" \
+                and _nameish(doc, left, False) and _nameish(doc, right, False):
+            out += [left, right]
+    return out
+
+
+def repeated(doc: Doc, found: set[int]) -> list[int]:
+    """Words of a name found elsewhere in the text, standing alone ("Katılımcılar: Ozan
+    Çetinkaya ... - Ozan önümüzdeki hafta izinde"): the same person again, written as a proper
+    noun (capitalised in a mixed-case line)."""
+    infos = doc.infos()
+    keys = {infos[i].key for i in found if len(infos[i].key) >= 3 and infos[i].shape != "I"}
+    same = [i for i, info in enumerate(infos) if info.key in keys and i not in found and info.shape in "CU"]
+    if not same:
+        return []
+    # the same letters, accents included ("Kurt" is a surname, "Kürt" an ethnic origin)
+    words = {_stem(doc, i) for i in found}
+    return [i for i in same if _stem(doc, i) in words and infos[i].key not in NOT_NAMES
+            and not any(c in infos[i].flags for c in "pot")]
+
+
+def _stem(doc: Doc, i: int) -> str:
+    s, e = doc.spans[i]
+    return re.split("['’]", doc.text[s:e], maxsplit=1)[0].replace("I", "ı").replace("İ", "i").lower()
+
+
+# a record's person by initials: an age after them ("R.E. (K, 31)", "S.K., 34 y", "D.K. (28)")
+_INITIALS = re.compile(r"(?<![\w.])[A-ZÇĞİÖŞÜ]\.[ \t]?[A-ZÇĞİÖŞÜ]\.(?:[ \t]?[A-ZÇĞİÖŞÜ]\.)?(?!\w)")
+_AGE_AFTER = re.compile(r"[ \t]*(?:\([ \t]*(?:[KEkeMFmf][ \t]*,[ \t]*)?[0-9]{1,2}\b|,[ \t]*[0-9]{1,2}[ \t]*(?:y\b|ya[şs]))")
+_CUE_BEFORE = re.compile(r"([^\W\d_]+)[ \t]*[:(]?[ \t]*\Z")
+
+
+def initials(doc: Doc, cands: list[int]) -> list[tuple[int, int]]:
+    """(start, end) of initials standing for a person ("Hasta S.K.", "Danışan: R.E.", "Müşteki:
+    S.Ç. (24)"): two or three initials after a role or relation word, or with an age after
+    them. Read only where the tokens hold an initial."""
+    infos = doc.infos()
+    if not any(infos[i].shape == "I" for i in cands):
+        return []
+    text, out = doc.text, []
+    for m in _INITIALS.finditer(text):
+        cue = _CUE_BEFORE.search(text, max(0, m.start() - 30), m.start())
+        key = fold_key(cue.group(1)) if cue else ""
+        if (key and (key in CUES or person_word(key))) or _AGE_AFTER.match(text, m.end()):
+            out.append(m.span())
+    return out
