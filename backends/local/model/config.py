@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
-SUPPORTED_ROPE_TYPES = ("default", "linear", "dynamic", "llama3")
+SUPPORTED_ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn", "longrope")
 
 
 class ModelConfigError(ValueError):
@@ -28,6 +28,24 @@ class RopeConfig:
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
     original_max_position_embeddings: int | None = None
+    # yarn and longrope: cos and sin are multiplied by this (None: derived from `factor` as
+    # transformers does, backends/local/model/rope.py)
+    attention_factor: float | None = None
+    # yarn only: the ramp between interpolated and extrapolated frequencies, and DeepSeek's mscale
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    mscale: float | None = None
+    mscale_all_dim: float | None = None
+    truncate: bool = True
+    # longrope only: per-frequency divisors for sequences within / past the original context
+    short_factor: tuple[float, ...] = ()
+    long_factor: tuple[float, ...] = ()
+
+    @property
+    def long_from(self) -> int | None:
+        """longrope: a sequence longer than this rotates by the long factors (the table's second
+        half, backends/local/model/rope.py); None for the other types (one table row a position)."""
+        return self.original_max_position_embeddings if self.rope_type == "longrope" else None
 
 
 @dataclass(slots=True)
@@ -108,7 +126,7 @@ class ModelConfig:
             head_dim=head_dim,
             rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
             max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
-            rope=_parse_rope(cfg),
+            rope=_parse_rope(cfg, int(cfg.get("max_position_embeddings", 2048))),
             tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
             qkv_bias=qkv_bias,
             o_bias=o_bias,
@@ -161,7 +179,7 @@ def _eos_ids(cfg: dict[str, Any], generation: dict[str, Any]) -> tuple[int, ...]
     return tuple(dict.fromkeys(ids))
 
 
-def _parse_rope(cfg: dict[str, Any]) -> RopeConfig:
+def _parse_rope(cfg: dict[str, Any], max_positions: int) -> RopeConfig:
     params = dict(cfg.get("rope_parameters") or {})
     scaling = cfg.get("rope_scaling") or {}
     params.update({k: v for k, v in scaling.items() if v is not None})
@@ -173,11 +191,29 @@ def _parse_rope(cfg: dict[str, Any]) -> RopeConfig:
             f"unsupported rope type {rope_type!r}; supported: {', '.join(SUPPORTED_ROPE_TYPES)}"
         )
     orig = params.get("original_max_position_embeddings")
+    if rope_type in ("yarn", "longrope"):
+        # as transformers' standardize_rope_params: Phi3's top-level key wins, else the model's length
+        orig = cfg.get("original_max_position_embeddings") or orig or max_positions
+    factor = params.get("factor")
+    if factor is None:  # yarn and longrope derive it from the two lengths (DeepSeek-V3, Phi3)
+        factor = max_positions / orig if rope_type in ("yarn", "longrope") and orig else 1.0
+
+    def optional(key: str) -> float | None:
+        return None if params.get(key) is None else float(params[key])
+
     return RopeConfig(
         theta=theta,
         rope_type=rope_type,
-        factor=float(params.get("factor", 1.0)),
+        factor=float(factor),
         low_freq_factor=float(params.get("low_freq_factor", 1.0)),
         high_freq_factor=float(params.get("high_freq_factor", 4.0)),
         original_max_position_embeddings=int(orig) if orig else None,
+        attention_factor=optional("attention_factor"),
+        beta_fast=float(params.get("beta_fast") or 32.0),
+        beta_slow=float(params.get("beta_slow") or 1.0),
+        mscale=optional("mscale"),
+        mscale_all_dim=optional("mscale_all_dim"),
+        truncate=bool(params.get("truncate", True)),
+        short_factor=tuple(float(f) for f in params.get("short_factor") or ()),
+        long_factor=tuple(float(f) for f in params.get("long_factor") or ()),
     )

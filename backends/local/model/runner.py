@@ -198,7 +198,7 @@ class ModelRunner:
         assert self.model.cos_sin is not None  # set by DecoderModel.from_state_dict
         return build_step(
             inputs, self.block_size, self.max_model_len, self.model.cos_sin, self.device,
-            self.config.vocab_size, self.config.num_heads,
+            self.config.vocab_size, self.config.num_heads, self.config.rope.long_from,
         )
 
     @torch.inference_mode()

@@ -50,7 +50,9 @@ class LeanForward:
         self.norm = model.norm.weight
         self.cos_sin = model.cos_sin
         self.layers = [self._layer(model, state, i) for i in range(cfg.num_layers)]
-        self._round = kernels.draft_round(self.embed, self.norm, self.cos_sin, self.layers, cfg.num_heads,  # or None
+        # the native round indexes the table by position: not for longrope's two sets of rows
+        native_table = self.cos_sin if cfg.rope.long_from is None else None
+        self._round = kernels.draft_round(self.embed, self.norm, native_table, self.layers, cfg.num_heads,  # or None
                                           cfg.num_kv_heads, cfg.head_dim, cfg.rms_norm_eps)
 
     @classmethod

@@ -32,6 +32,7 @@ from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
 from fairgate.backends.local.kv_cache.block_manager import BlockManager
 from fairgate.backends.local.model.batch import build_step
 from fairgate.backends.local.model.llama import AttentionMetadata
+from fairgate.backends.local.model.rope import table_rows
 from fairgate.backends.local.model.runner import ModelRunner
 from fairgate.backends.local.speculative.draft_forward import LeanForward
 from fairgate.backends.local.speculative.proposers import ProposalRequest
@@ -98,7 +99,7 @@ class DraftModelProposer:
         runner, model = self.runner, self.runner.model
         assert model.cos_sin is not None  # set by DecoderModel.from_state_dict, as every runner loads
         step = build_step(inputs, runner.block_size, runner.max_model_len, model.cos_sin, runner.device,
-                          runner.config.vocab_size, runner.config.num_heads)
+                          runner.config.vocab_size, runner.config.num_heads, runner.config.rope.long_from)
         hidden = self._forward(step.input_ids, runner.kv_caches, step.meta)  # [T, hidden]
         last = [start + n - 1 for start, n in zip(step.token_start, step.token_count, strict=True)]
         rows = torch.tensor(last, dtype=torch.int64, device=runner.device)
@@ -152,7 +153,10 @@ class DraftModelProposer:
         assert self.runner.model.cos_sin is not None  # set by DecoderModel.from_state_dict
         slots = [t[p // bs] * bs + p % bs for p, t in zip(positions, tables, strict=True)]
         padded = self._padded(positions, tables)
-        pos_t = torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)
+        table = self.runner.model.cos_sin
+        long_from = self.runner.config.rope.long_from  # a decode row's sequence is its position + 1 long
+        rows = [r for p in positions for r in table_rows([p], table.shape[0], long_from, p + 1)]
+        pos_t = torch.tensor(rows, dtype=torch.int64).to(device, non_blocking=True)
         return AttentionMetadata(
             slot_mapping=torch.tensor(slots, dtype=torch.int64).to(device, non_blocking=True),
             cos_sin=self.runner.model.cos_sin.index_select(0, pos_t),
