@@ -86,14 +86,16 @@ def paged_decode_attention(
     max_seq_len: int | None = None,
     k_scale: torch.Tensor | None = None,
     v_scale: torch.Tensor | None = None,
+    window: int | None = None,
 ) -> torch.Tensor:  # [num_seqs, num_heads, head_dim]
-    """Attention of each sequence's newest token over its whole cached context."""
+    """Attention of each sequence's newest token over its whole cached context, or with `window`
+    (Gemma 3's sliding layers) over its last `window` positions (keys at p - window < j <= p)."""
     num_seqs = query.shape[0]
     if num_seqs == 0:
         return query.new_empty(query.shape)
-    if query.device.type != "cpu" or is_quantized(k_cache):
+    if query.device.type != "cpu" or is_quantized(k_cache) or window is not None:
         return _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
-                              k_scale, v_scale)
+                              k_scale, v_scale, window)
     # CPU: one sequence at a time, so no batch-sized temporary is made (page faults on every
     # fresh large allocation) and no padding to the longest context is computed. A table's
     # leading run of consecutive block ids (a prompt allocated in one go) is read in place as a
@@ -161,7 +163,7 @@ def _merge_by_lse(q: torch.Tensor, parts, scale: float) -> torch.Tensor:
 
 
 def _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
-                   k_scale=None, v_scale=None):
+                   k_scale=None, v_scale=None, window=None):
     """Batched form of `paged_decode_attention` (no per-sequence loop, no host sync when
     max_seq_len is given); pads every sequence to the longest context."""
     num_seqs, num_heads, head_dim = query.shape
@@ -180,6 +182,8 @@ def _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_s
     scores = torch.matmul(q, k.float().permute(0, 2, 3, 1)) * scale  # [S, Hkv, G, T]
     positions = torch.arange(ctx, device=query.device)
     masked = positions[None, :] >= seq_lens[:, None].to(positions.dtype)  # [S, T]
+    if window is not None:  # the query sits at seq_len - 1 and sees keys after seq_len - 1 - window
+        masked |= positions[None, :] < seq_lens[:, None].to(positions.dtype) - window
     scores.masked_fill_(masked[:, None, None, :], float("-inf"))
     probs = torch.softmax(scores, dim=-1)
     out = torch.matmul(probs, v.float().permute(0, 2, 1, 3))  # [S, Hkv, G, D]
@@ -196,8 +200,10 @@ def paged_prefill_attention(
     scale: float,
     k_scale: torch.Tensor | None = None,
     v_scale: torch.Tensor | None = None,
+    window: int | None = None,
 ) -> torch.Tensor:  # [num_tokens, num_heads, head_dim]
-    """Causal attention of each sequence's new tokens over its cached prefix plus themselves.
+    """Causal attention of each sequence's new tokens over its cached prefix plus themselves
+    (with `window`: only the keys at p - window < j <= p, as in `paged_decode_attention`).
 
     The new tokens of sequence i sit at the last (qe - qs) positions of its seq_lens[i]
     context; their K/V must already be written to the cache.
@@ -227,12 +233,15 @@ def paged_prefill_attention(
         v = v_blocks.view(-1, num_kv_heads, head_dim)[:ctx_len]
         q = query[qs:qe].float().transpose(0, 1)[None]  # [1, H, q, D]; 4-D picks the flash kernel
         k, v = k.float().transpose(0, 1)[None], v.float().transpose(0, 1)[None]  # [1, Hkv, T, D]
-        if q_len == ctx_len:  # no cached prefix: plain causal (the fused kernel skips masked tiles)
+        if q_len == ctx_len and (window is None or window >= ctx_len):
+            # no cached prefix (and no window inside it): plain causal (the fused kernel skips masked tiles)
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
         else:  # query j sits at position ctx_len - q_len + j and sees keys up to there
             q_pos = torch.arange(ctx_len - q_len, ctx_len, device=query.device)
             k_pos = torch.arange(ctx_len, device=query.device)
             mask = k_pos[None, :] <= q_pos[:, None]  # [q, T], True = attend
+            if window is not None:
+                mask &= k_pos[None, :] > q_pos[:, None] - window
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
         o = o[0]  # [H, q, D]
         out[qs:qe] = o.transpose(0, 1).to(query.dtype)  # [q, H, D]
@@ -268,6 +277,12 @@ def qk_norm(
         heads = qkv[:, lo:hi].view(num_tokens, -1, head_dim)  # [T, H | Hkv, D]
         heads.copy_(F.rms_norm(heads, (head_dim,), weight, eps))
     return qkv
+
+
+def gelu_tanh_mul(gate_up: torch.Tensor) -> torch.Tensor:  # [T, 2 I] -> [T, I]
+    """Gemma's gated MLP activation: gelu_tanh(gate) * up (transformers' gelu_pytorch_tanh)."""
+    gate, up = gate_up.chunk(2, dim=-1)
+    return F.gelu(gate, approximate="tanh") * up
 
 
 def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:  # [T, 2 I] -> [T, I]

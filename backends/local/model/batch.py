@@ -72,6 +72,7 @@ def build_step(
     vocab_size: int,
     num_heads: int = 1,
     long_from: int | None = None,
+    local_table: torch.Tensor | None = None,  # [max_positions, 2, head_dim], Gemma 3's sliding layers
 ) -> StepBatch:
     """Order inputs (those run as decode rows first) and build ids, slots, positions and tables.
 
@@ -88,6 +89,7 @@ def build_step(
     order = decodes + prefills
 
     ids: list[int] = []
+    positions: list[int] = []
     rows_at: list[int] = []  # cos_sin table row of each token
     slots: list[int] = []
     token_start = [0] * len(inputs)
@@ -98,6 +100,7 @@ def build_step(
         token_start[i], token_count[i] = len(ids), n
         ids.extend(inp.token_ids)
         pos = range(start, start + n)
+        positions.extend(pos)
         rows_at.extend(table_rows(pos, cos_sin_table.shape[0], long_from,
                                   max(start + n, len(inp.prompt_token_ids))))
         slots.extend(table[p // block_size] * block_size + p % block_size for p in pos)
@@ -108,6 +111,9 @@ def build_step(
         slot_mapping=torch.tensor(slots, dtype=torch.int64).to(device, non_blocking=True),
         cos_sin=cos_sin_table.index_select(0, pos_t),  # [T, 2, head_dim]
     )
+    if local_table is not None:
+        local_pos = torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)
+        meta.cos_sin_local = local_table.index_select(0, local_pos)
     input_ids = torch.tensor(ids, dtype=torch.int64).to(device, non_blocking=True)
     return StepBatch(input_ids, meta, order, token_start, token_count)
 

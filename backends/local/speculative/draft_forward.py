@@ -61,8 +61,8 @@ class LeanForward:
         """From the folder's weights as the runner loaded them; None for a quantized folder
         (its linears are not dense: the draft then runs through its model). `int8_head`:
         the head on int8 codes where the native kernels run (`_int8_head`)."""
-        if cfg.quantization is not None:
-            return None
+        if cfg.quantization is not None or type(model) is not DecoderModel:
+            return None  # a family with its own layers (Gemma 3) runs through its model too
         weight = model.embed_tokens.weight
         state = load_weights(model_dir, cfg, weight.dtype, weight.device, progress=False)
         return cls(model, state, int8_head)
