@@ -40,8 +40,8 @@ def _prompts(count: int, seed: int, lo: int = 3, hi: int = 40) -> list[list[int]
 
 
 @pytest.fixture(scope="module")
-def gemma3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_model(tmp_path_factory.mktemp("tiny-gemma3"), "gemma3", seed=1)
+def gemma3_dir(tiny_gemma3_dir: Path) -> Path:
+    return tiny_gemma3_dir
 
 
 @pytest.fixture(scope="module")
