@@ -101,8 +101,7 @@ def build_step(
         ids.extend(inp.token_ids)
         pos = range(start, start + n)
         positions.extend(pos)
-        rows_at.extend(table_rows(pos, cos_sin_table.shape[0], long_from,
-                                  max(start + n, len(inp.prompt_token_ids))))
+        rows_at.extend(table_rows(pos, cos_sin_table.shape[0], long_from, len(inp.prompt_token_ids)))
         slots.extend(table[p // block_size] * block_size + p % block_size for p in pos)
 
     pos_t = torch.tensor(rows_at, dtype=torch.int64).to(device, non_blocking=True)

@@ -7,8 +7,8 @@ Every type follows transformers' modeling_rope_utils.py, including the attention
 longrope multiply cos and sin by (folded into the table here, so every kernel path applies it).
 longrope has two sets of frequencies: transformers picks the long set for a whole forward when
 its longest position passes original_max_position_embeddings, the short set otherwise. The table
-then holds both (short rows, then long rows) and `table_rows` picks, per sequence, the rows
-transformers would: long once the sequence's prompt or its current chunk passes that length.
+then holds both (short rows, then long rows) and `table_rows` picks the rows transformers'
+generate uses for each token.
 """
 
 from __future__ import annotations
@@ -128,11 +128,14 @@ def cos_sin_cache(cfg: ModelConfig, max_positions: int, dtype: torch.dtype, devi
     return torch.cat(tables).to(dtype=dtype, device=device)
 
 
-def table_rows(positions: Sequence[int], table_len: int, long_from: int | None, seq_len: int) -> list[int]:
+def table_rows(positions: Sequence[int], table_len: int, long_from: int | None, prompt_len: int) -> list[int]:
     """The table rows of one sequence's `positions`: the positions themselves, or for longrope
-    (`long_from` set) the long half's rows when `seq_len` (the longest of its prompt and this
-    chunk's end) passes `long_from`, as transformers chooses per forward."""
-    if long_from is None or seq_len <= long_from:
+    (`long_from` set) a long row where transformers' generate rotates by the long set: the whole
+    sequence once its prompt passes `long_from` (its prefill is one forward that long), else each
+    token from position `long_from` on (each decode step's forward is p + 1 long). A function of
+    the position and the prompt's length only, so chunking, preemption and recompute, and prefix
+    caching (which keys long prompts apart, kv_cache/block_manager.py) rotate alike."""
+    if long_from is None:
         return list(positions)
     offset = table_len // 2
-    return [p + offset for p in positions]
+    return [p + offset if max(prompt_len, p + 1) > long_from else p for p in positions]

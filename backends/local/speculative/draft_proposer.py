@@ -155,8 +155,9 @@ class DraftModelProposer:
         slots = [t[p // bs] * bs + p % bs for p, t in zip(positions, tables, strict=True)]
         padded = self._padded(positions, tables)
         table = self.runner.model.cos_sin
-        long_from = self.runner.config.rope.long_from  # a decode row's sequence is its position + 1 long
-        rows = [r for p in positions for r in table_rows([p], table.shape[0], long_from, p + 1)]
+        # longrope: the draft does not know the prompt's length here; a decode row is long from
+        # long_from on (only the draft's guesses depend on it, never the verified tokens)
+        rows = table_rows(positions, table.shape[0], self.runner.config.rope.long_from, 0)
         pos_t = torch.tensor(rows, dtype=torch.int64).to(device, non_blocking=True)
         local = self.runner.model.cos_sin_local  # Gemma 3's sliding layers
         return AttentionMetadata(

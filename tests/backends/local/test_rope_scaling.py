@@ -14,7 +14,7 @@ import torch
 
 from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
 from fairgate.backends.local.model.config import ModelConfig
-from fairgate.backends.local.model.rope import attention_factor, inv_frequencies
+from fairgate.backends.local.model.rope import attention_factor, inv_frequencies, table_rows
 from fairgate.backends.local.model.runner import ModelRunner
 from tests.backends.local.paged_driver import PagedDriver
 from tests.helpers.tiny_models import make_tiny_model
@@ -121,3 +121,52 @@ def test_greedy_past_the_original_context_matches_on_each_cpu_path(path: str, sc
     prompts = [[rng.randrange(3, 500) for _ in range(n)] for n in (10, 28, 100, 130)]
     expected = [_hf_greedy(hf, p, 12) for p in prompts]
     assert PagedDriver(runner, chunk=24, seed=2, stop_at_eos=False).generate(prompts, 12, stagger=2) == expected
+
+
+def test_longrope_rows_follow_transformers_generate() -> None:
+    # original context 32, a table of 2 x 64 rows: long rows are position + 64
+    assert table_rows([0, 31, 32, 40], 128, 32, prompt_len=10) == [0, 31, 96, 104]  # decode past 32: long
+    assert table_rows([0, 5, 99], 128, 32, prompt_len=100) == [64, 69, 163]  # a long prompt: all long
+    assert table_rows([0, 5], 128, None, prompt_len=100) == [0, 5]  # other rope types: the position
+
+
+async def test_longrope_prefix_caching_keeps_short_and_long_prompts_apart(tmp_path_factory) -> None:
+    """A short prompt's cached blocks (short rotation) are not reused by a long prompt with the
+    same first tokens (transformers rotates all of it long), but long prompts share theirs."""
+    from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
+
+    folder = _folder(tmp_path_factory, "llama", "longrope")
+    hf = _hf(folder)
+    eng = AsyncEngine(EngineConfig(str(folder), enable_prefix_caching=True, num_kv_blocks=64,
+                                   max_num_batched_tokens=24))
+    try:
+        rng = random.Random(2)
+        system = [rng.randrange(3, 500) for _ in range(20)]  # one full block of 16
+        greedy = SamplingParams(max_tokens=16, temperature=0.0, ignore_eos=True)
+        long = system + [rng.randrange(3, 500) for _ in range(90)]
+        prompts = [system + [7, 8, 9, 10], long, long[:96] + [11, 12, 13]]
+        hits = []
+        for prompt in prompts:  # the short one decodes past 32 too
+            out = await eng.generate(prompt, greedy)
+            assert out.token_ids == _hf_greedy(hf, prompt, 16)
+            hits.append(eng.block_manager.prefix_cache_hits)
+        assert hits[1] == hits[0] and hits[2] - hits[1] >= 96  # the long prompts share 6 blocks
+    finally:
+        await eng.aclose()
+
+
+def test_longrope_preemption_and_recompute_give_transformers_tokens(tmp_path_factory) -> None:
+    from tests.backends.local.test_spec_engine import add, drain, engine, greedy
+
+    folder = _folder(tmp_path_factory, "qwen2", "longrope")
+    hf = _hf(folder)
+    core = engine(folder, num_kv_blocks=30)  # blocks of 4: requests get preempted
+    rng = random.Random(5)
+    prompts = [[rng.randrange(3, 500) for _ in range(n)] for n in (12, 20, 40, 25)]  # all decode past 32
+    for i, prompt in enumerate(prompts):
+        add(core, f"r{i}", prompt, greedy(30))
+    results = drain(core)
+    assert core.scheduler.num_preemptions > 0
+    for i, prompt in enumerate(prompts):
+        expected = _hf_greedy(hf, prompt, 30)  # transformers stops at EOS, the engine here does not
+        assert results[f"r{i}"].token_ids[: len(expected)] == expected and len(expected) >= 8
