@@ -173,6 +173,14 @@ def _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_s
         max_seq_len = int(seq_lens.max())
     num_blocks = (max_seq_len + block_size - 1) // block_size
     tables = block_tables[:, :num_blocks].long()  # [S, nb]
+    lens = seq_lens.long()
+    first = torch.zeros_like(lens)  # each row's first block read
+    if window is not None:  # read only the blocks that hold a window (a long context's few last ones)
+        first = torch.clamp(lens - window, min=0) // block_size
+        span = min(num_blocks, (window + block_size - 1) // block_size + 1)
+        cols = torch.arange(span, device=tables.device)
+        tables = torch.gather(tables, 1, (first[:, None] + cols).clamp(max=num_blocks - 1))  # past the end: masked
+        num_blocks = span
     ctx = num_blocks * block_size
     k = float_rows(k_cache[tables], None if k_scale is None else k_scale[tables])
     v = float_rows(v_cache[tables], None if v_scale is None else v_scale[tables])
@@ -180,10 +188,10 @@ def _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_s
     v = v.reshape(num_seqs, ctx, num_kv_heads, head_dim)
     q = query.float().view(num_seqs, num_kv_heads, group, head_dim)  # [S, Hkv, G, D]
     scores = torch.matmul(q, k.float().permute(0, 2, 3, 1)) * scale  # [S, Hkv, G, T]
-    positions = torch.arange(ctx, device=query.device)
-    masked = positions[None, :] >= seq_lens[:, None].to(positions.dtype)  # [S, T]
+    positions = first[:, None] * block_size + torch.arange(ctx, device=query.device)  # [S, T], of each key read
+    masked = positions >= lens[:, None]  # [S, T]
     if window is not None:  # the query sits at seq_len - 1 and sees keys after seq_len - 1 - window
-        masked |= positions[None, :] < seq_lens[:, None].to(positions.dtype) - window
+        masked |= positions < lens[:, None] - window
     scores.masked_fill_(masked[:, None, None, :], float("-inf"))
     probs = torch.softmax(scores, dim=-1)
     out = torch.matmul(probs, v.float().permute(0, 2, 1, 3))  # [S, Hkv, G, D]
@@ -220,7 +228,9 @@ def paged_prefill_attention(
         q_len = qe - qs
         if q_len == 0:
             continue
-        blocks = block_tables[i, : (ctx_len + block_size - 1) // block_size]
+        # with a window, the blocks before the first query's window are never read
+        skip = 0 if window is None else max(0, ctx_len - q_len - window + 1) // block_size
+        blocks = block_tables[i, skip : (ctx_len + block_size - 1) // block_size]
         first, last = int(blocks[0]), int(blocks[-1])
         if quantized:  # this sequence's rows only, as float
             k_blocks = float_rows(k_cache.index_select(0, blocks), k_scale.index_select(0, blocks))
@@ -229,8 +239,8 @@ def paged_prefill_attention(
             k_blocks, v_blocks = k_cache[first : last + 1], v_cache[first : last + 1]  # in place
         else:
             k_blocks, v_blocks = k_cache.index_select(0, blocks), v_cache.index_select(0, blocks)
-        k = k_blocks.view(-1, num_kv_heads, head_dim)[:ctx_len]  # [T, Hkv, D]
-        v = v_blocks.view(-1, num_kv_heads, head_dim)[:ctx_len]
+        k = k_blocks.view(-1, num_kv_heads, head_dim)[: ctx_len - skip * block_size]  # [T, Hkv, D]
+        v = v_blocks.view(-1, num_kv_heads, head_dim)[: ctx_len - skip * block_size]
         q = query[qs:qe].float().transpose(0, 1)[None]  # [1, H, q, D]; 4-D picks the flash kernel
         k, v = k.float().transpose(0, 1)[None], v.float().transpose(0, 1)[None]  # [1, Hkv, T, D]
         if q_len == ctx_len and (window is None or window >= ctx_len):
@@ -238,7 +248,7 @@ def paged_prefill_attention(
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
         else:  # query j sits at position ctx_len - q_len + j and sees keys up to there
             q_pos = torch.arange(ctx_len - q_len, ctx_len, device=query.device)
-            k_pos = torch.arange(ctx_len, device=query.device)
+            k_pos = torch.arange(skip * block_size, ctx_len, device=query.device)
             mask = k_pos[None, :] <= q_pos[:, None]  # [q, T], True = attend
             if window is not None:
                 mask &= k_pos[None, :] > q_pos[:, None] - window

@@ -39,7 +39,9 @@ def _expected(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, positio
 
 
 @pytest.mark.parametrize("mode", ["reference", "auto"])
-@pytest.mark.parametrize(("ctx", "q_len", "window"), [(23, 23, 5), (23, 9, 5), (30, 6, 16), (7, 7, 9)])
+# windows shorter than the context (reading only its last blocks), as long, longer; whole prompts and chunks
+@pytest.mark.parametrize(("ctx", "q_len", "window"), [(23, 23, 5), (23, 9, 5), (30, 6, 16), (7, 7, 9), (41, 3, 6),
+                                                      (41, 17, 4), (16, 16, 16), (12, 4, 12)])
 def test_windowed_prefill_and_decode_match_a_plain_softmax(mode: str, ctx: int, q_len: int, window: int) -> None:
     plan = KernelPlan.choose("cpu", mode=mode)
     k_cache, v_cache, table, keys, values = _cache(ctx, ctx + q_len)
