@@ -158,10 +158,12 @@ class KernelPlan:
     def paged_decode_attention(self, query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len=None,
                                k_scale=None, v_scale=None, window=None):
         """See `kernels.ops.reference.paged_decode_attention`. A `window` (Gemma 3's sliding
-        layers) runs the torch reference on every device: no native or Triton kernel windows."""
+        layers) runs the native CPU kernel where the plan runs it, else the torch reference (the
+        Triton kernels do not window)."""
         if window is not None:
-            return reference.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale,
-                                                    max_seq_len, k_scale, v_scale, window)
+            ops = self.ops if self.ops is cpu_ops else reference
+            return ops.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale,
+                                              max_seq_len, k_scale, v_scale, window)
         if k_scale is None:
             return self.ops.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len)
         return self.ops.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
@@ -169,9 +171,10 @@ class KernelPlan:
 
     def paged_prefill_attention(self, query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale,
                                 k_scale=None, v_scale=None, window=None):
-        """See `kernels.ops.reference.paged_prefill_attention` (a `window`: the reference, as for decode)."""
+        """See `kernels.ops.reference.paged_prefill_attention` (a `window`: as for decode)."""
         if window is not None:
-            return reference.paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc,
+            ops = self.ops if self.ops is cpu_ops else reference
+            return ops.paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc,
                                                      seq_lens, scale, k_scale, v_scale, window)
         if k_scale is None:
             return self.ops.paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc,

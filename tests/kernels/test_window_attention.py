@@ -1,16 +1,19 @@
-"""Sliding-window attention (Gemma 3's local layers) in the torch reference, against a plain
-softmax over each query's window: a query at position p sees keys p - window < j <= p. The plan
-sends any windowed call there, whichever kernels it chose."""
+"""Sliding-window attention (Gemma 3's local layers) in the torch reference and the native CPU
+kernels (cpu_attention.c's *_windowed entries), against a plain softmax over each query's window:
+a query at position p sees keys p - window < j <= p."""
 
 from __future__ import annotations
+
+import platform
 
 import pytest
 import torch
 
 from fairgate.kernels import KernelPlan
-from fairgate.kernels.ops import reference
+from fairgate.kernels.native import abi
+from fairgate.kernels.ops import cpu_attention, cpu_ops, reference
 
-BLOCK, HEADS, KV_HEADS, DIM = 4, 4, 2, 8
+BLOCK, HEADS, KV_HEADS, DIM = 4, 4, 2, 32  # DIM a multiple of 16: the native kernels take it
 
 
 def _cache(ctx: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -38,12 +41,21 @@ def _expected(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, positio
     return torch.stack(out)
 
 
-@pytest.mark.parametrize("mode", ["reference", "auto"])
+@pytest.mark.parametrize("mode", ["reference", "native", "native-avx2"])
 # windows shorter than the context (reading only its last blocks), as long, longer; whole prompts and chunks
 @pytest.mark.parametrize(("ctx", "q_len", "window"), [(23, 23, 5), (23, 9, 5), (30, 6, 16), (7, 7, 9), (41, 3, 6),
                                                       (41, 17, 4), (16, 16, 16), (12, 4, 12)])
-def test_windowed_prefill_and_decode_match_a_plain_softmax(mode: str, ctx: int, q_len: int, window: int) -> None:
-    plan = KernelPlan.choose("cpu", mode=mode)
+def test_windowed_prefill_and_decode_match_a_plain_softmax(mode: str, ctx: int, q_len: int, window: int,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    if mode != "reference" and cpu_attention.library() is None:
+        pytest.skip("the native CPU kernels did not build here")
+    if mode == "native-avx2":  # float32 rows in 8-float vectors (cpu_attention.c's RL, attend_item_f32)
+        if platform.machine() not in ("x86_64", "AMD64"):
+            pytest.skip("the AVX2 build is an x86 one")
+        narrow = abi.open_library(abi.ATTENTION, ("-mno-avx512f",))
+        monkeypatch.setattr(cpu_attention, "library", lambda: narrow)
+    plan = KernelPlan.choose("cpu", mode="reference" if mode == "reference" else "native")
+    assert plan.ops is (reference if mode == "reference" else cpu_ops)
     k_cache, v_cache, table, keys, values = _cache(ctx, ctx + q_len)
     q = torch.randn(q_len, HEADS, DIM, generator=torch.Generator().manual_seed(window))
     positions = list(range(ctx - q_len, ctx))

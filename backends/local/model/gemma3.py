@@ -9,9 +9,10 @@ What differs from the Llama layers (llama.py), each as modeling_gemma3.py comput
 - q and k get a per-head norm before RoPE (Qwen3's qk_norm kernel);
 - the MLP is gelu_tanh(gate) * up;
 - layers interleave: sliding layers attend to the last `sliding_window` positions only and rotate
-  by their own RoPE base (rope_local_base_freq), full layers see the whole context. The window
-  runs the torch reference attention on every device (`KernelPlan.paged_*_attention` with a
-  window), the full layers the plan's kernels. No native whole-model program takes these layers.
+  by their own RoPE base (rope_local_base_freq), full layers see the whole context. A window runs
+  the native CPU attention where the plan runs it (cpu_attention.c's windowed entries), else the
+  torch reference (the Triton kernels do not window: on CUDA the sliding layers take the
+  reference); full layers the plan's kernels. No native whole-model program takes these layers.
 """
 
 from __future__ import annotations
@@ -83,9 +84,10 @@ class Gemma3Model(DecoderModel):
     def attach_native_stack(self) -> bool:
         cfg = self.cfg
         local = sum(t == "sliding_attention" for t in cfg.layer_types)
-        log.info("gemma3: %d sliding-window layers (window %s) attend through the torch reference, %d full layers"
-                 " through the kernel plan; GELU-tanh MLP in torch; no native layer stack (per-op layers)",
-                 local, cfg.local_window, cfg.num_layers - local)
+        windowed = "native CPU kernels" if self.kernels.choice("decode_attention").impl == "native" else "torch reference"
+        log.info("gemma3: %d sliding-window layers (window %s) attend on the %s, %d full layers on the kernel plan's;"
+                 " GELU-tanh MLP in torch; no native layer stack (per-op layers)",
+                 local, cfg.local_window, windowed, cfg.num_layers - local)
         self.native_stack = None
         return False
 
