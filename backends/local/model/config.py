@@ -259,6 +259,9 @@ def _parse_rope(cfg: dict[str, Any], max_positions: int) -> RopeConfig:
         raise ModelConfigError(
             f"unsupported rope type {rope_type!r}; supported: {', '.join(SUPPORTED_ROPE_TYPES)}"
         )
+    partial = params.get("partial_rotary_factor", cfg.get("partial_rotary_factor"))
+    if partial is not None and float(partial) != 1.0:  # the rotation here covers the whole head
+        raise ModelConfigError(f"unsupported partial_rotary_factor {partial}: only whole-head RoPE (1.0) is supported")
     orig = params.get("original_max_position_embeddings")
     if rope_type in ("yarn", "longrope"):
         # as transformers' standardize_rope_params: Phi3's top-level key wins, else the model's length
