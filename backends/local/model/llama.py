@@ -80,6 +80,8 @@ class Attention(nn.Module):
             qkv = self.kernels.qk_norm(qkv, self.q_norm.weight, self.k_norm.weight, self.q_norm.eps, self.num_heads,
                                        self.num_kv_heads)
         cos_sin = meta.cos_sin_local if self.local_rope else None
+        # a sliding layer never falls back to the full layers' rotation (build_step fills it)
+        assert cos_sin is not None or not self.local_rope, "a sliding layer needs meta.cos_sin_local"
         return self.o_proj(paged_attention(self.kernels, qkv, cache, meta, self.num_heads, self.scale,
                                            self.window, cos_sin))
 
