@@ -126,22 +126,23 @@ def test_an_int8_kv_cache_keeps_the_windowed_greedy_tokens(gemma3_dir: Path) -> 
     assert [o[:4] for o in outs["int8"]] == [o[:4] for o in outs[None]]
 
 
-def test_an_int8_weight_folder_matches_transformers_on_its_dequantized_weights(gemma3_dir: Path,
-                                                                                 tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", ["int8", "int4-g32"])
+def test_a_quantized_folder_matches_transformers_on_its_dequantized_weights(method: str, gemma3_dir: Path,
+                                                                            tmp_path: Path) -> None:
     from fairgate.backends.local.model.quantization import quantize_folder
     from fairgate.kernels import QuantMethod, quantize_weight
     from fairgate.kernels.ops.quant_format import dequantize_weight
 
-    out = tmp_path / "int8"
-    quantize_folder(gemma3_dir, out, QuantMethod.parse("int8"))
+    out = tmp_path / method
+    quantize_folder(gemma3_dir, out, QuantMethod.parse(method))
     runner = ModelRunner(out, num_kv_blocks=96)
-    assert runner.quantization_name == "int8"
+    assert runner.quantization_name == method
     hf = _hf(gemma3_dir)
     with torch.no_grad():  # transformers on exactly the weights the engine's codes stand for
         for name, module in hf.named_modules():
             if isinstance(module, torch.nn.Linear) and ".layers." in name:
                 module.weight.copy_(dequantize_weight(quantize_weight(module.weight.detach().clone(),
-                                                                      QuantMethod.parse("int8"))))
+                                                                      QuantMethod.parse(method))))
     prompts = _prompts(5, seed=3)
     expected = [_hf_greedy(hf, p, 10) for p in prompts]
     assert PagedDriver(runner, chunk=7, seed=1).generate(prompts, 10) == expected
