@@ -78,6 +78,7 @@ def build_step(
 
     `long_from`: longrope's original context (`RopeConfig.long_from`): the table then holds
     short rows and long rows, and each sequence reads the set transformers would pick.
+    `local_table`: Gemma 3's sliding layers' own RoPE table, gathered into meta.cos_sin_local.
     Raises ValueError for an input the model cannot run (empty, past max_model_len, a block
     table too short, a token id outside the vocabulary) before anything is written.
     """
