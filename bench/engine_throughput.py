@@ -8,6 +8,11 @@ intermediate 3072, vocab 32000) and "5m" (hidden 192, 4 layers, 6 heads, interme
 8000). `--arch qwen3`: "qwen3-8l", Qwen3-0.6B's layer (hidden 1024, 16 query heads of head_dim 128
 over 8 KV heads, intermediate 3072, per-head q/k norms, tied embeddings) at 8 of its 28 layers
 and a 32000 vocabulary (~160M parameters: a --quick run takes a few minutes on 2 busy cores).
+`--arch gemma3`: "gemma3-6l", Gemma 3 1B's layer (hidden 1152, 4 query heads of head_dim 256 over
+1 KV head, intermediate 6912, GELU-tanh, four norms a layer, tied embeddings) at 6 of its 26
+layers, 5 sliding (window 512, as the 1B) and 1 full, and a 32000 vocabulary: contexts up to 768
+tokens, so the windowed attention is measured past its window (the roofline counts whole-context
+attention in every layer, an upper bound for the sliding ones).
 
 tokens_per_s counts generated tokens. The roofline is the same count at the machine's fp32
 matmul rate (one large square matmul measured in this run, the faster of MKL's `torch.mm` and
@@ -16,7 +21,7 @@ pre-packed oneDNN; both are reported) for the workload's necessary FLOPs:
 (4 x layers x hidden x context per token, causal). Static batches generate to the longest
 output in the batch, only each request's own tokens count.
 
-    python bench/engine_throughput.py [--quick] [--arch llama|qwen3] [--models 110m,5m] [--requests 64] [--threads N]
+    python bench/engine_throughput.py [--quick] [--arch llama|qwen3|gemma3] [--models 110m,5m] [--requests 64] [--threads N]
         [--also-kv-dtype float16] [--llama-cpp LLAMA_DIR [--llama-cpp-kv f16,f32]]
         [--vllm VLLM_VENV [--vllm-step-budgets 512,2048]] [--server-passes 2] [--no-server]
         [--gemm auto|native|onednn|torch] [--neighbours N]
@@ -70,8 +75,11 @@ MODELS = {
     "qwen3-8l": dict(model_type="qwen3", hidden_size=1024, num_hidden_layers=8, num_attention_heads=16,
                      num_key_value_heads=8, head_dim=128, intermediate_size=3072, vocab_size=32000,
                      tie_word_embeddings=True),
+    "gemma3-6l": dict(model_type="gemma3", hidden_size=1152, num_hidden_layers=6, num_attention_heads=4,
+                      num_key_value_heads=1, head_dim=256, intermediate_size=6912, vocab_size=32000,
+                      tie_word_embeddings=True, sliding_window=512, query_pre_attn_scalar=256),
 }
-ARCH_MODELS = {"llama": "110m,5m", "qwen3": "qwen3-8l"}  # --models' default for each --arch
+ARCH_MODELS = {"llama": "110m,5m", "qwen3": "qwen3-8l", "gemma3": "gemma3-6l"}  # --models' default for each --arch
 
 
 @dataclass(slots=True)
@@ -81,12 +89,13 @@ class Req:
 
 
 def make_model(path: Path, spec: dict) -> Path:
-    """A random Llama or Qwen3 folder with a word-level tokenizer covering the whole vocabulary."""
+    """A random Llama, Qwen3 or Gemma 3 folder with a word-level tokenizer covering the whole vocabulary."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config
+    from transformers import AutoModelForCausalLM, Gemma3TextConfig, LlamaConfig, Qwen3Config
 
     spec = dict(spec)
-    config_class = {"llama": LlamaConfig, "qwen3": Qwen3Config}[spec.pop("model_type", "llama")]
+    config_class = {"llama": LlamaConfig, "qwen3": Qwen3Config,
+                    "gemma3": Gemma3TextConfig}[spec.pop("model_type", "llama")]
     spec.setdefault("tie_word_embeddings", False)
     vocab = spec["vocab_size"]
     config = config_class(**spec, max_position_embeddings=1024, bos_token_id=1, eos_token_id=2,
@@ -376,7 +385,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="16 short requests (smoke run)")
     ap.add_argument("--arch", default="llama", choices=sorted(ARCH_MODELS),
-                    help="the family of the default --models (qwen3: per-head q/k norms, head_dim 128)")
+                    help="the family of the default --models (qwen3: per-head q/k norms, head_dim 128;"
+                         " gemma3: sliding-window layers, head_dim 256)")
     ap.add_argument("--models", default=None, help="comma list of " + ", ".join(MODELS) + " (default: --arch's)")
     ap.add_argument("--requests", type=int, default=None)
     ap.add_argument("--max-num-seqs", type=int, default=64)

@@ -156,16 +156,26 @@ class KernelPlan:
             self.ops.write_kv(key, value, k_cache, v_cache, slot_mapping, k_scale, v_scale)
 
     def paged_decode_attention(self, query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len=None,
-                               k_scale=None, v_scale=None):
-        """See `kernels.ops.reference.paged_decode_attention`."""
+                               k_scale=None, v_scale=None, window=None):
+        """See `kernels.ops.reference.paged_decode_attention`. A `window` (Gemma 3's sliding
+        layers) runs the native CPU kernel where the plan runs it, else the torch reference (the
+        Triton kernels do not window)."""
+        if window is not None:
+            ops = self.ops if self.ops is cpu_ops else reference
+            return ops.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale,
+                                              max_seq_len, k_scale, v_scale, window)
         if k_scale is None:
             return self.ops.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len)
         return self.ops.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
                                                k_scale, v_scale)
 
     def paged_prefill_attention(self, query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale,
-                                k_scale=None, v_scale=None):
-        """See `kernels.ops.reference.paged_prefill_attention`."""
+                                k_scale=None, v_scale=None, window=None):
+        """See `kernels.ops.reference.paged_prefill_attention` (a `window`: as for decode)."""
+        if window is not None:
+            ops = self.ops if self.ops is cpu_ops else reference
+            return ops.paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc,
+                                                     seq_lens, scale, k_scale, v_scale, window)
         if k_scale is None:
             return self.ops.paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc,
                                                     seq_lens, scale)
@@ -196,6 +206,10 @@ class KernelPlan:
     def silu_mul(self, gate_up):
         """See `kernels.ops.reference.silu_mul`."""
         return self.fused.silu_mul(gate_up)
+
+    def gelu_tanh_mul(self, gate_up):
+        """See `kernels.ops.reference.gelu_tanh_mul` (Gemma's MLP; torch on every device)."""
+        return reference.gelu_tanh_mul(gate_up)
 
     def argmax(self, logits):
         """See `kernels.ops.reference.argmax`."""

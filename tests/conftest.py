@@ -46,6 +46,13 @@ def tiny_qwen3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_gemma3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Gemma 3 text: sliding-window layers (window 8, their own RoPE base) around a full one,
+    (1 + w) norms, GELU-tanh MLP, head_dim 32, tied embeddings (tests/helpers/tiny_models.py)."""
+    return make_tiny_model(tmp_path_factory.mktemp("tiny-gemma3"), "gemma3", seed=1)
+
+
+@pytest.fixture(scope="session")
 def tiny_llama3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Llama with Llama-3.1 `rope_scaling` (rope_type llama3) and rope_theta 500000."""
     return make_tiny_model(

@@ -232,8 +232,10 @@ def pack_linears(model: nn.Module, required: bool = False, kind: str = "auto") -
         if kind == "native" and not panel:
             raise RuntimeError(f"gemm=native needs a multiple of {LANES} outputs, not {child.out_features}")
         if panel or packing_available():
-            # A [gate; up] projection (the model's `gate_up_proj`) takes its SwiGLU with it.
-            swiglu = panel and name == SWIGLU_NAME and child.out_features % (2 * PANEL) == 0
+            # A [gate; up] projection (the model's `gate_up_proj`) takes its SwiGLU with it, unless
+            # its MLP says its activation is another (`swiglu` False: Gemma's GELU-tanh).
+            swiglu = (panel and name == SWIGLU_NAME and child.out_features % (2 * PANEL) == 0
+                      and getattr(parent, "swiglu", True))
             setattr(parent, name, PanelLinear(child, swiglu) if panel else PackedLinear(child))
             packed += 1
     return packed

@@ -115,6 +115,13 @@ ATTENTION = Library("cpu_attention.c", "native CPU kernels", (
     fn("paged_prefill_attention", I32, query=P, k_cache=P, v_cache=P, block_tables=P, table_stride=I64,
        query_start=P, seq_lens=P, out=P, num_seqs=I32, num_heads=I32, num_kv_heads=I32, head_dim=I32,
        block_size=I32, scale=F32, num_threads=I32),
+    # the same over each query's last `window` positions (Gemma 3's sliding layers; 0: all of them)
+    fn("paged_decode_attention_windowed", I32, query=P, k_cache=P, v_cache=P, block_tables=P, table_stride=I64,
+       seq_lens=P, out=P, num_seqs=I32, num_heads=I32, num_kv_heads=I32, head_dim=I32, block_size=I32, scale=F32,
+       kv_dtype=I32, num_threads=I32, k_scale=P, v_scale=P, window=I32),
+    fn("paged_prefill_attention_windowed", I32, query=P, k_cache=P, v_cache=P, block_tables=P, table_stride=I64,
+       query_start=P, seq_lens=P, out=P, num_seqs=I32, num_heads=I32, num_kv_heads=I32, head_dim=I32,
+       block_size=I32, scale=F32, num_threads=I32, window=I32),
 ))
 FUSED = Library("cpu_fused.c", "native fused CPU kernels", (
     fn("rms_norm", None, x=P, residual=P, weight=P, out=P, rows=I64, n=I32, eps=F32, num_threads=I32),

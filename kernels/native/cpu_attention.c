@@ -272,7 +272,7 @@ ALWAYS_INLINE void attend_item(
     const float *query, const void *k_cache, const void *v_cache, const int32_t *table,
     int ctx_len, float *out, int num_heads, int num_kv_heads, const int head_dim, int block_size,
     float scale, const int kv_dtype, int head_begin, int head_end, float *scores, vf16 *partial,
-    const _Float16 *k_scale, const _Float16 *v_scale)
+    const _Float16 *k_scale, const _Float16 *v_scale, int skip)
 {
     const int group = num_heads / num_kv_heads;
     const int width = (head_end - head_begin) * group;
@@ -337,9 +337,11 @@ ALWAYS_INLINE void attend_item(
             }
         }
     }
-    /* pass 2: softmax per query head, in place */
+    /* pass 2: softmax per query head, in place; the first `skip` tokens (before a sliding
+     * window, in its first block) weigh 0 */
     for (int w = 0; w < width; w++) {
-        softmax_in_place(scores + (int64_t)w * ctx_len, ctx_len);
+        memset(scores + (int64_t)w * ctx_len, 0, sizeof(float) * skip);
+        softmax_in_place(scores + (int64_t)w * ctx_len + skip, ctx_len - skip);
         memset(o0 + (int64_t)w * head_dim, 0, sizeof(float) * head_dim);
     }
     /* pass 3: out_w = sum_t p_w,t * v_t */
@@ -376,7 +378,7 @@ ALWAYS_INLINE void attend_item(
 ALWAYS_INLINE void attend_item_f32(
     const float *query, const float *k_cache, const float *v_cache, const int32_t *table, int ctx_len, float *out,
     int num_heads, int num_kv_heads, const int head_dim, int block_size, float scale, int head_begin, int head_end,
-    float *scores, vr *partial)
+    float *scores, vr *partial, int skip)
 {
     const int group = num_heads / num_kv_heads;
     const int width = (head_end - head_begin) * group;
@@ -421,9 +423,11 @@ ALWAYS_INLINE void attend_item_f32(
             }
         }
     }
-    /* pass 2: softmax per query head, in place */
+    /* pass 2: softmax per query head, in place; the first `skip` tokens (before a sliding
+     * window, in its first block) weigh 0 */
     for (int w = 0; w < width; w++) {
-        softmax_in_place(scores + (int64_t)w * ctx_len, ctx_len);
+        memset(scores + (int64_t)w * ctx_len, 0, sizeof(float) * skip);
+        softmax_in_place(scores + (int64_t)w * ctx_len + skip, ctx_len - skip);
         memset(o0 + (int64_t)w * head_dim, 0, sizeof(float) * head_dim);
     }
     /* pass 3: out_w = sum_t p_w,t * v_t */
@@ -454,10 +458,11 @@ static void attend_item_any(
     const float *query, const void *k_cache, const void *v_cache, const int32_t *table,
     int ctx_len, float *out, int num_heads, int num_kv_heads, int head_dim, int block_size,
     float scale, int kv_dtype, int head_begin, int head_end, float *scores, vf16 *partial,
-    const _Float16 *k_scale, const _Float16 *v_scale)
+    const _Float16 *k_scale, const _Float16 *v_scale, int skip)
 {
 #define ATTEND(D, T) attend_item(query, k_cache, v_cache, table, ctx_len, out, num_heads, num_kv_heads, \
-                                 D, block_size, scale, T, head_begin, head_end, scores, partial, k_scale, v_scale)
+                                 D, block_size, scale, T, head_begin, head_end, scores, partial, k_scale, v_scale, \
+                                 skip)
 #define BY_DIM(T)              \
     do {                       \
         if (head_dim == 64)    \
@@ -471,7 +476,7 @@ static void attend_item_any(
     case KV_F32:
 #if RL != LANES
 #define ATTEND_F32(D) attend_item_f32(query, k_cache, v_cache, table, ctx_len, out, num_heads, num_kv_heads, D, \
-                                      block_size, scale, head_begin, head_end, scores, (vr *)partial)
+                                      block_size, scale, head_begin, head_end, scores, (vr *)partial, skip)
         if (head_dim == 64)
             ATTEND_F32(64);
         else if (head_dim == 128)
@@ -503,11 +508,31 @@ static void attend_item_any(
  * block_tables: [num_seqs, table_stride] int32; seq_lens: [num_seqs] int32 (>= 1).
  * k_scale, v_scale: float16 scales of a quantized cache (kv_dtype 3, 4), else NULL.
  * Returns 0, or -1 when scratch memory could not be had (out is then undefined). */
+int paged_decode_attention_windowed(
+    const float *query, const void *k_cache, const void *v_cache, const int32_t *block_tables,
+    int64_t table_stride, const int32_t *seq_lens, float *out, int num_seqs, int num_heads,
+    int num_kv_heads, int head_dim, int block_size, float scale, int kv_dtype, int num_threads,
+    const _Float16 *k_scale, const _Float16 *v_scale, int window);
+
 int paged_decode_attention(
     const float *query, const void *k_cache, const void *v_cache, const int32_t *block_tables,
     int64_t table_stride, const int32_t *seq_lens, float *out, int num_seqs, int num_heads,
     int num_kv_heads, int head_dim, int block_size, float scale, int kv_dtype, int num_threads,
     const _Float16 *k_scale, const _Float16 *v_scale)
+{
+    return paged_decode_attention_windowed(query, k_cache, v_cache, block_tables, table_stride, seq_lens, out,
+                                           num_seqs, num_heads, num_kv_heads, head_dim, block_size, scale, kv_dtype,
+                                           num_threads, k_scale, v_scale, 0);
+}
+
+/* paged_decode_attention over each sequence's last `window` positions only (0: its whole context;
+ * Gemma 3's sliding layers): the table from the block holding the window's first key, whose
+ * earlier tokens weigh 0. */
+int paged_decode_attention_windowed(
+    const float *query, const void *k_cache, const void *v_cache, const int32_t *block_tables,
+    int64_t table_stride, const int32_t *seq_lens, float *out, int num_seqs, int num_heads,
+    int num_kv_heads, int head_dim, int block_size, float scale, int kv_dtype, int num_threads,
+    const _Float16 *k_scale, const _Float16 *v_scale, int window)
 {
     int max_len = 0;
     for (int i = 0; i < num_seqs; i++)
@@ -546,11 +571,13 @@ int paged_decode_attention(
             const int seq = order[item / splits];
             const int head_begin = (item % splits) * heads_per_item;
             const int head_end = head_begin + heads_per_item < num_kv_heads ? head_begin + heads_per_item : num_kv_heads;
+            const int len = seq_lens[seq], lo = window > 0 && len > window ? len - window : 0;
+            const int first_block = lo / block_size; /* the window's first key sits in it, lo % block_size in */
             attend_item_any(query + (int64_t)seq * num_heads * head_dim, k_cache, v_cache,
-                        block_tables + (int64_t)seq * table_stride, seq_lens[seq],
+                        block_tables + (int64_t)seq * table_stride + first_block, len - first_block * block_size,
                         out + (int64_t)seq * num_heads * head_dim, num_heads, num_kv_heads,
                         head_dim, block_size, scale, kv_dtype, head_begin, head_end, scores, partial,
-                        k_scale, v_scale);
+                        k_scale, v_scale, lo - first_block * block_size);
         }
         free(scores);
         free(partial);
@@ -565,19 +592,22 @@ int paged_decode_attention(
  * pass 2 the softmax, pass 3 sums the weighted V rows in registers. Tokens past a row's own
  * position score -inf and weigh 0, so a row's result depends only on its position and context,
  * not on the chunk it came in. `scores`: R rows of `stride` floats (>= first_pos + R, rounded up
- * to 16); `rows_at[t]`: where token t's row of this head starts in the cache. */
+ * to 16); `rows_at[t]`: where token t's row of this head starts in the cache. With `window` > 0
+ * (Gemma 3's sliding layers) row r sees only tokens first_pos + r - window < t: the passes start
+ * at the sixteen-token group holding the first row's first key, earlier ones score -inf. */
 ALWAYS_INLINE void prefill_group(const float *query, int64_t q_stride, const float *k_cache, const float *v_cache,
                                  int first_pos, float *out, const int head_dim, float scale, float *scores,
-                                 int64_t stride, const int64_t *rows_at, const int R)
+                                 int64_t stride, const int64_t *rows_at, const int R, int window)
 {
     const int chunks = head_dim / RL, len = first_pos + R; /* the last row's context */
+    const int tb = window > 0 && first_pos - window + 1 > 0 ? (first_pos - window + 1) / RL * RL : 0;
     vr qv[4][128 / RL], peak[4];
     for (int r = 0; r < R; r++) {
         peak[r] = (vr){0} - INFINITY;
         for (int c = 0; c < chunks; c++)
             qv[r][c] = *(const vr *)(query + r * q_stride + c * RL);
     }
-    for (int t0 = 0; t0 < len; t0 += RL) {
+    for (int t0 = tb; t0 < len; t0 += RL) {
         const int m = len - t0 < RL ? len - t0 : RL;
         vr part[4][RL];
         for (int j = 0; j < RL; j++) {
@@ -597,6 +627,8 @@ ALWAYS_INLINE void prefill_group(const float *query, int64_t q_stride, const flo
             for (int j = first_pos + r + 1 - t0; j < RL; j++) /* past row r's position (and len) */
                 if (j >= 0)
                     dots[j] = -INFINITY;
+            for (int j = 0; window > 0 && j < RL && t0 + j <= first_pos + r - window; j++) /* before its window */
+                dots[j] = -INFINITY;
             peak[r] = select_r(dots > peak[r], dots, peak[r]);
             *(vr *)(scores + r * stride + t0) = dots;
         }
@@ -607,7 +639,7 @@ ALWAYS_INLINE void prefill_group(const float *query, int64_t q_stride, const flo
         for (int i = 1; i < RL; i++)
             top = peak[r][i] > top ? peak[r][i] : top;
         vr total = {0};
-        for (int t0 = 0; t0 < len; t0 += RL) {
+        for (int t0 = tb; t0 < len; t0 += RL) {
             const vr e = exp_r(*(vr *)(scores + r * stride + t0) - top);
             *(vr *)(scores + r * stride + t0) = e;
             total += e;
@@ -623,7 +655,7 @@ ALWAYS_INLINE void prefill_group(const float *query, int64_t q_stride, const flo
         for (int r = 0; r < R; r++)
             for (int c = 0; c < cn; c++)
                 o[r][c] = (vr){0};
-        for (int t = 0; t < len; t++) {
+        for (int t = tb; t < len; t++) {
             const float *v = v_cache + rows_at[t] + c0 * RL;
             vr vv[OUT_CHUNKS];
             for (int c = 0; c < cn; c++)
@@ -644,22 +676,25 @@ ALWAYS_INLINE void prefill_group(const float *query, int64_t q_stride, const flo
 ALWAYS_INLINE void prefill_rows(const float *query, int64_t q_stride, const float *k_cache, const float *v_cache,
                                 const int32_t *table, int first_pos, int rows, float *out, int kv_head,
                                 int num_kv_heads, const int head_dim, int block_size, float scale, float *scores,
-                                int64_t stride, int64_t *rows_at)
+                                int64_t stride, int64_t *rows_at, int window)
 {
     for (int t = 0; t < first_pos + rows; t++) /* one division a token */
         rows_at[t] = (((int64_t)table[t / block_size] * block_size + t % block_size) * num_kv_heads + kv_head) * head_dim;
     int r = 0;
     for (; r + 4 <= rows; r += 4)
         prefill_group(query + r * q_stride, q_stride, k_cache, v_cache, first_pos + r, out + r * q_stride, head_dim,
-                      scale, scores, stride, rows_at, 4);
+                      scale, scores, stride, rows_at, 4, window);
     const float *q = query + r * q_stride;
     float *o = out + r * q_stride;
     if (rows - r == 3)
-        prefill_group(q, q_stride, k_cache, v_cache, first_pos + r, o, head_dim, scale, scores, stride, rows_at, 3);
+        prefill_group(q, q_stride, k_cache, v_cache, first_pos + r, o, head_dim, scale, scores, stride, rows_at, 3,
+                      window);
     else if (rows - r == 2)
-        prefill_group(q, q_stride, k_cache, v_cache, first_pos + r, o, head_dim, scale, scores, stride, rows_at, 2);
+        prefill_group(q, q_stride, k_cache, v_cache, first_pos + r, o, head_dim, scale, scores, stride, rows_at, 2,
+                      window);
     else if (rows - r == 1)
-        prefill_group(q, q_stride, k_cache, v_cache, first_pos + r, o, head_dim, scale, scores, stride, rows_at, 1);
+        prefill_group(q, q_stride, k_cache, v_cache, first_pos + r, o, head_dim, scale, scores, stride, rows_at, 1,
+                      window);
 }
 
 #define PREFILL_TILE 16 /* query rows of one head per work item */
@@ -668,10 +703,28 @@ ALWAYS_INLINE void prefill_rows(const float *query, int64_t q_stride, const floa
  * query_start[s] .. query_start[s + 1] and sit at the last positions of its seq_lens[s]
  * context, whose K/V (the new tokens' too) are already in the float32 cache. head_dim a
  * multiple of 16, at most 128. Returns 0, or -1 when scratch memory could not be had. */
+int paged_prefill_attention_windowed(const float *query, const float *k_cache, const float *v_cache,
+                                     const int32_t *block_tables, int64_t table_stride, const int32_t *query_start,
+                                     const int32_t *seq_lens, float *out, int num_seqs, int num_heads,
+                                     int num_kv_heads, int head_dim, int block_size, float scale, int num_threads,
+                                     int window);
+
 int paged_prefill_attention(const float *query, const float *k_cache, const float *v_cache,
                             const int32_t *block_tables, int64_t table_stride, const int32_t *query_start,
                             const int32_t *seq_lens, float *out, int num_seqs, int num_heads, int num_kv_heads,
                             int head_dim, int block_size, float scale, int num_threads)
+{
+    return paged_prefill_attention_windowed(query, k_cache, v_cache, block_tables, table_stride, query_start,
+                                            seq_lens, out, num_seqs, num_heads, num_kv_heads, head_dim, block_size,
+                                            scale, num_threads, 0);
+}
+
+/* paged_prefill_attention where each query sees only its last `window` positions (0: all). */
+int paged_prefill_attention_windowed(const float *query, const float *k_cache, const float *v_cache,
+                                     const int32_t *block_tables, int64_t table_stride, const int32_t *query_start,
+                                     const int32_t *seq_lens, float *out, int num_seqs, int num_heads,
+                                     int num_kv_heads, int head_dim, int block_size, float scale, int num_threads,
+                                     int window)
 {
     int tiles = 0, max_len = 1;
     for (int s = 0; s < num_seqs; s++) {
@@ -710,10 +763,10 @@ int paged_prefill_attention(const float *query, const float *k_cache, const floa
             const int first_pos = seq_lens[s] - q_len + r0;
             if (head_dim == 64)
                 prefill_rows(q, q_stride, k_cache, v_cache, table, first_pos, rows, o, head / group, num_kv_heads, 64,
-                             block_size, scale, scores, stride, rows_at);
+                             block_size, scale, scores, stride, rows_at, window);
             else
                 prefill_rows(q, q_stride, k_cache, v_cache, table, first_pos, rows, o, head / group, num_kv_heads,
-                             head_dim, block_size, scale, scores, stride, rows_at);
+                             head_dim, block_size, scale, scores, stride, rows_at, window);
         }
         free(scores);
         free(rows_at);

@@ -31,6 +31,7 @@ def paged_decode_attention(
     max_seq_len: int | None = None,
     k_scale: torch.Tensor | None = None,  # [num_blocks, block_size, num_kv_heads, 1 | 2] float16
     v_scale: torch.Tensor | None = None,
+    window: int | None = None,
 ) -> torch.Tensor:  # [num_seqs, num_heads, head_dim]
     """Same contract as `kernels.ops.reference.paged_decode_attention`; the library must load."""
     num_seqs, num_heads, head_dim = query.shape
@@ -38,7 +39,7 @@ def paged_decode_attention(
         return query.new_empty(query.shape)
     if head_dim % LANES:  # the kernel works in 16-lane vectors; odd sizes take the torch path
         return reference.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale,
-                                                max_seq_len, k_scale, v_scale)
+                                                max_seq_len, k_scale, v_scale, window)
     lib = library()
     if lib is None:
         raise RuntimeError("native CPU kernels are not available")
@@ -55,12 +56,14 @@ def paged_decode_attention(
     tables = block_tables.to(torch.int32).contiguous()
     lens = seq_lens.to(torch.int32).contiguous()
     out = torch.empty_like(q)
-    rc = lib.paged_decode_attention(
+    args = (
         q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), tables.data_ptr(), tables.stride(0),
         lens.data_ptr(), out.data_ptr(), num_seqs, num_heads, num_kv_heads, head_dim, block_size,
         scale, KV_DTYPE_CODES[k_cache.dtype], torch.get_num_threads(),
         0 if k_scale is None else k_scale.data_ptr(), 0 if v_scale is None else v_scale.data_ptr(),
     )
+    rc = (lib.paged_decode_attention(*args) if window is None
+          else lib.paged_decode_attention_windowed(*args, max(window, 1)))
     if rc != 0:
         raise MemoryError("paged_decode_attention: no scratch memory")
     return out if query.dtype == torch.float32 else out.to(query.dtype)
@@ -85,6 +88,7 @@ def paged_prefill_attention(
     scale: float,
     k_scale: torch.Tensor | None = None,
     v_scale: torch.Tensor | None = None,
+    window: int | None = None,
 ) -> torch.Tensor:  # [num_tokens, num_heads, head_dim]
     """Same contract as `kernels.ops.reference.paged_prefill_attention`: natively for a float32
     cache (cpu_attention.c: no gather, no mask tensor, every sequence in one call), the
@@ -99,17 +103,19 @@ def paged_prefill_attention(
     lib = library() if fits else None
     if lib is None:
         return reference.paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc, seq_lens,
-                                                 scale, k_scale, v_scale)
+                                                 scale, k_scale, v_scale, window)
     q = query.contiguous()
     tables = block_tables.to(torch.int32).contiguous()
     starts = query_start_loc.to(torch.int32).contiguous()
     lens = seq_lens.to(torch.int32).contiguous()
     out = torch.empty_like(q)
-    rc = lib.paged_prefill_attention(
+    args = (
         q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), tables.data_ptr(), tables.stride(0), starts.data_ptr(),
         lens.data_ptr(), out.data_ptr(), lens.shape[0], num_heads, k_cache.shape[2], head_dim, k_cache.shape[1],
         scale, torch.get_num_threads(),
     )
+    rc = (lib.paged_prefill_attention(*args) if window is None
+          else lib.paged_prefill_attention_windowed(*args, max(window, 1)))
     if rc != 0:
         raise MemoryError("paged_prefill_attention: no scratch memory")
     return out

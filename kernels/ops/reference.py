@@ -86,14 +86,16 @@ def paged_decode_attention(
     max_seq_len: int | None = None,
     k_scale: torch.Tensor | None = None,
     v_scale: torch.Tensor | None = None,
+    window: int | None = None,
 ) -> torch.Tensor:  # [num_seqs, num_heads, head_dim]
-    """Attention of each sequence's newest token over its whole cached context."""
+    """Attention of each sequence's newest token over its whole cached context, or with `window`
+    (Gemma 3's sliding layers) over its last `window` positions (keys at p - window < j <= p)."""
     num_seqs = query.shape[0]
     if num_seqs == 0:
         return query.new_empty(query.shape)
-    if query.device.type != "cpu" or is_quantized(k_cache):
+    if query.device.type != "cpu" or is_quantized(k_cache) or window is not None:
         return _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
-                              k_scale, v_scale)
+                              k_scale, v_scale, window)
     # CPU: one sequence at a time, so no batch-sized temporary is made (page faults on every
     # fresh large allocation) and no padding to the longest context is computed. A table's
     # leading run of consecutive block ids (a prompt allocated in one go) is read in place as a
@@ -161,7 +163,7 @@ def _merge_by_lse(q: torch.Tensor, parts, scale: float) -> torch.Tensor:
 
 
 def _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
-                   k_scale=None, v_scale=None):
+                   k_scale=None, v_scale=None, window=None):
     """Batched form of `paged_decode_attention` (no per-sequence loop, no host sync when
     max_seq_len is given); pads every sequence to the longest context."""
     num_seqs, num_heads, head_dim = query.shape
@@ -171,6 +173,14 @@ def _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_s
         max_seq_len = int(seq_lens.max())
     num_blocks = (max_seq_len + block_size - 1) // block_size
     tables = block_tables[:, :num_blocks].long()  # [S, nb]
+    lens = seq_lens.long()
+    first = torch.zeros_like(lens)  # each row's first block read
+    if window is not None:  # read only the blocks that hold a window (a long context's few last ones)
+        first = torch.clamp(lens - window, min=0) // block_size
+        span = min(num_blocks, (window + block_size - 1) // block_size + 1)
+        cols = torch.arange(span, device=tables.device)
+        tables = torch.gather(tables, 1, (first[:, None] + cols).clamp(max=num_blocks - 1))  # past the end: masked
+        num_blocks = span
     ctx = num_blocks * block_size
     k = float_rows(k_cache[tables], None if k_scale is None else k_scale[tables])
     v = float_rows(v_cache[tables], None if v_scale is None else v_scale[tables])
@@ -178,8 +188,10 @@ def _decode_padded(query, k_cache, v_cache, block_tables, seq_lens, scale, max_s
     v = v.reshape(num_seqs, ctx, num_kv_heads, head_dim)
     q = query.float().view(num_seqs, num_kv_heads, group, head_dim)  # [S, Hkv, G, D]
     scores = torch.matmul(q, k.float().permute(0, 2, 3, 1)) * scale  # [S, Hkv, G, T]
-    positions = torch.arange(ctx, device=query.device)
-    masked = positions[None, :] >= seq_lens[:, None].to(positions.dtype)  # [S, T]
+    positions = first[:, None] * block_size + torch.arange(ctx, device=query.device)  # [S, T], of each key read
+    masked = positions >= lens[:, None]  # [S, T]
+    if window is not None:  # the query sits at seq_len - 1 and sees keys after seq_len - 1 - window
+        masked |= positions < lens[:, None] - window
     scores.masked_fill_(masked[:, None, None, :], float("-inf"))
     probs = torch.softmax(scores, dim=-1)
     out = torch.matmul(probs, v.float().permute(0, 2, 1, 3))  # [S, Hkv, G, D]
@@ -196,8 +208,10 @@ def paged_prefill_attention(
     scale: float,
     k_scale: torch.Tensor | None = None,
     v_scale: torch.Tensor | None = None,
+    window: int | None = None,
 ) -> torch.Tensor:  # [num_tokens, num_heads, head_dim]
-    """Causal attention of each sequence's new tokens over its cached prefix plus themselves.
+    """Causal attention of each sequence's new tokens over its cached prefix plus themselves
+    (with `window`: only the keys at p - window < j <= p, as in `paged_decode_attention`).
 
     The new tokens of sequence i sit at the last (qe - qs) positions of its seq_lens[i]
     context; their K/V must already be written to the cache.
@@ -214,7 +228,9 @@ def paged_prefill_attention(
         q_len = qe - qs
         if q_len == 0:
             continue
-        blocks = block_tables[i, : (ctx_len + block_size - 1) // block_size]
+        # with a window, the blocks before the first query's window are never read
+        skip = 0 if window is None else max(0, ctx_len - q_len - window + 1) // block_size
+        blocks = block_tables[i, skip : (ctx_len + block_size - 1) // block_size]
         first, last = int(blocks[0]), int(blocks[-1])
         if quantized:  # this sequence's rows only, as float
             k_blocks = float_rows(k_cache.index_select(0, blocks), k_scale.index_select(0, blocks))
@@ -223,16 +239,19 @@ def paged_prefill_attention(
             k_blocks, v_blocks = k_cache[first : last + 1], v_cache[first : last + 1]  # in place
         else:
             k_blocks, v_blocks = k_cache.index_select(0, blocks), v_cache.index_select(0, blocks)
-        k = k_blocks.view(-1, num_kv_heads, head_dim)[:ctx_len]  # [T, Hkv, D]
-        v = v_blocks.view(-1, num_kv_heads, head_dim)[:ctx_len]
+        k = k_blocks.view(-1, num_kv_heads, head_dim)[: ctx_len - skip * block_size]  # [T, Hkv, D]
+        v = v_blocks.view(-1, num_kv_heads, head_dim)[: ctx_len - skip * block_size]
         q = query[qs:qe].float().transpose(0, 1)[None]  # [1, H, q, D]; 4-D picks the flash kernel
         k, v = k.float().transpose(0, 1)[None], v.float().transpose(0, 1)[None]  # [1, Hkv, T, D]
-        if q_len == ctx_len:  # no cached prefix: plain causal (the fused kernel skips masked tiles)
+        if q_len == ctx_len and (window is None or window >= ctx_len):
+            # no cached prefix (and no window inside it): plain causal (the fused kernel skips masked tiles)
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
         else:  # query j sits at position ctx_len - q_len + j and sees keys up to there
             q_pos = torch.arange(ctx_len - q_len, ctx_len, device=query.device)
-            k_pos = torch.arange(ctx_len, device=query.device)
+            k_pos = torch.arange(skip * block_size, ctx_len, device=query.device)
             mask = k_pos[None, :] <= q_pos[:, None]  # [q, T], True = attend
+            if window is not None:
+                mask &= k_pos[None, :] > q_pos[:, None] - window
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
         o = o[0]  # [H, q, D]
         out[qs:qe] = o.transpose(0, 1).to(query.dtype)  # [q, H, D]
@@ -268,6 +287,12 @@ def qk_norm(
         heads = qkv[:, lo:hi].view(num_tokens, -1, head_dim)  # [T, H | Hkv, D]
         heads.copy_(F.rms_norm(heads, (head_dim,), weight, eps))
     return qkv
+
+
+def gelu_tanh_mul(gate_up: torch.Tensor) -> torch.Tensor:  # [T, 2 I] -> [T, I]
+    """Gemma's gated MLP activation: gelu_tanh(gate) * up (transformers' gelu_pytorch_tanh)."""
+    gate, up = gate_up.chunk(2, dim=-1)
+    return F.gelu(gate, approximate="tanh") * up
 
 
 def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:  # [T, 2 I] -> [T, I]

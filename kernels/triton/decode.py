@@ -221,10 +221,17 @@ def paged_decode_attention(
     max_seq_len: int | None = None,
     k_scale: torch.Tensor | None = None,
     v_scale: torch.Tensor | None = None,
+    window: int | None = None,
 ) -> torch.Tensor:
     """Attention of each sequence's newest token over its whole cached context.
 
     See `kernels.ops.reference.paged_decode_attention` for shapes; splits are chosen automatically.
+    A `window` (Gemma 3's sliding layers) runs the torch reference: this kernel does not window.
     """
+    if window is not None:
+        from fairgate.kernels.ops import reference
+
+        return reference.paged_decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
+                                                k_scale, v_scale, window)
     return decode_attention(query, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
                             k_scale=k_scale, v_scale=v_scale)

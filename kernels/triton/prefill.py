@@ -188,10 +188,17 @@ def paged_prefill_attention(
     scale: float,
     k_scale: torch.Tensor | None = None,
     v_scale: torch.Tensor | None = None,
+    window: int | None = None,
 ) -> torch.Tensor:
     """Causal attention of each sequence's new tokens over its cached prefix plus themselves.
 
     See `kernels.ops.reference.paged_prefill_attention` for shapes and the position convention.
+    A `window` (Gemma 3's sliding layers) runs the torch reference: this kernel does not window.
     """
+    if window is not None:
+        from fairgate.kernels.ops import reference
+
+        return reference.paged_prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc, seq_lens,
+                                                 scale, k_scale, v_scale, window)
     return prefill_attention(query, k_cache, v_cache, block_tables, query_start_loc, seq_lens, scale,
                              k_scale=k_scale, v_scale=v_scale)

@@ -62,7 +62,7 @@ def tokenizer_json(vocab_size: int = 512) -> str:
 
 
 def _arch_config(arch: str, vocab_size: int, bos_id: int, eos_id: int, overrides: dict[str, Any]):
-    from transformers import LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
+    from transformers import Gemma3TextConfig, LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
 
     common: dict[str, Any] = dict(
         vocab_size=vocab_size,
@@ -90,14 +90,21 @@ def _arch_config(arch: str, vocab_size: int, bos_id: int, eos_id: int, overrides
         # (32) that is not hidden / heads (16)
         cls, common["tie_word_embeddings"], common["head_dim"] = Qwen3Config, True, 32
         common["attention_bias"] = False
+    elif arch == "gemma3":
+        # like Gemma 3 1B in miniature: tied embeddings, head_dim 32 != hidden / heads, a query
+        # scale of its own, sliding layers (window 8) around a full one with their own RoPE base
+        cls, common["tie_word_embeddings"], common["head_dim"] = Gemma3TextConfig, True, 32
+        common.update(num_hidden_layers=4, sliding_window=8, query_pre_attn_scalar=24, rope_theta=10000.0,
+                      rope_local_base_freq=100.0, pad_token_id=0,
+                      layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"])
     else:
-        raise ValueError(f"unknown arch {arch!r}; expected llama, mistral, qwen2 or qwen3")
+        raise ValueError(f"unknown arch {arch!r}; expected llama, mistral, qwen2, qwen3 or gemma3")
     common.update(overrides)
     return cls(**common)
 
 
 def make_tiny_model(path: str | Path, arch: str = "llama", seed: int = 0, **config_overrides: Any) -> Path:
-    """Write a tiny random model folder for `arch` ("llama", "mistral", "qwen2", "qwen3") into `path`.
+    """Write a tiny random model folder for `arch` ("llama", "mistral", "qwen2", "qwen3", "gemma3") into `path`.
 
     `config_overrides` go to the transformers config (e.g. rope_scaling=..., num_hidden_layers=3).
     Returns the folder path.

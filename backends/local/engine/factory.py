@@ -107,7 +107,8 @@ def build_engine_parts(
 
         tokenizer = Tokenizer(config.model)
     block_manager = BlockManager(
-        runner.num_kv_blocks, runner.block_size, enable_prefix_caching=config.enable_prefix_caching
+        runner.num_kv_blocks, runner.block_size, enable_prefix_caching=config.enable_prefix_caching,
+        long_prompt_from=runner.config.rope.long_from,
     )
     limits = admission_limits(
         runner.num_kv_blocks, runner.block_size, runner.max_model_len, int(runner.config.vocab_size),

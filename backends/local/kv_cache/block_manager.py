@@ -38,11 +38,15 @@ class BlockManager:
         block_size: int = 16,
         enable_prefix_caching: bool = True,
         hash_fn: HashFn = sha256_block_hash,
+        long_prompt_from: int | None = None,
     ) -> None:
         if num_blocks < 1 or block_size < 1:
             raise ValueError("num_blocks and block_size must be positive")
         self.block_size = block_size
         self.enable_prefix_caching = enable_prefix_caching
+        # longrope (backends/local/model/rope.py): a prompt longer than this rotates every token
+        # by the long factors, so its blocks are keyed apart from a shorter prompt's
+        self.long_prompt_from = long_prompt_from
         self._hash_fn = hash_fn
         self.pool = BlockPool(num_blocks)
         self._tables: dict[str, list[int]] = {}
@@ -206,9 +210,10 @@ class BlockManager:
 
     def _extra(self, request: SchedRequest) -> str:
         # Salt and tenant live in separate namespaces so neither can impersonate the other.
-        if request.cache_salt is not None:
-            return "s:" + request.cache_salt
-        return "t:" + request.tenant
+        key = "s:" + request.cache_salt if request.cache_salt is not None else "t:" + request.tenant
+        if self.long_prompt_from is not None and len(request.prompt_token_ids) > self.long_prompt_from:
+            key += "|long"  # longrope: the same tokens rotate otherwise after a long prompt
+        return key
 
     def _block_tokens(self, request: SchedRequest, index: int) -> tuple[int, ...]:
         start = index * self.block_size

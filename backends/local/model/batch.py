@@ -13,6 +13,7 @@ import torch
 
 from fairgate.backends.local.engine.types import RunnerInput
 from fairgate.backends.local.model.llama import AttentionMetadata
+from fairgate.backends.local.model.rope import table_rows
 
 # Which inputs run through the decode attention kernel, one row per token (each row attends to
 # its own position and those before it), instead of the prefill path:
@@ -70,9 +71,14 @@ def build_step(
     device: torch.device,
     vocab_size: int,
     num_heads: int = 1,
+    long_from: int | None = None,
+    local_table: torch.Tensor | None = None,  # [max_positions, 2, head_dim], Gemma 3's sliding layers
 ) -> StepBatch:
     """Order inputs (those run as decode rows first) and build ids, slots, positions and tables.
 
+    `long_from`: longrope's original context (`RopeConfig.long_from`): the table then holds
+    short rows and long rows, and each sequence reads the set transformers would pick.
+    `local_table`: Gemma 3's sliding layers' own RoPE table, gathered into meta.cos_sin_local.
     Raises ValueError for an input the model cannot run (empty, past max_model_len, a block
     table too short, a token id outside the vocabulary) before anything is written.
     """
@@ -85,6 +91,7 @@ def build_step(
 
     ids: list[int] = []
     positions: list[int] = []
+    rows_at: list[int] = []  # cos_sin table row of each token
     slots: list[int] = []
     token_start = [0] * len(inputs)
     token_count = [0] * len(inputs)
@@ -95,14 +102,18 @@ def build_step(
         ids.extend(inp.token_ids)
         pos = range(start, start + n)
         positions.extend(pos)
+        rows_at.extend(table_rows(pos, cos_sin_table.shape[0], long_from, len(inp.prompt_token_ids)))
         slots.extend(table[p // block_size] * block_size + p % block_size for p in pos)
 
-    pos_t = torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)
+    pos_t = torch.tensor(rows_at, dtype=torch.int64).to(device, non_blocking=True)
     meta = _attention_metadata(
         inputs, decodes, prefills, block_size, device,
         slot_mapping=torch.tensor(slots, dtype=torch.int64).to(device, non_blocking=True),
         cos_sin=cos_sin_table.index_select(0, pos_t),  # [T, 2, head_dim]
     )
+    if local_table is not None:
+        local_pos = torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)
+        meta.cos_sin_local = local_table.index_select(0, local_pos)
     input_ids = torch.tensor(ids, dtype=torch.int64).to(device, non_blocking=True)
     return StepBatch(input_ids, meta, order, token_start, token_count)
 

@@ -1,6 +1,6 @@
 """What the engine needs to know about a model, parsed from a Hugging Face folder.
 
-Reads config.json (Llama 2/3, Mistral, Qwen2, Qwen3 dense) and generation_config.json. Accepts both the
+Reads config.json (Llama 2/3, Mistral, Qwen2, Qwen3 dense, Gemma 3 text) and generation_config.json. Accepts both the
 classic `rope_theta` + `rope_scaling` keys and the transformers-5 `rope_parameters` block.
 """
 
@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
-SUPPORTED_ROPE_TYPES = ("default", "linear", "dynamic", "llama3")
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text")
+GEMMA3 = "gemma3_text"
+SLIDING, FULL = "sliding_attention", "full_attention"  # Gemma 3's layer types
+SUPPORTED_ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn", "longrope")
 
 
 class ModelConfigError(ValueError):
@@ -28,6 +30,24 @@ class RopeConfig:
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
     original_max_position_embeddings: int | None = None
+    # yarn and longrope: cos and sin are multiplied by this (None: derived from `factor` as
+    # transformers does, backends/local/model/rope.py)
+    attention_factor: float | None = None
+    # yarn only: the ramp between interpolated and extrapolated frequencies, and DeepSeek's mscale
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    mscale: float | None = None
+    mscale_all_dim: float | None = None
+    truncate: bool = True
+    # longrope only: per-frequency divisors for sequences within / past the original context
+    short_factor: tuple[float, ...] = ()
+    long_factor: tuple[float, ...] = ()
+
+    @property
+    def long_from(self) -> int | None:
+        """longrope: a sequence longer than this rotates by the long factors (the table's second
+        half, backends/local/model/rope.py); None for the other types (one table row a position)."""
+        return self.original_max_position_embeddings if self.rope_type == "longrope" else None
 
 
 @dataclass(slots=True)
@@ -50,7 +70,20 @@ class ModelConfig:
     # Qwen3: an RMSNorm over each query and key head ([head_dim] weights), after the projection
     # and before RoPE.
     qk_norm: bool = False
+    # Mistral's window over every layer: the engine caps max_model_len at it (see max_model_len)
     sliding_window: int | None = None
+    # Gemma 3 (backends/local/model/gemma3.py): a GELU-tanh MLP, (1 + w) norms (`norm_offset`,
+    # folded into the weights at load), the embedding times `embed_scale`, pre/post norms around
+    # attention and MLP, and interleaved layers: `layer_types[i]` SLIDING attends to the last
+    # `local_window` positions (really windowed) and rotates by `local_rope`, FULL by `rope`.
+    hidden_act: str = "silu"
+    norm_offset: float = 0.0
+    embed_scale: float | None = None
+    query_pre_attn_scalar: float | None = None  # the attention scale is its -1/2 power (else head_dim's)
+    layer_types: tuple[str, ...] = ()
+    local_window: int | None = None
+    local_rope: RopeConfig | None = None
+    final_logit_softcapping: float | None = None
     torch_dtype: str = "float32"
     bos_token_id: int | None = None
     eos_token_ids: tuple[int, ...] = ()
@@ -64,6 +97,15 @@ class ModelConfig:
     @property
     def kv_size(self) -> int:
         return self.num_kv_heads * self.head_dim
+
+    @property
+    def attention_scale(self) -> float:
+        scale: float = float(self.query_pre_attn_scalar or self.head_dim) ** -0.5  # as transformers
+        return scale
+
+    def layer_window(self, layer: int) -> int | None:
+        """The attention window of `layer` (Gemma 3's sliding layers), None for the whole context."""
+        return self.local_window if self.layer_types and self.layer_types[layer] == SLIDING else None
 
     @property
     def max_model_len(self) -> int:
@@ -82,7 +124,7 @@ class ModelConfig:
                 f"unsupported model_type {model_type!r}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
             )
         act = cfg.get("hidden_act", "silu")
-        if act != "silu":
+        if model_type != GEMMA3 and act != "silu":
             raise ModelConfigError(f"unsupported hidden_act {act!r}; only silu (SwiGLU) is supported")
         num_heads = int(cfg["num_attention_heads"])
         num_kv_heads = int(cfg.get("num_key_value_heads") or num_heads)
@@ -97,7 +139,8 @@ class ModelConfig:
         o_bias = model_type != "qwen2" and attention_bias
         use_window = model_type == "mistral" or bool(cfg.get("use_sliding_window", False))
         window = cfg.get("sliding_window") if use_window else None
-        return cls(
+        gemma = _gemma3_fields(cfg) if model_type == GEMMA3 else {}
+        fields: dict[str, Any] = dict(
             model_type=model_type,
             vocab_size=int(cfg["vocab_size"]),
             hidden_size=hidden,
@@ -108,18 +151,19 @@ class ModelConfig:
             head_dim=head_dim,
             rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
             max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
-            rope=_parse_rope(cfg),
+            rope=_parse_rope(cfg, int(cfg.get("max_position_embeddings", 2048))),
             tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
             qkv_bias=qkv_bias,
             o_bias=o_bias,
             mlp_bias=bool(cfg.get("mlp_bias", False)),
-            qk_norm=model_type == "qwen3",
+            qk_norm=model_type in ("qwen3", GEMMA3),
             sliding_window=int(window) if window else None,
             torch_dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or "float32"),
             bos_token_id=cfg.get("bos_token_id"),
             eos_token_ids=_eos_ids(cfg, generation or {}),
             quantization=_quantization(cfg),
         )
+        return cls(**{**fields, **gemma})
 
     @classmethod
     def from_dir(cls, model_dir: str | Path) -> ModelConfig:
@@ -132,6 +176,49 @@ class ModelConfig:
         gen_path = model_dir / "generation_config.json"
         gen = json.loads(gen_path.read_text(encoding="utf-8")) if gen_path.is_file() else {}
         return cls.from_dict(cfg, gen)
+
+
+def _gemma3_fields(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 3's own switches (transformers' Gemma3TextConfig and modeling_gemma3.py)."""
+    act = cfg.get("hidden_activation") or cfg.get("hidden_act") or "gelu_pytorch_tanh"
+    if act != "gelu_pytorch_tanh":
+        raise ModelConfigError(f"unsupported gemma3 hidden_activation {act!r}; only gelu_pytorch_tanh is supported")
+    if cfg.get("attn_logit_softcapping") is not None:
+        # transformers' Gemma3Attention never passes it to the attention (no released Gemma 3 sets it)
+        raise ModelConfigError("gemma3 attn_logit_softcapping is not supported: transformers' Gemma 3 does not"
+                               " apply it either, so no reference output exists to match")
+    if cfg.get("use_bidirectional_attention"):
+        raise ModelConfigError("gemma3 use_bidirectional_attention (an embedding model) is not supported")
+    layers = int(cfg["num_hidden_layers"])
+    pattern = int(cfg.get("sliding_window_pattern") or cfg.get("_sliding_window_pattern") or 6)
+    types = tuple(cfg.get("layer_types") or (SLIDING if (i + 1) % pattern else FULL for i in range(layers)))
+    if len(types) < layers or set(types) - {SLIDING, FULL}:
+        raise ModelConfigError(f"gemma3 layer_types must name {SLIDING} or {FULL} for each of {layers} layers")
+    max_positions = int(cfg.get("max_position_embeddings", 131072))
+    params = cfg.get("rope_parameters") or {}
+    if FULL in params or SLIDING in params:  # transformers 5: one block per layer type
+        full = dict(cfg, rope_parameters=params.get(FULL) or {}, rope_scaling=None)
+        local = dict(cfg, rope_parameters=params.get(SLIDING) or {}, rope_scaling=None)
+    else:  # the released configs: rope_theta (+ rope_scaling) global, rope_local_base_freq local
+        full = dict(cfg, rope_theta=cfg.get("rope_theta", 1_000_000.0))
+        local = dict(cfg, rope_theta=cfg.get("rope_local_base_freq", 10_000.0), rope_parameters=None,
+                     rope_scaling=None)
+    full.setdefault("rope_theta", 1_000_000.0)
+    local.setdefault("rope_theta", 10_000.0)
+    window = cfg.get("sliding_window")
+    return dict(
+        rope=_parse_rope(full, max_positions),
+        local_rope=_parse_rope(local, max_positions),
+        hidden_act=act,
+        norm_offset=1.0,
+        embed_scale=float(cfg["hidden_size"]) ** 0.5,
+        query_pre_attn_scalar=float(cfg.get("query_pre_attn_scalar") or 256),
+        layer_types=types[:layers],
+        local_window=int(window) if window and SLIDING in types[:layers] else None,
+        final_logit_softcapping=cfg.get("final_logit_softcapping"),
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+        max_position_embeddings=max_positions,
+    )
 
 
 def _quantization(cfg: dict[str, Any]) -> str | None:
@@ -161,7 +248,7 @@ def _eos_ids(cfg: dict[str, Any], generation: dict[str, Any]) -> tuple[int, ...]
     return tuple(dict.fromkeys(ids))
 
 
-def _parse_rope(cfg: dict[str, Any]) -> RopeConfig:
+def _parse_rope(cfg: dict[str, Any], max_positions: int) -> RopeConfig:
     params = dict(cfg.get("rope_parameters") or {})
     scaling = cfg.get("rope_scaling") or {}
     params.update({k: v for k, v in scaling.items() if v is not None})
@@ -172,12 +259,33 @@ def _parse_rope(cfg: dict[str, Any]) -> RopeConfig:
         raise ModelConfigError(
             f"unsupported rope type {rope_type!r}; supported: {', '.join(SUPPORTED_ROPE_TYPES)}"
         )
+    partial = params.get("partial_rotary_factor", cfg.get("partial_rotary_factor"))
+    if partial is not None and float(partial) != 1.0:  # the rotation here covers the whole head
+        raise ModelConfigError(f"unsupported partial_rotary_factor {partial}: only whole-head RoPE (1.0) is supported")
     orig = params.get("original_max_position_embeddings")
+    if rope_type in ("yarn", "longrope"):
+        # as transformers' standardize_rope_params: Phi3's top-level key wins, else the model's length
+        orig = cfg.get("original_max_position_embeddings") or orig or max_positions
+    factor = params.get("factor")
+    if factor is None:  # yarn and longrope derive it from the two lengths (DeepSeek-V3, Phi3)
+        factor = max_positions / orig if rope_type in ("yarn", "longrope") and orig else 1.0
+
+    def optional(key: str) -> float | None:
+        return None if params.get(key) is None else float(params[key])
+
     return RopeConfig(
         theta=theta,
         rope_type=rope_type,
-        factor=float(params.get("factor", 1.0)),
+        factor=float(factor),
         low_freq_factor=float(params.get("low_freq_factor", 1.0)),
         high_freq_factor=float(params.get("high_freq_factor", 4.0)),
         original_max_position_embeddings=int(orig) if orig else None,
+        attention_factor=optional("attention_factor"),
+        beta_fast=float(params.get("beta_fast") or 32.0),
+        beta_slow=float(params.get("beta_slow") or 1.0),
+        mscale=optional("mscale"),
+        mscale_all_dim=optional("mscale_all_dim"),
+        truncate=bool(params.get("truncate", True)),
+        short_factor=tuple(float(f) for f in params.get("short_factor") or ()),
+        long_factor=tuple(float(f) for f in params.get("long_factor") or ()),
     )

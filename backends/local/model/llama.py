@@ -8,13 +8,14 @@ Every kernel call goes through the `KernelPlan` the runner chose (`kernels.plan`
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple, cast
 
 import torch
 from torch import nn
 
-from fairgate.backends.local.model.config import ModelConfig
+from fairgate.backends.local.model.config import SLIDING, ModelConfig
 from fairgate.backends.local.model.rope import cos_sin_cache
 from fairgate.kernels import KernelPlan, NativeStack, StackLayer, StepRows
 
@@ -37,6 +38,7 @@ class AttentionMetadata:
     prefill_block_tables: torch.Tensor | None  # [num_prefills, max_blocks] int32
     prefill_query_start_loc: torch.Tensor | None  # [num_prefills + 1] int32
     prefill_seq_lens: torch.Tensor | None  # [num_prefills] int32
+    cos_sin_local: torch.Tensor | None = None  # [num_tokens, 2, head_dim]: Gemma 3's sliding layers' RoPE
 
 
 class LayerKV(NamedTuple):
@@ -51,12 +53,15 @@ class LayerKV(NamedTuple):
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig, kernels: KernelPlan) -> None:
+    def __init__(self, cfg: ModelConfig, kernels: KernelPlan, layer: int = 0) -> None:
         super().__init__()
         self.kernels = kernels
         self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         self.q_size, self.kv_size = cfg.q_size, cfg.kv_size
-        self.scale = cfg.head_dim**-0.5
+        self.scale = cfg.attention_scale
+        # Gemma 3's sliding layers: a window over the context and their own RoPE (meta.cos_sin_local)
+        self.window = cfg.layer_window(layer)
+        self.local_rope = bool(cfg.layer_types) and cfg.layer_types[layer] == SLIDING
         self.qkv_proj = nn.Linear(cfg.hidden_size, cfg.q_size + 2 * cfg.kv_size, bias=cfg.qkv_bias)
         self.o_proj = nn.Linear(cfg.q_size, cfg.hidden_size, bias=cfg.o_bias)
         # Qwen3: an RMSNorm over each query and key head, before RoPE ([head_dim] weights)
@@ -74,28 +79,36 @@ class Attention(nn.Module):
         if self.q_norm is not None and self.k_norm is not None:  # Qwen3 only
             qkv = self.kernels.qk_norm(qkv, self.q_norm.weight, self.k_norm.weight, self.q_norm.eps, self.num_heads,
                                        self.num_kv_heads)
-        return self.o_proj(paged_attention(self.kernels, qkv, cache, meta, self.num_heads, self.scale))
+        cos_sin = meta.cos_sin_local if self.local_rope else None
+        # a sliding layer never falls back to the full layers' rotation (build_step fills it)
+        assert cos_sin is not None or not self.local_rope, "a sliding layer needs meta.cos_sin_local"
+        return self.o_proj(paged_attention(self.kernels, qkv, cache, meta, self.num_heads, self.scale,
+                                           self.window, cos_sin))
 
 
 def paged_attention(kernels: KernelPlan, qkv: torch.Tensor, cache: LayerKV, meta: AttentionMetadata,
-                    num_heads: int, scale: float) -> torch.Tensor:
+                    num_heads: int, scale: float, window: int | None = None,
+                    cos_sin: torch.Tensor | None = None) -> torch.Tensor:
     """One layer's attention between its projections, for the model and the draft model's
     LeanForward (draft_forward.py) alike: q and k rotate, k and v go to their cache slots, then
-    the decode rows and the prefill chunks attend over the paged cache.
+    the decode rows and the prefill chunks attend over the paged cache (only the last `window`
+    positions where one is given; `cos_sin` replaces meta.cos_sin, Gemma 3's local RoPE).
     qkv [T, (H + 2 Hkv) * D] -> [T, H * D]."""
     num_tokens = qkv.shape[0]
     k_cache, v_cache, k_scale, v_scale = cache
     # rotation and the KV write: one pass on the CPU. q: [T, H, D]
-    q = kernels.rope_write_kv(qkv, meta.cos_sin, k_cache, v_cache, meta.slot_mapping, num_heads, k_scale, v_scale)
+    q = kernels.rope_write_kv(qkv, meta.cos_sin if cos_sin is None else cos_sin, k_cache, v_cache,
+                              meta.slot_mapping, num_heads, k_scale, v_scale)
+    windowed = {} if window is None else {"window": window}  # the plan's windowed (reference) path
 
     def decode(rows: torch.Tensor) -> torch.Tensor:
         return kernels.paged_decode_attention(rows, k_cache, v_cache, meta.decode_block_tables, meta.decode_seq_lens,
-                                              scale, meta.decode_max_seq_len, k_scale, v_scale)
+                                              scale, meta.decode_max_seq_len, k_scale, v_scale, **windowed)
 
     def prefill(rows: torch.Tensor) -> torch.Tensor:
         return kernels.paged_prefill_attention(rows, k_cache, v_cache, meta.prefill_block_tables,
                                                meta.prefill_query_start_loc, meta.prefill_seq_lens, scale, k_scale,
-                                               v_scale)
+                                               v_scale, **windowed)
 
     nd = meta.num_decodes
     if nd == num_tokens:  # decode-only step: no copy into a shared output
@@ -163,11 +176,17 @@ class DecoderModel(nn.Module):
         self.cfg = cfg
         self.kernels = kernels
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(DecoderLayer(cfg, kernels) for _ in range(cfg.num_layers))
+        self.layers = nn.ModuleList(self.make_layer(cfg, kernels, i) for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, kernels)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.cos_sin: torch.Tensor | None = None  # [max_positions, 2, head_dim], set by from_state_dict
+        self.cos_sin_local: torch.Tensor | None = None  # the same for Gemma 3's sliding layers
         self.native_stack: NativeStack | None = None  # every layer in one native call (attach_native_stack)
+
+    @staticmethod
+    def make_layer(cfg: ModelConfig, kernels: KernelPlan, index: int) -> nn.Module:
+        """Decoder layer `index` (a family with other layers overrides this: gemma3.py)."""
+        return DecoderLayer(cfg, kernels)
 
     @classmethod
     def from_state_dict(
@@ -192,6 +211,9 @@ class DecoderModel(nn.Module):
             raise KeyError(f"weights missing from checkpoint: {missing[:5]}")
         weight = model.embed_tokens.weight
         model.cos_sin = cos_sin_cache(cfg, max_positions, weight.dtype, weight.device)
+        if cfg.local_rope is not None:
+            local = dataclasses.replace(cfg, rope=cfg.local_rope)
+            model.cos_sin_local = cos_sin_cache(local, max_positions, weight.dtype, weight.device)
         model.requires_grad_(False)
         return model.eval()
 
@@ -220,6 +242,8 @@ class DecoderModel(nn.Module):
         meta: AttentionMetadata,
     ) -> torch.Tensor:  # [T, hidden] after the final norm
         h = self.embed_tokens(input_ids)  # [T, hidden], the residual stream
+        if self.cfg.embed_scale is not None:  # Gemma: times sqrt(hidden), in the weights' dtype
+            h.mul_(torch.tensor(self.cfg.embed_scale).to(h.dtype))
         if self.native_stack is not None:
             rows = StepRows(meta.cos_sin, meta.slot_mapping, meta.num_decodes, meta.decode_block_tables,
                             meta.decode_seq_lens, meta.prefill_block_tables, meta.prefill_query_start_loc,
@@ -234,4 +258,8 @@ class DecoderModel(nn.Module):
         return self.norm(h) if pending is None else self.norm(pending, h)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [N, vocab] float32
-        return self.lm_head(hidden).float()
+        logits = self.lm_head(hidden)
+        cap = self.cfg.final_logit_softcapping
+        if cap:  # Gemma: cap * tanh(logits / cap), which keeps the argmax (the greedy head's tokens)
+            logits = torch.tanh(logits / cap) * cap
+        return logits.float()

@@ -31,6 +31,8 @@ _LAYER_MAP: dict[str, tuple[str, int | None]] = {
     "mlp.down_proj": ("mlp.down_proj", None),
     "input_layernorm": ("input_norm", None),
     "post_attention_layernorm": ("post_attn_norm", None),
+    "pre_feedforward_layernorm": ("pre_ff_norm", None),  # Gemma 3's norms around the MLP
+    "post_feedforward_layernorm": ("post_ff_norm", None),
 }
 _TOP_MAP = {"model.embed_tokens": "embed_tokens", "model.norm": "norm", "lm_head": "lm_head"}
 _FUSED_PARTS = {"attn.qkv_proj": 3, "mlp.gate_up_proj": 2}
@@ -103,6 +105,9 @@ def load_weights(
                 if name.startswith("layers.") and int(name.split(".")[1]) >= cfg.num_layers:
                     continue
                 tensor = f.get_tensor(hf_name)
+                if cfg.norm_offset and name.endswith("norm.weight"):
+                    # Gemma's norms scale by (1 + w), in float32 as transformers does: fold the 1 in
+                    tensor = tensor.float() + cfg.norm_offset
                 if name.rpartition(".")[2] not in QUANT_KINDS:
                     tensor = tensor.to(dtype)
                 elif tensor.is_floating_point():

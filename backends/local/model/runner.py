@@ -12,7 +12,8 @@ import torch
 from fairgate.backends.local.engine.types import RunnerInput, SampleResult
 from fairgate.backends.local.model.batch import StepBatch, build_step
 from fairgate.backends.local.model.config import ModelConfig
-from fairgate.backends.local.model.llama import DecoderModel, LayerKV
+from fairgate.backends.local.model.gemma3 import decoder_class
+from fairgate.backends.local.model.llama import LayerKV
 from fairgate.backends.local.model.loader import load_weights
 from fairgate.backends.local.model.quantization import quantized_linears, weight_bytes
 from fairgate.backends.local.sampling.logprobs import prompt_logprobs
@@ -93,7 +94,7 @@ class ModelRunner:
         linears = None if self.quantization is None else quantized_linears(
             state, self.config.num_layers, self.quantization, self.config.quantization is not None,
             self.device, plan)
-        self.model = DecoderModel.from_state_dict(self.config, state, self.max_model_len, plan, linears)
+        self.model = decoder_class(self.config).from_state_dict(self.config, state, self.max_model_len, plan, linears)
         del state, linears
         self.packed_linears = plan.pack_linears(self.model)
         native_stack = self.model.attach_native_stack()
@@ -198,7 +199,7 @@ class ModelRunner:
         assert self.model.cos_sin is not None  # set by DecoderModel.from_state_dict
         return build_step(
             inputs, self.block_size, self.max_model_len, self.model.cos_sin, self.device,
-            self.config.vocab_size, self.config.num_heads,
+            self.config.vocab_size, self.config.num_heads, self.config.rope.long_from, self.model.cos_sin_local,
         )
 
     @torch.inference_mode()

@@ -50,7 +50,9 @@ class LeanForward:
         self.norm = model.norm.weight
         self.cos_sin = model.cos_sin
         self.layers = [self._layer(model, state, i) for i in range(cfg.num_layers)]
-        self._round = kernels.draft_round(self.embed, self.norm, self.cos_sin, self.layers, cfg.num_heads,  # or None
+        # the native round indexes the table by position: not for longrope's two sets of rows
+        native_table = self.cos_sin if cfg.rope.long_from is None else None
+        self._round = kernels.draft_round(self.embed, self.norm, native_table, self.layers, cfg.num_heads,  # or None
                                           cfg.num_kv_heads, cfg.head_dim, cfg.rms_norm_eps)
 
     @classmethod
@@ -59,8 +61,8 @@ class LeanForward:
         """From the folder's weights as the runner loaded them; None for a quantized folder
         (its linears are not dense: the draft then runs through its model). `int8_head`:
         the head on int8 codes where the native kernels run (`_int8_head`)."""
-        if cfg.quantization is not None:
-            return None
+        if cfg.quantization is not None or type(model) is not DecoderModel:
+            return None  # a family with its own layers (Gemma 3) runs through its model too
         weight = model.embed_tokens.weight
         state = load_weights(model_dir, cfg, weight.dtype, weight.device, progress=False)
         return cls(model, state, int8_head)

@@ -32,6 +32,7 @@ from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
 from fairgate.backends.local.kv_cache.block_manager import BlockManager
 from fairgate.backends.local.model.batch import build_step
 from fairgate.backends.local.model.llama import AttentionMetadata
+from fairgate.backends.local.model.rope import table_rows
 from fairgate.backends.local.model.runner import ModelRunner
 from fairgate.backends.local.speculative.draft_forward import LeanForward
 from fairgate.backends.local.speculative.proposers import ProposalRequest
@@ -98,7 +99,8 @@ class DraftModelProposer:
         runner, model = self.runner, self.runner.model
         assert model.cos_sin is not None  # set by DecoderModel.from_state_dict, as every runner loads
         step = build_step(inputs, runner.block_size, runner.max_model_len, model.cos_sin, runner.device,
-                          runner.config.vocab_size, runner.config.num_heads)
+                          runner.config.vocab_size, runner.config.num_heads, runner.config.rope.long_from,
+                          model.cos_sin_local)
         hidden = self._forward(step.input_ids, runner.kv_caches, step.meta)  # [T, hidden]
         last = [start + n - 1 for start, n in zip(step.token_start, step.token_count, strict=True)]
         rows = torch.tensor(last, dtype=torch.int64, device=runner.device)
@@ -152,7 +154,12 @@ class DraftModelProposer:
         assert self.runner.model.cos_sin is not None  # set by DecoderModel.from_state_dict
         slots = [t[p // bs] * bs + p % bs for p, t in zip(positions, tables, strict=True)]
         padded = self._padded(positions, tables)
-        pos_t = torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)
+        table = self.runner.model.cos_sin
+        # longrope: the draft does not know the prompt's length here; a decode row is long from
+        # long_from on (only the draft's guesses depend on it, never the verified tokens)
+        rows = table_rows(positions, table.shape[0], self.runner.config.rope.long_from, 0)
+        pos_t = torch.tensor(rows, dtype=torch.int64).to(device, non_blocking=True)
+        local = self.runner.model.cos_sin_local  # Gemma 3's sliding layers
         return AttentionMetadata(
             slot_mapping=torch.tensor(slots, dtype=torch.int64).to(device, non_blocking=True),
             cos_sin=self.runner.model.cos_sin.index_select(0, pos_t),
@@ -161,6 +168,8 @@ class DraftModelProposer:
             decode_seq_lens=torch.tensor([p + 1 for p in positions], dtype=torch.int32).to(device, non_blocking=True),
             decode_max_seq_len=max(positions) + 1,
             prefill_block_tables=None, prefill_query_start_loc=None, prefill_seq_lens=None,
+            cos_sin_local=None if local is None else local.index_select(
+                0, torch.tensor(positions, dtype=torch.int64).to(device, non_blocking=True)),
         )
 
     def _catch_up(self, req: ProposalRequest) -> RunnerInput | None:

@@ -69,6 +69,7 @@ class PagedDriver:
                 inp = RunnerInput(
                     s.rid, s.tokens[s.computed : s.computed + n], s.computed, list(s.table),
                     sample=last, sampling=params, num_output_tokens=len(s.outputs),
+                    prompt_token_ids=s.tokens[: s.prompt_len], output_token_ids=s.outputs,
                 )
                 batch.append((s, inp))
             step += 1

@@ -56,7 +56,8 @@ def test_biases_head_dim_and_window():
         ({"model_type": "gpt2"}, "unsupported model_type"),
         ({"hidden_act": "gelu"}, "hidden_act"),
         ({"num_key_value_heads": 3}, "multiple"),
-        ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "rope type"),
+        ({"rope_scaling": {"rope_type": "mrope", "factor": 4.0}}, "rope type"),
+        ({"partial_rotary_factor": 0.5}, "partial_rotary_factor"),
     ],
 )
 def test_unsupported_configs_fail_clearly(change, message):

@@ -241,3 +241,18 @@ def test_eval_runs_on_a_qwen3_and_reports_the_deltas_of_its_quantized_configs(
     assert "weights int8" in m["config"] and "KV int8" in m["config"]
     assert m["perplexity"] != m["baseline_perplexity"] and abs(m["perplexity_delta_pct"]) < 5
     assert 0.0 <= m["greedy_agreement"] <= 1.0 and m["heldout_tokens"] > 30
+
+
+def test_eval_runs_on_a_gemma3_and_reports_the_deltas_of_its_quantized_configs(
+    tiny_gemma3_dir: Path, eval_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The harness on the Gemma 3 family (windowed layers on the reference attention): int8
+    weights with an int8 KV cache against the float model."""
+    heldout, golden = eval_files
+    code, m, table = _eval(capsys, "--model", str(tiny_gemma3_dir), "--heldout", str(heldout), "--golden",
+                           str(golden), "--quantization", "int8", "--kv-cache-dtype", "int8",
+                           "--max-ppl-delta-pct", "5", "--max-pass-rate-drop", "100")
+    assert code == 0, table
+    assert "weights int8" in m["config"] and "KV int8" in m["config"]
+    assert m["perplexity"] != m["baseline_perplexity"] and abs(m["perplexity_delta_pct"]) < 5
+    assert 0.0 <= m["greedy_agreement"] <= 1.0 and m["heldout_tokens"] > 30
