@@ -49,10 +49,6 @@ def _timed(module: Any) -> None:
 
 
 _timed(sensitivity)
-if "from policies." in Path(sensitivity.__file__).read_text():  # a tree from before the one import name
-    import policies.sensitivity as legacy  # type: ignore[import-not-found]  # noqa: E402
-
-    _timed(legacy)
 
 from fairgate.backends.base import Capabilities, Chunk, GenerationRequest  # noqa: E402
 from fairgate.backends.openai_wire import response_id  # noqa: E402
