@@ -1,4 +1,5 @@
-"""Llama-style decoder over a paged KV cache (Llama 2/3, Mistral, Qwen2, Qwen3 dense).
+"""Llama-style decoder over a paged KV cache (Llama 2/3, Mistral, Qwen2, Qwen3; Mixtral and Qwen3-MoE
+with the sparse MLP of moe.py).
 
 The model sees one flat, ragged batch per step: every new token of every sequence in one
 [num_tokens] row, decode tokens first, then prefill chunks. Attention writes new K/V through
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 
 from fairgate.backends.local.model.config import ModelConfig
+from fairgate.backends.local.model.moe import mlp_block
 from fairgate.backends.local.model.rope import cos_sin_cache
 from fairgate.kernels import KernelPlan, NativeStack, StackLayer, StepRows
 
@@ -137,12 +139,12 @@ class RMSNorm(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig, kernels: KernelPlan) -> None:
+    def __init__(self, cfg: ModelConfig, kernels: KernelPlan, index: int = 0) -> None:
         super().__init__()
         self.input_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, kernels)
         self.attn = Attention(cfg, kernels)
         self.post_attn_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, kernels)
-        self.mlp = MLP(cfg, kernels)
+        self.mlp = mlp_block(cfg, kernels, index) or MLP(cfg, kernels)  # sparse MoE or dense
 
     def forward(self, h: torch.Tensor, pending: torch.Tensor | None, cache: LayerKV,
                 meta: AttentionMetadata) -> torch.Tensor:
@@ -163,7 +165,7 @@ class DecoderModel(nn.Module):
         self.cfg = cfg
         self.kernels = kernels
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(DecoderLayer(cfg, kernels) for _ in range(cfg.num_layers))
+        self.layers = nn.ModuleList(DecoderLayer(cfg, kernels, i) for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, kernels)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.cos_sin: torch.Tensor | None = None  # [max_positions, 2, head_dim], set by from_state_dict
@@ -202,7 +204,11 @@ class DecoderModel(nn.Module):
     def attach_native_stack(self) -> bool:
         """Run every layer of a step in one native call (kernels/programs/layer_stack.py: the same kernels in
         the same order, so the same bits) where the weights allow: float32 panel linears on the
-        CPU, a SwiGLU-fused gate/up. Steps on caches it does not take still run per op."""
+        CPU, a SwiGLU-fused gate/up. Steps on caches it does not take still run per op. A
+        mixture-of-experts model always runs per op (the stack has no router or experts)."""
+        if self.cfg.moe is not None:
+            self.native_stack = None
+            return False
         # kernel boundary: StackLayer declares PanelLinear parts, which NativeStack.build checks
         layers = [StackLayer(layer.input_norm.weight, layer.attn.qkv_proj, layer.attn.o_proj,  # type: ignore[arg-type]
                              layer.post_attn_norm.weight, layer.mlp.gate_up_proj, layer.mlp.down_proj,  # type: ignore[arg-type]

@@ -1,0 +1,83 @@
+"""The sparse mixture-of-experts MLP of Mixtral and Qwen3-MoE, on the per-op path.
+
+A router linear scores every expert per token; each token runs its top-k experts (SwiGLU MLPs)
+and sums their outputs weighted by the softmax of the scores (renormalised over the k where the
+config says: transformers' MixtralTopKRouter / Qwen3MoeTopKRouter). Only the selected experts'
+rows are computed, grouped by expert: the (token, slot) pairs are sorted by expert, each active
+expert runs one matmul pair over the rows routed to it, and the weighted results are added into
+the output row by row in expert order (the order transformers adds them in).
+
+The expert linears are ordinary `nn.Linear`s, so the runner's plan packs them like the dense
+ones (native panel GEMM with the SwiGLU fused, or oneDNN) and `fairgate quantize` / `--quantization`
+swap them for QuantLinear. The whole-model native programs (layer stack, draft round) do not take
+this block: an MoE model runs its layers per op (`DecoderModel.attach_native_stack`).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from fairgate.backends.local.model.config import ModelConfig
+from fairgate.kernels import KernelPlan
+
+
+class Expert(nn.Module):
+    """One expert: SwiGLU over a fused [gate; up] projection (the loader fuses w1/w3 or gate/up)."""
+
+    def __init__(self, hidden: int, intermediate: int, kernels: KernelPlan) -> None:
+        super().__init__()
+        self.kernels = kernels
+        self.gate_up_proj = nn.Linear(hidden, 2 * intermediate, bias=False)
+        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [n, hidden] -> [n, hidden]
+        if getattr(self.gate_up_proj, "fused_swiglu", False):  # a panel linear that applies it itself
+            return self.down_proj(self.gate_up_proj(x))
+        return self.down_proj(self.kernels.silu_mul(self.gate_up_proj(x)))
+
+
+class SparseMoeBlock(nn.Module):
+    """Router `gate` [num_experts, hidden] and `experts`; forward [T, hidden] -> [T, hidden]."""
+
+    def __init__(self, cfg: ModelConfig, kernels: KernelPlan) -> None:
+        super().__init__()
+        moe = cfg.moe
+        assert moe is not None
+        self.top_k, self.norm_topk_prob = moe.top_k, moe.norm_topk_prob
+        self.gate = nn.Linear(cfg.hidden_size, moe.num_experts, bias=False)
+        self.experts = nn.ModuleList(Expert(cfg.hidden_size, moe.intermediate_size, kernels)
+                                     for _ in range(moe.num_experts))
+
+    def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Top-k routing: (weights [T, k] in x's dtype, expert ids [T, k] int64), as transformers'
+        routers: softmax in float32 over all experts, top-k, optionally renormalised."""
+        probs = torch.softmax(self.gate(x).float(), dim=-1)  # [T, E]
+        weights, experts = torch.topk(probs, self.top_k, dim=-1)  # [T, k]
+        if self.norm_topk_prob:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+        return weights.to(x.dtype), experts
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weights, experts = self.route(x)
+        flat = experts.flatten()  # [T * k]: pair p is token p // k's slot p % k
+        order = torch.argsort(flat, stable=True)  # pairs grouped by expert, tokens ascending within one
+        counts = torch.bincount(flat, minlength=len(self.experts)).tolist()  # one host sync a layer
+        tokens = order // self.top_k  # [T * k]
+        pair_weights = weights.flatten()[order]  # [T * k]
+        out = torch.zeros_like(x)  # [T, hidden]
+        start = 0
+        for expert, n in zip(self.experts, counts, strict=True):
+            if n:
+                rows = tokens[start : start + n]  # [n] token ids routed to this expert
+                y = expert(x.index_select(0, rows)) * pair_weights[start : start + n, None]  # [n, hidden]
+                out.index_add_(0, rows, y)
+                start += n
+        return out
+
+
+def mlp_block(cfg: ModelConfig, kernels: KernelPlan, layer: int) -> SparseMoeBlock | None:
+    """Layer `layer`'s sparse MLP, or None where the model's MLP there is the dense one."""
+    if cfg.moe is None or not cfg.moe.is_sparse(layer):
+        return None
+    return SparseMoeBlock(cfg, kernels)
