@@ -62,7 +62,7 @@ def tokenizer_json(vocab_size: int = 512) -> str:
 
 
 def _arch_config(arch: str, vocab_size: int, bos_id: int, eos_id: int, overrides: dict[str, Any]):
-    from transformers import LlamaConfig, MistralConfig, MixtralConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig
+    from transformers import LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
 
     common: dict[str, Any] = dict(
         vocab_size=vocab_size,
@@ -91,11 +91,15 @@ def _arch_config(arch: str, vocab_size: int, bos_id: int, eos_id: int, overrides
         cls, common["tie_word_embeddings"], common["head_dim"] = Qwen3Config, True, 32
         common["attention_bias"] = False
     elif arch == "mixtral":  # Mistral attention, every MLP sparse: 8 experts of 48, top-2 renormalised
+        from transformers import MixtralConfig
+
         cls, common["sliding_window"] = MixtralConfig, None
         common.update(num_local_experts=8, num_experts_per_tok=2, intermediate_size=48)
     elif arch == "qwen3_moe":
         # Qwen3 attention (q/k norms, head_dim 32), 6 experts of 48 top-2 without renormalisation,
         # and layer 1 of 3 dense (mlp_only_layers) with its own intermediate size
+        from transformers import Qwen3MoeConfig
+
         cls, common["tie_word_embeddings"], common["head_dim"] = Qwen3MoeConfig, True, 32
         common.update(num_hidden_layers=3, num_experts=6, num_experts_per_tok=2, moe_intermediate_size=48,
                       norm_topk_prob=False, mlp_only_layers=[1], decoder_sparse_step=1, attention_bias=False)

@@ -33,8 +33,11 @@ class Expert(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # [n, hidden] -> [n, hidden]
         if getattr(self.gate_up_proj, "fused_swiglu", False):  # a panel linear that applies it itself
-            return self.down_proj(self.gate_up_proj(x))
-        return self.down_proj(self.kernels.silu_mul(self.gate_up_proj(x)))
+            hidden: torch.Tensor = self.gate_up_proj(x)  # [n, I], SwiGLU applied
+        else:
+            hidden = self.kernels.silu_mul(self.gate_up_proj(x))  # silu(gate) * up, [n, I]
+        out: torch.Tensor = self.down_proj(hidden)
+        return out
 
 
 class SparseMoeBlock(nn.Module):
