@@ -49,18 +49,21 @@ class SparseMoeBlock(nn.Module):
         moe = cfg.moe
         assert moe is not None
         self.top_k, self.norm_topk_prob = moe.top_k, moe.norm_topk_prob
+        # Mixtral's router hands its weights on in float32 (each expert's output is scaled in float32,
+        # then rounded); Qwen3-MoE's casts them to the activations' dtype first. Same bits in float32.
+        self.float_weights = cfg.model_type == "mixtral"
         self.gate = nn.Linear(cfg.hidden_size, moe.num_experts, bias=False)
         self.experts = nn.ModuleList(Expert(cfg.hidden_size, moe.intermediate_size, kernels)
                                      for _ in range(moe.num_experts))
 
     def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Top-k routing: (weights [T, k] in x's dtype, expert ids [T, k] int64), as transformers'
-        routers: softmax in float32 over all experts, top-k, optionally renormalised."""
+        """Top-k routing: (weights [T, k], expert ids [T, k] int64), as transformers' routers:
+        softmax in float32 over all experts, top-k, optionally renormalised."""
         probs = torch.softmax(self.gate(x).float(), dim=-1)  # [T, E]
         weights, experts = torch.topk(probs, self.top_k, dim=-1)  # [T, k]
         if self.norm_topk_prob:
             weights = weights / weights.sum(dim=-1, keepdim=True)
-        return weights.to(x.dtype), experts
+        return (weights if self.float_weights else weights.to(x.dtype)), experts
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         num_tokens, k = x.shape[0], self.top_k
