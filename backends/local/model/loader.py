@@ -69,6 +69,9 @@ def _map_name(hf_name: str) -> tuple[str, int | None] | None:
     m = _LAYER.match(stem)
     if m:
         target = _LAYER_MAP.get(m.group(2)) or _moe_target(m.group(2))
+        if target is None and m.group(2).endswith("experts"):
+            raise KeyError(f"{hf_name}: experts stored as one 3D tensor per layer are not supported; save the"
+                           " folder with a tensor per expert (mlp.experts.E.gate_proj ..., as save_pretrained does)")
         if target is None:
             raise KeyError(f"unexpected weight {hf_name}")
         return f"layers.{m.group(1)}.{target[0]}.{kind}", target[1]

@@ -241,3 +241,20 @@ def test_quantized_kv_caches_keep_greedy_tokens(arch: str, moe_dirs) -> None:
     print(f"{arch}: greedy token agreement of int8 KV with float32 KV: {agreement:.3f}")
     assert agreement >= 0.75
     assert all(len(o) == 8 for o in outs["int4"])  # runs; its agreement is the quality delta eval reports
+
+
+def test_experts_fused_into_3d_tensors_are_refused_by_name(moe_dirs, tmp_path: Path) -> None:
+    """transformers' in-memory layout (mlp.experts.gate_up_proj [E, 2I, H]) in a folder: a clear
+    error naming it, not a wrong model."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "fused"
+    shutil.copytree(moe_dirs["qwen3_moe"], folder)
+    state = load_file(str(folder / "model.safetensors"))
+    experts = [state.pop(f"model.layers.0.mlp.experts.{e}.gate_proj.weight") for e in range(6)]
+    state["model.layers.0.mlp.experts.gate_up_proj"] = torch.stack(experts)
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(KeyError, match="experts stored as one 3D tensor per layer are not supported"):
+        ModelRunner(folder, num_kv_blocks=16)
