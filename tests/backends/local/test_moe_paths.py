@@ -123,6 +123,9 @@ def test_greedy_matches_transformers_on_each_cpu_path(arch: str, path: str, moe_
     assert runner.model.native_stack is None  # MoE never runs in the whole-model program
     if path != "reference":
         assert runner.kernels.choice("layer_stack").why.startswith("mixture-of-experts")
+        if runner.kernels.choice("dense_linears").impl == "panel":  # experts on cpu_gemm.c
+            expert = runner.model.decoder_layers()[0].mlp.experts[0]
+            assert type(expert.gate_up_proj).__name__ == type(expert.down_proj).__name__ == "PanelLinear"
     prompts = _prompts(runner.config.vocab_size, 12, seed=11)
     max_new = [random.Random(i).randint(4, 16) for i in range(12)]
     expected = [_hf_greedy(hf_models[arch], p, n) for p, n in zip(prompts, max_new, strict=True)]
@@ -258,3 +261,17 @@ def test_experts_fused_into_3d_tensors_are_refused_by_name(moe_dirs, tmp_path: P
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
     with pytest.raises(KeyError, match="experts stored as one 3D tensor per layer are not supported"):
         ModelRunner(folder, num_kv_blocks=16)
+
+
+def test_experts_on_the_fused_swiglu_panel_linears_match_transformers(tmp_path: Path) -> None:
+    """Experts of 64 (a [gate; up] of 128 rows, two panels): the native panel GEMM applies the
+    SwiGLU itself (what a real-sized MoE runs); the tiny models' 48 do not take that branch."""
+    folder = make_tiny_model(tmp_path / "wide", "qwen3_moe", seed=5, moe_intermediate_size=64, norm_topk_prob=True)
+    runner = ModelRunner(folder, num_kv_blocks=96)
+    expert = runner.model.decoder_layers()[0].mlp.experts[0]
+    if not getattr(expert.gate_up_proj, "fused_swiglu", False):
+        pytest.skip("the native panel linears did not build here")
+    hf = _hf(folder)
+    prompts = _prompts(runner.config.vocab_size, 6, seed=9)
+    expected = [_hf_greedy(hf, p, 12) for p in prompts]
+    assert PagedDriver(runner, chunk=6, seed=2).generate(prompts, 12, stagger=2) == expected
