@@ -23,6 +23,7 @@ from fairgate.backends.local.model.quantization import quantize_folder
 from fairgate.backends.local.model.runner import ModelRunner
 from fairgate.kernels import KernelPlan, QuantMethod, quantize_weight
 from fairgate.kernels.ops.quant_format import dequantize_weight
+from tests.backends.local import test_evaluation as evaluation
 from tests.backends.local.paged_driver import PagedDriver
 from tests.backends.local.test_spec_engine import (
     PROMPTS,
@@ -275,3 +276,21 @@ def test_experts_on_the_fused_swiglu_panel_linears_match_transformers(tmp_path: 
     prompts = _prompts(runner.config.vocab_size, 6, seed=9)
     expected = [_hf_greedy(hf, p, 12) for p in prompts]
     assert PagedDriver(runner, chunk=6, seed=2).generate(prompts, 12, stagger=2) == expected
+
+
+eval_files = evaluation.eval_files  # the held-out text and golden set of test_evaluation.py (a fixture)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_eval_runs_on_moe_and_reports_the_int8_weights_delta(arch: str, moe_dirs, eval_files,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    heldout, golden = eval_files
+    code, m, table = evaluation._eval(capsys, "--model", str(moe_dirs[arch]), "--quantization", "int8",
+                                      "--heldout", str(heldout), "--golden", str(golden),
+                                      "--max-ppl-delta-pct", "100", "--max-pass-rate-drop", "1",
+                                      "--min-greedy-agreement", "0")
+    assert code == 0, table
+    assert "weights int8" in table and m["perplexity"] > 1.0
+    assert m["perplexity"] != m["baseline_perplexity"]  # the experts really run on int8 codes
+    print(f"{arch}: int8 weights perplexity delta {m['perplexity_delta_pct']:.3f}%, greedy agreement"
+          f" {m['greedy_agreement']:.3f}")
