@@ -13,6 +13,11 @@ and a 32000 vocabulary (~160M parameters: a --quick run takes a few minutes on 2
 layers, 5 sliding (window 512, as the 1B) and 1 full, and a 32000 vocabulary: contexts up to 768
 tokens, so the windowed attention is measured past its window (the roofline counts whole-context
 attention in every layer, an upper bound for the sliding ones).
+`--arch qwen3_moe`: "qwen3moe-8e", a small Qwen3-MoE (hidden 768, 8 layers, 12 query heads of
+head_dim 64 over 4 KV heads, 8 experts of intermediate 512 with top-2 renormalised routing in every
+layer, tied 32000 vocabulary: ~113M parameters, ~56M active per token); the roofline counts the
+active parameters only (2 experts and the router). With `--also-max-num-seqs 1` the engine also
+runs the workload one request at a time (`engine_seqs1_*`: batch 1) beside the default pass.
 
 tokens_per_s counts generated tokens. The roofline is the same count at the machine's fp32
 matmul rate (one large square matmul measured in this run, the faster of MKL's `torch.mm` and
@@ -21,8 +26,8 @@ pre-packed oneDNN; both are reported) for the workload's necessary FLOPs:
 (4 x layers x hidden x context per token, causal). Static batches generate to the longest
 output in the batch, only each request's own tokens count.
 
-    python bench/engine_throughput.py [--quick] [--arch llama|qwen3|gemma3] [--models 110m,5m] [--requests 64] [--threads N]
-        [--also-kv-dtype float16] [--llama-cpp LLAMA_DIR [--llama-cpp-kv f16,f32]]
+    python bench/engine_throughput.py [--quick] [--arch llama|qwen3|gemma3|qwen3_moe] [--models 110m,5m] [--requests 64]
+        [--threads N] [--also-kv-dtype float16] [--also-max-num-seqs 1] [--llama-cpp LLAMA_DIR [--llama-cpp-kv f16,f32]]
         [--vllm VLLM_VENV [--vllm-step-budgets 512,2048]] [--server-passes 2] [--no-server]
         [--gemm auto|native|onednn|torch] [--neighbours N]
 Prints a table, then one JSON line (keys for the 110m model unprefixed, others prefixed).
@@ -78,8 +83,13 @@ MODELS = {
     "gemma3-6l": dict(model_type="gemma3", hidden_size=1152, num_hidden_layers=6, num_attention_heads=4,
                       num_key_value_heads=1, head_dim=256, intermediate_size=6912, vocab_size=32000,
                       tie_word_embeddings=True, sliding_window=512, query_pre_attn_scalar=256),
+    "qwen3moe-8e": dict(model_type="qwen3_moe", hidden_size=768, num_hidden_layers=8, num_attention_heads=12,
+                        num_key_value_heads=4, head_dim=64, intermediate_size=2048, moe_intermediate_size=512,
+                        num_experts=8, num_experts_per_tok=2, norm_topk_prob=True, vocab_size=32000,
+                        tie_word_embeddings=True),
 }
-ARCH_MODELS = {"llama": "110m,5m", "qwen3": "qwen3-8l", "gemma3": "gemma3-6l"}  # --models' default for each --arch
+ARCH_MODELS = {"llama": "110m,5m", "qwen3": "qwen3-8l", "gemma3": "gemma3-6l",
+               "qwen3_moe": "qwen3moe-8e"}  # --models' default for each --arch
 
 
 @dataclass(slots=True)
@@ -89,13 +99,19 @@ class Req:
 
 
 def make_model(path: Path, spec: dict) -> Path:
-    """A random Llama, Qwen3 or Gemma 3 folder with a word-level tokenizer covering the whole vocabulary."""
+    """A random Llama, Qwen3, Gemma 3 or Qwen3-MoE folder with a word-level tokenizer covering the whole vocabulary."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import AutoModelForCausalLM, Gemma3TextConfig, LlamaConfig, Qwen3Config
+    from transformers import (
+        AutoModelForCausalLM,
+        Gemma3TextConfig,
+        LlamaConfig,
+        Qwen3Config,
+        Qwen3MoeConfig,
+    )
 
     spec = dict(spec)
-    config_class = {"llama": LlamaConfig, "qwen3": Qwen3Config,
-                    "gemma3": Gemma3TextConfig}[spec.pop("model_type", "llama")]
+    config_class = {"llama": LlamaConfig, "qwen3": Qwen3Config, "gemma3": Gemma3TextConfig,
+                    "qwen3_moe": Qwen3MoeConfig}[spec.pop("model_type", "llama")]
     spec.setdefault("tie_word_embeddings", False)
     vocab = spec["vocab_size"]
     config = config_class(**spec, max_position_embeddings=1024, bos_token_id=1, eos_token_id=2,
@@ -122,7 +138,10 @@ def workload_flops(spec: dict, reqs: list[Req]) -> float:
     h, layers, inter, vocab = spec["hidden_size"], spec["num_hidden_layers"], spec["intermediate_size"], spec["vocab_size"]
     head_dim = spec.get("head_dim") or h // spec["num_attention_heads"]  # Qwen3: not hidden / heads
     q, kv = head_dim * spec["num_attention_heads"], head_dim * spec["num_key_value_heads"]
-    block = layers * (h * q * 2 + h * kv * 2 + 3 * h * inter)
+    mlp = 3 * h * inter
+    if "num_experts" in spec:  # MoE: the router and the top-k experts each token runs
+        mlp = h * spec["num_experts"] + spec["num_experts_per_tok"] * 3 * h * spec["moe_intermediate_size"]
+    block = layers * (h * q * 2 + h * kv * 2 + mlp)
     flops = 0.0
     for r in reqs:
         p, g = len(r.prompt), r.max_tokens
@@ -232,16 +251,18 @@ def run_model(name: str, args: argparse.Namespace, tmp: Path) -> dict:
 
     # KV pool: room for the whole workload at once (as a GPU would have), unless given.
     blocks = args.num_kv_blocks or sum(-(-(len(r.prompt) + r.max_tokens) // 16) for r in reqs) + 64
-    runs = [("engine", "auto")] + [(f"engine_{d}_kv", d) for d in args.also_kv_dtype.split(",") if d]
+    runs = [("engine", "auto", args.max_num_seqs)] + [(f"engine_{d}_kv", d, args.max_num_seqs)
+                                                      for d in args.also_kv_dtype.split(",") if d]
+    runs += [(f"engine_seqs{s}", "auto", int(s)) for s in args.also_max_num_seqs.split(",") if s]
 
-    def engine(kv_dtype: str = "auto") -> AsyncEngine:
+    def engine(kv_dtype: str = "auto", max_num_seqs: int = args.max_num_seqs) -> AsyncEngine:
         return AsyncEngine(EngineConfig(
-            str(path), max_num_seqs=args.max_num_seqs, kv_cache_dtype=kv_dtype,
+            str(path), max_num_seqs=max_num_seqs, kv_cache_dtype=kv_dtype,
             max_num_batched_tokens=args.max_num_batched_tokens, num_kv_blocks=blocks,
             **({} if args.gemm == "auto" else {"gemm": args.gemm})))  # (auto: older trees too)
 
-    for key, kv_dtype in runs:
-        res.update(engine_figures(key, engine(kv_dtype), reqs, warm, gen))
+    for key, kv_dtype, seqs in runs:
+        res.update(engine_figures(key, engine(kv_dtype, seqs), reqs, warm, gen))
         gc.collect()  # a closed engine sits in reference cycles: free its KV pool before the next one
         if "hf_sequential_tokens_per_s" in res:
             res[f"{key}_vs_hf_sequential"] = res[f"{key}_tokens_per_s"] / res["hf_sequential_tokens_per_s"]
@@ -396,6 +417,8 @@ def main() -> None:
     ap.add_argument("--also-kv-dtype", default="float16",
                     help="comma list of KV-cache dtypes to run the engine with as well, after the default"
                          " (the weights' dtype); float16 is llama.cpp's default KV type. '' for none")
+    ap.add_argument("--also-max-num-seqs", default="",
+                    help="comma list of --max-num-seqs to run the engine with as well (1: batch 1), keyed engine_seqsN")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch threads for every contender (default: torch's choice); 1 is steadier "
                          "on a shared machine, where spinning thread pools lose their slices")
@@ -433,7 +456,8 @@ def main() -> None:
 
         for key in [k[: -len("_tokens_per_s")] for k in r if k.startswith("engine") and k.endswith("_tokens_per_s")
                     and not k.startswith("engine_server") and isinstance(r[k], float)]:
-            label = "KV " + (key.split("_")[1] if key != "engine" else "= weights")
+            label = ("KV " + (key.split("_")[1] if key != "engine" else "= weights")) if "seqs" not in key else (
+                f"max seqs {key.removeprefix('engine_seqs')}")
             print(f"{name:6} {label:16} {r['generated_tokens']:8d} {cell('hf_sequential_tokens_per_s', 8)}"
                   f" {cell('hf_static_tokens_per_s', 9)} {cell(f'{key}_tokens_per_s', 8)}"
                   f" {cell('roofline_tokens_per_s', 8)} {cell(f'{key}_vs_hf_sequential', 7, 2)}"

@@ -136,12 +136,12 @@ class KernelPlan:
         head = f"kernel plan on {self.device} (FAIRGATE_KERNELS={self.mode}, gemm={self.gemm}): {self.summary}"
         return [head, *(f"  {op:<17} {choice}" for op, choice in self.choices)]
 
-    def settled(self, stack: NativeStack | None, head: GreedyHead | None) -> KernelPlan:
+    def settled(self, stack: NativeStack | None, head: GreedyHead | None, stack_why: str | None = None) -> KernelPlan:
         """This plan with what the model took: the layer stack and greedy head it could not use
-        recorded as not running, and why."""
+        recorded as not running, and why (`stack_why`: the model's own reason, if it has one)."""
         choices = dict(self.choices)
         if stack is None and choices["layer_stack"].impl == "native":
-            choices["layer_stack"] = Choice("per-op", "this model's layers do not fit the native stack")
+            choices["layer_stack"] = Choice("per-op", stack_why or "this model's layers do not fit the native stack")
         if head is None and choices["greedy_head"].impl == "native":
             choices["greedy_head"] = Choice("logits", "this LM head does not fit the screen")
         return dataclasses.replace(self, choices=tuple(choices.items()))

@@ -1,6 +1,6 @@
 """What the engine needs to know about a model, parsed from a Hugging Face folder.
 
-Reads config.json (Llama 2/3, Mistral, Qwen2, Qwen3 dense, Gemma 3 text) and generation_config.json. Accepts both the
+Reads config.json (Llama 2/3, Mistral, Qwen2, Qwen3 dense, Gemma 3 text; Mixtral and Qwen3-MoE, see moe_config.py) and generation_config.json. Accepts both the
 classic `rope_theta` + `rope_scaling` keys and the transformers-5 `rope_parameters` block.
 """
 
@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text")
+from fairgate.backends.local.model.moe_config import MOE_MODEL_TYPES, MoeConfig, parse_moe
+
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text", *MOE_MODEL_TYPES)
 GEMMA3 = "gemma3_text"
 SLIDING, FULL = "sliding_attention", "full_attention"  # Gemma 3's layer types
 SUPPORTED_ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn", "longrope")
@@ -89,6 +91,8 @@ class ModelConfig:
     eos_token_ids: tuple[int, ...] = ()
     # Weight-only quantization a folder was saved with (`fairgate quantize`), e.g. "int8".
     quantization: str | None = None
+    # Mixtral, Qwen3-MoE: the sparse MLP's experts and routing (None: every MLP is dense)
+    moe: MoeConfig | None = None
 
     @property
     def q_size(self) -> int:
@@ -137,7 +141,7 @@ class ModelConfig:
         # all four (Qwen3 defaults to none).
         qkv_bias = model_type == "qwen2" or attention_bias
         o_bias = model_type != "qwen2" and attention_bias
-        use_window = model_type == "mistral" or bool(cfg.get("use_sliding_window", False))
+        use_window = model_type in ("mistral", "mixtral") or bool(cfg.get("use_sliding_window", False))
         window = cfg.get("sliding_window") if use_window else None
         gemma = _gemma3_fields(cfg) if model_type == GEMMA3 else {}
         fields: dict[str, Any] = dict(
@@ -156,12 +160,13 @@ class ModelConfig:
             qkv_bias=qkv_bias,
             o_bias=o_bias,
             mlp_bias=bool(cfg.get("mlp_bias", False)),
-            qk_norm=model_type in ("qwen3", GEMMA3),
+            qk_norm=model_type in ("qwen3", "qwen3_moe", GEMMA3),
             sliding_window=int(window) if window else None,
             torch_dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or "float32"),
             bos_token_id=cfg.get("bos_token_id"),
             eos_token_ids=_eos_ids(cfg, generation or {}),
             quantization=_quantization(cfg),
+            moe=parse_moe(model_type, cfg, int(cfg["num_hidden_layers"])),
         )
         return cls(**{**fields, **gemma})
 

@@ -1,4 +1,5 @@
-"""Llama-style decoder over a paged KV cache (Llama 2/3, Mistral, Qwen2, Qwen3 dense).
+"""Llama-style decoder over a paged KV cache (Llama 2/3, Mistral, Qwen2, Qwen3; Mixtral and Qwen3-MoE
+with the sparse MLP of moe.py).
 
 The model sees one flat, ragged batch per step: every new token of every sequence in one
 [num_tokens] row, decode tokens first, then prefill chunks. Attention writes new K/V through
@@ -16,6 +17,7 @@ import torch
 from torch import nn
 
 from fairgate.backends.local.model.config import SLIDING, ModelConfig
+from fairgate.backends.local.model.moe import mlp_block
 from fairgate.backends.local.model.rope import cos_sin_cache
 from fairgate.kernels import KernelPlan, NativeStack, StackLayer, StepRows
 
@@ -150,12 +152,12 @@ class RMSNorm(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig, kernels: KernelPlan) -> None:
+    def __init__(self, cfg: ModelConfig, kernels: KernelPlan, index: int = 0) -> None:
         super().__init__()
         self.input_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, kernels)
         self.attn = Attention(cfg, kernels)
         self.post_attn_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, kernels)
-        self.mlp = MLP(cfg, kernels)
+        self.mlp = mlp_block(cfg, kernels, index) or MLP(cfg, kernels)  # sparse MoE or dense
 
     def forward(self, h: torch.Tensor, pending: torch.Tensor | None, cache: LayerKV,
                 meta: AttentionMetadata) -> torch.Tensor:
@@ -186,7 +188,7 @@ class DecoderModel(nn.Module):
     @staticmethod
     def make_layer(cfg: ModelConfig, kernels: KernelPlan, index: int) -> nn.Module:
         """Decoder layer `index` (a family with other layers overrides this: gemma3.py)."""
-        return DecoderLayer(cfg, kernels)
+        return DecoderLayer(cfg, kernels, index)
 
     @classmethod
     def from_state_dict(
@@ -224,7 +226,11 @@ class DecoderModel(nn.Module):
     def attach_native_stack(self) -> bool:
         """Run every layer of a step in one native call (kernels/programs/layer_stack.py: the same kernels in
         the same order, so the same bits) where the weights allow: float32 panel linears on the
-        CPU, a SwiGLU-fused gate/up. Steps on caches it does not take still run per op."""
+        CPU, a SwiGLU-fused gate/up. Steps on caches it does not take still run per op. A
+        mixture-of-experts model always runs per op (the stack has no router or experts)."""
+        if self.cfg.moe is not None:
+            self.native_stack = None
+            return False
         # kernel boundary: StackLayer declares PanelLinear parts, which NativeStack.build checks
         layers = [StackLayer(layer.input_norm.weight, layer.attn.qkv_proj, layer.attn.o_proj,  # type: ignore[arg-type]
                              layer.post_attn_norm.weight, layer.mlp.gate_up_proj, layer.mlp.down_proj,  # type: ignore[arg-type]

@@ -18,6 +18,13 @@ from tqdm import tqdm
 from fairgate.backends.local.model.config import ModelConfig
 
 _LAYER = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
+# A sparse MLP's router and experts: Qwen3-MoE's mlp.gate, mlp.experts.E.{gate,up,down}_proj;
+# Mixtral's block_sparse_moe.gate, block_sparse_moe.experts.E.{w1,w3,w2} (w1 gate, w3 up, w2 down).
+_MOE = re.compile(r"^(?:mlp|block_sparse_moe)\.(gate|experts\.(\d+)\.(\w+))$")
+_EXPERT_MAP: dict[str, tuple[str, int | None]] = {
+    "gate_proj": ("gate_up_proj", 0), "w1": ("gate_up_proj", 0), "up_proj": ("gate_up_proj", 1),
+    "w3": ("gate_up_proj", 1), "down_proj": ("down_proj", None), "w2": ("down_proj", None),
+}
 # HF suffix inside a layer -> (our name, which part of a fused tensor, or None)
 _LAYER_MAP: dict[str, tuple[str, int | None]] = {
     "self_attn.q_proj": ("attn.qkv_proj", 0),
@@ -35,7 +42,7 @@ _LAYER_MAP: dict[str, tuple[str, int | None]] = {
     "post_feedforward_layernorm": ("post_ff_norm", None),
 }
 _TOP_MAP = {"model.embed_tokens": "embed_tokens", "model.norm": "norm", "lm_head": "lm_head"}
-_FUSED_PARTS = {"attn.qkv_proj": 3, "mlp.gate_up_proj": 2}
+_FUSED_PARTS = {"qkv_proj": 3, "gate_up_proj": 2}  # by the fused module's own name
 # Tensors of a `fairgate quantize` folder (kernels/ops/quant_format.py), kept as stored: codes stay
 # integers, scales float32. Fusing them along dim 0 is exact (scales are per output channel).
 QUANT_KINDS = ("qweight", "scales", "minimum")
@@ -63,13 +70,27 @@ def _map_name(hf_name: str) -> tuple[str, int | None] | None:
         return None  # precomputed inv_freq buffers in older checkpoints
     m = _LAYER.match(stem)
     if m:
-        target = _LAYER_MAP.get(m.group(2))
+        target = _LAYER_MAP.get(m.group(2)) or _moe_target(m.group(2))
+        if target is None and m.group(2).endswith("experts"):
+            raise KeyError(f"{hf_name}: experts stored as one 3D tensor per layer are not supported; save the"
+                           " folder with a tensor per expert (mlp.experts.E.gate_proj ..., as save_pretrained does)")
         if target is None:
             raise KeyError(f"unexpected weight {hf_name}")
         return f"layers.{m.group(1)}.{target[0]}.{kind}", target[1]
     if stem in _TOP_MAP:
         return f"{_TOP_MAP[stem]}.{kind}", None
     raise KeyError(f"unexpected weight {hf_name}")
+
+
+def _moe_target(suffix: str) -> tuple[str, int | None] | None:
+    """Our name and fused part of a sparse MLP tensor (router or expert), or None."""
+    m = _MOE.match(suffix)
+    if m is None:
+        return None
+    if m.group(1) == "gate":
+        return "mlp.gate", None
+    target = _EXPERT_MAP.get(m.group(3))
+    return None if target is None else (f"mlp.experts.{m.group(2)}.{target[0]}", target[1])
 
 
 def _tensor_count(files: list[Path]) -> int:
@@ -118,7 +139,7 @@ def load_weights(
                     parts.setdefault(name, {})[part] = tensor
     bar.close()
     for name, pieces in parts.items():
-        need = _FUSED_PARTS[name.rsplit(".", 1)[0].split(".", 2)[2]]
+        need = _FUSED_PARTS[name.rsplit(".", 2)[1]]
         if len(pieces) != need:
             raise KeyError(f"{name}: found {len(pieces)} of {need} parts to fuse")
         plain[name] = torch.cat([pieces[i] for i in range(need)], dim=0).to(device)

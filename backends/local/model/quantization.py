@@ -3,7 +3,8 @@
 Two ways in, one result: a float checkpoint quantized while it loads (`--quantization int8`),
 or a folder written by `fairgate quantize` (codes and scales in safetensors, the method in
 config.json's `quantization_config`). Either way the runner gets one `QuantLinear` per decoder
-linear; the embedding and the LM head stay in the model's dtype.
+linear, each expert's included (Mixtral, Qwen3-MoE); the embedding, the LM head and an MoE
+router (a few KiB that decide which experts run) stay in the model's dtype.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from fairgate.kernels import KernelPlan, QuantizedWeight, QuantLinear, QuantMeth
 
 # Our module names of the decoder's linears (after the loader's q/k/v and gate/up fusion).
 LINEAR_NAMES = ("attn.qkv_proj", "attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj")
+_EXPERT_LINEAR = re.compile(r"^layers\.\d+\.mlp\.experts\.\d+\.(gate_up_proj|down_proj)$")
 
 
 @runtime_checkable
@@ -37,8 +39,14 @@ class _PackedWeight(Protocol):
     out_features: int
 
 
-def linear_paths(num_layers: int) -> list[str]:
-    return [f"layers.{i}.{name}" for i in range(num_layers) for name in LINEAR_NAMES]
+def linear_paths(num_layers: int, state: dict[str, torch.Tensor] | None = None) -> list[str]:
+    """The decoder linears' module paths; with `state`, those it holds (an MoE layer has no dense
+    MLP) and every expert's."""
+    paths = [f"layers.{i}.{name}" for i in range(num_layers) for name in LINEAR_NAMES]
+    if state is None:
+        return paths
+    stems = {key.rpartition(".")[0] for key in state}
+    return [p for p in paths if p in stems] + sorted(s for s in stems if _EXPERT_LINEAR.match(s))
 
 
 def quantized_linears(
@@ -53,7 +61,7 @@ def quantized_linears(
     """
     native = kernels.native_quant_linears
     out: dict[str, nn.Module] = {}
-    for path in linear_paths(num_layers):
+    for path in linear_paths(num_layers, state):
         bias = state.pop(f"{path}.bias", None)
         if prequantized:
             minimum = state.pop(f"{path}.minimum", None)
@@ -97,7 +105,8 @@ def weight_bytes(model: nn.Module) -> int:
     return total
 
 
-_HF_LINEAR = re.compile(r"^model\.layers\.\d+\.(self_attn\.[qkvo]_proj|mlp\.(gate|up|down)_proj)\.weight$")
+_HF_LINEAR = re.compile(r"^model\.layers\.\d+\.(self_attn\.[qkvo]_proj|mlp\.(experts\.\d+\.)?(gate|up|down)_proj"
+                        r"|block_sparse_moe\.experts\.\d+\.w[123])\.weight$")
 
 
 def quantize_folder(model_dir: str | Path, out_dir: str | Path, method: QuantMethod) -> dict[str, int]:

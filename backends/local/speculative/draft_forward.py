@@ -59,10 +59,11 @@ class LeanForward:
     def load(cls, model_dir: str | Path, cfg: ModelConfig, model: DecoderModel,
              int8_head: bool = True) -> LeanForward | None:
         """From the folder's weights as the runner loaded them; None for a quantized folder
-        (its linears are not dense: the draft then runs through its model). `int8_head`:
+        (its linears are not dense: the draft then runs through its model), and for a
+        mixture-of-experts model (its sparse MLP runs in the model, moe.py). `int8_head`:
         the head on int8 codes where the native kernels run (`_int8_head`)."""
-        if cfg.quantization is not None or type(model) is not DecoderModel:
-            return None  # a family with its own layers (Gemma 3) runs through its model too
+        if cfg.quantization is not None or cfg.moe is not None or type(model) is not DecoderModel:
+            return None  # a family with its own layers (Gemma 3) or MoE layers runs through its model too
         weight = model.embed_tokens.weight
         state = load_weights(model_dir, cfg, weight.dtype, weight.device, progress=False)
         return cls(model, state, int8_head)
