@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
-from fairgate.backends.local.engine.types import SamplingParams
 from fairgate.backends.local.model.config import ModelConfig, ModelConfigError
 from fairgate.backends.local.model.moe import SparseMoeBlock
 from fairgate.backends.local.model.quantization import quantize_folder
@@ -34,6 +32,7 @@ from tests.backends.local.test_spec_engine import (
     mixed_requests,
     run_both,
 )
+from tests.helpers.hf_parity import check_prefix_cache_hits, hf_greedy, hf_model
 from tests.helpers.tiny_models import make_tiny_model
 
 transformers = pytest.importorskip("transformers")
@@ -51,15 +50,7 @@ def hf_models(moe_dirs: dict[str, Path]) -> dict[str, object]:
     return {arch: _hf(folder) for arch, folder in moe_dirs.items()}
 
 
-def _hf(model_dir: Path):
-    return transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-
-
-def _hf_greedy(hf, prompt: list[int], max_new: int) -> list[int]:
-    with torch.no_grad():
-        out = hf.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                          do_sample=False, max_new_tokens=max_new, pad_token_id=hf.config.eos_token_id)
-    return out[0, len(prompt):].tolist()
+_hf, _hf_greedy = hf_model, hf_greedy
 
 
 def _hf_greedy_past_eos(hf, prompt: list[int], max_new: int) -> list[int]:
@@ -177,18 +168,7 @@ def test_int8_on_load_matches_transformers_on_its_dequantized_weights(moe_dirs) 
 
 @pytest.mark.parametrize("arch", ARCHS)
 async def test_prefix_cache_hits_give_transformers_tokens(arch: str, moe_dirs, hf_models) -> None:
-    eng = AsyncEngine(EngineConfig(str(moe_dirs[arch]), enable_prefix_caching=True, num_kv_blocks=64,
-                                   max_num_batched_tokens=24))
-    try:
-        rng = random.Random(1)
-        system = [rng.randrange(3, 500) for _ in range(39)]  # two full blocks of 16 and 7 into the third
-        for i in range(3):
-            prompt = system + [rng.randrange(3, 500) for _ in range(4 + 3 * i)]
-            out = await eng.generate(prompt, SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True))
-            assert out.token_ids == _hf_greedy_past_eos(hf_models[arch], prompt, 8)
-        assert eng.block_manager.prefix_cache_hits >= 2 * 32
-    finally:
-        await eng.aclose()
+    await check_prefix_cache_hits(moe_dirs[arch], lambda prompt, n: _hf_greedy_past_eos(hf_models[arch], prompt, n))
 
 
 @pytest.mark.parametrize("arch", ARCHS)

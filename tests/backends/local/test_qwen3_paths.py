@@ -11,15 +11,11 @@ import random
 from pathlib import Path
 
 import pytest
-import torch
 
-from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
-from fairgate.backends.local.engine.types import SamplingParams
 from fairgate.backends.local.model.config import ModelConfig
 from fairgate.backends.local.model.quantization import quantize_folder
 from fairgate.backends.local.model.runner import ModelRunner
-from fairgate.kernels import QuantMethod, quantize_weight
-from fairgate.kernels.ops.quant_format import dequantize_weight
+from fairgate.kernels import QuantMethod
 from tests.backends.local.paged_driver import PagedDriver
 from tests.backends.local.test_spec_engine import (
     PROMPTS,
@@ -30,20 +26,13 @@ from tests.backends.local.test_spec_engine import (
     mixed_requests,
     run_both,
 )
+from tests.helpers.hf_parity import check_prefix_cache_hits, hf_greedy, hf_model, round_linears
 from tests.helpers.tiny_models import make_tiny_model
 
 transformers = pytest.importorskip("transformers")
 
 
-def _hf(model_dir: Path):
-    return transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-
-
-def _hf_greedy(hf, prompt: list[int], max_new: int) -> list[int]:
-    with torch.no_grad():
-        out = hf.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                          do_sample=False, max_new_tokens=max_new, pad_token_id=hf.config.eos_token_id)
-    return out[0, len(prompt):].tolist()
+_hf, _hf_greedy = hf_model, hf_greedy
 
 
 def _prompts(vocab: int, count: int, seed: int) -> list[list[int]]:
@@ -104,29 +93,14 @@ def test_a_quantized_folder_matches_transformers_on_its_dequantized_weights(
     runner = ModelRunner(out, num_kv_blocks=96)
     assert runner.quantization_name == method
     hf = _hf(tiny_qwen3_dir)
-    with torch.no_grad():  # transformers on exactly the weights the engine's codes stand for
-        for name, module in hf.named_modules():
-            if isinstance(module, torch.nn.Linear) and ".layers." in name:
-                qw = quantize_weight(module.weight.detach().clone(), QuantMethod.parse(method))
-                module.weight.copy_(dequantize_weight(qw))
+    round_linears(hf, method)  # transformers on exactly the weights the engine's codes stand for
     prompts = _prompts(runner.config.vocab_size, 6, seed=3)
     expected = [_hf_greedy(hf, p, 10) for p in prompts]
     assert PagedDriver(runner, chunk=7, seed=1).generate(prompts, 10) == expected
 
 
 async def test_prefix_cache_hits_give_transformers_tokens(tiny_qwen3_dir: Path, hf_qwen3) -> None:
-    eng = AsyncEngine(EngineConfig(str(tiny_qwen3_dir), enable_prefix_caching=True, num_kv_blocks=64,
-                                   max_num_batched_tokens=24))
-    try:
-        rng = random.Random(1)
-        system = [rng.randrange(3, 500) for _ in range(39)]  # two full blocks of 16 and 7 into the third
-        for i in range(3):
-            prompt = system + [rng.randrange(3, 500) for _ in range(4 + 3 * i)]
-            out = await eng.generate(prompt, SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True))
-            assert out.token_ids == _hf_greedy(hf_qwen3, prompt, 8)
-        assert eng.block_manager.prefix_cache_hits >= 2 * 32
-    finally:
-        await eng.aclose()
+    await check_prefix_cache_hits(tiny_qwen3_dir, lambda prompt, n: _hf_greedy(hf_qwen3, prompt, n))
 
 
 def test_preemption_and_recompute_give_transformers_tokens(tiny_qwen3_dir: Path, hf_qwen3) -> None:
