@@ -212,6 +212,17 @@ def p(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, int(-(-len(s) * q // 100)) - 1))]
 
 
+def print_phases(results: dict[str, dict[str, Phase]]) -> None:
+    """One row per queue, phase and tenant: requests, TTFT p50/p99, errors, the phase's tokens/s."""
+    print(f"{'queue':<6}{'phase':<7}{'tenant':<7}{'reqs':>6}{'ttft p50':>10}{'ttft p99':>10}"
+          f"{'errors':>8}{'tok/s':>8}")
+    for queue, phases in results.items():
+        for name, ph in phases.items():
+            for tenant, ttfts in ph.ttft.items():
+                print(f"{queue:<6}{name:<7}{tenant:<7}{len(ttfts):>6}{p(ttfts, 50):>10.3f}"
+                      f"{p(ttfts, 99):>10.3f}{ph.errors:>8}{ph.tokens_per_s:>8.0f}")
+
+
 def run(args: argparse.Namespace) -> dict:
     workdir = tempfile.mkdtemp(prefix="fairness-live-")
     if args.model is None:
@@ -255,13 +266,7 @@ def run(args: argparse.Namespace) -> dict:
           f"; tenants the engine saw: {seen}")
     print(f"capacity {capacity:.1f} req/s; light {args.light_share * capacity:.2f} req/s, "
           f"flood {4 * args.light_share * capacity:.2f} req/s; {args.duration:.0f} s per phase")
-    print(f"{'queue':<6}{'phase':<7}{'tenant':<7}{'reqs':>6}{'ttft p50':>10}{'ttft p99':>10}"
-          f"{'errors':>8}{'tok/s':>8}")
-    for queue, phases in results.items():
-        for name, ph in phases.items():
-            for tenant, ttfts in ph.ttft.items():
-                print(f"{queue:<6}{name:<7}{tenant:<7}{len(ttfts):>6}{p(ttfts, 50):>10.3f}"
-                      f"{p(ttfts, 99):>10.3f}{ph.errors:>8}{ph.tokens_per_s:>8.0f}")
+    print_phases(results)
     v, f = results["vtc"], results["fcfs"]
     alone = p(v["alone"].ttft["light"], 99)
     summary = {

@@ -36,7 +36,16 @@ from pathlib import Path
 
 import httpx
 
-from bench.fairness_live import Phase, calibrate, issue36_keys, merge, p, run_phase, wait_drained
+from bench.fairness_live import (
+    Phase,
+    calibrate,
+    issue36_keys,
+    merge,
+    p,
+    print_phases,
+    run_phase,
+    wait_drained,
+)
 from bench.fairness_servers import ADMIN, SMALL, Proc, setup_pool, start_engine, start_gateway
 
 WEIGHTS = {"light": 1.0, "flood": 1.0, "gold": 3.0, "std": 1.0}
@@ -184,13 +193,7 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Phase]], share
           " slots per replica), fcfs = FCFS engines, no gateway queue")
     print(f"capacity {capacity:.1f} req/s; light {args.light_share * capacity:.2f} req/s at gateway 1, "
           f"flood {4 * args.light_share * capacity:.2f} req/s at gateway 2; {args.duration:.0f} s per phase")
-    print(f"{'queue':<6}{'phase':<7}{'tenant':<7}{'reqs':>6}{'ttft p50':>10}{'ttft p99':>10}"
-          f"{'errors':>8}{'tok/s':>8}")
-    for queue, phases in results.items():
-        for name, ph in phases.items():
-            for tenant, ttfts in ph.ttft.items():
-                print(f"{queue:<6}{name:<7}{tenant:<7}{len(ttfts):>6}{p(ttfts, 50):>10.3f}"
-                      f"{p(ttfts, 99):>10.3f}{ph.errors:>8}{ph.tokens_per_s:>8.0f}")
+    print_phases(results)
     ratio = {q: s["gold"] / max(s["std"], 1) for q, s in shares.items()}
     for q, s in shares.items():
         print(f"{q:<6}share  gold (w3) at gw1 {s['gold']} chunks, std (w1) at gw2 {s['std']}: {ratio[q]:.2f}:1")

@@ -229,28 +229,15 @@ def test_eval_of_speculative_decoding_agrees_with_the_plain_engine(
     assert "speculative acceptance" in table
 
 
-def test_eval_runs_on_a_qwen3_and_reports_the_deltas_of_its_quantized_configs(
-    tiny_qwen3_dir: Path, eval_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("family", ["tiny_qwen3_dir", "tiny_gemma3_dir"])
+def test_eval_runs_on_a_new_family_and_reports_the_deltas_of_its_quantized_configs(
+    family: str, request: pytest.FixtureRequest, eval_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The harness on the Qwen3 family: int8 weights with an int8 KV cache against the float model."""
+    """The harness on the Qwen3 and Gemma 3 families (Gemma 3's windowed layers on the reference
+    attention): int8 weights with an int8 KV cache against the float model."""
     heldout, golden = eval_files
-    code, m, table = _eval(capsys, "--model", str(tiny_qwen3_dir), "--heldout", str(heldout), "--golden",
-                           str(golden), "--quantization", "int8", "--kv-cache-dtype", "int8",
-                           "--max-ppl-delta-pct", "5", "--max-pass-rate-drop", "100")
-    assert code == 0, table
-    assert "weights int8" in m["config"] and "KV int8" in m["config"]
-    assert m["perplexity"] != m["baseline_perplexity"] and abs(m["perplexity_delta_pct"]) < 5
-    assert 0.0 <= m["greedy_agreement"] <= 1.0 and m["heldout_tokens"] > 30
-
-
-def test_eval_runs_on_a_gemma3_and_reports_the_deltas_of_its_quantized_configs(
-    tiny_gemma3_dir: Path, eval_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The harness on the Gemma 3 family (windowed layers on the reference attention): int8
-    weights with an int8 KV cache against the float model."""
-    heldout, golden = eval_files
-    code, m, table = _eval(capsys, "--model", str(tiny_gemma3_dir), "--heldout", str(heldout), "--golden",
-                           str(golden), "--quantization", "int8", "--kv-cache-dtype", "int8",
+    code, m, table = _eval(capsys, "--model", str(request.getfixturevalue(family)), "--heldout", str(heldout),
+                           "--golden", str(golden), "--quantization", "int8", "--kv-cache-dtype", "int8",
                            "--max-ppl-delta-pct", "5", "--max-pass-rate-drop", "100")
     assert code == 0, table
     assert "weights int8" in m["config"] and "KV int8" in m["config"]
