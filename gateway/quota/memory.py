@@ -104,7 +104,8 @@ class MemoryQuotaStore:
 
     async def reserve(self, reservation_id: str, scopes: list[ScopeLimits], tokens: int,
                       cost: float, version: int) -> RateLimitState:
-        await self._rebuild(scopes)
+        if self._budgets is not None and has_budget(scopes):
+            await self._rebuild(scopes)
         if version != self._bus.current:
             raise StaleConfig()
         now = self._now()
@@ -130,11 +131,12 @@ class MemoryQuotaStore:
         return self._state(scopes, now)
 
     async def _rebuild(self, scopes: list[ScopeLimits]) -> None:
-        """The tenant's budgets from the usage rows, once a month per process (before the atomic
+        """The tenant's budgets from the usage rows (`reserve` calls it only for scopes with a
+        budget), once a month per process (before the atomic
         part: a reserve racing it applies the same figures, and counters are only ever raised)."""
         tenant = next((limits.scope for limits in scopes if limits.scope.startswith("t:")), None)
         day, month = period_tags()
-        if self._budgets is None or tenant is None or (tenant, month) in self._seeded or not has_budget(scopes):
+        if self._budgets is None or tenant is None or (tenant, month) in self._seeded:
             return
         use: dict[str, BudgetUse] = await self._budgets(tenant[2:])
         for scope, u in use.items():

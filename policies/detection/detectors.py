@@ -90,8 +90,9 @@ def split_tckns(text: str) -> list[Span]:
     out: list[Span] = []
     pos = text.find(MESSAGE_JOIN)
     while pos != -1 and len(out) < 8:
-        before = list(_SHORT_RUN.finditer(text, max(0, pos - 60), pos))
+        # the run after first: one search settles most boundaries (no digits after them)
         after = _SHORT_RUN.search(text, pos + 1, pos + 61)
+        before = list(_SHORT_RUN.finditer(text, max(0, pos - 60), pos)) if after else None
         if before and after:
             digits = re.sub(r"[^0-9]", "", before[-1].group() + after.group())
             if tckn_valid(digits):
