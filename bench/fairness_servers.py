@@ -44,10 +44,10 @@ def serve_engine(args: argparse.Namespace) -> int:
     sock.listen(256)
 
     async def serve() -> None:
-        queue = FCFSQueue() if args.serve_engine == "fcfs" else FairQueue()
         cfg = EngineConfig(args.model, num_kv_blocks=args.num_kv_blocks, max_num_seqs=args.max_num_seqs,
                            max_num_batched_tokens=args.max_num_batched_tokens,
                            fairness_preemption=not args.no_fair_preemption)
+        queue = FCFSQueue() if args.serve_engine == "fcfs" else FairQueue(cfg.fairness_config())
         engine = AsyncEngine(cfg, wait_queue=queue)
         app = build_app(LocalBackend(engine, name="live", model_name="live"), control_secret=SECRET)
 

@@ -21,6 +21,7 @@ import json
 import random
 import sys
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
@@ -91,6 +92,7 @@ class SimResult:
     share_error: float | None  # |(S_b/w_b)/(S_a/w_a) - 1| over the longest backlogged stretch
     generated_tokens: int
     sim_time: float
+    deadline_picks: int = 0  # admissions a TTFT objective moved ahead of the counters' order
 
     @property
     def ttft(self) -> dict[str, list[float]]:
@@ -163,11 +165,12 @@ class GapTracker:
         return max(errors) if errors else None
 
 
-def make_queue(kind: str, scenario: Scenario, cfg: SimConfig) -> WaitQueue:
+def make_queue(kind: str, scenario: Scenario, cfg: SimConfig, clock: Callable[[], float]) -> WaitQueue:
+    """`clock`: the simulated time (TTFT objectives read it)."""
     if kind == "fcfs":
         return FCFSQueue()
     weights = FairnessWeights({t.name: t.weight for t in scenario.tenants}, version=1)
-    return FairQueue(cfg.fairness, weights)
+    return FairQueue(cfg.fairness, weights, clock=clock)
 
 
 @dataclass(slots=True)
@@ -217,10 +220,11 @@ def simulate(scenario: Scenario, kind: str, cfg: SimConfig | None = None) -> Sim
     """Run `scenario` under queue `kind` ("vtc" or "fcfs") until its duration ends."""
     cfg = cfg or SimConfig()
     kv = BlockManager(cfg.num_blocks, cfg.block_size, enable_prefix_caching=False)
+    clock = [0.0]
     sched = Scheduler(
         SchedulerConfig(cfg.max_num_seqs, cfg.max_num_batched_tokens, max_model_len=1 << 16),
         kv,
-        make_queue(kind, scenario, cfg),
+        make_queue(kind, scenario, cfg, lambda: clock[0]),
     )
     names = [t.name for t in scenario.tenants]
     ranks = {t.name: t.priority for t in scenario.tenants}
@@ -240,6 +244,7 @@ def simulate(scenario: Scenario, kind: str, cfg: SimConfig | None = None) -> Sim
             books.queued.add(rid)
             books.waiting[tenant] += 1
             i += 1
+        clock[0] = now
         plan = sched.schedule() if sched.has_unfinished_requests() else StepPlan()
         if plan.is_empty:  # idle: jump to the next arrival
             if i == len(pending):
@@ -259,7 +264,7 @@ def simulate(scenario: Scenario, kind: str, cfg: SimConfig | None = None) -> Sim
         if not r.output_token_ids:
             books.ttft[r.tenant].append((r.arrival_time, now - r.arrival_time))
     return SimResult(scenario.name, kind, timeline, books.ttft, books.service, tracker.max_gap,
-                     tracker.share_error(), books.generated, now)
+                     tracker.share_error(), books.generated, now, getattr(sched.queue, "deadline_picks", 0))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -290,6 +295,22 @@ def classes(duration: float) -> Scenario:
                                 TenantLoad("batch", 40, priority=2)], duration)
 
 
+def interactive_tenants(duration: float) -> Scenario:
+    """Six interactive tenants at 4 requests/s each: about 90% of capacity, so the queue is
+    short but never empty and the counters' round robin decides who waits (TTFT objectives)."""
+    return Scenario("six_inter", [TenantLoad(f"t{i}", 4.0, priority=0) for i in range(6)], duration)
+
+
+def with_objective(cfg: SimConfig, seconds: float = 1.0) -> SimConfig:
+    """`cfg` with a TTFT objective for the interactive class."""
+    return replace(cfg, fairness=replace(cfg.fairness, ttft_objectives={0: seconds}))
+
+
+def worst_p99(result: SimResult) -> float:
+    """The worst tenant's p99 TTFT."""
+    return max(percentile(v, 99) for v in result.ttft.values())
+
+
 def light_alone(duration: float) -> Scenario:
     return Scenario("light_alone", [TenantLoad("light", 6)], duration)
 
@@ -303,6 +324,9 @@ def run_all(duration: float, cfg: SimConfig | None = None) -> tuple[list[SimResu
     reserved = simulate(classes(duration), "vtc", cfg)
     unreserved = simulate(classes(duration), "vtc",
                           replace(cfg, fairness=replace(cfg.fairness, reserved_shares={})))
+    # TTFT objective: the interactive tenants' worst p99 with and without one
+    plain_6 = simulate(interactive_tenants(duration), "vtc", cfg)
+    due_6 = simulate(interactive_tenants(duration), "vtc", with_objective(cfg))
     by = {(r.scenario, r.queue): r for r in results}
     backlogged = ("equal", "weighted_1_2", "on_off")
     flood_v, flood_f = by["flood_4x", "vtc"], by["flood_4x", "fcfs"]
@@ -326,15 +350,22 @@ def run_all(duration: float, cfg: SimConfig | None = None) -> tuple[list[SimResu
         "batch_reserved_share": cfg.fairness.reserved_shares.get(2, 0.0),
         "batch_share": reserved.service["batch"] / sum(reserved.service.values()),
         "batch_share_unreserved": unreserved.service["batch"] / sum(unreserved.service.values()),
+        "objective_worst_ttft_p99_s": worst_p99(due_6),
+        "no_objective_worst_ttft_p99_s": worst_p99(plain_6),
+        "objective_max_gap": due_6.max_gap,
+        "objective_gap_bound": vtc_bound(interactive_tenants(duration), cfg) + cfg.fairness.deadline_slack,
+        "objective_deadline_picks": due_6.deadline_picks,
     }
     summary = {k: round(v, 4) for k, v in summary.items()}
     summary["ok"] = (
         summary["vtc_max_gap"] <= bound
         and summary["weight_share_error"] <= 0.10
         and summary["fcfs_light_ttft_p99_s"] >= 5 * summary["vtc_light_ttft_p99_s"]
+        and summary["objective_max_gap"] <= summary["objective_gap_bound"]
     )
     reserved.queue, unreserved.queue = "vtc", "vtc-0"  # (no reserved share)
-    return results + [alone, reserved, unreserved], summary
+    due_6.queue = "vtc+d"  # (with the interactive TTFT objective)
+    return results + [alone, reserved, unreserved, plain_6, due_6], summary
 
 
 def print_report(results: list[SimResult], summary: dict) -> None:

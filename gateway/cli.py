@@ -44,6 +44,10 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-prefix-caching", action="store_true")
     p.add_argument("--no-fairness-preemption", action="store_true",
                    help="never preempt a running request to give an under-served tenant its slot")
+    p.add_argument("--ttft-objective", action="append", default=None, metavar="CLASS=SECONDS",
+                   help="time-to-first-token objective of a priority class (default interactive=1.0; "
+                        "'none': no objective): a request about to miss it goes first among tenants "
+                        "the fair counters hold level")
     p.add_argument("--speculative", default="off", metavar="ngram|draft:DIR|off",
                    help="speculative decoding: n-gram prompt lookup or a draft model folder (same vocabulary)")
     p.add_argument("--num-speculative-tokens", type=int, default=4, help="most draft tokens per request per step")

@@ -16,6 +16,11 @@ for the first time, so recomputing a preempted request's KV costs its tenant not
 the preemption was the engine's decision, not the tenant's demand. The VTC bound then holds
 with L_in = the longest prompt (or the prefill chunk cap, whichever is smaller).
 
+A class with a TTFT objective (`FairnessConfig.ttft_objectives`) lets a request about to miss
+it go first among the tenants whose counters are within `deadline_slack` of the least: earliest
+arrival first, so the bound above grows by that slack and no more (`deadline_picks` counts the
+admissions that went against the counters' order this way).
+
 Across classes the highest class with waiting requests goes first, except that a lower class
 with a reserved share that it has not received lately is admitted first (see
 `FairnessConfig`), so no class starves. Preemption picks the lowest class, then the tenant
@@ -24,8 +29,9 @@ with the largest counter, then the newest request.
 
 from __future__ import annotations
 
+import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from fairgate.scheduler.fairness import FairnessConfig, FairnessWeights, is_stale
@@ -49,9 +55,13 @@ class FairQueue:
     """`WaitQueue` (scheduler/queue.py) with weighted VTC and priority classes."""
 
     def __init__(
-        self, config: FairnessConfig | None = None, weights: FairnessWeights | None = None
+        self, config: FairnessConfig | None = None, weights: FairnessWeights | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`clock`: the time `SchedRequest.arrival_time` is on (a simulation passes its own)."""
         self.config = config or FairnessConfig()
+        self._clock = clock
+        self.deadline_picks = 0  # admissions a TTFT objective moved ahead of the counters' order
         self._weights = weights or FairnessWeights()
         # rank -> tenant -> its waiting requests in arrival order; only non-empty deques are
         # kept, so a tenant is backlogged in a class exactly when it has a key there
@@ -131,14 +141,15 @@ class FairQueue:
         pick = self._select()
         if pick is None:
             return None
-        rank, tenant = pick
+        rank, tenant, _ = pick
         return self._waiting[rank][tenant][0]
 
     def pop(self) -> SchedRequest:
         pick = self._select()
         if pick is None:
             raise IndexError("pop from an empty FairQueue")
-        rank, tenant = pick
+        rank, tenant, by_deadline = pick
+        self.deadline_picks += by_deadline
         request = self._waiting[rank][tenant].popleft()
         self._forget(request)
         return request
@@ -211,7 +222,8 @@ class FairQueue:
             if not tenants:
                 del self._waiting[rank]
 
-    def _select(self) -> tuple[int, str] | None:
+    def _select(self) -> tuple[int, str, bool] | None:
+        """(class, tenant, whether a TTFT objective chose it against the counters' order)."""
         if not self._waiting:
             return None
         rank = self._pick_class()
@@ -226,7 +238,24 @@ class FairQueue:
                 self.counter(t, rank), len(tenants[t]), tenants[t][0].arrival_time, t
             ),
         )
-        return rank, tenant
+        objective = self.config.ttft_objectives.get(rank)
+        if objective is None or len(tenants) < 2:
+            return rank, tenant, False
+        due = self._due(rank, tenants, self.counter(tenant, rank), objective)
+        return (rank, tenant, False) if due is None or due == tenant else (rank, due, True)
+
+    def _due(self, rank: int, tenants: dict[str, deque[SchedRequest]], least: float,
+             objective: float) -> str | None:
+        """The tenant whose head request is due (waited `due_fraction` of the objective, no
+        token yet) and arrived first, among those within `deadline_slack` of the `least` counter."""
+        cutoff = self._clock() - self.config.due_fraction * objective
+        ceiling = least + self.config.deadline_slack
+        best: tuple[float, str] | None = None
+        for t, line in tenants.items():
+            head = line[0]
+            if head.arrival_time <= cutoff and not head.output_token_ids and self.counter(t, rank) <= ceiling:
+                best = min(best or (head.arrival_time, t), (head.arrival_time, t))
+        return best[1] if best else None
 
     def _pick_class(self) -> int:
         ranks = sorted(self._waiting)

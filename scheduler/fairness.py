@@ -89,12 +89,23 @@ class FairnessConfig:
     the fraction of service a lower class (rank > 0) is guaranteed while it has waiting
     requests and a higher class is busy; `class_burst` caps how much unused reservation (in
     cost units) a class can bank, so an idle stretch never turns into a long monopoly later.
+
+    `ttft_objectives[rank]`: the class's time-to-first-token objective in seconds (e.g. 1.0 for
+    interactive). A waiting request of that class with no token yet is due once it has waited
+    `due_fraction` of it; a due request goes ahead of the counters' order, earliest arrival first,
+    when its tenant's counter is within `deadline_slack` cost units of the least-served
+    backlogged tenant's. So among tenants the counters hold level anyway, the one about to miss
+    its objective goes first, and the VTC bound on backlogged tenants' weighted service gap
+    grows by at most `deadline_slack`.
     """
 
     input_weight: float = 1.0
     output_weight: float = 2.0
     reserved_shares: Mapping[int, float] = field(default_factory=lambda: {1: 0.1, 2: 0.05})
     class_burst: float = 4096.0
+    ttft_objectives: Mapping[int, float] = field(default_factory=dict)
+    due_fraction: float = 0.5
+    deadline_slack: float = 512.0
 
     def __post_init__(self) -> None:
         _check_weight("input_weight", self.input_weight)
@@ -107,3 +118,9 @@ class FairnessConfig:
         object.__setattr__(self, "reserved_shares", shares)
         if self.class_burst <= 0:
             raise ValueError("class_burst must be > 0")
+        objectives = {int(r): float(s) for r, s in dict(self.ttft_objectives).items()}
+        if any(not (math.isfinite(s) and s > 0) for s in objectives.values()):
+            raise ValueError("TTFT objectives must be finite numbers of seconds > 0")
+        object.__setattr__(self, "ttft_objectives", objectives)
+        if not 0.0 < self.due_fraction <= 1.0 or not self.deadline_slack >= 0.0:
+            raise ValueError("due_fraction must be in (0, 1] and deadline_slack >= 0")

@@ -5,6 +5,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from fairgate.scheduler.fairness import FairnessConfig
+from fairgate.scheduler.request import PRIORITY_CLASSES, priority_rank
+
+DEFAULT_TTFT_OBJECTIVES = ("interactive=1.0",)
+
 
 @dataclass(slots=True)
 class EngineConfig:
@@ -35,6 +40,9 @@ class EngineConfig:
     # With the fair (VTC) queue, an under-served tenant's waiting request may take a running
     # slot back from the most-served tenant (scheduler/fair_preemption.py). No effect on FCFS.
     fairness_preemption: bool = True
+    # Time-to-first-token objectives by class, "CLASS=SECONDS": a request about to miss its
+    # class's goes first among tenants the fair counters hold level (scheduler/fairness.py).
+    ttft_objectives: tuple[str, ...] = DEFAULT_TTFT_OBJECTIVES
     served_model_name: str | None = None
     tool_call_parser: str = "hermes"  # how the model writes tool calls: hermes | llama3_json
     # a reasoning model's thinking apart from its answer: qwen3 | deepseek_r1 (serving/reasoning.py)
@@ -80,9 +88,22 @@ class EngineConfig:
             raise ValueError("num_speculative_tokens must be >= 1")
         if self.grammar_timeout_s <= 0 or self.grammar_cache_bytes < 0:
             raise ValueError("grammar_timeout_s must be > 0 and grammar_cache_bytes >= 0")
+        self.fairness_config()  # raises ValueError naming a bad objective
         from fairgate.backends.openai_wire.limits import WireLimits, parse_limit_overrides
 
         parse_limit_overrides(self.request_limits, WireLimits())  # raises ValueError naming a bad one
+
+    def fairness_config(self) -> FairnessConfig:
+        """The fair queue's configuration: its defaults and `ttft_objectives` by class rank."""
+        objectives: dict[int, float] = {}
+        for item in self.ttft_objectives:
+            name, _, value = item.partition("=")
+            try:
+                objectives[priority_rank(name.strip())] = float(value)
+            except ValueError:
+                raise ValueError(f"ttft objective must be CLASS=SECONDS with CLASS one of "
+                                 f"{', '.join(PRIORITY_CLASSES)}, not {item!r}") from None
+        return FairnessConfig(ttft_objectives=objectives)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> EngineConfig:
@@ -102,6 +123,7 @@ class EngineConfig:
             max_model_len=args.max_model_len,
             enable_prefix_caching=not args.no_prefix_caching,
             fairness_preemption=not getattr(args, "no_fairness_preemption", False),
+            ttft_objectives=_objectives(getattr(args, "ttft_objective", None)),
             served_model_name=args.served_model_name,
             tool_call_parser=getattr(args, "tool_call_parser", "hermes"),
             reasoning_parser=getattr(args, "reasoning_parser", None),
@@ -112,3 +134,10 @@ class EngineConfig:
             grammar_timeout_s=getattr(args, "grammar_timeout", 3.0),
             grammar_cache_bytes=int(getattr(args, "grammar_cache_mb", 64) * 1024 * 1024),
         )
+
+
+def _objectives(given: list[str] | None) -> tuple[str, ...]:
+    """`--ttft-objective` values: none given keeps the default, "none" turns every one off."""
+    if not given:
+        return DEFAULT_TTFT_OBJECTIVES
+    return () if given == ["none"] else tuple(given)

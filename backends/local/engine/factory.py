@@ -114,7 +114,7 @@ def build_engine_parts(
         runner.num_kv_blocks, runner.block_size, runner.max_model_len, int(runner.config.vocab_size),
         config.max_model_len,
     )
-    queue = wait_queue if wait_queue is not None else FairQueue()
+    queue = wait_queue if wait_queue is not None else FairQueue(config.fairness_config())
     scheduler = Scheduler(
         SchedulerConfig(
             max_num_seqs=config.max_num_seqs,

@@ -80,6 +80,10 @@ class FairnessGauges:
                               "weights).", labels=["model"])
         j.add_metric([model], jain_index(shares))
         yield j
+        d = CounterMetricFamily("fairgate_fair_queue_deadline_admissions", "Admissions a class's TTFT objective "
+                                "moved ahead of the fair counters' order (--ttft-objective).", labels=["model"])
+        d.add_metric([model], queue.deadline_picks)
+        yield d
         if tenant_labels:
             yield from _per_tenant(stats, queue, model)
 

@@ -94,3 +94,58 @@ def test_the_index_window_is_time_so_every_reader_sees_the_same() -> None:
         queue.on_decode(b, 1)
         index(busy)  # read every second; `quiet` is not read meanwhile
     assert index(busy) == pytest.approx(index(quiet)) == pytest.approx(0.8)
+
+
+def test_ttft_objective_admissions_in_the_engine_and_on_metrics(tiny_model_dir: Path) -> None:
+    """With an interactive objective every waiting request here is due: the earliest arrival goes
+    first among tenants the counters hold level (counters alone alternate a and b), the tokens
+    are the same, and /metrics counts each admission that went against the counters' order."""
+    from fairgate.backends.local.engine.core import EngineCore
+    from fairgate.backends.local.engine.factory import build_engine_parts
+    from fairgate.backends.local.engine.fairness_metrics import FairnessGauges
+    from fairgate.backends.local.engine.output import OutputTracker
+    from fairgate.scheduler.request import SchedRequest
+
+    def run(objectives: tuple[str, ...]) -> tuple[list[str], dict[str, list[int]], EngineCore]:
+        cfg = EngineConfig(str(tiny_model_dir), num_kv_blocks=64, max_num_seqs=1, ttft_objectives=objectives)
+        core = EngineCore(build_engine_parts(cfg))
+        params = SamplingParams(max_tokens=4, temperature=0.0, ignore_eos=True)
+        for rid in ("a0", "a1", "a2", "b0", "b1", "b2"):
+            ids = [5 + int(rid[1]), 6, 7] if rid[0] == "a" else [9 + int(rid[1]), 6, 7]
+            arrival = int(rid[1]) * 1e-3 + (0.01 if rid[0] == "b" else 0.0)  # a's three first, then b's
+            core.add(SchedRequest(rid, ids, 4, tenant=rid[0], priority=0, arrival_time=arrival),
+                     OutputTracker(rid, params, 3, 4, frozenset(), decoder=None))
+        order: list[str] = []
+        tokens: dict[str, list[int]] = {}
+        while core.has_unfinished:
+            for out in core.step().outputs:
+                if out.request_id not in tokens:
+                    order.append(out.request_id)
+                tokens.setdefault(out.request_id, []).extend(out.token_ids)
+        return order, tokens, core
+
+    plain_order, plain_tokens, plain = run(())
+    order, tokens, core = run(("interactive=0.001",))
+    assert plain_order == ["a0", "b0", "a1", "b1", "a2", "b2"]  # the counters alternate
+    assert order == ["a0", "a1", "a2", "b0", "b1", "b2"]  # all due: earliest arrival first
+    queue = core.scheduler.queue
+    assert isinstance(queue, FairQueue) and queue.deadline_picks == 2  # a1 and a2 went before b0
+    assert tokens == plain_tokens
+    metric = next(m for m in FairnessGauges().collect(queue, "tiny", tenant_labels=False)
+                  if m.name == "fairgate_fair_queue_deadline_admissions")
+    assert [s.value for s in metric.samples if s.name.endswith("_total")] == [queue.deadline_picks]
+
+
+def test_ttft_objectives_from_the_engine_flags(tiny_model_dir: Path) -> None:
+    from fairgate.gateway.cli import build_parser
+
+    def objectives(*flags: str) -> dict[int, float]:
+        args = build_parser().parse_args(["engine", "--model", str(tiny_model_dir), *flags])
+        return dict(EngineConfig.from_args(args).fairness_config().ttft_objectives)
+
+    assert objectives() == {0: 1.0}  # interactive answers within a second by default
+    assert objectives("--ttft-objective", "interactive=0.5", "--ttft-objective", "standard=4") == {0: 0.5, 1: 4.0}
+    assert objectives("--ttft-objective", "none") == {}
+    for bad in ("urgent=1", "interactive", "interactive=-2"):
+        with pytest.raises(ValueError, match="(?i)ttft objective"):
+            EngineConfig(str(tiny_model_dir), ttft_objectives=(bad,)).validate()
