@@ -3,7 +3,9 @@ in place of the GPU (no torch).
 
 Reproduces the setups of the VTC paper (Sheng et al., OSDI 2024) on fairgate's own code:
 two backlogged tenants with equal and with 1:2 weights, a tenant flooding at 4x another's
-rate, a tenant that comes and goes, each under the fair queue and under FCFS. Prints each
+rate, a tenant that comes and goes, each under the fair queue and under FCFS; and six
+interactive tenants near capacity with and without a TTFT objective (the worst tenant's p99
+TTFT; the gap bound plus the objective's slack). Prints each
 tenant's service over time, the largest service gap between backlogged tenants against the
 paper's bound 2*max(w_in*L_in, w_out*M), TTFT p50/p99 per tenant; the last line is JSON.
 
