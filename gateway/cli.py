@@ -42,12 +42,7 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
                    help="return a reasoning model's <think> part as reasoning_content, apart from the answer")
     p.add_argument("--max-model-len", type=int, default=None)
     p.add_argument("--no-prefix-caching", action="store_true")
-    p.add_argument("--no-fairness-preemption", action="store_true",
-                   help="never preempt a running request to give an under-served tenant its slot")
-    p.add_argument("--ttft-objective", action="append", default=None, metavar="CLASS=SECONDS",
-                   help="time-to-first-token objective of a priority class (default interactive=1.0; "
-                        "'none': no objective): a request about to miss it goes first among tenants "
-                        "the fair counters hold level")
+    _scheduling_args(p)
     p.add_argument("--speculative", default="off", metavar="ngram|draft:DIR|off",
                    help="speculative decoding: n-gram prompt lookup or a draft model folder (same vocabulary)")
     p.add_argument("--num-speculative-tokens", type=int, default=4, help="most draft tokens per request per step")
@@ -73,6 +68,20 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
                    help="one info line per finished request (id, tenant, tokens, queue, TTFT, latency; never text)")
     p.add_argument("--stats-interval", type=float, default=10.0, metavar="S",
                    help="log throughput, running/waiting, KV use and cache hit rate every S seconds (0: off)")
+
+
+def _scheduling_args(p: argparse.ArgumentParser) -> None:
+    """Who runs first and where: fairness preemption, TTFT objectives, compute cores."""
+    p.add_argument("--no-fairness-preemption", action="store_true",
+                   help="never preempt a running request to give an under-served tenant its slot")
+    p.add_argument("--cpu-cores", default=None, metavar="LIST",
+                   help="run the compute threads on these cores (e.g. 2-7; their count is the thread "
+                        "count) and the event loop, tokenizer and the rest on the others; 'auto': all "
+                        "but the first core where there are more than two")
+    p.add_argument("--ttft-objective", action="append", default=None, metavar="CLASS=SECONDS",
+                   help="time-to-first-token objective of a priority class (default interactive=1.0; "
+                        "'none': no objective): a request about to miss it goes first among tenants "
+                        "the fair counters hold level")
 
 
 def _eval_args(ev: argparse.ArgumentParser) -> None:

@@ -45,6 +45,7 @@ class Settings(BaseSettings):
     served_model_name: str | None = None  # default: the model folder's name
     reasoning_parser: Literal["qwen3", "deepseek_r1"] | None = None  # the embedded engine's (fairgate engine --reasoning-parser)
     embedded_engine: bool = True  # False: serve only registered backends
+    engine_cpu_cores: str | None = None  # the embedded engine's compute cores (fairgate engine --cpu-cores)
     embedded_hourly_cost_usd: float | None = Field(default=None, ge=0)  # the embedded engine's hardware
     host: str = "127.0.0.1"
     port: int = 8000

@@ -50,3 +50,22 @@ def test_cpu_image_carries_a_c_compiler() -> None:
     # in the image the engine would run the torch reference path.
     stage = (ROOT / "Dockerfile").read_text().split(" AS cpu")[1].split("\nFROM ")[0]
     assert re.search(r"apt-get install[^\n]*\bgcc\b[^\n]*\blibgomp1\b", stage)
+
+
+def test_engine_commands_parse_and_pin_their_compute_cores() -> None:
+    """The engines the deployment files start are valid `fairgate engine` command lines, with the
+    compute threads on cores of their own (--cpu-cores auto); the Kubernetes engine pod asks for
+    whole CPUs with requests equal to limits (Guaranteed: the static CPU manager gives it cores)."""
+    from fairgate.backends.local.engine.config import EngineConfig
+    from fairgate.gateway.cli import build_parser
+
+    compose = yaml.safe_load((ROOT / "deploy/compose.yaml").read_text())
+    statefulset = next(d for d in yaml.safe_load_all((ROOT / "deploy/k8s/engine.yaml").read_text())
+                       if d and d["kind"] == "StatefulSet")
+    container = statefulset["spec"]["template"]["spec"]["containers"][0]
+    for argv in (compose["services"]["engine-0"]["command"], container["args"]):
+        config = EngineConfig.from_args(build_parser().parse_args(argv))
+        config.validate()
+        assert config.cpu_cores == "auto"
+    resources = container["resources"]
+    assert resources["requests"] == resources["limits"] and str(resources["limits"]["cpu"]).isdigit()

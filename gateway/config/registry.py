@@ -58,7 +58,8 @@ def start_embedded_engine(settings: Settings) -> LocalBackend | None:
     limits = tuple(f"{k}={v}" for k, v in settings.request_limits.items())
     backend = LocalBackend.from_config(EngineConfig(model=folder, served_model_name=name, request_limits=limits,
                                                     reasoning_parser=settings.reasoning_parser,
-                                                    grammar_timeout_s=settings.grammar_timeout_s), name=name)
+                                                    grammar_timeout_s=settings.grammar_timeout_s,
+                                                    cpu_cores=settings.engine_cpu_cores), name=name)
     log.info("embedded engine serving %s as %r", folder, name)
     return backend
 

@@ -26,9 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from fairgate.backends.local.engine.admission import check_request
 from fairgate.backends.local.engine.config import EngineConfig
 from fairgate.backends.local.engine.core import EngineCore, StepFailed
+from fairgate.backends.local.engine.cores import pin_this_thread, plan_cores
 from fairgate.backends.local.engine.factory import build_engine_parts
 from fairgate.backends.local.engine.output import (
     EngineStats,
@@ -96,6 +99,9 @@ class AsyncEngine:
         wait_queue: WaitQueue | None = None,
     ) -> None:
         started = time.perf_counter()
+        self._cores = plan_cores(config.cpu_cores) if config.cpu_cores else None  # ("auto" on 2 cores: None)
+        if self._cores is not None:  # before the build: its kernel plan and cost clock read the count
+            torch.set_num_threads(len(self._cores.compute))
         parts = build_engine_parts(config, runner=runner, tokenizer=tokenizer, wait_queue=wait_queue)
         self.config = config
         self.core = EngineCore(parts)
@@ -104,6 +110,9 @@ class AsyncEngine:
         # thread's own pool that outnumbers a small machine's cores and throttles every barrier
         # (kernels/native/openmp.py). The engine thread is the one that computes from now on.
         release_pool()
+        if self._cores is not None:
+            pin_this_thread(self._cores.rest)  # the building thread (a server's event loop) and its later threads
+            log.info("%s", self._cores.describe())
         self.runner = parts.runner
         self.tokenizer = parts.tokenizer
         self.block_manager = parts.block_manager
@@ -263,6 +272,8 @@ class AsyncEngine:
 
     # ------------------------------------------------------------------ engine thread
     def _run(self) -> None:
+        if self._cores is not None:
+            pin_this_thread(self._cores.compute)  # before the first parallel region: its workers inherit it
         try:
             while not self._stopped:
                 self._drain_commands(block=not self.core.has_unfinished)

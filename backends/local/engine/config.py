@@ -43,6 +43,10 @@ class EngineConfig:
     # Time-to-first-token objectives by class, "CLASS=SECONDS": a request about to miss its
     # class's goes first among tenants the fair counters hold level (scheduler/fairness.py).
     ttft_objectives: tuple[str, ...] = DEFAULT_TTFT_OBJECTIVES
+    # The engine's compute threads on these cores ("0-3,6", or "auto": all but the first where
+    # there are more than two), the rest of the process on the others (engine/cores.py); None:
+    # every core for both, the thread count as torch picks.
+    cpu_cores: str | None = None
     served_model_name: str | None = None
     tool_call_parser: str = "hermes"  # how the model writes tool calls: hermes | llama3_json
     # a reasoning model's thinking apart from its answer: qwen3 | deepseek_r1 (serving/reasoning.py)
@@ -89,6 +93,10 @@ class EngineConfig:
         if self.grammar_timeout_s <= 0 or self.grammar_cache_bytes < 0:
             raise ValueError("grammar_timeout_s must be > 0 and grammar_cache_bytes >= 0")
         self.fairness_config()  # raises ValueError naming a bad objective
+        if self.cpu_cores is not None:
+            from fairgate.backends.local.engine.cores import plan_cores
+
+            plan_cores(self.cpu_cores)  # raises ValueError naming a bad or unavailable core
         from fairgate.backends.openai_wire.limits import WireLimits, parse_limit_overrides
 
         parse_limit_overrides(self.request_limits, WireLimits())  # raises ValueError naming a bad one
@@ -124,6 +132,7 @@ class EngineConfig:
             enable_prefix_caching=not args.no_prefix_caching,
             fairness_preemption=not getattr(args, "no_fairness_preemption", False),
             ttft_objectives=_objectives(getattr(args, "ttft_objective", None)),
+            cpu_cores=getattr(args, "cpu_cores", None),
             served_model_name=args.served_model_name,
             tool_call_parser=getattr(args, "tool_call_parser", "hermes"),
             reasoning_parser=getattr(args, "reasoning_parser", None),
