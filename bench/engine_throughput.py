@@ -62,7 +62,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
+from fairgate.backends.local.engine.cores import default_omp_wait  # (no torch)
+
+default_omp_wait()  # as `fairgate` does, before torch loads libgomp: the in-process passes run what users run
+
+import torch  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 

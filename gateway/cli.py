@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from fairgate.backends.local.engine.cores import default_omp_wait
 from fairgate.gateway.loadgen.cli import (
     add_parser as add_bench_command,  # light: the run's imports are lazy
 )
@@ -154,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if "torch" not in sys.modules:  # (libgomp reads it when torch loads it)
+        default_omp_wait()  # the compute threads' barrier spin, bounded (engine/cores.py)
     if args.command == "engine":
         from fairgate.backends.local.serving.server import run_engine_server
 

@@ -14,6 +14,7 @@ and so do the threads it starts afterwards. The compute thread count follows the
 from __future__ import annotations
 
 import os
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 
 
@@ -78,3 +79,23 @@ def format_cores(cores: frozenset[int]) -> str:
         else:
             runs.append([c, c])
     return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+# How long the compute threads spin at a barrier before they sleep: libgomp's GOMP_SPINCOUNT, in
+# `pause` iterations (~140 cycles each on Intel since Skylake: about 50 µs at 1,000). Its default
+# (300,000 spins, milliseconds) keeps a waiting thread on its core while the sibling it waits for
+# has been preempted by anything else on the machine, even a niced process; sleeping at once costs
+# a futex wake-up per parallel region when nothing else runs. Measured on the 110m benchmark
+# (docs/engine-performance.md, issue 39); set before the OpenMP runtime loads (torch's import).
+OMP_SPIN_COUNT = 1000
+
+
+def default_omp_wait(environ: MutableMapping[str, str] | None = None) -> bool:
+    """Bound the compute threads' barrier spin (`OMP_SPIN_COUNT`) unless the environment already
+    says how OpenMP threads wait (OMP_WAIT_POLICY or GOMP_SPINCOUNT). Call it before torch is
+    imported: libgomp reads it once, when it loads. True where it set the default."""
+    env = os.environ if environ is None else environ
+    if "OMP_WAIT_POLICY" in env or "GOMP_SPINCOUNT" in env:
+        return False
+    env["GOMP_SPINCOUNT"] = str(OMP_SPIN_COUNT)
+    return True

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -13,7 +15,14 @@ import pytest
 import torch
 
 from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
-from fairgate.backends.local.engine.cores import CorePlan, format_cores, parse_cores, plan_cores
+from fairgate.backends.local.engine.cores import (
+    OMP_SPIN_COUNT,
+    CorePlan,
+    default_omp_wait,
+    format_cores,
+    parse_cores,
+    plan_cores,
+)
 from fairgate.backends.local.engine.types import SamplingParams
 from fairgate.gateway.cli import build_parser
 
@@ -82,3 +91,19 @@ def test_auto_leaves_one_core_to_the_rest_where_there_are_more_than_two() -> Non
         plan_cores("0-1", eight)
     assert (plan_cores("auto") is None) == (len(CORES) <= 2)
     EngineConfig("m", cpu_cores="auto").validate()
+
+
+def test_the_barrier_spin_is_bounded_unless_the_environment_says_otherwise(tmp_path: Path) -> None:
+    env: dict[str, str] = {}
+    assert default_omp_wait(env) and env == {"GOMP_SPINCOUNT": str(OMP_SPIN_COUNT)}
+    for given in ({"OMP_WAIT_POLICY": "active"}, {"GOMP_SPINCOUNT": "300000"}):
+        kept = dict(given)
+        assert not default_omp_wait(kept) and kept == given  # the operator's choice stands
+    # the command line sets it before anything loads torch (libgomp reads it when it loads)
+    script = ("import os, sys\nfrom fairgate.gateway.cli import main\nmain(sys.argv[1:])\n"
+              "print(os.environ.get('GOMP_SPINCOUNT'), 'torch' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    env["FAIRGATE_DATABASE_URL"] = f"sqlite:///{tmp_path}/db.sqlite"
+    out = subprocess.run([sys.executable, "-c", script, "db", "upgrade"], env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    assert out.split()[-2:] == [str(OMP_SPIN_COUNT), "False"]
