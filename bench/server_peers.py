@@ -73,14 +73,14 @@ def _wait_healthy(server: Server, timeout_s: float) -> None:
     raise RuntimeError(f"{server.name} was not healthy after {timeout_s:.0f} s")
 
 
-def start_engine(model_dir: Path, num_kv_blocks: int, max_num_seqs: int, max_num_batched_tokens: int,
+def start_engine(model_dir: Path, num_kv_blocks: int | None, max_num_seqs: int, max_num_batched_tokens: int,
                  threads: int | None, log: Path, extra_args: tuple[str, ...] = ()) -> Server:
     """`fairgate engine` on a free loopback port with the in-process run's settings (and
-    `extra_args`, e.g. ("--quantization", "int8"))."""
+    `extra_args`, e.g. ("--quantization", "int8")); `num_kv_blocks` None: the engine sizes its pool."""
     port = _free_port()
     cmd = [sys.executable, "-m", "fairgate.gateway.cli", "engine", "--model", str(model_dir), "--port", str(port),
-           "--num-kv-blocks", str(num_kv_blocks), "--max-num-seqs", str(max_num_seqs),
-           "--max-num-batched-tokens", str(max_num_batched_tokens), *extra_args]
+           "--max-num-seqs", str(max_num_seqs), "--max-num-batched-tokens", str(max_num_batched_tokens),
+           *(("--num-kv-blocks", str(num_kv_blocks)) if num_kv_blocks is not None else ()), *extra_args]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)

@@ -194,6 +194,10 @@ class LocalBackend:
         # requests (a salt of the request's own, as vLLM turns the cache off); its own choices
         # still share the blocks.
         salt = request.cache_salt
+        if prepared.cache_salt is not None:
+            # the body's salt narrows the caller's own space, never reaches another's: no header
+            # value (a tenant's salt) can hold the separator, a control character
+            salt = f"{salt or ''}\x1f{prepared.cache_salt}"
         if prepared.sampling.prompt_logprobs is not None:
             salt = f"prompt-logprobs-{request.request_id}"
         sampling = choice.sampling

@@ -76,6 +76,9 @@ class EngineRequest:
     grammar: GrammarRequest | None = None  # to compile (`compile_grammar`) into sampling.grammar
     reasoning: ReasoningFormat | None = None  # chat on a reasoning model: the thinking goes apart
     grammar_after: tuple[int | None, int] | None = None  # the grammar applies after the thinking (reasoning.py)
+    # vLLM's `cache_salt` body field: this request shares cached prefixes only with requests of
+    # the same salt, within its caller's own space (`LocalBackend` joins it to the header's).
+    cache_salt: str | None = None
 
 
 def read_for_engine(kind: Kind, body: Any, info: ModelInfo) -> WireRequest:
@@ -140,7 +143,7 @@ def prepare(wire: WireRequest, info: ModelInfo) -> EngineRequest:
             raise bad_value(f"structured output after the thinking is not possible: {exc}", grammar.param) from None
     return EngineRequest(wire.kind, wire.model or info.name, batch[0], sampling, wire.stream, wire.include_usage,
                          echoes[0] if echoes else None, batch, echoes, wire.n, plan, wire.continuous_usage, grammar,
-                         reasoning, after)
+                         reasoning, after, cache_salt=_body_salt(body))
 
 
 def _grammar(fmt: GrammarRequest | None, tools: GrammarRequest | None, info: ModelInfo) -> GrammarRequest | None:
@@ -165,7 +168,7 @@ _COMMON_FIELDS = frozenset({
     "logit_bias", "logprobs", "top_logprobs", "min_tokens", "ignore_eos", "response_format", "guided_json",
     "guided_regex", "guided_choice", "structured_outputs", "speculative", "best_of", "user", "metadata", "store",
     "service_tier", "prompt_cache_key", "safety_identifier", "guided_grammar", "guided_decoding_backend",
-    "prompt_logprobs", "allowed_token_ids", "bad_words", "truncate_prompt_tokens",
+    "prompt_logprobs", "allowed_token_ids", "bad_words", "truncate_prompt_tokens", "cache_salt",
 })
 _KNOWN_FIELDS = {
     "chat": _COMMON_FIELDS | {"messages", "tools", "tool_choice", "parallel_tool_calls", "functions",
@@ -189,6 +192,13 @@ def _refuse_unknown(kind: Kind, body: dict[str, Any]) -> None:
     if body.get("parallel_tool_calls") is False:
         raise bad_value("`parallel_tool_calls: false` is not supported: this engine returns every call the model "
                         "writes", "parallel_tool_calls")
+
+
+def _body_salt(body: dict[str, Any]) -> str | None:
+    salt = body.get("cache_salt")
+    if salt is not None and not (isinstance(salt, str) and 0 < len(salt) <= 256):
+        raise bad_value("`cache_salt` must be a non-empty string of at most 256 characters", "cache_salt")
+    return salt
 
 
 def _refuse_unsupported(kind: Kind, body: dict[str, Any]) -> None:

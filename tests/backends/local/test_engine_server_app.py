@@ -93,3 +93,31 @@ async def test_echo_of_token_ids_outside_the_vocabulary_is_a_400(tiny_model_dir:
         assert status == 200 and body["choices"][0]["text"].startswith(engine.tokenizer.decode([5, 6]))
     finally:
         await engine.aclose()
+
+
+async def test_the_body_cache_salt_separates_prefix_caches_within_the_callers_space(tiny_model_dir: Path) -> None:
+    """vLLM's `cache_salt` body field (the shared peers client sends it on every pass): requests
+    with the same salt share cached prefixes, another salt or none does not, and a bad one is a
+    400 naming it."""
+    engine = AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=64, block_size=4, served_model_name="tiny"))
+    app = build_app(LocalBackend(engine), close_backend=False)
+    prompt = list(range(5, 25))  # five full blocks
+
+    async def hits(**extra: Any) -> int:
+        before = engine.stats().prefix_cache_hits
+        status, body = await _post(app, "/v1/completions", {"model": "tiny", "prompt": prompt, "max_tokens": 2,
+                                                            **extra})
+        assert status == 200, body
+        return engine.stats().prefix_cache_hits - before
+
+    try:
+        assert await hits(cache_salt="run-1") == 0
+        assert await hits(cache_salt="run-1") >= 16  # the same salt: the prompt's full blocks
+        assert await hits(cache_salt="run-2") == 0
+        assert await hits() == 0  # no salt: the caller's unsalted space, apart from every body salt
+        for bad in ("", 7, "x" * 257):
+            status, body = await _post(app, "/v1/completions", {"model": "tiny", "prompt": prompt, "cache_salt": bad})
+            assert status == 400 and body["error"]["param"] == "cache_salt"
+        assert engine.block_manager.check_pool_whole()
+    finally:
+        await engine.aclose()
