@@ -24,9 +24,19 @@ MAX_BIAS = 100.0
 _FORMATS = ("text", "json_object", "json_schema")
 
 
+# Every field the checks below read: a body holding none of them (most chats) has nothing to check.
+_CHECKED = frozenset({
+    "presence_penalty", "frequency_penalty", "min_p", "repetition_penalty", "min_tokens", "stop_token_ids",
+    "logit_bias", "logprobs", "top_logprobs", "echo", "tools", "tool_choice", "response_format", "guided_json",
+    "guided_regex", "guided_choice", "structured_outputs",
+})
+
+
 def check_fields(kind: Kind, body: dict[str, Any], limits: WireLimits) -> None:
     """Raise `WireError` (400) naming the first malformed field or one past `limits`; absent
     fields pass."""
+    if _CHECKED.isdisjoint(body):
+        return
     for name, lo, hi in (("presence_penalty", -2.0, 2.0), ("frequency_penalty", -2.0, 2.0), ("min_p", 0.0, 1.0)):
         v = _number(body, name)
         if v is not None and not lo <= v <= hi:

@@ -161,3 +161,17 @@ def test_well_formed_new_fields_pass() -> None:
     completion = {"model": "m", "prompt": [[1, 2], [3]], "logprobs": 0, "echo": True}
     assert parse_request("completion", completion).num_choices == 2
     parse_request("completion", {**completion, "logprobs": 20, "echo": False})
+
+
+def test_the_field_checks_skip_only_bodies_without_a_field_they_read() -> None:
+    """check_fields returns at once for a body holding none of `_CHECKED`: every field its checks
+    read (found in their source) must be in that set, or a bad value would pass unchecked."""
+    import inspect
+    import re
+
+    from fairgate.backends.openai_wire import fields, grammar_bounds
+
+    source = inspect.getsource(fields) + inspect.getsource(grammar_bounds)
+    read = set(re.findall(r'body\.get\("(\w+)"', source)) | set(re.findall(r'_number\(body, "(\w+)"\)', source))
+    read |= {name for name in re.findall(r'\("(\w+)", -?[0-9.]+, [0-9.]+\)', source)}  # the ranged numbers
+    assert read and read <= fields._CHECKED, read - fields._CHECKED
