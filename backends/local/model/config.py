@@ -1,6 +1,7 @@
 """What the engine needs to know about a model, parsed from a Hugging Face folder.
 
-Reads config.json (Llama 2/3, Mistral, Qwen2, Qwen3 dense, Gemma 3 text; Mixtral and Qwen3-MoE, see moe_config.py) and generation_config.json. Accepts both the
+Reads config.json (Llama 2/3, Mistral, Qwen2, Qwen3 dense, Phi-3, Gemma 3 text; Mixtral and Qwen3-MoE, see
+moe_config.py) and generation_config.json. Accepts both the
 classic `rope_theta` + `rope_scaling` keys and the transformers-5 `rope_parameters` block.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from fairgate.backends.local.model.moe_config import MOE_MODEL_TYPES, MoeConfig, parse_moe
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text", *MOE_MODEL_TYPES)
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma3_text", *MOE_MODEL_TYPES)
 GEMMA3 = "gemma3_text"
 SLIDING, FULL = "sliding_attention", "full_attention"  # Gemma 3's layer types
 SUPPORTED_ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn", "longrope")
@@ -141,7 +142,8 @@ class ModelConfig:
         # all four (Qwen3 defaults to none).
         qkv_bias = model_type == "qwen2" or attention_bias
         o_bias = model_type != "qwen2" and attention_bias
-        use_window = model_type in ("mistral", "mixtral") or bool(cfg.get("use_sliding_window", False))
+        # transformers' Mistral, Mixtral and Phi3 window whenever the config names one
+        use_window = model_type in ("mistral", "mixtral", "phi3") or bool(cfg.get("use_sliding_window", False))
         window = cfg.get("sliding_window") if use_window else None
         gemma = _gemma3_fields(cfg) if model_type == GEMMA3 else {}
         fields: dict[str, Any] = dict(

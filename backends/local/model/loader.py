@@ -2,7 +2,8 @@
 
 Handles a single `model.safetensors` or a sharded `model.safetensors.index.json`. q/k/v
 projections are fused into one `qkv_proj` and gate/up into one `gate_up_proj` at load time, so
-each layer runs two matmuls fewer per step.
+each layer runs two matmuls fewer per step; Phi-3 stores them fused already, in the same order
+([q; k; v] and [gate; up]), and they load as they are.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ _LAYER_MAP: dict[str, tuple[str, int | None]] = {
     "self_attn.k_proj": ("attn.qkv_proj", 1),
     "self_attn.v_proj": ("attn.qkv_proj", 2),
     "self_attn.o_proj": ("attn.o_proj", None),
+    "self_attn.qkv_proj": ("attn.qkv_proj", None),  # Phi-3's fused projections
+    "mlp.gate_up_proj": ("mlp.gate_up_proj", None),
     "self_attn.q_norm": ("attn.q_norm", None),  # Qwen3's per-head norms
     "self_attn.k_norm": ("attn.k_norm", None),
     "mlp.gate_proj": ("mlp.gate_up_proj", 0),

@@ -8,7 +8,9 @@ longrope multiply cos and sin by (folded into the table here, so every kernel pa
 longrope has two sets of frequencies: transformers picks the long set for a whole forward when
 its longest position passes original_max_position_embeddings, the short set otherwise. The table
 then holds both (short rows, then long rows) and `table_rows` picks the rows transformers'
-generate uses for each token.
+generate uses for each token. One exception: transformers' Phi-3 drops its cache when a sequence
+first passes the original context during decoding and re-rotates every earlier position by the
+long set; the engine keeps the K it cached, so such a sequence's later tokens may differ from it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""Qwen3 dense through every engine path, each against transformers' greedy tokens on a tiny random
-Qwen3 (per-head q/k RMSNorm, head_dim 32 != hidden / heads, tied embeddings): the torch reference,
-the native per-op kernels, the native layer stack, `fairgate quantize` int8 / int4 folders (against
-transformers on the dequantized weights), prefix caching, preemption, and speculative decoding
-with a Qwen3 draft (bit-identical to plain greedy). The Triton path is in
-tests/kernels/test_engine_kernel_paths.py, the quantized KV cache in test_kv_cache_quant.py."""
+"""The dense families added to the Llama layer, each through every engine path against
+transformers' greedy tokens on a tiny random model: Qwen3 (per-head q/k RMSNorm, head_dim 32 !=
+hidden / heads, tied embeddings) and Phi-3 (q/k/v and gate/up stored fused, untied head). Paths:
+the torch reference, the native per-op kernels, the native layer stack, `fairgate quantize` int8 /
+int4 folders (against transformers on the dequantized weights), prefix caching, preemption, and
+speculative decoding with a same-family draft (bit-identical to plain greedy). The Triton path is
+in tests/kernels/test_engine_kernel_paths.py, the quantized KV cache in test_kv_cache_quant.py,
+Phi-3's longrope past its original context in test_rope_scaling.py."""
 
 from __future__ import annotations
 
@@ -11,8 +13,11 @@ import random
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors import safe_open
 
-from fairgate.backends.local.model.config import ModelConfig
+from fairgate.backends.local.model.config import ModelConfig, ModelConfigError
+from fairgate.backends.local.model.loader import load_weights
 from fairgate.backends.local.model.quantization import quantize_folder
 from fairgate.backends.local.model.runner import ModelRunner
 from fairgate.kernels import QuantMethod
@@ -33,6 +38,7 @@ transformers = pytest.importorskip("transformers")
 
 
 _hf, _hf_greedy = hf_model, hf_greedy
+FAMILIES = ("qwen3", "phi3")
 
 
 def _prompts(vocab: int, count: int, seed: int) -> list[list[int]]:
@@ -40,9 +46,16 @@ def _prompts(vocab: int, count: int, seed: int) -> list[list[int]]:
     return [[rng.randrange(3, vocab) for _ in range(rng.randint(1, 40))] for _ in range(count)]
 
 
+@pytest.fixture(scope="module", params=FAMILIES)
+def family_dir(request: pytest.FixtureRequest) -> Path:
+    """The session's tiny folder of each family (tests/conftest.py)."""
+    folder: Path = request.getfixturevalue(f"tiny_{request.param}_dir")
+    return folder
+
+
 @pytest.fixture(scope="module")
-def hf_qwen3(tiny_qwen3_dir: Path):
-    return _hf(tiny_qwen3_dir)
+def hf_family(family_dir: Path):
+    return _hf(family_dir)
 
 
 def test_the_config_reads_qwen3() -> None:
@@ -55,11 +68,35 @@ def test_the_config_reads_qwen3() -> None:
     assert not ModelConfig.from_dict(dict(base, model_type="qwen2")).qk_norm
 
 
+def test_the_config_reads_phi3(tiny_phi3_dir: Path) -> None:
+    cfg = ModelConfig.from_dir(tiny_phi3_dir)
+    assert (cfg.model_type, cfg.qk_norm, cfg.qkv_bias, cfg.tie_word_embeddings, cfg.max_model_len) == (
+        "phi3", False, False, False, 512)
+    # Phi-3-mini-4k's window (2047 of 4096) caps the context as Mistral's does; the 128k model's
+    # (262144) does not
+    mini = dict(model_type="phi3", vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, max_position_embeddings=4096, sliding_window=2047)
+    assert ModelConfig.from_dict(mini).max_model_len == 2047
+    assert ModelConfig.from_dict(dict(mini, max_position_embeddings=131072, sliding_window=262144)).max_model_len == 131072
+    with pytest.raises(ModelConfigError, match="partial_rotary_factor"):  # Phi-4-mini's 0.75
+        ModelConfig.from_dict(dict(mini, partial_rotary_factor=0.75))
+
+
+def test_phi3_fused_projections_load_as_stored(tiny_phi3_dir: Path) -> None:
+    """[q; k; v] and [gate; up] are the engine's own fused layouts: the tensors load unchanged."""
+    cfg = ModelConfig.from_dir(tiny_phi3_dir)
+    state = load_weights(tiny_phi3_dir, cfg, torch.float32)
+    with safe_open(str(tiny_phi3_dir / "model.safetensors"), framework="pt") as f:
+        for ours, theirs in (("attn.qkv_proj", "self_attn.qkv_proj"), ("mlp.gate_up_proj", "mlp.gate_up_proj")):
+            assert torch.equal(state[f"layers.1.{ours}.weight"], f.get_tensor(f"model.layers.1.{theirs}.weight"))
+    assert state["layers.0.attn.qkv_proj.weight"].shape == (cfg.q_size + 2 * cfg.kv_size, cfg.hidden_size)
+
+
 @pytest.mark.parametrize("path", ["reference", "native-per-op", "native-stack"])
-def test_greedy_matches_transformers_on_each_cpu_path(path: str, tiny_qwen3_dir: Path, hf_qwen3,
+def test_greedy_matches_transformers_on_each_cpu_path(path: str, family_dir: Path, hf_family,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAIRGATE_KERNELS", "reference" if path == "reference" else "auto")
-    runner = ModelRunner(tiny_qwen3_dir, num_kv_blocks=160)
+    runner = ModelRunner(family_dir, num_kv_blocks=160)
     native = runner.kernels.choice("fused").impl == "native"
     if path != "reference" and not native:
         pytest.skip("the native CPU kernels did not build here")
@@ -68,7 +105,7 @@ def test_greedy_matches_transformers_on_each_cpu_path(path: str, tiny_qwen3_dir:
         runner.model.native_stack = None  # the per-op layers on the native kernels
     prompts = _prompts(runner.config.vocab_size, 12, seed=11)
     max_new = [random.Random(i).randint(4, 16) for i in range(12)]
-    expected = [_hf_greedy(hf_qwen3, p, n) for p, n in zip(prompts, max_new, strict=True)]
+    expected = [_hf_greedy(hf_family, p, n) for p, n in zip(prompts, max_new, strict=True)]
     assert sum(map(len, expected)) >= 60  # not a run of early EOS
     assert PagedDriver(runner, chunk=5, seed=2).generate(prompts, max_new, stagger=2) == expected
 
@@ -87,44 +124,45 @@ def test_attention_bias_and_untied_head_match_transformers(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("method", ["int8", "int4-g32"])
 def test_a_quantized_folder_matches_transformers_on_its_dequantized_weights(
-        method: str, tiny_qwen3_dir: Path, tmp_path: Path) -> None:
+        method: str, family_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / method
-    quantize_folder(tiny_qwen3_dir, out, QuantMethod.parse(method))
+    quantize_folder(family_dir, out, QuantMethod.parse(method))
     runner = ModelRunner(out, num_kv_blocks=96)
     assert runner.quantization_name == method
-    hf = _hf(tiny_qwen3_dir)
+    hf = _hf(family_dir)
     round_linears(hf, method)  # transformers on exactly the weights the engine's codes stand for
     prompts = _prompts(runner.config.vocab_size, 6, seed=3)
     expected = [_hf_greedy(hf, p, 10) for p in prompts]
     assert PagedDriver(runner, chunk=7, seed=1).generate(prompts, 10) == expected
 
 
-async def test_prefix_cache_hits_give_transformers_tokens(tiny_qwen3_dir: Path, hf_qwen3) -> None:
-    await check_prefix_cache_hits(tiny_qwen3_dir, lambda prompt, n: _hf_greedy(hf_qwen3, prompt, n))
+async def test_prefix_cache_hits_give_transformers_tokens(family_dir: Path, hf_family) -> None:
+    await check_prefix_cache_hits(family_dir, lambda prompt, n: _hf_greedy(hf_family, prompt, n))
 
 
-def test_preemption_and_recompute_give_transformers_tokens(tiny_qwen3_dir: Path, hf_qwen3) -> None:
+def test_preemption_and_recompute_give_transformers_tokens(family_dir: Path, hf_family) -> None:
     # 24 blocks of 4 tokens cannot hold four sequences of ~60 tokens: requests get preempted
-    core = engine(tiny_qwen3_dir, num_kv_blocks=24)
+    core = engine(family_dir, num_kv_blocks=24)
     for i, prompt in enumerate(PROMPTS):
         add(core, f"r{i}", prompt, greedy(30))
     results = drain(core)
     assert core.scheduler.num_preemptions > 0 and core.scheduler.kv.check_pool_whole()
     for i, prompt in enumerate(PROMPTS):
-        assert results[f"r{i}"].token_ids == _hf_greedy(hf_qwen3, prompt, 30)
+        assert results[f"r{i}"].token_ids == _hf_greedy(hf_family, prompt, 30)
 
 
 @pytest.fixture(scope="module")
-def qwen3_draft_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A one-layer random Qwen3 with the target's tokenizer: a poor draft."""
-    return make_tiny_model(tmp_path_factory.mktemp("qwen3-draft"), "qwen3", seed=7, num_hidden_layers=1)
+def family_draft_dir(family_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A one-layer random model of the target's family with its tokenizer: a poor draft."""
+    arch = ModelConfig.from_dir(family_dir).model_type
+    return make_tiny_model(tmp_path_factory.mktemp(f"{arch}-draft"), arch, seed=7, num_hidden_layers=1)
 
 
 @pytest.mark.parametrize("draft", ["self", "poor"])
-def test_speculative_greedy_with_a_qwen3_draft_is_identical(draft: str, tiny_qwen3_dir: Path,
-                                                            qwen3_draft_dir: Path) -> None:
-    folder = tiny_qwen3_dir if draft == "self" else qwen3_draft_dir
-    core = run_both(tiny_qwen3_dir, f"draft:{folder}", mixed_requests())
+def test_speculative_greedy_with_a_same_family_draft_is_identical(draft: str, family_dir: Path,
+                                                                  family_draft_dir: Path) -> None:
+    folder = family_dir if draft == "self" else family_draft_dir
+    core = run_both(family_dir, f"draft:{folder}", mixed_requests())
     s = core.stats
     assert s.spec_drafts > 0
     if draft == "self":  # the target as its own draft: every guess is right
@@ -134,6 +172,6 @@ def test_speculative_greedy_with_a_qwen3_draft_is_identical(draft: str, tiny_qwe
     assert core.speculator.proposer.kv.check_pool_whole()
 
 
-def test_speculative_greedy_through_preemption_with_a_qwen3_draft(tiny_qwen3_dir: Path) -> None:
-    core = run_both(tiny_qwen3_dir, f"draft:{tiny_qwen3_dir}", mixed_requests(30), num_kv_blocks=24)
+def test_speculative_greedy_through_preemption_with_a_same_family_draft(family_dir: Path) -> None:
+    core = run_both(family_dir, f"draft:{family_dir}", mixed_requests(30), num_kv_blocks=24)
     assert core.scheduler.num_preemptions > 0 and core.stats.spec_accepted_tokens > 0
