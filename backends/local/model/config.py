@@ -17,6 +17,12 @@ from fairgate.backends.local.model.moe_config import MOE_MODEL_TYPES, MoeConfig,
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma3_text", *MOE_MODEL_TYPES)
 GEMMA3 = "gemma3_text"
 SLIDING, FULL = "sliding_attention", "full_attention"  # Gemma 3's layer types
+# Families people ask for that this engine cannot run yet, with what is missing
+NOT_YET = {
+    "gpt_oss": "its attention sinks (a learned logit per head in every softmax) and its MXFP4 expert weights"
+               " are not implemented; its harmony output is (--reasoning-parser gpt_oss), so serve the"
+               " weights with vLLM and put it behind the gateway",
+}
 SUPPORTED_ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn", "longrope")
 
 
@@ -124,6 +130,8 @@ class ModelConfig:
     def from_dict(cls, cfg: dict[str, Any], generation: dict[str, Any] | None = None) -> ModelConfig:
         """Build from config.json contents (and optionally generation_config.json contents)."""
         model_type = cfg.get("model_type", "")
+        if model_type in NOT_YET:
+            raise ModelConfigError(f"model_type {model_type!r} is not supported: {NOT_YET[model_type]}")
         if model_type not in SUPPORTED_MODEL_TYPES:
             raise ModelConfigError(
                 f"unsupported model_type {model_type!r}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
