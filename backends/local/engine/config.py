@@ -63,8 +63,8 @@ class EngineConfig:
             raise ValueError("max_num_batched_tokens must be >= 1")
         if self.tool_call_parser not in ("hermes", "llama3_json"):
             raise ValueError("tool_call_parser must be hermes or llama3_json")
-        if self.reasoning_parser not in (None, "qwen3", "deepseek_r1"):
-            raise ValueError(f"reasoning_parser must be qwen3 or deepseek_r1, not {self.reasoning_parser!r}")
+        if self.reasoning_parser not in (None, "qwen3", "deepseek_r1", "gpt_oss"):
+            raise ValueError(f"reasoning_parser must be qwen3, deepseek_r1 or gpt_oss, not {self.reasoning_parser!r}")
         if self.max_model_len is not None and self.max_model_len < 2:
             raise ValueError("max_model_len must be >= 2")
         if self.quantization not in (None, "", "none"):
