@@ -17,6 +17,7 @@ from safetensors import safe_open
 from tqdm import tqdm
 
 from fairgate.backends.local.model.config import ModelConfig
+from fairgate.backends.local.model.rope import rotary_row_order
 
 _LAYER = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
 # A sparse MLP's router and experts: Qwen3-MoE's mlp.gate, mlp.experts.E.{gate,up,down}_proj;
@@ -146,6 +147,10 @@ def load_weights(
         if len(pieces) != need:
             raise KeyError(f"{name}: found {len(pieces)} of {need} parts to fuse")
         plain[name] = torch.cat([pieces[i] for i in range(need)], dim=0).to(device)
+    order = rotary_row_order(cfg)
+    if order is not None:  # partial rotary: each q/k head's rotated pairs where the kernels rotate (rope.py)
+        for name in [n for n in plain if ".attn.qkv_proj." in n]:
+            plain[name] = plain[name][order.to(plain[name].device)].contiguous()  # rows of every kind
     if "lm_head.weight" not in plain and not cfg.tie_word_embeddings:
         raise KeyError("lm_head.weight missing and tie_word_embeddings is false")
     if cfg.tie_word_embeddings:

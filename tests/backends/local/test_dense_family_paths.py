@@ -1,6 +1,7 @@
 """The dense families added to the Llama layer, each through every engine path against
 transformers' greedy tokens on a tiny random model: Qwen3 (per-head q/k RMSNorm, head_dim 32 !=
-hidden / heads, tied embeddings) and Phi-3 (q/k/v and gate/up stored fused, untied head). Paths:
+hidden / heads, tied embeddings), Phi-3 (q/k/v and gate/up stored fused, untied head) and Phi-3 as
+Phi-4-mini sets it up (partial_rotary_factor 0.75, tied embeddings). Paths:
 the torch reference, the native per-op kernels, the native layer stack, `fairgate quantize` int8 /
 int4 folders (against transformers on the dequantized weights), prefix caching, preemption, and
 speculative decoding with a same-family draft (bit-identical to plain greedy). The Triton path is
@@ -19,6 +20,7 @@ from safetensors import safe_open
 from fairgate.backends.local.model.config import ModelConfig, ModelConfigError
 from fairgate.backends.local.model.loader import load_weights
 from fairgate.backends.local.model.quantization import quantize_folder
+from fairgate.backends.local.model.rope import cos_sin_cache, rotary_row_order
 from fairgate.backends.local.model.runner import ModelRunner
 from fairgate.kernels import QuantMethod
 from tests.backends.local.paged_driver import PagedDriver
@@ -38,7 +40,7 @@ transformers = pytest.importorskip("transformers")
 
 
 _hf, _hf_greedy = hf_model, hf_greedy
-FAMILIES = ("qwen3", "phi3")
+FAMILIES = ("qwen3", "phi3", "phi3_partial")
 
 
 def _prompts(vocab: int, count: int, seed: int) -> list[list[int]]:
@@ -78,8 +80,25 @@ def test_the_config_reads_phi3(tiny_phi3_dir: Path) -> None:
                 num_attention_heads=4, max_position_embeddings=4096, sliding_window=2047)
     assert ModelConfig.from_dict(mini).max_model_len == 2047
     assert ModelConfig.from_dict(dict(mini, max_position_embeddings=131072, sliding_window=262144)).max_model_len == 131072
-    with pytest.raises(ModelConfigError, match="partial_rotary_factor"):  # Phi-4-mini's 0.75
-        ModelConfig.from_dict(dict(mini, partial_rotary_factor=0.75))
+    assert ModelConfig.from_dict(dict(mini, partial_rotary_factor=0.75)).rotary_dim == 12  # Phi-4-mini's share
+    with pytest.raises(ModelConfigError, match="7 of 16 head dims"):
+        ModelConfig.from_dict(dict(mini, partial_rotary_factor=0.4375))
+    with pytest.raises(ModelConfigError, match="only phi3's partial rotary"):  # other families lay it out otherwise
+        ModelConfig.from_dict(dict(mini, model_type="llama", partial_rotary_factor=0.75))
+
+
+def test_partial_rotary_reorders_each_q_and_k_head_and_keeps_the_passed_dims_still(tiny_phi3_partial_dir: Path) -> None:
+    """rope.py: each q/k head's rotated pairs (i, i + 6) move to (i, i + 8), the 4 passed dims to
+    the halves' last two places; the table turns those by nothing (cos 1, sin 0); v stays."""
+    cfg = ModelConfig.from_dir(tiny_phi3_partial_dir)
+    order = rotary_row_order(cfg)
+    assert order is not None and order[:16].tolist() == [0, 1, 2, 3, 4, 5, 12, 13, 6, 7, 8, 9, 10, 11, 14, 15]
+    assert order[16:32].tolist() == [16 + i for i in order[:16].tolist()]  # the next head alike
+    assert order[-cfg.kv_size:].tolist() == list(range(96, 128))  # 4 q + 2 k heads of 16, then v
+    table = cos_sin_cache(cfg, 40, torch.float32, torch.device("cpu"))  # [P, 2, D]
+    passed = [6, 7, 14, 15]
+    assert torch.equal(table[:, 0, passed], torch.ones(40, 4)) and torch.equal(table[:, 1, passed], torch.zeros(40, 4))
+    assert not torch.equal(table[5, 0, :6], torch.ones(6))
 
 
 def test_phi3_fused_projections_load_as_stored(tiny_phi3_dir: Path) -> None:

@@ -1,5 +1,5 @@
 """RoPE scaling `yarn` and `longrope` against transformers: the frequencies and attention factor
-against modeling_rope_utils itself, then tiny random Llama / Qwen2 / Qwen3 / Phi-3 models whose original
+against modeling_rope_utils itself, then tiny random Llama / Qwen2 / Qwen3 / Phi-3 (whole and partial rotary) models whose original
 context (32) is far shorter than the prompts (up to 130 tokens): prompt logits, and greedy tokens
 through the torch reference and the native per-op kernels and layer stack, prefilled in chunks."""
 
@@ -41,11 +41,14 @@ def _scaling(name: str, head_dim: int) -> dict[str, Any]:
 
 
 def _folder(tmp_path_factory: pytest.TempPathFactory, arch: str, name: str) -> Path:
-    head_dim = 32 if arch == "qwen3" else 16
-    # Phi-3 keeps original_max_position_embeddings at the top level, where it wins over the block's
-    top = {"original_max_position_embeddings": 32} if arch == "phi3" else {}
-    return make_tiny_model(tmp_path_factory.mktemp(f"{arch}-{name}"), arch, seed=5, max_position_embeddings=256,
-                           rope_scaling=_scaling(name, head_dim), **top)
+    rotary = 32 if arch == "qwen3" else 12 if arch == "phi3-partial" else 16
+    # Phi-3 keeps original_max_position_embeddings at the top level, where it wins over the block's;
+    # Phi-4-mini rotates 3/4 of each head (its factors cover those dims only)
+    top: dict[str, Any] = {"original_max_position_embeddings": 32} if arch.startswith("phi3") else {}
+    if arch == "phi3-partial":
+        top["partial_rotary_factor"] = 0.75
+    return make_tiny_model(tmp_path_factory.mktemp(f"{arch}-{name}"), arch.removesuffix("-partial"), seed=5,
+                           max_position_embeddings=256, rope_scaling=_scaling(name, rotary), **top)
 
 
 def _hf(folder: Path):
@@ -77,7 +80,7 @@ def _folder_cfg(tmp_path: Path, name: str) -> Path:
 
 ARCHES = ["llama", "qwen2", "qwen3"]
 # Phi3Config knows longrope only (it renames "su" and "yarn" to it)
-SCALED = [(a, n) for a in ARCHES for n in ("yarn", "longrope")] + [("phi3", "longrope")]
+SCALED = [(a, n) for a in ARCHES for n in ("yarn", "longrope")] + [("phi3", "longrope"), ("phi3-partial", "longrope")]
 
 
 @pytest.fixture(scope="module", params=SCALED,
