@@ -37,7 +37,7 @@ class EngineConfig:
     fairness_preemption: bool = True
     served_model_name: str | None = None
     tool_call_parser: str = "hermes"  # how the model writes tool calls: hermes | llama3_json
-    # a reasoning model's thinking apart from its answer: qwen3 | deepseek_r1 (serving/reasoning.py)
+    # a reasoning model's thinking apart from its answer: qwen3 | deepseek_r1 | gpt_oss (serving/reasoning.py)
     reasoning_parser: str | None = None
     # Speculative decoding: "off", "ngram" (prompt lookup) or "draft:DIR" (a draft model folder
     # with the target's vocabulary); at most `num_speculative_tokens` drafts per request per step.

@@ -114,6 +114,8 @@ class ReasoningFormat:
         for i in range(len(token_ids) - len(opener) + 1) if opener else ():
             if tuple(token_ids[i:i + len(opener)]) == opener:
                 return i + len(opener)  # everything up to the answer's <|message|>
+        if opener and opener[-1] in token_ids:  # no final answer (a tool call, a preamble): up to the last body
+            return len(token_ids) - token_ids[::-1].index(opener[-1])
         return min(len(token_ids), count if count is not None else len(token_ids))
 
 

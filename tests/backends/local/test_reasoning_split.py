@@ -91,13 +91,15 @@ def test_gpt_oss_reasoning_tokens_count_through_the_answers_header():
     assert fmt.reasoning_tokens(thinking + [7, 8, 9, 30, 31], "x", ended=True) == 10
     assert fmt.reasoning_tokens(thinking, "x", ended=False) == 7
     assert fmt.reasoning_tokens([7, 8, 9, 30], None, ended=True) == 0
+    # thinking, then a tool call (<|channel|>commentary to=... <|message|> {...}): its body is no thinking
+    assert fmt.reasoning_tokens(thinking + [7, 40, 41, 9, 50, 51], "x", ended=True) == 11
     with pytest.raises(ValueError, match="several tokens"):  # structured output cannot find the answer
         fmt.grammar_after([1, 2])
     assert fmt.keeps_special_tokens and not QWEN3.keeps_special_tokens
 
 
 def test_an_unknown_parser_is_refused_by_name():
-    with pytest.raises(ValueError, match="qwen3, deepseek_r1"):
+    with pytest.raises(ValueError, match="qwen3, deepseek_r1, gpt_oss"):
         ReasoningFormat.of("granite")
 
 
