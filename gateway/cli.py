@@ -39,8 +39,9 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-batched-tokens", type=int, default=512)
     p.add_argument("--tool-call-parser", choices=["hermes", "llama3_json"], default="hermes",
                    help="how the model writes tool calls (Hermes <tool_call> tags or Llama 3 JSON)")
-    p.add_argument("--reasoning-parser", choices=["qwen3", "deepseek_r1"], default=None,
-                   help="return a reasoning model's <think> part as reasoning_content, apart from the answer")
+    p.add_argument("--reasoning-parser", choices=["qwen3", "deepseek_r1", "gpt_oss"], default=None,
+                   help="return a reasoning model's thinking (<think> part, gpt-oss's analysis channel)"
+                        " as reasoning_content, apart from the answer")
     p.add_argument("--max-model-len", type=int, default=None)
     p.add_argument("--no-prefix-caching", action="store_true")
     _scheduling_args(p)

@@ -43,7 +43,7 @@ class Settings(BaseSettings):
     pool_fair_slots: int | None = Field(default=None, ge=1, le=100_000)
     model: str | None = None  # model folder of the embedded engine
     served_model_name: str | None = None  # default: the model folder's name
-    reasoning_parser: Literal["qwen3", "deepseek_r1"] | None = None  # the embedded engine's (fairgate engine --reasoning-parser)
+    reasoning_parser: Literal["qwen3", "deepseek_r1", "gpt_oss"] | None = None  # the embedded engine's (fairgate engine --reasoning-parser)
     embedded_engine: bool = True  # False: serve only registered backends
     engine_cpu_cores: str | None = None  # the embedded engine's compute cores (fairgate engine --cpu-cores)
     embedded_hourly_cost_usd: float | None = Field(default=None, ge=0)  # the embedded engine's hardware

@@ -46,6 +46,20 @@ def tiny_qwen3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_phi3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Phi-3: q/k/v and gate/up stored fused (qkv_proj, gate_up_proj), untied head."""
+    return make_tiny_model(tmp_path_factory.mktemp("tiny-phi3"), "phi3")
+
+
+@pytest.fixture(scope="session")
+def tiny_phi3_partial_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Phi-3 as Phi-4-mini configures it: partial_rotary_factor 0.75 (12 of 16 head dims rotate),
+    tied embeddings."""
+    return make_tiny_model(tmp_path_factory.mktemp("tiny-phi3-partial"), "phi3", seed=3, partial_rotary_factor=0.75,
+                           tie_word_embeddings=True)
+
+
+@pytest.fixture(scope="session")
 def tiny_gemma3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Gemma 3 text: sliding-window layers (window 8, their own RoPE base) around a full one,
     (1 + w) norms, GELU-tanh MLP, head_dim 32, tied embeddings (tests/helpers/tiny_models.py)."""

@@ -97,6 +97,13 @@ def _arch_config(arch: str, vocab_size: int, bos_id: int, eos_id: int, overrides
         common.update(num_hidden_layers=4, sliding_window=8, query_pre_attn_scalar=24, rope_theta=10000.0,
                       rope_local_base_freq=100.0, pad_token_id=0,
                       layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"])
+    elif arch == "phi3":
+        # like Phi-3-mini: fused qkv_proj and gate_up_proj in the checkpoint, no biases, untied head,
+        # no window (the config test covers one); Phi3Config's pad id 32000 is past this vocabulary
+        from transformers import Phi3Config
+
+        cls = Phi3Config
+        common.update(sliding_window=None, pad_token_id=eos_id)
     elif arch == "mixtral":  # Mistral attention, every MLP sparse: 8 experts of 48, top-2 renormalised
         from transformers import MixtralConfig
 
@@ -111,14 +118,14 @@ def _arch_config(arch: str, vocab_size: int, bos_id: int, eos_id: int, overrides
         common.update(num_hidden_layers=3, num_experts=6, num_experts_per_tok=2, moe_intermediate_size=48,
                       norm_topk_prob=False, mlp_only_layers=[1], decoder_sparse_step=1, attention_bias=False)
     else:
-        raise ValueError(f"unknown arch {arch!r}; expected llama, mistral, qwen2, qwen3, gemma3, mixtral or qwen3_moe")
+        raise ValueError(f"unknown arch {arch!r}; expected llama, mistral, qwen2, qwen3, phi3, gemma3, mixtral or qwen3_moe")
     common.update(overrides)
     return cls(**common)
 
 
 def make_tiny_model(path: str | Path, arch: str = "llama", seed: int = 0, **config_overrides: Any) -> Path:
-    """Write a tiny random model folder for `arch` ("llama", "mistral", "qwen2", "qwen3", "gemma3",
-    "mixtral", "qwen3_moe") into `path`.
+    """Write a tiny random model folder for `arch` ("llama", "mistral", "qwen2", "qwen3", "phi3",
+    "gemma3", "mixtral", "qwen3_moe") into `path`.
 
     `config_overrides` go to the transformers config (e.g. rope_scaling=..., num_hidden_layers=3).
     Returns the folder path.

@@ -42,8 +42,11 @@ def _count_triton_calls(monkeypatch) -> Counter[str]:
     return calls
 
 
-# Qwen3: its q/k norm on the plan's torch ops; Gemma 3: the full layer on Triton, the windowed ones on the reference
-@pytest.mark.parametrize("model", ["tiny_model_dir", "tiny_qwen3_dir", "tiny_gemma3_dir"])
+# Qwen3: its q/k norm on the plan's torch ops; Phi-3: Llama's layer from fused checkpoint tensors (and
+# partial rotary, through the reordered heads and the table);
+# Gemma 3: the full layer on Triton, the windowed ones on the reference
+@pytest.mark.parametrize("model", ["tiny_model_dir", "tiny_qwen3_dir", "tiny_phi3_dir", "tiny_phi3_partial_dir",
+                                   "tiny_gemma3_dir"])
 def test_greedy_tokens_identical_with_triton_and_reference(model, device, monkeypatch, request):
     model_dir = request.getfixturevalue(model)
     reference_out = _generate(model_dir, device.type, monkeypatch, "reference")

@@ -181,7 +181,7 @@ class AsyncEngine:
             num_prompt_tokens=len(prompt_token_ids),
             max_tokens=max_tokens,
             eos_token_ids=self.eos_token_ids,
-            decoder=self.tokenizer.detokenizer(prompt_token_ids),
+            decoder=self.tokenizer.detokenizer(prompt_token_ids, sampling.skip_special_tokens),
         )
         channel = StreamChannel(request_id, asyncio.get_running_loop())
         with self._lock:

@@ -49,7 +49,7 @@ class EngineConfig:
     cpu_cores: str | None = None
     served_model_name: str | None = None
     tool_call_parser: str = "hermes"  # how the model writes tool calls: hermes | llama3_json
-    # a reasoning model's thinking apart from its answer: qwen3 | deepseek_r1 (serving/reasoning.py)
+    # a reasoning model's thinking apart from its answer: qwen3 | deepseek_r1 | gpt_oss (serving/reasoning.py)
     reasoning_parser: str | None = None
     # Speculative decoding: "off", "ngram" (prompt lookup) or "draft:DIR" (a draft model folder
     # with the target's vocabulary); at most `num_speculative_tokens` drafts per request per step.
@@ -75,8 +75,8 @@ class EngineConfig:
             raise ValueError("max_num_batched_tokens must be >= 1")
         if self.tool_call_parser not in ("hermes", "llama3_json"):
             raise ValueError("tool_call_parser must be hermes or llama3_json")
-        if self.reasoning_parser not in (None, "qwen3", "deepseek_r1"):
-            raise ValueError(f"reasoning_parser must be qwen3 or deepseek_r1, not {self.reasoning_parser!r}")
+        if self.reasoning_parser not in (None, "qwen3", "deepseek_r1", "gpt_oss"):
+            raise ValueError(f"reasoning_parser must be qwen3, deepseek_r1 or gpt_oss, not {self.reasoning_parser!r}")
         if self.max_model_len is not None and self.max_model_len < 2:
             raise ValueError("max_model_len must be >= 2")
         if self.quantization not in (None, "", "none"):

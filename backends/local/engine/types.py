@@ -35,6 +35,9 @@ class SamplingParams:
     # Embeddings: the prompt's hidden states (after the final norm) are summed as prefill
     # chunks run and the request ends with their mean (`RequestOutput.embedding`).
     pool: bool = False
+    # False: the output's text keeps special tokens (gpt-oss's harmony markers, which its
+    # reasoning parser reads: serving/harmony.py); EOS and stop tokens never reach the text.
+    skip_special_tokens: bool = True
 
     @property
     def greedy(self) -> bool:

@@ -1,6 +1,7 @@
 """What the engine needs to know about a model, parsed from a Hugging Face folder.
 
-Reads config.json (Llama 2/3, Mistral, Qwen2, Qwen3 dense, Gemma 3 text; Mixtral and Qwen3-MoE, see moe_config.py) and generation_config.json. Accepts both the
+Reads config.json (Llama 2/3, Mistral, Qwen2, Qwen3 dense, Phi-3, Gemma 3 text; Mixtral and Qwen3-MoE, see
+moe_config.py) and generation_config.json. Accepts both the
 classic `rope_theta` + `rope_scaling` keys and the transformers-5 `rope_parameters` block.
 """
 
@@ -13,9 +14,15 @@ from typing import Any
 
 from fairgate.backends.local.model.moe_config import MOE_MODEL_TYPES, MoeConfig, parse_moe
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text", *MOE_MODEL_TYPES)
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma3_text", *MOE_MODEL_TYPES)
 GEMMA3 = "gemma3_text"
 SLIDING, FULL = "sliding_attention", "full_attention"  # Gemma 3's layer types
+# Families people ask for that this engine cannot run yet, with what is missing
+NOT_YET = {
+    "gpt_oss": "its attention sinks (a learned logit per head in every softmax) and its MXFP4 expert weights"
+               " are not implemented; its harmony output is (--reasoning-parser gpt_oss), so serve the"
+               " weights with vLLM and put it behind the gateway",
+}
 SUPPORTED_ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn", "longrope")
 
 
@@ -44,6 +51,8 @@ class RopeConfig:
     # longrope only: per-frequency divisors for sequences within / past the original context
     short_factor: tuple[float, ...] = ()
     long_factor: tuple[float, ...] = ()
+    # partial_rotary_factor: the share of each head that rotates (its first dims, Phi-4-mini's 0.75)
+    rotary_fraction: float = 1.0
 
     @property
     def long_from(self) -> int | None:
@@ -103,6 +112,11 @@ class ModelConfig:
         return self.num_kv_heads * self.head_dim
 
     @property
+    def rotary_dim(self) -> int:
+        """How many of each q/k head's dims rotate (the first ones; the rest pass unrotated)."""
+        return int(self.head_dim * self.rope.rotary_fraction)
+
+    @property
     def attention_scale(self) -> float:
         scale: float = float(self.query_pre_attn_scalar or self.head_dim) ** -0.5  # as transformers
         return scale
@@ -123,6 +137,8 @@ class ModelConfig:
     def from_dict(cls, cfg: dict[str, Any], generation: dict[str, Any] | None = None) -> ModelConfig:
         """Build from config.json contents (and optionally generation_config.json contents)."""
         model_type = cfg.get("model_type", "")
+        if model_type in NOT_YET:
+            raise ModelConfigError(f"model_type {model_type!r} is not supported: {NOT_YET[model_type]}")
         if model_type not in SUPPORTED_MODEL_TYPES:
             raise ModelConfigError(
                 f"unsupported model_type {model_type!r}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
@@ -141,9 +157,12 @@ class ModelConfig:
         # all four (Qwen3 defaults to none).
         qkv_bias = model_type == "qwen2" or attention_bias
         o_bias = model_type != "qwen2" and attention_bias
-        use_window = model_type in ("mistral", "mixtral") or bool(cfg.get("use_sliding_window", False))
+        # transformers' Mistral, Mixtral and Phi3 window whenever the config names one
+        use_window = model_type in ("mistral", "mixtral", "phi3") or bool(cfg.get("use_sliding_window", False))
         window = cfg.get("sliding_window") if use_window else None
         gemma = _gemma3_fields(cfg) if model_type == GEMMA3 else {}
+        rope = _parse_rope(cfg, int(cfg.get("max_position_embeddings", 2048)))
+        _check_partial_rotary(model_type, rope.rotary_fraction, head_dim)
         fields: dict[str, Any] = dict(
             model_type=model_type,
             vocab_size=int(cfg["vocab_size"]),
@@ -155,7 +174,7 @@ class ModelConfig:
             head_dim=head_dim,
             rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
             max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
-            rope=_parse_rope(cfg, int(cfg.get("max_position_embeddings", 2048))),
+            rope=rope,
             tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
             qkv_bias=qkv_bias,
             o_bias=o_bias,
@@ -265,8 +284,6 @@ def _parse_rope(cfg: dict[str, Any], max_positions: int) -> RopeConfig:
             f"unsupported rope type {rope_type!r}; supported: {', '.join(SUPPORTED_ROPE_TYPES)}"
         )
     partial = params.get("partial_rotary_factor", cfg.get("partial_rotary_factor"))
-    if partial is not None and float(partial) != 1.0:  # the rotation here covers the whole head
-        raise ModelConfigError(f"unsupported partial_rotary_factor {partial}: only whole-head RoPE (1.0) is supported")
     orig = params.get("original_max_position_embeddings")
     if rope_type in ("yarn", "longrope"):
         # as transformers' standardize_rope_params: Phi3's top-level key wins, else the model's length
@@ -293,4 +310,19 @@ def _parse_rope(cfg: dict[str, Any], max_positions: int) -> RopeConfig:
         truncate=bool(params.get("truncate", True)),
         short_factor=tuple(float(f) for f in params.get("short_factor") or ()),
         long_factor=tuple(float(f) for f in params.get("long_factor") or ()),
+        rotary_fraction=1.0 if partial is None else float(partial),
     )
+
+
+def _check_partial_rotary(model_type: str, fraction: float, head_dim: int) -> None:
+    """Partial rotary as transformers' Phi-3 applies it (the first dims of a head rotate as
+    rotate-half pairs of their own; backends/local/model/rope.py); other families' layouts differ."""
+    if fraction == 1.0:
+        return
+    if model_type != "phi3":
+        raise ModelConfigError(f"unsupported partial_rotary_factor {fraction} for {model_type}: only phi3's"
+                               " partial rotary is supported (elsewhere only whole-head RoPE, 1.0)")
+    rotary = int(head_dim * fraction)
+    if not 0 < rotary < head_dim or rotary % 2 or head_dim % 2:
+        raise ModelConfigError(f"unsupported partial_rotary_factor {fraction}: {rotary} of {head_dim} head dims"
+                               " must rotate, an even number")

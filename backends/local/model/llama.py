@@ -1,4 +1,4 @@
-"""Llama-style decoder over a paged KV cache (Llama 2/3, Mistral, Qwen2, Qwen3; Mixtral and Qwen3-MoE
+"""Llama-style decoder over a paged KV cache (Llama 2/3, Mistral, Qwen2, Qwen3, Phi-3; Mixtral and Qwen3-MoE
 with the sparse MLP of moe.py).
 
 The model sees one flat, ragged batch per step: every new token of every sequence in one

@@ -2,7 +2,8 @@
 
 Handles a single `model.safetensors` or a sharded `model.safetensors.index.json`. q/k/v
 projections are fused into one `qkv_proj` and gate/up into one `gate_up_proj` at load time, so
-each layer runs two matmuls fewer per step.
+each layer runs two matmuls fewer per step; Phi-3 stores them fused already, in the same order
+([q; k; v] and [gate; up]), and they load as they are.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from safetensors import safe_open
 from tqdm import tqdm
 
 from fairgate.backends.local.model.config import ModelConfig
+from fairgate.backends.local.model.rope import rotary_row_order
 
 _LAYER = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
 # A sparse MLP's router and experts: Qwen3-MoE's mlp.gate, mlp.experts.E.{gate,up,down}_proj;
@@ -31,6 +33,8 @@ _LAYER_MAP: dict[str, tuple[str, int | None]] = {
     "self_attn.k_proj": ("attn.qkv_proj", 1),
     "self_attn.v_proj": ("attn.qkv_proj", 2),
     "self_attn.o_proj": ("attn.o_proj", None),
+    "self_attn.qkv_proj": ("attn.qkv_proj", None),  # Phi-3's fused projections
+    "mlp.gate_up_proj": ("mlp.gate_up_proj", None),
     "self_attn.q_norm": ("attn.q_norm", None),  # Qwen3's per-head norms
     "self_attn.k_norm": ("attn.k_norm", None),
     "mlp.gate_proj": ("mlp.gate_up_proj", 0),
@@ -143,6 +147,10 @@ def load_weights(
         if len(pieces) != need:
             raise KeyError(f"{name}: found {len(pieces)} of {need} parts to fuse")
         plain[name] = torch.cat([pieces[i] for i in range(need)], dim=0).to(device)
+    order = rotary_row_order(cfg)
+    if order is not None:  # partial rotary: each q/k head's rotated pairs where the kernels rotate (rope.py)
+        for name in [n for n in plain if ".attn.qkv_proj." in n]:
+            plain[name] = plain[name][order.to(plain[name].device)].contiguous()  # rows of every kind
     if "lm_head.weight" not in plain and not cfg.tie_word_embeddings:
         raise KeyError("lm_head.weight missing and tie_word_embeddings is false")
     if cfg.tie_word_embeddings:

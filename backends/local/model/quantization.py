@@ -105,7 +105,7 @@ def weight_bytes(model: nn.Module) -> int:
     return total
 
 
-_HF_LINEAR = re.compile(r"^model\.layers\.\d+\.(self_attn\.[qkvo]_proj|mlp\.(experts\.\d+\.)?(gate|up|down)_proj"
+_HF_LINEAR = re.compile(r"^model\.layers\.\d+\.(self_attn\.(qkv|[qkvo])_proj|mlp\.(experts\.\d+\.)?(gate_up|gate|up|down)_proj"
                         r"|block_sparse_moe\.experts\.\d+\.w[123])\.weight$")
 
 

@@ -9,6 +9,14 @@ longrope has two sets of frequencies: transformers picks the long set for a whol
 its longest position passes original_max_position_embeddings, the short set otherwise. The table
 then holds both (short rows, then long rows) and `table_rows` picks the rows transformers'
 generate uses for each token.
+
+Partial rotary (Phi-3's partial_rotary_factor, rotary_dim R of D): transformers rotates a head's
+first R dims as pairs (i, i + R/2) and passes the rest. The loader reorders each q and k head's
+rows (`rotary_row_order`) so that those pairs sit at (i, i + D/2) and the passed dims pair with
+each other, and the table's rows for the passed dims are cos 1, sin 0: every kernel's whole-head
+rotation then computes exactly transformers' (q.k is unchanged when q and k share one order). One exception: transformers' Phi-3 drops its cache when a sequence
+first passes the original context during decoding and re-rotates every earlier position by the
+long set; the engine keeps the K it cached, so such a sequence's later tokens may differ from it.
 """
 
 from __future__ import annotations
@@ -21,19 +29,19 @@ import torch
 from fairgate.backends.local.model.config import ModelConfig, ModelConfigError
 from fairgate.kernels import apply_rope
 
-__all__ = ["apply_rope", "cos_sin_cache", "inv_frequencies", "attention_factor", "table_rows"]
+__all__ = ["apply_rope", "cos_sin_cache", "inv_frequencies", "attention_factor", "rotary_row_order", "table_rows"]
 
 
 def inv_frequencies(cfg: ModelConfig, long: bool = False) -> torch.Tensor:  # [head_dim // 2] float32
     """Per-pair rotation frequency after the config's rope scaling (`long`: longrope's long set)."""
-    rope, dim = cfg.rope, cfg.head_dim
+    rope, dim = cfg.rope, cfg.rotary_dim
     base = rope.theta
     if rope.rope_type == "yarn":
         return _yarn(cfg)
     if rope.rope_type == "longrope":
         factors = rope.long_factor if long else rope.short_factor
         if len(factors) != dim // 2:
-            raise ModelConfigError(f"longrope needs {dim // 2} short and long factors (head_dim / 2), got"
+            raise ModelConfigError(f"longrope needs {dim // 2} short and long factors (rotary dims / 2), got"
                                    f" {len(rope.short_factor)} and {len(rope.long_factor)}")
         shape = torch.arange(0, dim, 2, dtype=torch.int64).float() / dim
         return 1.0 / (torch.tensor(factors, dtype=torch.float32) * base**shape)
@@ -76,7 +84,7 @@ def _yarn(cfg: ModelConfig) -> torch.Tensor:
     """YaRN (arXiv 2309.00071): interpolate (divide by `factor`) the low frequencies, keep the
     high ones, ramp linearly between the dims that turn beta_slow and beta_fast times over the
     original context."""
-    rope, dim, base = cfg.rope, cfg.head_dim, cfg.rope.theta
+    rope, dim, base = cfg.rope, cfg.rotary_dim, cfg.rope.theta
     orig = rope.original_max_position_embeddings or cfg.max_position_embeddings
 
     def correction_dim(rotations: float) -> float:
@@ -120,12 +128,31 @@ def cos_sin_cache(cfg: ModelConfig, max_positions: int, dtype: torch.dtype, devi
     pos = torch.arange(max_positions, dtype=torch.int64).float()
     tables = []
     for long in sets:
-        freqs = pos[:, None] * inv_frequencies(cfg, long)[None, :]  # [P, D/2], fp32 like transformers
+        freqs = pos[:, None] * inv_frequencies(cfg, long)[None, :]  # [P, R/2], fp32 like transformers
         cos, sin = freqs.cos(), freqs.sin()
         if scale != 1.0:
             cos, sin = cos * scale, sin * scale
+        passed = (cfg.head_dim - cfg.rotary_dim) // 2  # partial rotary: these pairs do not turn
+        if passed:
+            cos = torch.cat([cos, torch.ones(len(pos), passed)], -1)  # [P, D/2]
+            sin = torch.cat([sin, torch.zeros(len(pos), passed)], -1)
         tables.append(torch.stack([torch.cat([cos, cos], -1), torch.cat([-sin, sin], -1)], dim=1))  # [P, 2, D]
     return torch.cat(tables).to(dtype=dtype, device=device)
+
+
+def rotary_row_order(cfg: ModelConfig) -> torch.Tensor | None:
+    """For partial rotary: the order of a fused [q; k; v] projection's rows that puts each q and k
+    head's rotated pairs (i, i + R/2) at (i, i + D/2), the passed dims in the halves' other places
+    (v rows stay); None when the whole head rotates."""
+    d, r = cfg.head_dim, cfg.rotary_dim
+    if r == d:
+        return None
+    half, rest = r // 2, (d - r) // 2
+    head = torch.cat([torch.arange(half), torch.arange(r, r + rest), torch.arange(half, r),
+                      torch.arange(r + rest, d)])  # [D]: new place -> old dim
+    heads = cfg.num_heads + cfg.num_kv_heads
+    qk = (torch.arange(heads)[:, None] * d + head[None, :]).flatten()
+    return torch.cat([qk, torch.arange(heads * d, heads * d + cfg.kv_size)])
 
 
 def table_rows(positions: Sequence[int], table_len: int, long_from: int | None, prompt_len: int) -> list[int]:

@@ -25,7 +25,7 @@ from fairgate.backends.local.serving.logprobs_wire import (
     merge_completion_logprobs,
 )
 from fairgate.backends.local.serving.prepare import EngineRequest
-from fairgate.backends.local.serving.reasoning import ReasoningStream
+from fairgate.backends.local.serving.reasoning import ThinkingSplit
 from fairgate.backends.local.serving.tool_stream import ToolCallStream
 from fairgate.backends.openai_wire import chunk
 
@@ -39,7 +39,7 @@ class ChoiceFormatter:
         self._echoed: set[int] = set()  # streamed choices whose echo went out
         self._prompt_lps: dict[int, list[TokenLogprobs | None]] = {}  # prompt index -> its first choice's
         self._tool_streams: dict[int, ToolCallStream] = {}  # choice -> its reply under tools
-        self._thinking: dict[int, ReasoningStream] = {}  # choice -> its split, streamed
+        self._thinking: dict[int, ThinkingSplit] = {}  # choice -> its split, streamed
         self._thinking_ids: dict[int, list[int]] = {}  # choice -> its tokens so far, streamed
         self.reasoning_tokens: dict[int, int] = {}  # choice -> tokens of thinking, once finished
 
@@ -52,7 +52,7 @@ class ChoiceFormatter:
         finish: str | None = out.finish_reason  # chat may answer "tool_calls"
         if self.prepared.kind == "chat" and self.prepared.reasoning is not None:
             fmt = self.prepared.reasoning
-            stream = ReasoningStream(fmt)
+            stream = fmt.stream()
             reasoning, content = stream.feed(out.text, final=True)
             result["message"], finish = self._message(content, finish)
             if stream.reasoned:
@@ -83,7 +83,7 @@ class ChoiceFormatter:
     def total_reasoning_tokens(self) -> int:
         return sum(self.reasoning_tokens.values())
 
-    def _count_thinking(self, choice: Choice, token_ids: list[int], stream: ReasoningStream) -> None:
+    def _count_thinking(self, choice: Choice, token_ids: list[int], stream: ThinkingSplit) -> None:
         fmt = self.prepared.reasoning
         assert fmt is not None
         self.reasoning_tokens[choice.index] = fmt.reasoning_tokens(
@@ -102,7 +102,7 @@ class ChoiceFormatter:
         assert self.prepared.reasoning is not None
         stream = self._thinking.get(choice.index)
         if stream is None:
-            stream = self._thinking[choice.index] = ReasoningStream(self.prepared.reasoning)
+            stream = self._thinking[choice.index] = self.prepared.reasoning.stream()
         ids = self._thinking_ids.setdefault(choice.index, [])
         ids += delta.token_ids
         reasoning, content = stream.feed(delta.text, final=delta.finished)

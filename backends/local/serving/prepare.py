@@ -135,6 +135,8 @@ def prepare(wire: WireRequest, info: ModelInfo) -> EngineRequest:
         echoes = [p if isinstance(p, str) else info.tokenizer.decode(ids)
                   for p, ids in zip(wire.prompts or [wire.prompt], batch, strict=True)]
     reasoning = info.reasoning if wire.kind == "chat" else None
+    if reasoning is not None and reasoning.keeps_special_tokens:
+        sampling.skip_special_tokens = False  # its parser reads the markers
     after = None
     if reasoning is not None and grammar is not None:
         try:

@@ -10,6 +10,7 @@ output apply to the answer only.
   answer (`enable_thinking: false`, whose template closes an empty thinking in the prompt).
 - `deepseek_r1`: the template opens the thinking in the prompt, so output is thinking until
   `</think>` (a leading `<think>` is dropped); Qwen3's "Thinking" models work the same way.
+- `gpt_oss`: gpt-oss's harmony messages, the `analysis` channel being the thinking (harmony.py).
 
 Thinking cut off by `max_tokens` before `</think>` is all reasoning, no content. The whitespace
 between `</think>` and the answer is dropped. One state machine serves both a whole answer and a
@@ -21,8 +22,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
-PARSERS = ("qwen3", "deepseek_r1")
+from fairgate.backends.local.serving.harmony import CHANNEL, FINAL_CHANNEL, MESSAGE, HarmonyStream
+
+PARSERS = ("qwen3", "deepseek_r1", "gpt_oss")
+
+
+class ThinkingSplit(Protocol):
+    """One output's split as it grows: ReasoningStream (tags) or harmony.HarmonyStream (channels)."""
+
+    reasoned: bool  # the output had a thinking part
+
+    @property
+    def ended(self) -> bool: ...  # the thinking was closed (or never opened)
+
+    def feed(self, text: str, final: bool = False) -> tuple[str, str]: ...
 
 
 @dataclass(slots=True, frozen=True)
@@ -36,6 +51,8 @@ class ReasoningFormat:
     end: str = "</think>"
     end_id: int | None = None
     start_id: int | None = None
+    # gpt_oss: the tokens that open the answer (<|channel|> final <|message|>), when each is one
+    answer_ids: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, name: str, vocab: Mapping[str, int] | None = None) -> ReasoningFormat:
@@ -43,14 +60,30 @@ class ReasoningFormat:
         if name not in PARSERS:
             raise ValueError(f"reasoning parser must be one of {', '.join(PARSERS)}, not {name!r}")
         vocab = vocab or {}
+        if name == "gpt_oss":
+            opener = [vocab.get(t) for t in (CHANNEL, FINAL_CHANNEL, MESSAGE)]
+            return cls(name, opens_in_prompt=False, start=CHANNEL, end=MESSAGE,
+                       answer_ids=tuple(i for i in opener if i is not None) if None not in opener else ())
         return cls(name, opens_in_prompt=name == "deepseek_r1", end_id=vocab.get("</think>"),
                    start_id=vocab.get("<think>"))
+
+    def stream(self) -> ThinkingSplit:
+        """A new split for one output in this format."""
+        return HarmonyStream() if self.name == "gpt_oss" else ReasoningStream(self)
+
+    @property
+    def keeps_special_tokens(self) -> bool:
+        """The format's markers are special tokens: its outputs decode with them kept."""
+        return self.name == "gpt_oss"
 
     def grammar_after(self, prompt_ids: list[int]) -> tuple[int | None, int] | None:
         """Where a grammar starts on this prompt (structured.GrammarState's `after_thinking`):
         None when the prompt closed the thinking itself (Qwen3's `enable_thinking: false`);
         (None, end) when the prompt opened it; (start, end) when the model may open one.
         Raises ValueError when the tags are no single tokens (the grammar could not find them)."""
+        if self.name == "gpt_oss":
+            raise ValueError("gpt-oss's answer opens with several tokens (<|channel|>final<|message|>),"
+                             " which the grammar cannot wait for")
         if self.start_id is None or self.end_id is None:
             raise ValueError(f"this model's {self.start} and {self.end} are not single tokens")
         opened = max((i for i, t in enumerate(prompt_ids) if t == self.start_id), default=-1)
@@ -63,7 +96,7 @@ class ReasoningFormat:
 
     def split(self, text: str) -> tuple[str | None, str]:
         """(reasoning or None when the output has none, answer) of a whole output."""
-        stream = ReasoningStream(self)
+        stream = self.stream()
         reasoning, content = stream.feed(text, final=True)
         return (reasoning if stream.reasoned else None), content
 
@@ -77,6 +110,12 @@ class ReasoningFormat:
             return len(token_ids)
         if self.end_id is not None and self.end_id in token_ids:
             return token_ids.index(self.end_id) + 1
+        opener = self.answer_ids
+        for i in range(len(token_ids) - len(opener) + 1) if opener else ():
+            if tuple(token_ids[i:i + len(opener)]) == opener:
+                return i + len(opener)  # everything up to the answer's <|message|>
+        if opener and opener[-1] in token_ids:  # no final answer (a tool call, a preamble): up to the last body
+            return len(token_ids) - token_ids[::-1].index(opener[-1])
         return min(len(token_ids), count if count is not None else len(token_ids))
 
 

@@ -21,6 +21,7 @@ import gc
 import logging
 import os
 import socket
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -348,6 +349,7 @@ def run_engine_server(args: argparse.Namespace) -> int:
     from fairgate.backends.http_protocol import limited_protocol
     from fairgate.backends.local.engine.async_engine import AsyncEngine
     from fairgate.backends.local.engine.config import EngineConfig
+    from fairgate.backends.local.model.config import ModelConfigError
     from fairgate.backends.local.serving.shutdown import EngineUvicorn
 
     level = getattr(args, "log_level", "info")
@@ -378,5 +380,9 @@ def run_engine_server(args: argparse.Namespace) -> int:
         print(f"fairgate engine listening on http://{shown}:{port}", flush=True)
         await server.serve(sockets=[sock])
 
-    asyncio.run(serve())
+    try:
+        asyncio.run(serve())
+    except ModelConfigError as exc:  # a folder this engine cannot run: the reason, not a traceback
+        print(f"fairgate engine: {exc}", file=sys.stderr)
+        return 2
     return 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -58,11 +60,20 @@ def test_biases_head_dim_and_window():
         ({"num_key_value_heads": 3}, "multiple"),
         ({"rope_scaling": {"rope_type": "mrope", "factor": 4.0}}, "rope type"),
         ({"partial_rotary_factor": 0.5}, "partial_rotary_factor"),
+        ({"model_type": "gpt_oss"}, "'gpt_oss' is not supported: its attention sinks .* MXFP4 expert weights"),
     ],
 )
 def test_unsupported_configs_fail_clearly(change, message):
     with pytest.raises(ModelConfigError, match=message):
         ModelConfig.from_dict(dict(BASE, **change))
+
+
+def test_fairgate_engine_refuses_gpt_oss_at_startup_saying_what_is_missing(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(dict(BASE, model_type="gpt_oss")))
+    done = subprocess.run([sys.executable, "-m", "fairgate.gateway.cli", "engine", "--model", str(tmp_path),
+                           "--port", "0"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "fairgate engine: model_type 'gpt_oss' is not supported: its attention sinks" in done.stderr
 
 
 def test_missing_config_json(tmp_path):

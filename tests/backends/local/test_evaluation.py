@@ -229,11 +229,11 @@ def test_eval_of_speculative_decoding_agrees_with_the_plain_engine(
     assert "speculative acceptance" in table
 
 
-@pytest.mark.parametrize("family", ["tiny_qwen3_dir", "tiny_gemma3_dir"])
+@pytest.mark.parametrize("family", ["tiny_qwen3_dir", "tiny_phi3_dir", "tiny_gemma3_dir"])
 def test_eval_runs_on_a_new_family_and_reports_the_deltas_of_its_quantized_configs(
     family: str, request: pytest.FixtureRequest, eval_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The harness on the Qwen3 and Gemma 3 families (Gemma 3's windowed layers on the reference
+    """The harness on the Qwen3, Phi-3 and Gemma 3 families (Gemma 3's windowed layers on the reference
     attention): int8 weights with an int8 KV cache against the float model."""
     heldout, golden = eval_files
     code, m, table = _eval(capsys, "--model", str(request.getfixturevalue(family)), "--heldout", str(heldout),

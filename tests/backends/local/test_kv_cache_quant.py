@@ -24,7 +24,7 @@ def _agreement(a: list[list[int]], b: list[list[int]]) -> float:
 
 
 @pytest.mark.parametrize("model", ["tiny_model_dir", "tiny_mistral_dir", "tiny_qwen2_dir", "tiny_llama3_dir",
-                                   "tiny_qwen3_dir"])
+                                   "tiny_qwen3_dir", "tiny_phi3_dir"])
 def test_int8_kv_greedy_matches_float32_kv_on_the_parity_models(model: str, request: pytest.FixtureRequest) -> None:
     path = request.getfixturevalue(model)
     outs = {}
