@@ -25,7 +25,8 @@ The fair engine preempts for fairness (scheduler/fair_preemption.py) unless
 
 `--pool N`: N engine servers in one pool behind two gateways sharing PostgreSQL and Redis, each
 tenant at one gateway only (skewed ingress), plus a phase with weights 3:1 both backlogged
-(bench/fairness_pool.py; its JSON adds `weighted_share_error`).
+(bench/fairness_pool.py; its JSON adds `weighted_share_error`). `--vllm VENV`: two vLLM CPU
+servers straight and behind the gateway's fair queue (bench/fairness_vllm.py; `throughput_vs_direct`).
 
 Prints a table; the last line is JSON: issue 36's `light_p99_vs_alone`, `light_p50_vs_alone`
 (the fair engine's light tenant under the flood over alone), `throughput_vs_fcfs` (flood phase)
@@ -36,11 +37,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import random
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,6 +75,8 @@ class Phase:
 
 
 PREEMPTION_STATS = ("preemptions", "fairness_preemptions", "fairness_recomputed_tokens", "recomputed_tokens")
+Stats = Callable[[list[str]], Awaitable[dict[str, int]]]  # servers -> counters (generation_tokens, PREEMPTION_STATS)
+Drain = Callable[[list[str]], Awaitable[None]]  # waits until the servers run and hold nothing
 
 
 def merge(into: Phase, ph: Phase) -> None:
@@ -128,10 +133,15 @@ async def wait_drained(engines: list[str]) -> None:
                 await asyncio.sleep(0.1)
 
 
-async def run_phase(entries: dict[str, str], engines: list[str], keys: dict[str, dict[str, str]],
-                    rates: dict[str, float], duration: float, args: argparse.Namespace, seed: int) -> Phase:
+async def run_phase(entries: dict[str, str | list[str]], engines: list[str], keys: dict[str, dict[str, str]],
+                    rates: dict[str, float], duration: float, args: argparse.Namespace, seed: int,
+                    stats: Stats | None = None, drain: Drain | None = None) -> Phase:
     """Open-loop Poisson arrivals per tenant (each through its entry: skewed ingress in the
-    pool mode) for `duration` s; then cancel what is left."""
+    pool mode; a list of entries is taken in turn, as a round-robin balancer would) for
+    `duration` s; then cancel what is left. `stats` / `drain`: how to read the servers' counters
+    and wait for them to be idle (default: our engine servers' /stats)."""
+    stats, drain = stats or engine_stats, drain or wait_drained
+    turns = {t: itertools.cycle([e] if isinstance(e, str) else e) for t, e in entries.items()}
     phase = Phase(ttft={t: [] for t in rates}, done=dict.fromkeys(rates, 0))
     limits = httpx.Limits(max_connections=4000, max_keepalive_connections=500)
     async with httpx.AsyncClient(limits=limits, timeout=600) as client:
@@ -146,7 +156,7 @@ async def run_phase(entries: dict[str, str], engines: list[str], keys: dict[str,
                 if time.perf_counter() >= end:
                     return
                 prompt = [rng.randrange(10, 400) for _ in range(args.prompt_tokens)]
-                task = asyncio.create_task(one_request(client, entries[tenant], keys[tenant], prompt,
+                task = asyncio.create_task(one_request(client, next(turns[tenant]), keys[tenant], prompt,
                                                        args.max_tokens))
                 phase.requests += 1
                 pending[task] = (tenant, time.perf_counter())
@@ -162,11 +172,11 @@ async def run_phase(entries: dict[str, str], engines: list[str], keys: dict[str,
             phase.ttft[tenant].append(task.result())
             phase.done[tenant] += 1
 
-        stats0, start = await engine_stats(engines), time.perf_counter()
+        stats0, start = await stats(engines), time.perf_counter()
         end = start + duration
         await asyncio.gather(*(tenant_loop(t, r) for t, r in rates.items()))
         phase.wall_s = time.perf_counter() - start
-        tokens = (await engine_stats(engines))["generation_tokens"]
+        tokens = (await stats(engines))["generation_tokens"]
         phase.tokens_per_s = (tokens - stats0["generation_tokens"]) / phase.wall_s
         now = time.perf_counter()
         for task, (tenant, t0) in list(pending.items()):
@@ -176,13 +186,14 @@ async def run_phase(entries: dict[str, str], engines: list[str], keys: dict[str,
                 task.cancel()
                 phase.ttft[tenant].append(now - t0)
         await asyncio.sleep(0.2)
-    await wait_drained(engines)
-    stats1 = await engine_stats(engines)
+    await drain(engines)
+    stats1 = await stats(engines)
     phase.engine = {k: stats1[k] - stats0[k] for k in PREEMPTION_STATS}
     return phase
 
 
-async def calibrate(gw: str, engines: list[str], key: dict[str, str], args: argparse.Namespace) -> float:
+async def calibrate(gw: str, engines: list[str], key: dict[str, str], args: argparse.Namespace,
+                    drain: Drain | None = None) -> float:
     """Requests per second the whole path completes with every sequence slot busy."""
     async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=1000)) as client:
         count = 0
@@ -200,7 +211,7 @@ async def calibrate(gw: str, engines: list[str], key: dict[str, str], args: argp
         # 4 streams per slot: a queue and many open connections, as under the flood
         await asyncio.gather(*(worker(i) for i in range(args.max_num_seqs * 4 * len(engines))))
         rate = count / (time.perf_counter() - start)
-    await wait_drained(engines)
+    await (drain or wait_drained)(engines)
     return rate
 
 
@@ -214,12 +225,12 @@ def p(values: list[float], q: float) -> float:
 
 def print_phases(results: dict[str, dict[str, Phase]]) -> None:
     """One row per queue, phase and tenant: requests, TTFT p50/p99, errors, the phase's tokens/s."""
-    print(f"{'queue':<6}{'phase':<7}{'tenant':<7}{'reqs':>6}{'ttft p50':>10}{'ttft p99':>10}"
+    print(f"{'queue':<8}{'phase':<7}{'tenant':<7}{'reqs':>6}{'ttft p50':>10}{'ttft p99':>10}"
           f"{'errors':>8}{'tok/s':>8}")
     for queue, phases in results.items():
         for name, ph in phases.items():
             for tenant, ttfts in ph.ttft.items():
-                print(f"{queue:<6}{name:<7}{tenant:<7}{len(ttfts):>6}{p(ttfts, 50):>10.3f}"
+                print(f"{queue:<8}{name:<7}{tenant:<7}{len(ttfts):>6}{p(ttfts, 50):>10.3f}"
                       f"{p(ttfts, 99):>10.3f}{ph.errors:>8}{ph.tokens_per_s:>8.0f}")
 
 
@@ -328,10 +339,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="--pool: compute threads per engine (default cores / N)")
     ap.add_argument("--fair-slots", type=int, default=None,
                     help="--pool: the gateways' pool_fair_slots in the fair round (default --max-num-seqs)")
+    ap.add_argument("--vllm", default=None, metavar="VENV",
+                    help="two vLLM CPU servers (the shared peers' venv) direct vs behind the gateway's fair queue")
     ap.add_argument("--serve-engine", choices=["fcfs", "vtc"], default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve_engine:
         return serve_engine(args)
+    if args.vllm:
+        from bench.fairness_vllm import run_vllm
+
+        print(json.dumps(run_vllm(args)))
+        return 0
     if args.pool:
         from bench.fairness_pool import run_pool
 

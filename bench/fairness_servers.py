@@ -141,13 +141,14 @@ def setup_tenants(gw: str, engine: str) -> dict[str, str]:
     return keys
 
 
-def setup_pool(gw: str, engines: list[str], weights: dict[str, float]) -> dict[str, str]:
-    """Tenants with the given fairness weights and a key each; the engines as local pool "live"."""
+def setup_pool(gw: str, engines: list[str], weights: dict[str, float], kind: str = "local") -> dict[str, str]:
+    """Tenants with the given fairness weights and a key each; the engines as pool "live" of
+    `kind` (local: our engine servers; vllm)."""
     with httpx.Client(base_url=gw, headers={"authorization": f"Bearer {ADMIN}"}, timeout=30) as c:
         keys = {}
         for name, weight in weights.items():
             tid = c.post("/admin/tenants", json={"name": name, "weight": weight}).raise_for_status().json()["id"]
             keys[name] = c.post(f"/admin/tenants/{tid}/keys", json={}).raise_for_status().json()["key"]
-        c.post("/admin/pools", json={"name": "live", "kind": "local", "model": "live", "replicas": [
+        c.post("/admin/pools", json={"name": "live", "kind": kind, "model": "live", "replicas": [
             {"name": f"e{i}", "base_url": url + "/v1"} for i, url in enumerate(engines)]}).raise_for_status()
     return keys

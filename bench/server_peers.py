@@ -92,13 +92,14 @@ def start_engine(model_dir: Path, num_kv_blocks: int | None, max_num_seqs: int, 
 
 
 def start_vllm(venv: Path, model_dir: Path, max_num_seqs: int, max_num_batched_tokens: int,
-               log: Path) -> Server:
-    """vLLM's CPU build through the shared `serve.sh` (start-up compiles the model: minutes)."""
+               log: Path, env: dict[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> Server:
+    """vLLM's CPU build through the shared `serve.sh` (start-up compiles the model: minutes);
+    `env`: serve.sh's settings (THREADS_BIND, KV_GIB), `extra_args`: more `vllm serve` flags."""
     port = _free_port()
     cmd = ["bash", str(peers_dir() / "serve.sh"), str(model_dir), str(port),
            "--max-num-seqs", str(max_num_seqs), "--max-num-batched-tokens", str(max_num_batched_tokens),
-           "--served-model-name", model_dir.name]
-    env = {**os.environ, "VENV": str(venv)}
+           "--served-model-name", model_dir.name, *extra_args]
+    env = {**os.environ, "VENV": str(venv), **(env or {})}
     proc = subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
                             start_new_session=True)
     server = Server(f"vLLM (budget {max_num_batched_tokens})", proc, f"http://127.0.0.1:{port}")

@@ -1,0 +1,157 @@
+"""bench/fairness_live.py --vllm VENV: fairness in front of engines that have none (issue 36).
+
+Two vLLM CPU servers (the shared peers' `serve.sh`, one core bound to each, prefix caching off so
+no round is flattered by the one before) serve the same small model. Three ways in, the same
+open-loop arrivals (light tenant alone, then light plus a flooder at 4x its rate):
+
+  direct    straight to vLLM, requests taken in turn by the two servers (a round-robin balancer):
+            vLLM's own FCFS decides; its light-alone p99 is the solo figure
+  gw-fcfs   through `fairgate serve`, the servers as a pool of kind vllm, no gateway queue
+  gw-fair   the same with the gateway's fair queue (`pool_fair_slots`: requests wait at the
+            gateway in VTC order and go out when a replica has a free slot, late binding)
+
+Rounds alternate (direct, gw-fcfs, gw-fair, then the reverse). Throughput is vLLM's generated
+tokens per second during the flood phase (`vllm:generation_tokens_total` on /metrics). The last
+line is JSON with issue 36's keys for the fair round: `light_p99_vs_alone` and
+`light_p50_vs_alone` (against vLLM alone, direct), `throughput_vs_direct`, `throughput_vs_fcfs`
+(gw-fcfs), `preemptions_per_request` (vLLM's own, KV), and the direct round's
+`direct_light_p99_vs_alone` (vLLM FCFS under the flood).
+
+    python bench/fairness_live.py --vllm ~/.cache/fairgate-peers/vllm-cpu-venv [--duration 25] [--repeats 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import tempfile
+from pathlib import Path
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from bench.fairness_live import (
+    PREEMPTION_STATS,
+    Phase,
+    calibrate,
+    merge,
+    p,
+    print_phases,
+    run_phase,
+)
+from bench.fairness_servers import SMALL, Proc, setup_pool, start_gateway
+from bench.server_peers import running, start_vllm
+
+ROUNDS = ("direct", "gw-fcfs", "gw-fair")
+WEIGHTS = {"light": 1.0, "flood": 1.0}
+
+
+async def vllm_stats(servers: list[str]) -> dict[str, int]:
+    """Generated tokens and preemptions summed over the servers' /metrics."""
+    out = dict.fromkeys(("generation_tokens", *PREEMPTION_STATS), 0)
+    names = {"vllm:generation_tokens_total": "generation_tokens", "vllm:num_preemptions_total": "preemptions"}
+    async with httpx.AsyncClient(timeout=30) as c:
+        for server in servers:
+            for family in text_string_to_metric_families((await c.get(server + "/metrics")).text):
+                for sample in family.samples:
+                    if sample.name in names:
+                        out[names[sample.name]] += int(sample.value)
+    return out
+
+
+async def vllm_drained(servers: list[str]) -> None:
+    """Until no server runs or queues a request (a minute at most)."""
+    async with httpx.AsyncClient(timeout=30) as c:
+        for _ in range(600):
+            busy = 0.0
+            for server in servers:
+                for family in text_string_to_metric_families((await c.get(server + "/metrics")).text):
+                    busy += sum(s.value for s in family.samples
+                                if s.name in ("vllm:num_requests_running", "vllm:num_requests_waiting"))
+            if not busy:
+                return
+            await asyncio.sleep(0.1)
+
+
+def gateway(workdir: str, servers: list[str], fair_slots: int | None) -> tuple[Proc, dict[str, dict[str, str]]]:
+    env = {"FAIRGATE_POOL_FAIR_SLOTS": str(fair_slots)} if fair_slots else {}
+    gw = start_gateway(tempfile.mkdtemp(dir=workdir), env)
+    keys = setup_pool(gw.url, servers, WEIGHTS, kind="vllm")
+    return gw, {t: {"authorization": f"Bearer {k}"} for t, k in keys.items()}
+
+
+def run_vllm(args: argparse.Namespace) -> dict:
+    workdir = tempfile.mkdtemp(prefix="fairness-vllm-")
+    if args.model is None:
+        from tests.helpers.tiny_models import make_tiny_model
+
+        args.model = str(make_tiny_model(Path(workdir) / "live", "llama", **SMALL))  # served as "live"
+    model = Path(args.model)
+    results: dict[str, dict[str, Phase]] = {r: {"alone": Phase(), "flood": Phase()} for r in ROUNDS}
+    order = [r for i in range(args.repeats) for r in (ROUNDS if i % 2 == 0 else ROUNDS[::-1])]
+    with contextlib.ExitStack() as es:
+        servers = []
+        for core in range(2):
+            server = start_vllm(Path(args.vllm), model, args.max_num_seqs, args.max_num_batched_tokens,
+                                Path(workdir) / f"vllm-{core}.log", env={"THREADS_BIND": str(core), "KV_GIB": "1"},
+                                extra_args=("--no-enable-prefix-caching",))
+            es.enter_context(running(server))
+            servers.append(server.base_url)
+        capacity = 0.0
+        for name in order:
+            with contextlib.ExitStack() as round_es:
+                if name == "direct":
+                    entries: dict[str, str | list[str]] = {"light": servers, "flood": servers}
+                    keys: dict[str, dict[str, str]] = {"light": {}, "flood": {}}
+                else:
+                    gw, keys = gateway(workdir, servers, args.max_num_seqs if name == "gw-fair" else None)
+                    round_es.callback(gw.stop)
+                    entries = {"light": gw.url, "flood": gw.url}
+                    if not capacity:
+                        capacity = asyncio.run(calibrate(gw.url, servers, keys["flood"], args, vllm_drained))
+                if not capacity:  # (direct first: calibrate through a plain gateway)
+                    gw0, keys0 = gateway(workdir, servers, None)
+                    round_es.callback(gw0.stop)
+                    capacity = asyncio.run(calibrate(gw0.url, servers, keys0["flood"], args, vllm_drained))
+                light = args.light_share * capacity
+                seed = 100 * results[name]["alone"].runs  # every round sees the same arrivals
+                merge(results[name]["alone"], asyncio.run(run_phase(
+                    entries, servers, keys, {"light": light}, args.duration, args, seed, vllm_stats, vllm_drained)))
+                merge(results[name]["flood"], asyncio.run(run_phase(
+                    entries, servers, keys, {"light": light, "flood": 4 * light}, args.duration, args, seed + 1,
+                    vllm_stats, vllm_drained)))
+                print(f"  {name} done", flush=True)
+    return report(args, results, capacity)
+
+
+def report(args: argparse.Namespace, results: dict[str, dict[str, Phase]], capacity: float) -> dict:
+    print(f"path: client -> 2 vLLM CPU servers (direct, round robin) | -> gateway -> pool of kind vllm "
+          f"(gw-fcfs: no gateway queue; gw-fair: pool_fair_slots {args.max_num_seqs} per replica)")
+    print(f"capacity {capacity:.1f} req/s; light {args.light_share * capacity:.2f} req/s, "
+          f"flood {4 * args.light_share * capacity:.2f} req/s; {args.duration:.0f} s per phase")
+    print_phases(results)
+    solo99 = p(results["direct"]["alone"].ttft["light"], 99)
+    solo50 = p(results["direct"]["alone"].ttft["light"], 50)
+    fair, fcfs, direct = results["gw-fair"]["flood"], results["gw-fcfs"]["flood"], results["direct"]["flood"]
+    out = {
+        "mode": "vllm", "capacity_req_s": round(capacity, 2),
+        "vllm_light_alone_ttft_p99_s": round(solo99, 4),
+        "direct_light_ttft_p99_s": round(p(direct.ttft["light"], 99), 4),
+        "fcfs_light_ttft_p99_s": round(p(fcfs.ttft["light"], 99), 4),
+        "fair_light_ttft_p99_s": round(p(fair.ttft["light"], 99), 4),
+        "fair_light_alone_ttft_p99_s": round(p(results["gw-fair"]["alone"].ttft["light"], 99), 4),
+        "direct_throughput_tok_s": round(direct.tokens_per_s, 1),
+        "fcfs_throughput_tok_s": round(fcfs.tokens_per_s, 1),
+        "fair_throughput_tok_s": round(fair.tokens_per_s, 1),
+        "errors": sum(ph.errors for phs in results.values() for ph in phs.values()),
+    }
+    out |= {
+        "light_p99_vs_alone": round(out["fair_light_ttft_p99_s"] / max(solo99, 1e-9), 2),
+        "light_p50_vs_alone": round(p(fair.ttft["light"], 50) / max(solo50, 1e-9), 2),
+        "direct_light_p99_vs_alone": round(out["direct_light_ttft_p99_s"] / max(solo99, 1e-9), 2),
+        "throughput_vs_direct": round(fair.tokens_per_s / max(direct.tokens_per_s, 1e-9), 3),
+        "throughput_vs_fcfs": round(fair.tokens_per_s / max(fcfs.tokens_per_s, 1e-9), 3),
+        "preemptions_per_request": round(fair.engine.get("preemptions", 0) / max(fair.requests, 1), 4),
+    }
+    return out
