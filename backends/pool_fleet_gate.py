@@ -24,7 +24,9 @@ waiters a process also tries every `poll_s` in case a wake was lost.
 
 Ledger unreachable: the waiters go on in local order (a `FairGate` over this process's share
 of the capacity, the pool's slots over the gateways last seen) for `down_s`, then the ledger is
-tried again; no request that was let into the gate is dropped. Slots held in the ledger carry a
+tried again; no request that was let into the gate is dropped. The slots taken locally meanwhile
+are recorded in the ledger by the first round that reaches it (`adopt`), so every gateway counts
+them until they end; their prompt and completion are charged then. Slots held in the ledger carry a
 TTL the ledger renews, so a dead gateway's slots come back; its waiting demand expires within
 two seconds (until then a slot it would have taken stays free).
 """
@@ -82,6 +84,11 @@ class GateLedger(Protocol):
         `timeout_s` (False)."""
         ...
 
+    async def adopt(self, slot_ids: list[str]) -> None:
+        """Record slots this gateway let through on its own while the ledger was unreachable:
+        held (on no replica in particular) until released as replica "*"."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -122,6 +129,7 @@ class FleetGate:
         self._dispatcher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._down_until = 0.0
+        self._outage: dict[str, bool] = {}  # slot id of a request let through locally -> recorded in the ledger
 
     def capacity(self) -> int:
         return sum(self.rooms().values())
@@ -146,7 +154,13 @@ class FleetGate:
         waiter = None if self._down() else await self._enter(tenant, prompt_cost, prefer)
         if waiter is None:
             async with self.local.slot(tenant, prompt_cost, completion_cost):
-                yield None
+                sid = uuid.uuid4().hex
+                self._outage[sid] = False
+                try:
+                    yield None
+                finally:
+                    if self._outage.pop(sid):  # the ledger counts it: give it back there
+                        self._give_back(sid, "*", tenant, prompt_cost + completion_cost())
             return
         try:
             yield waiter.replica
@@ -210,6 +224,14 @@ class FleetGate:
                 await asyncio.sleep(self.poll_s)
 
     async def _round(self) -> None:
+        if not all(self._outage.values()):  # the ledger is back: it counts what went through meanwhile
+            sids = [sid for sid, recorded in self._outage.items() if not recorded]
+            await self.ledger.adopt(sids)
+            for sid in sids:
+                if sid in self._outage:
+                    self._outage[sid] = True
+                else:  # it ended while the ledger was hearing of it
+                    self._give_back(sid, "*", "", 0.0)
         rooms = self.rooms()
         cap = sum(rooms.values())
         asks = [Ask(t, self.weight_of(t), len(line),

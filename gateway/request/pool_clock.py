@@ -7,7 +7,9 @@ replica loads from the same database and pushes to the engines) and takes slots 
 set (the pool's capacity, fleet-wide). Keys live in the pool's own Cluster slot, as
 pool_share's do, under `<prefix>:{pool:<name>}`:
 
-    :slots           sorted set, `<replica>/<slot id>` -> expiry (ms); a dead gateway's expire
+    :slots           sorted set, `<replica>/<slot id>` -> expiry (ms); a dead gateway's expire;
+                     `*/<slot id>`: a slot a gateway took on its own while Redis was unreachable
+                     (on no replica in particular: it counts against the pool's total)
     :vtc             hash, tenant -> virtual counter
     :floor           the least counter of the tenants waiting at the last contention
     :demand:<gw>     hash, tenant -> requests waiting at gateway <gw> (expires unless refreshed)
@@ -91,11 +93,12 @@ for _ = 1, tonumber(ARGV[4]) do
   i = i + 2
 end
 local held = redis.call('ZRANGE', slots, 0, -1)
+local floating = 0
 for _, m in ipairs(held) do
   local r = string.match(m, '^(.*)/[^/]*$')
-  if room[r] then room[r] = room[r] - 1 end
+  if room[r] then room[r] = room[r] - 1 elseif r == '*' then floating = floating + 1 end
 end
-local free = 0
+local free = -floating
 for _, r in ipairs(replicas) do
   if room[r] > 0 then free = free + room[r] end
 end
@@ -210,6 +213,15 @@ end
 if best then wake(base, at[best]) end
 return 1
 """
+# KEYS: base. ARGV: ttl_ms, slot ids. Records slots a gateway let through on its own while Redis was
+# unreachable, as `*/<slot id>` (on no replica: ADMIT takes them off the pool's total).
+ADOPT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1] .. ':slots', now + tonumber(ARGV[1]), '*/' .. ARGV[i]) end
+redis.call('PEXPIRE', KEYS[1] .. ':slots', tonumber(ARGV[1]) + 60000)
+return 1
+"""
 # KEYS: base. ARGV: ttl_ms, slot ids. Pushes live slots' expiry to now + ttl.
 RENEW = """
 local t = redis.call('TIME')
@@ -242,6 +254,7 @@ class PoolClock:
         self._admit = Script(self._redis, ADMIT)
         self._release = Script(self._redis, RELEASE)
         self._renew_script = Script(self._redis, RENEW)
+        self._adopt = Script(self._redis, ADOPT)
         self._held: dict[str, tuple[str, str]] = {}  # slot id -> (pool, member in its :slots)
         self.heartbeat = ReservationHeartbeat(self._renew, ttl_s)
         self.calls = 0  # Redis round trips (metrics: the cost per request)
@@ -275,6 +288,13 @@ class PoolClock:
             self._held[sid] = (pool, f"{replica}/{sid}")
             self.heartbeat.add(sid)
         return got
+
+    async def adopt(self, pool: str, sids: list[str]) -> None:
+        """Record slots let through while Redis was unreachable (released as replica "*")."""
+        await self._timed(self._adopt([self.base(pool)], [self._ttl_ms, *sids]))
+        for sid in sids:
+            self._held[sid] = (pool, f"*/{sid}")
+            self.heartbeat.add(sid)
 
     async def release(self, pool: str, sid: str, replica: str, tenant: str, charge: float) -> None:
         self._held.pop(sid, None)
@@ -341,6 +361,9 @@ class PoolLedger:
 
     async def release(self, slot_id: str, replica: str, tenant: str, charge: float) -> None:
         await self.clock.release(self.pool, slot_id, replica, tenant, charge)
+
+    async def adopt(self, slot_ids: list[str]) -> None:
+        await self.clock.adopt(self.pool, slot_ids)
 
 
 def make_pool_clock(settings: Settings) -> PoolClock | None:

@@ -16,6 +16,7 @@ from fairgate.backends.pool_fleet_gate import Ask, FleetGate
 from fairgate.gateway.request.pool_clock import PoolClock
 from tests.gateway.harness import REDIS_URL, redis_prefix
 from tests.helpers.redis_cluster import missing_reason, redis_cluster
+from tests.helpers.redis_server import redis_server
 
 
 async def _backlog(gate: FleetGate, tenant: str, served: list[str], n: int, hold_s: float) -> None:
@@ -196,5 +197,52 @@ async def test_two_gates_never_hold_more_than_the_pools_slots() -> None:
             await gate.aclose()
         assert 0 < worst["gates"] <= 4 and 0 < worst["redis"] <= 4, worst
         assert await c1.slots_in_use("p") == 0 and all(g.in_flight == 0 and g.waiting == 0 for g in gates)
+        await c1.aclose()
+        await c2.aclose()
+
+
+async def test_slots_taken_while_redis_was_down_count_fleet_wide_once_it_is_back(tmp_path) -> None:
+    """Redis unreachable: a request goes through on the gateway's own share. Redis back: the
+    gateway's next round records that slot, so another gateway sees the pool full and waits
+    until it ends; its tenant is charged for it then, and nothing is left."""
+    with contextlib.ExitStack() as stack:
+        first = stack.enter_context(contextlib.ExitStack())
+        srv = first.enter_context(redis_server(tmp_path))
+        c1, c2 = PoolClock(srv.url, "fg-outage", 30), PoolClock(srv.url, "fg-outage", 30)
+        rooms = {"r": 2}
+        g1 = FleetGate(lambda: rooms, lambda t: 1.0, c1.ledger("p"), poll_s=0.1, down_s=0.2)
+        g2 = FleetGate(lambda: rooms, lambda t: 1.0, c2.ledger("p"), poll_s=0.1, down_s=0.2)
+        first.close()  # Redis goes away
+        held, order = asyncio.Event(), []
+
+        async def run(gate: FleetGate, tenant: str, wait: asyncio.Event | None = None) -> None:
+            async with gate.slot(tenant, 10.0, lambda: 5.0):
+                order.append(tenant)
+                if wait is not None:
+                    await wait.wait()
+
+        outage = asyncio.create_task(run(g1, "a", held))
+        while g1.local.in_flight < 1:
+            await asyncio.sleep(0.01)
+        assert g1.fallbacks == 1
+        srv = stack.enter_context(redis_server(tmp_path, port=srv.port))  # back, empty
+        await asyncio.sleep(0.3)  # past down_s: the next request tries the ledger
+        other = asyncio.Event()
+        b = asyncio.create_task(run(g1, "b", other))
+        while "b" not in order:
+            await asyncio.sleep(0.01)
+        assert await c1.slots_in_use("p") == 2  # b's, and a's recorded from the outage
+        c = asyncio.create_task(run(g2, "c"))
+        await asyncio.sleep(0.4)
+        assert "c" not in order and g2.waiting == 1  # the pool is full fleet-wide
+        held.set()
+        await outage
+        await asyncio.wait_for(c, 5)  # a's slot came back to the fleet
+        other.set()
+        await b
+        assert (await c1.counters("p"))["a"] == pytest.approx(15.0)  # prompt and completion, weight 1
+        for gate in (g1, g2):
+            await gate.aclose()
+        assert await c1.slots_in_use("p") == 0 and g1.in_flight == g2.in_flight == 0
         await c1.aclose()
         await c2.aclose()
