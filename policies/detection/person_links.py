@@ -27,13 +27,15 @@ _OURS = r"(?!(?:{})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}".format("|
     "klini", "servis", "birim", "merkez", "poliklini", "firma", "şube", "belediye", "işyer", "fabrika", "otel",
     "restoran", "uygulama", "platform", "program", "proje", "kampanya", "ofis", "bina", "tesis", "laboratuvar",
     "eczane", "müdürlü", "fakülte", "üniversite", "bölüm", "departman", "marka", "kanal", "sayfa", "web",
-    "derneğ", "vakf", "ekib", "toplum", "millet", "halk", "dünya", "sektör", "bölge", "il", "ilçe")))
+    "derneğ", "vakf", "ekib", "toplum", "millet", "halk", "dünya", "sektör", "bölge", "il", "ilçe",
+    # a union, party, club or congregation speaking of itself ("Sendikamız ... talep ediyor")
+    "sendika", "parti", "kulüb", "kulub", "cemevi", "cemaat", "kilise", "cami", "loca")))
 # our X, a role with a place ("kattaki", "şubesinin"), a form's patient line, a first-person verb
 _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     _OURS, r"hasta[ \t]*:",
     # (not a loanword's "-tik": "kistik", "genetik", "kritik", "otomatik")
     r"\w+(?:[ıiuü]yorum|[ıiuü]yoruz|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m)"
-    r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)",
+    r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)(?<!sandık)(?<!fındık)(?<!yastık)",  # nor a noun's "-dık"
 )) + ")(?!\\w)", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+")
 # a role at a place ("3. kattaki hukuk müşaviri", "Karşıyaka şubesindeki veznedar"): the place
@@ -42,15 +44,22 @@ _WORD = re.compile(r"[^\W\d_]+")
 _AT_PLACE = re.compile(r"(?<!\w)\w+(?:daki|deki|taki|teki)((?:[ \t]+[^\W\d_]+){1,3})", re.IGNORECASE)
 _AGENT = re.compile(r"\w+[cç][ıiuü](?:s[ıiuü]|n[ıi]n|y[ae]|[ıiuü]m[ıi]z)?$", re.IGNORECASE)
 _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-lik", a plural alone
+# "ablamlar", "annemlere": a first-person relative's plural is that relative and their family
+_MY_FOLKS = re.compile(r"ml[ae]r")
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)",  # diyabetim, seansım
                         re.IGNORECASE)
+# a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
+_OUR_BODY = re.compile(r"(?:sendika|dernek|derneğ|parti|kulüb|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
 _EN_1P = re.compile(r"(?<!\w)(?:I am|I'm|I have|I've been|I was|my|diagnosed)(?:[ \t]+[\w'-]+){0,2}[ \t]*\Z",
                     re.IGNORECASE)
 # a general statement: people in general, a conditional, a rule, a possibility, a definition
 _GENERIC = re.compile(
     r"(?<!\w)(?:herkes\w*|hiçbir|genellikle|çoğunlukla|bazı|kişiler\w*|hastalar\w*|insanlar\w*|bireyler\w*|"
     r"\w+(?:[ıiuü]rsa|[ıiuü]rse|[ae]rsa|[ae]rse|yorsa|varsa|yoksa|abilir|ebilir|malıdır|melidir|malı|meli)|"
-    r"gerekir|nedir|nelerdir)(?!\w)", re.IGNORECASE)
+    r"gerekir|nedir|nelerdir|"
+    # counts and statistics about groups ("sendikalı işçi sayısı", "hükümlülerin büyük bölümü")
+    r"istatisti\w*|bilanço\w*|şüpheliler\w*|hükümlüler\w*|tutuklular\w*|sürücüler\w*|"
+    r"işçiler\w*|çalışanlar\w*|vatandaşlar\w*|sendikalar\w*|mahkumlar\w*)(?!\w)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n](?:[ \t]|\Z)")
 
 
@@ -91,13 +100,14 @@ def person_word(key: str) -> bool:
     """One folded word is a relation or role word of `data/person_words.txt` ("kızım",
     "müdürümüz", "stajyer")."""
     whole, stems, sizes, _ = _person_words()
-    return key in whole or any(key[:n] in stems and not _NOT_ONE.match(key, n) for n in sizes if n <= len(key))
+    return key in whole or any(key[:n] in stems and (not _NOT_ONE.match(key, n) or _MY_FOLKS.match(key, n - 1))
+                               for n in sizes if n <= len(key))
 
 
 def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
     """Whether the term at text[start:end] is about a person (see the module's docstring);
     `names`: person names found in the text."""
-    if _SUFFIX_1P.match(text, end):
+    if _SUFFIX_1P.match(text, end) and not _OUR_BODY.match(text, start):
         return True
     lo, hi = sentence(text, start, end)
     if _named_nearby(text, start, end, (lo, hi), names):

@@ -1,0 +1,48 @@
+"""Issue 33: KVKK special categories in more of the ways people phrase them (votes in any tense,
+a party's name with a case ending, unions named X-İş / X-Sen, club and association offices,
+peoples and disbelief), tied to a person; and the same vocabulary about groups, statistics or
+an institution speaking of itself left alone. Sentences written for these tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from fairgate.policies.sensitivity import classify
+
+
+def kinds(text: str) -> set[str]:
+    return {f.kind for f in classify(text).findings}
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("dayım yıllardır aynı partiye oy veriyo, değiştirmez", "politics"),
+    ("kuzenim bu seçimde hiç oy vermedim dedi, küsmüş siyasete", "politics"),
+    ("Yengem geçen ay İyi Parti'ye üye oldu.", "politics"),
+    ("Komşumuz Saffet Bey ilçe yöneticisi olarak seçim bürosunda çalışıyor.", "politics"),
+    ("Babam 90'larda ANAP'çıydı, şimdi hiçbirini sevmiyor.", "politics"),
+    ("Forklift operatörümüz Nakliyat-İş üyesi, aidatı bordrodan kesiliyor.", "union"),
+    ("ben geçen yıl Basın-İş'e kayıtlı oldum", "union"),
+    ("Annem 10 yıldır kulübümüzün en eski üyesi.", "association"),
+    ("Selam Tülin, seni kulübün yeni dönem başkanlığına aday göstermek istiyoruz.", "association"),
+    ("Muhasebeci arkadaşımız Gagauz, Komrat'tan gelmiş.", "ethnicity"),
+    ("eşim hazara, kabil'den kaçıp gelmişler", "ethnicity"),
+    ("Ablamlara Arap oldukları için evi vermediler.", "ethnicity"),
+    ("Ben artık hiçbir dine inanmıyorum, nüfus kaydımı değiştirmek istiyorum.", "religion"),
+    ("abim bi cemaate girdi galiba, akşamları sohbete gidiyo", "religion"),
+    ("Annemle babam geçen ay umreye gittiler, annem dönünce örtündü.", "religion"),
+])
+def test_more_phrasings_tied_to_a_person(text: str, kind: str) -> None:
+    assert kind in kinds(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Oy verme işlemi saat 17.00'de sona erecek; sandık kurulları sayıma başlayacak.",
+    "Kızımın doğum günü partisine 15 çocuk gelecek, pasta önerisi olan var mı?",
+    "Sendikamız, ücret artışının enflasyonun altında kaldığını ve yeni görüşme talep ettiğini açıkladı.",
+    "Bakanlığın istatistiklerine göre hükümlülerin büyük bölümü mala karşı suçlardan ceza almış.",
+    "Emniyetin açıkladığı bilançoya göre şüphelilerin 9'u tutuklandı.",
+    "Umre turu fiyatları bu yıl yüzde 40 arttı.",
+    "Gagauzlar Moldova'nın güneyinde yaşayan Türkçe konuşan bir topluluktur.",
+])
+def test_general_statements_stay_routable(text: str) -> None:
+    assert not classify(text).sensitive
