@@ -20,7 +20,12 @@ ORG_WORDS = frozenset(fold_key(w) for w in (
     "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı "
     # events, treaties and sites named after people or places ("Kurtuluş Savaşı", "Zeus Mağarası")
     "savaşı harekâtı harekatı antlaşması anlaşması muharebesi devrimi ayaklanması isyanı kongresi "
-    "mağarası kalesi sarayı türbesi anıtı müzesi çarşısı sofrası lokantası"
+    "mağarası kalesi sarayı türbesi anıtı müzesi çarşısı sofrası lokantası evi"
+).split())
+# the head of a document's title, capitalised after its first word ("Şikâyet Kaydı", "Tazminat
+# Talebi"); in lower case after a name it is that person's ("Kudret abinin kaydı")
+HEADINGS = frozenset(fold_key(w) for w in (
+    "kaydı talebi formu raporu belgesi tutanağı dilekçesi bildirimi bildirgesi listesi özeti notu fişi"
 ).split())
 TITLES = frozenset(fold_key(w) for w in (
     "sayın sayin dr doç doc prof av uzm op hemşire hemsire öğretmen ogretmen müdür bay bayan mr mrs ms "
@@ -36,7 +41,8 @@ NOT_NAMES = frozenset(fold_key(w) for w in (
     "ocak şubat mart nisan mayıs haziran temmuz ağustos eylül ekim kasım aralık pazartesi salı çarşamba "
     "perşembe cuma cumartesi pazar kurban bayramı allah tanrı peygamber kvkk sgk tc tckn "
     "iban vkn müdür müdürü şef şefi uzman sorumlu temsilci hasta tanı"
-).split())
+).split()) | frozenset(fold_key(w) for line in (_DATA / "not_names.txt").read_text(encoding="utf-8").splitlines()
+                       if not line.startswith("#") for w in line.split())
 
 
 @cache

@@ -17,6 +17,7 @@ import re2
 from fairgate.policies.detection.gazetteer import provinces
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
+    LOWER_PRONOUNS,
     coordinated,
     cued_names,
     initials,
@@ -25,6 +26,7 @@ from fairgate.policies.detection.persons.cues import (
 from fairgate.policies.detection.persons.features import CUES, Doc, candidates
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
+    HEADINGS,
     NOT_NAMES,
     plain_words,
     public_name_parts,
@@ -41,6 +43,7 @@ _WINDOW = 16_384  # characters read per window of a long text
 MAX_CANDIDATES = 25_000
 _JOIN = re.compile(r"[ \t]{1,3}|[ \t]?-[ \t]?")
 _LETTER_PAIR = re2.compile(r"\pL\pL")
+_UNION_NAME = re.compile(r"-(?:sen|iş|is)(?![^\W\d_])", re.IGNORECASE)
 _LIFE_DATES = re.compile(r"[ \t]*\((?:d\.[ \t]*)?[0-9?]{3,4}")
 
 
@@ -128,7 +131,8 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
     alone (`_single_name_ok`). The rest ("Say hello ...": a capitalised common word at a
     sentence's start) are dropped whatever the tagger says, so they are not scored: a short
     plain prompt costs no tagger pass."""
-    pool = {i for i in chunk if doc.info(i).key not in NOT_NAMES}
+    pool = {i for i in chunk if (info := doc.info(i)).key not in NOT_NAMES
+            and not (info.shape == "L" and info.key in LOWER_PRONOUNS)}
     near = pool | titled
     n = len(doc.spans)
     return [i for i in sorted(pool)
@@ -148,11 +152,14 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
             k += 1
         start, end = doc.spans[first][0], doc.spans[last][1]
         nxt = last + 1
-        if (nxt < len(doc.spans) and "o" in doc.info(nxt).flags and _joined(doc, last)) \
+        if (nxt < len(doc.spans) and _joined(doc, last) and ("o" in (after := doc.info(nxt)).flags
+                                                             or (after.key in HEADINGS and after.shape != "L"))) \
                 or (last > first and "o" in doc.info(last).flags):
             continue  # "Yıldız Holding", "Atatürk Caddesi", "Kurtuluş Savaşı'nda" taken whole
         if _LIFE_DATES.match(text, end) or _public(doc, first, last) or _only_places(doc, first, last):
             continue
+        if _UNION_NAME.search(text, max(0, start - 1), end):
+            continue  # a union's name: "Eğitim-Sen'e", "Tüm Bel-Sen'de", "DEV MADEN-SEN'E", "Tes-İş"
         if end - start < 3 or (first == last and first not in sure and not _single_name_ok(doc, first)):
             continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
         out.append((start, end))

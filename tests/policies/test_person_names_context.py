@@ -1,0 +1,54 @@
+"""Issue 33: words the name lexicons hold that are no one's name in running text (a document's
+title, a law, an occupation, a people, a union's name, a pronoun), and the contexts that tie a
+special category to a person (a clinical note's "Hasta 34 yaşında", the first person's
+"üyesiyim", a role's inflected form). Sentences written for these tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from fairgate.policies.detection.persons.names import find_person_names
+from fairgate.policies.sensitivity import classify
+
+
+def names(text: str) -> list[str]:
+    return [text[s:e] for s, e in find_person_names(text) or []]
+
+
+def kinds(text: str) -> set[str]:
+    return {f.kind for f in classify(text).findings}
+
+
+@pytest.mark.parametrize("text", [
+    "Müşteri Şikâyet Kaydı\nKonu: iade süresi aşıldı, ürün kargoda hasar görmüş.",
+    "Kanun'un 11. maddesi kapsamındaki başvurular otuz gün içinde yanıtlanır.",
+    "Emlakçı bey yarın daireyi göstermeye gelecek, anahtarı kapıcıya bıraktım.",
+    "Karadenizli müşteriler için hamsi kampanyası cuma başlıyor.",
+    "Tüm Bel-Sen'e bağlı işyerlerinde toplantı 14.00'te.",
+    "Canım bu akşam erken çıkabilir miyiz?",
+])
+def test_words_that_are_no_name(text: str) -> None:
+    assert names(text) == []
+
+
+def test_a_pronoun_in_a_chat_line_is_no_name_but_the_surname_is() -> None:
+    assert "sen" not in names("hakan abi sen de gel akşam, maç var")
+    assert names("Kabin memuru Rabia Şen'in talebi reddedildi.") == ["Rabia Şen'in"]
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("Hasta 41 yaşında, Çerkes kökenli; üç gündür ateşi var.", "ethnicity"),
+    ("Merhaba, ben Kafkas Kültür Derneği'nin Bursa şubesinde yönetim kurulu üyesiyim.", "association"),
+    ("Kalıphanedeki vardiya şefinin iş kazasından sonra kalıcı iş göremezlik raporu çıktı.", "health"),
+    ("Kardeşimlere Kürt oldukları için daireyi kiralamadılar.", "ethnicity"),
+])
+def test_categories_tied_by_context(text: str, kind: str) -> None:
+    assert kind in kinds(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Eğitim ve öğretim yılı boyunca sendika temsilcileriyle toplantılar yapılacak mı?",
+    "Kadın giyim mağazamızda tesettür koleksiyonu yüzde 30 indirimde.",
+])
+def test_nouns_that_look_like_a_first_person_verb(text: str) -> None:
+    assert not classify(text).sensitive
