@@ -52,3 +52,26 @@ def test_categories_tied_by_context(text: str, kind: str) -> None:
 ])
 def test_nouns_that_look_like_a_first_person_verb(text: str) -> None:
     assert not classify(text).sensitive
+
+
+@pytest.mark.parametrize("text", [
+    "14 Mayıs 1950'de Celal Bayar ve Adnan Menderes önderliğindeki parti iktidara geldi.",
+    "Sabahattin Ali (1907-1948) Kürk Mantolu Madonna'yı 1943'te yayımladı.",
+    "Aziz Sancar (d. 1946) DNA onarımı üzerine çalıştı. Sancar, 2015'te Nobel aldı.",
+    "Ödemeyi Karadeniz Fındık Gıda San. ve Tic. A.Ş. hesabına yaptık.",
+    "Tedarikçi: Tuzcuoğlu Elektrik, Kozyatağı şubesi",
+    "Alıcı firma Marmara Yapı Denetim A.Ş. olarak değişti.",
+    "Anadolu Gıda Pazarlama A.Ş. — Halkbank Kızılay Şubesi hesabına yatırınız.",
+    "Gebze Sultan Orhan'daki depoya teslim edilecek.",
+])
+def test_public_figures_firms_and_quarters_are_no_private_person(text: str) -> None:
+    assert names(text) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Tarık Esen'in Rumeli Türkleri Kültür Derneği'ne üyeliği kabul edildi.", ["Tarık Esen'in"]),
+    ("Nöbetçi: Okan Tuna (0532 111 45 90)", ["Okan Tuna"]),
+    ("Sanık Cafer Dalkılıç (2012 hırsızlık, 2016 yağma) tekrar yargılanıyor.", ["Cafer Dalkılıç"]),
+])
+def test_a_person_next_to_what_looks_like_a_firm_or_life_dates(text: str, expected: list[str]) -> None:
+    assert names(text) == expected

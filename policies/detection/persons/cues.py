@@ -37,8 +37,9 @@ _HONORIFIC_ENDINGS = (
     "", "m", "miz", "n", "niz", "nin", "in", "un", "a", "e", "ya", "ye", "i", "u", "yi", "yu", "yla", "yle",
     "la", "le", "da", "de", "dan", "den", "si", "sinin", "sine", "ler", "lar", "cim", "cigim", "min", "ma",
     "me", "mi", "mla", "mle", "mdan", "mden", "mizin", "mize", "nize", "yi")
-# pronouns that fold to a name ("sen" / "Şen"): never a name in lower case
-LOWER_PRONOUNS = frozenset(("sen", "ben", "biz", "siz", "onu", "ona", "seni", "sana"))
+# chat words that fold to a name ("sen" / "Şen", "tam" / "Tam"): never a name in lower case
+LOWER_NOT_NAMES = frozenset(("sen", "ben", "biz", "siz", "onu", "ona", "seni", "sana", "beni", "bana", "bende",
+                             "tam", "tanis", "hadi", "abi", "abla"))
 _SPACE = re.compile(r"[ \t]{1,3}")
 # what ends the sentence before a sign-off: a line end, a full stop, a dash, a comma
 _BREAKS = frozenset("\n.!?,—–-")
@@ -61,7 +62,7 @@ def _nameish(doc: Doc, i: int, strong: bool) -> bool:
     key, flags, mode = info.key, info.flags, doc.mode(i)
     if key in NOT_NAMES or key in GREETINGS or len(key) < 3 or (mode == "mixed" and info.shape not in "CU"):
         return False
-    if info.shape == "L" and key in LOWER_PRONOUNS:
+    if info.shape == "L" and key in LOWER_NOT_NAMES:
         return False  # "abi sen de gel" (capitalised, "Şen" is a surname)
     if "g" in flags:
         if "o" in flags or "t" in flags or (mode != "mixed" and "c" in flags):

@@ -22,6 +22,14 @@ ORG_WORDS = frozenset(fold_key(w) for w in (
     "savaşı harekâtı harekatı antlaşması anlaşması muharebesi devrimi ayaklanması isyanı kongresi "
     "mağarası kalesi sarayı türbesi anıtı müzesi çarşısı sofrası lokantası evi"
 ).split())
+# a trade's word right after a name makes it a firm ("Tuzcuoğlu Elektrik", "Karadeniz Fındık Gıda
+# San. A.Ş.", "Akdeniz Tarım Ürünleri"), the way Turkish companies are named
+TRADE_WORDS = frozenset(fold_key(w) for w in (
+    "gıda tarım inşaat yapı lojistik sistem sistemleri tekstil otomotiv elektrik elektronik makina makine "
+    "mobilya kırtasiye enerji madencilik turizm danışmanlık yazılım bilişim teknoloji tekno medikal ilaç "
+    "kimya plastik market marketler pazarlama ticaret sanayi depoculuk nakliyat taşımacılık emlak osb uni "
+    "kuyumculuk gayrimenkul sigorta kargo fındık tekstil dağcılık matbaacılık ambalaj mühendislik"
+).split())
 # the head of a document's title, capitalised after its first word ("Şikâyet Kaydı", "Tazminat
 # Talebi"); in lower case after a name it is that person's ("Kudret abinin kaydı")
 HEADINGS = frozenset(fold_key(w) for w in (

@@ -2,22 +2,20 @@
 
 Consecutive tokens the tagger accepts form one name when only spaces, a hyphen or an initial's
 dot stand between them. A name right before an organisation or place word ("Sabiha Gökçen
-Havalimanı", "Yıldız Holding", "Atatürk Caddesi") or right before a life-date parenthesis
-("Mimar Sinan (1490–1588)", encyclopaedic text) is not a person's data.
+Havalimanı", "Yıldız Holding", "Atatürk Caddesi") or a title's head ("Şikâyet Kaydı") is not a
+person's data, nor are firms, quarters, public figures, life-dated names and unions
+(`non_private`).
 """
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
-from functools import lru_cache
 
 import re2
 
-from fairgate.policies.detection.gazetteer import provinces
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
-    LOWER_PRONOUNS,
+    LOWER_NOT_NAMES,
     coordinated,
     cued_names,
     initials,
@@ -29,9 +27,15 @@ from fairgate.policies.detection.persons.lexicon import (
     HEADINGS,
     NOT_NAMES,
     plain_words,
-    public_name_parts,
-    public_names,
 )
+from fairgate.policies.detection.persons.non_private import (
+    UNION_NAME,
+    dated,
+    firm,
+    only_places,
+    public_figure,
+)
+from fairgate.policies.detection.persons.non_private import joined as _joined
 from fairgate.policies.detection.persons.tagger import default_tagger
 
 THRESHOLD = 0.5
@@ -41,10 +45,7 @@ _WINDOW = 16_384  # characters read per window of a long text
 # ~8 µs a candidate: past this many (about 200 KB of capitalised words, not prose) the text is
 # kept local unscanned rather than scanned for seconds
 MAX_CANDIDATES = 25_000
-_JOIN = re.compile(r"[ \t]{1,3}|[ \t]?-[ \t]?")
 _LETTER_PAIR = re2.compile(r"\pL\pL")
-_UNION_NAME = re.compile(r"-(?:sen|iş|is)(?![^\W\d_])", re.IGNORECASE)
-_LIFE_DATES = re.compile(r"[ \t]*\((?:d\.[ \t]*)?[0-9?]{3,4}")
 
 
 def find_person_names(text: str, limit: int = 16) -> list[tuple[int, int]] | None:
@@ -132,7 +133,7 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
     sentence's start) are dropped whatever the tagger says, so they are not scored: a short
     plain prompt costs no tagger pass."""
     pool = {i for i in chunk if (info := doc.info(i)).key not in NOT_NAMES
-            and not (info.shape == "L" and info.key in LOWER_PRONOUNS)}
+            and not (info.shape == "L" and info.key in LOWER_NOT_NAMES)}
     near = pool | titled
     n = len(doc.spans)
     return [i for i in sorted(pool)
@@ -143,6 +144,7 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
 def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     text = doc.text
+    figures: set[str] = set()  # the words of public figures' names met so far
     k = 0
     while k < len(accepted):
         first = last = accepted[k]
@@ -154,11 +156,17 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
         nxt = last + 1
         if (nxt < len(doc.spans) and _joined(doc, last) and ("o" in (after := doc.info(nxt)).flags
                                                              or (after.key in HEADINGS and after.shape != "L"))) \
-                or (last > first and "o" in doc.info(last).flags):
+                or (last > first and "o" in doc.info(last).flags) or firm(doc, first, last):
             continue  # "Yıldız Holding", "Atatürk Caddesi", "Kurtuluş Savaşı'nda" taken whole
-        if _LIFE_DATES.match(text, end) or _public(doc, first, last) or _only_places(doc, first, last):
+        keys = {doc.info(i).key for i in range(first, last + 1)}
+        if keys <= figures:
+            continue  # the public figure again ("Aziz Sancar (d. ...) ... Sancar, öğrencilere")
+        if dated(doc, last) or public_figure(doc, first, last):
+            figures |= keys
             continue
-        if _UNION_NAME.search(text, max(0, start - 1), end):
+        if only_places(doc, first, last):
+            continue
+        if UNION_NAME.search(text, max(0, start - 1), end):
             continue  # a union's name: "Eğitim-Sen'e", "Tüm Bel-Sen'de", "DEV MADEN-SEN'E", "Tes-İş"
         if end - start < 3 or (first == last and first not in sure and not _single_name_ok(doc, first)):
             continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
@@ -230,28 +238,14 @@ def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
     return out
 
 
-def _only_places(doc: Doc, first: int, last: int) -> bool:
-    """Every word is a place the lexicons know and none a given name or surname ("Kayseri'nin",
-    "Anadolu'ya", "Sivas Zara"), with no honorific after it: a place, not a person."""
-    if last + 1 < len(doc.spans) and doc.info(last + 1).key in HONORIFICS:
-        return False
-    if first == last and doc.info(first).key in _cities():
-        return True  # "Rize'nin", "Erzurum'un", "Kars": a province's name alone
-    return all((f := doc.info(i).flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
-               for i in range(first, last + 1))
 
 
-@lru_cache(maxsize=1)
-def _cities() -> frozenset[str]:
-    """Provinces whose name is no common given name (Aydın is), and the names people use for
-    some of them (Urfa, Antep, Maraş, İzmit)."""
-    return (provinces() - {"aydin"}) | {"urfa", "antep", "maras", "izmit"}
 
 
-def _public(doc: Doc, first: int, last: int) -> bool:
-    """A public or historical figure, or a test fixture's name ("Ali Veli"), whole or in part."""
-    keys = " ".join(doc.info(i).key for i in range(first, last + 1))
-    return keys in public_names() or keys in public_name_parts()
+
+
+
+
 
 
 def _single_name_ok(doc: Doc, i: int) -> bool:
@@ -269,8 +263,3 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
         return cue or i == len(doc.spans) - 1
     return cue or ("c" not in info.flags and info.key not in plain_words())
 
-
-def _joined(doc: Doc, i: int) -> bool:
-    """Tokens i and i+1 belong to one name: only a space or hyphen between them."""
-    end, nxt = doc.spans[i][1], doc.spans[i + 1][0]
-    return bool(_JOIN.fullmatch(doc.text, end, nxt)) or (end == nxt)
