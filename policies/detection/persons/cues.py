@@ -18,6 +18,7 @@ import re
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.person_links import person_word
 from fairgate.policies.detection.persons.features import CUES, Doc
+from fairgate.policies.detection.persons.inflected import mentioned
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
     NOT_NAMES,
@@ -28,6 +29,9 @@ from fairgate.policies.detection.special_categories_terms import starts_with_ter
 
 GREETINGS = frozenset(fold_key(w) for w in (
     "merhaba merhabalar selam selamlar sevgili değerli dear hi hello hey günaydın tebrikler canım").split())
+# words that announce a name right after them ("adım Eftimya", "soyadım Paraskevopulu")
+NAMING = frozenset(fold_key(w) for w in "adım ismim soyadım adı ismi soyadı".split())
+_MY_NAME = frozenset(fold_key(w) for w in "adım ismim soyadım".split())
 # a person word that is about someone without naming them next ("o adam", "bu kadın", "olduğu")
 _NOT_CUES = frozenset(fold_key(w) for w in (
     "adam adamın adamı kadın kadının kadını bey beyin hanım hanımın olduğunu olduğu olduğundan olmadığını "
@@ -74,6 +78,16 @@ def _nameish(doc: Doc, i: int, strong: bool) -> bool:
     return not starts_with_term(key)
 
 
+def _named_word(doc: Doc, i: int, mine: bool) -> bool:
+    """After "adım" / "soyadım" (`mine`) any word is the name it announces, but a common word,
+    place, organisation or title word ("adım atmak", "adı Kadıköy'de"); after "adı" / "ismi" a
+    given name only ("ismi oldu")."""
+    info = doc.info(i)
+    if info.key in NOT_NAMES or info.key in GREETINGS or len(info.key) < 3 or any(c in info.flags for c in "cotpv"):
+        return False
+    return (mine or "g" in info.flags) and not starts_with_term(info.key)
+
+
 def _inflected(key: str) -> bool:
     """An unknown word that is a common word or place with a suffix ("partisi", "ankaralilar")."""
     common, places = common_words(), all_places()
@@ -102,7 +116,7 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
     if not cands or cands[-1] == 0:
         return []  # "Say hello in five words": only the first word may be a name
     infos = doc.infos()
-    out: list[int] = []
+    out: list[int] = mentioned(doc, cands) if "@" in doc.text else []
     for i in cands:
         if i == 0:
             continue
@@ -112,6 +126,8 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
                 out.append(i)
         elif prev not in _NOT_CUES and person_word(prev) and _spaced(doc, i - 1) and _nameish(doc, i, True):
             out.append(i)
+        elif prev in NAMING and _spaced(doc, i - 1) and _named_word(doc, i, prev in _MY_NAME):
+            out.append(i)  # "adım eftimya", "soyadım paraskevopulu", "adı sebahattin" (not "ismi oldu")
     if cands and cands[-1] >= len(infos) - 3:
         out += _sign_off(doc)
     # a surname after a cued given name ("eşim Yurii Melnyk")

@@ -22,6 +22,7 @@ from fairgate.policies.detection.persons.cues import (
     repeated,
 )
 from fairgate.policies.detection.persons.features import CUES, Doc, candidates
+from fairgate.policies.detection.persons.inflected import inflected_names
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
     HEADINGS,
@@ -120,7 +121,7 @@ def _same_people(doc: Doc, found: list[tuple[int, int]]) -> list[tuple[int, int]
         while i < len(spans) and spans[i][1] <= e:
             tokens.add(i)
             i += 1
-    extra = set(coordinated(doc, tokens)) | set(repeated(doc, tokens))
+    extra = set(coordinated(doc, tokens)) | set(repeated(doc, tokens)) | set(inflected_names(doc))
     if not extra:
         return []
     return [n for n in _names(doc, sorted(extra), extra) if not any(s < n[1] and n[0] < e for s, e in found)]
