@@ -10,7 +10,8 @@ person's identifiers. `DetectionOptions` decides whether they still count.
 - Turkish fixed lines (`0312 418 22 90`) written after an institution's word on their line
   (`Eczanesi`, `santrali`, `Derneği`, `A.Ş.`, a role mailbox like `info@`) with no person's
   name within a few lines: a pharmacy's, an association's or a company's switchboard in a
-  notice. Of the realistic set's personal phones one in sixty is a fixed line (in a record that
+  notice; or at most 50 characters after such a word with no name between them, even in a
+  message to a named person ("Sayın X, ... Eczane Nilüfer, tel 0224 ..."). Of the realistic set's personal phones one in sixty is a fixed line (in a record that
   names its owner), while institutions' fixed lines were most of its phone false alarms.
 - Test fixtures, whatever the options: placeholder mailboxes (`test@`, `user@`, `dummy@`) at
   the reserved example domains (RFC 2606: example.com/.org/.net, .test, .example, .invalid,
@@ -71,6 +72,9 @@ def fixed_line(digits: str) -> bool:
 _INSTITUTION = re.compile(
     r"(?<!\w)(?:eczane\w*|santral\w*|derne\w+|vakf\w+|belediye\w*|müdürlü\w+|başkanlı\w+|merkez\w*|"
     r"sekreterli\w+|hatt\w+|acente\w*|emlak|otel\w*|mersis|a\.?[sş]\.|ltd\.?|[sş]ti\.?|"
+    # a notice's contact line: "Site Yönetimi: ...", "Otopark İşletmesi: ...", "randevuları için ..."
+    # ("Bilgi:" says nothing: a person writes it before their own number too)
+    r"yönetim\w*|işletme\w*|randevu\w*|"
     # a role mailbox (a person's own address on the line says nothing about the number)
     r"(?<![\w.+\-])(?:" + "|".join(sorted(ROLE_MAILBOXES | {"rezervasyon"})) + r")@[\w.\-]+)(?!\w)",
     re.IGNORECASE)
@@ -80,6 +84,16 @@ def _institution_before(text: str, start: int) -> bool:
     """An institution's word earlier on the number's line (at most 120 characters back)."""
     lo = max(text.rfind("\n", 0, start) + 1, start - 120)
     return _INSTITUTION.search(text, lo, start) is not None
+
+
+def _institution_right_before(text: str, start: int, people: list[tuple[int, int]]) -> bool:
+    """An institution's word at most 50 characters before the number on its line, with no
+    person's name between them ("Eczane Nilüfer, tel 0224 ...", "ŞİFA ECZANESİ 0352 ...",
+    "Yenileme için acente: 0 212 ..."): the institution's line even in a message that names
+    its addressee."""
+    lo = max(text.rfind("\n", 0, start) + 1, start - 50)
+    ends = [m.end() for m in _INSTITUTION.finditer(text, lo, start)]
+    return bool(ends) and not any(ends[-1] <= s < start for s, _ in people)
 
 
 def _nobody_near(start: int, end: int, people: list[tuple[int, int]]) -> bool:
@@ -131,8 +145,9 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
             continue
         if not options.institutional_contacts:
             digits = re.sub(r"[^0-9+]", "", text[s:e]) if kind == "phone" else ""
-            if digits and (shared_line(digits) or (fixed_line(digits) and _nobody_near(s, e, people)
-                                           and _institution_before(text, s))):
+            if digits and (shared_line(digits) or (fixed_line(digits) and (
+                    (_nobody_near(s, e, people) and _institution_before(text, s))
+                    or _institution_right_before(text, s, people)))):
                 continue
             if kind == "email" and "@" in text[s:e] and role_mailbox(text[s:e]):
                 continue

@@ -75,3 +75,17 @@ def test_public_figures_firms_and_quarters_are_no_private_person(text: str) -> N
 ])
 def test_a_person_next_to_what_looks_like_a_firm_or_life_dates(text: str, expected: list[str]) -> None:
     assert names(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Sayın Nuri Aksoy, reçeteli ilacınız hazırdır. Eczane Gülbahçe, tel 0232 441 18 70.",
+    "Sayın Hilmi Bey, poliçeniz yenilenecek. Yenileme için acente: 0 212 555 40 12 dahili 3",
+    "Asansör bakımı nedeniyle kapalıdır. Site Yönetimi: 0 (216) 335 40 40",
+])
+def test_an_institutions_line_in_a_message_to_a_person_is_not_theirs(text: str) -> None:
+    assert "phone" not in kinds(text)
+
+
+def test_a_persons_fixed_line_after_the_institution_word_stays_personal() -> None:
+    text = "Acente: Kaan Yılmaz, ev 0216 345 12 90"
+    assert "phone" in kinds(text)
