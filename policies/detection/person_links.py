@@ -64,6 +64,10 @@ _GENERIC = re.compile(
     r"istatisti\w*|bilanço\w*|şüpheliler\w*|hükümlüler\w*|tutuklular\w*|sürücüler\w*|"
     r"işçiler\w*|çalışanlar\w*|vatandaşlar\w*|sendikalar\w*|mahkumlar\w*)(?!\w)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n](?:[ \t]|\Z)")
+# a sentence about a topic: an English one ("The Jewish holidays ...", "Explain the history of
+# ...") or an instruction ("Kürt sorunu üzerine bir makale özetle")
+_TOPIC = re.compile(r"(?<!\w)(?:the|what|how|explain|describe|history|özetle|açıkla|anlat|listele|makale\w*)(?!\w)",
+                    re.IGNORECASE)
 
 
 @lru_cache(maxsize=1)
@@ -142,15 +146,26 @@ def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names:
             return True
         if rec_lo <= s and e <= rec_hi and not line_lo <= s < line_hi:
             return True  # another line of the same record
-        if line_lo <= s and e <= lo and start - s <= 200 and (form_field or _previous_sentence(text, e, lo)):
-            return True  # an earlier sentence of the same one-line form, or the sentence before
+        if line_lo <= s and e <= lo and start - s <= 200 and (form_field or (
+                _previous_sentence(text, e, lo) and not _question_or_general(text, lo, hi))):
+            return True  # an earlier sentence of the same one-line form, or one of the two before
     return False
 
 
+def _question_or_general(text: str, lo: int, hi: int) -> bool:
+    """The sentence is a question or a general statement ("HIV nasıl bulaşır?", "Diyabet
+    hastaları ne yemeli"): about the topic, not about the person named before it."""
+    return "?" in text[lo : hi + 1] or _GENERIC.search(text, lo, hi) is not None \
+        or _TOPIC.search(text, lo, hi) is not None
+
+
 def _previous_sentence(text: str, name_end: int, lo: int) -> bool:
-    """The name stands in the sentence right before this one ("Hüseyin Kartal – Levotiroksin
-    50 mg. Kronik hastalık raporu var": Turkish drops the subject that the last sentence named)."""
-    return _SENTENCE_END.search(text, name_end, max(name_end, lo - 1)) is None
+    """The name stands in one of the two sentences right before this one ("Hüseyin Kartal –
+    Levotiroksin 50 mg. Kronik hastalık raporu var": Turkish drops the subject that the last
+    sentences named), within 250 characters and the same paragraph."""
+    if lo - name_end > 250 or "\n" in text[name_end:lo]:
+        return False
+    return len(_SENTENCE_END.findall(text, name_end, max(name_end, lo - 1))) <= 1
 
 
 def sentence(text: str, start: int, end: int) -> tuple[int, int]:

@@ -46,3 +46,23 @@ def test_more_phrasings_tied_to_a_person(text: str, kind: str) -> None:
 ])
 def test_general_statements_stay_routable(text: str) -> None:
     assert not classify(text).sensitive
+
+
+@pytest.mark.parametrize("text", [
+    "HASTA: SEVİM ORAL | D.T.: 12.04.1957 | KAN: 0 RH+ | SERVİS: DAHİLİYE",
+    "Ad Soyad: Kerim Aslan\nKan grubu: B Rh-",
+])
+def test_a_blood_group_in_a_record(text: str) -> None:
+    assert "health" in kinds(text)
+
+
+def test_a_category_two_sentences_after_the_name_is_that_persons() -> None:
+    text = ("Yıl sonu değerlendirmesi: Figen Aral (Satış Uzmanı). Hedeflerini aştı. "
+            "Yıl içindeki kemoterapi sürecine rağmen müşteri ziyaretlerini aksatmadı.")
+    assert "health" in kinds(text)
+
+
+def test_a_name_in_another_paragraph_does_not_tie_a_general_statement() -> None:
+    text = ("Toplantı notu: Figen Aral sunum yaptı.\n\n"
+            "Kemoterapi sürecinde bağışıklık düşer. Kalabalık ortamlardan uzak durulmalıdır.")
+    assert "health" not in kinds(text)
