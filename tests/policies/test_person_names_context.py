@@ -89,3 +89,20 @@ def test_an_institutions_line_in_a_message_to_a_person_is_not_theirs(text: str) 
 def test_a_persons_fixed_line_after_the_institution_word_stays_personal() -> None:
     text = "Acente: Kaan Yılmaz, ev 0216 345 12 90"
     assert "phone" in kinds(text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Kapora için parayı gönderdim, alıcı Umut Karabulut olarak görünüyor.", ["Umut Karabulut"]),
+    ("Yeni kartların teslimi: Leyla Sezer, Baran Oral ve Cem Akıncı imza atacak.",
+     ["Leyla Sezer", "Baran Oral", "Cem Akıncı"]),
+])
+def test_a_given_name_and_surname_the_common_word_list_also_holds(text: str, expected: list[str]) -> None:
+    assert names(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Kombiyi Kaya Yapı Market'ten aldık, montajı yetkili servis yaptı.",
+    "Çimento Bulut Yapı'da stokta var.",
+])
+def test_a_firm_named_by_common_words_is_no_person(text: str) -> None:
+    assert names(text) == []

@@ -27,6 +27,7 @@ from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
     HEADINGS,
     NOT_NAMES,
+    TRADE_WORDS,
     plain_words,
 )
 from fairgate.policies.detection.persons.non_private import (
@@ -38,6 +39,7 @@ from fairgate.policies.detection.persons.non_private import (
 )
 from fairgate.policies.detection.persons.non_private import joined as _joined
 from fairgate.policies.detection.persons.tagger import default_tagger
+from fairgate.policies.detection.special_categories_terms import starts_with_term
 
 THRESHOLD = 0.5
 THRESHOLD_UNCASED = 0.8  # in lower-case or all-capitals lines casing gives no evidence
@@ -185,11 +187,26 @@ def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
         a, b = doc.info(i), doc.info(i + 1)
         if a.shape not in "CU" or b.shape not in "CU" or "g" not in a.flags or a.key in NOT_NAMES:
             continue
-        if any(c in a.flags + b.flags for c in "otpc") or b.key in NOT_NAMES:
+        if any(c in a.flags + b.flags for c in "otp") or b.key in NOT_NAMES:
             continue
-        if "s" in b.flags or not b.flags:
+        if "c" not in a.flags + b.flags:
+            if "s" in b.flags or not b.flags:
+                out += (i, i + 1)
+        elif _common_pair_is_a_name(doc, i):
             out += (i, i + 1)
     return out
+
+
+def _common_pair_is_a_name(doc: Doc, i: int) -> bool:
+    """A given name and a surname that the common-word list also holds ("Bahar Koçak'ın", "Cem
+    Akıncı", "Umut Karabulut": the list has many surnames): a name mid-sentence in a mixed-case
+    line, with the second word a listed surname and no title head after it."""
+    a, b = doc.info(i), doc.info(i + 1)
+    if doc.mode(i) != "mixed" or a.shape != "C" or b.shape != "C" or "s" not in b.flags or len(b.key) < 3 \
+            or b.key in TRADE_WORDS or a.suffix or starts_with_term(b.key):
+        return False  # ("Kaya Yapı'da": a firm; "Ekin'in Kürt": the name ended; "Kürt" is a people)
+    gap = doc.gap(i)
+    return gap[:1] not in ("^", ".", "N") and not (i + 2 < len(doc.spans) and doc.info(i + 2).key in HEADINGS)
 
 
 def _titled(doc: Doc) -> list[int]:
