@@ -106,3 +106,11 @@ def test_a_given_name_and_surname_the_common_word_list_also_holds(text: str, exp
 ])
 def test_a_firm_named_by_common_words_is_no_person(text: str) -> None:
     assert names(text) == []
+
+
+def test_a_common_given_name_capitalised_mid_sentence_is_a_name() -> None:
+    assert names("Sevgili ekip, Pınar bu hafta izinde, işlerine Kerem bakacak.") == ["Pınar", "Kerem"]
+
+
+def test_the_same_word_at_a_sentences_start_is_not() -> None:
+    assert names("Umut ediyorum yarın yağmur yağmaz.") == []

@@ -13,6 +13,7 @@ from bisect import bisect_left
 
 import re2
 
+from fairgate.policies.detection.gazetteer import given_names
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
     LOWER_NOT_NAMES,
@@ -49,6 +50,7 @@ _WINDOW = 16_384  # characters read per window of a long text
 # kept local unscanned rather than scanned for seconds
 MAX_CANDIDATES = 25_000
 _LETTER_PAIR = re2.compile(r"\pL\pL")
+_SENTENCE_GAPS = frozenset("^.N!?:~\"")  # `Doc.gap` marks before a sentence's first word
 
 
 def find_person_names(text: str, limit: int = 16) -> list[tuple[int, int]] | None:
@@ -279,5 +281,8 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS)
     if doc.mode(i) != "mixed":
         return cue or i == len(doc.spans) - 1
-    return cue or ("c" not in info.flags and info.key not in plain_words())
+    # a common given name that is also a word ("Pınar", "Onur", "Umut"), capitalised mid-sentence
+    # (Turkish capitalises a word there only when it is a proper noun)
+    mid = i > 0 and doc.gap(i)[:1] not in _SENTENCE_GAPS and info.key in given_names()
+    return cue or mid or ("c" not in info.flags and info.key not in plain_words())
 
