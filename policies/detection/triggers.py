@@ -24,8 +24,10 @@ _FAMILIES = {
     "special": f"(?:{term_alternation()})",
     "ident": r"pasaport|passport|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|"
              r"d\.[ \t]?[0-9t]|born|date[ \t_]+of[ \t_]+birth|"
-             r"dob|birthday|birth[ \t_]?date|d\.[ \t]?t\.|vkn|vergi|tax|v\.?[ \t]?no|[uzs][0-9]{8}",
-    "registry": r"sgk|ssk|ba[gğ].?kur|emekl[iİı]|bagkur",
+             r"dob|birthday|birth[ \t_]?date|d\.[ \t]?t\.|vkn|verg[iİı]|tax|v\.?[ \t]?no|[uzs][0-9]{8}|"
+             # a Turkish plate standing alone ("34 FVK 206"; checked case-sensitively by `identifiers`)
+             r"(?:0[1-9]|[1-7][0-9]|8[01]) [a-z]{2,3} [0-9]{2,4}",
+    "registry": r"sgk|ssk|ba[gğ].?kur|emekl[iİı]|bagkur|s[iİı]gorta|tahs[iİı]s",
     "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok",
     "street": r"mahallesi|mah\.|mh\.|caddesi|cad\.|cd\.|sokağı|sokak|sok\.|sk\.|bulvarı|blv\.|bul\.",
     "words": rf"(?:{_W}[ \t,\-]+){{3,}}{_W}",
