@@ -13,6 +13,10 @@ person's identifiers. `DetectionOptions` decides whether they still count.
   notice; or at most 50 characters after such a word with no name between them, even in a
   message to a named person ("Sayın X, ... Eczane Nilüfer, tel 0224 ..."). Of the realistic set's personal phones one in sixty is a fixed line (in a record that
   names its owner), while institutions' fixed lines were most of its phone false alarms.
+- Values in a software test's text, whatever the options: a test word within 200 characters
+  (`sandbox`, `fixtures`, `seed`, `sahte`, `test kartı`, `gerçek kişi değildir`) or a
+  documented sample right after `Örnek:`; a prompt that gives a value without such words
+  ("kartım 4111 1111 1111 1111") stays personal.
 - Test fixtures, whatever the options: placeholder mailboxes (`test@`, `user@`, `dummy@`) at
   the reserved example domains (RFC 2606: example.com/.org/.net, .test, .example, .invalid,
   localhost) -- `ayse@example.org` may be a real person's address in a sample, so the local
@@ -134,6 +138,27 @@ def fixture(kind: str, value: str) -> bool:
     return False
 
 
+# a software test's own words: sandbox cards, fixtures, seeds, fakes, "gerçek kişi değildir"
+_TEST_CONTEXT = re.compile(
+    r"(?<![^\W_])(?:sandbox|fixtures?|dummy|sahte|staging|uat|mock\w*|seed|placeholder|fake|demo\w*|"
+    r"test[ _](?:kart|ortam|veri|numara|iban|tckn|card|m[üu][şs]teri|kullan[ıi]c)\w*|unit[ _]?test\w*|"
+    r"birim[ _]test\w*|ger[çc]ek[ \t]+(?:bir[ \t]+)?(?:ki[şs]i|hesa)\w*[ \t]+(?:ait[ \t]+)?de[ğg]il)(?![^\W_])",
+    re.IGNORECASE)
+# a documented sample ("Örnek: TR33 0006 ...", "örnek olarak 10000000146"), not for e-mails: "ali@ornek.com"
+_SAMPLE_BEFORE = re.compile(r"(?<![\w@.])(?:örne[kğ]\w*|ornek\w*|example|e\.g\.)(?![\w@]|\.\w)[^\n0-9@]{0,20}\Z",
+                            re.IGNORECASE)
+
+
+def test_value(text: str, kind: str, start: int, end: int) -> bool:
+    """A value in a software test's text: a sandbox card, a fixture's TCKN or IBAN, a seed's
+    e-mail (a test word within 200 characters), or a documented sample right after "Örnek:"."""
+    if kind not in ("tckn", "card", "iban", "email", "phone", "passport"):
+        return False
+    if _TEST_CONTEXT.search(text, max(0, start - 200), min(len(text), end + 200)):
+        return True
+    return kind != "email" and _SAMPLE_BEFORE.search(text[max(0, start - 40) : start]) is not None
+
+
 def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -> list[Span]:
     """`found` without the institutional and legal-person findings `options` exclude (person
     names among `found` decide who owns a VKN or IBAN)."""
@@ -141,7 +166,7 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
     people = [(s, e) for kind, s, e in found if kind in ("person_name", "person_address")]
     out: list[Span] = []
     for kind, s, e in found:
-        if fixture(kind, text[s:e]):
+        if fixture(kind, text[s:e]) or test_value(text, kind, s, e):
             continue
         if not options.institutional_contacts:
             digits = re.sub(r"[^0-9+]", "", text[s:e]) if kind == "phone" else ""

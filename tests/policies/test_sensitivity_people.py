@@ -190,3 +190,28 @@ def test_structured_kinds_in_records_and_chat(text: str, kind: str, value: str) 
 ])
 def test_plate_shapes_that_are_no_ones_car(text: str) -> None:
     assert "plate" not in {k for k, _ in found(text)}
+
+
+@pytest.mark.parametrize("text", [
+    "Sandbox ortamında 4111 1111 1111 1111 numaralı test kartını kullanın.",
+    "# tests/fixtures.py\nFAKE_TCKN = \"10000000146\"",
+    "TEST VERİSİ — GERÇEK KİŞİ DEĞİLDİR\nTCKN: 10000000146",
+    "SEED = [{'ad': 'Deneme', 'eposta': 'deneme@example.org'}]",
+    "IBAN 26 karakterdir. Örnek: TR33 0006 1005 1978 6457 8413 26",
+])
+def test_values_in_a_software_tests_text_are_no_ones(text: str) -> None:
+    assert found(text) == []
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("kartım 4111 1111 1111 1111, limitim doldu", "card"),
+    ("Test sonuçlarım geldi, TC kimlik 10000000146 ile randevu aldım.", "tckn"),  # a medical test
+    ("mail ali [at] ornek [dot] com", "email"),
+])
+def test_the_same_values_in_a_persons_message_stay_personal(text: str, kind: str) -> None:
+    assert kind in {k for k, _ in found(text)}
+
+
+def test_an_example_domain_before_a_number_is_no_sample_marker() -> None:
+    text = "E-posta: emily@example.org Acil durumda +90 547 722 16 77 aranmalı."
+    assert {"email", "phone"} <= {k for k, _ in found(text)}
