@@ -66,3 +66,23 @@ def test_a_name_in_another_paragraph_does_not_tie_a_general_statement() -> None:
     text = ("Toplantı notu: Figen Aral sunum yaptı.\n\n"
             "Kemoterapi sürecinde bağışıklık düşer. Kalabalık ortamlardan uzak durulmalıdır.")
     assert "health" not in kinds(text)
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("KAYIP: oğlumuz Deniz 12 yaşında, sağ kolunda dövme var, gözlüklü, 1.50 boylarında.", "appearance"),
+    ("kayınvalidem kemoterapiden sonra peruk kullanıyo, kimse sormasın", "appearance"),
+    ("ben 2 yıldır kapalıyım, eski fotoğrafımı sitede kullanmayın", "appearance"),
+    ("evet, o kız sevgilim, adı lavin", "sexual_life"),
+    ("aslında iki cinse de ilgi duyuyorum, kimseye söylemedim", "sexual_life"),
+    ("Babamın sesli imzasını kaydettiler, artık telefonda sesiyle onay veriyor.", "biometric"),
+])
+def test_descriptions_partners_and_signatures_tied_to_a_person(text: str, kind: str) -> None:
+    assert kind in kinds(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Dövme yaptırmadan önce cildinizin durumunu bir dermatoloğa danışmalısınız.",
+    "Dinamik imza, kalemin basıncını ve hızını ölçen bir doğrulama yöntemidir.",
+])
+def test_the_same_words_in_general_text_stay_routable(text: str) -> None:
+    assert not classify(text).sensitive
