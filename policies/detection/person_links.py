@@ -52,7 +52,10 @@ _MY_FOLKS = re.compile(r"ml[ae]r")
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)",  # diyabetim, seansım
                         re.IGNORECASE)
 # a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
-_OUR_BODY = re.compile(r"(?:sendika|dernek|derneğ|parti|kulüb|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
+_OUR_BODY = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
+# a body's own word, then "our ..." ("dernek hesaplarımız"): the body speaking, not the first person
+_OUR = re.compile(r"m[ıiuü]z\Z", re.IGNORECASE)  # "our" ("hesaplarımız"), not "we are" ("sendikalıyız")
+_BODY_WORD = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)", re.IGNORECASE)
 _EN_1P = re.compile(r"(?<!\w)(?:I am|I'm|I have|I've been|I was|my|diagnosed)(?:[ \t]+[\w'-]+){0,2}[ \t]*\Z",
                     re.IGNORECASE)
 # a general statement: people in general, a conditional, a rule, a possibility, a definition
@@ -61,7 +64,8 @@ _GENERIC = re.compile(
     r"\w{2,}(?:[ıiuü]rsa|[ıiuü]rse)|\w+(?:[ae]rsa|[ae]rse|yorsa|varsa|yoksa|abilir|ebilir|malıdır|melidir|malı|meli)|"
     r"gerekir|nedir|nelerdir|"
     # counts and statistics about groups ("sendikalı işçi sayısı", "hükümlülerin büyük bölümü")
-    r"istatisti\w*|bilanço\w*|şüpheliler\w*|hükümlüler\w*|tutuklular\w*|sürücüler\w*|"
+    r"istatisti\w*|bilanço\w*|şüpheliler\w*|hükümlüler\w*|tutuklular\w*|sürücüler\w*|bunları\w*|"
+    r"yakınları\w*|dikkatine|[0-9]+[ \t]+(?:bin|milyon)|"
     r"işçiler\w*|çalışanlar\w*|vatandaşlar\w*|sendikalar\w*|mahkumlar\w*)(?!\w)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n](?:[ \t]|\Z)")
 # a sentence about a topic: an English one ("The Jewish holidays ...", "Explain the history of
@@ -114,7 +118,11 @@ def person_word(key: str) -> bool:
 def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
     """Whether the term at text[start:end] is about a person (see the module's docstring);
     `names`: person names found in the text."""
-    if _SUFFIX_1P.match(text, end) and not _OUR_BODY.match(text, start):
+    first = _SUFFIX_1P.match(text, end)
+    # "Sendikamız", "dernek hesaplarımız": an association, union or party speaking for itself
+    body = _OUR_BODY.match(text, start) is not None or (
+        first is not None and _BODY_WORD.match(text, start) is not None and _OUR.search(first.group()) is not None)
+    if first and not body:
         return True
     lo, hi = sentence(text, start, end)
     if _named_nearby(text, start, end, (lo, hi), names):
@@ -123,8 +131,8 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
         return True
     if person_name_spans(text, lo, hi):
         return True
-    return (_person_word(text, lo, hi) or bool(_PATTERNS.search(text, lo, hi)) or _role_at_place(text, lo, hi)) \
-        and not _GENERIC.search(text, lo, hi)
+    return (_person_word(text, lo, hi) or (not body and bool(_PATTERNS.search(text, lo, hi)))
+            or _role_at_place(text, lo, hi)) and not _GENERIC.search(text, lo, hi)
 
 
 def _role_at_place(text: str, lo: int, hi: int) -> bool:

@@ -86,3 +86,21 @@ def test_descriptions_partners_and_signatures_tied_to_a_person(text: str, kind: 
 ])
 def test_the_same_words_in_general_text_stay_routable(text: str) -> None:
     assert not classify(text).sensitive
+
+
+@pytest.mark.parametrize("text", [
+    "Denetimlerde 3 bin 412 sürücüye alkollü araç kullanmaktan işlem yapıldı.",
+    "Cezaevlerinde 290 bin kişi var; bunların 41 bini tutuklu, kalanı hükümlü.",
+    "Hükümlü ve tutuklu yakınlarının dikkatine: açık görüş günleri ayda bir kezdir.",
+    "Bağış yapmak isteyenler için dernek hesaplarımız aşağıdadır.",
+])
+def test_counts_notices_and_a_body_speaking_for_itself_stay_routable(text: str) -> None:
+    assert not classify(text).sensitive
+
+
+def test_our_members_account_is_still_a_persons() -> None:
+    assert "union" in kinds("Kardeşim geçen hafta sendikaya üye oldu, aidatı maaşından kesiliyor.")
+
+
+def test_we_are_unionised_is_the_first_person() -> None:
+    assert "union" in kinds("işyerinde 3 kişi sendikalıyız, patron bilmiyor")
