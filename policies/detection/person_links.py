@@ -68,6 +68,12 @@ _GENERIC = re.compile(
     r"yakınları\w*|dikkatine|[0-9]+[ \t]+(?:bin|milyon)|"
     r"işçiler\w*|çalışanlar\w*|vatandaşlar\w*|sendikalar\w*|mahkumlar\w*)(?!\w)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n](?:[ \t]|\Z)")
+# a relative in the first person ("eşim", "kayınvalidemin", "annemle"): a particular person
+_MY_RELATION = re.compile(
+    r"(?<!\w)(?:eşim|karım|kocam|nişanlım|sevgilim|annem|babam|anneannem|babaannem|oğlum|kızım|kardeşim|ablam|"
+    r"abim|ağabeyim|amcam|dayım|halam|teyzem|yeğenim|kuzenim|dedem|ninem|torunum|kayınvalidem|kayınpederim|"
+    r"kayınbiraderim|baldızım|görümcem|eltim|bacanağım|eniştem|yengem|gelinim|damadım|çocuğum|bebeğim)"
+    r"(?:[ıiuü]n|[ıiuü]|[ae]|l[ae]|d[ae]n?|[ıiuü]z)?(?!\w)", re.IGNORECASE)
 # a sentence about a topic: an English one ("The Jewish holidays ...", "Explain the history of
 # ...") or an instruction ("Kürt sorunu üzerine bir makale özetle")
 _TOPIC = re.compile(r"(?<!\w)(?:the|what|how|explain|describe|history|özetle|açıkla|anlat|listele|makale\w*)(?!\w)",
@@ -131,6 +137,8 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
         return True
     if person_name_spans(text, lo, hi):
         return True
+    if _MY_RELATION.search(text, lo, hi) and _person_word(text, lo, hi):
+        return True  # "kayınvalidem ..., biri sorarsa ...": my relative, whatever else the sentence says
     return (_person_word(text, lo, hi) or (not body and bool(_PATTERNS.search(text, lo, hi)))
             or _role_at_place(text, lo, hi)) and not _GENERIC.search(text, lo, hi)
 

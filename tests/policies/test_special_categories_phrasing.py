@@ -104,3 +104,12 @@ def test_our_members_account_is_still_a_persons() -> None:
 
 def test_we_are_unionised_is_the_first_person() -> None:
     assert "union" in kinds("işyerinde 3 kişi sendikalıyız, patron bilmiyor")
+
+
+def test_a_first_person_relative_outweighs_a_conditional_elsewhere_in_the_sentence() -> None:
+    text = "kayınvalidem kemoterapiden sonra peruk kullanıyor, biri sorarsa konuyu değiştirin"
+    assert "health" in kinds(text)
+
+
+def test_ms_as_a_diagnosis() -> None:
+    assert "health" in kinds("1988 doğumluyum, geçen ay MS tanısı aldım.")
