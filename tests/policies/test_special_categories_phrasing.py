@@ -113,3 +113,13 @@ def test_a_first_person_relative_outweighs_a_conditional_elsewhere_in_the_senten
 
 def test_ms_as_a_diagnosis() -> None:
     assert "health" in kinds("1988 doğumluyum, geçen ay MS tanısı aldım.")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Hasta: Cemile Arslan\nYatış nedeni: Toplum kökenli pnömoni", False),
+    ("Başroldeki tiyatro kökenli oyuncu filmi taşıyor, eşim de çok beğendi.", False),
+    ("Depodaki forklift operatörümüz Oromo kökenli, Amharca konuşuyor.", True),
+    ("Eşim Kürt kökenli, ailesi Muş'tan.", True),
+])
+def test_kokenli_is_an_origin_only_after_a_people_or_a_region(text: str, expected: bool) -> None:
+    assert ("ethnicity" in kinds(text)) is expected
