@@ -27,8 +27,10 @@ person's identifiers. `DetectionOptions` decides whether they still count.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 import phonenumbers
+import re2
 from phonenumbers import PhoneNumberType
 
 from fairgate.policies.detection_options import DetectionOptions
@@ -139,22 +141,38 @@ def fixture(kind: str, value: str) -> bool:
 
 
 # a software test's own words: sandbox cards, fixtures, seeds, fakes, "gerçek kişi değildir"
-_TEST_CONTEXT = re.compile(
-    r"(?<![^\W_])(?:sandbox|fixtures?|dummy|sahte|staging|uat|mock\w*|seed|placeholder|fake|demo\w*|"
-    r"test[ _](?:kart|ortam|veri|numara|iban|tckn|card|m[üu][şs]teri|kullan[ıi]c)\w*|unit[ _]?test\w*|"
-    r"birim[ _]test\w*|ger[çc]ek[ \t]+(?:bir[ \t]+)?(?:ki[şs]i|hesa)\w*[ \t]+(?:ait[ \t]+)?de[ğg]il)(?![^\W_])",
-    re.IGNORECASE)
+# (RE2: one linear pass whatever the text; RE2 does not fold İ to i, hence the explicit classes)
+_I = "[iİıI]"
+_TEST_CONTEXT = re2.compile(
+    r"(?i)(?:^|[^\pL\pN])(sandbox|f" + _I + r"xtures?|dummy|sahte|stag" + _I + r"ng|uat|mock\pL*|seed|placeholder|"
+    r"fake|demo\pL*|test[ _](?:kart|ortam|ver" + _I + r"|numara|" + _I + r"ban|tckn|card|m[üuÜU][şsŞS]ter" + _I
+    + r"|kullan[ıiIİ]c)\pL*|un" + _I + r"t[ _]?test\pL*|b" + _I + r"r" + _I + r"m[ _]test\pL*|"
+    r"ger[çcÇC]ek[ \t]+(?:b" + _I + r"r[ \t]+)?(?:k" + _I + r"[şsŞS]" + _I + r"|hesa)\pL*[ \t]+(?:a" + _I
+    + r"t[ \t]+)?de[ğgĞG]" + _I + r"l)(?:[^\pL\pN]|$)")
 # a documented sample ("Örnek: TR33 0006 ...", "örnek olarak 10000000146"), not for e-mails: "ali@ornek.com"
 _SAMPLE_BEFORE = re.compile(r"(?<![\w@.])(?:örne[kğ]\w*|ornek\w*|example|e\.g\.)(?![\w@]|\.\w)[^\n0-9@]{0,20}\Z",
                             re.IGNORECASE)
 
 
-def test_value(text: str, kind: str, start: int, end: int) -> bool:
+_TESTED = ("tckn", "card", "iban", "email", "phone", "passport")
+
+
+def test_words(text: str) -> list[int]:
+    """Where a software test's words stand in `text` (their starts, sorted): one RE2 pass over
+    the bytes (~2 µs per KB); the rare match's byte offset is turned into a character offset."""
+    data = text.encode("utf-8", "surrogatepass")
+    return [len(data[: m.start(1)].decode("utf-8", "surrogatepass")) for m in _TEST_CONTEXT.finditer(data)]
+
+
+def test_value(text: str, kind: str, start: int, end: int, words: list[int] | None = None) -> bool:
     """A value in a software test's text: a sandbox card, a fixture's TCKN or IBAN, a seed's
-    e-mail (a test word within 200 characters), or a documented sample right after "Örnek:"."""
-    if kind not in ("tckn", "card", "iban", "email", "phone", "passport"):
+    e-mail (a test word within 200 characters: `words`, from `test_words`), or a documented
+    sample right after "Örnek:"."""
+    if kind not in _TESTED:
         return False
-    if _TEST_CONTEXT.search(text, max(0, start - 200), min(len(text), end + 200)):
+    words = test_words(text) if words is None else words
+    k = bisect_left(words, start - 200)
+    if k < len(words) and words[k] <= end + 200:
         return True
     return kind != "email" and _SAMPLE_BEFORE.search(text[max(0, start - 40) : start]) is not None
 
@@ -165,8 +183,9 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
     names = [(s, e) for kind, s, e in found if kind == "person_name"]
     people = [(s, e) for kind, s, e in found if kind in ("person_name", "person_address")]
     out: list[Span] = []
+    words = test_words(text) if any(kind in _TESTED for kind, _, _ in found) else []
     for kind, s, e in found:
-        if fixture(kind, text[s:e]) or test_value(text, kind, s, e):
+        if fixture(kind, text[s:e]) or test_value(text, kind, s, e, words):
             continue
         if not options.institutional_contacts:
             digits = re.sub(r"[^0-9+]", "", text[s:e]) if kind == "phone" else ""

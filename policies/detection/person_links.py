@@ -137,9 +137,10 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
         return True
     if person_name_spans(text, lo, hi):
         return True
-    if _MY_RELATION.search(text, lo, hi) and _person_word(text, lo, hi):
+    relation = _person_word(text, lo, hi)
+    if relation and _MY_RELATION.search(text, lo, hi):
         return True  # "kayınvalidem ..., biri sorarsa ...": my relative, whatever else the sentence says
-    return (_person_word(text, lo, hi) or (not body and bool(_PATTERNS.search(text, lo, hi)))
+    return (relation or (not body and bool(_PATTERNS.search(text, lo, hi)))
             or _role_at_place(text, lo, hi)) and not _GENERIC.search(text, lo, hi)
 
 
@@ -157,15 +158,16 @@ def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names:
     rec_lo, rec_hi = _record(text, start, end)
     # "Tedavi talebi: ..., tanı bel fıtığı" in a one-line form (a question is general)
     form_field = ":" in text[lo:start] and text[hi - 1 : hi] != "?"
+    before = [e for s, e in names if line_lo <= s and e <= lo and start - s <= 200]
     for s, e in names:
         if lo <= s and e <= hi:
             return True
         if rec_lo <= s and e <= rec_hi and not line_lo <= s < line_hi:
             return True  # another line of the same record
-        if line_lo <= s and e <= lo and start - s <= 200 and (form_field or (
-                _previous_sentence(text, e, lo) and not _question_or_general(text, lo, hi))):
-            return True  # an earlier sentence of the same one-line form, or one of the two before
-    return False
+    if before and form_field:
+        return True  # an earlier sentence of the same one-line form
+    # or one of the two sentences before, where this one is no question or general statement
+    return any(_previous_sentence(text, e, lo) for e in before) and not _question_or_general(text, lo, hi)
 
 
 def _question_or_general(text: str, lo: int, hi: int) -> bool:

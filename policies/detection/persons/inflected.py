@@ -64,13 +64,19 @@ def _hard(key: str) -> str:
     return key[:-1] + _SOFTENED[key[-1]] if key and key[-1] in _SOFTENED and key not in given_names() else key
 
 
-def _given_with_ending(word: str) -> bool:
+def _given_with_ending(word: str, folded: str = "") -> bool:
+    """`word` (lower case) is a common given name with a fitting ending; `folded`: its folded
+    key when the caller has it (`fold_key` keeps a word's length)."""
+    folded = folded or fold_key(word)
+    names = given_names()
+    if not any(folded[:-n] in names or _hard(folded[:-n]) in names for n in (3, 2, 1)):
+        return False  # (most words: no given name before any ending)
     ascii_only = word.isascii()
-    if _IMPERATIVE.search(word) or starts_with_term(fold_key(word)):
+    if _IMPERATIVE.search(word) or starts_with_term(folded):
         return False  # "arasın", "yazsın": a verb's; "caferi": a belief's
     for n in (3, 2, 1):
         stem = word[:-n]
-        key = _hard(fold_key(stem)) if n < len(word) and word[-n] in _VOWELS else fold_key(stem)
+        key = _hard(folded[:-n]) if n < len(word) and word[-n] in _VOWELS else folded[:-n]
         if len(stem) < 4 or key not in given_names() or key in NOT_NAMES or "c" in lexicon_flags().get(key, ""):
             continue  # (a common word too: "sevgiyle", "umutla" are "with love", "with hope")
         if any(e in _ENDINGS and _fits(stem, e, ascii_only) for e in _readings(word[-n:], ascii_only)):
@@ -86,7 +92,7 @@ def inflected_names(doc: Doc) -> list[int]:
         if modes[i] != "lower" or info.flags.strip("gs") or info.suffix or len(info.key) < 5:
             continue
         s, e = doc.spans[i]
-        if _given_with_ending(text[s:e]):
+        if _given_with_ending(text[s:e].lower(), info.key):
             out.append(i)
     return out
 

@@ -96,6 +96,12 @@ def public_name_parts() -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
+def public_words() -> frozenset[str]:
+    """Every word of a public name: a span with any other word is no public name's part."""
+    return frozenset(w for name in public_names() for w in name.split())
+
+
+@lru_cache(maxsize=1)
 def all_places() -> frozenset[str]:
     """Provinces, districts, towns and villages, and regions, countries and cities abroad."""
     return places() | localities() | world_places()

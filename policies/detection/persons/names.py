@@ -163,11 +163,10 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
                                                              or (after.key in HEADINGS and after.shape != "L"))) \
                 or (last > first and "o" in doc.info(last).flags) or firm(doc, first, last):
             continue  # "Yıldız Holding", "Atatürk Caddesi", "Kurtuluş Savaşı'nda" taken whole
-        keys = {doc.info(i).key for i in range(first, last + 1)}
-        if keys <= figures:
+        if figures and {doc.info(i).key for i in range(first, last + 1)} <= figures:
             continue  # the public figure again ("Aziz Sancar (d. ...) ... Sancar, öğrencilere")
         if dated(doc, last) or public_figure(doc, first, last):
-            figures |= keys
+            figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
         if only_places(doc, first, last):
             continue
@@ -281,8 +280,9 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS)
     if doc.mode(i) != "mixed":
         return cue or i == len(doc.spans) - 1
+    if cue or ("c" not in info.flags and info.key not in plain_words()):
+        return True
     # a common given name that is also a word ("Pınar", "Onur", "Umut"), capitalised mid-sentence
     # (Turkish capitalises a word there only when it is a proper noun)
-    mid = i > 0 and doc.gap(i)[:1] not in _SENTENCE_GAPS and info.key in given_names()
-    return cue or mid or ("c" not in info.flags and info.key not in plain_words())
+    return i > 0 and info.key in given_names() and doc.gap(i)[:1] not in _SENTENCE_GAPS
 

@@ -12,7 +12,12 @@ from functools import lru_cache
 from fairgate.policies.detection.gazetteer import provinces
 from fairgate.policies.detection.persons.cues import HONORIFICS
 from fairgate.policies.detection.persons.features import Doc
-from fairgate.policies.detection.persons.lexicon import TRADE_WORDS, public_name_parts, public_names
+from fairgate.policies.detection.persons.lexicon import (
+    TRADE_WORDS,
+    public_name_parts,
+    public_names,
+    public_words,
+)
 
 _JOIN = re.compile(r"[ \t]{1,3}|[ \t]?-[ \t]?")
 _SPACES = re.compile(r"[ \t]{1,3}")
@@ -49,6 +54,9 @@ def firm(doc: Doc, first: int, last: int) -> bool:
 def dated(doc: Doc, last: int) -> bool:
     """A life-date parenthesis right after the name, or after one or two more of its words the
     tagger left out ("Sabahattin Ali (1907-1948)"): encyclopaedic text about a public figure."""
+    end = doc.spans[last][1]
+    if "(" not in doc.text[end : end + 60]:
+        return False
     for i in range(last, min(last + 3, len(doc.spans))):
         if i > last and not joined(doc, i - 1):
             return False
@@ -79,6 +87,9 @@ def public_figure(doc: Doc, first: int, last: int) -> bool:
     """A public or historical figure, or a test fixture's name ("Ali Veli"), whole or in part,
     also where the tagger took only part of it ("Adnan" of "Adnan Menderes", "Kemal Paşa'ya" of
     "Mustafa Kemal Paşa'ya"): the span with up to two joined words either side."""
+    words = public_words()
+    if any(doc.info(i).key not in words for i in range(first, last + 1)):
+        return False  # a word no public name holds: no public name contains the span
     lo, hi, n = first, last, len(doc.spans)
     while lo > 0 and first - lo < 2 and joined(doc, lo - 1):
         lo -= 1
