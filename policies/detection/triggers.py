@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import re2
 
+from fairgate.policies.detection.addresses_abroad import COUNTRIES
 from fairgate.policies.detection.persons.columns import COLUMN_LABELS
 from fairgate.policies.detection.persons.fields import FIELD_LABELS
 from fairgate.policies.detection.special_categories_terms import term_alternation
@@ -28,7 +29,7 @@ _FAMILIES = {
              # a Turkish plate standing alone ("34 FVK 206"; checked case-sensitively by `identifiers`)
              r"(?:0[1-9]|[1-7][0-9]|8[01]) [a-z]{2,3} [0-9]{2,4}",
     "registry": r"sgk|ssk|ba[gğ].?kur|emekl[iİı]|bagkur|s[iİı]gorta|tahs[iİı]s",
-    "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok",
+    "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok|" + COUNTRIES,
     "street": r"mahallesi|mah\.|mh\.|caddesi|cad\.|cd\.|sokağı|sokak|sok\.|sk\.|bulvarı|blv\.|bul\.",
     "words": rf"(?:{_W}[ \t,\-]+){{3,}}{_W}",
     # a local-part character, then '@' and a dotted domain (so "a@a@a@" triggers nothing)
