@@ -123,3 +123,17 @@ def test_ms_as_a_diagnosis() -> None:
 ])
 def test_kokenli_is_an_origin_only_after_a_people_or_a_region(text: str, expected: bool) -> None:
     assert ("ethnicity" in kinds(text)) is expected
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("eşim 30 haftalık hamile, doktor plasenta previa dedi, yatması gerekiyormuş", "health"),
+    ("Sigortalı: Kemal Aydın. Talep: sağ diz artroskopisi, ön onay bekleniyor.", "health"),
+    ("hocam oğlum bugün gelemeyecek, ateşi çıktı, doktora götürüyorum", "health"),
+    ("Babalık testi sonucu: Tuncay'ın biyolojik babası olma olasılığı %99,9 çıktı.", "genetic"),
+])
+def test_more_health_and_genetic_phrasings(text: str, kind: str) -> None:
+    assert kind in kinds(text)
+
+
+def test_a_fever_in_general_advice_stays_routable() -> None:
+    assert not classify("Çocuklarda ateşi yükselen durumlarda bol sıvı verilmelidir.").sensitive
