@@ -114,3 +114,16 @@ def test_a_common_given_name_capitalised_mid_sentence_is_a_name() -> None:
 
 def test_the_same_word_at_a_sentences_start_is_not() -> None:
     assert names("Umut ediyorum yarın yağmur yağmaz.") == []
+
+
+@pytest.mark.parametrize("text", [
+    "1944'te Orta Asya'ya sürgün edilen topluluklar arasında Ahıska Türkleri de vardı.",
+    "Kayıp kedimiz Pamuk'u gören olursa lütfen haber versin.",
+    "Nuh'un gemisinin Ağrı Dağı'na oturduğuna inanılır.",
+])
+def test_regions_pets_and_prophets_are_no_private_person(text: str) -> None:
+    assert names(text) == []
+
+
+def test_a_person_after_a_region_word_is_still_a_person() -> None:
+    assert names("Müşterimiz Asya Korkmaz siparişini iptal etti.") == ["Asya Korkmaz"]

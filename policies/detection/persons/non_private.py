@@ -19,6 +19,8 @@ from fairgate.policies.detection.persons.lexicon import (
     public_words,
 )
 
+_COMPASS = frozenset(("orta", "kuzey", "guney", "dogu", "bati", "uzak", "yakin"))
+_PET = ("kedi", "kopeg", "kopek", "kusum", "kusu", "atim", "atimiz")
 _JOIN = re.compile(r"[ \t]{1,3}|[ \t]?-[ \t]?")
 _SPACES = re.compile(r"[ \t]{1,3}")
 _LEGAL_FORM = re.compile(r"[ \t,]*(?:A\.[ \t]?[ŞS]\.|Ltd\b|LTD\b|[ŞS]ti\b|ŞTİ\b|San\.|SAN\.|Tic\.|TİC\.|GmbH\b|Inc\b)")
@@ -72,6 +74,11 @@ def only_places(doc: Doc, first: int, last: int) -> bool:
         return False
     if first == last and doc.info(first).key in _cities():
         return True  # "Rize'nin", "Erzurum'un", "Kars": a province's name alone
+    if first > 0 and joined(doc, first - 1) and doc.info(first - 1).shape in "CU" \
+            and doc.info(first - 1).key in _COMPASS:
+        return True  # "Orta Asya'ya", "Kuzey Afrika", "Doğu Karadeniz": a region
+    if first > 0 and doc.info(first - 1).key.startswith(_PET):
+        return True  # "kedimiz Pamuk'u", "köpeğim Karamel": an animal's name
     return all((f := doc.info(i).flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
                for i in range(first, last + 1))
 
