@@ -56,3 +56,16 @@ def test_a_name_announced_by_adim_or_soyadim(text: str, name: str) -> None:
 
 def test_what_follows_ismi_is_not_always_a_name() -> None:
     assert names("geçen yıl en çok verilen erkek ismi oldu. listede ikinci sırada.") == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("yarın toplantıya umut ile ceren de gelecek, sunum kimde?", ["umut", "ceren"]),
+    ("sevgi hanımın eşi dün aradı, yarın gelecekmiş", ["sevgi"]),
+    ("KOMŞUMUZ MURAT AMCA DÜN AKŞAMDAN BERİ KAYIP", ["MURAT"]),
+])
+def test_common_given_names_that_are_words_too_in_lines_without_casing(text: str, expected: list[str]) -> None:
+    assert [n for n in names(text) if n in expected] == expected
+
+
+def test_two_common_words_joined_by_ile_are_no_names() -> None:
+    assert names("yarın ekmek ile peynir alalım, akşam misafir var") == []

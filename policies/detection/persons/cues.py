@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from fairgate.policies.detection.gazetteer import fold_key
+from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.person_links import person_word
 from fairgate.policies.detection.persons.features import CUES, Doc
 from fairgate.policies.detection.persons.inflected import mentioned
@@ -69,7 +69,7 @@ def _nameish(doc: Doc, i: int, strong: bool) -> bool:
     if info.shape == "L" and key in LOWER_NOT_NAMES:
         return False  # "abi sen de gel" (capitalised, "Şen" is a surname)
     if "g" in flags:
-        if "o" in flags or "t" in flags or (mode != "mixed" and "c" in flags):
+        if "o" in flags or "t" in flags or (mode != "mixed" and "c" in flags and key not in given_names()):
             return False
         if "p" in flags and info.suffix[:1] in ("d", "t"):
             return False

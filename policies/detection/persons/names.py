@@ -227,7 +227,9 @@ def _titled(doc: Doc) -> list[int]:
         given = "g" in info.flags
         if (not given and title not in AFTER_NAME) or (i + 2 < len(infos) and "o" in infos[i + 2].flags):
             continue  # "Eşref Efendi Sokak": a street
-        bad = "otp" if given and info.shape == "C" and doc.mode(i) == "mixed" else "cotpv"
+        # a common given name ("sevgi hanım", "gönül hanıma") is one in any casing, even where it is a word too
+        bad = "otp" if given and ((info.shape == "C" and doc.mode(i) == "mixed") or info.key in given_names()) \
+            else "cotpv"
         if info.shape in "CUL" and len(info.key) >= 3 and info.key not in NOT_NAMES \
                 and not any(c in info.flags for c in bad):
             out.append(i)
