@@ -157,9 +157,19 @@ _SAMPLE_BEFORE = re.compile(r"(?<![\w@.])(?:örne[kğ]\w*|ornek\w*|example|e\.g\
 _TESTED = ("tckn", "card", "iban", "email", "phone", "passport")
 
 
+# each test word holds one of these; in a short text a substring check per hint costs less than
+# a call into RE2, in a long one more (0.6 ms against 0.14 ms per 64 KB)
+_TEST_HINTS = ("sandbox", "fixture", "dummy", "sahte", "stag", "uat", "mock", "seed", "placeholder", "fake", "demo",
+               "test", "ger")
+
+
 def test_words(text: str) -> list[int]:
     """Where a software test's words stand in `text` (their starts, sorted): one RE2 pass over
     the bytes (~2 µs per KB); the rare match's byte offset is turned into a character offset."""
+    if len(text) < 4096:
+        low = text.lower()
+        if not any(hint in low for hint in _TEST_HINTS):
+            return []
     data = text.encode("utf-8", "surrogatepass")
     return [len(data[: m.start(1)].decode("utf-8", "surrogatepass")) for m in _TEST_CONTEXT.finditer(data)]
 

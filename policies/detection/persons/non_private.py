@@ -74,11 +74,12 @@ def only_places(doc: Doc, first: int, last: int) -> bool:
         return False
     if first == last and doc.info(first).key in _cities():
         return True  # "Rize'nin", "Erzurum'un", "Kars": a province's name alone
-    if first > 0 and joined(doc, first - 1) and doc.info(first - 1).shape in "CU" \
-            and doc.info(first - 1).key in _COMPASS:
-        return True  # "Orta Asya'ya", "Kuzey Afrika", "Doğu Karadeniz": a region
-    if first > 0 and doc.info(first - 1).key.startswith(_PET):
-        return True  # "kedimiz Pamuk'u", "köpeğim Karamel": an animal's name
+    if first > 0:
+        before = doc.info(first - 1)
+        if before.key in _COMPASS and before.shape in "CU" and joined(doc, first - 1):
+            return True  # "Orta Asya'ya", "Kuzey Afrika", "Doğu Karadeniz": a region
+        if before.key.startswith(_PET):
+            return True  # "kedimiz Pamuk'u", "köpeğim Karamel": an animal's name
     return all((f := doc.info(i).flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
                for i in range(first, last + 1))
 
