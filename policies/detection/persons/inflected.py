@@ -88,6 +88,8 @@ def inflected_names(doc: Doc) -> list[int]:
     """Tokens of lower-case lines that are a given name with an ending but no apostrophe."""
     out: list[int] = []
     modes, text = doc.modes(), doc.text
+    if "lower" not in modes:
+        return out  # (one C-level scan: most texts have no lower-case line)
     for i, info in enumerate(doc.infos()):
         if modes[i] != "lower" or info.flags.strip("gs") or info.suffix or len(info.key) < 5:
             continue

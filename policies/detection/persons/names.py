@@ -204,10 +204,9 @@ def _common_pair_is_a_name(doc: Doc, i: int) -> bool:
     line, with the second word a listed surname and no title head after it."""
     a, b = doc.info(i), doc.info(i + 1)
     if doc.mode(i) != "mixed" or a.shape != "C" or b.shape != "C" or "s" not in b.flags or len(b.key) < 3 \
-            or b.key in TRADE_WORDS or a.suffix or starts_with_term(b.key):
-        return False  # ("Kaya Yapı'da": a firm; "Ekin'in Kürt": the name ended; "Kürt" is a people)
-    gap = doc.gap(i)
-    return gap[:1] not in ("^", ".", "N") and not (i + 2 < len(doc.spans) and doc.info(i + 2).key in HEADINGS)
+            or b.key in TRADE_WORDS or a.suffix or (i + 2 < len(doc.spans) and doc.info(i + 2).key in HEADINGS):
+        return False  # ("Kaya Yapı'da": a firm; "Ekin'in Kürt": the name ended)
+    return doc.gap(i)[:1] not in ("^", ".", "N") and not starts_with_term(b.key)  # ("Kürt" is a people)
 
 
 def _titled(doc: Doc) -> list[int]:

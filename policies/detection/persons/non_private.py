@@ -23,6 +23,7 @@ _COMPASS = frozenset(("orta", "kuzey", "guney", "dogu", "bati", "uzak", "yakin")
 _PET = ("kedi", "kopeg", "kopek", "kusum", "kusu", "atim", "atimiz")
 _JOIN = re.compile(r"[ \t]{1,3}|[ \t]?-[ \t]?")
 _SPACES = re.compile(r"[ \t]{1,3}")
+_LEGAL_KEYS = frozenset(("ltd", "sti", "san", "tic", "gmbh", "inc"))  # the words `_LEGAL_FORM` starts with
 _LEGAL_FORM = re.compile(r"[ \t,]*(?:A\.[ \t]?[ŞS]\.|Ltd\b|LTD\b|[ŞS]ti\b|ŞTİ\b|San\.|SAN\.|Tic\.|TİC\.|GmbH\b|Inc\b)")
 UNION_NAME = re.compile(r"-(?:sen|iş|is)(?![^\W\d_])", re.IGNORECASE)
 # "(1490–1588)", "(d. 1923)", "(?-1622)": not "(0532 ...)" nor "(2012 hırsızlık, ...)"
@@ -45,7 +46,7 @@ def firm(doc: Doc, first: int, last: int) -> bool:
     while j < n and j - last <= 6 and _SPACES.fullmatch(text, spans[j - 1][1], spans[j][0]):
         info = doc.info(j)
         if (j == last + 1 == first + 1 and info.key in TRADE_WORDS and info.shape != "L") or "o" in info.flags \
-                or _LEGAL_FORM.match(text, spans[j][0]):
+                or ((info.shape == "I" or info.key in _LEGAL_KEYS) and _LEGAL_FORM.match(text, spans[j][0])):
             return True
         if info.shape not in "CU" and info.key != "ve":
             return False
