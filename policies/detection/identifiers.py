@@ -15,16 +15,26 @@ _VKN = re.compile(
     re.IGNORECASE,
 )
 _PASSPORT = re.compile(
-    rf"(?<!\w)(?:pasaport|passport)\w*{_GAP}(?<![A-Za-z0-9])([A-Z]{{1,2}}[ \-]?[0-9]{{6,9}})(?![0-9])"
-    r"|(?<![A-Za-z0-9])([UZS][0-9]{8})(?![0-9])",
+    rf"(?<!\w)(?:pasaport|passport)\w*{_GAP}(?<![A-Za-z0-9])([A-Z]{{1,2}}[ \-]?[0-9]{{6,9}}(?![0-9])"
+    # other countries' forms: letters and digits mixed ("NP7K2L8R5", "13AB48291"), or digits ("72 4419083")
+    r"|(?=[A-Z0-9]{0,8}[A-Z])(?=[A-Z]{0,8}[0-9][A-Z]{0,8}[0-9])[A-Z0-9]{7,9}(?![A-Za-z0-9])"
+    r"|[0-9]{2}[ ]?[0-9]{7}(?![0-9]))"
+    r"|(?<![A-Za-z0-9])([UZS] ?[0-9]{8})(?![0-9])",
     re.IGNORECASE,
 )
+_NOT_PLATE = ("(?:TL|KG|GB|MB|KB|TB|CM|MM|KM|ML|LT|GR|MG|AM|PM|HP|KW|YTL|USD|EUR|GBP|ADT|OCA|MAR|NIS|MAY|HAZ|TEM|"
+              "EYL|EKI|KAS|ARA|JAN|FEB|APR|JUN|JUL|AUG|SEP|OCT|NOV|DEC|SAT|SUN|MON|TUE|WED|THU|FRI)(?![A-Z])")
 _PLATE = re.compile(
     rf"(?<!\w)(?i:plaka|plate|araç|aracı|aracın|aracım|license plate)\w*{_GAP}"
     r"(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?[A-Z]{1,3}[ \t-]?[0-9]{2,4})(?![0-9])"
     # or the plate first: "06 FK 4821 plakalı aracım", "34 klm 907 plakali"
-    r"|(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?[A-Za-z]{1,3}[ \t-]?[0-9]{2,4})[ \t]*(?=(?i:plaka))",
+    r"|(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?[A-Za-z]{1,3}[ \t-]?[0-9]{2,4})[ \t]*(?=(?i:plaka))"
+    # or alone, in a plate's own shape: a province code, two or three capitals, two to four digits
+    # ("34 FVK 206", "06 DL 4417"), not a unit or a month ("12 MB 512", "22 NOV 2024")
+    r"|(?<![\w.,:/`])((?:0[1-9]|[1-7][0-9]|8[01]) (?!" + _NOT_PLATE + r")[A-PR-VYZ]{2,3} [0-9]{2,4})(?![\w/`]|[.,:][0-9])",
 )
+# a plate shown as a format's example ("Örnek: 34 ABC 123 formatında"), not anyone's car
+_EXAMPLE = re.compile(r"(?<!\w)(?:örne[kğ]\w*|ornek\w*|example|e\.g\.|format\w*)", re.IGNORECASE)
 _MONTHS = ("ocak|şubat|subat|mart|nisan|mayıs|mayis|haziran|temmuz|ağustos|agustos|eylül|eylul|ekim|kasım|kasim|"
            "aralık|aralik|january|february|march|april|may|june|july|august|september|october|november|december")
 _DATE = (rf"(?:[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)[0-9]{{2}}|(?:19|20)[0-9]{{2}}-[01][0-9]-[0-3][0-9]"
@@ -101,6 +111,8 @@ def find_identifiers(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
         for kind, rx in (("passport", _PASSPORT), ("plate", _PLATE), ("birth_date", _BIRTH)):
             for m in rx.finditer(text, lo, hi):
                 group = next(g for g in range(1, (rx.groups or 1) + 1) if m.group(g) is not None)
+                if kind == "plate" and group == 3 and _EXAMPLE.search(text, max(0, m.start() - 30), m.start()):
+                    continue
                 out.append((kind, *m.span(group)))
                 if len(out) >= limit:
                     return out

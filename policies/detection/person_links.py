@@ -27,13 +27,18 @@ _OURS = r"(?!(?:{})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}".format("|
     "klini", "servis", "birim", "merkez", "poliklini", "firma", "şube", "belediye", "işyer", "fabrika", "otel",
     "restoran", "uygulama", "platform", "program", "proje", "kampanya", "ofis", "bina", "tesis", "laboratuvar",
     "eczane", "müdürlü", "fakülte", "üniversite", "bölüm", "departman", "marka", "kanal", "sayfa", "web",
-    "derneğ", "vakf", "ekib", "toplum", "millet", "halk", "dünya", "sektör", "bölge", "il", "ilçe")))
+    "derneğ", "vakf", "ekib", "toplum", "millet", "halk", "dünya", "sektör", "bölge", "il", "ilçe",
+    # a union, party, club or congregation speaking of itself ("Sendikamız ... talep ediyor")
+    "sendika", "parti", "kulüb", "kulub", "cemevi", "cemaat", "kilise", "cami", "loca")))
 # our X, a role with a place ("kattaki", "şubesinin"), a form's patient line, a first-person verb
 _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
-    _OURS, r"hasta[ \t]*:",
+    _OURS, r"hasta[ \t]*:", r"hasta[ \t]+[0-9]{1,3}[ \t]*(?:yaş\w*|y)",  # a clinical note's "Hasta 34 yaşında"
     # (not a loanword's "-tik": "kistik", "genetik", "kritik", "otomatik")
-    r"\w+(?:[ıiuü]yorum|[ıiuü]yoruz|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m)"
-    r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)",
+    # (and "üyesiyim", "gönüllüyüm", "hastayım": a noun with the first person's "-(y)Im", not "giyim")
+    r"\w+(?:[ıiuü]yorum|[ıiuü]yoruz|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m|"
+    r"[^\Wy]y[ıiuü]m(?<!giyim)(?<!deyim)(?<!kıyım)(?<!koyum))"
+    r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)(?<!sandık)(?<!fındık)(?<!yastık)"  # nor a noun's "-dık", "-tim"
+    r"(?<!eğitim)(?<!öğretim)(?<!üretim)(?<!yönetim)(?<!denetim)(?<!iletim)(?<!işletim)",
 )) + ")(?!\\w)", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+")
 # a role at a place ("3. kattaki hukuk müşaviri", "Karşıyaka şubesindeki veznedar"): the place
@@ -42,16 +47,37 @@ _WORD = re.compile(r"[^\W\d_]+")
 _AT_PLACE = re.compile(r"(?<!\w)\w+(?:daki|deki|taki|teki)((?:[ \t]+[^\W\d_]+){1,3})", re.IGNORECASE)
 _AGENT = re.compile(r"\w+[cç][ıiuü](?:s[ıiuü]|n[ıi]n|y[ae]|[ıiuü]m[ıi]z)?$", re.IGNORECASE)
 _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-lik", a plural alone
+# "ablamlar", "annemlere": a first-person relative's plural is that relative and their family
+_MY_FOLKS = re.compile(r"ml[ae]r")
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)",  # diyabetim, seansım
                         re.IGNORECASE)
+# a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
+_OUR_BODY = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
+# a body's own word, then "our ..." ("dernek hesaplarımız"): the body speaking, not the first person
+_OUR = re.compile(r"m[ıiuü]z\Z", re.IGNORECASE)  # "our" ("hesaplarımız"), not "we are" ("sendikalıyız")
+_BODY_WORD = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)", re.IGNORECASE)
 _EN_1P = re.compile(r"(?<!\w)(?:I am|I'm|I have|I've been|I was|my|diagnosed)(?:[ \t]+[\w'-]+){0,2}[ \t]*\Z",
                     re.IGNORECASE)
 # a general statement: people in general, a conditional, a rule, a possibility, a definition
 _GENERIC = re.compile(
     r"(?<!\w)(?:herkes\w*|hiçbir|genellikle|çoğunlukla|bazı|kişiler\w*|hastalar\w*|insanlar\w*|bireyler\w*|"
-    r"\w+(?:[ıiuü]rsa|[ıiuü]rse|[ae]rsa|[ae]rse|yorsa|varsa|yoksa|abilir|ebilir|malıdır|melidir|malı|meli)|"
-    r"gerekir|nedir|nelerdir)(?!\w)", re.IGNORECASE)
+    r"\w{2,}(?:[ıiuü]rsa|[ıiuü]rse)|\w+(?:[ae]rsa|[ae]rse|yorsa|varsa|yoksa|abilir|ebilir|malıdır|melidir|malı|meli)|"
+    r"gerekir|nedir|nelerdir|"
+    # counts and statistics about groups ("sendikalı işçi sayısı", "hükümlülerin büyük bölümü")
+    r"istatisti\w*|bilanço\w*|şüpheliler\w*|hükümlüler\w*|tutuklular\w*|sürücüler\w*|bunları\w*|"
+    r"yakınları\w*|dikkatine|[0-9]+[ \t]+(?:bin|milyon)|"
+    r"işçiler\w*|çalışanlar\w*|vatandaşlar\w*|sendikalar\w*|mahkumlar\w*)(?!\w)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n](?:[ \t]|\Z)")
+# a relative in the first person ("eşim", "kayınvalidemin", "annemle"): a particular person
+_MY_RELATION = re.compile(
+    r"(?<!\w)(?:eşim|karım|kocam|nişanlım|sevgilim|annem|babam|anneannem|babaannem|oğlum|kızım|kardeşim|ablam|"
+    r"abim|ağabeyim|amcam|dayım|halam|teyzem|yeğenim|kuzenim|dedem|ninem|torunum|kayınvalidem|kayınpederim|"
+    r"kayınbiraderim|baldızım|görümcem|eltim|bacanağım|eniştem|yengem|gelinim|damadım|çocuğum|bebeğim)"
+    r"(?:[ıiuü]n|[ıiuü]|[ae]|l[ae]|d[ae]n?|[ıiuü]z)?(?!\w)", re.IGNORECASE)
+# a sentence about a topic: an English one ("The Jewish holidays ...", "Explain the history of
+# ...") or an instruction ("Kürt sorunu üzerine bir makale özetle")
+_TOPIC = re.compile(r"(?<!\w)(?:the|what|how|explain|describe|history|özetle|açıkla|anlat|listele|makale\w*)(?!\w)",
+                    re.IGNORECASE)
 
 
 @lru_cache(maxsize=1)
@@ -91,13 +117,18 @@ def person_word(key: str) -> bool:
     """One folded word is a relation or role word of `data/person_words.txt` ("kızım",
     "müdürümüz", "stajyer")."""
     whole, stems, sizes, _ = _person_words()
-    return key in whole or any(key[:n] in stems and not _NOT_ONE.match(key, n) for n in sizes if n <= len(key))
+    return key in whole or any(key[:n] in stems and (not _NOT_ONE.match(key, n) or _MY_FOLKS.match(key, n - 1))
+                               for n in sizes if n <= len(key))
 
 
 def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
     """Whether the term at text[start:end] is about a person (see the module's docstring);
     `names`: person names found in the text."""
-    if _SUFFIX_1P.match(text, end):
+    first = _SUFFIX_1P.match(text, end)
+    # "Sendikamız", "dernek hesaplarımız": an association, union or party speaking for itself
+    body = _OUR_BODY.match(text, start) is not None or (
+        first is not None and _BODY_WORD.match(text, start) is not None and _OUR.search(first.group()) is not None)
+    if first and not body:
         return True
     lo, hi = sentence(text, start, end)
     if _named_nearby(text, start, end, (lo, hi), names):
@@ -106,8 +137,11 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
         return True
     if person_name_spans(text, lo, hi):
         return True
-    return (_person_word(text, lo, hi) or bool(_PATTERNS.search(text, lo, hi)) or _role_at_place(text, lo, hi)) \
-        and not _GENERIC.search(text, lo, hi)
+    relation = _person_word(text, lo, hi)
+    if relation and _MY_RELATION.search(text, lo, hi):
+        return True  # "kayınvalidem ..., biri sorarsa ...": my relative, whatever else the sentence says
+    return (relation or (not body and bool(_PATTERNS.search(text, lo, hi)))
+            or _role_at_place(text, lo, hi)) and not _GENERIC.search(text, lo, hi)
 
 
 def _role_at_place(text: str, lo: int, hi: int) -> bool:
@@ -124,20 +158,32 @@ def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names:
     rec_lo, rec_hi = _record(text, start, end)
     # "Tedavi talebi: ..., tanı bel fıtığı" in a one-line form (a question is general)
     form_field = ":" in text[lo:start] and text[hi - 1 : hi] != "?"
+    before = [e for s, e in names if line_lo <= s and e <= lo and start - s <= 200]
     for s, e in names:
         if lo <= s and e <= hi:
             return True
         if rec_lo <= s and e <= rec_hi and not line_lo <= s < line_hi:
             return True  # another line of the same record
-        if line_lo <= s and e <= lo and start - s <= 200 and (form_field or _previous_sentence(text, e, lo)):
-            return True  # an earlier sentence of the same one-line form, or the sentence before
-    return False
+    if before and form_field:
+        return True  # an earlier sentence of the same one-line form
+    # or one of the two sentences before, where this one is no question or general statement
+    return any(_previous_sentence(text, e, lo) for e in before) and not _question_or_general(text, lo, hi)
+
+
+def _question_or_general(text: str, lo: int, hi: int) -> bool:
+    """The sentence is a question or a general statement ("HIV nasıl bulaşır?", "Diyabet
+    hastaları ne yemeli"): about the topic, not about the person named before it."""
+    return "?" in text[lo : hi + 1] or _GENERIC.search(text, lo, hi) is not None \
+        or _TOPIC.search(text, lo, hi) is not None
 
 
 def _previous_sentence(text: str, name_end: int, lo: int) -> bool:
-    """The name stands in the sentence right before this one ("Hüseyin Kartal – Levotiroksin
-    50 mg. Kronik hastalık raporu var": Turkish drops the subject that the last sentence named)."""
-    return _SENTENCE_END.search(text, name_end, max(name_end, lo - 1)) is None
+    """The name stands in one of the two sentences right before this one ("Hüseyin Kartal –
+    Levotiroksin 50 mg. Kronik hastalık raporu var": Turkish drops the subject that the last
+    sentences named), within 250 characters and the same paragraph."""
+    if lo - name_end > 250 or "\n" in text[name_end:lo]:
+        return False
+    return len(_SENTENCE_END.findall(text, name_end, max(name_end, lo - 1))) <= 1
 
 
 def sentence(text: str, start: int, end: int) -> tuple[int, int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from fairgate.policies.detection.addresses_abroad import address_abroad
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.persons.lexicon import all_places
 
@@ -45,10 +46,8 @@ def find_postal_addresses(text: str, hits: list[tuple[int, int]], names: Sequenc
         if out and s < out[-1][2]:
             continue  # inside the address just found
         m = _ANCHOR.match(text, s)
-        if m is None:
-            continue
-        span = _clause(text, m)
-        if span is None or not _addressy(text, *span):
+        span = _clause(text, m) if m is not None else address_abroad(text, s)
+        if span is None or (m is not None and not _addressy(text, *span)):
             continue
         if _personal(text, span[0], span[1], names):
             out.append(("person_address", *span))

@@ -14,8 +14,11 @@ from stdnum.tr import vkn as stdnum_vkn
 Span = tuple[str, int, int]
 _I = "[iİıI]"
 _SGK = re.compile(
-    rf"(?<![^\W_])(?:sgk|ssk|ba[gğ]\W?kur|emekl{_I}(?:[ \t]+sand{_I}[gğ]{_I})?)[^\n0-9]{{0,18}}?"
-    rf"(?:s{_I}c{_I}l|no|numara)[^\n0-9]{{0,12}}?(?<![0-9])([0-9](?:[ .\-/]?[0-9]){{6,14}})(?![0-9])",
+    rf"(?<![^\W_])(?:(?:sgk|ssk|ba[gğ]\W?kur|emekl{_I}(?:[ \t]+sand{_I}[gğ]{_I})?)[^\n0-9]{{0,18}}?"
+    rf"(?:s{_I}c{_I}l|no|numara)"
+    # an insured person's registry number, a pension's allocation number ("Tahsis No: 2019/00412")
+    rf"|s{_I}gorta(?:l{_I})?[ \t]+s{_I}c{_I}l|tahs{_I}s[ \t]+(?:no|numaras{_I}))"
+    rf"[^\n0-9]{{0,12}}?(?<![0-9])([0-9](?:[ .\-/]?[0-9]){{6,15}})(?![0-9])",
     re.IGNORECASE)
 _COLUMNS = {"vkn": "vkn", "vergi_no": "vkn", "vergino": "vkn", "vergi_numarasi": "vkn", "tax_id": "vkn",
             "sgk_sicil_no": "sgk", "sgk_no": "sgk", "ssk_no": "sgk", "ssk_sicil_no": "sgk",
@@ -51,7 +54,7 @@ def _valid(kind: str, value: str) -> bool:
     digits = re.sub(r"[^0-9]", "", value)
     if kind == "vkn":
         return stdnum_vkn.is_valid(digits)
-    return 7 <= len(digits) <= 13
+    return 7 <= len(digits) <= 16
 
 
 def find_column_values(text: str, hits: list[tuple[int, int]], limit: int = 32) -> list[Span]:

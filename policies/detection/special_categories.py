@@ -11,11 +11,12 @@ finding that spans them (words right next to each other, "Kürt kökenli", stay 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.person_links import tied_to_person
-from fairgate.policies.detection.persons.lexicon import surnames
+from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.special_categories_terms import CATEGORIES, term_at
 
 SPECIAL_KINDS = CATEGORIES
@@ -28,7 +29,7 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     out: list[tuple[str, int, int]] = []
     for start, end in hits:
         kind = term_at(text, start, end)
-        if kind is None or _in_surname(text, start, end, names):
+        if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end):
             continue
         last = out[-1] if out else None
         if last is not None and last[0] == kind and start - last[2] > 1 and _same_passage(text, last[2], start):
@@ -45,6 +46,27 @@ def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]
     """The term is a surname after a given name ("Ersin Tatar", "Ayşe Türkmen"), not a category."""
     word = fold_key(text[start:end]).split("'")[0]
     return any(s < start < e for s, e in names) and word in surnames()
+
+
+_ORIGIN = re.compile(r"k[öo]kenl[iı]|as[ıi]ll[ıi]", re.IGNORECASE)
+_WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
+
+
+def _origin_of_no_people(text: str, start: int, end: int) -> bool:
+    """'kökenli' / 'asıllı' after a common word: 'Toplum kökenli pnömoni', 'tiyatro kökenli
+    oyuncu' (a people or a region is a proper noun or a category term: 'Oromo kökenli', 'Afrika
+    kökenli', 'Kürt kökenli')."""
+    if not _ORIGIN.match(text, start):
+        return False
+    before = _WORD_BEFORE.search(text, max(0, start - 30), start)
+    if before is None:
+        return False
+    word = before.group(1)
+    if term_at(text, before.start(1), before.end(1)) is not None:
+        return False  # "Kürt kökenli", "ermeni asıllı"
+    line = text[text.rfind("\n", 0, start) + 1 : start]
+    flags = lexicon_flags().get(fold_key(word), "")
+    return (word.islower() and not line.islower()) or ("c" in flags and "p" not in flags)
 
 
 def _same_passage(text: str, last_end: int, start: int) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import re2
 
+from fairgate.policies.detection.addresses_abroad import COUNTRIES
 from fairgate.policies.detection.persons.columns import COLUMN_LABELS
 from fairgate.policies.detection.persons.fields import FIELD_LABELS
 from fairgate.policies.detection.special_categories_terms import term_alternation
@@ -24,9 +25,11 @@ _FAMILIES = {
     "special": f"(?:{term_alternation()})",
     "ident": r"pasaport|passport|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|"
              r"d\.[ \t]?[0-9t]|born|date[ \t_]+of[ \t_]+birth|"
-             r"dob|birthday|birth[ \t_]?date|d\.[ \t]?t\.|vkn|vergi|tax|v\.?[ \t]?no|[uzs][0-9]{8}",
-    "registry": r"sgk|ssk|ba[gğ].?kur|emekl[iİı]|bagkur",
-    "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok",
+             r"dob|birthday|birth[ \t_]?date|d\.[ \t]?t\.|vkn|verg[iİı]|tax|v\.?[ \t]?no|[uzs][0-9]{8}|"
+             # a Turkish plate standing alone ("34 FVK 206"; checked case-sensitively by `identifiers`)
+             r"(?:0[1-9]|[1-7][0-9]|8[01]) [a-z]{2,3} [0-9]{2,4}",
+    "registry": r"sgk|ssk|ba[gğ].?kur|emekl[iİı]|bagkur|s[iİı]gorta|tahs[iİı]s",
+    "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok|" + COUNTRIES,
     "street": r"mahallesi|mah\.|mh\.|caddesi|cad\.|cd\.|sokağı|sokak|sok\.|sk\.|bulvarı|blv\.|bul\.",
     "words": rf"(?:{_W}[ \t,\-]+){{3,}}{_W}",
     # a local-part character, then '@' and a dotted domain (so "a@a@a@" triggers nothing)

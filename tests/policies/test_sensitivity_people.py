@@ -163,3 +163,55 @@ def test_our_check_digits_agree_with_python_stdnum() -> None:
         digits = str(r.randrange(10**9, 10**11)).zfill(11)
         assert tckn_valid(digits) == tckimlik.is_valid(digits), digits
         assert vkn_valid(digits[:10]) == vkn.is_valid(digits[:10]), digits
+
+
+@pytest.mark.parametrize("text, kind, value", [
+    ("MÜKELLEF: NAZMİYE ÖZKAYA\nVERGİ KİMLİK NO: 6524616930", "vkn", "6524616930"),  # capital İ
+    ("SİGORTA SİCİL NO: 3401882047", "sgk", "3401882047"),
+    ("Sigortalı sicil no 16-1203388-02 için bildirim yapıldı.", "sgk", "16-1203388-02"),
+    ("Emekli aylığınız bağlanmıştır. Tahsis No: 4800-2211578-0", "sgk", "4800-2211578-0"),
+    ("SGK Sicil No: 1048201766320017", "sgk", "1048201766320017"),
+    ("Misafir: Jan Smit, pasaport NX7K2L8R5", "passport", "NX7K2L8R5"),
+    ("PASAPORT NO: 13AC48292", "passport", "13AC48292"),
+    ("Misafir listesi: Yelena Orlova (RU pasaport 72 4419183)", "passport", "72 4419183"),
+    ("pasaport numaram lazımmış: U 27450911", "passport", "U 27450911"),
+    ("ÇEKİCİ KAYDI: 42 AZT 781 — MALİK: SELMA ÖZER", "plate", "42 AZT 781"),
+    ("beyaz doblo, 35 KR 4410, yine kaldırıma park etmiş", "plate", "35 KR 4410"),
+])
+def test_structured_kinds_in_records_and_chat(text: str, kind: str, value: str) -> None:
+    assert (kind, value) in found(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Örnek: 34 ABC 123 formatında plaka giriniz.",
+    "Dosya boyutu 12 MB 512 satır içeriyor.",
+    "Uçuş 22 NOV 2024 tarihinde kalkacak.",
+    "Test verisi: `06 AB 1234` birim testlerinde kullanılır.",
+])
+def test_plate_shapes_that_are_no_ones_car(text: str) -> None:
+    assert "plate" not in {k for k, _ in found(text)}
+
+
+@pytest.mark.parametrize("text", [
+    "Sandbox ortamında 4111 1111 1111 1111 numaralı test kartını kullanın.",
+    "# tests/fixtures.py\nFAKE_TCKN = \"10000000146\"",
+    "TEST VERİSİ — GERÇEK KİŞİ DEĞİLDİR\nTCKN: 10000000146",
+    "SEED = [{'ad': 'Deneme', 'eposta': 'deneme@example.org'}]",
+    "IBAN 26 karakterdir. Örnek: TR33 0006 1005 1978 6457 8413 26",
+])
+def test_values_in_a_software_tests_text_are_no_ones(text: str) -> None:
+    assert found(text) == []
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("kartım 4111 1111 1111 1111, limitim doldu", "card"),
+    ("Test sonuçlarım geldi, TC kimlik 10000000146 ile randevu aldım.", "tckn"),  # a medical test
+    ("mail ali [at] ornek [dot] com", "email"),
+])
+def test_the_same_values_in_a_persons_message_stay_personal(text: str, kind: str) -> None:
+    assert kind in {k for k, _ in found(text)}
+
+
+def test_an_example_domain_before_a_number_is_no_sample_marker() -> None:
+    text = "E-posta: emily@example.org Acil durumda +90 547 722 16 77 aranmalı."
+    assert {"email", "phone"} <= {k for k, _ in found(text)}

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 
-from fairgate.policies.detection.gazetteer import fold_key
+from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.person_links import person_word
 from fairgate.policies.detection.persons.features import CUES, Doc
+from fairgate.policies.detection.persons.inflected import mentioned
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
     NOT_NAMES,
@@ -28,6 +29,9 @@ from fairgate.policies.detection.special_categories_terms import starts_with_ter
 
 GREETINGS = frozenset(fold_key(w) for w in (
     "merhaba merhabalar selam selamlar sevgili değerli dear hi hello hey günaydın tebrikler canım").split())
+# words that announce a name right after them ("adım Eftimya", "soyadım Paraskevopulu")
+NAMING = frozenset(fold_key(w) for w in "adım ismim soyadım adı ismi soyadı".split())
+_MY_NAME = frozenset(fold_key(w) for w in "adım ismim soyadım".split())
 # a person word that is about someone without naming them next ("o adam", "bu kadın", "olduğu")
 _NOT_CUES = frozenset(fold_key(w) for w in (
     "adam adamın adamı kadın kadının kadını bey beyin hanım hanımın olduğunu olduğu olduğundan olmadığını "
@@ -37,6 +41,9 @@ _HONORIFIC_ENDINGS = (
     "", "m", "miz", "n", "niz", "nin", "in", "un", "a", "e", "ya", "ye", "i", "u", "yi", "yu", "yla", "yle",
     "la", "le", "da", "de", "dan", "den", "si", "sinin", "sine", "ler", "lar", "cim", "cigim", "min", "ma",
     "me", "mi", "mla", "mle", "mdan", "mden", "mizin", "mize", "nize", "yi")
+# chat words that fold to a name ("sen" / "Şen", "tam" / "Tam"): never a name in lower case
+LOWER_NOT_NAMES = frozenset(("sen", "ben", "biz", "siz", "onu", "ona", "seni", "sana", "beni", "bana", "bende",
+                             "tam", "tanis", "hadi", "abi", "abla"))
 _SPACE = re.compile(r"[ \t]{1,3}")
 # what ends the sentence before a sign-off: a line end, a full stop, a dash, a comma
 _BREAKS = frozenset("\n.!?,—–-")
@@ -59,14 +66,26 @@ def _nameish(doc: Doc, i: int, strong: bool) -> bool:
     key, flags, mode = info.key, info.flags, doc.mode(i)
     if key in NOT_NAMES or key in GREETINGS or len(key) < 3 or (mode == "mixed" and info.shape not in "CU"):
         return False
+    if info.shape == "L" and key in LOWER_NOT_NAMES:
+        return False  # "abi sen de gel" (capitalised, "Şen" is a surname)
     if "g" in flags:
-        if "o" in flags or "t" in flags or (mode != "mixed" and "c" in flags):
+        if "o" in flags or "t" in flags or (mode != "mixed" and "c" in flags and key not in given_names()):
             return False
         if "p" in flags and info.suffix[:1] in ("d", "t"):
             return False
     elif not (strong and mode == "mixed" and info.shape == "C" and flags in ("", "s") and not _inflected(key)):
         return False
     return not starts_with_term(key)
+
+
+def _named_word(doc: Doc, i: int, mine: bool) -> bool:
+    """After "adım" / "soyadım" (`mine`) any word is the name it announces, but a common word,
+    place, organisation or title word ("adım atmak", "adı Kadıköy'de"); after "adı" / "ismi" a
+    given name only ("ismi oldu")."""
+    info = doc.info(i)
+    if info.key in NOT_NAMES or info.key in GREETINGS or len(info.key) < 3 or any(c in info.flags for c in "cotpv"):
+        return False
+    return (mine or "g" in info.flags) and not starts_with_term(info.key)
 
 
 def _inflected(key: str) -> bool:
@@ -97,7 +116,7 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
     if not cands or cands[-1] == 0:
         return []  # "Say hello in five words": only the first word may be a name
     infos = doc.infos()
-    out: list[int] = []
+    out: list[int] = mentioned(doc, cands) if "@" in doc.text else []
     for i in cands:
         if i == 0:
             continue
@@ -107,6 +126,8 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
                 out.append(i)
         elif prev not in _NOT_CUES and person_word(prev) and _spaced(doc, i - 1) and _nameish(doc, i, True):
             out.append(i)
+        elif prev in NAMING and _spaced(doc, i - 1) and _named_word(doc, i, prev in _MY_NAME):
+            out.append(i)  # "adım eftimya", "soyadım paraskevopulu", "adı sebahattin" (not "ismi oldu")
     if cands and cands[-1] >= len(infos) - 3:
         out += _sign_off(doc)
     # a surname after a cued given name ("eşim Yurii Melnyk")

@@ -18,7 +18,7 @@ from functools import lru_cache
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.persons.lexicon import lexicon_flags
 
-WORD = re.compile(r"(?<![\w@+/=])(?:[^\W\d_]{2,}(?:['’][^\W\d_]{1,8})?|[A-ZÇĞİÖŞÜ]\.)(?![\w@+/=])")
+WORD = re.compile(r"(?<![\w+/=])(?<!\w@)(?:[^\W\d_]{2,}(?:['’][^\W\d_]{1,8})?|[A-ZÇĞİÖŞÜ]\.)(?![\w@+/=])")
 _SUFFIX = re.compile(r"['’]")
 _GAP_KEEP = re.compile(r"[^.,;:!?()\"\n\-/|=\[\]{}<>*#0-9]")
 # str.translate tables that drop the letters counted (a third of a character class's findall)
@@ -160,7 +160,7 @@ CUES = frozenset(fold_key(w) for w in (
     "adım adim ismim benim ben hasta hastamız sanık davacı davalı alıcı gönderen sigortalı müşteri kiracı "
     "borçlu aday danışan veli öğrenci öğrencimiz çalışanımız personel komşum eşim annem babam oğlum kızım "
     "arkadaşım kardeşim abim ablam sayın dr av bey hanım hanımın beyin teyze abi abla hoca hocam soyad "
-    "soyadı adı ad isim tanık şüpheli mağdur imza yetkili"
+    "soyadı soyadım ismi adı ad isim tanık şüpheli mağdur imza yetkili"
 ).split())
 
 

@@ -20,7 +20,20 @@ ORG_WORDS = frozenset(fold_key(w) for w in (
     "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı "
     # events, treaties and sites named after people or places ("Kurtuluş Savaşı", "Zeus Mağarası")
     "savaşı harekâtı harekatı antlaşması anlaşması muharebesi devrimi ayaklanması isyanı kongresi "
-    "mağarası kalesi sarayı türbesi anıtı müzesi çarşısı sofrası lokantası"
+    "mağarası kalesi sarayı türbesi anıtı müzesi çarşısı sofrası lokantası evi"
+).split())
+# a trade's word right after a name makes it a firm ("Tuzcuoğlu Elektrik", "Karadeniz Fındık Gıda
+# San. A.Ş.", "Akdeniz Tarım Ürünleri"), the way Turkish companies are named
+TRADE_WORDS = frozenset(fold_key(w) for w in (
+    "gıda tarım inşaat yapı lojistik sistem sistemleri tekstil otomotiv elektrik elektronik makina makine "
+    "mobilya kırtasiye enerji madencilik turizm danışmanlık yazılım bilişim teknoloji tekno medikal ilaç "
+    "kimya plastik market marketler pazarlama ticaret sanayi depoculuk nakliyat taşımacılık emlak osb uni "
+    "kuyumculuk gayrimenkul sigorta kargo fındık tekstil dağcılık matbaacılık ambalaj mühendislik"
+).split())
+# the head of a document's title, capitalised after its first word ("Şikâyet Kaydı", "Tazminat
+# Talebi"); in lower case after a name it is that person's ("Kudret abinin kaydı")
+HEADINGS = frozenset(fold_key(w) for w in (
+    "kaydı talebi formu raporu belgesi tutanağı dilekçesi bildirimi bildirgesi listesi özeti notu fişi"
 ).split())
 TITLES = frozenset(fold_key(w) for w in (
     "sayın sayin dr doç doc prof av uzm op hemşire hemsire öğretmen ogretmen müdür bay bayan mr mrs ms "
@@ -36,7 +49,8 @@ NOT_NAMES = frozenset(fold_key(w) for w in (
     "ocak şubat mart nisan mayıs haziran temmuz ağustos eylül ekim kasım aralık pazartesi salı çarşamba "
     "perşembe cuma cumartesi pazar kurban bayramı allah tanrı peygamber kvkk sgk tc tckn "
     "iban vkn müdür müdürü şef şefi uzman sorumlu temsilci hasta tanı"
-).split())
+).split()) | frozenset(fold_key(w) for line in (_DATA / "not_names.txt").read_text(encoding="utf-8").splitlines()
+                       if not line.startswith("#") for w in line.split())
 
 
 @cache
@@ -79,6 +93,12 @@ def public_name_parts() -> frozenset[str]:
         words = name.split()
         out.update(" ".join(words[a:b]) for a in range(len(words)) for b in range(a + 2, len(words) + 1))
     return frozenset(out)
+
+
+@lru_cache(maxsize=1)
+def public_words() -> frozenset[str]:
+    """Every word of a public name: a span with any other word is no public name's part."""
+    return frozenset(w for name in public_names() for w in name.split())
 
 
 @lru_cache(maxsize=1)

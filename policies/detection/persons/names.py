@@ -2,35 +2,45 @@
 
 Consecutive tokens the tagger accepts form one name when only spaces, a hyphen or an initial's
 dot stand between them. A name right before an organisation or place word ("Sabiha Gökçen
-Havalimanı", "Yıldız Holding", "Atatürk Caddesi") or right before a life-date parenthesis
-("Mimar Sinan (1490–1588)", encyclopaedic text) is not a person's data.
+Havalimanı", "Yıldız Holding", "Atatürk Caddesi") or a title's head ("Şikâyet Kaydı") is not a
+person's data, nor are firms, quarters, public figures, life-dated names and unions
+(`non_private`).
 """
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
-from functools import lru_cache
 
 import re2
 
-from fairgate.policies.detection.gazetteer import provinces
+from fairgate.policies.detection.gazetteer import given_names
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
+    LOWER_NOT_NAMES,
     coordinated,
     cued_names,
     initials,
     repeated,
 )
 from fairgate.policies.detection.persons.features import CUES, Doc, candidates
+from fairgate.policies.detection.persons.inflected import inflected_names
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
+    HEADINGS,
     NOT_NAMES,
+    TRADE_WORDS,
     plain_words,
-    public_name_parts,
-    public_names,
 )
+from fairgate.policies.detection.persons.non_private import (
+    UNION_NAME,
+    dated,
+    firm,
+    only_places,
+    public_figure,
+)
+from fairgate.policies.detection.persons.non_private import joined as _joined
 from fairgate.policies.detection.persons.tagger import default_tagger
+from fairgate.policies.detection.special_categories_terms import starts_with_term
 
 THRESHOLD = 0.5
 THRESHOLD_UNCASED = 0.8  # in lower-case or all-capitals lines casing gives no evidence
@@ -39,9 +49,8 @@ _WINDOW = 16_384  # characters read per window of a long text
 # ~8 µs a candidate: past this many (about 200 KB of capitalised words, not prose) the text is
 # kept local unscanned rather than scanned for seconds
 MAX_CANDIDATES = 25_000
-_JOIN = re.compile(r"[ \t]{1,3}|[ \t]?-[ \t]?")
 _LETTER_PAIR = re2.compile(r"\pL\pL")
-_LIFE_DATES = re.compile(r"[ \t]*\((?:d\.[ \t]*)?[0-9?]{3,4}")
+_SENTENCE_GAPS = frozenset("^.N!?:~\"")  # `Doc.gap` marks before a sentence's first word
 
 
 def find_person_names(text: str, limit: int = 16) -> list[tuple[int, int]] | None:
@@ -116,7 +125,7 @@ def _same_people(doc: Doc, found: list[tuple[int, int]]) -> list[tuple[int, int]
         while i < len(spans) and spans[i][1] <= e:
             tokens.add(i)
             i += 1
-    extra = set(coordinated(doc, tokens)) | set(repeated(doc, tokens))
+    extra = set(coordinated(doc, tokens)) | set(repeated(doc, tokens)) | set(inflected_names(doc))
     if not extra:
         return []
     return [n for n in _names(doc, sorted(extra), extra) if not any(s < n[1] and n[0] < e for s, e in found)]
@@ -128,7 +137,8 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
     alone (`_single_name_ok`). The rest ("Say hello ...": a capitalised common word at a
     sentence's start) are dropped whatever the tagger says, so they are not scored: a short
     plain prompt costs no tagger pass."""
-    pool = {i for i in chunk if doc.info(i).key not in NOT_NAMES}
+    pool = {i for i in chunk if (info := doc.info(i)).key not in NOT_NAMES
+            and not (info.shape == "L" and info.key in LOWER_NOT_NAMES)}
     near = pool | titled
     n = len(doc.spans)
     return [i for i in sorted(pool)
@@ -139,6 +149,7 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
 def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     text = doc.text
+    figures: set[str] = set()  # the words of public figures' names met so far
     k = 0
     while k < len(accepted):
         first = last = accepted[k]
@@ -148,11 +159,19 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
             k += 1
         start, end = doc.spans[first][0], doc.spans[last][1]
         nxt = last + 1
-        if (nxt < len(doc.spans) and "o" in doc.info(nxt).flags and _joined(doc, last)) \
-                or (last > first and "o" in doc.info(last).flags):
+        if (nxt < len(doc.spans) and _joined(doc, last) and ("o" in (after := doc.info(nxt)).flags
+                                                             or (after.key in HEADINGS and after.shape != "L"))) \
+                or (last > first and "o" in doc.info(last).flags) or firm(doc, first, last):
             continue  # "Yıldız Holding", "Atatürk Caddesi", "Kurtuluş Savaşı'nda" taken whole
-        if _LIFE_DATES.match(text, end) or _public(doc, first, last) or _only_places(doc, first, last):
+        if figures and {doc.info(i).key for i in range(first, last + 1)} <= figures:
+            continue  # the public figure again ("Aziz Sancar (d. ...) ... Sancar, öğrencilere")
+        if dated(doc, last) or public_figure(doc, first, last):
+            figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
+        if only_places(doc, first, last):
+            continue
+        if UNION_NAME.search(text, max(0, start - 1), end):
+            continue  # a union's name: "Eğitim-Sen'e", "Tüm Bel-Sen'de", "DEV MADEN-SEN'E", "Tes-İş"
         if end - start < 3 or (first == last and first not in sure and not _single_name_ok(doc, first)):
             continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
         out.append((start, end))
@@ -169,11 +188,25 @@ def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
         a, b = doc.info(i), doc.info(i + 1)
         if a.shape not in "CU" or b.shape not in "CU" or "g" not in a.flags or a.key in NOT_NAMES:
             continue
-        if any(c in a.flags + b.flags for c in "otpc") or b.key in NOT_NAMES:
+        if any(c in a.flags + b.flags for c in "otp") or b.key in NOT_NAMES:
             continue
-        if "s" in b.flags or not b.flags:
+        if "c" not in a.flags + b.flags:
+            if "s" in b.flags or not b.flags:
+                out += (i, i + 1)
+        elif _common_pair_is_a_name(doc, i):
             out += (i, i + 1)
     return out
+
+
+def _common_pair_is_a_name(doc: Doc, i: int) -> bool:
+    """A given name and a surname that the common-word list also holds ("Bahar Koçak'ın", "Cem
+    Akıncı", "Umut Karabulut": the list has many surnames): a name mid-sentence in a mixed-case
+    line, with the second word a listed surname and no title head after it."""
+    a, b = doc.info(i), doc.info(i + 1)
+    if doc.mode(i) != "mixed" or a.shape != "C" or b.shape != "C" or "s" not in b.flags or len(b.key) < 3 \
+            or b.key in TRADE_WORDS or a.suffix or (i + 2 < len(doc.spans) and doc.info(i + 2).key in HEADINGS):
+        return False  # ("Kaya Yapı'da": a firm; "Ekin'in Kürt": the name ended)
+    return doc.gap(i)[:1] not in ("^", ".", "N") and not starts_with_term(b.key)  # ("Kürt" is a people)
 
 
 def _titled(doc: Doc) -> list[int]:
@@ -193,7 +226,9 @@ def _titled(doc: Doc) -> list[int]:
         given = "g" in info.flags
         if (not given and title not in AFTER_NAME) or (i + 2 < len(infos) and "o" in infos[i + 2].flags):
             continue  # "Eşref Efendi Sokak": a street
-        bad = "otp" if given and info.shape == "C" and doc.mode(i) == "mixed" else "cotpv"
+        # a common given name ("sevgi hanım", "gönül hanıma") is one in any casing, even where it is a word too
+        bad = "otp" if given and ((info.shape == "C" and doc.mode(i) == "mixed") or info.key in given_names()) \
+            else "cotpv"
         if info.shape in "CUL" and len(info.key) >= 3 and info.key not in NOT_NAMES \
                 and not any(c in info.flags for c in bad):
             out.append(i)
@@ -223,28 +258,14 @@ def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
     return out
 
 
-def _only_places(doc: Doc, first: int, last: int) -> bool:
-    """Every word is a place the lexicons know and none a given name or surname ("Kayseri'nin",
-    "Anadolu'ya", "Sivas Zara"), with no honorific after it: a place, not a person."""
-    if last + 1 < len(doc.spans) and doc.info(last + 1).key in HONORIFICS:
-        return False
-    if first == last and doc.info(first).key in _cities():
-        return True  # "Rize'nin", "Erzurum'un", "Kars": a province's name alone
-    return all((f := doc.info(i).flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
-               for i in range(first, last + 1))
 
 
-@lru_cache(maxsize=1)
-def _cities() -> frozenset[str]:
-    """Provinces whose name is no common given name (Aydın is), and the names people use for
-    some of them (Urfa, Antep, Maraş, İzmit)."""
-    return (provinces() - {"aydin"}) | {"urfa", "antep", "maras", "izmit"}
 
 
-def _public(doc: Doc, first: int, last: int) -> bool:
-    """A public or historical figure, or a test fixture's name ("Ali Veli"), whole or in part."""
-    keys = " ".join(doc.info(i).key for i in range(first, last + 1))
-    return keys in public_names() or keys in public_name_parts()
+
+
+
+
 
 
 def _single_name_ok(doc: Doc, i: int) -> bool:
@@ -260,10 +281,9 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS)
     if doc.mode(i) != "mixed":
         return cue or i == len(doc.spans) - 1
-    return cue or ("c" not in info.flags and info.key not in plain_words())
+    if cue or ("c" not in info.flags and info.key not in plain_words()):
+        return True
+    # a common given name that is also a word ("Pınar", "Onur", "Umut"), capitalised mid-sentence
+    # (Turkish capitalises a word there only when it is a proper noun)
+    return i > 0 and info.key in given_names() and doc.gap(i)[:1] not in _SENTENCE_GAPS
 
-
-def _joined(doc: Doc, i: int) -> bool:
-    """Tokens i and i+1 belong to one name: only a space or hyphen between them."""
-    end, nxt = doc.spans[i][1], doc.spans[i + 1][0]
-    return bool(_JOIN.fullmatch(doc.text, end, nxt)) or (end == nxt)

@@ -1,0 +1,120 @@
+"""Names that are no private person's: a firm's ("Tuzcuoğlu Elektrik", "Marmara Yapı Denetim
+A.Ş."), a quarter's ("Sultan Orhan'daki"), a public or historical figure's (`data/names/public.txt`,
+also in part: "Adnan" of "Adnan Menderes"), one with life dates ("Sabahattin Ali (1907-1948)"),
+a place's, or a union's ("Eğitim-Sen'e"). Read by `names` on each name it has joined.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from fairgate.policies.detection.gazetteer import provinces
+from fairgate.policies.detection.persons.cues import HONORIFICS
+from fairgate.policies.detection.persons.features import Doc
+from fairgate.policies.detection.persons.lexicon import (
+    TRADE_WORDS,
+    public_name_parts,
+    public_names,
+    public_words,
+)
+
+_COMPASS = frozenset(("orta", "kuzey", "guney", "dogu", "bati", "uzak", "yakin"))
+_PET = ("kedi", "kopeg", "kopek", "kusum", "kusu", "atim", "atimiz")
+_JOIN = re.compile(r"[ \t]{1,3}|[ \t]?-[ \t]?")
+_SPACES = re.compile(r"[ \t]{1,3}")
+_LEGAL_KEYS = frozenset(("ltd", "sti", "san", "tic", "gmbh", "inc"))  # the words `_LEGAL_FORM` starts with
+_LEGAL_FORM = re.compile(r"[ \t,]*(?:A\.[ \t]?[ŞS]\.|Ltd\b|LTD\b|[ŞS]ti\b|ŞTİ\b|San\.|SAN\.|Tic\.|TİC\.|GmbH\b|Inc\b)")
+UNION_NAME = re.compile(r"-(?:sen|iş|is)(?![^\W\d_])", re.IGNORECASE)
+# "(1490–1588)", "(d. 1923)", "(?-1622)": not "(0532 ...)" nor "(2012 hırsızlık, ...)"
+_LIFE_DATES = re.compile(r"[ \t]*\((?:d\.[ \t]*)?(?:1[0-9]{3}|20[0-2][0-9]|\?)[ \t]*[-–—)]")
+
+
+def firm(doc: Doc, first: int, last: int) -> bool:
+    """A firm's or a place's name, not a person: a trade's word right after it ("Tuzcuoğlu
+    Elektrik"), a run of capitalised words ending in a legal form or an organisation's word
+    ("Karadag Dagcilik ve Doga Sporlari Kulubu Dernegi", "Marmara Yapı Denetim A.Ş."), the "Ş."
+    of an "A.Ş." before it, or a locative "-daki" after it ("Sultan Orhan'daki": a quarter's)."""
+    text, spans, n = doc.text, doc.spans, len(doc.spans)
+    start = spans[first][0]
+    if doc.info(first).shape == "I" and text[max(0, start - 2) : start].upper() == "A.":
+        return True
+    suffix = doc.info(last).suffix
+    if suffix:  # "Tarık Esen'in Rumeli Türkleri Derneği'ne": the name ends at its case ending
+        return suffix[:4] in ("daki", "deki", "taki", "teki")
+    j = last + 1
+    while j < n and j - last <= 6 and _SPACES.fullmatch(text, spans[j - 1][1], spans[j][0]):
+        info = doc.info(j)
+        if (j == last + 1 == first + 1 and info.key in TRADE_WORDS and info.shape != "L") or "o" in info.flags \
+                or ((info.shape == "I" or info.key in _LEGAL_KEYS) and _LEGAL_FORM.match(text, spans[j][0])):
+            return True
+        if info.shape not in "CU" and info.key != "ve":
+            return False
+        j += 1
+    return j < n and j - last <= 6 and _LEGAL_FORM.match(text, spans[j - 1][1]) is not None
+
+
+def dated(doc: Doc, last: int) -> bool:
+    """A life-date parenthesis right after the name, or after one or two more of its words the
+    tagger left out ("Sabahattin Ali (1907-1948)"): encyclopaedic text about a public figure."""
+    end = doc.spans[last][1]
+    if "(" not in doc.text[end : end + 60]:
+        return False
+    for i in range(last, min(last + 3, len(doc.spans))):
+        if i > last and not joined(doc, i - 1):
+            return False
+        if _LIFE_DATES.match(doc.text, doc.spans[i][1]):
+            return True
+    return False
+
+
+def only_places(doc: Doc, first: int, last: int) -> bool:
+    """Every word is a place the lexicons know and none a given name or surname ("Kayseri'nin",
+    "Anadolu'ya", "Sivas Zara"), with no honorific after it: a place, not a person."""
+    if last + 1 < len(doc.spans) and doc.info(last + 1).key in HONORIFICS:
+        return False
+    if first == last and doc.info(first).key in _cities():
+        return True  # "Rize'nin", "Erzurum'un", "Kars": a province's name alone
+    if first > 0:
+        before = doc.info(first - 1)
+        if before.key in _COMPASS and before.shape in "CU" and joined(doc, first - 1):
+            return True  # "Orta Asya'ya", "Kuzey Afrika", "Doğu Karadeniz": a region
+        if before.key.startswith(_PET):
+            return True  # "kedimiz Pamuk'u", "köpeğim Karamel": an animal's name
+    return all((f := doc.info(i).flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
+               for i in range(first, last + 1))
+
+
+@lru_cache(maxsize=1)
+def _cities() -> frozenset[str]:
+    """Provinces whose name is no common given name (Aydın is), and the names people use for
+    some of them (Urfa, Antep, Maraş, İzmit)."""
+    return (provinces() - {"aydin"}) | {"urfa", "antep", "maras", "izmit"}
+
+
+def public_figure(doc: Doc, first: int, last: int) -> bool:
+    """A public or historical figure, or a test fixture's name ("Ali Veli"), whole or in part,
+    also where the tagger took only part of it ("Adnan" of "Adnan Menderes", "Kemal Paşa'ya" of
+    "Mustafa Kemal Paşa'ya"): the span with up to two joined words either side."""
+    words = public_words()
+    if any(doc.info(i).key not in words for i in range(first, last + 1)):
+        return False  # a word no public name holds: no public name contains the span
+    lo, hi, n = first, last, len(doc.spans)
+    while lo > 0 and first - lo < 2 and joined(doc, lo - 1):
+        lo -= 1
+    while hi + 1 < n and hi - last < 2 and joined(doc, hi):
+        hi += 1
+    keys = [doc.info(i).key for i in range(lo, hi + 1)]
+    whole, parts = public_names(), public_name_parts()
+    for a in range(first - lo + 1):
+        for b in range(last - lo + 1, len(keys) + 1):
+            name = " ".join(keys[a:b])
+            if name in whole or name in parts:
+                return True
+    return False
+
+
+def joined(doc: Doc, i: int) -> bool:
+    """Tokens i and i+1 belong to one name: only a space or hyphen between them."""
+    end, nxt = doc.spans[i][1], doc.spans[i + 1][0]
+    return bool(_JOIN.fullmatch(doc.text, end, nxt)) or (end == nxt)

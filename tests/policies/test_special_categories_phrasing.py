@@ -1,0 +1,139 @@
+"""Issue 33: KVKK special categories in more of the ways people phrase them (votes in any tense,
+a party's name with a case ending, unions named X-İş / X-Sen, club and association offices,
+peoples and disbelief), tied to a person; and the same vocabulary about groups, statistics or
+an institution speaking of itself left alone. Sentences written for these tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from fairgate.policies.sensitivity import classify
+
+
+def kinds(text: str) -> set[str]:
+    return {f.kind for f in classify(text).findings}
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("dayım yıllardır aynı partiye oy veriyo, değiştirmez", "politics"),
+    ("kuzenim bu seçimde hiç oy vermedim dedi, küsmüş siyasete", "politics"),
+    ("Yengem geçen ay İyi Parti'ye üye oldu.", "politics"),
+    ("Komşumuz Saffet Bey ilçe yöneticisi olarak seçim bürosunda çalışıyor.", "politics"),
+    ("Babam 90'larda ANAP'çıydı, şimdi hiçbirini sevmiyor.", "politics"),
+    ("Forklift operatörümüz Nakliyat-İş üyesi, aidatı bordrodan kesiliyor.", "union"),
+    ("ben geçen yıl Basın-İş'e kayıtlı oldum", "union"),
+    ("Annem 10 yıldır kulübümüzün en eski üyesi.", "association"),
+    ("Selam Tülin, seni kulübün yeni dönem başkanlığına aday göstermek istiyoruz.", "association"),
+    ("Muhasebeci arkadaşımız Gagauz, Komrat'tan gelmiş.", "ethnicity"),
+    ("eşim hazara, kabil'den kaçıp gelmişler", "ethnicity"),
+    ("Ablamlara Arap oldukları için evi vermediler.", "ethnicity"),
+    ("Ben artık hiçbir dine inanmıyorum, nüfus kaydımı değiştirmek istiyorum.", "religion"),
+    ("abim bi cemaate girdi galiba, akşamları sohbete gidiyo", "religion"),
+    ("Annemle babam geçen ay umreye gittiler, annem dönünce örtündü.", "religion"),
+])
+def test_more_phrasings_tied_to_a_person(text: str, kind: str) -> None:
+    assert kind in kinds(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Oy verme işlemi saat 17.00'de sona erecek; sandık kurulları sayıma başlayacak.",
+    "Kızımın doğum günü partisine 15 çocuk gelecek, pasta önerisi olan var mı?",
+    "Sendikamız, ücret artışının enflasyonun altında kaldığını ve yeni görüşme talep ettiğini açıkladı.",
+    "Bakanlığın istatistiklerine göre hükümlülerin büyük bölümü mala karşı suçlardan ceza almış.",
+    "Emniyetin açıkladığı bilançoya göre şüphelilerin 9'u tutuklandı.",
+    "Umre turu fiyatları bu yıl yüzde 40 arttı.",
+    "Gagauzlar Moldova'nın güneyinde yaşayan Türkçe konuşan bir topluluktur.",
+])
+def test_general_statements_stay_routable(text: str) -> None:
+    assert not classify(text).sensitive
+
+
+@pytest.mark.parametrize("text", [
+    "HASTA: SEVİM ORAL | D.T.: 12.04.1957 | KAN: 0 RH+ | SERVİS: DAHİLİYE",
+    "Ad Soyad: Kerim Aslan\nKan grubu: B Rh-",
+])
+def test_a_blood_group_in_a_record(text: str) -> None:
+    assert "health" in kinds(text)
+
+
+def test_a_category_two_sentences_after_the_name_is_that_persons() -> None:
+    text = ("Yıl sonu değerlendirmesi: Figen Aral (Satış Uzmanı). Hedeflerini aştı. "
+            "Yıl içindeki kemoterapi sürecine rağmen müşteri ziyaretlerini aksatmadı.")
+    assert "health" in kinds(text)
+
+
+def test_a_name_in_another_paragraph_does_not_tie_a_general_statement() -> None:
+    text = ("Toplantı notu: Figen Aral sunum yaptı.\n\n"
+            "Kemoterapi sürecinde bağışıklık düşer. Kalabalık ortamlardan uzak durulmalıdır.")
+    assert "health" not in kinds(text)
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("KAYIP: oğlumuz Deniz 12 yaşında, sağ kolunda dövme var, gözlüklü, 1.50 boylarında.", "appearance"),
+    ("kayınvalidem kemoterapiden sonra peruk kullanıyo, kimse sormasın", "appearance"),
+    ("ben 2 yıldır kapalıyım, eski fotoğrafımı sitede kullanmayın", "appearance"),
+    ("evet, o kız sevgilim, adı lavin", "sexual_life"),
+    ("aslında iki cinse de ilgi duyuyorum, kimseye söylemedim", "sexual_life"),
+    ("Babamın sesli imzasını kaydettiler, artık telefonda sesiyle onay veriyor.", "biometric"),
+])
+def test_descriptions_partners_and_signatures_tied_to_a_person(text: str, kind: str) -> None:
+    assert kind in kinds(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Dövme yaptırmadan önce cildinizin durumunu bir dermatoloğa danışmalısınız.",
+    "Dinamik imza, kalemin basıncını ve hızını ölçen bir doğrulama yöntemidir.",
+])
+def test_the_same_words_in_general_text_stay_routable(text: str) -> None:
+    assert not classify(text).sensitive
+
+
+@pytest.mark.parametrize("text", [
+    "Denetimlerde 3 bin 412 sürücüye alkollü araç kullanmaktan işlem yapıldı.",
+    "Cezaevlerinde 290 bin kişi var; bunların 41 bini tutuklu, kalanı hükümlü.",
+    "Hükümlü ve tutuklu yakınlarının dikkatine: açık görüş günleri ayda bir kezdir.",
+    "Bağış yapmak isteyenler için dernek hesaplarımız aşağıdadır.",
+])
+def test_counts_notices_and_a_body_speaking_for_itself_stay_routable(text: str) -> None:
+    assert not classify(text).sensitive
+
+
+def test_our_members_account_is_still_a_persons() -> None:
+    assert "union" in kinds("Kardeşim geçen hafta sendikaya üye oldu, aidatı maaşından kesiliyor.")
+
+
+def test_we_are_unionised_is_the_first_person() -> None:
+    assert "union" in kinds("işyerinde 3 kişi sendikalıyız, patron bilmiyor")
+
+
+def test_a_first_person_relative_outweighs_a_conditional_elsewhere_in_the_sentence() -> None:
+    text = "kayınvalidem kemoterapiden sonra peruk kullanıyor, biri sorarsa konuyu değiştirin"
+    assert "health" in kinds(text)
+
+
+def test_ms_as_a_diagnosis() -> None:
+    assert "health" in kinds("1988 doğumluyum, geçen ay MS tanısı aldım.")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Hasta: Cemile Arslan\nYatış nedeni: Toplum kökenli pnömoni", False),
+    ("Başroldeki tiyatro kökenli oyuncu filmi taşıyor, eşim de çok beğendi.", False),
+    ("Depodaki forklift operatörümüz Oromo kökenli, Amharca konuşuyor.", True),
+    ("Eşim Kürt kökenli, ailesi Muş'tan.", True),
+])
+def test_kokenli_is_an_origin_only_after_a_people_or_a_region(text: str, expected: bool) -> None:
+    assert ("ethnicity" in kinds(text)) is expected
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("eşim 30 haftalık hamile, doktor plasenta previa dedi, yatması gerekiyormuş", "health"),
+    ("Sigortalı: Kemal Aydın. Talep: sağ diz artroskopisi, ön onay bekleniyor.", "health"),
+    ("hocam oğlum bugün gelemeyecek, ateşi çıktı, doktora götürüyorum", "health"),
+    ("Babalık testi sonucu: Tuncay'ın biyolojik babası olma olasılığı %99,9 çıktı.", "genetic"),
+])
+def test_more_health_and_genetic_phrasings(text: str, kind: str) -> None:
+    assert kind in kinds(text)
+
+
+def test_a_fever_in_general_advice_stays_routable() -> None:
+    assert not classify("Çocuklarda ateşi yükselen durumlarda bol sıvı verilmelidir.").sensitive
