@@ -100,7 +100,9 @@ def start_vllm(venv: Path, model_dir: Path, max_num_seqs: int, max_num_batched_t
            "--max-num-seqs", str(max_num_seqs), "--max-num-batched-tokens", str(max_num_batched_tokens),
            "--served-model-name", model_dir.name, *extra_args]
     env = {**os.environ, "VENV": str(venv), **(env or {})}
-    proc = subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+    # not from the repository root: vLLM's spawned workers put their working folder on sys.path,
+    # where this repository's kernels/ would shadow Hugging Face's `kernels` (ImportError at start)
+    proc = subprocess.Popen(cmd, env=env, cwd=log.parent, stdout=log.open("w"), stderr=subprocess.STDOUT,
                             start_new_session=True)
     server = Server(f"vLLM (budget {max_num_batched_tokens})", proc, f"http://127.0.0.1:{port}")
     _wait_healthy(server, 900)
