@@ -80,6 +80,9 @@ def _scheduling_args(p: argparse.ArgumentParser) -> None:
                    help="run the compute threads on these cores (e.g. 2-7; their count is the thread "
                         "count) and the event loop, tokenizer and the rest on the others; 'auto': all "
                         "but the first core where there are more than two")
+    p.add_argument("--gil-switch-interval-ms", type=float, default=0.5, metavar="MS",
+                   help="Python's GIL switch interval while the engine runs, at most this (Python's own: 5): "
+                        "the engine thread gets the GIL back sooner from busy Python threads")
     p.add_argument("--ttft-objective", action="append", default=None, metavar="CLASS=SECONDS",
                    help="time-to-first-token objective of a priority class (default interactive=1.0; "
                         "'none': no objective): a request about to miss it goes first among tenants "

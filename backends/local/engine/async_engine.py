@@ -31,7 +31,7 @@ import torch
 from fairgate.backends.local.engine.admission import check_request
 from fairgate.backends.local.engine.config import EngineConfig
 from fairgate.backends.local.engine.core import EngineCore, StepFailed
-from fairgate.backends.local.engine.cores import pin_this_thread, plan_cores
+from fairgate.backends.local.engine.cores import pin_this_thread, plan_cores, shorten_gil_switch
 from fairgate.backends.local.engine.factory import build_engine_parts
 from fairgate.backends.local.engine.output import (
     EngineStats,
@@ -100,6 +100,8 @@ class AsyncEngine:
     ) -> None:
         started = time.perf_counter()
         self._cores = plan_cores(config.cpu_cores) if config.cpu_cores else None  # ("auto" on 2 cores: None)
+        if config.gil_switch_interval_ms is not None:
+            shorten_gil_switch(config.gil_switch_interval_ms / 1000)
         if self._cores is not None:  # before the build: its kernel plan and cost clock read the count
             torch.set_num_threads(len(self._cores.compute))
         parts = build_engine_parts(config, runner=runner, tokenizer=tokenizer, wait_queue=wait_queue)

@@ -9,6 +9,7 @@ from fairgate.scheduler.fairness import FairnessConfig
 from fairgate.scheduler.request import PRIORITY_CLASSES, priority_rank
 
 DEFAULT_TTFT_OBJECTIVES = ("interactive=1.0",)
+GIL_SWITCH_INTERVAL_MS = 0.5
 
 
 @dataclass(slots=True)
@@ -47,6 +48,11 @@ class EngineConfig:
     # there are more than two), the rest of the process on the others (engine/cores.py); None:
     # every core for both, the thread count as torch picks.
     cpu_cores: str | None = None
+    # Python's GIL switch interval for the process the engine runs in, at most this (ms); None:
+    # Python's own (5 ms). The engine thread takes the GIL back after every native call; a busy
+    # Python thread beside it (the embedded gateway's event loop, detectors) holds it for up to
+    # the interval each time (engine/cores.py).
+    gil_switch_interval_ms: float | None = GIL_SWITCH_INTERVAL_MS
     served_model_name: str | None = None
     tool_call_parser: str = "hermes"  # how the model writes tool calls: hermes | llama3_json
     # a reasoning model's thinking apart from its answer: qwen3 | deepseek_r1 | gpt_oss (serving/reasoning.py)
@@ -93,6 +99,8 @@ class EngineConfig:
         if self.grammar_timeout_s <= 0 or self.grammar_cache_bytes < 0:
             raise ValueError("grammar_timeout_s must be > 0 and grammar_cache_bytes >= 0")
         self.fairness_config()  # raises ValueError naming a bad objective
+        if self.gil_switch_interval_ms is not None and not 0 < self.gil_switch_interval_ms <= 100:
+            raise ValueError("gil_switch_interval_ms must be in (0, 100]")
         if self.cpu_cores is not None:
             from fairgate.backends.local.engine.cores import plan_cores
 
@@ -133,6 +141,7 @@ class EngineConfig:
             fairness_preemption=not getattr(args, "no_fairness_preemption", False),
             ttft_objectives=_objectives(getattr(args, "ttft_objective", None)),
             cpu_cores=getattr(args, "cpu_cores", None),
+            gil_switch_interval_ms=getattr(args, "gil_switch_interval_ms", GIL_SWITCH_INTERVAL_MS),
             served_model_name=args.served_model_name,
             tool_call_parser=getattr(args, "tool_call_parser", "hermes"),
             reasoning_parser=getattr(args, "reasoning_parser", None),

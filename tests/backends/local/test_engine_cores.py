@@ -107,3 +107,22 @@ def test_the_barrier_spin_is_bounded_unless_the_environment_says_otherwise(tmp_p
     out = subprocess.run([sys.executable, "-c", script, "db", "upgrade"], env=env, capture_output=True,
                          text=True, timeout=120, check=True).stdout
     assert out.split()[-2:] == [str(OMP_SPIN_COUNT), "False"]
+
+
+def test_the_engine_shortens_the_gil_switch_interval_and_never_lengthens_it(tiny_model_dir: Path) -> None:
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=16, gil_switch_interval_ms=None)).close()
+        assert sys.getswitchinterval() == pytest.approx(0.005)  # None: Python's own
+        AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=16)).close()
+        assert sys.getswitchinterval() == pytest.approx(0.0005)  # the default, 0.5 ms
+        sys.setswitchinterval(0.0001)
+        AsyncEngine(EngineConfig(str(tiny_model_dir), num_kv_blocks=16)).close()
+        assert sys.getswitchinterval() == pytest.approx(0.0001)  # already shorter: kept
+    finally:
+        sys.setswitchinterval(before)
+    args = build_parser().parse_args(["engine", "--model", "m", "--gil-switch-interval-ms", "0.2"])
+    assert EngineConfig.from_args(args).gil_switch_interval_ms == 0.2
+    with pytest.raises(ValueError, match="gil_switch_interval_ms"):
+        EngineConfig("m", gil_switch_interval_ms=0).validate()
