@@ -85,9 +85,11 @@ def format_cores(cores: frozenset[int]) -> str:
 # How long the compute threads spin at a barrier before they sleep: libgomp's GOMP_SPINCOUNT, in
 # `pause` iterations (~140 cycles each on Intel since Skylake: about 50 µs at 1,000). Its default
 # (300,000 spins, milliseconds) keeps a waiting thread on its core while the sibling it waits for
-# has been preempted by anything else on the machine, even a niced process; sleeping at once costs
-# a futex wake-up per parallel region when nothing else runs. Measured on the 110m benchmark
-# (docs/engine-performance.md, issue 39); set before the OpenMP runtime loads (torch's import).
+# has been preempted by anything else on the machine; sleeping at once costs a futex wake-up per
+# parallel region when nothing else runs. 110m in-process beside one busy process: 1,000 spins
+# 140 / 145 tok/s, 4,000 134 / 137, 300,000 42 / 40; alone the same within noise (24 requests),
+# 0.96x on the 64-request benchmark (docs/engine-performance.md, issue 39). Set before the OpenMP
+# runtime loads (torch's import).
 OMP_SPIN_COUNT = 1000
 
 
