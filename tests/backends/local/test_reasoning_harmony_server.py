@@ -11,6 +11,7 @@ import openai
 import pytest
 
 from tests.helpers.engine_proc import engine_server
+from tests.helpers.reasoning_stream import read_stream
 from tests.helpers.scripted_model import (
     FIRST_HEADER,
     H_CHANNEL,
@@ -51,20 +52,11 @@ def test_the_analysis_channel_arrives_in_reasoning_content(server):
 def test_streamed_analysis_comes_as_reasoning_deltas_before_the_answer(server):
     stream = server.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=20, temperature=0,
                                             stream=True, stream_options={"include_usage": True})
-    reasoning, content, order, usage = "", "", [], None
-    for c in stream:
-        if c.usage is not None:
-            usage = c.usage
-        for choice in c.choices:
-            thought = (choice.delta.model_extra or {}).get("reasoning_content")
-            if thought:
-                reasoning, order = reasoning + thought, order + ["reasoning"]
-            if choice.delta.content:
-                content, order = content + choice.delta.content, order + ["content"]
-    assert (reasoning, content) == (" engine blocks", " cache tokens")
-    assert order == sorted(order, key=lambda kind: kind != "reasoning")
-    assert not any(m in reasoning + content for m in MARKERS)
-    assert usage.completion_tokens_details.reasoning_tokens == 8
+    got = read_stream(stream)
+    assert (got.reasoning, got.content) == (" engine blocks", " cache tokens")
+    assert got.thoughts_first
+    assert not any(m in got.reasoning + got.content for m in MARKERS)
+    assert got.usage.completion_tokens_details.reasoning_tokens == 8
 
 
 def test_analysis_cut_by_max_tokens_is_all_reasoning(server):

@@ -13,6 +13,7 @@ import openai
 import pytest
 
 from tests.helpers.engine_proc import engine_server
+from tests.helpers.reasoning_stream import read_stream
 from tests.helpers.scripted_model import END_THINK, IM_END, PARAGRAPH, THINK, make_scripted_model
 
 # after the generation prompt "<|im_start|>assistant\n": <think> engine blocks </think>\n\n cache tokens
@@ -44,23 +45,11 @@ def test_thinking_arrives_in_reasoning_content_not_in_content(server):
 def test_streamed_thinking_comes_as_reasoning_deltas_first(server):
     stream = server.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=20, temperature=0,
                                             stream=True, stream_options={"include_usage": True})
-    reasoning, content, order, usage = "", "", [], None
-    for c in stream:
-        if c.usage is not None:
-            usage = c.usage
-        for choice in c.choices:
-            delta = choice.delta
-            thought = getattr(delta, "reasoning_content", None) or (delta.model_extra or {}).get("reasoning_content")
-            if thought:
-                reasoning += thought
-                order.append("reasoning")
-            if delta.content:
-                content += delta.content
-                order.append("content")
-    assert (reasoning, content) == (" engine blocks", "cache tokens")
-    assert order == sorted(order, key=lambda kind: kind != "reasoning")  # every thought before the answer
-    assert THINK not in content + reasoning and END_THINK not in content + reasoning
-    assert usage.completion_tokens_details.reasoning_tokens == 4
+    got = read_stream(stream)
+    assert (got.reasoning, got.content) == (" engine blocks", "cache tokens")
+    assert got.thoughts_first  # every thought before the answer
+    assert THINK not in got.content + got.reasoning and END_THINK not in got.content + got.reasoning
+    assert got.usage.completion_tokens_details.reasoning_tokens == 4
 
 
 def test_enable_thinking_false_yields_no_thinking(server):
