@@ -80,6 +80,7 @@ class Replica:
     healthy: bool = True
     kv_usage: float | None = None
     engine_waiting: int | None = None
+    queued: int = 0  # waiting at both of the last two probes: the replica's own queue, not a blip
     bad_probes: int = 0
     good_probes: int = 0
     ejections: int = 0
@@ -106,6 +107,7 @@ class Replica:
             if self.bad_probes >= opts.eject_after:
                 self.eject("health probe failed")
             return
+        self.queued = min(reading.waiting or 0, self.engine_waiting or 0)
         self.kv_usage, self.engine_waiting = reading.kv_usage, reading.waiting
         self.bad_probes, self.good_probes = 0, self.good_probes + 1
         if not self.healthy and self.good_probes >= opts.readmit_after:
@@ -204,12 +206,16 @@ class PoolBackend:
 
     def _room(self) -> int:
         """Requests the pool takes at once under the fair queue: its slots on every routable
-        replica whose KV cache is not past `max_kv_usage`."""
+        replica whose KV cache is not past `max_kv_usage`, less each one's own queue."""
         return sum(self._rooms().values())
 
     def _rooms(self) -> dict[str, int]:
+        """Each routable replica's room: `fair_slots`, less the requests waiting in the replica's
+        own queue (sent by anyone: a request sent into a queue is ordered by the replica's FCFS,
+        not by the gateway's counters), counted as the fewer of its last two probes so that a
+        request that waits one step before it runs is no queue. Past `max_kv_usage`: none."""
         slots = self.options.fair_slots or 0
-        return {r.name: slots for r in self.replicas.values()
+        return {r.name: max(0, slots - r.queued) for r in self.replicas.values()
                 if r.routable and (r.kv_usage is None or r.kv_usage <= self.options.max_kv_usage)}
 
     def _slot(self, request: GenerationRequest) -> contextlib.AbstractAsyncContextManager[str | None]:
@@ -328,7 +334,8 @@ class PoolBackend:
     def status(self) -> list[dict[str, Any]]:
         """Per replica, what this gateway sees (admin and metrics); never the key."""
         return [{"name": r.name, "base_url": r.spec.base_url, "healthy": r.healthy, "draining": r.spec.draining,
-                 "outstanding": r.outstanding, "kv_usage": r.kv_usage, "requests": r.requests,
+                 "outstanding": r.outstanding, "kv_usage": r.kv_usage, "waiting": r.engine_waiting,
+                 "requests": r.requests,
                  "failures": r.failures, "ejections": r.ejections, "routed": dict(r.routed),
                  "breaker": r.backend.breaker.snapshot() if r.backend.breaker else None}
                 for r in self.replicas.values()]

@@ -38,7 +38,8 @@ class PoolCollector(Collector):
             ("outstanding", "Requests in flight on the replica from this gateway."),
             ("healthy", "1 while the replica takes requests (not ejected)."),
             ("draining", "1 while the replica is draining."),
-            ("kv_usage", "The replica's KV-cache usage (0..1) at the last probe."))}
+            ("kv_usage", "The replica's KV-cache usage (0..1) at the last probe."),
+            ("waiting", "Requests waiting in the replica's own queue at the last probe."))}
         counters = {n: CounterMetricFamily(f"fairgate_pool_replica_{n}", h, labels=labels) for n, h in (
             ("requests", "Requests sent to the replica (fail-overs included)."),
             ("failures", "Requests the replica failed."),
@@ -53,6 +54,8 @@ class PoolCollector(Collector):
                 gauges["draining"].add_metric(key, 1.0 if r.spec.draining else 0.0)
                 if r.kv_usage is not None:
                     gauges["kv_usage"].add_metric(key, r.kv_usage)
+                if r.engine_waiting is not None:
+                    gauges["waiting"].add_metric(key, r.engine_waiting)
                 counters["requests"].add_metric(key, r.requests)
                 counters["failures"].add_metric(key, r.failures)
                 counters["ejections"].add_metric(key, r.ejections)

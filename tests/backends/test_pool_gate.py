@@ -105,3 +105,46 @@ async def test_a_pool_with_the_gate_serves_a_light_tenant_ahead_of_a_flood_backl
             assert finished_before <= 4, sorted(done, key=done.get)  # two slots: it waited for one round
             assert pool.gate.in_flight == 0 and max(len(r.app.received) for r in (r0, r1)) <= 12
             await pool.aclose()
+
+
+async def test_a_replica_s_own_queue_shrinks_its_room() -> None:
+    """A replica whose /metrics reports requests waiting in its own queue (sent by clients beside
+    the gateway) takes that many fewer of the gate's slots: with two slots per replica and one
+    request waiting on each, at most two of six slow streams are out at once, where an empty
+    queue lets four out. A queue counts when two probes in a row see it."""
+
+    async def peak_with(waiting: int) -> tuple[int, int]:
+        with UpstreamServer() as r0, UpstreamServer() as r1:
+            for r in (r0, r1):
+                r.behaviour.token_delay_s, r.behaviour.metrics_waiting = 0.05, waiting
+            http1 = HTTP1Pool()
+            async with httpx.AsyncClient() as http:
+                pool = PoolBackend("p", "vllm", [ReplicaSpec("r0", r0.base_url), ReplicaSpec("r1", r1.base_url)],
+                                   lambda s: OpenAICompatBackend(f"p/{s.name}", s.base_url, http1, is_local=True,
+                                                                 max_retries=0),
+                                   http, options=PoolOptions(policy="least_loaded", fair_slots=2))
+                await pool.probe_once()
+                assert pool._room() == 4  # one reading may be a request between two steps
+                await pool.probe_once()
+                room, peak = pool._room(), 0
+
+                async def ask(i: int) -> None:
+                    req = GenerationRequest.from_body(f"q{i}", "chat", {
+                        "model": "m", "max_tokens": 3, "stream": True,
+                        "messages": [{"role": "user", "content": "x"}]}, tenant="t")
+                    async for _ in pool.stream_batches(req):
+                        pass
+
+                tasks = [asyncio.create_task(ask(i)) for i in range(6 if room else 0)]
+                while not all(t.done() for t in tasks):
+                    peak = max(peak, pool.gate.in_flight)
+                    await asyncio.sleep(0.01)
+                await asyncio.gather(*tasks)
+                statuses = {s["name"]: s["waiting"] for s in pool.status()}
+                await pool.aclose()
+                assert statuses == {"r0": waiting, "r1": waiting}
+                return room, peak
+
+    assert await peak_with(0) == (4, 4)
+    assert await peak_with(1) == (2, 2)
+    assert await peak_with(2) == (0, 0)  # a full queue: nothing goes out until a probe sees it drain

@@ -53,6 +53,7 @@ class UpstreamBehaviour:
     record: bool = True
     require_key: str | None = None  # when set, other Authorization values get 401
     stats: dict[str, Any] | None = None  # GET /stats answers this (an engine server's), else 404
+    metrics_waiting: int = 0  # GET /metrics reports this many requests in the server's own queue
     stream_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # added to streamed answers
     # a status for the requests it picks (body, lower-cased headers), after `fail_next`
     fail_if: Callable[[dict[str, Any], dict[str, str]], int | None] | None = None
@@ -88,7 +89,7 @@ class UpstreamApp:
             return await _json(send, 200, b.stats if b.stats is not None else
                                {"kv_blocks_used": 0, "kv_blocks_total": 100, "waiting": 0})
         if path == "/metrics":  # as vLLM answers a `vllm` pool's load probe
-            return await send_text(send, "vllm:kv_cache_usage_perc 0.0\nvllm:num_requests_waiting 0\n")
+            return await send_text(send, f"vllm:kv_cache_usage_perc 0.0\nvllm:num_requests_waiting {b.metrics_waiting}\n")
         if path.endswith("/models"):
             return await _json(send, 200, {"object": "list", "data": [{"id": "up-model", "object": "model"}]})
         try:
