@@ -65,6 +65,22 @@ def test_native_matches_reference(method: str, n: int, k: int, m: int) -> None:
 
 
 @needs_native
+@pytest.mark.parametrize("method", ["int8", "int4-g32", "int4-g128"])
+@pytest.mark.parametrize(("m", "n", "k"), [(16, 40, 640), (130, 17, 256), (70, 2304, 384)])
+def test_wide_batches_give_the_bits_of_narrow_ones(method: str, m: int, n: int, k: int) -> None:
+    """From 16 rows int4 widens each block of codes once for all row tiles (cpu_quant.c's
+    `item_blocked`); every output still sums in input order, so the rows of a wide batch are
+    bit for bit those of the same rows sent a few at a time (row chunks past 64, partial input
+    blocks and partial panels included)."""
+    gen = torch.Generator().manual_seed(m + n + k)
+    w, b, x = torch.randn(n, k, generator=gen), torch.randn(n, generator=gen), torch.randn(m, k, generator=gen)
+    layer = QuantLinear(quantize_weight(w, QuantMethod.parse(method)), b, native=True)
+    wide = layer(x)
+    narrow = torch.cat([layer(x[i:i + 5]) for i in range(0, m, 5)])
+    assert torch.equal(wide, narrow)
+
+
+@needs_native
 def test_native_handles_strided_rows_and_no_bias() -> None:
     gen = torch.Generator().manual_seed(3)
     qw = quantize_weight(torch.randn(24, 96, generator=gen), QuantMethod(8))
