@@ -4,7 +4,8 @@
  * Built at first use by kernels/native/build.py (cc -O3 -march=native -fopenmp) and called
  * through ctypes on torch tensors' memory, so no Python dispatch sits between the model and the
  * loop. Decode is memory-bound: each weight byte is read once per call, widened to float32 in
- * registers and used for every row of x; nothing is dequantized to memory.
+ * registers and used for every row of x; nothing is dequantized to memory but, for int4 at 16
+ * rows and more, one block of a panel pair into a 32 KB buffer on the stack (`item_blocked`).
  *
  * Weight layout (made by kernels/layers/quant_linear.py): panels of 16 output channels,
  *   int8:  [num_panels, K, 16] int8, scale [num_panels * 16] float32;
