@@ -26,6 +26,8 @@
  * panel's sums while they are in L2 (the same bits as the separate pass in cpu_fused.c).
  */
 
+#include <omp.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -52,16 +54,54 @@ FG_EXPORT_CONSTANTS
  * 138 -> 93 ms, 1-16 rows the same. */
 #define PREFETCH_MAX_ROWS 0
 #endif
-/* Which thread takes which panel. Where a block's tiles prefetch the next panel (AVX-512, few
- * rows), a thread's panels must be contiguous: static. Elsewhere each thread takes the next panel
- * as it finishes one, so a thread that the OS preempted (the server's event loop, a client) holds
- * up the other only for the panel it is in, not for its whole static share; a panel's sums are the
- * same whichever thread runs it. */
-#if PREFETCH_MAX_ROWS > 0
-#define PANEL_LOOP _Pragma("omp for schedule(static)")
-#else
-#define PANEL_LOOP _Pragma("omp for schedule(dynamic, 1)")
-#endif
+/* Which thread takes which panel. Each thread owns a contiguous share of the panels and runs it
+ * front to back, so that on AVX-512 a block's tiles can prefetch the next block, which is the next
+ * one in memory (below). A thread whose share is done takes panels one at a time from the back of
+ * the share with the most left (`next_panel`), so a thread that the OS preempted (a busy neighbour,
+ * the server's event loop, a client) holds up the other only for the panel it is in, not for its
+ * whole share. A panel's sums are the same whichever thread runs it. A taken panel skips the
+ * next-block prefetch: what follows it in memory is its owner's next, already fetched or taken. */
+typedef struct {
+    _Atomic uint64_t span; /* front << 32 | back: the share's panels not yet taken */
+    char pad[56];          /* one cache line each */
+} fg_share;
+
+static void split_shares(fg_share *shares, int threads, int panels)
+{
+    for (int t = 0; t < threads; t++) {
+        const uint64_t lo = (uint64_t)t * panels / threads, hi = (uint64_t)(t + 1) * panels / threads;
+        atomic_init(&shares[t].span, lo << 32 | hi);
+    }
+}
+
+/* The next panel for thread `self`: the front of its own share, else the back of the fullest
+ * share (*taken = 1); -1 when every panel is out. */
+static int next_panel(fg_share *shares, int threads, int self, int *taken)
+{
+    uint64_t v = atomic_load_explicit(&shares[self].span, memory_order_relaxed);
+    while ((uint32_t)(v >> 32) < (uint32_t)v)
+        if (atomic_compare_exchange_weak(&shares[self].span, &v, v + ((uint64_t)1 << 32))) {
+            *taken = 0;
+            return (int)(v >> 32);
+        }
+    for (;;) {
+        int victim = -1;
+        uint32_t most = 0;
+        for (int t = 0; t < threads; t++) {
+            const uint64_t w = atomic_load_explicit(&shares[t].span, memory_order_relaxed);
+            const uint32_t left = (uint32_t)w > (uint32_t)(w >> 32) ? (uint32_t)w - (uint32_t)(w >> 32) : 0;
+            if (left > most)
+                most = left, victim = t;
+        }
+        if (victim < 0)
+            return -1;
+        uint64_t w = atomic_load_explicit(&shares[victim].span, memory_order_relaxed);
+        if ((uint32_t)(w >> 32) < (uint32_t)w && atomic_compare_exchange_weak(&shares[victim].span, &w, w - 1)) {
+            *taken = 1;
+            return (int)((uint32_t)w - 1);
+        }
+    }
+}
 #define TILE_ROWS 6
 #define CHAINS 8 /* independent FMA chains a tile of one or two rows needs to keep the FMA units busy */
 typedef float vfu __attribute__((vector_size(VL * 4), aligned(4))); /* for unaligned loads and stores */
@@ -203,10 +243,10 @@ ALWAYS_INLINE void rows_block(const float *x, int64_t M, int K, int k0, int klen
 /* Above PREFETCH_MAX_ROWS the block is compute-bound and x's rows fill L2: no prefetch there.
  * PV: the panel's width in vectors (width / VL); the tiles take CV = min(PV, TILE_VECS) of them. */
 ALWAYS_INLINE void panel_block(const float *x, int64_t M, int K, int k0, int klen, const float *panel, int width,
-                               float *out, int64_t N, int first, const float *bias, const int PV)
+                               float *out, int64_t N, int first, const float *bias, const int PV, int taken)
 {
     const int CV = PV < TILE_VECS ? PV : TILE_VECS;
-    if (M <= PREFETCH_MAX_ROWS)
+    if (M <= PREFETCH_MAX_ROWS && !taken)
         rows_block(x, M, K, k0, klen, panel, width, out, N, first, bias, PV, CV, 1);
     else
         rows_block(x, M, K, k0, klen, panel, width, out, N, first, bias, PV, CV, 0);
@@ -218,10 +258,11 @@ void exact_linear(const float *x, int64_t M, int K, const float *panels, int N, 
                   int num_threads)
 {
     const int num_panels = (N + PANEL - 1) / PANEL;
-    const int threads = num_threads < num_panels ? num_threads : num_panels;
+    const int threads = num_threads < num_panels ? num_threads : num_panels > 0 ? num_panels : 1;
+    fg_share shares[threads];
+    split_shares(shares, threads, num_panels);
 #pragma omp parallel num_threads(threads) if (threads > 1)
-    PANEL_LOOP
-    for (int p = 0; p < num_panels; p++) {
+    for (int p, taken; (p = next_panel(shares, threads, omp_get_thread_num(), &taken)) >= 0;) {
         const int n0 = p * PANEL, width = N - n0 < PANEL ? N - n0 : PANEL;
         const float *panel = panels + (int64_t)n0 * K;
         for (int k0 = 0; k0 < K; k0 += kb) {
@@ -230,16 +271,16 @@ void exact_linear(const float *x, int64_t M, int K, const float *panels, int N, 
             const float *pk = panel + (int64_t)k0 * width;
             switch (width / 16) { /* a multiple of 16 columns: VL divides it */
             case 4:
-                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 64 / VL);
+                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 64 / VL, taken);
                 break;
             case 3:
-                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 48 / VL);
+                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 48 / VL, taken);
                 break;
             case 2:
-                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 32 / VL);
+                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 32 / VL, taken);
                 break;
             default:
-                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 16 / VL);
+                panel_block(x, M, K, k0, klen, pk, width, y + n0, N, k0 == 0, b, 16 / VL, taken);
             }
         }
     }
@@ -280,24 +321,24 @@ int exact_linear_swiglu(const float *x, int64_t M, int K, const float *panels, i
                         int kb, int num_threads)
 {
     const int num_panels = N / PANEL, half = PANEL / 2, inter = N / 2;
-    const int threads = num_threads < num_panels ? num_threads : num_panels;
+    const int threads = num_threads < num_panels ? num_threads : num_panels > 0 ? num_panels : 1;
+    fg_share shares[threads];
+    split_shares(shares, threads, num_panels);
     int failed = 0;
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(| : failed)
     {
         float *scratch = malloc(sizeof(float) * PANEL * (M > 0 ? M : 1));
-        /* Every thread meets the worksharing loop, scratch or not (a skipped one deadlocks). */
-        PANEL_LOOP
-        for (int p = 0; p < num_panels; p++) {
-            if (!scratch) {
+        for (int p, taken; (p = next_panel(shares, threads, omp_get_thread_num(), &taken)) >= 0;) {
+            if (!scratch) { /* the other threads take this one's panels; none is left unrun */
                 failed = 1;
-                continue;
+                break;
             }
             const float *panel = panels + (int64_t)p * PANEL * K;
             for (int k0 = 0; k0 < K; k0 += kb) {
                 const int klen = K - k0 < kb ? K - k0 : kb;
                 const float *b = k0 + klen == K && bias ? bias + (int64_t)p * PANEL : 0;
                 panel_block(x, M, K, k0, klen, panel + (int64_t)k0 * PANEL, PANEL, scratch, PANEL, k0 == 0, b,
-                            PANEL / VL);
+                            PANEL / VL, taken);
             }
             for (int64_t r = 0; r < M; r++) {
                 const float *g = scratch + r * PANEL, *u = g + half;
