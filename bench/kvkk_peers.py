@@ -1,5 +1,5 @@
 """Other offline Turkish PII detectors as same-run peers on the realistic set, each installed in
-its own venv (so their dependencies never meet ours): `$FAIRGATE_PEERS_DIR/<name>/bin/python`
+its own venv (so their dependencies never meet ours): `$FAIRGATE_PII_PEERS_DIR/<name>/bin/python`
 (default `bench/.peers/<name>`), running `bench/peer_adapters/peer_<name>.py`, which reads the rows'
 texts as JSON lines on stdin and writes one JSON list of [kind, start, end] per line.
 
@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def run_peers(rows: list[dict], timeout_s: float = 600.0) -> dict[str, dict]:
-    venvs = Path(os.environ.get("FAIRGATE_PEERS_DIR", HERE / ".peers"))
+    venvs = Path(os.environ.get("FAIRGATE_PII_PEERS_DIR", HERE / ".peers"))
     out: dict[str, dict] = {}
     for name in PEERS:
         python = venvs / name / "bin" / "python"
