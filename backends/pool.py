@@ -68,6 +68,9 @@ class PoolOptions:
     # the gateway-side fair queue (backends/pool_gate.py): at most this many requests out per
     # routable replica, the rest wait in weighted-VTC order; None: sent at once
     fair_slots: int | None = None
+    # of those, the last this many free slots of the pool go only to a tenant below its weighted
+    # share (backends/pool_gate.py's headroom): a light tenant's request need not wait for a flood's
+    fair_reserve: int = 0
 
 
 @dataclass(slots=True)
@@ -143,7 +146,8 @@ class PoolBackend:
         self._probe: asyncio.Task[None] | None = None
         weights = weight_of or (lambda tenant: 1.0)
         # the fair queue's slots and counters: this process's, or the fleet's (`ledger`: Redis)
-        self.gate: FairGate | FleetGate = (FairGate(self._room, weights) if ledger is None
+        self.gate: FairGate | FleetGate = (FairGate(self._room, weights, lambda: self.options.fair_reserve)
+                                           if ledger is None
                                            else FleetGate(self._rooms, weights, ledger))
         self.update(specs)
 

@@ -12,6 +12,12 @@ that starts waiting is lifted to the least counter of those waiting, so idle tim
 Late binding: the replica is chosen after the wait, from the load then (pool routing).
 A waiter whose client leaves is simply dropped; a slot is never held by a request that is not
 running.
+
+Headroom (`reserve`): the fair order decides who goes next, but a request that arrives while a
+flood holds every slot still waits for one of them to end. So the last `reserve` free slots go
+only to a tenant holding less than its weighted share of the slots, among the tenants that hold
+or wait for one or ended a request in the last `recent_s` seconds: a light tenant's request goes
+out at once, and the flood keeps the rest. With no other tenant about, the flood takes them too.
 """
 
 from __future__ import annotations
@@ -23,10 +29,15 @@ from collections.abc import AsyncIterator, Callable
 
 
 class FairGate:
-    def __init__(self, capacity: Callable[[], int], weight_of: Callable[[str], float]) -> None:
+    def __init__(self, capacity: Callable[[], int], weight_of: Callable[[str], float],
+                 reserve: Callable[[], int] = lambda: 0, recent_s: float = 2.0) -> None:
         self.capacity = capacity
         self.weight_of = weight_of
+        self.reserve, self.recent_s = reserve, recent_s  # reserve(): the headroom, read as it is used
         self.in_flight = 0
+        self._held: dict[str, int] = {}  # slots each tenant holds
+        self._ended: dict[str, float] = {}  # when each tenant's last request ended (loop time)
+        self._timer: asyncio.TimerHandle | None = None
         self._waiting: dict[str, deque[tuple[asyncio.Future[None], float]]] = {}
         self._counters: dict[str, float] = {}
         self._last_left = 0.0
@@ -54,13 +65,43 @@ class FairGate:
             yield
         finally:
             self._charge(tenant, completion_cost())
-            self.in_flight -= 1
-            self.wake()
+            self._release(tenant)
+
+    def _take(self, tenant: str, cost: float) -> None:
+        self.in_flight += 1
+        self._held[tenant] = self._held.get(tenant, 0) + 1
+        self._charge(tenant, cost)
+
+    def _release(self, tenant: str) -> None:
+        self.in_flight -= 1
+        held = self._held.get(tenant, 0) - 1
+        if held > 0:
+            self._held[tenant] = held
+        else:
+            self._held.pop(tenant, None)
+        now = self._ended[tenant] = asyncio.get_running_loop().time()
+        if len(self._ended) > 1024:  # only the last recent_s seconds matter
+            self._ended = {t: at for t, at in self._ended.items() if now - at < self.recent_s}
+        self.wake()
+
+    def _may_take(self, tenant: str, capacity: int, now: float) -> bool:
+        """Whether `tenant` may take a slot now: any free one outside the headroom; one of the
+        last `reserve` only below its weighted share among the tenants about."""
+        free = capacity - self.in_flight
+        if free <= 0:
+            return False
+        if free > self.reserve():
+            return True
+        about = set(self._held) | set(self._waiting) | {tenant}
+        about |= {t for t, at in self._ended.items() if now - at < self.recent_s}
+        weight = max(self.weight_of(tenant), 1e-9)
+        share = capacity * weight / sum(max(self.weight_of(t), 1e-9) for t in about)
+        return self._held.get(tenant, 0) < share
 
     async def _enter(self, tenant: str, cost: float) -> None:
-        if not self._waiting and self.in_flight < self.capacity():
-            self.in_flight += 1
-            self._charge(tenant, cost)
+        now = asyncio.get_running_loop().time()
+        if not self._waiting and self._may_take(tenant, self.capacity(), now):
+            self._take(tenant, cost)
             return
         self.waited += 1
         line = self._waiting.get(tenant)
@@ -75,16 +116,24 @@ class FairGate:
             await fut
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():  # let through as the client left: give it back
-                self.in_flight -= 1
-                self.wake()
+                self._release(tenant)
             else:
                 self._drop(tenant, entry)
             raise
 
     def wake(self) -> None:
-        """Let the least-served waiting tenants through while the pool has room."""
-        while self._waiting and self.in_flight < self.capacity():
-            tenant = min(self._waiting, key=lambda t: (self.counter(t), len(self._waiting[t]), t))
+        """Let the least-served waiting tenants through while the pool has room (the headroom
+        only to those below their share; when that holds everyone back, look again once the
+        tenants seen lately stop counting)."""
+        loop = asyncio.get_running_loop()
+        while self._waiting:
+            capacity, now = self.capacity(), loop.time()
+            allowed = [t for t in self._waiting if self._may_take(t, capacity, now)]
+            if not allowed:
+                if self.in_flight < capacity and self._timer is None:
+                    self._timer = loop.call_later(self.recent_s, self._timed_wake)
+                return
+            tenant = min(allowed, key=lambda t: (self.counter(t), len(self._waiting[t]), t))
             line = self._waiting[tenant]
             fut, cost = line.popleft()
             if not line:
@@ -92,9 +141,12 @@ class FairGate:
                 self._last_left = self.counter(tenant)
             if fut.done():  # cancelled meanwhile
                 continue
-            self.in_flight += 1
-            self._charge(tenant, cost)
+            self._take(tenant, cost)
             fut.set_result(None)
+
+    def _timed_wake(self) -> None:
+        self._timer = None
+        self.wake()
 
     def _drop(self, tenant: str, entry: tuple[asyncio.Future[None], float]) -> None:
         line = self._waiting.get(tenant)

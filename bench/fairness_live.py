@@ -337,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pool", type=int, default=0, help="N engine servers in a pool behind two gateways")
     ap.add_argument("--engine-threads", type=int, default=None,
                     help="--pool: compute threads per engine (default cores / N)")
+    ap.add_argument("--fair-reserve", type=int, default=0,
+                    help="--vllm: the gateway's pool_fair_reserve in the fair round (headroom slots)")
     ap.add_argument("--fair-slots", type=int, default=None,
                     help="--pool: the gateways' pool_fair_slots in the fair round (default --max-num-seqs)")
     ap.add_argument("--vllm", default=None, metavar="VENV",

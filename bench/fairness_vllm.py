@@ -8,7 +8,8 @@ open-loop arrivals (light tenant alone, then light plus a flooder at 4x its rate
             vLLM's own FCFS decides; its light-alone p99 is the solo figure
   gw-fcfs   through `fairgate serve`, the servers as a pool of kind vllm, no gateway queue
   gw-fair   the same with the gateway's fair queue (`pool_fair_slots`: requests wait at the
-            gateway in VTC order and go out when a replica has a free slot, late binding)
+            gateway in VTC order and go out when a replica has a free slot, late binding;
+            `--fair-reserve N`: the last N free slots only for a tenant below its share)
 
 Rounds alternate (direct, gw-fcfs, gw-fair, then the reverse). Throughput is vLLM's generated
 tokens per second during the flood phase (`vllm:generation_tokens_total` on /metrics). The last
@@ -74,8 +75,10 @@ async def vllm_drained(servers: list[str]) -> None:
             await asyncio.sleep(0.1)
 
 
-def gateway(workdir: str, servers: list[str], fair_slots: int | None) -> tuple[Proc, dict[str, dict[str, str]]]:
-    env = {"FAIRGATE_POOL_FAIR_SLOTS": str(fair_slots)} if fair_slots else {}
+def gateway(workdir: str, servers: list[str], fair_slots: int | None,
+            fair_reserve: int = 0) -> tuple[Proc, dict[str, dict[str, str]]]:
+    env = {"FAIRGATE_POOL_FAIR_SLOTS": str(fair_slots), "FAIRGATE_POOL_FAIR_RESERVE": str(fair_reserve)
+           } if fair_slots else {}
     gw = start_gateway(tempfile.mkdtemp(dir=workdir), env)
     keys = setup_pool(gw.url, servers, WEIGHTS, kind="vllm")
     return gw, {t: {"authorization": f"Bearer {k}"} for t, k in keys.items()}
@@ -105,7 +108,8 @@ def run_vllm(args: argparse.Namespace) -> dict:
                     entries: dict[str, str | list[str]] = {"light": servers, "flood": servers}
                     keys: dict[str, dict[str, str]] = {"light": {}, "flood": {}}
                 else:
-                    gw, keys = gateway(workdir, servers, args.max_num_seqs if name == "gw-fair" else None)
+                    gw, keys = gateway(workdir, servers, args.max_num_seqs if name == "gw-fair" else None,
+                                       args.fair_reserve)
                     round_es.callback(gw.stop)
                     entries = {"light": gw.url, "flood": gw.url}
                     if not capacity:
@@ -127,7 +131,8 @@ def run_vllm(args: argparse.Namespace) -> dict:
 
 def report(args: argparse.Namespace, results: dict[str, dict[str, Phase]], capacity: float) -> dict:
     print(f"path: client -> 2 vLLM CPU servers (direct, round robin) | -> gateway -> pool of kind vllm "
-          f"(gw-fcfs: no gateway queue; gw-fair: pool_fair_slots {args.max_num_seqs} per replica)")
+          f"(gw-fcfs: no gateway queue; gw-fair: pool_fair_slots {args.max_num_seqs} per replica, "
+          f"pool_fair_reserve {args.fair_reserve})")
     print(f"capacity {capacity:.1f} req/s; light {args.light_share * capacity:.2f} req/s, "
           f"flood {4 * args.light_share * capacity:.2f} req/s; {args.duration:.0f} s per phase")
     print_phases(results)
@@ -135,7 +140,7 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Phase]], capac
     solo50 = p(results["direct"]["alone"].ttft["light"], 50)
     fair, fcfs, direct = results["gw-fair"]["flood"], results["gw-fcfs"]["flood"], results["direct"]["flood"]
     out = {
-        "mode": "vllm", "capacity_req_s": round(capacity, 2),
+        "mode": "vllm", "fair_reserve": args.fair_reserve, "capacity_req_s": round(capacity, 2),
         "vllm_light_alone_ttft_p99_s": round(solo99, 4),
         "direct_light_ttft_p99_s": round(p(direct.ttft["light"], 99), 4),
         "fcfs_light_ttft_p99_s": round(p(fcfs.ttft["light"], 99), 4),

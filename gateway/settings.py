@@ -41,6 +41,10 @@ class Settings(BaseSettings):
     # (vLLM): at most this many requests out per replica, the rest wait in weighted-VTC order; None: off.
     # With redis_url the slots and the tenants' counters are the fleet's (gateway/request/pool_clock.py).
     pool_fair_slots: int | None = Field(default=None, ge=1, le=100_000)
+    # Of a pool's free slots under the fair queue, the last this many go only to a tenant below its
+    # weighted share (the local queue; the fleet's in Redis has none): a light tenant's request goes
+    # out at once instead of waiting for one of a flood's to end.
+    pool_fair_reserve: int = Field(default=0, ge=0, le=100_000)
     model: str | None = None  # model folder of the embedded engine
     served_model_name: str | None = None  # default: the model folder's name
     reasoning_parser: Literal["qwen3", "deepseek_r1", "gpt_oss"] | None = None  # the embedded engine's (fairgate engine --reasoning-parser)

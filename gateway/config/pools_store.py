@@ -62,9 +62,9 @@ def _tokenizer(folder: str) -> PromptEncoder:
     return Tokenizer(folder)
 
 
-def options_of(row: PoolRow, fair_slots: int | None = None) -> PoolOptions:
+def options_of(row: PoolRow, fair_slots: int | None = None, fair_reserve: int = 0) -> PoolOptions:
     return PoolOptions(policy=row.policy, load_factor=row.load_factor, max_kv_usage=row.max_kv_usage,  # type: ignore[arg-type]
-                       load_slack=row.load_slack, fair_slots=fair_slots)
+                       load_slack=row.load_slack, fair_slots=fair_slots, fair_reserve=fair_reserve)
 
 
 def keyer_of(row: PoolRow) -> PrefixKeyer:
@@ -99,14 +99,14 @@ async def load_pools(state: ConfigState, old: dict[str, Backend]) -> dict[str, t
         existing = old.get(row.name)
         keyer = await asyncio.to_thread(keyer_of, row)
         if isinstance(existing, PoolBackend) and existing.kind == row.kind and existing.model == row.model:
-            existing.options, existing.keyer = options_of(row, state.settings.pool_fair_slots), keyer
+            existing.options, existing.keyer = options_of(row, state.settings.pool_fair_slots, state.settings.pool_fair_reserve), keyer
             existing.update(cfg.replicas)
             out[row.name] = existing, row
             continue
         # the fair queue's counters and slots are the fleet's when replicas share Redis (pool_clock)
         ledger = state.pool_clock.ledger(row.name) if state.pool_clock is not None else None
         pool = PoolBackend(row.name, row.kind, cfg.replicas, _factory(state, row), state.http, model=row.model,
-                           keyer=keyer, options=options_of(row, state.settings.pool_fair_slots),
+                           keyer=keyer, options=options_of(row, state.settings.pool_fair_slots, state.settings.pool_fair_reserve),
                            weight_of=lambda tenant: state.fairness_weights.get(tenant, 1.0), ledger=ledger)
         out[row.name] = pool.start(), row
     return out

@@ -59,6 +59,39 @@ async def test_weights_share_the_slots() -> None:
     assert served.count("b") == 12 and served.count("a") == 4  # 3:1 while both wait
 
 
+async def test_the_headroom_lets_a_light_tenant_in_while_a_flood_holds_the_rest() -> None:
+    """Four slots, one of them headroom. Alone, the flood takes all four. Once a light tenant has
+    been seen lately, the flood holding three (over its half) waits for the fourth, and a light
+    request arriving then goes out at once, ahead of the flood's waiting ones; when the light
+    tenant has not been seen for `recent_s`, the flood's waiting request takes the slot."""
+    gate = FairGate(lambda: 4, lambda tenant: 1.0, lambda: 1, recent_s=0.2)
+    order: list[str] = []
+    hold = asyncio.Event()
+    alone = [asyncio.create_task(_run(gate, order, "flood", f"a{i}", hold)) for i in range(4)]
+    await asyncio.sleep(0)
+    assert gate.in_flight == 4 and gate.waiting == 0  # nobody else about: the headroom is the flood's
+    hold.set()
+    await asyncio.gather(*alone)
+    await _run(gate, order, "light", "l0")  # the light tenant is about from here
+    hold = asyncio.Event()
+    flood = [asyncio.create_task(_run(gate, order, "flood", f"f{i}", hold)) for i in range(5)]
+    await asyncio.sleep(0)
+    assert gate.in_flight == 3 and gate.waiting == 2  # the fourth slot is headroom now
+    light_hold = asyncio.Event()
+    light = asyncio.create_task(_run(gate, order, "light", "l1", light_hold))
+    await asyncio.sleep(0)
+    assert gate.in_flight == 4 and order[-1] == "l1"  # out at once, not behind f3 and f4
+    light_hold.set()
+    await light
+    await asyncio.sleep(0.05)
+    assert gate.in_flight == 3  # l1 ended: the light tenant is still about, its slot stays headroom
+    await asyncio.sleep(0.3)
+    assert gate.in_flight == 4 and order[-1] == "f3"  # no light request for recent_s: the flood's
+    hold.set()
+    await asyncio.gather(*flood)
+    assert gate.in_flight == 0 and gate.waiting == 0
+
+
 async def test_a_waiter_that_leaves_holds_no_slot() -> None:
     gate = FairGate(lambda: 1, lambda tenant: 1.0)
     order: list[str] = []
