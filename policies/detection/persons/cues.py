@@ -24,6 +24,7 @@ from fairgate.policies.detection.persons.lexicon import (
     NOT_NAMES,
     all_places,
     common_words,
+    plain_words,
 )
 from fairgate.policies.detection.special_categories_terms import starts_with_term
 
@@ -48,6 +49,8 @@ _SPACE = re.compile(r"[ \t]{1,3}")
 # what ends the sentence before a sign-off: a line end, a full stop, a dash, a comma
 _BREAKS = frozenset("\n.!?,—–-")
 _SENTENCE_END = re.compile(r"[.!?:][ \t]")
+_QUOTES = frozenset("'\"‘’“”«")
+_SENTENCE_GAPS = frozenset("^.N!?:~\"")  # `Doc.gap` marks before a sentence's first word
 _TAIL = re.compile(r"[\s\"'“”‘’.!?]*\Z")
 
 
@@ -133,6 +136,42 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
     # a surname after a cued given name ("eşim Yurii Melnyk")
     out += [i + 1 for i in out if _surname_after(doc, i)]
     return out
+
+
+def proper_given_names(doc: Doc, cands: list[int]) -> list[int]:
+    """Given names written as proper nouns: among the candidates `cands`, a capitalised word in
+    a mixed-case line that the lexicons know as a given name and as nothing ordinary (no common
+    word, place, village, organisation, title or people), mid-sentence, where Turkish
+    capitalises only a proper noun ("Onboarding'i Bilgehan yapsın"), or a chat's speaker: after
+    a time stamp ("[09:12] Suat: ...") or one of two or more such speakers' labels at lines'
+    starts ("Ayşe: ...", "Rojbin: ..."). Not quoted ("'Zeynep' serisi"), nor right after a
+    capitalised word that is no given name ("İnce Memed", "Tur Abdin")."""
+    infos, text = doc.infos(), doc.text
+    plain = plain_words()
+    out: list[int] = []
+    speakers: dict[str, int] = {}
+    for i in cands:
+        info = infos[i]
+        if info.shape != "C" or "g" not in info.flags or any(c in info.flags for c in "cpotv") \
+                or len(info.key) < 3 or info.key in NOT_NAMES or info.key in plain or doc.mode(i) != "mixed" \
+                or starts_with_term(info.key):
+            continue
+        start, end = doc.spans[i]
+        before = text[text.rfind("\n", 0, start) + 1 : start]
+        if text[end : end + 1] == ":" and not any(c.isalpha() for c in before):
+            if "]" in before:
+                out.append(i)
+            else:
+                speakers.setdefault(info.key, i)
+            continue  # a label: a field's ("Dönüş: 21.03") unless a chat's speaker
+        if i == 0 or doc.gap(i)[:1] in _SENTENCE_GAPS or text[start - 1] in _QUOTES:
+            continue
+        prev = infos[i - 1]
+        if prev.shape == "C" and "g" not in prev.flags and _spaced(doc, i - 1) \
+                and ("c" in prev.flags or (i > 1 and doc.gap(i - 1)[:1] not in _SENTENCE_GAPS)):
+            continue
+        out.append(i)
+    return out + (list(speakers.values()) if len(speakers) >= 2 else [])
 
 
 def _ends_clause(doc: Doc, i: int) -> bool:

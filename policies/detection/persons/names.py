@@ -20,6 +20,7 @@ from fairgate.policies.detection.persons.cues import (
     coordinated,
     cued_names,
     initials,
+    proper_given_names,
     repeated,
 )
 from fairgate.policies.detection.persons.features import CUES, Doc, candidates
@@ -99,6 +100,9 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
             cued = cued_names(doc, chunk)
             titled.update(cued)
             sure.update(cued)
+        proper = proper_given_names(doc, chunk)
+        titled.update(proper)
+        sure.update(proper)
         scored = _may_end_in_a_name(doc, chunk, titled)
         probs = tagger.scores(doc, scored)
         accepted = [i for i, p in zip(scored, probs, strict=True)
