@@ -152,3 +152,20 @@ def test_chat_speakers_at_lines_starts_are_names_when_two_or_more_speak() -> Non
     chat = "Rojbin: yarın geliyor musun?\nNevra: gelirim, saat kaçta?\nRojbin: onda."
     assert names(chat) == ["Rojbin", "Nevra", "Rojbin"]
     assert names("Rojbin: yarın geliyor musun?") == []  # one label alone may be a field's
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("depodaki tuncay yine geç kaldı, vardiyayı kim kapatacak", ["tuncay"]),
+    ("komşunun kızı nevra yarın düğün yapıyor", ["nevra"]),
+])
+def test_a_given_name_after_its_place_or_a_relation_is_a_name(text: str, expected: list[str]) -> None:
+    assert names(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Aşağıdaki WhatsApp mesajını resmi dile çevir.",
+    "geçici koruma kapsamındaki Suriyelilerin sayısı azaldı.",
+    "depodaki palet yarın gelir",
+])
+def test_what_stands_after_a_place_word_is_no_name_unless_a_given_name(text: str) -> None:
+    assert names(text) == []

@@ -49,6 +49,8 @@ _SPACE = re.compile(r"[ \t]{1,3}")
 # what ends the sentence before a sign-off: a line end, a full stop, a dash, a comma
 _BREAKS = frozenset("\n.!?,—–-")
 _SENTENCE_END = re.compile(r"[.!?:][ \t]")
+# "kasadaki emre", "grubumuzdaki yaren", "Resepsiyondaki Cansu": the one at a place, a team
+_AT_PLACE = re.compile(r"\w{3}[dt][ae]ki\Z")
 _QUOTES = frozenset("'\"‘’“”«")
 _SENTENCE_GAPS = frozenset("^.N!?:~\"")  # `Doc.gap` marks before a sentence's first word
 _TAIL = re.compile(r"[\s\"'“”‘’.!?]*\Z")
@@ -127,7 +129,8 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
         if prev in GREETINGS:
             if _nameish(doc, i, True) and _ends_clause(doc, i + _surname_after(doc, i)):
                 out.append(i)
-        elif prev not in _NOT_CUES and person_word(prev) and _spaced(doc, i - 1) and _nameish(doc, i, True):
+        elif prev not in _NOT_CUES and _spaced(doc, i - 1) and ((person_word(prev) and _nameish(doc, i, True))
+                                                               or (_AT_PLACE.search(prev) and _nameish(doc, i, False))):
             out.append(i)
         elif prev in NAMING and _spaced(doc, i - 1) and _named_word(doc, i, prev in _MY_NAME):
             out.append(i)  # "adım eftimya", "soyadım paraskevopulu", "adı sebahattin" (not "ismi oldu")
