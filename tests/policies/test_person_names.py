@@ -4,9 +4,17 @@ whole population; places, companies, streets and test fixtures are not people.""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from fairgate.policies.detection.persons.features import Doc, candidates, token_features
+from fairgate.policies.detection.persons.features import (
+    Doc,
+    _casing,
+    _counted,
+    candidates,
+    token_features,
+)
 from fairgate.policies.detection.persons.names import find_person_names
 from fairgate.policies.detection.persons.tagger import default_tagger
 from fairgate.policies.sensitivity import classify
@@ -99,3 +107,14 @@ def test_tagger_scores_are_probabilities_for_each_candidate() -> None:
 def test_a_name_inside_an_email_address_is_the_address_only() -> None:
     c = classify("yazışmalar için: berfin.aslan@ornekfirma.com.tr")
     assert c.kinds == ("email",)
+
+
+def test_the_ascii_shortcut_of_a_lines_casing_agrees_with_counting_every_letter() -> None:
+    # `_casing` answers "mixed" from ASCII lower-case letters alone when they are enough; the
+    # answer must be the one counting every letter (Turkish ones included) gives
+    rng = random.Random(7)
+    letters = "aAbBçÇğĞıIiİöÖşŞüÜzZ 0.,\ue000"
+    for _ in range(3000):
+        line = "".join(rng.choice(letters) for _ in range(rng.randint(1, 40)))
+        expected = "lower" if line == line.lower() else "caps" if line == line.upper() else _counted(line)
+        assert _casing(line) == expected, line
