@@ -169,3 +169,16 @@ def test_a_given_name_after_its_place_or_a_relation_is_a_name(text: str, expecte
 ])
 def test_what_stands_after_a_place_word_is_no_name_unless_a_given_name(text: str) -> None:
     assert names(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "Aydın'dan Selçuk'a giden yolda tabelalar eksik.",
+    "Güzergâh: Menemen – Aydın – Nazilli, dönüşte Selçuk'a uğrarız.",
+    "Erzincan-Kemah yolu onarım nedeniyle kapalı.",
+])
+def test_a_place_with_a_locative_or_a_route_of_places_is_no_person(text: str) -> None:
+    assert names(text) == []
+
+
+def test_a_titled_person_whose_name_is_a_place_is_still_one_with_a_locative() -> None:
+    assert names("Sayın Aydın'dan bir mesaj geldi.") == ["Aydın'dan"]
