@@ -15,7 +15,13 @@ from fairgate.policies.detection.persons.features import (
     candidates,
     token_features,
 )
-from fairgate.policies.detection.persons.names import find_person_names
+from fairgate.policies.detection.persons.lexicon import plain_words
+from fairgate.policies.detection.persons.names import (
+    MAX_CANDIDATES,
+    _plain_opener_alone,
+    _scan_candidates,
+    find_person_names,
+)
 from fairgate.policies.detection.persons.tagger import default_tagger
 from fairgate.policies.sensitivity import classify
 
@@ -118,3 +124,22 @@ def test_the_ascii_shortcut_of_a_lines_casing_agrees_with_counting_every_letter(
         line = "".join(rng.choice(letters) for _ in range(rng.randint(1, 40)))
         expected = "lower" if line == line.lower() else "caps" if line == line.upper() else _counted(line)
         assert _casing(line) == expected, line
+
+
+def test_a_plain_opener_alone_is_proved_nameless_by_the_full_scan() -> None:
+    # `_scan` skips its rules when the only candidate is a prompt's plain first word; on random
+    # prompts where it does, the full rules (`_scan_candidates`) must find no name either
+    rng = random.Random(11)
+    openers = sorted(plain_words())[:200]
+    words = ("ayşe", "mehmet", "kaya", "yılmaz", "bey", "hanım", "abla", "teyze", "eşim", "adım", "ile", "ve",
+             "hello", "five", "words", "istanbul", "selin'le", "gökhanla", "hacerin", "ahmet:", "@gamze", "merve'nin",
+             "Ayşe", "Kaya", "Bey", "S.K.", "0532", "in", "the", "a", "\n", ",", ".", "?")
+    fired = 0
+    for _ in range(4000):
+        text = rng.choice(openers).capitalize() + " " + " ".join(rng.choice(words) for _ in range(rng.randint(0, 9)))
+        doc = Doc.of(text)
+        cands = candidates(doc)
+        if doc.spans and cands == [0] and _plain_opener_alone(doc):
+            fired += 1
+            assert _scan_candidates(doc, cands, 16, MAX_CANDIDATES)[0] == [], text
+    assert fired > 300  # the shortcut was tried often enough to mean something

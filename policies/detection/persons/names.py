@@ -90,6 +90,30 @@ def _windows(text: str) -> list[tuple[int, int]]:
 def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int]:
     """Names in one window and the candidate budget left."""
     cands = candidates(doc)
+    if cands == [0] and _plain_opener_alone(doc):
+        return [], budget - 1  # "Say hello in five words": no rule below can find a name
+    return _scan_candidates(doc, cands, limit, budget)
+
+
+def _plain_opener_alone(doc: Doc) -> bool:
+    """The only candidate is a first word that is a prompt's plain word with no case suffix
+    ("Say", "Write", "Nasıl"), in mixed-case lines, before no capitalised word, in a text with
+    no honorific. Then every rule of `_scan_candidates` finds nothing: the tagger scores only a
+    word that can stand as a name alone or is joined to another candidate (`_may_end_in_a_name`:
+    a plain word cannot, and there is no other), a lexicon pair needs a capitalised second word,
+    a suffixed name a suffix, a title an honorific, a proper given name or a chat speaker no
+    plain word; cues and initials are read only past the first word, and the lower-case and
+    capitals rules (`_same_people`) only in such lines. A short prompt skips the set-up."""
+    modes, first = doc.modes(), doc.info(0)
+    if first.suffix or first.key not in plain_words() or "lower" in modes or "caps" in modes:
+        return False
+    if len(doc.spans) > 1 and doc.info(1).shape in "CU":
+        return False
+    return not any(info.key in HONORIFICS for info in doc.infos())
+
+
+def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tuple[list[tuple[int, int]], int]:
+    """Names in one window from its candidate tokens `cands`, and the candidate budget left."""
     out: list[tuple[int, int]] = []
     titled = set(_titled(doc))  # names by their context, joined with the tagger's tokens
     sure = set(titled)
