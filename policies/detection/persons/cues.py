@@ -53,7 +53,9 @@ _SENTENCE_END = re.compile(r"[.!?:][ \t]")
 _AT_PLACE = re.compile(r"\w{3}[dt][ae]ki\Z")
 _QUOTES = frozenset("'\"‘’“”«")
 _SENTENCE_GAPS = frozenset("^.N!?:~\"")  # `Doc.gap` marks before a sentence's first word
-_TAIL = re.compile(r"[\s\"'“”‘’.!?]*\Z")
+# after a sign-off: quotes and stops, or a comma and a number or class ("Meftun Kara, 0538 112
+# 90 47", "Özge, 11-B")
+_TAIL = re.compile(r"[\s\"'“”‘’.!?]*(?:,[ \t]*[+0-9(][0-9A-Za-z ()+\-/.]{0,24})?[\s.]*\Z")
 
 
 # every inflected form of an honorific that follows a name, folded
@@ -207,10 +209,11 @@ def _sign_off(doc: Doc) -> list[int]:
 
 
 def _sign_gap(gap: str) -> bool:
-    """A sentence ends in `gap` (no letters in it): a line end, a full stop, a dash, a comma, or
-    a symbol such as an emoji."""
+    """A sentence ends in `gap`: a line end, a full stop, a dash, a comma, or a symbol such as
+    an emoji. Letters in it are words that are no tokens (glued to digits or '/': "48600
+    Ortaca/Muğla. Irmak"): what stands after the last of them decides."""
     if any(c.isalpha() for c in gap):
-        return False
+        gap = gap[max(i for i, c in enumerate(gap) if c.isalnum()) + 1 :]
     return any(c in _BREAKS or not (c.isascii() or c.isspace()) for c in gap)
 
 
