@@ -143,3 +143,16 @@ def test_a_plain_opener_alone_is_proved_nameless_by_the_full_scan() -> None:
             fired += 1
             assert _scan_candidates(doc, cands, 16, MAX_CANDIDATES)[0] == [], text
     assert fired > 300  # the shortcut was tried often enough to mean something
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("KAZA TUTANAĞI: KARŞI TARAF SÜRÜCÜSÜ NURHAN ÖZKAN, PLAKA 45 EY 3307.", ["NURHAN ÖZKAN"]),
+    ("GENEL KURULDA ŞÜKRAN ALKAYA VE İDRİS BAYSAL YÖNETİME SEÇİLDİ.", ["ŞÜKRAN ALKAYA", "İDRİS BAYSAL"]),
+])
+def test_a_name_in_capitals_keeps_both_its_words(text: str, expected: list[str]) -> None:
+    assert [text[s:e] for s, e in find_person_names(text) or []] == expected
+
+
+def test_a_school_named_after_a_person_in_capitals_is_no_person() -> None:
+    text = "GÖREV YERİ: ŞEHİT ÖĞRETMEN ALİ GÜVEN İLKOKULU"
+    assert find_person_names(text) == []

@@ -131,6 +131,7 @@ def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tup
         probs = tagger.scores(doc, scored)
         accepted = [i for i, p in zip(scored, probs, strict=True)
                     if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)]
+        accepted += _uncased_partners(doc, accepted)
         out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}), sure)
         titled = set()
         if len(out) < limit and chunk and chunk[-1]:
@@ -203,6 +204,35 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
         if end - start < 3 or (first == last and first not in sure and not _single_name_ok(doc, first)):
             continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
         out.append((start, end))
+    return out
+
+
+_SURNAME_ENDS = ("oglu", "ogullari", "yan", "ian", "zade", "gil")
+
+
+def _uncased_partners(doc: Doc, accepted: list[int]) -> list[int]:
+    """In a line of capitals, the words joined to a token the tagger accepted
+    that complete a name with it: a common given name before it ("İSMET ÖZKAN", "ŞÜKRAN
+    ALKAYA") and a surname after it ("İDRİS BAYSAL", "SERDAR KUYUMCUOĞLU'NUN"). The tagger's
+    higher threshold there (no casing to go on) leaves such a partner out when its word is also
+    a common one. (Not in lower case: a chat's "annem tarikata", "bilen var" pair up so.)"""
+    out: list[int] = []
+    given, n = given_names(), len(doc.spans)
+    for i in accepted:
+        own = doc.info(i)
+        if doc.mode(i) != "caps" or own.suffix or not ("g" in own.flags or "s" in own.flags) \
+                or ("c" in own.flags and own.key not in given) or any(c in own.flags for c in "otp"):
+            continue
+        if i > 0 and _joined(doc, i - 1) and i - 1 not in accepted:
+            prev = doc.info(i - 1)
+            if "g" in prev.flags and not prev.suffix and ("c" not in prev.flags or prev.key in given) \
+                    and not any(c in prev.flags for c in "otp") and prev.key not in NOT_NAMES:
+                out.append(i - 1)
+        if i + 1 < n and _joined(doc, i) and i + 1 not in accepted:
+            nxt = doc.info(i + 1)
+            if ("s" in nxt.flags or nxt.key.endswith(_SURNAME_ENDS)) and not any(c in nxt.flags for c in "otp") \
+                    and nxt.key not in NOT_NAMES and nxt.key not in HEADINGS and len(nxt.key) >= 3:
+                out.append(i + 1)
     return out
 
 
