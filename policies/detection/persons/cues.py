@@ -50,7 +50,7 @@ _SPACE = re.compile(r"[ \t]{1,3}")
 _BREAKS = frozenset("\n.!?,—–-")
 _SENTENCE_END = re.compile(r"[.!?:][ \t]")
 # "kasadaki emre", "grubumuzdaki yaren", "Resepsiyondaki Cansu": the one at a place, a team
-_AT_PLACE = re.compile(r"\w{3}[dt][ae]ki\Z")
+_AT_PLACE = ("daki", "deki", "taki", "teki")
 _QUOTES = frozenset("'\"‘’“”«")
 _SENTENCE_GAPS = frozenset("^.N!?:~\"")  # `Doc.gap` marks before a sentence's first word
 # after a sign-off: quotes and stops, or a comma and a number or class ("Meftun Kara, 0538 112
@@ -131,8 +131,8 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
         if prev in GREETINGS:
             if _nameish(doc, i, True) and _ends_clause(doc, i + _surname_after(doc, i)):
                 out.append(i)
-        elif prev not in _NOT_CUES and _spaced(doc, i - 1) and ((person_word(prev) and _nameish(doc, i, True))
-                                                               or (_AT_PLACE.search(prev) and _nameish(doc, i, False))):
+        elif prev not in _NOT_CUES and ((relation := person_word(prev)) or (len(prev) > 6 and prev.endswith(_AT_PLACE))) \
+                and _spaced(doc, i - 1) and _nameish(doc, i, relation):
             out.append(i)
         elif prev in NAMING and _spaced(doc, i - 1) and _named_word(doc, i, prev in _MY_NAME):
             out.append(i)  # "adım eftimya", "soyadım paraskevopulu", "adı sebahattin" (not "ismi oldu")
