@@ -30,3 +30,16 @@ def test_full_name_and_surname_labels_hold_names_no_list_knows() -> None:
 
 def test_a_quoted_value_that_holds_more_than_a_name_is_no_name() -> None:
     assert _names('{"sku": "CKC-44", "name": "Çiçek desenli nevresim", "price": 749.00}') == []
+
+
+def test_a_surname_that_is_a_common_word_ends_a_field_after_a_given_name() -> None:
+    assert _names("INFO kayit yuklendi user_id=55 ad=Filiz Kumsal dosya=ok") == ["Filiz Kumsal"]
+    assert _names("ADI SOYADI: GÜLTEN YELKOVAN\nT.C. KİMLİK NO: yok") == ["GÜLTEN YELKOVAN"]
+    assert _names("Gönderen: Yıldız Tekstil San. ve Tic. Ltd. Şti.") == []  # the value goes on: a firm
+    assert _names("Alıcı: Yıldız Tekstil") == []  # a trade word makes it a firm
+
+
+def test_a_surnames_ending_makes_an_unknown_word_a_surname() -> None:
+    # no lexicon knows either word; only the ending says the second is a surname
+    assert _names('{"customer": {"name": "Vrej Tavityan", "phone": ""}}') == ["Vrej Tavityan"]
+    assert _names('{"customer": {"name": "Vrej Tavitler", "phone": ""}}') == []

@@ -4,10 +4,24 @@ whole population; places, companies, streets and test fixtures are not people.""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from fairgate.policies.detection.persons.features import Doc, candidates, token_features
-from fairgate.policies.detection.persons.names import find_person_names
+from fairgate.policies.detection.persons.features import (
+    Doc,
+    _casing,
+    _counted,
+    candidates,
+    token_features,
+)
+from fairgate.policies.detection.persons.lexicon import plain_words
+from fairgate.policies.detection.persons.names import (
+    MAX_CANDIDATES,
+    _plain_opener_alone,
+    _scan_candidates,
+    find_person_names,
+)
 from fairgate.policies.detection.persons.tagger import default_tagger
 from fairgate.policies.sensitivity import classify
 
@@ -99,3 +113,46 @@ def test_tagger_scores_are_probabilities_for_each_candidate() -> None:
 def test_a_name_inside_an_email_address_is_the_address_only() -> None:
     c = classify("yazışmalar için: berfin.aslan@ornekfirma.com.tr")
     assert c.kinds == ("email",)
+
+
+def test_the_ascii_shortcut_of_a_lines_casing_agrees_with_counting_every_letter() -> None:
+    # `_casing` answers "mixed" from ASCII lower-case letters alone when they are enough; the
+    # answer must be the one counting every letter (Turkish ones included) gives
+    rng = random.Random(7)
+    letters = "aAbBçÇğĞıIiİöÖşŞüÜzZ 0.,\ue000"
+    for _ in range(3000):
+        line = "".join(rng.choice(letters) for _ in range(rng.randint(1, 40)))
+        expected = "lower" if line == line.lower() else "caps" if line == line.upper() else _counted(line)
+        assert _casing(line) == expected, line
+
+
+def test_a_plain_opener_alone_is_proved_nameless_by_the_full_scan() -> None:
+    # `_scan` skips its rules when the only candidate is a prompt's plain first word; on random
+    # prompts where it does, the full rules (`_scan_candidates`) must find no name either
+    rng = random.Random(11)
+    openers = sorted(plain_words())[:200]
+    words = ("ayşe", "mehmet", "kaya", "yılmaz", "bey", "hanım", "abla", "teyze", "eşim", "adım", "ile", "ve",
+             "hello", "five", "words", "istanbul", "selin'le", "gökhanla", "hacerin", "ahmet:", "@gamze", "merve'nin",
+             "Ayşe", "Kaya", "Bey", "S.K.", "0532", "in", "the", "a", "\n", ",", ".", "?")
+    fired = 0
+    for _ in range(4000):
+        text = rng.choice(openers).capitalize() + " " + " ".join(rng.choice(words) for _ in range(rng.randint(0, 9)))
+        doc = Doc.of(text)
+        cands = candidates(doc)
+        if doc.spans and cands == [0] and _plain_opener_alone(doc):
+            fired += 1
+            assert _scan_candidates(doc, cands, 16, MAX_CANDIDATES)[0] == [], text
+    assert fired > 300  # the shortcut was tried often enough to mean something
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("KAZA TUTANAĞI: KARŞI TARAF SÜRÜCÜSÜ NURHAN ÖZKAN, PLAKA 45 EY 3307.", ["NURHAN ÖZKAN"]),
+    ("GENEL KURULDA ŞÜKRAN ALKAYA VE İDRİS BAYSAL YÖNETİME SEÇİLDİ.", ["ŞÜKRAN ALKAYA", "İDRİS BAYSAL"]),
+])
+def test_a_name_in_capitals_keeps_both_its_words(text: str, expected: list[str]) -> None:
+    assert [text[s:e] for s, e in find_person_names(text) or []] == expected
+
+
+def test_a_school_named_after_a_person_in_capitals_is_no_person() -> None:
+    text = "GÖREV YERİ: ŞEHİT ÖĞRETMEN ALİ GÜVEN İLKOKULU"
+    assert find_person_names(text) == []

@@ -69,3 +69,16 @@ def test_common_given_names_that_are_words_too_in_lines_without_casing(text: str
 
 def test_two_common_words_joined_by_ile_are_no_names() -> None:
     assert names("yarın ekmek ile peynir alalım, akşam misafir var") == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Sokak lambası yanmıyor. Adres: Çamlık yolu 4, 48600 Ortaca/Muğla. Nurcan", ["Nurcan"]),
+    ("İade yapılmadı, iki haftadır ses yok. Nurcan Aydoğdu, 0538 112 90 47", ["Nurcan Aydoğdu"]),
+    ("Formu nereden alabiliriz? - Nurcan, 11-B", ["Nurcan"]),
+])
+def test_a_sign_off_after_an_address_or_before_a_number_or_class(text: str, expected: list[str]) -> None:
+    assert [text[s:e] for s, e in find_person_names(text) or []] == expected
+
+
+def test_a_common_word_before_a_number_is_no_sign_off() -> None:
+    assert find_person_names("İade yapılmadı, iki haftadır ses yok. Müşteri hizmetleri, 0538 112 90 47") == []

@@ -127,3 +127,58 @@ def test_regions_pets_and_prophets_are_no_private_person(text: str) -> None:
 
 def test_a_person_after_a_region_word_is_still_a_person() -> None:
     assert names("Müşterimiz Asya Korkmaz siparişini iptal etti.") == ["Asya Korkmaz"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Toplantı notlarını Kerimcan alsın, ben sunumu hazırlarım.", ["Kerimcan"]),
+    ("Bugün çok yoruldum 😞 Nevra yarın gelecek, ona sorarız.", ["Nevra"]),
+    ("[10:41] Rojbin: yarın izinliyim, kusura bakmayın.", ["Rojbin"]),
+])
+def test_a_given_name_written_as_a_proper_noun_mid_sentence_is_a_name(text: str, expected: list[str]) -> None:
+    assert names(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Yeni 'Nevra' serisi havlular mağazalarda.",  # a product's quoted name
+    "Kayıt notu (iade)\nDönüş: 21.03.2025, otogar",  # a field's label at a line's start
+    "Bu akşam Kürt Rojbin dansı var dediler.",  # after a capitalised word that is no given name
+    "Rojbin yarın gelir mi bilmiyorum.",  # a sentence's start says nothing by its capital
+])
+def test_a_given_name_word_that_is_no_proper_noun_mid_sentence_is_not(text: str) -> None:
+    assert "Rojbin" not in names(text) and "Nevra" not in names(text) and "Dönüş" not in names(text)
+
+
+def test_chat_speakers_at_lines_starts_are_names_when_two_or_more_speak() -> None:
+    chat = "Rojbin: yarın geliyor musun?\nNevra: gelirim, saat kaçta?\nRojbin: onda."
+    assert names(chat) == ["Rojbin", "Nevra", "Rojbin"]
+    assert names("Rojbin: yarın geliyor musun?") == []  # one label alone may be a field's
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("depodaki tuncay yine geç kaldı, vardiyayı kim kapatacak", ["tuncay"]),
+    ("komşunun kızı nevra yarın düğün yapıyor", ["nevra"]),
+])
+def test_a_given_name_after_its_place_or_a_relation_is_a_name(text: str, expected: list[str]) -> None:
+    assert names(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Aşağıdaki WhatsApp mesajını resmi dile çevir.",
+    "geçici koruma kapsamındaki Suriyelilerin sayısı azaldı.",
+    "depodaki palet yarın gelir",
+])
+def test_what_stands_after_a_place_word_is_no_name_unless_a_given_name(text: str) -> None:
+    assert names(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "Aydın'dan Selçuk'a giden yolda tabelalar eksik.",
+    "Güzergâh: Menemen – Aydın – Nazilli, dönüşte Selçuk'a uğrarız.",
+    "Erzincan-Kemah yolu onarım nedeniyle kapalı.",
+])
+def test_a_place_with_a_locative_or_a_route_of_places_is_no_person(text: str) -> None:
+    assert names(text) == []
+
+
+def test_a_titled_person_whose_name_is_a_place_is_still_one_with_a_locative() -> None:
+    assert names("Sayın Aydın'dan bir mesaj geldi.") == ["Aydın'dan"]

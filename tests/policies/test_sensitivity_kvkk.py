@@ -136,3 +136,13 @@ def test_quality_per_kind_on_generated_set() -> None:
         assert scores[kind].labelled >= 80, (kind, report)
         assert scores[kind].recall >= (0.99 if kind in STRUCTURED else 0.95), (kind, report)
         assert scores[kind].precision >= 0.97, (kind, report)
+
+
+def test_a_number_under_a_tax_number_column_is_a_tax_number_not_a_phone() -> None:
+    # 5547489207 is a valid VKN and has a Turkish mobile's shape (5xx without the 0)
+    text = "ad_soyad,vkn,il\nTuran Kocabas,5547489207,Corum"
+    kinds = {(f.kind, text[f.start:f.end]) for f in classify(text).findings}
+    assert ("vkn", "5547489207") in kinds and ("phone", "5547489207") not in kinds
+    # the same number in prose is a phone
+    prose = "Beni 5547489207 numarasından arayabilirsiniz."
+    assert [(f.kind, prose[f.start:f.end]) for f in classify(prose).findings] == [("phone", "5547489207")]

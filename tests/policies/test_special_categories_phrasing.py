@@ -137,3 +137,15 @@ def test_more_health_and_genetic_phrasings(text: str, kind: str) -> None:
 
 def test_a_fever_in_general_advice_stays_routable() -> None:
     assert not classify("Çocuklarda ateşi yükselen durumlarda bol sıvı verilmelidir.").sensitive
+
+
+@pytest.mark.parametrize("text", [
+    "yeni gelen fizik öğretmeni çarşafla derse giriyo diye veliler şikayet etmiş",  # "derse": a lesson's dative
+    "Komşunun babası da sarıkla geziyor artık.",  # "sarıkla": the turban with an ending
+])
+def test_religious_dress_of_a_person_with_a_nouns_ending(text: str) -> None:
+    assert "appearance" in kinds(text)
+
+
+def test_an_aorist_conditional_still_makes_a_statement_general() -> None:
+    assert "appearance" not in kinds("Bir öğretmen çarşafla derse girerse ne olur, kurallar ne diyor?")

@@ -24,6 +24,7 @@ from fairgate.policies.detection.persons.lexicon import (
     NOT_NAMES,
     all_places,
     common_words,
+    plain_words,
 )
 from fairgate.policies.detection.special_categories_terms import starts_with_term
 
@@ -48,7 +49,13 @@ _SPACE = re.compile(r"[ \t]{1,3}")
 # what ends the sentence before a sign-off: a line end, a full stop, a dash, a comma
 _BREAKS = frozenset("\n.!?,—–-")
 _SENTENCE_END = re.compile(r"[.!?:][ \t]")
-_TAIL = re.compile(r"[\s\"'“”‘’.!?]*\Z")
+# "kasadaki emre", "grubumuzdaki yaren", "Resepsiyondaki Cansu": the one at a place, a team
+_AT_PLACE = ("daki", "deki", "taki", "teki")
+_QUOTES = frozenset("'\"‘’“”«")
+_SENTENCE_GAPS = frozenset("^.N!?:~\"")  # `Doc.gap` marks before a sentence's first word
+# after a sign-off: quotes and stops, or a comma and a number or class ("Meftun Kara, 0538 112
+# 90 47", "Özge, 11-B")
+_TAIL = re.compile(r"[\s\"'“”‘’.!?]*(?:,[ \t]*[+0-9(][0-9A-Za-z ()+\-/.]{0,24})?[\s.]*\Z")
 
 
 # every inflected form of an honorific that follows a name, folded
@@ -124,7 +131,8 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
         if prev in GREETINGS:
             if _nameish(doc, i, True) and _ends_clause(doc, i + _surname_after(doc, i)):
                 out.append(i)
-        elif prev not in _NOT_CUES and person_word(prev) and _spaced(doc, i - 1) and _nameish(doc, i, True):
+        elif prev not in _NOT_CUES and ((relation := person_word(prev)) or (len(prev) > 6 and prev.endswith(_AT_PLACE))) \
+                and _spaced(doc, i - 1) and _nameish(doc, i, relation):
             out.append(i)
         elif prev in NAMING and _spaced(doc, i - 1) and _named_word(doc, i, prev in _MY_NAME):
             out.append(i)  # "adım eftimya", "soyadım paraskevopulu", "adı sebahattin" (not "ismi oldu")
@@ -133,6 +141,42 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
     # a surname after a cued given name ("eşim Yurii Melnyk")
     out += [i + 1 for i in out if _surname_after(doc, i)]
     return out
+
+
+def proper_given_names(doc: Doc, cands: list[int]) -> list[int]:
+    """Given names written as proper nouns: among the candidates `cands`, a capitalised word in
+    a mixed-case line that the lexicons know as a given name and as nothing ordinary (no common
+    word, place, village, organisation, title or people), mid-sentence, where Turkish
+    capitalises only a proper noun ("Onboarding'i Bilgehan yapsın"), or a chat's speaker: after
+    a time stamp ("[09:12] Suat: ...") or one of two or more such speakers' labels at lines'
+    starts ("Ayşe: ...", "Rojbin: ..."). Not quoted ("'Zeynep' serisi"), nor right after a
+    capitalised word that is no given name ("İnce Memed", "Tur Abdin")."""
+    infos, text = doc.infos(), doc.text
+    plain = plain_words()
+    out: list[int] = []
+    speakers: dict[str, int] = {}
+    for i in cands:
+        info = infos[i]
+        if info.shape != "C" or "g" not in info.flags or any(c in info.flags for c in "cpotv") \
+                or len(info.key) < 3 or info.key in NOT_NAMES or info.key in plain or doc.mode(i) != "mixed" \
+                or starts_with_term(info.key):
+            continue
+        start, end = doc.spans[i]
+        before = text[text.rfind("\n", 0, start) + 1 : start]
+        if text[end : end + 1] == ":" and not any(c.isalpha() for c in before):
+            if "]" in before:
+                out.append(i)
+            else:
+                speakers.setdefault(info.key, i)
+            continue  # a label: a field's ("Dönüş: 21.03") unless a chat's speaker
+        if i == 0 or doc.gap(i)[:1] in _SENTENCE_GAPS or text[start - 1] in _QUOTES:
+            continue
+        prev = infos[i - 1]
+        if prev.shape == "C" and "g" not in prev.flags and _spaced(doc, i - 1) \
+                and ("c" in prev.flags or (i > 1 and doc.gap(i - 1)[:1] not in _SENTENCE_GAPS)):
+            continue
+        out.append(i)
+    return out + (list(speakers.values()) if len(speakers) >= 2 else [])
 
 
 def _ends_clause(doc: Doc, i: int) -> bool:
@@ -165,10 +209,11 @@ def _sign_off(doc: Doc) -> list[int]:
 
 
 def _sign_gap(gap: str) -> bool:
-    """A sentence ends in `gap` (no letters in it): a line end, a full stop, a dash, a comma, or
-    a symbol such as an emoji."""
+    """A sentence ends in `gap`: a line end, a full stop, a dash, a comma, or a symbol such as
+    an emoji. Letters in it are words that are no tokens (glued to digits or '/': "48600
+    Ortaca/Muğla. Irmak"): what stands after the last of them decides."""
     if any(c.isalpha() for c in gap):
-        return False
+        gap = gap[max(i for i, c in enumerate(gap) if c.isalnum()) + 1 :]
     return any(c in _BREAKS or not (c.isascii() or c.isspace()) for c in gap)
 
 

@@ -24,6 +24,7 @@ _GAP_KEEP = re.compile(r"[^.,;:!?()\"\n\-/|=\[\]{}<>*#0-9]")
 # str.translate tables that drop the letters counted (a third of a character class's findall)
 _DROP_UPPER = dict.fromkeys(map(ord, "ABCDEFGHIJKLMNOPQRSTUVWXYZÇĞİÖŞÜ"))
 _DROP_LOWER = dict.fromkeys(map(ord, "abcdefghijklmnopqrstuvwxyzçğıöşü"))
+_ASCII_LOWER = b"abcdefghijklmnopqrstuvwxyz"
 
 
 @dataclass(slots=True, frozen=True)
@@ -39,6 +40,15 @@ def _casing(line: str) -> str:
         return "lower"
     if line == line.upper():
         return "caps"
+    ascii_only = line.encode("ascii", "ignore")
+    if 3 * (len(ascii_only) - len(ascii_only.translate(None, _ASCII_LOWER))) >= len(line):
+        return "mixed"  # enough ASCII lower-case letters alone: prose (one C pass; `_counted` settles the rest)
+    return _counted(line)
+
+
+def _counted(line: str) -> str:
+    """The casing of a line that is neither all lower case nor all capitals, by counting its
+    lower-case and capital letters (Turkish ones included)."""
     low = len(line) - len(line.translate(_DROP_LOWER))
     if 3 * low >= len(line):  # prose: capitals cannot outnumber twice the lower-case letters
         return "mixed"

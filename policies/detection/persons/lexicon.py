@@ -15,7 +15,8 @@ _DATA = Path(__file__).resolve().parents[1] / "data" / "names"
 ORG_WORDS = frozenset(fold_key(w) for w in (
     "a.ş a.s aş as ltd şti sti ltd.şti tic san holding bankası bankasi bank grup group inc gmbh llc "
     "belediyesi müdürlüğü başkanlığı bakanlığı kaymakamlığı valiliği hastanesi üniversitesi fakültesi "
-    "vakfı derneği sendikası odası kooperatifi okulu lisesi camii kilisesi merkezi enstitüsü şirketi "
+    "vakfı derneği sendikası odası kooperatifi okulu lisesi ilkokulu ortaokulu anaokulu camii kilisesi "
+    "merkezi enstitüsü şirketi "
     "mahallesi mah mh caddesi cad cd sokak sokağı sok sk bulvarı blv köyü mevkii parkı meydanı havalimanı "
     "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı "
     # events, treaties and sites named after people or places ("Kurtuluş Savaşı", "Zeus Mağarası")

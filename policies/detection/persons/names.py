@@ -20,6 +20,7 @@ from fairgate.policies.detection.persons.cues import (
     coordinated,
     cued_names,
     initials,
+    proper_given_names,
     repeated,
 )
 from fairgate.policies.detection.persons.features import CUES, Doc, candidates
@@ -89,6 +90,30 @@ def _windows(text: str) -> list[tuple[int, int]]:
 def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int]:
     """Names in one window and the candidate budget left."""
     cands = candidates(doc)
+    if cands == [0] and _plain_opener_alone(doc):
+        return [], budget - 1  # "Say hello in five words": no rule below can find a name
+    return _scan_candidates(doc, cands, limit, budget)
+
+
+def _plain_opener_alone(doc: Doc) -> bool:
+    """The only candidate is a first word that is a prompt's plain word with no case suffix
+    ("Say", "Write", "Nasıl"), in mixed-case lines, before no capitalised word, in a text with
+    no honorific. Then every rule of `_scan_candidates` finds nothing: the tagger scores only a
+    word that can stand as a name alone or is joined to another candidate (`_may_end_in_a_name`:
+    a plain word cannot, and there is no other), a lexicon pair needs a capitalised second word,
+    a suffixed name a suffix, a title an honorific, a proper given name or a chat speaker no
+    plain word; cues and initials are read only past the first word, and the lower-case and
+    capitals rules (`_same_people`) only in such lines. A short prompt skips the set-up."""
+    modes, first = doc.modes(), doc.info(0)
+    if first.suffix or first.key not in plain_words() or "lower" in modes or "caps" in modes:
+        return False
+    if len(doc.spans) > 1 and doc.info(1).shape in "CU":
+        return False
+    return not any(info.key in HONORIFICS for info in doc.infos())
+
+
+def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tuple[list[tuple[int, int]], int]:
+    """Names in one window from its candidate tokens `cands`, and the candidate budget left."""
     out: list[tuple[int, int]] = []
     titled = set(_titled(doc))  # names by their context, joined with the tagger's tokens
     sure = set(titled)
@@ -99,10 +124,14 @@ def _scan(doc: Doc, limit: int, budget: int) -> tuple[list[tuple[int, int]], int
             cued = cued_names(doc, chunk)
             titled.update(cued)
             sure.update(cued)
+        proper = proper_given_names(doc, chunk)
+        titled.update(proper)
+        sure.update(proper)
         scored = _may_end_in_a_name(doc, chunk, titled)
         probs = tagger.scores(doc, scored)
         accepted = [i for i, p in zip(scored, probs, strict=True)
                     if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)]
+        accepted += _uncased_partners(doc, accepted)
         out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}), sure)
         titled = set()
         if len(out) < limit and chunk and chunk[-1]:
@@ -175,6 +204,35 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
         if end - start < 3 or (first == last and first not in sure and not _single_name_ok(doc, first)):
             continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
         out.append((start, end))
+    return out
+
+
+_SURNAME_ENDS = ("oglu", "ogullari", "yan", "ian", "zade", "gil")
+
+
+def _uncased_partners(doc: Doc, accepted: list[int]) -> list[int]:
+    """In a line of capitals, the words joined to a token the tagger accepted
+    that complete a name with it: a common given name before it ("İSMET ÖZKAN", "ŞÜKRAN
+    ALKAYA") and a surname after it ("İDRİS BAYSAL", "SERDAR KUYUMCUOĞLU'NUN"). The tagger's
+    higher threshold there (no casing to go on) leaves such a partner out when its word is also
+    a common one. (Not in lower case: a chat's "annem tarikata", "bilen var" pair up so.)"""
+    out: list[int] = []
+    given, n = given_names(), len(doc.spans)
+    for i in accepted:
+        own = doc.info(i)
+        if doc.mode(i) != "caps" or own.suffix or not ("g" in own.flags or "s" in own.flags) \
+                or ("c" in own.flags and own.key not in given) or any(c in own.flags for c in "otp"):
+            continue
+        if i > 0 and _joined(doc, i - 1) and i - 1 not in accepted:
+            prev = doc.info(i - 1)
+            if "g" in prev.flags and not prev.suffix and ("c" not in prev.flags or prev.key in given) \
+                    and not any(c in prev.flags for c in "otp") and prev.key not in NOT_NAMES:
+                out.append(i - 1)
+        if i + 1 < n and _joined(doc, i) and i + 1 not in accepted:
+            nxt = doc.info(i + 1)
+            if ("s" in nxt.flags or nxt.key.endswith(_SURNAME_ENDS)) and not any(c in nxt.flags for c in "otp") \
+                    and nxt.key not in NOT_NAMES and nxt.key not in HEADINGS and len(nxt.key) >= 3:
+                out.append(i + 1)
     return out
 
 

@@ -11,8 +11,9 @@ from functools import lru_cache
 
 from fairgate.policies.detection.gazetteer import provinces
 from fairgate.policies.detection.persons.cues import HONORIFICS
-from fairgate.policies.detection.persons.features import Doc
+from fairgate.policies.detection.persons.features import CUES, Doc
 from fairgate.policies.detection.persons.lexicon import (
+    TITLES,
     TRADE_WORDS,
     public_name_parts,
     public_names,
@@ -81,8 +82,20 @@ def only_places(doc: Doc, first: int, last: int) -> bool:
             return True  # "Orta Asya'ya", "Kuzey Afrika", "Doğu Karadeniz": a region
         if before.key.startswith(_PET):
             return True  # "kedimiz Pamuk'u", "köpeğim Karamel": an animal's name
-    return all((f := doc.info(i).flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
+    infos = doc.infos()
+    if first == last and infos[first].suffix in _AT_FROM and "p" in infos[first].flags \
+            and not (first > 0 and (infos[first - 1].key in CUES or infos[first - 1].key in TITLES)):
+        return True  # "Alsancak'ta", "Aydın'dan": a place's locative or ablative
+    if last > first and all("p" in infos[i].flags for i in range(first, last + 1)) \
+            and all(_DASH.search(doc.text, doc.spans[i][1], doc.spans[i + 1][0]) for i in range(first, last)):
+        return True  # "Selçuk – Aydın – Nazilli", "Erzincan-Kemah": a route
+    return all((f := infos[i].flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
                for i in range(first, last + 1))
+
+
+# folded locative and ablative endings after an apostrophe (and "-daki", "the one at")
+_AT_FROM = frozenset(("da", "de", "ta", "te", "dan", "den", "tan", "ten", "daki", "deki", "taki", "teki"))
+_DASH = re.compile(r"[-–—]")
 
 
 @lru_cache(maxsize=1)
