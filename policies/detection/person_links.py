@@ -49,8 +49,8 @@ _AGENT = re.compile(r"\w+[cç][ıiuü](?:s[ıiuü]|n[ıi]n|y[ae]|[ıiuü]m[ıi]z
 _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-lik", a plural alone
 # "ablamlar", "annemlere": a first-person relative's plural is that relative and their family
 _MY_FOLKS = re.compile(r"ml[ae]r")
-_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)",  # diyabetim, seansım
-                        re.IGNORECASE)
+_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)"  # diyabetim, seansım
+                        r"|(?<=[aeıioöuü])m(?!\w)", re.IGNORECASE)  # a vowel's "my": "sabıkam", "protezim"
 # a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
 _OUR_BODY = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
 # a body's own word, then "our ..." ("dernek hesaplarımız"): the body speaking, not the first person
@@ -143,6 +143,7 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
         return True  # "kayınvalidem ..., biri sorarsa ...": my relative, whatever else the sentence says
     return (relation or (not body and bool(_PATTERNS.search(text, lo, hi)))
             or _role_at_place(text, lo, hi)) and not _GENERIC.search(text, lo, hi)
+
 
 
 def _role_at_place(text: str, lo: int, hi: int) -> bool:

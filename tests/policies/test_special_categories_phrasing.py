@@ -149,3 +149,14 @@ def test_religious_dress_of_a_person_with_a_nouns_ending(text: str) -> None:
 
 def test_an_aorist_conditional_still_makes_a_statement_general() -> None:
     assert "appearance" not in kinds("Bir öğretmen çarşafla derse girerse ne olur, kurallar ne diyor?")
+
+
+def test_an_exact_ethnonym_in_turkish_capitals() -> None:
+    """'=süryani' keeps its ü exact, and its i also matches the capital İ ('SÜRYANİ')."""
+    assert "ethnicity" in kinds("KİRACI ADAYIMIZ YUHANON ASLAN SÜRYANİ OLDUĞU İÇİN EV SAHİBİ VAZGEÇMİŞ.")
+    assert "ethnicity" not in kinds("KURT SÜRÜSÜ KÖYE İNDİ, JANDARMA UYARDI.")
+
+
+def test_my_after_a_vowel_is_the_first_person() -> None:
+    assert "criminal" in kinds("18 yaşında hırsızlıktan sabıkam oldu, şimdi iş bulamıyorum.")
+    assert "criminal" not in kinds("Sabıka kaydı e-Devlet üzerinden alınır.")
