@@ -21,7 +21,6 @@ from fairgate.policies.detection.special_categories_terms import CATEGORIES, ter
 from fairgate.policies.detection.special_scorer import learned_terms
 
 SPECIAL_KINDS = CATEGORIES
-LEARNED_THRESHOLD = (0.8, 0.97)  # the learned scorer's probability for a rare word, an everyday one
 
 
 def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[int, int]] = (),
@@ -48,7 +47,7 @@ def _terms_in(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[int,
     no lexicon term or name stands, in text order."""
     terms = [(kind, s, e) for s, e in hits if (kind := term_at(text, s, e)) is not None]
     taken = sorted([(s, e) for _, s, e in terms] + list(names))
-    learned = [t for t in learned_terms(text, LEARNED_THRESHOLD)
+    learned = [t for t in learned_terms(text)
                if not any(s < t[2] and t[1] < e for s, e in taken)]
     return sorted(terms + learned, key=lambda t: t[1]) if learned else terms
 

@@ -51,7 +51,9 @@ def test_nonsense_scores_none_next_to_a_category_word() -> None:
 
 def test_learned_terms_give_word_spans() -> None:
     text = "Yeğenim geçen hafta kolesistektomi oldu."
-    assert learned_terms(text, (0.8, 0.97)) == [("health", 20, 34)]
+    assert learned_terms(text) == [("health", 20, 34)]
+    assert learned_terms(f"{text} (KOLESİSTEKTOMİ) kolesistektomi") == [
+        ("health", 20, 34), ("health", 42, 56), ("health", 58, 72)]
 
 
 def test_a_learned_word_tied_to_a_person_is_flagged() -> None:
