@@ -62,12 +62,16 @@ _EN_1P = re.compile(r"(?<!\w)(?:I am|I'm|I have|I've been|I was|my|diagnosed)(?:
 _GENERIC = re.compile(
     r"(?<!\w)(?:herkes\w*|hiçbir|genellikle|çoğunlukla|bazı|kişiler\w*|hastalar\w*|insanlar\w*|bireyler\w*|"
     # (an aorist's conditional needs a verb stem of two letters or more: "giderse", not "derse", a lesson's dative)
-    r"\w{2,}(?:[ıiuü]rsa|[ıiuü]rse|[ae]rsa|[ae]rse)|\w+(?:yorsa|varsa|yoksa|abilir|ebilir|malıdır|melidir|malı|meli)|"
+    r"\w{2,}(?:[ıiuü]rsa|[ıiuü]rse|[ae]rsa|[ae]rse)|\w+(?:yorsa|varsa|yoksa|malıdır|melidir|malı|meli)|"
+    # a possibility, but not a request ("erteleyebilir miyim", "gelebilir misiniz")
+    r"\w+(?:abilir|ebilir)(?![ \t]+m[ıi](?:y[ıi]m|s[ıi]n|y[ıi]z))|"
     r"gerekir|nedir|nelerdir|"
     # counts and statistics about groups ("sendikalı işçi sayısı", "hükümlülerin büyük bölümü")
     r"istatisti\w*|bilanço\w*|şüpheliler\w*|hükümlüler\w*|tutuklular\w*|sürücüler\w*|bunları\w*|"
     r"yakınları\w*|dikkatine|[0-9]+[ \t]+(?:bin|milyon)|"
     r"işçiler\w*|çalışanlar\w*|vatandaşlar\w*|sendikalar\w*|mahkumlar\w*)(?!\w)", re.IGNORECASE)
+# a question about my own case, a request ("erteleyebilir miyim?", "alabilir misiniz?"): not a topic's
+_MY_REQUEST = re.compile(r"(?<!\w)m[ıi](?:y[ıi]m|y[ıi]z|s[ıi]n[ıi]z)(?!\w)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n](?:[ \t]|\Z)")
 # a relative in the first person ("eşim", "kayınvalidemin", "annemle"): a particular person
 _MY_RELATION = re.compile(
@@ -175,8 +179,8 @@ def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names:
 def _question_or_general(text: str, lo: int, hi: int) -> bool:
     """The sentence is a question or a general statement ("HIV nasıl bulaşır?", "Diyabet
     hastaları ne yemeli"): about the topic, not about the person named before it."""
-    return "?" in text[lo : hi + 1] or _GENERIC.search(text, lo, hi) is not None \
-        or _TOPIC.search(text, lo, hi) is not None
+    asks = "?" in text[lo : hi + 1] and not _MY_REQUEST.search(text, lo, hi)
+    return asks or _GENERIC.search(text, lo, hi) is not None or _TOPIC.search(text, lo, hi) is not None
 
 
 def _previous_sentence(text: str, name_end: int, lo: int) -> bool:

@@ -160,3 +160,9 @@ def test_an_exact_ethnonym_in_turkish_capitals() -> None:
 def test_my_after_a_vowel_is_the_first_person() -> None:
     assert "criminal" in kinds("18 yaşında hırsızlıktan sabıkam oldu, şimdi iş bulamıyorum.")
     assert "criminal" not in kinds("Sabıka kaydı e-Devlet üzerinden alınır.")
+
+
+def test_a_request_about_my_own_case_is_not_a_general_question() -> None:
+    named = "Merhaba, ben Nursel Akgül. Geçen hafta meme kanseri teşhisi kondu, dersleri 2 ay erteleyebilir miyim?"
+    assert "health" in kinds(named)
+    assert "health" not in kinds("Ayşe Hanım sordu. Şeker hastaları meyve yiyebilir mi?")
