@@ -18,7 +18,6 @@ from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.person_links import tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.special_categories_terms import CATEGORIES, term_at
-from fairgate.policies.detection.special_scorer import learned_terms
 
 SPECIAL_KINDS = CATEGORIES
 
@@ -28,8 +27,9 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     """(category, start, end) for every special-category term tied to a person; `hits`: where
     the trigger pass saw a term; `names`: person names the name tagger found."""
     out: list[tuple[str, int, int]] = []
-    for kind, start, end in _terms_in(text, hits, names):
-        if _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end):
+    for start, end in hits:
+        kind = term_at(text, start, end)
+        if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end):
             continue
         last = out[-1] if out else None
         if last is not None and last[0] == kind and start - last[2] > 1 and _same_passage(text, last[2], start):
@@ -40,16 +40,6 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             if len(out) >= limit:
                 break
     return out
-
-
-def _terms_in(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[int, int]]) -> list[tuple[str, int, int]]:
-    """The lexicons' terms at `hits`, and the words the learned scorer puts in a category where
-    no lexicon term or name stands, in text order."""
-    terms = [(kind, s, e) for s, e in hits if (kind := term_at(text, s, e)) is not None]
-    taken = sorted([(s, e) for _, s, e in terms] + list(names))
-    learned = [t for t in learned_terms(text)
-               if not any(s < t[2] and t[1] < e for s, e in taken)]
-    return sorted(terms + learned, key=lambda t: t[1]) if learned else terms
 
 
 def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:

@@ -1,1 +1,2 @@
-"""Training side of the special-category word scorer (`policies/detection/special_scorer.py` runs it)."""
+"""The special-category word scorer: training (`train.py`) and run time (`scorer.py`), an experiment
+kept out of the detector (`models/special-scorer/README.md`)."""

@@ -1,5 +1,5 @@
-"""Train the special-category word scorer and write it where `policies/detection/special_scorer.py`
-loads it.
+"""Train the special-category word scorer (`scorer.py`; an experiment, not part of the detector:
+`models/special-scorer/README.md`).
 
 Examples are words (`special_scorer.WORD`, folded by `word_key`), each labelled with a KVKK
 Article 6 category or "none":
@@ -12,7 +12,7 @@ Article 6 category or "none":
 - every lexicon term's words (`data/special/*.txt`), bare and with common suffixes.
 Model: multinomial logistic regression (scikit-learn, training only) over the hashed-free
 feature strings of `word_features`, features seen at least twice. Writes
-`policies/detection/data/special_scorer/{features.txt,weights.npz}` (float16 table).
+`--out`/{features.txt,weights.npz} (float16 table).
 
     python -m tools.special_scorer.train [--parts dev+dev2+test+test2+test3+test4+test6] [--c 4]
 """
@@ -36,10 +36,9 @@ from fairgate.policies.detection.special_categories_terms import (
     starts_with_term,
     term_at,
 )
-from fairgate.policies.detection.special_scorer import WORD, word_features, word_key
+from tools.special_scorer.scorer import OUT, WORD, word_features, word_key
 
 ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "policies" / "detection" / "data" / "special_scorer"
 HANDWRITTEN = Path(__file__).with_name("handwritten.jsonl")
 CLASSES = ("none", *CATEGORIES)
 _SENTENCE = re.compile(r"[^.!?\n;]+")
@@ -138,9 +137,10 @@ def train(args: argparse.Namespace) -> dict[str, float]:
     table = model.coef_[order].T  # [features, classes]
     keep = np.abs(table).max(axis=1) >= _MIN_WEIGHT  # a feature that moves no class is dropped
     names, table = [n for n, k in zip(names, keep, strict=True) if k], table[keep].astype(np.float16)
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "features.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
-    np.savez_compressed(OUT / "weights.npz", table=table, bias=model.intercept_[order].astype(np.float32),
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "features.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
+    np.savez_compressed(out / "weights.npz", table=table, bias=model.intercept_[order].astype(np.float32),
                         classes=np.array(CLASSES))
     by_class = collections.Counter(label for _, label in examples)
     return {"examples": len(examples), "features": len(names), "seconds": round(time.time() - t0, 1),
@@ -153,6 +153,7 @@ def main() -> None:
                     help="realistic-set parts to learn from, joined by '+' (leave out a part to select on it)")
     ap.add_argument("--c", type=float, default=4.0, help="inverse L2 strength")
     ap.add_argument("--max-iter", type=int, default=300)
+    ap.add_argument("--out", default=str(OUT), help="folder for features.txt and weights.npz")
     print(json.dumps(train(ap.parse_args())))
 
 

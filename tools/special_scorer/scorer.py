@@ -1,21 +1,11 @@
-"""The learned special-category word scorer, run in numpy (trained by `tools/special_scorer/train.py`).
+"""The special-category word scorer's run time, in numpy (trained by `train.py`). Not part of the
+detector: wired into `policies/detection/special_categories.py` from commit 4129c12 to 148e702, it
+found nothing on unseen text once kept from everyday words (see `models/special-scorer/README.md`).
 
-The category lexicons (`special_categories_terms`) know the words someone listed; people write
-others ("apendektomi", "polisomnografi", "Ecevitçiydi", "Hanefi"). This model reads one word
-at a time, by its folded form, its prefixes (Turkish stems: "ameliyat" in "ameliyatından"),
-suffixes ("-ektomi", "-oskopi", "-cılık") and character 4-grams, and says which KVKK Article 6
-category (or none) the word belongs to: a softmax over a sparse linear layer (one row of
-per-category weights per known feature, summed). Whether the word is about a person is not its
-business: `special_categories` sends its words through the same person-link rules as the
-lexicon's.
-
-Cost: text is read as whitespace chunks, and a chunk's decision depends on the chunk alone, so
-it is cached: prose repeats its words, and a text whose chunks were all seen lately costs a
-split, a set and a set intersection (~45 µs/KB on the realistic rows, ~1.5% of the detector).
-A chunk not seen lately is scored only if its first five letters are a stem the model leans to
-a category on (~1,300 stems): most new words cost a set lookup, not features and a table pass
-(~750 µs/KB for text never seen before). Weights: `data/special_scorer/` (model card:
-`models/special-scorer/README.md`).
+It reads one word at a time, by its folded form, its prefixes, suffixes and character 4-grams,
+and says which KVKK Article 6 category (or none) the word belongs to: a softmax over a sparse
+linear layer. Text is read as whitespace chunks; a chunk's decision is cached; a new chunk is
+scored only if its first five letters are a stem the model leans to a category on.
 """
 
 from __future__ import annotations
@@ -29,16 +19,21 @@ import numpy as np
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.persons.lexicon import common_words, lexicon_flags
 
-_FOLDER = Path(__file__).with_name("data") / "special_scorer"
+OUT = Path("/tmp/special_scorer")  # where `train.py` writes the weights by default
 # a word of four letters or more, with an apostrophe's case suffix ("Alzheimer'ı")
 WORD = re.compile(r"(?<![\w'’])[^\W\d_]{4,}(?:['’][^\W\d_]{1,8})?(?![\w'’])")
 _APOSTROPHES = str.maketrans("", "", "'’")
 _PUNCTUATION = ".,;:!?()[]{}<>\"'«»“”‘’…*#|-–—/=+`~"  # stripped from a whitespace chunk's ends
 _CACHE_SIZE = 1 << 16
 MAX_NEW_WORDS = 4096  # chunks not in the cache read per text: a 1 MB random-letter soup costs no more
-# the probability a word needs: one no dictionary lists ("polisomnografi"), an everyday word,
-# whose sense the model cannot see ("kolon", "parti"); chosen on a part left out of training
-THRESHOLDS = (0.8, 0.97)
+# the probability a word needs ("polisomnografi"), chosen on a part left out of training; an
+# everyday word is never taken: the model cannot see its sense ("kolon", "parti", "kemik")
+THRESHOLD = 0.5
+# a verb's inflection (folded): the spans' verbs ("kullanıyorum", "giyiyordu", "yattı") are no
+# category words whatever the model learnt from them ("Ben iPhone kullanıyorum"); a noun's
+# "-ydı" is ("Ecevitçiydi")
+_VERB = re.compile(r"(?:[iu]yo(?:r\w{0,5})?|(?<!y)[dt][iu](?:m|n|k|niz|nuz|lar|ler)?|m[iu]s(?:im|sin|iz|lar|ler|tir)?|"
+                   r"[ae]c[ae][kg]\w{0,4}|m[ae]k|[ae]bil\w{0,6}|m[ae](?:s[iu]\w{0,4})?)$")  # (and "-me": "görme")
 _STEM = 5  # letters of the stem prefix that gates scoring
 _STEM_LEAN = 0.5  # how far a stem's weights lean from "none" to a category to be worth scoring
 
@@ -60,7 +55,7 @@ def word_features(key: str) -> list[str]:
 class SpecialScorer:
     """Category and probability of folded words; one vectorised pass for the uncached ones."""
 
-    def __init__(self, folder: Path = _FOLDER) -> None:
+    def __init__(self, folder: Path = OUT) -> None:
         names = (folder / "features.txt").read_text(encoding="utf-8").split("\n")
         self.vocab = {name: i for i, name in enumerate(names) if name}
         with np.load(folder / "weights.npz") as w:
@@ -87,7 +82,7 @@ class SpecialScorer:
         return [cache[k] for k in keys]
 
     def terms(self, text: str) -> list[tuple[str, int, int]]:
-        """(category, start, end) of every word of `text` taken for a category (`THRESHOLDS`,
+        """(category, start, end) of every word of `text` taken for a category (`THRESHOLD`,
         no given name or surname). Text is read as whitespace chunks, and each distinct chunk is
         decided once and cached: a text costs a split and two set operations, and only chunks
         not seen lately cost more (at most `MAX_NEW_WORDS` of them per text; the rest of a text
@@ -121,10 +116,10 @@ class SpecialScorer:
             else:
                 self._decided[chunk] = (0, 0, 0)
         keys = [word_key(w) for _, w, _ in words]
-        rare, common = THRESHOLDS
         flags = lexicon_flags()
         for (chunk, word, lead), key, (cls, p) in zip(words, keys, self.classify(keys), strict=True):
-            take = cls and p >= rare and (p >= common or not dictionary_word(key)) and not _name_letters(flags, word)
+            take = (cls and p >= THRESHOLD and not dictionary_word(key) and not _VERB.search(key)
+                    and not _name_letters(flags, word))
             self._decided[chunk] = (cls if take else 0, lead, lead + len(word))
             if take:
                 self._flagged.add(chunk)
@@ -158,16 +153,20 @@ def default_scorer() -> SpecialScorer:
 
 def dictionary_word(key: str) -> bool:
     """The folded word is an everyday word with a suffix or none: a lemma of the common-word
-    dictionary starts it, leaving at most seven letters ("şubesine", "partisinde", "giriyor")."""
+    dictionary starts it, leaving at most four letters after a lemma of two ("izimi"), seven
+    after one of three ("şubesine",
+    "giriyor"), eight after one of four ("babamınkiler") and any number after a longer one
+    ("kemoterapinin", "tülbent"): a technical word seldom starts with a long everyday word."""
     common = common_words()
-    return any(key[:n] in common for n in range(len(key), max(2, len(key) - 7), -1))
+    return any(key[:n] in common and len(key) - n <= (4 if n == 2 else 7 if n == 3 else 8 if n == 4 else len(key))
+               for n in range(2, len(key) + 1))
 
 
 def _name_letters(flags: dict[str, str], word: str) -> bool:
-    """The word (before an apostrophe) is a given name or surname: "Kurt" folds to "Kürt"'s key,
-    and names are the name tagger's to judge."""
+    """The word (before an apostrophe) is a given name, surname or place: "Kurt" folds to
+    "Kürt"'s key, and "Silivri" is a prison only to the rows the model learnt from."""
     letters = flags.get(fold_key(re.split("['’]", word, maxsplit=1)[0]), "")
-    return "g" in letters or "s" in letters
+    return any(c in letters for c in "gspv")
 
 
 def learned_terms(text: str) -> list[tuple[str, int, int]]:
