@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from functools import lru_cache
 
 import phonenumbers
 import re2
@@ -63,6 +64,7 @@ _PLACEHOLDERS = frozenset("test user admin demo dummy foo bar example noreply mo
 _PERSONISH = re.compile(r"(?<!\w)(?:ad[ıi]?[ _]?soyad\w*|şahıs|sahis|serbest meslek|bey|hanım)(?!\w)", re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)  # (a number is parsed once for both tests and the directory test)
 def shared_line(digits: str) -> bool:
     """Whether a phone number is an institution's shared line (0850, 444, 0800, 0900)."""
     try:
@@ -72,6 +74,7 @@ def shared_line(digits: str) -> bool:
     return phonenumbers.number_type(number) in _SHARED
 
 
+@lru_cache(maxsize=4096)
 def fixed_line(digits: str) -> bool:
     """Whether a phone number is a Turkish fixed line (an area code, not a mobile)."""
     try:
