@@ -9,6 +9,7 @@ person's data, nor are firms, quarters, public figures, life-dated names and uni
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 
 import re2
@@ -59,7 +60,7 @@ _WINDOW = 16_384  # characters read per window of a long text
 # kept local unscanned rather than scanned for seconds
 MAX_CANDIDATES = 25_000
 _LETTER_PAIR = re2.compile(r"\pL\pL")
-_LETTERS = re2.compile(r"\pL+")
+_LETTERS = re.compile(r"[^\W\d_]+")  # letter runs (re: the re2 wrapper builds a match per hit)
 _SENTENCE_GAPS = frozenset("^.N!?:~\"")  # `Doc.gap` marks before a sentence's first word
 
 
