@@ -11,7 +11,7 @@ import re
 
 from fairgate.policies.detection.addresses import find_person_addresses
 from fairgate.policies.detection.checksums import tckn_valid
-from fairgate.policies.detection.digit_chains import scan_numbers
+from fairgate.policies.detection.digit_chains import MIN_CHAIN_DIGITS, scan_numbers
 from fairgate.policies.detection.emails import find_emails
 from fairgate.policies.detection.encodings import decoded_runs
 from fairgate.policies.detection.iban import scan_foreign_ibans
@@ -41,6 +41,13 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     hits, overflow = find_triggers(text)
     if overflow:  # not prose: scanning every trigger would cost too much; keep it local
         return [("unscannable", 0, len(text))]
+    if not any(hits.values()) and sum(map(text.count, "0123456789")) < MIN_CHAIN_DIGITS:
+        # most prompts: no trigger and no digit chain, so every detector but the names' reads
+        # nothing (each works only at its triggers, the numeric ones on 10+ digits)
+        tagged = find_person_names(text) if depth == 0 else []
+        if tagged is None:
+            return [("unscannable", 0, len(text))]
+        return [("person_name", s, e) for s, e in tagged]
     out: list[Span] = [("email", s, e) for s, e in find_emails(text, hits["email"], MAX_FINDINGS)]
     blocked = [(s, e) for _, s, e in out]
 

@@ -48,6 +48,7 @@ _PHONE_AREA = frozenset("23458")  # 2-4 landlines, 5 mobiles, 8 (0850 and the li
 _PHONE_SHAPES = frozenset({(10,), (3, 7), (3, 3, 4), (3, 3, 2, 2), (3, 4, 3)})
 _PYTHON_CHARS = 3000  # more chain text than this is prefiltered with numpy (measured crossover)
 _PYTHON_DIGITS = 2000  # a text with more digits goes straight to numpy
+MIN_CHAIN_DIGITS = 10  # fewer digits in a whole text: no chain, so no number to check
 
 
 @dataclass(slots=True)
@@ -86,8 +87,8 @@ def _chains(text: str) -> Iterator[tuple[_Chain, Iterable[int]]]:
     """Each chain with the start groups worth checking: all of them for a few short chains
     (found by regex), else those numpy's prefilter keeps (plus a first group right after '+',
     and every chain after "TR" for its IBAN check)."""
-    digits = sum(text.count(d) for d in "0123456789")
-    if digits < 10:
+    digits = sum(map(text.count, "0123456789"))
+    if digits < MIN_CHAIN_DIGITS:
         return
     spans = [m.span() for m in _CHAIN.finditer(text)] if digits <= _PYTHON_DIGITS else None
     if spans is not None and sum(e - s for s, e in spans) <= _PYTHON_CHARS:

@@ -43,3 +43,11 @@ def test_a_surnames_ending_makes_an_unknown_word_a_surname() -> None:
     # no lexicon knows either word; only the ending says the second is a surname
     assert _names('{"customer": {"name": "Vrej Tavityan", "phone": ""}}') == ["Vrej Tavityan"]
     assert _names('{"customer": {"name": "Vrej Tavitler", "phone": ""}}') == []
+
+
+def test_a_lower_case_surname_field_no_lexicon_knows_is_read_without_error() -> None:
+    # a surname the lexicons lack, taken as one by its ending, in a lower-case record: the field
+    # rule looked its lexicon letters up by key and raised (the request then failed closed)
+    text = '{"musteri": {"ad": "anna", "soyad": "kowalska", "urunler": 4}}'
+    found = classify(text)
+    assert found.sensitive and [text[f.start:f.end] for f in found.findings if f.kind == "person_name"] == ["anna"]

@@ -10,14 +10,15 @@ import pytest
 
 from fairgate.policies.detection.persons.features import (
     Doc,
-    _casing,
     _counted,
     candidates,
+    line_casing,
     token_features,
 )
 from fairgate.policies.detection.persons.lexicon import plain_words
 from fairgate.policies.detection.persons.names import (
     MAX_CANDIDATES,
+    _opener_only,
     _plain_opener_alone,
     _scan_candidates,
     find_person_names,
@@ -116,14 +117,14 @@ def test_a_name_inside_an_email_address_is_the_address_only() -> None:
 
 
 def test_the_ascii_shortcut_of_a_lines_casing_agrees_with_counting_every_letter() -> None:
-    # `_casing` answers "mixed" from ASCII lower-case letters alone when they are enough; the
+    # `line_casing` answers "mixed" from ASCII lower-case letters alone when they are enough; the
     # answer must be the one counting every letter (Turkish ones included) gives
     rng = random.Random(7)
     letters = "aAbBçÇğĞıIiİöÖşŞüÜzZ 0.,\ue000"
     for _ in range(3000):
         line = "".join(rng.choice(letters) for _ in range(rng.randint(1, 40)))
         expected = "lower" if line == line.lower() else "caps" if line == line.upper() else _counted(line)
-        assert _casing(line) == expected, line
+        assert line_casing(line) == expected, line
 
 
 def test_a_plain_opener_alone_is_proved_nameless_by_the_full_scan() -> None:
@@ -143,6 +144,28 @@ def test_a_plain_opener_alone_is_proved_nameless_by_the_full_scan() -> None:
             fired += 1
             assert _scan_candidates(doc, cands, 16, MAX_CANDIDATES)[0] == [], text
     assert fired > 300  # the shortcut was tried often enough to mean something
+
+
+def test_the_opener_shortcut_read_off_the_text_agrees_with_the_tokens() -> None:
+    # `_opener_only` decides from the text alone (no tokens built) that a one-line prompt's only
+    # capital is a plain opener; wherever it does, the full scan must find no name, and on
+    # prompts it passes over, `find_person_names` still reads every token
+    rng = random.Random(12)
+    openers = sorted(plain_words())[:200]
+    words = ("ayşe", "mehmet", "kaya", "bey", "hanım", "bey'e", "dr.", "sayın", "eşim", "adım", "ile", "hello",
+             "five", "words", "istanbul", "selin'le", "gökhanla", "@gamze", "Ayşe", "Kaya", "S.K.", "0532", "in",
+             "the", "\ue000", "8", "up", "user", "ÇİĞDEM", "é", "a", ",", ".", "?", "\n")
+    fired = 0
+    for _ in range(4000):
+        text = rng.choice(openers).capitalize() + " " + " ".join(rng.choice(words) for _ in range(rng.randint(0, 9)))
+        if _opener_only(text):
+            fired += 1
+            doc = Doc.of(text)
+            assert candidates(doc) == [0] and _plain_opener_alone(doc), text
+            assert _scan_candidates(doc, [0], 16, MAX_CANDIDATES)[0] == [], text
+    assert fired > 300
+    assert not _opener_only("Say hello to ayşe hanım")  # an honorific: the rules read it
+    assert find_person_names("Say hello to Ayşe") == [(13, 17)]
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -35,7 +35,7 @@ class TokenInfo:
     flags: str  # lexicon letters (see `lexicon.lexicon_flags`)
 
 
-def _casing(line: str) -> str:
+def line_casing(line: str) -> str:
     if line == line.lower():
         return "lower"
     if line == line.upper():
@@ -77,7 +77,7 @@ class Doc:
         self.spans = spans
         self.infos_ = [token_info(text[s:e]) for s, e in spans]
         self._modes: dict[int, str] = {}  # line index -> its casing
-        self.modes_ = self._line_modes() if "\n" in text else [_casing(text)] * len(spans) if spans else []
+        self.modes_ = self._line_modes() if "\n" in text else [line_casing(text)] * len(spans) if spans else []
 
     @classmethod
     def of(cls, text: str) -> Doc:
@@ -109,7 +109,7 @@ class Doc:
             got = modes.get(k)
             if got is None:
                 lo = lines[k - 1] + 1 if k else 0
-                got = modes[k] = _casing(text[lo : lines[k] if k < len(lines) else len(text)])
+                got = modes[k] = line_casing(text[lo : lines[k] if k < len(lines) else len(text)])
             out.append(got)
         return out
 
@@ -174,7 +174,7 @@ CUES = frozenset(fold_key(w) for w in (
 ).split())
 
 
-def _may_name(flags: str) -> bool:
+def may_name(flags: str) -> bool:
     """Not a word the lexicons know only as a common word, a title or an organisation's word
     ("Merhaba", "Sayın", "Holding"): those are context, never scored."""
     return not flags or "g" in flags or "s" in flags or not any(c in flags for c in "cto")
@@ -189,7 +189,7 @@ def candidates(doc: Doc) -> list[int]:
     named: set[int] = set()
     for i, (s, _) in enumerate(spans):
         if modes[i] == "mixed":
-            if text[s].isupper() and text[max(0, s - 2) : s].lower() != "e-" and _may_name(infos[i].flags):
+            if text[s].isupper() and text[max(0, s - 2) : s].lower() != "e-" and may_name(infos[i].flags):
                 out.append(i)
             continue
         info = infos[i]

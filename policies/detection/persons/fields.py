@@ -100,6 +100,6 @@ def _name_end(value: str, sure: bool = False, field_words: int = 0) -> int:
             break
         keys.append(k)
         known, plain, end = known or named, plain and "c" in f, m.end()
-    if not (known or (sure and not lower and keys)) or " ".join(keys) in public_names() or (lower and (plain or (len(keys) == 1 and "g" not in flags[keys[0]]))):
+    if not (known or (sure and not lower and keys)) or " ".join(keys) in public_names() or (lower and (plain or (len(keys) == 1 and "g" not in flags.get(keys[0], "")))):
         return 0
     return end

@@ -9,11 +9,12 @@ person's data, nor are firms, quarters, public figures, life-dated names and uni
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 
 import re2
 
-from fairgate.policies.detection.gazetteer import given_names
+from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
     LOWER_NOT_NAMES,
@@ -23,7 +24,15 @@ from fairgate.policies.detection.persons.cues import (
     proper_given_names,
     repeated,
 )
-from fairgate.policies.detection.persons.features import CUES, Doc, candidates
+from fairgate.policies.detection.persons.features import (
+    CUES,
+    WORD,
+    Doc,
+    candidates,
+    line_casing,
+    may_name,
+    token_info,
+)
 from fairgate.policies.detection.persons.inflected import inflected_names
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
@@ -51,6 +60,7 @@ _WINDOW = 16_384  # characters read per window of a long text
 # kept local unscanned rather than scanned for seconds
 MAX_CANDIDATES = 25_000
 _LETTER_PAIR = re2.compile(r"\pL\pL")
+_LETTERS = re.compile(r"[^\W\d_]+")  # letter runs (re: the re2 wrapper builds a match per hit)
 _SENTENCE_GAPS = frozenset("^.N!?:~\"")  # `Doc.gap` marks before a sentence's first word
 
 
@@ -61,6 +71,8 @@ def find_person_names(text: str, limit: int = 16) -> list[tuple[int, int]] | Non
     `limit` names are found."""
     if _LETTER_PAIR.search(text.encode("utf-8", "surrogatepass")) is None:
         return []  # digits, separators, "a@a@": no word to read (one DFA pass, not a regex scan)
+    if _opener_only(text):
+        return []
     out: list[tuple[int, int]] = []
     budget = MAX_CANDIDATES
     for lo, hi in _windows(text):
@@ -110,6 +122,22 @@ def _plain_opener_alone(doc: Doc) -> bool:
     if len(doc.spans) > 1 and doc.info(1).shape in "CU":
         return False
     return not any(info.key in HONORIFICS for info in doc.infos())
+
+
+def _opener_only(text: str) -> bool:
+    """`_plain_opener_alone` read off a one-line text without its tokens, where the only
+    capital is the first character ("Say hello in five words"): no later token is capitalised,
+    so the first is the only candidate of the mixed-case line, and the rule settles it. An
+    honorific is looked for among all the folded letter runs (a superset of the tokens' keys)."""
+    if "\n" in text or not text[:1].isupper() or not text[1:].islower():
+        return False
+    first = WORD.match(text)
+    if first is None or line_casing(text) != "mixed":
+        return False
+    info = token_info(first.group())
+    if info.suffix or info.key not in plain_words() or not may_name(info.flags):
+        return False
+    return HONORIFICS.isdisjoint(_LETTERS.findall(fold_key(text)))
 
 
 def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tuple[list[tuple[int, int]], int]:
