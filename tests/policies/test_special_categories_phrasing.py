@@ -166,3 +166,23 @@ def test_a_request_about_my_own_case_is_not_a_general_question() -> None:
     named = "Merhaba, ben Nursel Akgül. Geçen hafta meme kanseri teşhisi kondu, dersleri 2 ay erteleyebilir miyim?"
     assert "health" in kinds(named)
     assert "health" not in kinds("Ayşe Hanım sordu. Şeker hastaları meyve yiyebilir mi?")
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("Annem Lazdır, babam da Hemşinli.", "ethnicity"),
+    ("Rahmetli babam koyu Ecevitçiydi, evde hep onun posterleri asılıydı.", "politics"),
+    ("Dedem Hanefi, anneannem Şafii; bayramda hep şakalaşırlar.", "religion"),
+    ("Kayıp: oğlumuz Emir, üstünde kırmızı kapüşonlu var.", "appearance"),
+    ("Hacer Hanım'ın yüz doğrulaması turnikede eşleşmedi.", "biometric"),
+])
+def test_words_added_to_the_lexicons_tied_to_a_person(text: str, kind: str) -> None:
+    assert kind in kinds(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Hac kuraları bugün çekiliyor, sonuçlar müftülüklerde ilan edilecek.",
+    "Lazım olan belgeleri yarın getiririm.",
+    "Sakal tıraşı 150 TL, saç kesimi 300 TL.",
+])
+def test_the_added_words_in_general_text_stay_routable(text: str) -> None:
+    assert not classify(text).findings
