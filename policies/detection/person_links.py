@@ -33,6 +33,9 @@ _OURS = r"(?!(?:{})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}".format("|
 # our X, a role with a place ("kattaki", "şubesinin"), a form's patient line, a first-person verb
 _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     _OURS, r"hasta[ \t]*:", r"hasta[ \t]+[0-9]{1,3}[ \t]*(?:yaş\w*|y)",  # a clinical note's "Hasta 34 yaşında"
+    # "X, 71 yaşında, ...": someone's age in apposition (not "yaşındaki çocuklar", not a
+    # biography's "56 yaşında geçirdiği kalp krizi")
+    r"(?<=,)[ \t]*[0-9]{1,3}[ \t]+yaşında(?=[ \t]*,)",
     # (not a loanword's "-tik": "kistik", "genetik", "kritik", "otomatik")
     # (and "üyesiyim", "gönüllüyüm", "hastayım": a noun with the first person's "-(y)Im", not "giyim")
     r"\w+(?:[ıiuü]yorum|[ıiuü]yoruz|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m|"

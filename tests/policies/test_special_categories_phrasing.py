@@ -186,3 +186,11 @@ def test_words_added_to_the_lexicons_tied_to_a_person(text: str, kind: str) -> N
 ])
 def test_the_added_words_in_general_text_stay_routable(text: str) -> None:
     assert not classify(text).findings
+
+
+def test_an_age_in_apposition_or_a_described_individual_is_a_particular_person() -> None:
+    assert "religion" in kinds('Şunu çevir: "Hasta Y. B., 71 yaşında, Yahudi cemaatinden olup koşer diyet istiyor."')
+    assert "ethnicity" in kinds("Olay raporu: kamerada görünen şahıs Afrika kökenli, 1.90 boylarında.")
+    # a biography's age, and ages of a group, stay general
+    assert "health" not in kinds("Anadolu rock akımının öncülerindendir. 56 yaşında geçirdiği kalp krizi sonucu öldü.")
+    assert "health" not in kinds("65 yaşındaki hastalarda kalp krizi riski artar.")
