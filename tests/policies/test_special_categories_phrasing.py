@@ -194,3 +194,8 @@ def test_an_age_in_apposition_or_a_described_individual_is_a_particular_person()
     # a biography's age, and ages of a group, stay general
     assert "health" not in kinds("Anadolu rock akımının öncülerindendir. 56 yaşında geçirdiği kalp krizi sonucu öldü.")
     assert "health" not in kinds("65 yaşındaki hastalarda kalp krizi riski artar.")
+
+
+def test_a_carrier_of_an_infection_is_health_not_genetic() -> None:
+    assert kinds("Hepatit B taşıyıcısı olduğum söylendi, bağışımı almadılar.") == {"health"}
+    assert kinds("Ben talasemi taşıyıcısıymışım, nişanlım da test yaptıracak.") == {"genetic"}
