@@ -199,3 +199,9 @@ def test_an_age_in_apposition_or_a_described_individual_is_a_particular_person()
 def test_a_carrier_of_an_infection_is_health_not_genetic() -> None:
     assert kinds("Hepatit B taşıyıcısı olduğum söylendi, bağışımı almadılar.") == {"health"}
     assert kinds("Ben talasemi taşıyıcısıymışım, nişanlım da test yaptıracak.") == {"genetic"}
+
+
+def test_a_peoples_body_or_church_is_no_persons_origin() -> None:
+    assert "ethnicity" not in kinds("Dedem Bislan, Kayseri Çerkes Derneği'nin kurucu üyelerindenmiş.")
+    assert kinds("Komşumuz Agop Bey Ermeni Ortodoks, cenaze kilisede olacak.") >= {"religion"}
+    assert "ethnicity" in kinds("Eşim Çerkes, ailesi Uzunyayla'dan gelmiş.")
