@@ -75,6 +75,10 @@ _GENERIC = re.compile(
     r"işçiler\w*|çalışanlar\w*|vatandaşlar\w*|sendikalar\w*|mahkumlar\w*)(?!\w)", re.IGNORECASE)
 # a question about my own case, a request ("erteleyebilir miyim?", "alabilir misiniz?"): not a topic's
 _MY_REQUEST = re.compile(r"(?<!\w)m[ıi](?:y[ıi]m|y[ıi]z|s[ıi]n[ıi]z)(?!\w)", re.IGNORECASE)
+# someone's "that he/she is" within three words after the term (not a cause's: "diyabetin en sık
+# iki neden olduğunu" is five words on)
+_IS_ONE = re.compile(r"\w*['’]?\w*(?:[ \t]+[\w'’]+){0,2}?[ \t]+(?:olduğu|olduğunu|olduğundan|olmadığını|olduğumu)(?!\w)",
+                     re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n](?:[ \t]|\Z)")
 # a relative in the first person ("eşim", "kayınvalidemin", "annemle"): a particular person
 _MY_RELATION = re.compile(
@@ -145,7 +149,8 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
         return True
     if person_name_spans(text, lo, hi):
         return True
-    relation = _person_word(text, lo, hi)
+    # "sendikaya üye olduğunu", "Zaza olduğunu": the term said of someone
+    relation = _person_word(text, lo, hi) or _IS_ONE.match(text, end) is not None
     if relation and _MY_RELATION.search(text, lo, hi):
         return True  # "kayınvalidem ..., biri sorarsa ...": my relative, whatever else the sentence says
     return (relation or (not body and bool(_PATTERNS.search(text, lo, hi)))

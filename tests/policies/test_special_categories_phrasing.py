@@ -205,3 +205,9 @@ def test_a_peoples_body_or_church_is_no_persons_origin() -> None:
     assert "ethnicity" not in kinds("Dedem Bislan, Kayseri Çerkes Derneği'nin kurucu üyelerindenmiş.")
     assert kinds("Komşumuz Agop Bey Ermeni Ortodoks, cenaze kilisede olacak.") >= {"religion"}
     assert "ethnicity" in kinds("Eşim Çerkes, ailesi Uzunyayla'dan gelmiş.")
+
+
+def test_that_one_is_ties_the_term_right_before_it_only() -> None:
+    assert "union" in kinds("Müdür, yeni gelen kasiyerin sendikaya üye olduğunu öğrenmiş.")
+    general = "Uzmanlar, hipertansiyon ve diyabetin böbrek yetmezliğinin en sık iki nedeni olduğunu hatırlatıyor."
+    assert "health" not in kinds(general)
