@@ -41,7 +41,8 @@ def head_fingerprint(texts: Sequence[str]) -> tuple[str, str]:
     if not head:
         return "", ""
     shape = head.translate(_DIGITS)
-    return _h(head), _h(shape)
+    exact = _h(head)
+    return exact, exact if shape == head else _h(shape)  # no digit in the head: one hash
 
 
 def _h(text: str) -> str:
