@@ -3,7 +3,8 @@ person's identifiers. `DetectionOptions` decides whether they still count.
 
 - Phones whose type (Google's `phonenumbers`) is a shared line: 0850 (VoIP/UAN), 444 xx xx
   (UAN), 0800 (toll free), 0900 (premium), shared cost.
-- E-mail addresses whose local part is a role mailbox (`kvkk@`, `ik@`, `info@`, `destek@`).
+- E-mail addresses whose local part is a role mailbox (`kvkk@`, `ik@`, `info@`, `destek@`), or
+  has one among its dash/dot/underscore parts (`bt-destek@`) outside the free mail providers.
 - VKNs and IBANs written right after a company's trade name or a legal-person column
   (`A.Ş.`, `Ltd. Şti.`, `unvan`, `Satıcı:`) with no person's name in between, or right before
   "şirket hesabımıza".
@@ -12,9 +13,11 @@ person's identifiers. `DetectionOptions` decides whether they still count.
   name within a few lines: a pharmacy's, an association's or a company's switchboard in a
   notice; or at most 50 characters after such a word with no name between them, even in a
   message to a named person ("Sayın X, ... Eczane Nilüfer, tel 0224 ..."). Of the realistic set's personal phones one in sixty is a fixed line (in a record that
-  names its owner), while institutions' fixed lines were most of its phone false alarms.
+  names its owner), while institutions' fixed lines were most of its phone false alarms. Two or
+  more different fixed lines in a text that names nobody are a directory of branches or offices.
 - Values in a software test's text, whatever the options: a test word within 200 characters
-  (`sandbox`, `fixtures`, `seed`, `sahte`, `test kartı`, `gerçek kişi değildir`) or a
+  (`sandbox`, `fixtures`, `seed`, `sahte`, `test kartı`, `gerçek kişi değildir`, a unit test's
+  `expect(`, `describe(`, `assert`) or a
   documented sample right after `Örnek:`; a prompt that gives a value without such words
   ("kartım 4111 1111 1111 1111") stays personal.
 - Test fixtures, whatever the options: placeholder mailboxes (`test@`, `user@`, `dummy@`) at
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from functools import lru_cache
 
 import phonenumbers
 import re2
@@ -45,7 +49,10 @@ ROLE_MAILBOXES = frozenset(
     "randevu hasta hastahaklari ogrenci idari ithalat ihracat operasyon postmaster abuse bagis servis "
     "teknikservis tesis rezervasyon reservation booking efatura earsiv yatirimci investor satinalma "
     "purchasing lojistik kargo ihale duyuru haber news editor bilgiislem helpdesk sekreterlik ilbasin "
-    "kartmerkezi".split())
+    "kartmerkezi alarm alert alerts oncall monitoring enstitu dekanlik fakulte rektorluk mudurluk bolum "
+    "ogrenciisleri personel isleri".split())
+_FREE_MAIL = ("gmail.", "googlemail.", "hotmail.", "outlook.", "live.", "msn.", "yahoo.", "yandex.", "icloud.",
+              "me.com", "mail.ru", "proton", "gmx.", "aol.", "windowslive.", "mynet.", "superonline.", "ttmail.")
 _LEGAL = re.compile(
     r"(?<!\w)(?:a\.?[sş]\.|ltd\.?|[sş]ti\.?|tic\.|san\.|holding|anonim|limited|[sş]irketi|kooperatifi|"
     r"belediyesi|müdürlüğü|başkanlığı|derneği|vakfı|unvan\w*|satıcı|tedarikçi\w*|şirketimiz\w*)(?![\w@.])",
@@ -57,6 +64,7 @@ _PLACEHOLDERS = frozenset("test user admin demo dummy foo bar example noreply mo
 _PERSONISH = re.compile(r"(?<!\w)(?:ad[ıi]?[ _]?soyad\w*|şahıs|sahis|serbest meslek|bey|hanım)(?!\w)", re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)  # (a number is parsed once for both tests and the directory test)
 def shared_line(digits: str) -> bool:
     """Whether a phone number is an institution's shared line (0850, 444, 0800, 0900)."""
     try:
@@ -66,6 +74,7 @@ def shared_line(digits: str) -> bool:
     return phonenumbers.number_type(number) in _SHARED
 
 
+@lru_cache(maxsize=4096)
 def fixed_line(digits: str) -> bool:
     """Whether a phone number is a Turkish fixed line (an area code, not a mobile)."""
     try:
@@ -107,9 +116,22 @@ def _nobody_near(start: int, end: int, people: list[tuple[int, int]]) -> bool:
     return not any(start - 300 <= e and s <= end + 150 for s, e in people)
 
 
+def _directory(text: str, found: list[Span], people: list[tuple[int, int]]) -> bool:
+    """Two or more different fixed lines and nobody's name or address: a list of branches or
+    offices, not a person's numbers."""
+    lines = {text[s:e] for kind, s, e in found if kind == "phone" and fixed_line(re.sub(r"[^0-9+]", "", text[s:e]))}
+    return len(lines) >= 2 and not people
+
+
 def role_mailbox(address: str) -> bool:
-    local = address.split("@", 1)[0].strip().lower().replace(".", "").replace("_", "")
-    return local in ROLE_MAILBOXES
+    """The local part is a role ("kvkk", "ik", "destek"), whole or as one of its dash-, dot- or
+    underscore-joined parts ("bt-destek", "satis.ankara", "ogrenci_isleri"); a person's
+    "ayse.destek" is rarer than a team's."""
+    local, _, domain = address.strip().lower().partition("@")
+    if local.replace(".", "").replace("_", "") in ROLE_MAILBOXES:
+        return True
+    # (at a free mail provider the parts are a person's choice: "deryacakir_muhasebe@hotmail.com")
+    return not domain.startswith(_FREE_MAIL) and any(part in ROLE_MAILBOXES for part in re.split(r"[._\-]", local))
 
 
 def legal_person(text: str, start: int, names: list[tuple[int, int]]) -> bool:
@@ -160,7 +182,10 @@ _TESTED = ("tckn", "card", "iban", "email", "phone", "passport")
 # each test word holds one of these; in a short text a substring check per hint costs less than
 # a call into RE2, in a long one more (0.6 ms against 0.14 ms per 64 KB)
 _TEST_HINTS = ("sandbox", "fixture", "dummy", "sahte", "stag", "uat", "mock", "seed", "placeholder", "fake", "demo",
-               "test", "gerçek", "gercek")
+               "test", "gerçek", "gercek", "assert", "expect(", "describe(")
+# a unit test's calls ("expect(maskEmail('ahmet@...'))", "assert gecerli_mi('U00000000')"): code, not a prompt
+_CALL_HINTS = ("expect", "describe", "assert")  # (substring checks: a Python regex over 64 KB costs ~1 ms)
+_TEST_CALLS = re.compile(r"(?<![\w.])(?:describe|expect|assert\w*)[ \t]*\(|(?<![\w.])assert[ \t]+(?:not[ \t]+)?\w+\(")
 
 
 def test_words(text: str) -> list[int]:
@@ -171,7 +196,9 @@ def test_words(text: str) -> list[int]:
         if not any(hint in low for hint in _TEST_HINTS):
             return []
     data = text.encode("utf-8", "surrogatepass")
-    return [len(data[: m.start(1)].decode("utf-8", "surrogatepass")) for m in _TEST_CONTEXT.finditer(data)]
+    words = [len(data[: m.start(1)].decode("utf-8", "surrogatepass")) for m in _TEST_CONTEXT.finditer(data)]
+    calls = [m.start() for m in _TEST_CALLS.finditer(text)] if any(h in text for h in _CALL_HINTS) else []
+    return sorted(words + calls) if calls else words
 
 
 def test_value(text: str, kind: str, start: int, end: int, words: list[int] | None = None) -> bool:
@@ -194,15 +221,23 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
     people = [(s, e) for kind, s, e in found if kind in ("person_name", "person_address")]
     out: list[Span] = []
     words = test_words(text) if any(kind in _TESTED for kind, _, _ in found) else []
+    directory: bool | None = None  # read once, and only for a fixed line that nothing else settles
     for kind, s, e in found:
         if fixture(kind, text[s:e]) or test_value(text, kind, s, e, words):
             continue
         if not options.institutional_contacts:
             digits = re.sub(r"[^0-9+]", "", text[s:e]) if kind == "phone" else ""
-            if digits and (shared_line(digits) or (fixed_line(digits) and (
-                    (_nobody_near(s, e, people) and _institution_before(text, s))
-                    or _institution_right_before(text, s, people)))):
+            if digits and shared_line(digits):
                 continue
+            if digits and fixed_line(digits):
+                if _institution_right_before(text, s, people):
+                    continue
+                if _nobody_near(s, e, people):
+                    if _institution_before(text, s):
+                        continue
+                    directory = _directory(text, found, people) if directory is None else directory
+                    if directory:
+                        continue
             if kind == "email" and "@" in text[s:e] and role_mailbox(text[s:e]):
                 continue
         if not options.legal_person_data and kind in ("vkn", "iban") and legal_person(text, s, names):

@@ -33,6 +33,9 @@ _OURS = r"(?!(?:{})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}".format("|
 # our X, a role with a place ("kattaki", "şubesinin"), a form's patient line, a first-person verb
 _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     _OURS, r"hasta[ \t]*:", r"hasta[ \t]+[0-9]{1,3}[ \t]*(?:yaş\w*|y)",  # a clinical note's "Hasta 34 yaşında"
+    # "X, 71 yaşında, ...": someone's age in apposition (not "yaşındaki çocuklar", not a
+    # biography's "56 yaşında geçirdiği kalp krizi")
+    r"(?<=,)[ \t]*[0-9]{1,3}[ \t]+yaşında(?=[ \t]*,)",
     # (not a loanword's "-tik": "kistik", "genetik", "kritik", "otomatik")
     # (and "üyesiyim", "gönüllüyüm", "hastayım": a noun with the first person's "-(y)Im", not "giyim")
     r"\w+(?:[ıiuü]yorum|[ıiuü]yoruz|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m|"
@@ -49,8 +52,8 @@ _AGENT = re.compile(r"\w+[cç][ıiuü](?:s[ıiuü]|n[ıi]n|y[ae]|[ıiuü]m[ıi]z
 _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-lik", a plural alone
 # "ablamlar", "annemlere": a first-person relative's plural is that relative and their family
 _MY_FOLKS = re.compile(r"ml[ae]r")
-_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)",  # diyabetim, seansım
-                        re.IGNORECASE)
+_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)"  # diyabetim, seansım
+                        r"|(?<=[aeıioöuü])m(?!\w)", re.IGNORECASE)  # a vowel's "my": "sabıkam", "protezim"
 # a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
 _OUR_BODY = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
 # a body's own word, then "our ..." ("dernek hesaplarımız"): the body speaking, not the first person
@@ -62,12 +65,20 @@ _EN_1P = re.compile(r"(?<!\w)(?:I am|I'm|I have|I've been|I was|my|diagnosed)(?:
 _GENERIC = re.compile(
     r"(?<!\w)(?:herkes\w*|hiçbir|genellikle|çoğunlukla|bazı|kişiler\w*|hastalar\w*|insanlar\w*|bireyler\w*|"
     # (an aorist's conditional needs a verb stem of two letters or more: "giderse", not "derse", a lesson's dative)
-    r"\w{2,}(?:[ıiuü]rsa|[ıiuü]rse|[ae]rsa|[ae]rse)|\w+(?:yorsa|varsa|yoksa|abilir|ebilir|malıdır|melidir|malı|meli)|"
+    r"\w{2,}(?:[ıiuü]rsa|[ıiuü]rse|[ae]rsa|[ae]rse)|\w+(?:yorsa|varsa|yoksa|malıdır|melidir|malı|meli)|"
+    # a possibility, but not a request ("erteleyebilir miyim", "gelebilir misiniz")
+    r"\w+(?:abilir|ebilir)(?![ \t]+m[ıi](?:y[ıi]m|s[ıi]n|y[ıi]z))|"
     r"gerekir|nedir|nelerdir|"
     # counts and statistics about groups ("sendikalı işçi sayısı", "hükümlülerin büyük bölümü")
     r"istatisti\w*|bilanço\w*|şüpheliler\w*|hükümlüler\w*|tutuklular\w*|sürücüler\w*|bunları\w*|"
     r"yakınları\w*|dikkatine|[0-9]+[ \t]+(?:bin|milyon)|"
     r"işçiler\w*|çalışanlar\w*|vatandaşlar\w*|sendikalar\w*|mahkumlar\w*)(?!\w)", re.IGNORECASE)
+# a question about my own case, a request ("erteleyebilir miyim?", "alabilir misiniz?"): not a topic's
+_MY_REQUEST = re.compile(r"(?<!\w)m[ıi](?:y[ıi]m|y[ıi]z|s[ıi]n[ıi]z)(?!\w)", re.IGNORECASE)
+# someone's "that he/she is" within three words after the term (not a cause's: "diyabetin en sık
+# iki neden olduğunu" is five words on)
+_IS_ONE = re.compile(r"\w*['’]?\w*(?:[ \t]+[\w'’]+){0,2}?[ \t]+(?:olduğu|olduğunu|olduğundan|olmadığını|olduğumu)(?!\w)",
+                     re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n](?:[ \t]|\Z)")
 # a relative in the first person ("eşim", "kayınvalidemin", "annemle"): a particular person
 _MY_RELATION = re.compile(
@@ -138,11 +149,13 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
         return True
     if person_name_spans(text, lo, hi):
         return True
-    relation = _person_word(text, lo, hi)
+    # "sendikaya üye olduğunu", "Zaza olduğunu": the term said of someone
+    relation = _person_word(text, lo, hi) or _IS_ONE.match(text, end) is not None
     if relation and _MY_RELATION.search(text, lo, hi):
         return True  # "kayınvalidem ..., biri sorarsa ...": my relative, whatever else the sentence says
     return (relation or (not body and bool(_PATTERNS.search(text, lo, hi)))
             or _role_at_place(text, lo, hi)) and not _GENERIC.search(text, lo, hi)
+
 
 
 def _role_at_place(text: str, lo: int, hi: int) -> bool:
@@ -174,8 +187,8 @@ def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names:
 def _question_or_general(text: str, lo: int, hi: int) -> bool:
     """The sentence is a question or a general statement ("HIV nasıl bulaşır?", "Diyabet
     hastaları ne yemeli"): about the topic, not about the person named before it."""
-    return "?" in text[lo : hi + 1] or _GENERIC.search(text, lo, hi) is not None \
-        or _TOPIC.search(text, lo, hi) is not None
+    asks = "?" in text[lo : hi + 1] and not _MY_REQUEST.search(text, lo, hi)
+    return asks or _GENERIC.search(text, lo, hi) is not None or _TOPIC.search(text, lo, hi) is not None
 
 
 def _previous_sentence(text: str, name_end: int, lo: int) -> bool:

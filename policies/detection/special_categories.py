@@ -31,6 +31,10 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end):
             continue
+        if kind == "ethnicity" and _BODY_AFTER.match(text, end):
+            continue  # a body's name ("Kayseri Çerkes Derneği"), not a person's origin
+        if kind == "genetic" and _INFECTION_BEFORE.search(text, max(0, start - 30), start):
+            kind = "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
         last = out[-1] if out else None
         if last is not None and last[0] == kind and start - last[2] > 1 and _same_passage(text, last[2], start):
             out[-1] = (kind, last[1], end)  # the same category again about the same person: one finding
@@ -48,6 +52,9 @@ def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]
     return any(s < start < e for s, e in names) and word in surnames()
 
 
+_INFECTION_BEFORE = re.compile(r"(?:hepatit|hbv|hcv|hiv|hbsag|virüs|virus|covid|mikrop|bakteri)\w*[ \t\-]*(?:[a-z]\b)?[ \t]*\Z",
+                               re.IGNORECASE)
+_BODY_AFTER = re.compile(r"(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati)")
 _ORIGIN = re.compile(r"k[öo]kenl[iı]|as[ıi]ll[ıi]", re.IGNORECASE)
 _WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
 

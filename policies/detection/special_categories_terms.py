@@ -33,6 +33,7 @@ CATEGORIES = ("health", "religion", "ethnicity", "politics", "union", "sexual_li
               "genetic", "appearance", "association")
 _LOOSE = {"ı": "[ıiIİ]", "i": "[iıİI]", "ş": "[şsŞS]", "s": "[sşSŞ]", "ğ": "[ğgĞG]", "ü": "[üuÜU]",
           "ö": "[öoÖO]", "ç": "[çcÇC]", "û": "[ûuÛU]", "â": "[âaÂA]", "î": "[îiÎI]", " ": r"[ \t_]+", "'": "['’]?"}
+_EXACT = {"i": "[iIİ]", "ı": "[ıI]"}  # an exact term's i and ı in capitals too
 _SOFT = {"p": "b", "ç": "c", "t": "d", "k": "ğ"}  # a stem's last consonant before a vowel suffix
 _SPACES = re.compile(r"[ \t_]+")
 _WORD_END = re.compile(r"(?:['’][^\W\d_]{1,6})?(?!\w)")
@@ -62,8 +63,8 @@ def loose(term: str) -> str:
     accentless forms, "=" keeps its letters exact, a last p/ç/t/k also matches its soft form;
     a "$" is left to `term_at`."""
     term = term.removesuffix("$")
-    if term.startswith("="):
-        return "".join(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c) for c in term[1:])
+    if term.startswith("="):  # (Turkish capitals: "SÜRYANİ", whose "İ" no case folding makes "i")
+        return "".join(_EXACT.get(c, f"[{c}{c.upper()}]") if c.isalpha() else re.escape(c) for c in term[1:])
     last = ""
     if _soft(term):
         hard, soft = term[-1], _SOFT[term[-1]]

@@ -89,6 +89,29 @@ def test_an_institutions_fixed_line_is_its_own_but_a_named_persons_is_not() -> N
     assert ("phone", "0312 418 22 90") in found("Bilgi: 0312 418 22 90")  # no institution's word
 
 
+def test_a_list_of_branch_lines_is_an_institutions() -> None:
+    table = "sube;telefon\nKızılay;0312 418 22 10\nBatıkent;0312 255 40 41"
+    assert found(table) == []
+    assert len(found(table, DetectionOptions(institutional_contacts=True))) == 2
+    # one line alone, or two next to a person's name, stay personal
+    assert ("phone", "0312 418 22 10") in found("Bilgi: 0312 418 22 10")
+    two = "Kiracı Oya Demirkol\nev: 0312 418 22 10, iş: 0312 255 40 41"
+    assert [k for k, _ in found(two)].count("phone") == 2
+
+
+def test_a_role_among_a_mailboxs_parts_is_a_teams_but_not_at_a_free_provider() -> None:
+    text = "Bilgi İşlem: bt-destek@ornekyapi.com.tr, bölüm: enstitu@deu.edu.tr"
+    assert found(text) == []
+    assert ("email", "deryacakir_muhasebe@hotmail.com") in found("Bana deryacakir_muhasebe@hotmail.com adresinden ulaşın.")
+
+
+def test_values_in_a_unit_tests_calls_are_fixtures() -> None:
+    code = "it('masks', () => expect(maskEmail('ahmet@example.com')).toBe('a****@example.com'));"
+    assert found(code) == []
+    assert found("def test_format():\n    assert gecerli_mi('U12345678')") == []
+    assert ("email", "ahmet@example.com") in found("Müşteri ahmet@example.com adresinden yazdı.")
+
+
 def test_a_companys_vkn_and_iban_are_legal_person_data() -> None:
     text = "Satıcı: Demirtaş Kırtasiye Ltd. Şti.\nVKN: 4869338171\nIBAN: TR330006100519786457841326"
     assert found(text) == []

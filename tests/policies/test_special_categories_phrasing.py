@@ -149,3 +149,65 @@ def test_religious_dress_of_a_person_with_a_nouns_ending(text: str) -> None:
 
 def test_an_aorist_conditional_still_makes_a_statement_general() -> None:
     assert "appearance" not in kinds("Bir öğretmen çarşafla derse girerse ne olur, kurallar ne diyor?")
+
+
+def test_an_exact_ethnonym_in_turkish_capitals() -> None:
+    """'=süryani' keeps its ü exact, and its i also matches the capital İ ('SÜRYANİ')."""
+    assert "ethnicity" in kinds("KİRACI ADAYIMIZ YUHANON ASLAN SÜRYANİ OLDUĞU İÇİN EV SAHİBİ VAZGEÇMİŞ.")
+    assert "ethnicity" not in kinds("KURT SÜRÜSÜ KÖYE İNDİ, JANDARMA UYARDI.")
+
+
+def test_my_after_a_vowel_is_the_first_person() -> None:
+    assert "criminal" in kinds("18 yaşında hırsızlıktan sabıkam oldu, şimdi iş bulamıyorum.")
+    assert "criminal" not in kinds("Sabıka kaydı e-Devlet üzerinden alınır.")
+
+
+def test_a_request_about_my_own_case_is_not_a_general_question() -> None:
+    named = "Merhaba, ben Nursel Akgül. Geçen hafta meme kanseri teşhisi kondu, dersleri 2 ay erteleyebilir miyim?"
+    assert "health" in kinds(named)
+    assert "health" not in kinds("Ayşe Hanım sordu. Şeker hastaları meyve yiyebilir mi?")
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("Annem Lazdır, babam da Hemşinli.", "ethnicity"),
+    ("Rahmetli babam koyu Ecevitçiydi, evde hep onun posterleri asılıydı.", "politics"),
+    ("Dedem Hanefi, anneannem Şafii; bayramda hep şakalaşırlar.", "religion"),
+    ("Kayıp: oğlumuz Emir, üstünde kırmızı kapüşonlu var.", "appearance"),
+    ("Hacer Hanım'ın yüz doğrulaması turnikede eşleşmedi.", "biometric"),
+])
+def test_words_added_to_the_lexicons_tied_to_a_person(text: str, kind: str) -> None:
+    assert kind in kinds(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Hac kuraları bugün çekiliyor, sonuçlar müftülüklerde ilan edilecek.",
+    "Lazım olan belgeleri yarın getiririm.",
+    "Sakal tıraşı 150 TL, saç kesimi 300 TL.",
+])
+def test_the_added_words_in_general_text_stay_routable(text: str) -> None:
+    assert not classify(text).findings
+
+
+def test_an_age_in_apposition_or_a_described_individual_is_a_particular_person() -> None:
+    assert "religion" in kinds('Şunu çevir: "Hasta Y. B., 71 yaşında, Yahudi cemaatinden olup koşer diyet istiyor."')
+    assert "ethnicity" in kinds("Olay raporu: kamerada görünen şahıs Afrika kökenli, 1.90 boylarında.")
+    # a biography's age, and ages of a group, stay general
+    assert "health" not in kinds("Anadolu rock akımının öncülerindendir. 56 yaşında geçirdiği kalp krizi sonucu öldü.")
+    assert "health" not in kinds("65 yaşındaki hastalarda kalp krizi riski artar.")
+
+
+def test_a_carrier_of_an_infection_is_health_not_genetic() -> None:
+    assert kinds("Hepatit B taşıyıcısı olduğum söylendi, bağışımı almadılar.") == {"health"}
+    assert kinds("Ben talasemi taşıyıcısıymışım, nişanlım da test yaptıracak.") == {"genetic"}
+
+
+def test_a_peoples_body_or_church_is_no_persons_origin() -> None:
+    assert "ethnicity" not in kinds("Dedem Bislan, Kayseri Çerkes Derneği'nin kurucu üyelerindenmiş.")
+    assert kinds("Komşumuz Agop Bey Ermeni Ortodoks, cenaze kilisede olacak.") >= {"religion"}
+    assert "ethnicity" in kinds("Eşim Çerkes, ailesi Uzunyayla'dan gelmiş.")
+
+
+def test_that_one_is_ties_the_term_right_before_it_only() -> None:
+    assert "union" in kinds("Müdür, yeni gelen kasiyerin sendikaya üye olduğunu öğrenmiş.")
+    general = "Uzmanlar, hipertansiyon ve diyabetin böbrek yetmezliğinin en sık iki nedeni olduğunu hatırlatıyor."
+    assert "health" not in kinds(general)

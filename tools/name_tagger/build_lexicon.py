@@ -12,7 +12,7 @@ from pathlib import Path
 from fairgate.policies.detection.gazetteer import fold_key
 
 SRC = Path(__file__).with_name("lexicons")
-DST = Path(__file__).resolve().parents[2] / "policies" / "data" / "names"
+DST = Path(__file__).resolve().parents[2] / "policies" / "detection" / "data" / "names"
 
 
 def read_names(pattern: str) -> list[str]:

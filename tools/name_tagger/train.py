@@ -24,7 +24,7 @@ import torch
 from fairgate.policies.detection.persons.features import Doc, candidates, token_features
 from tools.name_tagger.synth import Pools, sample
 
-OUT = Path(__file__).resolve().parents[2] / "policies" / "data" / "name_tagger"
+OUT = Path(__file__).resolve().parents[2] / "policies" / "detection" / "data" / "name_tagger"
 
 
 def examples(n: int, seed: int) -> tuple[list[list[str]], list[int]]:
