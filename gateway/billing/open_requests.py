@@ -2,9 +2,12 @@
 still bills them at its next start.
 
 At admission a request's would-be usage row (tenant, key, model, the backend it goes to first,
-the prompt bound, no completion) is appended to `<usage journal>.open` with one unbuffered
-write: it outlives the process (the page cache keeps it), though not the machine. Settlement
-forgets it; once the file passes `max_bytes` it is rewritten with only the requests still out.
+the prompt bound, no completion) is copied into `<usage journal>.open`, mapped shared into
+memory: the page cache holds it as soon as it is copied, so it outlives the process, though not
+the machine, as an unbuffered write would, without a system call per request. The file's blocks
+are allocated when it is mapped (a full disk fails then, never at a copy), and what follows the
+last row is zero bytes, which a reader drops. Settlement forgets the row; once the file is full
+it is rewritten with only the requests still out.
 
 At the next start the file a killed process left is moved to `<...>.open.recovering` and its rows
 are handed to gateway/request/orphans.py, which bills the requests that have no row in the
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import mmap
 import os
 from pathlib import Path
 from typing import Any
@@ -55,7 +59,7 @@ def _take(slot: Path) -> tuple[list[dict[str, Any]], Path | None]:
     """A free slot's rows (its file and an unfinished recovery's), moved into one
     `.recovering` file; ([], None) when it has none."""
     recovering = slot.with_name(slot.name + ".recovering")
-    data = b"".join(p.read_bytes() for p in (recovering, slot) if p.exists())
+    data = b"".join(p.read_bytes().rstrip(b"\0") for p in (recovering, slot) if p.exists())
     slot.unlink(missing_ok=True)
     if not data:
         recovering.unlink(missing_ok=True)
@@ -64,9 +68,9 @@ def _take(slot: Path) -> tuple[list[dict[str, Any]], Path | None]:
     tmp.write_bytes(data)
     os.replace(tmp, recovering)
     rows = []
-    for line in data.splitlines():  # a torn last line (killed mid-write) is skipped
+    for line in data.splitlines():  # a torn last line (killed mid-copy) is skipped
         try:
-            row = orjson.loads(line)
+            row = orjson.loads(line.strip(b"\0"))
         except orjson.JSONDecodeError:
             continue
         if isinstance(row, dict) and isinstance(row.get("request_id"), str):
@@ -86,7 +90,8 @@ class OpenRequests:
         self.path = base.with_name(base.name + ".0")
         self._open: dict[str, bytes] = {}
         self._fd = -1
-        self._size = 0
+        self._map: mmap.mmap | None = None
+        self._size = 0  # bytes of rows in the map; zeros follow
         self._failed = False
         for n in range(SLOTS):
             slot = base.with_name(f"{base.name}.{n}")
@@ -138,18 +143,14 @@ class OpenRequests:
     def opened(self, request_id: str, row: dict[str, Any]) -> None:
         line = orjson.dumps(row) + b"\n"
         self._open[request_id] = line
-        if self._fd < 0:
+        if self._map is None:
             return
-        try:
-            self._size += os.write(self._fd, line)
-        except OSError as exc:  # a full disk must not fail requests; a crash then bills less
-            if not self._failed:
-                self._failed = True
-                log.error("cannot write %s (%s): requests cut by a crash now leave no usage row",
-                          self.path, exc.strerror)
-            return
-        if self._size > self.max_bytes:
+        end = self._size + len(line)
+        if end > len(self._map):  # full: start again with the requests still out, this one too
             self._reopen(b"".join(self._open.values()))
+            return
+        self._map[self._size : end] = line
+        self._size = end
 
     def closed(self, request_id: str) -> None:
         self._open.pop(request_id, None)
@@ -159,24 +160,42 @@ class OpenRequests:
         return len(self._open)
 
     def _reopen(self, content: bytes) -> None:
-        """Start the file again with `content` (the requests still out)."""
+        """Start the file again with `content` (the requests still out) and room for as much
+        again, at least `max_bytes`; its blocks are allocated now, so a copy into the map never
+        meets a full disk. If that fails the rows stay in memory only (a crash bills less)."""
+        size = -(-max(self.max_bytes, 2 * len(content)) // mmap.PAGESIZE) * mmap.PAGESIZE
         tmp = self.path.with_name(self.path.name + ".tmp")
+        fd = -1
         try:
-            tmp.write_bytes(content)
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.posix_fallocate(fd, 0, size)
+            os.pwrite(fd, content, 0)
             os.replace(tmp, self.path)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND, 0o600)
+            mapped = mmap.mmap(fd, size)
         except OSError as exc:
-            log.error("cannot rewrite %s (%s)", self.path, exc.strerror)
+            if fd >= 0:
+                os.close(fd)
+            tmp.unlink(missing_ok=True)
+            log.error("cannot rewrite %s (%s): requests cut by a crash now leave no usage row",
+                      self.path, exc.strerror)
+            self._unmap()
+            self._failed = True
             return
-        if self._fd >= 0:
-            os.close(self._fd)
-        self._fd, self._size = fd, len(content)
+        self._unmap()
+        self._fd, self._map, self._size = fd, mapped, len(content)
 
-    def close(self) -> None:
-        """A clean stop: with nothing out any more (settlement ran for each) no file is left."""
+    def _unmap(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+    def close(self) -> None:
+        """A clean stop: with nothing out any more (settlement ran for each) no file is left."""
+        if self._map is not None:
+            self._unmap()
             if not self._open:
                 self.path.unlink(missing_ok=True)
         for fd in (self._slot_lock, *self._held):

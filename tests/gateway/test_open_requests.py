@@ -75,3 +75,21 @@ def test_a_clean_stop_leaves_no_files(tmp_path: Path) -> None:
     a.close()
     b.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_row_is_in_the_file_as_soon_as_it_is_opened(tmp_path: Path) -> None:
+    """Copied into the shared map, a row is in the page cache at once: another reader of the file
+    sees it while this process lives, with nothing flushed or closed (what a SIGKILL leaves)."""
+    o = OpenRequests(tmp_path / "j", max_bytes=4096)
+    o.opened("a", {"request_id": "a", "prompt_tokens": 3})
+    o.opened("b", {"request_id": "b"})
+    data = o.path.read_bytes()
+    assert len(data) == 4096 and data.rstrip(b"\0").splitlines() == [
+        b'{"request_id":"a","prompt_tokens":3}', b'{"request_id":"b"}']
+    for i in range(100):  # past the map's end: rewritten with the rows still out, a and b
+        o.opened(f"r{i}", {"request_id": f"r{i}", "pad": "x" * 40})
+        o.closed(f"r{i}")
+    rows = o.path.read_bytes().rstrip(b"\0").splitlines()
+    assert rows[:2] == [b'{"request_id":"a","prompt_tokens":3}', b'{"request_id":"b"}']
+    _die(o)
+    assert [r["request_id"] for r in OpenRequests(tmp_path / "j").left][:2] == ["a", "b"]
