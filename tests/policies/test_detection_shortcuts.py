@@ -10,8 +10,9 @@ import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairgate.policies.detection import detectors, triggers
+from fairgate.policies.detection import detectors, gazetteer, triggers
 from fairgate.policies.detection.digit_chains import MIN_CHAIN_DIGITS
+from fairgate.policies.detection.persons.names import _LETTERS
 from fairgate.policies.sensitivity import classify
 
 # pieces that wake every trigger family, the number scanner and the name rules
@@ -62,3 +63,27 @@ def test_a_text_with_no_trigger_and_few_digits_is_read_for_names_only(monkeypatc
     monkeypatch.setattr(detectors, "MIN_CHAIN_DIGITS", 0)  # never taken
     assert [classify(t) for t in texts] == quick
     assert taken > 30 and any(c.sensitive for c in quick) and not all(c.sensitive for c in quick)
+
+
+def _fold_full(word: str) -> str:
+    return word.replace("I", "ı").replace("İ", "i").lower().translate(gazetteer._ASCII)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)) | st.text())
+def test_fold_key_of_ascii_text_is_its_lower_case(text: str) -> None:
+    """fold_key's ASCII path (lower case) folds exactly as the Turkish-aware path does."""
+    assert gazetteer.fold_key(text) == _fold_full(text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="Iİıiçğöşüâîû ÇĞÖŞÜÂÎÛabeyhnmABEYHNM'.,\ue000\n8²Ⅻé") | st.text())
+def test_the_letter_runs_folded_one_by_one_are_the_folded_text_s(text: str) -> None:
+    """`_opener_only` folds each letter run alone instead of the whole text first: folding maps
+    letters to letters one by one, so the runs are the same (Greek's final sigma, which depends
+    on the letters around it, folds to no honorific either way)."""
+    one_by_one = [gazetteer.fold_key(run) for run in _LETTERS.findall(text)]
+    whole = _LETTERS.findall(gazetteer.fold_key(text))
+    if "Σ" not in text:
+        assert one_by_one == whole
+    assert {w for w in one_by_one if w.isascii()} == {w for w in whole if w.isascii()}

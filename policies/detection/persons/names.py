@@ -128,7 +128,8 @@ def _opener_only(text: str) -> bool:
     """`_plain_opener_alone` read off a one-line text without its tokens, where the only
     capital is the first character ("Say hello in five words"): no later token is capitalised,
     so the first is the only candidate of the mixed-case line, and the rule settles it. An
-    honorific is looked for among all the folded letter runs (a superset of the tokens' keys)."""
+    honorific is looked for among all the letter runs, folded one by one (a superset of the
+    tokens' keys; folding maps letters to letters one by one, so the runs are the folded text's)."""
     if "\n" in text or not text[:1].isupper() or not text[1:].islower():
         return False
     first = WORD.match(text)
@@ -137,7 +138,7 @@ def _opener_only(text: str) -> bool:
     info = token_info(first.group())
     if info.suffix or info.key not in plain_words() or not may_name(info.flags):
         return False
-    return HONORIFICS.isdisjoint(_LETTERS.findall(fold_key(text)))
+    return HONORIFICS.isdisjoint(map(fold_key, _LETTERS.findall(text)))
 
 
 def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tuple[list[tuple[int, int]], int]:
