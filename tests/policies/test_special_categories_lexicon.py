@@ -61,3 +61,7 @@ def test_a_new_term_does_not_hide_the_term_or_address_after_it() -> None:
     # "y dna" would start inside "My" and swallow "DNA test"; "boylu" inside a surname the e-mail
     assert "genetic" in kinds("My DNA test came back positive.")
     assert "email" in kinds("iletişim: seda.uzunboylu@ornek.com")
+
+
+def test_a_high_or_low_sugar_said_of_someone() -> None:
+    assert "health" in kinds("sabah ölçtüm şekerim yüksek çıktı, doktora gidicem")
