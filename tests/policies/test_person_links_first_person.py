@@ -34,3 +34,10 @@ def test_the_spoken_first_person_present(text: str) -> None:
 def test_a_relative_does_not_make_a_general_question_personal() -> None:
     assert not kinds("Diyabet hastaları oruç tutabilir mi?")
     assert "health" not in kinds("Kardeşlik nedir? Diyabet hastaları ne yemeli?")
+
+
+def test_a_conditional_you_is_advice_to_anyone() -> None:
+    advice = "Eğer şeker hastasıysanız ya da tansiyon ilacı kullanıyorsanız, oruçtan önce doktorunuza danışın."
+    assert "health" not in kinds(advice)
+    # "you are" (not "if you are") said to a particular person stays theirs
+    assert "health" in kinds("Sayın Ayten Hanım, diyabet hastasısınız, kontrolünüz yaklaştı.")
