@@ -36,9 +36,9 @@ _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     # "X, 71 yaşında, ...": someone's age in apposition (not "yaşındaki çocuklar", not a
     # biography's "56 yaşında geçirdiği kalp krizi")
     r"(?<=,)[ \t]*[0-9]{1,3}[ \t]+yaşında(?=[ \t]*,)",
-    # (not a loanword's "-tik": "kistik", "genetik", "kritik", "otomatik")
+    # (not a loanword's "-tik": "kistik", "genetik", "kritik", "otomatik"; "-yom" is the spoken "-yorum")
     # (and "üyesiyim", "gönüllüyüm", "hastayım": a noun with the first person's "-(y)Im", not "giyim")
-    r"\w+(?:[ıiuü]yorum|[ıiuü]yoruz|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m|"
+    r"\w+(?:[ıiuü]yorum|[ıiuü]yoruz|[ıiuü]yom|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m|"
     r"[^\Wy]y[ıiuü]m(?<!giyim)(?<!deyim)(?<!kıyım)(?<!koyum))"
     r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)(?<!sandık)(?<!fındık)(?<!yastık)"  # nor a noun's "-dık", "-tim"
     r"(?<!eğitim)(?<!öğretim)(?<!üretim)(?<!yönetim)(?<!denetim)(?<!iletim)(?<!işletim)",
@@ -52,7 +52,8 @@ _AGENT = re.compile(r"\w+[cç][ıiuü](?:s[ıiuü]|n[ıi]n|y[ae]|[ıiuü]m[ıi]z
 _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-lik", a plural alone
 # "ablamlar", "annemlere": a first-person relative's plural is that relative and their family
 _MY_FOLKS = re.compile(r"ml[ae]r")
-_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)"  # diyabetim, seansım
+# (not a conditional "you": "şeker hastasıysanız", "kullanıyorsanız" is advice to anyone)
+_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
                         r"|(?<=[aeıioöuü])m(?!\w)", re.IGNORECASE)  # a vowel's "my": "sabıkam", "protezim"
 # a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
 _OUR_BODY = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
@@ -80,11 +81,16 @@ _MY_REQUEST = re.compile(r"(?<!\w)m[ıi](?:y[ıi]m|y[ıi]z|s[ıi]n[ıi]z)(?!\w)"
 _IS_ONE = re.compile(r"\w*['’]?\w*(?:[ \t]+[\w'’]+){0,2}?[ \t]+(?:olduğu|olduğunu|olduğundan|olmadığını|olduğumu)(?!\w)",
                      re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n](?:[ \t]|\Z)")
-# a relative in the first person ("eşim", "kayınvalidemin", "annemle"): a particular person
+# a relative in the first person ("eşim", "kayınvalidemin", "annemle"), also typed without
+# Turkish letters ("esim", "kardesim", "oglumun"): a particular person
+_RELATIVES = ("eşim", "karım", "kocam", "nişanlım", "sevgilim", "annem", "babam", "anneannem", "babaannem", "oğlum",
+              "kızım", "kardeşim", "ablam", "abim", "ağabeyim", "amcam", "dayım", "halam", "teyzem", "yeğenim",
+              "kuzenim", "dedem", "ninem", "torunum", "kayınvalidem", "kayınpederim", "kayınbiraderim", "baldızım",
+              "görümcem", "eltim", "bacanağım", "eniştem", "yengem", "gelinim", "damadım", "çocuğum", "bebeğim",
+              "komşum", "arkadaşım")
+_ASCII_OF = {"ş": "[şsŞS]", "ı": "[ıiIİ]", "i": "[iıİI]", "ğ": "[ğgĞG]", "ü": "[üuÜU]", "ö": "[öoÖO]", "ç": "[çcÇC]"}
 _MY_RELATION = re.compile(
-    r"(?<!\w)(?:eşim|karım|kocam|nişanlım|sevgilim|annem|babam|anneannem|babaannem|oğlum|kızım|kardeşim|ablam|"
-    r"abim|ağabeyim|amcam|dayım|halam|teyzem|yeğenim|kuzenim|dedem|ninem|torunum|kayınvalidem|kayınpederim|"
-    r"kayınbiraderim|baldızım|görümcem|eltim|bacanağım|eniştem|yengem|gelinim|damadım|çocuğum|bebeğim)"
+    r"(?<!\w)(?:" + "|".join("".join(_ASCII_OF.get(c, c) for c in w) for w in _RELATIVES) + ")"
     r"(?:[ıiuü]n|[ıiuü]|[ae]|l[ae]|d[ae]n?|[ıiuü]z)?(?!\w)", re.IGNORECASE)
 # a sentence about a topic: an English one ("The Jewish holidays ...", "Explain the history of
 # ...") or an instruction ("Kürt sorunu üzerine bir makale özetle")

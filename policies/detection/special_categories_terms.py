@@ -93,8 +93,10 @@ def _lookup() -> dict[str, Term]:
 
 def term_alternation() -> str:
     """Every term as one RE2 alternation, longest first (RE2 takes the first alternative that
-    matches at a position, so "süryani ortodoks" wins over "süryani")."""
-    terms = sorted({t for ts in _terms().values() for t in ts}, key=lambda t: (-len(t), t))
+    matches at a position, so "süryani ortodoks" wins over "süryani"); a term's length without its
+    markers, so "erkek arkadaşım" wins over "erkek arkadaşı$")."""
+    terms = sorted({t for ts in _terms().values() for t in ts},
+                   key=lambda t: (-len(t.removesuffix("$").removeprefix("=")), t))
     return "|".join(loose(t) for t in terms)
 
 

@@ -47,6 +47,7 @@ from fairgate.policies.detection.persons.non_private import (
     firm,
     only_places,
     public_figure,
+    word_problem,
 )
 from fairgate.policies.detection.persons.non_private import joined as _joined
 from fairgate.policies.detection.persons.tagger import default_tagger
@@ -208,6 +209,7 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
     out: list[tuple[int, int]] = []
     text = doc.text
     figures: set[str] = set()  # the words of public figures' names met so far
+    made_up = word_problem(text)  # "Problem 3: Ayşe'nin 24 bilyesi vardır ... kaç bilyesi kalır?"
     k = 0
     while k < len(accepted):
         first = last = accepted[k]
@@ -226,7 +228,7 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
         if dated(doc, last) or public_figure(doc, first, last):
             figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
-        if only_places(doc, first, last):
+        if only_places(doc, first, last) or (made_up and first == last):
             continue
         if UNION_NAME.search(text, max(0, start - 1), end):
             continue  # a union's name: "Eğitim-Sen'e", "Tüm Bel-Sen'de", "DEV MADEN-SEN'E", "Tes-İş"

@@ -27,8 +27,21 @@ _SPACES = re.compile(r"[ \t]{1,3}")
 _LEGAL_KEYS = frozenset(("ltd", "sti", "san", "tic", "gmbh", "inc"))  # the words `_LEGAL_FORM` starts with
 _LEGAL_FORM = re.compile(r"[ \t,]*(?:A\.[ \t]?[ŞS]\.|Ltd\b|LTD\b|[ŞS]ti\b|ŞTİ\b|San\.|SAN\.|Tic\.|TİC\.|GmbH\b|Inc\b)")
 UNION_NAME = re.compile(r"-(?:sen|iş|is)(?![^\W\d_])", re.IGNORECASE)
-# "(1490–1588)", "(d. 1923)", "(?-1622)": not "(0532 ...)" nor "(2012 hırsızlık, ...)"
-_LIFE_DATES = re.compile(r"[ \t]*\((?:d\.[ \t]*)?(?:1[0-9]{3}|20[0-2][0-9]|\?)[ \t]*[-–—)]")
+# "(1490–1588)", "(d. 1923)", "(?-1622)", "(1807, Develi – 1866)", "(d. 8 Eylül 1946, Savur)": not
+# "(0532 ...)" nor "(2012 hırsızlık, ...)"
+_YEAR, _AT = r"(?:1[0-9]{3}|20[0-2][0-9]|\?)", r"(?:,[ \t]*[^\W\d_]+(?:[ \t][^\W\d_]+)?)?"  # a year, ", a place"
+_LIFE_DATES = re.compile(rf"[ \t]*\((?:d\.[ \t]*(?:[0-9]{{1,2}}[ \t.]+[^\W\d_]+[ \t.]+)?{_YEAR}{_AT}[ \t]*[-–—)]"
+                         rf"|{_YEAR}{_AT}[ \t]*[-–—]|{_YEAR}[ \t]*\))")
+# a numbered arithmetic word problem ("Problem 3: Ayşe'nin 24 bilyesi vardır. ... kaç bilyesi
+# kalır?"): its people are made up
+_PROBLEM_HEADER = re.compile(r"(?<!\w)(?:Problem|Soru|Alıştırma|PROBLEM|SORU)[ \t]*[0-9]{1,3}[ \t]*[:.)]")
+_HOW_MANY = re.compile(r"(?<!\w)ka[çc](?:[ıi]nc[ıi]|tır|tir|ar)?(?!\w)", re.IGNORECASE)
+
+
+def word_problem(text: str) -> bool:
+    """A worksheet of numbered word problems asking "how many": single given names in it are
+    made-up people."""
+    return _PROBLEM_HEADER.search(text) is not None and _HOW_MANY.search(text) is not None
 
 
 def firm(doc: Doc, first: int, last: int) -> bool:

@@ -1,0 +1,28 @@
+"""Issue 33: names that are no private person's, in genres with no personal data: the made-up
+people of a numbered arithmetic worksheet, and an encyclopaedic entry whose life dates carry a
+place ("(1807, Develi – 1866)", "(d. 8 Eylül 1946, Savur)"). Sentences written for these tests."""
+
+from __future__ import annotations
+
+from fairgate.policies.sensitivity import classify
+
+
+def names(text: str) -> list[str]:
+    return [text[f.start:f.end] for f in classify(text).findings if f.kind == "person_name"]
+
+
+def test_a_word_problems_people_are_made_up() -> None:
+    sheet = ("Soru 1: Elif'in 18 kalemi var. Kalemlerinin yarısını Burak'a veriyor. Elif'in kaç kalemi kalır?\n"
+             "Soru 2: Can ile Deniz'in yaşları toplamı 24'tür. Can, Deniz'den 2 yaş büyükse Deniz kaç yaşındadır?")
+    assert names(sheet) == []
+
+
+def test_a_question_of_how_many_without_a_worksheet_keeps_the_name() -> None:
+    assert names("Elif'e kaç lira borcun kaldı, Burak Yılmaz sordu.")
+
+
+def test_life_dates_with_a_place_make_an_encyclopaedic_entry() -> None:
+    assert names("Kerem Şairoğlu (1812, Niğde – 1870), asıl mesleği kalaycılık olan halk ozanı.") == []
+    assert names("Nurettin Sağlamer (d. 3 Mart 1931, Kemah), fizikçi ve yazar.") == []
+    # a person's own note with a year and a place in brackets stays a name
+    assert names("Kerem Şairoğlu (2019, Niğde şubesi) iade talebinde bulundu.")
