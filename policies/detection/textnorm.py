@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import re2
 
+from fairgate.policies.detection import dfa
+
 # Chat messages are joined with this private-use character before detection, so a number split
 # across two messages is still read as one number.
 MESSAGE_JOIN = "\ue000"
@@ -124,6 +126,7 @@ def _unusual_dfa() -> re2._Regexp:
 
 
 _UNUSUAL_DFA = _unusual_dfa()
+_UNUSUAL = _UNUSUAL_DFA._regexp  # its program, asked only whether the class occurs
 
 
 @dataclass(slots=True)
@@ -165,7 +168,7 @@ def normalize(text: str) -> Normalized:
     if text.isascii():
         return Normalized(text)
     data = text.encode("utf-8", "surrogatepass")
-    if _UNUSUAL_DFA.search(data) is None:
+    if not dfa.occurs(_UNUSUAL, data):
         return Normalized(text)  # ordinary Turkish or Latin text: nothing to drop or fold
     pieces: list[str] = []
     last = 0

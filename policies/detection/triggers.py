@@ -14,6 +14,7 @@ from typing import Any
 
 import re2
 
+from fairgate.policies.detection import dfa
 from fairgate.policies.detection.addresses_abroad import COUNTRIES
 from fairgate.policies.detection.persons.columns import COLUMN_LABELS
 from fairgate.policies.detection.persons.fields import FIELD_LABELS
@@ -69,7 +70,7 @@ _PASSES = tuple(_pass(fams) for fams in (
 # Every family at once: one DFA pass that says whether any pass can find anything (most prompts
 # hold no trigger at all; the passes then cost one call, not four).
 _ANY = _compile(FAMILIES)
-_UNANCHORED, _AT_START = re2._Anchor.UNANCHORED, re2._Anchor.ANCHOR_START
+_UNANCHORED, _AT_START = dfa.UNANCHORED, dfa.AT_START
 
 
 def _matches(union: Any, each: tuple[tuple[str, Any], ...], data: bytes) -> Iterator[tuple[str, int, int]]:
@@ -98,7 +99,7 @@ def find_triggers(text: str, limit: int = 4096) -> tuple[Hits, bool]:
     caller must treat the text as sensitive (fail closed) instead of scanning on."""
     hits: Hits = {k: [] for k in _FAMILIES}
     data = text.encode("utf-8", "surrogatepass")  # matched as bytes: the str path costs 3x
-    if _ANY.Match(_UNANCHORED, data, 0, len(data))[0][0] == -1:
+    if not dfa.occurs(_ANY, data):
         return hits, False
     found: list[tuple[str, int, int]] = []
     for union, each in _PASSES:

@@ -10,7 +10,7 @@ import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairgate.policies.detection import detectors, gazetteer, triggers
+from fairgate.policies.detection import detectors, dfa, gazetteer, triggers
 from fairgate.policies.detection.digit_chains import MIN_CHAIN_DIGITS
 from fairgate.policies.detection.persons.names import _LETTERS
 from fairgate.policies.sensitivity import classify
@@ -87,3 +87,12 @@ def test_the_letter_runs_folded_one_by_one_are_the_folded_text_s(text: str) -> N
     if "Σ" not in text:
         assert one_by_one == whole
     assert {w for w in one_by_one if w.isascii()} == {w for w in whole if w.isascii()}
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="aZ1 .ş\ue000\u200b\x00é") | st.text())
+def test_a_presence_check_answers_as_search_does(text: str) -> None:
+    """`dfa.occurs` (the program's Match, one call) says what google-re2's `search` says."""
+    data = text.encode("utf-8", "surrogatepass")
+    for pattern in (r"\pL\pL", r"[^\x00-\x7f]+", r"ş|\x{e000}", r"^a", r"1$"):
+        assert dfa.occurs(dfa.program(pattern), data) == (re2.compile(pattern).search(data) is not None)

@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-import re2
-
+from fairgate.policies.detection import dfa
 from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
@@ -60,7 +59,7 @@ _WINDOW = 16_384  # characters read per window of a long text
 # ~8 µs a candidate: past this many (about 200 KB of capitalised words, not prose) the text is
 # kept local unscanned rather than scanned for seconds
 MAX_CANDIDATES = 25_000
-_LETTER_PAIR = re2.compile(r"\pL\pL")
+_LETTER_PAIR = dfa.program(r"\pL\pL")
 _LETTERS = re.compile(r"[^\W\d_]+")  # letter runs (re: the re2 wrapper builds a match per hit)
 _SENTENCE_GAPS = frozenset("^.N!?:~\"")  # `Doc.gap` marks before a sentence's first word
 
@@ -70,7 +69,7 @@ def find_person_names(text: str, limit: int = 16) -> list[tuple[int, int]] | Non
     candidate tokens than `MAX_CANDIDATES` and found no name in them (the caller keeps it local).
     Long texts are read in windows of about 16 KB (cut at a line end), so reading stops once
     `limit` names are found."""
-    if _LETTER_PAIR.search(text.encode("utf-8", "surrogatepass")) is None:
+    if not dfa.occurs(_LETTER_PAIR, text.encode("utf-8", "surrogatepass")):
         return []  # digits, separators, "a@a@": no word to read (one DFA pass, not a regex scan)
     if _opener_only(text):
         return []
