@@ -142,6 +142,8 @@ class KernelPlan:
         choices = dict(self.choices)
         if stack is None and choices["layer_stack"].impl == "native":
             choices["layer_stack"] = Choice("per-op", stack_why or "this model's layers do not fit the native stack")
+        elif stack is not None:  # which kernels its linears run on: float32 panels, int8 / int4 codes
+            choices["layer_stack"] = Choice("native", f"{choices['layer_stack'].why}; linears: {stack.linears}")
         if head is None and choices["greedy_head"].impl == "native":
             choices["greedy_head"] = Choice("logits", "this LM head does not fit the screen")
         return dataclasses.replace(self, choices=tuple(choices.items()))

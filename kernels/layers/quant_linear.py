@@ -106,6 +106,12 @@ class QuantLinear(nn.Module):
         return y if x.dtype == torch.float32 else y.to(x.dtype)
 
     @property
+    def cpu_kind(self) -> int | None:
+        """cpu_quant.c's kind (0 int8, 1 int4) where `forward` runs its weight-only kernel on
+        `panels`, `scale` and `minimum`; None where it runs cpu_quant_a8.c or the torch fallback."""
+        return _KIND[self.method.bits] if self._lib is not None and self._a8 is None else None
+
+    @property
     def native(self) -> bool:
         """Whether `forward` runs on a native CPU kernel (not the torch fallback)."""
         return self.qw is None

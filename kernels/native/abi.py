@@ -58,6 +58,15 @@ class Layer(ctypes.Structure):
     _fields_ = [(name, P) for name in LAYER_FIELDS]
 
 
+class StackWeight(ctypes.Structure):
+    """cpu_stack.c's stack_weight: how one linear's weight is held (scale NULL: float32 panels)."""
+
+    _fields_ = [("scale", P), ("minimum", P), ("kind", I32), ("group", I32)]
+
+
+STACK_LINEARS = ("qkv", "o", "down", "gate_up")  # fg_layer.h's FG_QKV ... FG_GATE_UP: a layer's stack_weights
+
+
 class StackModel(ctypes.Structure):
     """cpu_stack.c's stack_model."""
 
@@ -67,6 +76,7 @@ class StackModel(ctypes.Structure):
         ("eps", F32), ("scale", F32), ("layers", ctypes.POINTER(Layer)), ("final_norm", P),
         *((name, P) for name in ("rms_norm", "rope_write_kv", "decode_attention", "prefill_attention", "linear",
                                  "linear_swiglu", "qk_norm")),
+        ("weights", ctypes.POINTER(StackWeight)), ("quant_linear", P), ("silu_mul", P),
     ]
 
 
@@ -78,7 +88,7 @@ class StackStep(ctypes.Structure):
         ("h", P), ("out", P), ("cos_sin", P), ("slots", P),
         ("decode_tables", P), ("decode_lens", P), ("decode_stride", I64),
         ("prefill_tables", P), ("prefill_starts", P), ("prefill_lens", P), ("prefill_stride", I64),
-        *((name, P) for name in ("x", "qkv", "q", "att", "act", "pending")),
+        *((name, P) for name in ("x", "qkv", "q", "att", "act", "pending", "gate_up")),
     ]
 
 
@@ -147,7 +157,8 @@ QUANT_A8 = Library("cpu_quant_a8.c", "native int8 x int8 linears", (
 ))
 STACK = Library("cpu_stack.c", "native decoder stack", (
     fn("stack_forward", I32, m=P, s=P, num_threads=I32),
-), (("fg_sizeof_stack_layer", Layer), ("fg_sizeof_stack_model", StackModel), ("fg_sizeof_stack_step", StackStep)))
+), (("fg_sizeof_stack_layer", Layer), ("fg_sizeof_stack_model", StackModel), ("fg_sizeof_stack_step", StackStep),
+    ("fg_sizeof_stack_weight", StackWeight)))
 DRAFT = Library("cpu_draft.c", "native draft decode round", (
     fn("draft_decode_round", I32, m=P, ids=P, positions=P, cos_sin=P, slots=P, seq_lens=P, block_tables=P,
        table_stride=I64, batch=I32, out=P, num_threads=I32),

@@ -149,10 +149,10 @@ typedef struct {
     float *gate_up; /* scratch [rows, 2 inter] */
 } draft_run;
 
-static void draft_linear(const fg_layers *r, int which, const float *x, int K, const float *w, int N,
-                         const float *bias, float *y)
+static void draft_linear(const fg_layers *r, const fg_layer *L, int which, const float *x, int K, const float *w,
+                         int N, const float *bias, float *y)
 {
-    (void)which; /* every linear of the draft runs on this file's panels */
+    (void)L, (void)which; /* every linear of the draft runs on this file's panels */
     linear(x, (int)r->rows, K, w, N, bias, y, r->num_threads);
 }
 

@@ -1,6 +1,6 @@
-/* Every decoder layer of one engine step in one native call, for a float32 Llama-family model
- * whose linears are panel linears (cpu_gemm.c) over a float32 paged KV cache: from the
- * embedded rows to the final RMSNorm.
+/* Every decoder layer of one engine step in one native call, for a Llama-family model with float32
+ * activations whose linears are float32 panel linears (cpu_gemm.c) or weight-only int8 / int4
+ * linears (cpu_quant.c), over a float32 paged KV cache: from the embedded rows to the final RMSNorm.
  *
  * Built at first use by kernels/native/build.py (cc -O3 -march=native -fopenmp) and called
  * through ctypes (kernels/programs/layer_stack.py). Why: the per-op path makes about ten calls a layer
@@ -11,16 +11,26 @@
  * 110M benchmark model ran 6% faster end to end in one call (paired replay of a whole
  * workload's steps, identical tokens).
  *
- * Nothing here computes: fg_layer.h sequences the kernels of cpu_fused.c, cpu_gemm.c and
- * cpu_attention.c, reached through pointers the caller fills in, so every value has the bits
+ * Nothing here computes: fg_layer.h sequences the kernels of cpu_fused.c, cpu_gemm.c, cpu_quant.c
+ * and cpu_attention.c, reached through pointers the caller fills in, so every value has the bits
  * of the per-op path (backends/local/model/llama.py), which stays the reference for every other case.
+ * A quantized model gained most: its per-op path paid the Python dispatch per operation that the
+ * halved weight bytes were meant to save (issue 39).
  */
 
 #include "fg_layer.h"
 
 FG_EXPORT_CONSTANTS
 
-/* One layer: fg_layer (fg_common.h), its linears panel linears (kernels/layers/panel_linear.py). */
+/* How one linear's weight is held: float32 panels (kernels/layers/panel_linear.py, scale NULL) or
+ * cpu_quant.c's codes (kernels/layers/quant_linear.py `pack_for_cpu`): the per-op layer's call. */
+typedef struct {
+    const float *scale;   /* NULL: float32 panels; else cpu_quant.c's scale */
+    const float *minimum; /* int4's minimum, else NULL */
+    int kind, group;      /* cpu_quant.c's kind (0 int8, 1 int4) and int4's group size */
+} stack_weight;
+
+/* One layer: fg_layer (fg_common.h), its linears as `weights` says. */
 typedef struct {
     int num_layers, hidden, heads, kv_heads, head_dim, inter, block_size;
     int kb_hidden, kb_heads, kb_inter; /* each linear's oneDNN block (cpu_gemm.c), by its input width */
@@ -34,6 +44,11 @@ typedef struct {
     linear_fn linear;
     swiglu_fn linear_swiglu;
     qk_norm_fn qk_norm;
+    /* [num_layers][FG_LINEARS] each linear's weight (FG_QKV, FG_O, FG_DOWN, FG_GATE_UP); NULL: all
+     * float32 panels, the gate/up ones with their SwiGLU (`linear_swiglu`) */
+    const stack_weight *weights;
+    quant_fn quant_linear;
+    silu_mul_fn silu_mul; /* after a quantized gate/up projection, as its per-op MLP runs it */
 } stack_model;
 
 /* One step's rows: the first `num_decodes` run as decode rows (cpu_attention.c's decode kernel,
@@ -51,12 +66,14 @@ typedef struct {
     int64_t prefill_stride;
     /* scratch: x, pending [T, hidden]; qkv [T, (H + 2 Hkv) D]; q, att [T, H D]; act [T, inter] */
     float *x, *qkv, *q, *att, *act, *pending;
+    float *gate_up; /* scratch [T, 2 inter] for a quantized gate/up projection; NULL where none is */
 } stack_step;
 
 /* The sizes of the structs kernels/native/abi.py mirrors, checked when it loads this library. */
 size_t fg_sizeof_stack_layer(void) { return sizeof(fg_layer); }
 size_t fg_sizeof_stack_model(void) { return sizeof(stack_model); }
 size_t fg_sizeof_stack_step(void) { return sizeof(stack_step); }
+size_t fg_sizeof_stack_weight(void) { return sizeof(stack_weight); }
 
 typedef struct {
     fg_layers layers; /* first: the callbacks cast back to this */
@@ -64,10 +81,27 @@ typedef struct {
     const stack_step *s;
 } stack_run;
 
-static void stack_linear(const fg_layers *r, int which, const float *x, int K, const float *w, int N,
-                         const float *bias, float *y)
+/* linear `which` of layer L: its cpu_quant.c codes, or NULL for float32 panels */
+static const stack_weight *quantized(const stack_run *run, const fg_layer *L, int which)
 {
-    const stack_model *m = ((const stack_run *)r)->m;
+    const stack_weight *w = run->m->weights;
+    if (!w)
+        return NULL;
+    w += (L - run->m->layers) * FG_LINEARS + which;
+    return w->scale ? w : NULL;
+}
+
+static void stack_linear(const fg_layers *r, const fg_layer *L, int which, const float *x, int K, const float *w,
+                         int N, const float *bias, float *y)
+{
+    const stack_run *run = (const stack_run *)r;
+    const stack_model *m = run->m;
+    const stack_weight *q = quantized(run, L, which);
+    if (q) {
+        m->quant_linear(x, K, w, q->scale, q->minimum, bias, y, N, (int)r->rows, N, K, q->group, q->kind,
+                        r->num_threads);
+        return;
+    }
     const int kb = which == FG_QKV ? m->kb_hidden : which == FG_O ? m->kb_heads : m->kb_inter;
     m->linear(x, r->rows, K, w, N, bias, y, kb, r->num_threads);
 }
@@ -90,11 +124,21 @@ static int stack_attend(const fg_layers *r, const fg_layer *L, const float *q, f
     return 0;
 }
 
-/* the gate/up panels apply their SwiGLU themselves (cpu_gemm.c) */
+/* float32 gate/up panels apply their SwiGLU themselves (cpu_gemm.c); quantized ones write
+ * [gate | up] to scratch, then silu_mul (cpu_fused.c), as the per-op MLP does */
 static int stack_gate_up(const fg_layers *r, const fg_layer *L, const float *x, float *act)
 {
-    const stack_model *m = ((const stack_run *)r)->m;
-    return m->linear_swiglu(x, r->rows, m->hidden, L->gate_up, 2 * m->inter, L->gate_up_bias, act, m->kb_hidden,
+    const stack_run *run = (const stack_run *)r;
+    const stack_model *m = run->m;
+    const stack_weight *q = quantized(run, L, FG_GATE_UP);
+    const int width = 2 * m->inter;
+    if (q) {
+        m->quant_linear(x, m->hidden, L->gate_up, q->scale, q->minimum, L->gate_up_bias, run->s->gate_up, width,
+                        (int)r->rows, width, m->hidden, q->group, q->kind, r->num_threads);
+        m->silu_mul(run->s->gate_up, act, r->rows, m->inter, r->num_threads);
+        return 0;
+    }
+    return m->linear_swiglu(x, r->rows, m->hidden, L->gate_up, width, L->gate_up_bias, act, m->kb_hidden,
                             r->num_threads)
                ? -1
                : 0;

@@ -50,10 +50,15 @@ typedef void (*linear_fn)(const float *x, int64_t M, int K, const float *panels,
                           int kb, int num_threads);
 typedef int (*swiglu_fn)(const float *x, int64_t M, int K, const float *panels, int N, const float *bias, float *y,
                          int kb, int num_threads);
+/* cpu_quant.c's weight-only int8 / int4 linear (kind 0 / 1) */
+typedef void (*quant_fn)(const float *x, int64_t x_stride, const void *w, const float *scale, const float *minimum,
+                         const float *bias, float *y, int64_t y_stride, int M, int N, int K, int group, int kind,
+                         int num_threads);
 
 /* One decoder layer as both programs hold it: norm weights [hidden]; linears packed in panels
- * (cpu_stack.c: kernels/layers/panel_linear.py's, the gate/up one in `swiglu_order`; cpu_draft.c:
- * plain `pack_panels`), biases [N] or NULL; Qwen3's per-head q/k norm weights [head_dim], or NULL
+ * (cpu_stack.c: kernels/layers/panel_linear.py's, the gate/up one in `swiglu_order`, or a quantized
+ * linear's int8 / int4 codes in cpu_quant.c's panels, which cpu_stack.c's `stack_weight` then
+ * describes; cpu_draft.c: plain `pack_panels`), biases [N] or NULL; Qwen3's per-head q/k norm weights [head_dim], or NULL
  * for the families without; float32 caches [blocks, block_size, kv_heads, head_dim]. */
 typedef struct {
     const float *input_norm, *qkv, *qkv_bias, *o, *o_bias, *post_norm, *gate_up, *gate_up_bias, *down, *down_bias;

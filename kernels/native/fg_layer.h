@@ -13,7 +13,8 @@
 
 #include "fg_common.h"
 
-enum { FG_QKV = 0, FG_O = 1, FG_DOWN = 2 }; /* which of a layer's linears a `linear` call is */
+/* which of a layer's linears a `linear` call is (FG_GATE_UP: the one behind `gate_up`) */
+enum { FG_QKV = 0, FG_O = 1, FG_DOWN = 2, FG_GATE_UP = 3, FG_LINEARS = 4 };
 
 typedef struct fg_layers fg_layers;
 struct fg_layers {
@@ -27,9 +28,9 @@ struct fg_layers {
     qk_norm_fn qk_norm; /* for layers with q_norm (Qwen3) */
     const float *cos_sin; /* [rows, 2, head_dim] each row's RoPE */
     const int64_t *slots; /* [rows] each row's cache slot */
-    /* y[rows, N] = x[rows, K] w + bias, for the layer's linear `which` */
-    void (*linear)(const fg_layers *r, int which, const float *x, int K, const float *w, int N, const float *bias,
-                   float *y);
+    /* y[rows, N] = x[rows, K] w + bias, for linear `which` of layer L */
+    void (*linear)(const fg_layers *r, const fg_layer *L, int which, const float *x, int K, const float *w, int N,
+                   const float *bias, float *y);
     /* out [rows, H D] = the rows' attention of q [rows, H D] over the layer's caches; nonzero: no memory */
     int (*attend)(const fg_layers *r, const fg_layer *L, const float *q, float *out);
     /* act [rows, inter] = silu(x Wgate) * (x Wup); nonzero: no memory */
@@ -54,17 +55,17 @@ static inline int fg_layers_forward(const fg_layers *r, float *h, float *out)
             r->rms_norm(h, 0, L->input_norm, r->x, T, hidden, r->eps, nt);
         else
             r->rms_norm(r->pending, h, L->input_norm, r->x, T, hidden, r->eps, nt);
-        r->linear(r, FG_QKV, r->x, hidden, L->qkv, qkv_width, L->qkv_bias, r->qkv);
+        r->linear(r, L, FG_QKV, r->x, hidden, L->qkv, qkv_width, L->qkv_bias, r->qkv);
         if (L->q_norm) /* Qwen3: each q and k head normalised before RoPE */
             r->qk_norm(r->qkv, L->q_norm, L->k_norm, T, H, Hkv, D, r->eps, nt);
         r->rope_write_kv(r->qkv, r->cos_sin, r->slots, r->q, L->k_cache, L->v_cache, T, H, Hkv, D, nt);
         if ((rc = r->attend(r, L, r->q, r->att)))
             return rc;
-        r->linear(r, FG_O, r->att, q_width, L->o, hidden, L->o_bias, r->pending);
+        r->linear(r, L, FG_O, r->att, q_width, L->o, hidden, L->o_bias, r->pending);
         r->rms_norm(r->pending, h, L->post_norm, r->x, T, hidden, r->eps, nt);
         if ((rc = r->gate_up(r, L, r->x, r->act)))
             return rc;
-        r->linear(r, FG_DOWN, r->act, r->inter, L->down, hidden, L->down_bias, r->pending);
+        r->linear(r, L, FG_DOWN, r->act, r->inter, L->down, hidden, L->down_bias, r->pending);
     }
     if (r->num_layers == 0)
         r->rms_norm(h, 0, r->final_norm, out, T, hidden, r->eps, nt);

@@ -102,7 +102,8 @@ def test_the_runner_takes_the_stack_and_samples_the_per_op_tokens(tiny_dir: Path
     assert native == per_op and all(isinstance(t, int) for t in native)
 
 
-@pytest.mark.parametrize("options", [dict(gemm="onednn"), dict(gemm="torch"), dict(quantization="int8")])
+# (quantized linears: tests/kernels/test_cpu_stack_quant.py; int8 and int4 now run in the stack)
+@pytest.mark.parametrize("options", [dict(gemm="onednn"), dict(gemm="torch")])
 def test_no_stack_without_float32_panel_linears(tiny_dir: Path, options: dict) -> None:
     assert runner_for(tiny_dir, **options).model.native_stack is None
 

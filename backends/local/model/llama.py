@@ -184,6 +184,7 @@ class DecoderModel(nn.Module):
         self.cos_sin: torch.Tensor | None = None  # [max_positions, 2, head_dim], set by from_state_dict
         self.cos_sin_local: torch.Tensor | None = None  # the same for Gemma 3's sliding layers
         self.native_stack: NativeStack | None = None  # every layer in one native call (attach_native_stack)
+        self.native_stack_why: str | None = None  # why the layers did not fit it, where they did not
 
     @staticmethod
     def make_layer(cfg: ModelConfig, kernels: KernelPlan, index: int) -> nn.Module:
@@ -225,20 +226,23 @@ class DecoderModel(nn.Module):
 
     def attach_native_stack(self) -> bool:
         """Run every layer of a step in one native call (kernels/programs/layer_stack.py: the same kernels in
-        the same order, so the same bits) where the weights allow: float32 panel linears on the
-        CPU, a SwiGLU-fused gate/up. Steps on caches it does not take still run per op. A
-        mixture-of-experts model always runs per op (the stack has no router or experts)."""
+        the same order, so the same bits) where the weights allow: float32 panel linears with a
+        SwiGLU-fused gate/up, or weight-only int8 / int4 linears on cpu_quant.c, on the CPU. Steps
+        on caches it does not take still run per op. A mixture-of-experts model always runs per op
+        (the stack has no router or experts). `native_stack_why` keeps why a model did not fit."""
+        self.native_stack, self.native_stack_why = None, None
         if self.cfg.moe is not None:
-            self.native_stack = None
             return False
-        # kernel boundary: StackLayer declares PanelLinear parts, which NativeStack.build checks
+        # kernel boundary: StackLayer declares PanelLinear / QuantLinear parts, which NativeStack.misfit checks
         layers = [StackLayer(layer.input_norm.weight, layer.attn.qkv_proj, layer.attn.o_proj,  # type: ignore[arg-type]
                              layer.post_attn_norm.weight, layer.mlp.gate_up_proj, layer.mlp.down_proj,  # type: ignore[arg-type]
                              *layer.attn.qk_norm_weights())
                   for layer in self.decoder_layers()]
         cfg = self.cfg
-        self.native_stack = self.kernels.native_stack(layers, self.norm.weight, cfg.num_heads, cfg.num_kv_heads,
-                                                 cfg.head_dim, cfg.rms_norm_eps)
+        shape = (self.norm.weight, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
+        self.native_stack = self.kernels.native_stack(layers, *shape, cfg.rms_norm_eps)
+        if self.native_stack is None:
+            self.native_stack_why = NativeStack.misfit(layers, *shape)
         return self.native_stack is not None
 
     def forward(

@@ -101,7 +101,7 @@ class ModelRunner:
         # greedy rows with nothing to apply to their logits take their tokens without them
         self.greedy_head: Callable[[torch.Tensor], list[int] | None] | None = plan.greedy_head(self.model.lm_head)
         moe_why = "mixture-of-experts layers (router, grouped experts) run per op" if self.config.moe else None
-        self.kernels = plan.settled(self.model.native_stack, self.greedy_head, moe_why)  # `describe()` for an endpoint
+        self.kernels = plan.settled(self.model.native_stack, self.greedy_head, moe_why or self.model.native_stack_why)  # `describe()` for an endpoint
 
         self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
         self._allocate_kv_pool()
