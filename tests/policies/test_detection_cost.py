@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fairgate.policies.detection import identifiers
+from fairgate.policies.detection.persons import non_private
 from fairgate.policies.detection.persons.features import _GAP_KEEP, Doc, context_features
 from fairgate.policies.detection.persons.tagger import NameTagger
 
 # words, names, suffixes, casing and the punctuation the features read
 WORDS = ("Ayşe", "KAYA'YI", "hanım", "Sayın", "Dr.", "Ö.", "mehmet", "Yıldız", "Holding", "ve", "ile", "eşim", "adım",
          "Berfin", "AKTAŞ", "Zeynep'in", "merhaba", "ÇALIŞAN", "Kürt", "öğrenci", "Garbis", "de", "Ali")
-GAPS = (" ", ", ", ". ", "\n", " - ", ": ", " (", ") ", "; ", " 12 ", "  ", "\n\n", "!", "?", " \" ", " / ", " " * 45)
+GAPS = (" ", ", ", ". ", "\n", "\t", " \t", " - ", ": ", " (", ") ", "; ", " 12 ", "  ", "\n\n", "!", "?", " \" ", " / ", " " * 45)
 TEXTS = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(GAPS)), max_size=14).map(
     lambda pairs: "".join(w + g for w, g in pairs)) | st.text(max_size=80)
 
@@ -41,3 +44,48 @@ def test_the_tagger_s_cached_context_rows_are_the_context_features_rows(text: st
         assert doc.gap(i) == _gap_full(doc, i)
         full = [r for r in map(_TAGGER.vocab.get, context_features(doc, i)) if r is not None]
         assert _TAGGER.context_rows(doc, i) == full, (text, i)
+
+
+# each identifier pattern's context words and values, in the casings people type
+ID_PIECES = {
+    "_BIRTH": ("doğum tarihi", "DOĞUM TARİHİ", "Dogum tarihi:", "d.t.", "D. T.", "doğumlu", "doğdu", "doğdum", "born",
+               "Date of birth", "DOB", "birthday", "BİRTH DATE", "d.", "(d.", "doğum günüm", "dogum_yili:", "yılında",
+               "12.03.1985", "5 mayıs 79", "March 12, 1985", "03MAR1991", "1992", "1881'de", "12/03/85", "doğmuşum"),
+    "_PASSPORT": ("pasaport", "PASSPORT", "Pasaport No:", "U12345678", "s 12345678", "NP7K2L8R5", "72 4419083",
+                  "AB1234567", "numarası"),
+    "_PLATE": ("plaka", "Plate", "ARAÇ", "aracım", "license plate", "LICENSE PLATE", "34 ABC 123", "06 FK 4821",
+               "34 klm 907", "plakalı", "12 MB 512", "örnek"),
+    "_VKN": ("vkn", "VERGİ NO", "vergi kimlik numarası", "v.no", "V NO", "tax id", "TAX NUMBER", "1234567890",
+             "1234 567 890"),
+}
+_GAPS = (" ", ": ", "\n", ", ", "", " - ", "\t", "(")
+
+
+@pytest.mark.parametrize("name", sorted(ID_PIECES))
+def test_the_identifier_patterns_tried_only_at_their_first_characters_match_as_before(name: str) -> None:
+    # each pattern is its body behind a lookahead for the characters a match can start with
+    fast = getattr(identifiers, name)
+    full = re.compile(getattr(identifiers, f"{name}_BODY"), fast.flags)
+    pieces = st.lists(st.tuples(st.sampled_from(ID_PIECES[name] + WORDS[:6]), st.sampled_from(_GAPS)), max_size=8)
+
+    @settings(max_examples=300, deadline=None)
+    @given(pieces.map(lambda pairs: "".join(w + g for w, g in pairs)) | st.text(max_size=60),
+           st.integers(0, 20), st.integers(0, 20))
+    def check(text: str, cut_lo: int, cut_hi: int) -> None:
+        lo, hi = min(cut_lo, len(text)), max(min(cut_lo, len(text)), len(text) - cut_hi)
+        assert [(m.span(), m.groups()) for m in fast.finditer(text, lo, hi)] == \
+            [(m.span(), m.groups()) for m in full.finditer(text, lo, hi)], text
+
+    check()
+
+
+@settings(max_examples=400, deadline=None)
+@given(TEXTS | st.lists(st.sampled_from(("Problem 3:", "SORU 12)", "Soru", "Alıştırma 4.", "PROBLEM", "kaç", "Ayşe",
+                                         "bilye", "\n", "Kaç tane", "problem 2:"))).map(" ".join))
+def test_the_join_and_worksheet_shortcuts_answer_as_their_regexes(text: str) -> None:
+    doc = Doc.of(text)
+    for i in range(len(doc.spans) - 1):
+        end, nxt = doc.spans[i][1], doc.spans[i + 1][0]
+        assert non_private.joined(doc, i) == (bool(non_private._JOIN.fullmatch(text, end, nxt)) or end == nxt)
+    assert non_private.word_problem(text) == (non_private._PROBLEM_HEADER.search(text) is not None
+                                              and non_private._HOW_MANY.search(text) is not None)
