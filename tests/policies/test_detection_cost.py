@@ -3,15 +3,22 @@ path it replaces, on random texts."""
 
 from __future__ import annotations
 
+import math
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairgate.policies.detection import identifiers
 from fairgate.policies.detection.persons import non_private
-from fairgate.policies.detection.persons.features import _GAP_KEEP, Doc, context_features
+from fairgate.policies.detection.persons.features import (
+    _GAP_KEEP,
+    Doc,
+    context_features,
+    token_features,
+)
 from fairgate.policies.detection.persons.tagger import NameTagger
 
 # words, names, suffixes, casing and the punctuation the features read
@@ -44,6 +51,27 @@ def test_the_tagger_s_cached_context_rows_are_the_context_features_rows(text: st
         assert doc.gap(i) == _gap_full(doc, i)
         full = [r for r in map(_TAGGER.vocab.get, context_features(doc, i)) if r is not None]
         assert _TAGGER.context_rows(doc, i) == full, (text, i)
+
+
+def _scores_full(doc: Doc, tokens: list[int]) -> list[float]:
+    """The tagger's probabilities from every token's feature strings (`token_features`)."""
+    rows: list[int] = []
+    starts: list[int] = []
+    for i in tokens:
+        starts.append(len(rows))
+        rows += [r for r in map(_TAGGER.vocab.get, token_features(doc, i)) if r is not None]
+    hidden = np.maximum(np.add.reduceat(_TAGGER.table.take(rows, axis=0), starts, axis=0) + _TAGGER.bias, 0.0)
+    return [1.0 / (1.0 + math.exp(min(700.0, -(x + _TAGGER.out_b)))) for x in (hidden @ _TAGGER.out_w).tolist()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS)
+def test_the_tagger_s_cached_rows_give_the_scores_of_the_feature_strings(text: str) -> None:
+    doc = Doc.of(text)
+    tokens = list(range(len(doc.spans)))
+    if tokens:
+        full = _scores_full(doc, tokens)
+        assert _TAGGER.scores(doc, tokens) == full == _TAGGER.scores(doc, tokens), text  # cold, then cached
 
 
 # each identifier pattern's context words and values, in the casings people type

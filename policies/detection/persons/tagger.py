@@ -16,7 +16,6 @@ import numpy as np
 
 from fairgate.policies.detection.persons.features import (
     Doc,
-    TokenInfo,
     neighbour_features,
     own_features,
 )
@@ -35,15 +34,15 @@ class NameTagger:
             self.bias = w["bias"]  # [dim]
             self.out_w = w["out_w"]  # [dim]
             self.out_b = float(w["out_b"][0])
-        self._own_rows: dict[tuple[str, ...], list[int]] = {}  # a word's own features -> table rows
-        # a piece of `context_features` (a gap's mark, a neighbour at distance d) -> table rows
-        self._context_rows: dict[tuple[object, ...], list[int]] = {}
+        self._own_rows: dict[tuple[str, ...], list[int]] = {}  # a word's details and line casing -> table rows
+        # a neighbour's details and distance -> the table rows of its `context_features`
+        self._context_rows: dict[tuple[int | str, ...], list[int]] = {}
 
     def scores(self, doc: Doc, tokens: list[int]) -> list[float]:
         """The probability that each of `tokens` is part of a person's name."""
         if not tokens:
             return []
-        vocab = self.vocab
+        vocab, infos, modes = self.vocab, doc.infos(), doc.modes()
         rows: list[int] = []
         starts: list[int] = []
         cache = self._own_rows
@@ -51,10 +50,11 @@ class NameTagger:
             cache.clear()
         for i in tokens:
             starts.append(len(rows))
-            own = own_features(doc, i)
-            own_rows = cache.get(own)
+            t = infos[i]
+            key = (t.key, t.suffix, t.shape, t.flags, modes[i][0])  # what `own_features` reads
+            own_rows = cache.get(key)
             if own_rows is None:
-                own_rows = cache[own] = [r for r in map(vocab.get, own) if r is not None]
+                own_rows = cache[key] = [r for r in map(vocab.get, own_features(doc, i)) if r is not None]
             rows += own_rows
             rows += self.context_rows(doc, i)
         hidden = np.add.reduceat(self.table.take(rows, axis=0), starts, axis=0)  # [tokens, dim]
@@ -67,33 +67,27 @@ class NameTagger:
 
 
     def context_rows(self, doc: Doc, i: int) -> list[int]:
-        """The table rows of `features.context_features(doc, i)`, in its order, from cached
-        pieces (a gap's mark, a neighbour's features): building every feature string of every
-        candidate cost more than the numpy pass."""
-        cache = self._context_rows
+        """The table rows of `features.context_features(doc, i)`, in its order: a neighbour's
+        rows cached by its details and distance (building every feature string of every
+        candidate cost more than the numpy pass)."""
+        cache, vocab = self._context_rows, self.vocab
         if len(cache) > 1 << 16:
             cache.clear()
-        n, mode = len(doc.spans), doc.mode(i)[0]
-        keys: list[tuple[object, ...]] = [("gap", doc.gap(i)), ("gapn", doc.gap(i + 1) if i + 1 < n else "$")]
-        keys += [(d, mode, doc.info(i + d)) if 0 <= i + d < n else (d,) for d in (-2, -1, 1, 2)]
-        out: list[int] = []
-        for key in keys:
+        n, mode, infos = len(doc.spans), doc.mode(i)[0], doc.infos()
+        gaps = (vocab.get(f"gap:{doc.gap(i)}"), vocab.get(f"gapn:{doc.gap(i + 1) if i + 1 < n else '$'}"))
+        out = [r for r in gaps if r is not None]
+        for d in (-2, -1, 1, 2):
+            if not 0 <= i + d < n:
+                if (r := vocab.get(f"c{d}:<none>")) is not None:
+                    out.append(r)
+                continue
+            t = infos[i + d]
+            key = (d, mode, t.key, t.suffix, t.shape, t.flags)  # (strings hash in C; a dataclass in Python)
             got = cache.get(key)
             if got is None:
-                got = cache[key] = [r for r in map(self.vocab.get, _context_piece(key)) if r is not None]
+                got = cache[key] = [r for r in map(vocab.get, neighbour_features(d, mode, t)) if r is not None]
             out += got
         return out
-
-
-def _context_piece(key: tuple[object, ...]) -> list[str]:
-    """The feature strings of one piece of `context_features` (see `NameTagger.context_rows`)."""
-    if key[0] in ("gap", "gapn"):
-        return [f"{key[0]}:{key[1]}"]
-    if len(key) == 1:
-        return [f"c{key[0]}:<none>"]
-    d, mode, info = key
-    assert isinstance(d, int) and isinstance(mode, str) and isinstance(info, TokenInfo)
-    return neighbour_features(d, mode, info)
 
 
 @lru_cache(maxsize=1)
