@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairgate.policies.detection import identifiers
+from fairgate.policies.detection import digit_windows, identifiers
 from fairgate.policies.detection.persons import non_private
 from fairgate.policies.detection.persons.features import (
     _GAP_KEEP,
@@ -117,3 +117,31 @@ def test_the_join_and_worksheet_shortcuts_answer_as_their_regexes(text: str) -> 
         assert non_private.joined(doc, i) == (bool(non_private._JOIN.fullmatch(text, end, nxt)) or end == nxt)
     assert non_private.word_problem(text) == (non_private._PROBLEM_HEADER.search(text) is not None
                                               and non_private._HOW_MANY.search(text) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123456789 -./,:|\n\t()x\ue000\u00a0", min_size=2, max_size=300))
+def test_the_digit_window_checks_answer_as_their_full_forms(text: str) -> None:
+    arr = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+    isd = (arr >= 48) & (arr <= 57)
+    edge = np.diff(isd.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    gs, ge = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+    gap_s, glen = ge[:-1], gs[1:] - ge[:-1]
+    full = glen <= 5  # every one of five characters looked up for every gap
+    for o in range(5):
+        full &= (o >= glen) | digit_windows._IS_GAP[np.minimum(arr[np.minimum(gap_s + o, len(arr) - 1)], 0xFFFF)]
+    assert digit_windows._short_gaps(arr, gap_s, glen).tolist() == full.tolist()
+    digits = (arr[isd] - 48).astype(np.int32)
+    if len(digits) < 20:
+        return
+    w = digit_windows._Windows(np.array([len(digits)]), digits, np.zeros(1, dtype=bool))
+    starts = np.arange(len(digits) - 19)
+    window = digits[starts[:, None] + np.arange(11)[None, :]]
+    odd, even = window[:, 0:9:2].sum(axis=1), window[:, 1:8:2].sum(axis=1)
+    tckn = (window[:, 0] != 0) & ((odd * 7 - even) % 10 == window[:, 9]) & ((odd + even + window[:, 9]) % 10 == window[:, 10])
+    assert digit_windows._tckn(digits, starts).tolist() == tckn.tolist()
+    for n in range(13, 20):
+        luhn = [sum(int(c) for c in str(int(d) * 2)) if (len(digits[s:s + n]) - 1 - k) % 2 else int(d)
+                for s in starts.tolist() for k, d in enumerate(digits[s:s + n].tolist())]
+        per_window = [sum(luhn[i * n:(i + 1) * n]) % 10 == 0 for i in range(len(starts))]
+        assert digit_windows._luhn(w, starts, starts + n).tolist() == per_window
