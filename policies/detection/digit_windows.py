@@ -55,11 +55,7 @@ def numeric_chains(text: str) -> NumericChains:
         return NumericChains([], empty, empty, empty, empty, empty)
     gap_s, gap_e = ge[:-1], gs[1:]
     glen = gap_e - gap_s
-    in_gap = glen <= 5
-    for o in range(5):  # every character of a short gap must be a gap character
-        pos = np.minimum(gap_s + o, len(arr) - 1)
-        in_gap &= (o >= glen) | _IS_GAP[np.minimum(arr[pos], _TABLE_MAX)]
-    joined = in_gap | ((glen == 1) & (arr[gap_s] == _PIPE))
+    joined = _short_gaps(arr, gap_s, glen) | ((glen == 1) & (arr[gap_s] == _PIPE))
     chain_id = np.concatenate(([0], np.cumsum(~joined)))
     lens = ge - gs
     keep = (np.bincount(chain_id, weights=lens) >= 10)[chain_id]
@@ -80,6 +76,18 @@ def numeric_chains(text: str) -> NumericChains:
     tr = (np.isin(before[:, :-1], _R_CODES) & np.isin(before[:, 1:], _T_CODES)).any(axis=1)
     prefixed = np.flatnonzero((plus | tr) & (gs[firsts] > 0))
     return NumericChains(spans, gs, ge, firsts, cands, prefixed)
+
+
+def _short_gaps(arr: np.ndarray, gap_s: np.ndarray, glen: np.ndarray) -> np.ndarray:
+    """Which gaps (starting at `gap_s`, `glen` long) are 1-5 gap characters. Character o is read
+    only for the gaps still joining that have one (a run of "1 1 1": one pass, not five)."""
+    in_gap = glen <= 5
+    for o in range(5):
+        rows = np.flatnonzero(in_gap & (glen > o))
+        if not len(rows):
+            break
+        in_gap[rows] = _IS_GAP[np.minimum(arr[gap_s[rows] + o], _TABLE_MAX)]
+    return in_gap
 
 
 def _group_digits(arr: np.ndarray, gs: np.ndarray, lens: np.ndarray) -> np.ndarray:
@@ -104,13 +112,24 @@ def _candidates(lens: np.ndarray, digits: np.ndarray, layout: bool, hard: np.nda
 class _Windows:
     """Digit offsets of the groups and where a window of n digits from a start group ends."""
 
-    __slots__ = ("lens", "digits", "offs", "count")
+    __slots__ = ("lens", "digits", "offs", "count", "_sums")
 
     def __init__(self, lens: np.ndarray, digits: np.ndarray, hard: np.ndarray) -> None:
         self.lens, self.digits = lens, digits
         self.offs = np.zeros(len(lens) + 1, dtype=np.int64)
         self.offs[1:] = np.cumsum(lens)
         self.count = _PrefixCounts(lens, hard)
+        self._sums: tuple[np.ndarray, np.ndarray] | None = None
+
+    def parity_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """[2, digits + 1] prefix sums of the digits at even / odd positions (row 0 / 1), as they
+        are and doubled: a window's Luhn sum in O(1), computed once for all card lengths."""
+        if self._sums is None:
+            par = np.arange(len(self.digits)) % 2
+            plain, doubled = self.digits, _DOUBLED[self.digits]
+            self._sums = (np.stack([_prefix(np.where(par == p, plain, 0)) for p in (0, 1)]),
+                          np.stack([_prefix(np.where(par == p, doubled, 0)) for p in (0, 1)]))
+        return self._sums
 
     def end(self, rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows whose n-digit window ends on a group boundary within one chain, the group
@@ -163,7 +182,7 @@ def _card_starts(w: _Windows, first: np.ndarray, layout: bool) -> np.ndarray:
             i = i[(j - i == 1) | fours | amex]
         if len(i):
             s = w.offs[i]
-            out.append(i[_luhn(w.digits, s, s + n)])
+            out.append(i[_luhn(w, s, s + n)])
     return np.concatenate(out)
 
 
@@ -179,9 +198,7 @@ class _PrefixCounts:
 
     @staticmethod
     def _prefix(flags: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(flags) + 1, dtype=np.int64)
-        out[1:] = np.cumsum(flags)
-        return out
+        return _prefix(flags)
 
     @staticmethod
     def none(prefix: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -190,22 +207,27 @@ class _PrefixCounts:
         return out
 
 
-def _tckn(digits: np.ndarray, s: np.ndarray) -> np.ndarray:
-    w = digits[s[:, None] + np.arange(11)[None, :]]  # [m, 11]
-    odd = w[:, 0:9:2].sum(axis=1)
-    even = w[:, 1:8:2].sum(axis=1)
-    out: np.ndarray = (w[:, 0] != 0) & ((odd * 7 - even) % 10 == w[:, 9]) & ((odd + even + w[:, 9]) % 10 == w[:, 10])
+def _prefix(values: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(values) + 1, dtype=np.int64)
+    out[1:] = np.cumsum(values)
     return out
 
 
-def _luhn(digits: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+def _tckn(digits: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """TCKN check digits of the 11 digits from each of `s`: d10 = (7 * (d1+d3+d5+d7+d9) -
+    (d2+d4+d6+d8)) mod 10, d11 = (d1+...+d10) mod 10; one gather per digit position (an
+    [m, 11] index array cost more than the arithmetic)."""
+    w = [digits[s + k] for k in range(11)]
+    odd = w[0] + w[2] + w[4] + w[6] + w[8]
+    even = w[1] + w[3] + w[5] + w[7]
+    out: np.ndarray = (w[0] != 0) & ((odd * 7 - even) % 10 == w[9]) & ((odd + even + w[9]) % 10 == w[10])
+    return out
+
+
+def _luhn(w: _Windows, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     """Luhn check of digits[s:e] for every pair, with parity prefix sums (no per-window loop)."""
-    pos = np.arange(len(digits))
-    par = pos % 2
-    plain = [np.concatenate(([0], np.cumsum(np.where(par == p, digits, 0)))) for p in (0, 1)]
-    dbl = [np.concatenate(([0], np.cumsum(np.where(par == p, _DOUBLED[digits], 0)))) for p in (0, 1)]
+    plain, dbl = w.parity_sums()
     last = (e - 1) % 2  # the last digit is taken as is, the one before it doubled, ...
-    total = np.where(last == 0, plain[0][e] - plain[0][s] + dbl[1][e] - dbl[1][s],
-                     plain[1][e] - plain[1][s] + dbl[0][e] - dbl[0][s])
+    total = plain[last, e] - plain[last, s] + dbl[1 - last, e] - dbl[1 - last, s]
     out: np.ndarray = total % 10 == 0
     return out

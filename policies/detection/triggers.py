@@ -73,12 +73,13 @@ _ANY = _compile(FAMILIES)
 _UNANCHORED, _AT_START = dfa.UNANCHORED, dfa.AT_START
 
 
-def _matches(union: Any, each: tuple[tuple[str, Any], ...], data: bytes) -> Iterator[tuple[str, int, int]]:
-    """Non-overlapping matches (family, start, end) in byte offsets, straight from RE2 (the
+def _matches(union: Any, each: tuple[tuple[str, Any], ...], data: bytes, pos: int = 0) -> Iterator[tuple[str, int, int]]:
+    """Non-overlapping matches (family, start, end) in byte offsets from `pos` (no match may
+    start before it), straight from RE2 (the
     wrapper's `finditer` builds a match object and an offsets table per hit, several µs each).
     A match's family is the first whose pattern matches at its start: the one the alternation
     chose (leftmost-first), so the same answer a group per family gave."""
-    pos, end = 0, len(data)
+    end = len(data)
     while pos <= end:
         s, e = union.Match(_UNANCHORED, data, pos, end)[0]
         if s == -1:
@@ -99,11 +100,13 @@ def find_triggers(text: str, limit: int = 4096) -> tuple[Hits, bool]:
     caller must treat the text as sensitive (fail closed) instead of scanning on."""
     hits: Hits = {k: [] for k in _FAMILIES}
     data = text.encode("utf-8", "surrogatepass")  # matched as bytes: the str path costs 3x
-    if not dfa.occurs(_ANY, data):
+    first = _ANY.Match(_UNANCHORED, data, 0, len(data))[0][0]  # where the leftmost trigger starts
+    if first == -1:
         return hits, False
     found: list[tuple[str, int, int]] = []
     for union, each in _PASSES:
-        for match in _matches(union, each, data):
+        # every family is in `_ANY`, whose leftmost match starts at `first`: no pass's match starts before it
+        for match in _matches(union, each, data, first):
             if len(found) >= limit:
                 return hits, True
             found.append(match)

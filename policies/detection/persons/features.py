@@ -119,9 +119,15 @@ class Doc:
         lo = self.spans[i - 1][1] if i else max(0, s - 12)
         if s - lo > 40:
             return "~"
-        kept = _GAP_KEEP.sub("", self.text[lo:s]).replace("\n", "N")
-        kept = re.sub("[0-9]+", "#", kept)
-        return (kept[:3] or "_") if i else "^" + kept[:2]
+        return _gap_mark(self.text[lo:s], i > 0)
+
+
+@lru_cache(maxsize=1 << 12)
+def _gap_mark(between: str, inner: bool) -> str:
+    """`Doc.gap` of the text `between` two tokens (cached: most gaps are a space or ", ")."""
+    kept = _GAP_KEEP.sub("", between).replace("\n", "N")
+    kept = re.sub("[0-9]+", "#", kept)
+    return (kept[:3] or "_") if inner else "^" + kept[:2]
 
 
 def token_features(doc: Doc, i: int) -> list[str]:
@@ -154,14 +160,16 @@ def context_features(doc: Doc, i: int) -> list[str]:
     out = [f"gap:{doc.gap(i)}", f"gapn:{doc.gap(i + 1) if i + 1 < len(doc.spans) else '$'}"]
     for d in (-2, -1, 1, 2):
         j = i + d
-        if not 0 <= j < len(doc.spans):
-            out.append(f"c{d}:<none>")
-            continue
-        n = doc.info(j)
-        out += [f"c{d}:{n.key}", f"c{d}sh:{mode}{n.shape}"]
-        out += [f"c{d}lx:{c}" for c in n.flags]
-        if n.suffix:
-            out.append(f"c{d}suf:{n.suffix}")
+        out += neighbour_features(d, mode, doc.info(j)) if 0 <= j < len(doc.spans) else [f"c{d}:<none>"]
+    return out
+
+
+def neighbour_features(d: int, mode: str, n: TokenInfo) -> list[str]:
+    """The features of token `n` seen `d` tokens from the scored one, in a line of casing `mode`."""
+    out = [f"c{d}:{n.key}", f"c{d}sh:{mode}{n.shape}"]
+    out += [f"c{d}lx:{c}" for c in n.flags]
+    if n.suffix:
+        out.append(f"c{d}suf:{n.suffix}")
     return out
 
 

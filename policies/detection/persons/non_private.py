@@ -34,13 +34,16 @@ _LIFE_DATES = re.compile(rf"[ \t]*\((?:d\.[ \t]*(?:[0-9]{{1,2}}[ \t.]+[^\W\d_]+[
                          rf"|{_YEAR}{_AT}[ \t]*[-–—]|{_YEAR}[ \t]*\))")
 # a numbered arithmetic word problem ("Problem 3: Ayşe'nin 24 bilyesi vardır. ... kaç bilyesi
 # kalır?"): its people are made up
-_PROBLEM_HEADER = re.compile(r"(?<!\w)(?:Problem|Soru|Alıştırma|PROBLEM|SORU)[ \t]*[0-9]{1,3}[ \t]*[:.)]")
+_PROBLEM_WORDS = ("Problem", "Soru", "Alıştırma", "PROBLEM", "SORU")
+_PROBLEM_HEADER = re.compile(rf"(?<!\w)(?:{'|'.join(_PROBLEM_WORDS)})[ \t]*[0-9]{{1,3}}[ \t]*[:.)]")
 _HOW_MANY = re.compile(r"(?<!\w)ka[çc](?:[ıi]nc[ıi]|tır|tir|ar)?(?!\w)", re.IGNORECASE)
 
 
 def word_problem(text: str) -> bool:
     """A worksheet of numbered word problems asking "how many": single given names in it are
     made-up people."""
+    if not any(word in text for word in _PROBLEM_WORDS):
+        return False  # (one of the header's words, found by `in` before the header's regex reads every position)
     return _PROBLEM_HEADER.search(text) is not None and _HOW_MANY.search(text) is not None
 
 
@@ -143,4 +146,6 @@ def public_figure(doc: Doc, first: int, last: int) -> bool:
 def joined(doc: Doc, i: int) -> bool:
     """Tokens i and i+1 belong to one name: only a space or hyphen between them."""
     end, nxt = doc.spans[i][1], doc.spans[i + 1][0]
+    if nxt - end == 1:  # most gaps: one character, which `_JOIN` takes when a space, tab or hyphen
+        return doc.text[end] in " \t-"
     return bool(_JOIN.fullmatch(doc.text, end, nxt)) or (end == nxt)

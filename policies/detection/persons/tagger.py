@@ -14,7 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fairgate.policies.detection.persons.features import Doc, context_features, own_features
+from fairgate.policies.detection.persons.features import (
+    Doc,
+    neighbour_features,
+    own_features,
+)
 
 _FOLDER = Path(__file__).resolve().parents[1] / "data" / "name_tagger"
 
@@ -30,13 +34,15 @@ class NameTagger:
             self.bias = w["bias"]  # [dim]
             self.out_w = w["out_w"]  # [dim]
             self.out_b = float(w["out_b"][0])
-        self._own_rows: dict[tuple[str, ...], list[int]] = {}  # a word's own features -> table rows
+        self._own_rows: dict[tuple[str, ...], list[int]] = {}  # a word's details and line casing -> table rows
+        # a neighbour's details and distance -> the table rows of its `context_features`
+        self._context_rows: dict[tuple[int | str, ...], list[int]] = {}
 
     def scores(self, doc: Doc, tokens: list[int]) -> list[float]:
         """The probability that each of `tokens` is part of a person's name."""
         if not tokens:
             return []
-        vocab = self.vocab
+        vocab, infos, modes = self.vocab, doc.infos(), doc.modes()
         rows: list[int] = []
         starts: list[int] = []
         cache = self._own_rows
@@ -44,12 +50,13 @@ class NameTagger:
             cache.clear()
         for i in tokens:
             starts.append(len(rows))
-            own = own_features(doc, i)
-            own_rows = cache.get(own)
+            t = infos[i]
+            key = (t.key, t.suffix, t.shape, t.flags, modes[i][0])  # what `own_features` reads
+            own_rows = cache.get(key)
             if own_rows is None:
-                own_rows = cache[own] = [r for r in map(vocab.get, own) if r is not None]
+                own_rows = cache[key] = [r for r in map(vocab.get, own_features(doc, i)) if r is not None]
             rows += own_rows
-            rows += [r for r in map(vocab.get, context_features(doc, i)) if r is not None]
+            rows += self.context_rows(doc, i)
         hidden = np.add.reduceat(self.table.take(rows, axis=0), starts, axis=0)  # [tokens, dim]
         hidden += self.bias
         np.maximum(hidden, 0.0, out=hidden)
@@ -57,6 +64,30 @@ class NameTagger:
         # the sigmoid in Python: a prompt has a handful of candidates, where each numpy call
         # costs more than the math (a 512-token chunk: ~50 µs against ~4 ms of features)
         return [1.0 / (1.0 + math.exp(min(700.0, -(x + out_b)))) for x in (hidden @ self.out_w).tolist()]
+
+
+    def context_rows(self, doc: Doc, i: int) -> list[int]:
+        """The table rows of `features.context_features(doc, i)`, in its order: a neighbour's
+        rows cached by its details and distance (building every feature string of every
+        candidate cost more than the numpy pass)."""
+        cache, vocab = self._context_rows, self.vocab
+        if len(cache) > 1 << 16:
+            cache.clear()
+        n, mode, infos = len(doc.spans), doc.mode(i)[0], doc.infos()
+        gaps = (vocab.get(f"gap:{doc.gap(i)}"), vocab.get(f"gapn:{doc.gap(i + 1) if i + 1 < n else '$'}"))
+        out = [r for r in gaps if r is not None]
+        for d in (-2, -1, 1, 2):
+            if not 0 <= i + d < n:
+                if (r := vocab.get(f"c{d}:<none>")) is not None:
+                    out.append(r)
+                continue
+            t = infos[i + d]
+            key = (d, mode, t.key, t.suffix, t.shape, t.flags)  # (strings hash in C; a dataclass in Python)
+            got = cache.get(key)
+            if got is None:
+                got = cache[key] = [r for r in map(vocab.get, neighbour_features(d, mode, t)) if r is not None]
+            out += got
+        return out
 
 
 @lru_cache(maxsize=1)
