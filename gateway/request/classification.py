@@ -70,7 +70,7 @@ class Classifier:
                 ctx = multiprocessing.get_context("spawn")
                 pool = concurrent.futures.ProcessPoolExecutor(
                     self.workers, mp_context=ctx, initializer=_watch_parent, initargs=(os.getpid(),))
-                self._ready = pool.submit(_warm)
+                self._ready = pool.submit(warm_detectors)
                 return pool
             except (OSError, ValueError):  # no process support here: threads still work
                 self.processes = False
@@ -139,9 +139,12 @@ def _watch_parent(parent: int) -> None:
     threading.Thread(target=watch, name="fairgate-parent-watch", daemon=True).start()
 
 
-def _warm() -> bool:
-    """Run once in each new worker process: first use builds the detectors' tables and loads the
-    name tagger's lexicons and weights (a name, so the tagger runs)."""
+def warm_detectors() -> bool:
+    """Build the detectors' tables and load the name tagger's lexicons and weights (a name, so
+    the tagger runs), as their first use would: once in each new worker process, and in the
+    gateway's own process at start (prompts up to `inline_chars` are classified there), so no
+    request pays for it and the tables are built before the app freezes what lives as long as
+    it does."""
     assess(["Ayşe Yılmaz, warm up 10000000146"])
     return True
 

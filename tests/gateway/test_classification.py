@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import subprocess
+import sys
 
 import httpx
 import pytest
@@ -126,3 +128,28 @@ def test_audit_row_keeps_kinds_and_spans_never_text(gw) -> None:
     assert TCKN not in dump and "4111 1111" not in dump and "kimli" not in dump
     metrics = httpx.get(g.url + "/metrics", timeout=10, headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).text
     assert FAIL_CLOSED_METRIC in metrics
+
+
+def test_the_gateway_builds_the_detectors_at_start_and_freezes_them(tmp_path) -> None:
+    """In a fresh process: the detectors' tables (name tagger, lexicons) are built while the app
+    starts, not by its first request, and then frozen out of the collector's passes."""
+    code = f"""
+import asyncio, gc
+from fairgate.gateway.app import create_app
+from fairgate.gateway.settings import Settings
+from fairgate.policies.detection.persons.lexicon import plain_words
+from fairgate.policies.detection.persons.tagger import default_tagger
+
+async def main():
+    app = create_app(Settings(database_url="sqlite:///{tmp_path}/gw.db", embedded_engine=False))
+    before = default_tagger.cache_info().currsize, plain_words.cache_info().currsize
+    async with app.router.lifespan_context(app):
+        after = default_tagger.cache_info().currsize, plain_words.cache_info().currsize
+        tagger = default_tagger()
+        collected = any(o is tagger for o in gc.get_objects())
+    print(before, after, gc.is_tracked(tagger), collected)
+
+asyncio.run(main())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split("\n")[-2] == "(0, 0) (1, 1) True False", out.stdout + out.stderr
