@@ -26,3 +26,12 @@ def test_life_dates_with_a_place_make_an_encyclopaedic_entry() -> None:
     assert names("Nurettin Sağlamer (d. 3 Mart 1931, Kemah), fizikçi ve yazar.") == []
     # a person's own note with a year and a place in brackets stays a name
     assert names("Kerem Şairoğlu (2019, Niğde şubesi) iade talebinde bulundu.")
+
+
+def test_a_shop_or_housing_estate_named_after_a_person_is_not_one() -> None:
+    # a pharmacy or a housing estate bears a name the way a street does
+    assert names("Kiracı: Yıldırım Eczanesi, aylık kira 24.000 TL.") == []
+    assert names("İlacınızı bugün Deniz Eczanesi'nden teslim alabilirsiniz.") == []
+    assert "Sun Park" not in names("Adresim Gül Cad. Sun Park Sitesi B-12 Alanya.")
+    # the tenant named on their own stays a name
+    assert names("Kiracı: Halil Yıldırım, aylık kira 24.000 TL.") == ["Halil Yıldırım"]
