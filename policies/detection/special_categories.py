@@ -35,6 +35,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             continue  # a body's name ("Kayseri Çerkes Derneği"), not a person's origin
         if kind == "genetic" and _INFECTION_BEFORE.search(text, max(0, start - 30), start):
             kind = "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
+        elif kind == "health" and _GENE_AFTER.match(text, end):
+            kind = "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
         last = out[-1] if out else None
         if last is not None and last[0] == kind and start - last[2] > 1 and _same_passage(text, last[2], start):
             out[-1] = (kind, last[1], end)  # the same category again about the same person: one finding
@@ -54,6 +56,11 @@ def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]
 
 _INFECTION_BEFORE = re.compile(r"(?:hepatit|hbv|hcv|hiv|hbsag|virüs|virus|covid|mikrop|bakteri)\w*[ \t\-]*(?:[a-z]\b)?[ \t]*\Z",
                                re.IGNORECASE)
+# a carrier state, a gene or a gene panel named right after a disease ("Akdeniz anemisi
+# taşıyıcısıyız", "Kistik fibrozis CFTR gen analizi", "Kalıtsal Kanser Paneli"; not a test
+# ordered for a suspected disease: "Akdeniz ateşi şüphesiyle gen testi")
+_GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[ıi]c[ıi]|gen(?:i|in|inde)(?!\w)|(?-i:[A-Z][A-Z0-9]{2,})[ \t]+gen(?!\w)|panel)",
+                         re.IGNORECASE)
 _BODY_AFTER = re.compile(r"(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati)")
 _ORIGIN = re.compile(r"k[öo]kenl[iı]|as[ıi]ll[ıi]", re.IGNORECASE)
 _WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
