@@ -31,8 +31,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end):
             continue
-        if kind == "ethnicity" and _BODY_AFTER.match(text, end):
-            continue  # a body's name ("Kayseri Çerkes Derneği"), not a person's origin
+        if kind != "association" and _BODY_AFTER.match(text, end):
+            continue  # a body's name ("Kayseri Çerkes Derneği", "Omurilik Felçlileri Derneği"), not a person's
         if kind == "genetic" and _INFECTION_BEFORE.search(text, max(0, start - 30), start):
             kind = "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
         elif kind == "health" and _GENE_AFTER.match(text, end):
@@ -61,7 +61,7 @@ _INFECTION_BEFORE = re.compile(r"(?:hepatit|hbv|hcv|hiv|hbsag|virüs|virus|covid
 # ordered for a suspected disease: "Akdeniz ateşi şüphesiyle gen testi")
 _GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[ıi]c[ıi]|gen(?:i|in|inde)(?!\w)|(?-i:[A-Z][A-Z0-9]{2,})[ \t]+gen(?!\w)|panel)",
                          re.IGNORECASE)
-_BODY_AFTER = re.compile(r"(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati)")
+_BODY_AFTER = re.compile(r"\w*(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
 _ORIGIN = re.compile(r"k[öo]kenl[iı]|as[ıi]ll[ıi]", re.IGNORECASE)
 _WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
 
