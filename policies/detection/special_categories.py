@@ -29,7 +29,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     out: list[tuple[str, int, int]] = []
     for start, end in hits:
         kind = term_at(text, start, end)
-        if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end):
+        if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
+                or _supposed(text, start):
             continue
         if kind != "association" and _BODY_AFTER.match(text, end):
             continue  # a body's name ("Kayseri Çerkes Derneği", "Omurilik Felçlileri Derneği"), not a person's
@@ -81,6 +82,22 @@ def _origin_of_no_people(text: str, start: int, end: int) -> bool:
     line = text[text.rfind("\n", 0, start) + 1 : start]
     flags = lexicon_flags().get(fold_key(word), "")
     return (word.islower() and not line.islower()) or ("c" in flags and "p" not in flags)
+
+
+_SUPPOSE = re.compile(r"(?:diyelim|varsayal[ıi]m|farz[ \t]+ed(?:elim|in|iniz)|tutal[ıi]m|say[ \t]+ki)(?!\w)", re.IGNORECASE)
+_SENTENCE_ENDS = ".!?:\n\"“"
+
+
+def _supposed(text: str, start: int) -> bool:
+    """The term's sentence opens with a supposition ("Diyelim ki bir adayınız epilepsi
+    hastası", "Varsayalım bir çalışanınız HIV pozitif"): a made-up case, no one's data."""
+    lo = max(0, start - 160)
+    if _SUPPOSE.search(text, lo, start) is None:
+        return False
+    opening = max(lo, *(text.rfind(c, lo, start) + 1 for c in _SENTENCE_ENDS))
+    while opening < start and text[opening] in " \t":
+        opening += 1
+    return _SUPPOSE.match(text, opening) is not None
 
 
 def _same_passage(text: str, last_end: int, start: int) -> bool:
