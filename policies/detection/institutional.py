@@ -6,8 +6,9 @@ person's identifiers. `DetectionOptions` decides whether they still count.
 - E-mail addresses whose local part is a role mailbox (`kvkk@`, `ik@`, `info@`, `destek@`), or
   has one among its dash/dot/underscore parts (`bt-destek@`) outside the free mail providers.
 - VKNs and IBANs written right after a company's trade name or a legal-person column
-  (`A.Ş.`, `Ltd. Şti.`, `unvan`, `Satıcı:`) with no person's name in between, or right before
-  "şirket hesabımıza".
+  (`A.Ş.`, `Ltd. Şti.`, `unvan`, `Satıcı:`, a body speaking of itself: `Vakfımızın`,
+  `DAİREMİZİN`) with no person's name in between, or right before "şirket hesabımıza" or
+  "dernek hesabına".
 - Turkish fixed lines (`0312 418 22 90`) written after an institution's word on their line
   (`Eczanesi`, `santrali`, `Derneği`, `A.Ş.`, a role mailbox like `info@`) with no person's
   name within a few lines: a pharmacy's, an association's or a company's switchboard in a
@@ -55,9 +56,11 @@ _FREE_MAIL = ("gmail.", "googlemail.", "hotmail.", "outlook.", "live.", "msn.", 
               "me.com", "mail.ru", "proton", "gmx.", "aol.", "windowslive.", "mynet.", "superonline.", "ttmail.")
 _LEGAL = re.compile(
     r"(?<!\w)(?:a\.?[sş]\.|ltd\.?|[sş]ti\.?|tic\.|san\.|holding|anonim|limited|[sş]irketi|kooperatifi|"
-    r"belediyesi|müdürlüğü|başkanlığı|derneği|vakfı|unvan\w*|satıcı|tedarikçi\w*|şirketimiz\w*)(?![\w@.])",
+    r"belediyesi|müdürlüğü|başkanlığı|derneği|vakfı|birliği|unvan\w*|satıcı|tedarikçi\w*|şirketimiz\w*|"
+    # a body speaking of itself ("Vakfımızın", "Belediyemizin", "DAİREMİZİN", "dernek hesabımız")
+    r"(?:vakf|belediye|daire|derne[kğ]|okul|cami|kul[üu]b|sendika|birli[gğ])\w*m[ıi]z\w*|dernek[ \t]+hesab\w*)(?![\w@.])",
     re.IGNORECASE)
-_LEGAL_AFTER = re.compile(r"[^\n]{0,30}?(?:şirket|firma|kurumsal)[ \t]+hesab", re.IGNORECASE)
+_LEGAL_AFTER = re.compile(r"[^\n]{0,30}?(?:şirket|firma|kurumsal|dernek|vak[ıi]f)[ \t]+hesab", re.IGNORECASE)
 _EXAMPLE_DOMAIN = re.compile(r"@(?:[\w\-]+\.)*(?:example\.(?:com|org|net)|localhost)$|\.(?:test|example|invalid|localhost)$",
                              re.IGNORECASE)
 _PLACEHOLDERS = frozenset("test user admin demo dummy foo bar example noreply mock sample john.doe jane.doe".split())

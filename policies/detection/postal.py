@@ -22,7 +22,8 @@ from fairgate.policies.detection.persons.lexicon import all_places
 Span = tuple[str, int, int]
 _I = "[iİıI]"
 _ANCHOR = re.compile(
-    rf"(?<!\w)(?:adres\w*|k[öo]y[üu]|mevk{_I}{_I}?|s{_I}tes{_I}|mahalle\w*|mah\.|mh\.|cad\w*|cd\.|sokak\w*|sok\.|"
+    rf"(?<!\w)(?:adres\w*|k[öo]y[üu]|mevk{_I}{_I}?|s{_I}tes{_I}|mahalles{_I}\w*|mahalle(?=[ \t]*[:/])|mah\.|mh\.|cad\w*|"
+    rf"cd\.|sokak\w*|sok\.|"
     rf"sk\.|bulvar\w*|blv\.|blok)(?!\w)", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"\n| [—–-] | / |\. (?=[A-ZÇĞİÖŞÜ])|;")
 _HOUSE = re.compile(r"(?<![0-9])(?:no\b[ \t:.]*[0-9]{1,5}|[0-9]{1,5}[ \t]*/[ \t]*[0-9]{1,4}|[0-9]{5}(?![0-9])|"
@@ -47,6 +48,8 @@ def find_postal_addresses(text: str, hits: list[tuple[int, int]], names: Sequenc
             continue  # inside the address just found
         m = _ANCHOR.match(text, s)
         span = _clause(text, m) if m is not None else address_abroad(text, s)
+        if m is not None and _dark(text, m):
+            continue
         if span is None or (m is not None and not _addressy(text, *span)):
             continue
         if _personal(text, span[0], span[1], names):
@@ -54,6 +57,18 @@ def find_postal_addresses(text: str, hits: list[tuple[int, int]], names: Sequenc
             if len(out) >= limit:
                 break
     return out
+
+
+_WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
+
+
+def _dark(text: str, m: re.Match[str]) -> bool:
+    """ASCII "koyu" is "köyü" (a village) only after the village's name ("yesilyurt koyu");
+    otherwise it is the adjective "dark, devout" ("koyu tenli", "koyu MHP'li", "koyu Ortodoks")."""
+    if m.group().lower() != "koyu":
+        return False
+    before = _WORD_BEFORE.search(text, max(0, m.start() - 40), m.start())
+    return before is None or fold_key(before.group(1)) not in all_places()
 
 
 def _clause(text: str, m: re.Match[str]) -> tuple[int, int] | None:

@@ -29,12 +29,15 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     out: list[tuple[str, int, int]] = []
     for start, end in hits:
         kind = term_at(text, start, end)
-        if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end):
+        if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
+                or _supposed(text, start):
             continue
-        if kind == "ethnicity" and _BODY_AFTER.match(text, end):
-            continue  # a body's name ("Kayseri Çerkes Derneği"), not a person's origin
+        if kind != "association" and _BODY_AFTER.match(text, end):
+            continue  # a body's name ("Kayseri Çerkes Derneği", "Omurilik Felçlileri Derneği"), not a person's
         if kind == "genetic" and _INFECTION_BEFORE.search(text, max(0, start - 30), start):
             kind = "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
+        elif kind == "health" and _GENE_AFTER.match(text, end):
+            kind = "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
         last = out[-1] if out else None
         if last is not None and last[0] == kind and start - last[2] > 1 and _same_passage(text, last[2], start):
             out[-1] = (kind, last[1], end)  # the same category again about the same person: one finding
@@ -54,7 +57,12 @@ def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]
 
 _INFECTION_BEFORE = re.compile(r"(?:hepatit|hbv|hcv|hiv|hbsag|virüs|virus|covid|mikrop|bakteri)\w*[ \t\-]*(?:[a-z]\b)?[ \t]*\Z",
                                re.IGNORECASE)
-_BODY_AFTER = re.compile(r"(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati)")
+# a carrier state, a gene or a gene panel named right after a disease ("Akdeniz anemisi
+# taşıyıcısıyız", "Kistik fibrozis CFTR gen analizi", "Kalıtsal Kanser Paneli"; not a test
+# ordered for a suspected disease: "Akdeniz ateşi şüphesiyle gen testi")
+_GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[ıi]c[ıi]|gen(?:i|in|inde)(?!\w)|(?-i:[A-Z][A-Z0-9]{2,})[ \t]+gen(?!\w)|panel)",
+                         re.IGNORECASE)
+_BODY_AFTER = re.compile(r"\w*(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
 _ORIGIN = re.compile(r"k[öo]kenl[iı]|as[ıi]ll[ıi]", re.IGNORECASE)
 _WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
 
@@ -74,6 +82,22 @@ def _origin_of_no_people(text: str, start: int, end: int) -> bool:
     line = text[text.rfind("\n", 0, start) + 1 : start]
     flags = lexicon_flags().get(fold_key(word), "")
     return (word.islower() and not line.islower()) or ("c" in flags and "p" not in flags)
+
+
+_SUPPOSE = re.compile(r"(?:diyelim|varsayal[ıi]m|farz[ \t]+ed(?:elim|in|iniz)|tutal[ıi]m|say[ \t]+ki)(?!\w)", re.IGNORECASE)
+_SENTENCE_ENDS = ".!?:\n\"“"
+
+
+def _supposed(text: str, start: int) -> bool:
+    """The term's sentence opens with a supposition ("Diyelim ki bir adayınız epilepsi
+    hastası", "Varsayalım bir çalışanınız HIV pozitif"): a made-up case, no one's data."""
+    lo = max(0, start - 160)
+    if _SUPPOSE.search(text, lo, start) is None:
+        return False
+    opening = max(lo, *(text.rfind(c, lo, start) + 1 for c in _SENTENCE_ENDS))
+    while opening < start and text[opening] in " \t":
+        opening += 1
+    return _SUPPOSE.match(text, opening) is not None
 
 
 def _same_passage(text: str, last_end: int, start: int) -> bool:

@@ -26,3 +26,21 @@ def test_life_dates_with_a_place_make_an_encyclopaedic_entry() -> None:
     assert names("Nurettin Sağlamer (d. 3 Mart 1931, Kemah), fizikçi ve yazar.") == []
     # a person's own note with a year and a place in brackets stays a name
     assert names("Kerem Şairoğlu (2019, Niğde şubesi) iade talebinde bulundu.")
+
+
+def test_a_shop_or_housing_estate_named_after_a_person_is_not_one() -> None:
+    # a pharmacy or a housing estate bears a name the way a street does
+    assert names("Kiracı: Yıldırım Eczanesi, aylık kira 24.000 TL.") == []
+    assert names("İlacınızı bugün Deniz Eczanesi'nden teslim alabilirsiniz.") == []
+    assert "Sun Park" not in names("Adresim Gül Cad. Sun Park Sitesi B-12 Alanya.")
+    # the tenant named on their own stays a name
+    assert names("Kiracı: Halil Yıldırım, aylık kira 24.000 TL.") == ["Halil Yıldırım"]
+
+
+def test_a_place_and_its_origin_suffix_is_an_origin_not_a_name() -> None:
+    # "-li" after a place's name says where someone is from, after a relation too
+    assert names("yeni gelen komşumuz mardinli, evde arapça konuşuyolar, çok iyi insanlar") == []
+    assert names("ben laz degilim kardesim, her Rizeli laz mi? annem ahiska turku") == []
+    # with an honorific after it, or a given name before it, it is a surname
+    assert names("Bizim ustamız Konyalı Bey çok titizdir.") == ["Konyalı"]
+    assert names("Ahmet Konyalı yarın gelecek.") == ["Ahmet Konyalı"]

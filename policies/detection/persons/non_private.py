@@ -15,6 +15,7 @@ from fairgate.policies.detection.persons.features import CUES, Doc
 from fairgate.policies.detection.persons.lexicon import (
     TITLES,
     TRADE_WORDS,
+    lexicon_flags,
     public_name_parts,
     public_names,
     public_words,
@@ -107,6 +108,21 @@ def only_places(doc: Doc, first: int, last: int) -> bool:
         return True  # "Selçuk – Aydın – Nazilli", "Erzincan-Kemah": a route
     return all((f := infos[i].flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
                for i in range(first, last + 1))
+
+
+# "-li" of origin after a place's name, and the copulas that may follow it ("Rizeliyim", "Mardinliymiş")
+_ORIGIN_END = re.compile(r"(?:li|lu)(?:yim|yiz|yum|yuz|dir|dur|ymis|ymus|ler|lar)?\Z")
+
+
+def origin_word(doc: Doc, first: int, last: int) -> bool:
+    """One word that says where someone is from, a place's name + "-li" ("mardinli", "Rizeli",
+    "Kosovalı"; "annem mardinli": a relation's origin), with no honorific after it: an origin,
+    not a name (the lexicons list such words as rare given names and surnames)."""
+    if first != last or (last + 1 < len(doc.spans) and doc.info(last + 1).key in HONORIFICS):
+        return False
+    key = doc.info(first).key
+    end = _ORIGIN_END.search(key)
+    return end is not None and "p" in lexicon_flags().get(key[: end.start()], "")
 
 
 # folded locative and ablative endings after an apostrophe (and "-daki", "the one at")
