@@ -78,6 +78,15 @@ def _take(slot: Path) -> tuple[list[dict[str, Any]], Path | None]:
     return rows, recovering
 
 
+def _allocate(fd: int, size: int) -> None:
+    """Give the file `size` bytes of allocated blocks (zeros), so a copy into its map never meets
+    a full disk (a sparse file's first write to a page would raise SIGBUS there)."""
+    if hasattr(os, "posix_fallocate"):
+        os.posix_fallocate(fd, 0, size)
+    else:  # macOS: write the zeros
+        os.pwrite(fd, bytes(size), 0)
+
+
 class OpenRequests:
     def __init__(self, path: str | Path, max_bytes: int = 1 << 20) -> None:
         base = Path(path)
@@ -168,7 +177,7 @@ class OpenRequests:
         fd = -1
         try:
             fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.posix_fallocate(fd, 0, size)
+            _allocate(fd, size)
             os.pwrite(fd, content, 0)
             os.replace(tmp, self.path)
             mapped = mmap.mmap(fd, size)
