@@ -44,6 +44,11 @@ _OPAQUE_PART_TYPES = frozenset({"image_url", "input_image", "image", "input_audi
                                 "input_file", "video", "video_url"})
 _MAX_DEPTH = 32
 _TOKEN_FIELDS = ("prompt", "input")  # top-level fields that may hold token ids
+# What `_walk` does with the value under each of the API's own keys, looked up once per key:
+# walk it, read a string as a protocol word, or look for token ids first.
+_WALK, _WORD, _IDS = 0, 1, 2
+_KEY_ACTIONS = {key: _WORD if key in _VOCABULARY else _IDS if key in _TOKEN_FIELDS else _WALK
+                for key in _PROTOCOL_KEYS}
 
 
 @dataclass(slots=True)
@@ -102,37 +107,55 @@ def _walk(node: Any, out: list[str], extra: list[str], depth: int, tokens: list[
     token-id prompts."""
     if depth > _MAX_DEPTH:
         return True
-    opaque = False
     if isinstance(node, dict):
-        kind = node.get("type")
-        if isinstance(kind, str) and (kind in _OPAQUE_PART_TYPES or (kind not in _TEXT_PART_TYPES
-                                                                     and _is_content_part(node))):
-            opaque = True  # image_url, input_audio, file, ...: nothing a text detector can read
-        for key, value in node.items():
+        return _walk_object(node, out, extra, depth, tokens)
+    opaque = False
+    if isinstance(node, list):
+        for item in node:
+            if type(item) is dict and depth < _MAX_DEPTH:
+                opaque = _walk_object(item, out, extra, depth + 1, None) or opaque
+            else:
+                opaque = _walk(item, out, extra, depth + 1) or opaque
+    elif isinstance(node, str):
+        if node:
+            out.append(node)
+    elif isinstance(node, (int, float)) and not isinstance(node, bool):
+        out.append(str(node))  # a national ID sent as a JSON number is still one
+    return opaque
+
+
+def _walk_object(node: dict[str, Any], out: list[str], extra: list[str], depth: int,
+                 tokens: list[list[int]] | None) -> bool:
+    opaque = False
+    kind = node.get("type")
+    if isinstance(kind, str) and (kind in _OPAQUE_PART_TYPES or (kind not in _TEXT_PART_TYPES
+                                                                 and _is_content_part(node))):
+        opaque = True  # image_url, input_audio, file, ...: nothing a text detector can read
+    for key, value in node.items():
+        action = _KEY_ACTIONS.get(key)
+        if action is None:
             if not key.isalpha() and any(c.isdigit() or c == "@" for c in key):
                 # A key holding digits or '@' may be data (metadata maps): read in place, so a
                 # value split between a key and its value is still adjacent.
                 out.append(key)
-            elif key not in _PROTOCOL_KEYS:
+            else:
                 extra.append(key)  # a metadata key, a schema's property name: anything
-            if key in _VOCABULARY and isinstance(value, str):
-                extra.append(value)  # a client can put anything in a `role` or a `type`
-                continue
-            if key in _TOKEN_FIELDS and tokens is not None and _has_ids(value):
+            action = _WORD if key in _VOCABULARY else _WALK
+        if action == _WORD and isinstance(value, str):
+            extra.append(value)  # a client can put anything in a `role` or a `type`
+            continue
+        if action == _IDS:
+            if tokens is not None and _has_ids(value):
                 opaque = _prompt_parts(value, out, tokens) or opaque
                 continue
             if key == "prompt" and isinstance(value, list) and value and not isinstance(value[0], str):
                 opaque = True  # nested token ids: nothing a detector can read
                 continue
+        if type(value) is str and depth < _MAX_DEPTH:
+            if value:
+                out.append(value)  # the common leaf, without a call
+        else:
             opaque = _walk(value, out, extra, depth + 1) or opaque
-    elif isinstance(node, list):
-        for item in node:
-            opaque = _walk(item, out, extra, depth + 1) or opaque
-    elif isinstance(node, str):
-        if node:
-            out.append(node)
-    elif isinstance(node, int | float) and not isinstance(node, bool):
-        out.append(str(node))  # a national ID sent as a JSON number is still one
     return opaque
 
 
