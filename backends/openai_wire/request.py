@@ -38,6 +38,8 @@ _ENUMS = {
 }
 _NUMBER_FIELDS = ("temperature", "top_p", "frequency_penalty", "presence_penalty")
 _INT_FIELDS = ("seed", "top_k", "logprobs", "top_logprobs")
+_TYPED = frozenset(_NUMBER_FIELDS + _INT_FIELDS + tuple(_ENUMS))  # what _check_types reads
+_TEXT_FORMAT = {"type": "text"}
 
 
 @dataclass(slots=True)
@@ -127,13 +129,14 @@ def parse_request(kind: Kind, body: Any, *, require_model: bool = True, limits: 
     speculative = body.get("speculative")
     if speculative is not None and not isinstance(speculative, bool):
         raise bad_value("`speculative` must be a boolean", "speculative")
-    bound = TEMPLATE_TOKENS_BASE * max(1, len(prompts)) + extra + sum(len(t.encode()) for t in texts)
+    bound = TEMPLATE_TOKENS_BASE * max(1, len(prompts)) + extra + sum(map(len, map(str.encode, texts)))
+    response_format = body.get("response_format")
     return WireRequest(
         kind, model, stream, include_usage, body.get("stream_options") is not None, max_tokens, max_field,
         texts, bound, messages, prompts[0] if prompts else "", prompts, n, _float(body, "temperature"),
         _float(body, "top_p"), body.get("top_k"), body.get("seed"), _stop(body.get("stop")), continuous_usage,
         speculative, bool(body.get("tools") or body.get("functions")),
-        (body.get("response_format") or {"type": "text"}) != {"type": "text"},
+        bool(response_format) and response_format != _TEXT_FORMAT,
         body.get("logprobs") not in (None, False) or bool(body.get("top_logprobs")), body)
 
 
@@ -256,6 +259,8 @@ def _stream(body: dict[str, Any]) -> tuple[bool, bool, bool]:
 
 
 def _check_types(body: dict[str, Any]) -> None:
+    if _TYPED.isdisjoint(body):
+        return  # the common body: none of these fields sent
     for name in _NUMBER_FIELDS:
         v = body.get(name)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):

@@ -77,6 +77,19 @@ def test_bad_fields_are_named(kind: Any, body: dict[str, Any], param: str) -> No
                                   "code": "invalid_value", "param": param}}
 
 
+@pytest.mark.parametrize(("param", "bad"), [
+    ("temperature", "hot"), ("temperature", 2.5), ("top_p", 0), ("frequency_penalty", float("inf")),
+    ("presence_penalty", "1"), ("top_k", -2), ("top_k", 1.5), ("logprobs", "yes"),
+    ("top_logprobs", 2.0), ("seed", True), ("reasoning_effort", "max"), ("service_tier", "gold"),
+])
+def test_every_typed_field_is_checked_alone(param: str, bad: Any) -> None:
+    """Each typed field, sent as the body's only optional field, is still checked (the check
+    skips only bodies that send none of them)."""
+    with pytest.raises(WireError) as err:
+        parse_request("chat", {"model": "m", "messages": [{"role": "user", "content": "x"}], param: bad})
+    assert (err.value.status, err.value.param) == (400, param)
+
+
 def test_unknown_fields_pass_and_logprobs_may_be_a_boolean() -> None:
     p = parse_request("chat", {"model": "m", "messages": [{"role": "user"}], "logprobs": True, "tools": []})
     assert p.texts == [] and p.max_tokens is None and p.max_tokens_field == "max_tokens"
