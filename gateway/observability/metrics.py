@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Gauge
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -36,6 +36,7 @@ from fairgate.backends.local.engine.metrics import (
     TTFT_BUCKETS,
     EngineStatsCollector,
 )
+from fairgate.backends.metric_series import FastCounter, FastHistogram
 from fairgate.backends.metrics_access import MetricsAccess, metrics_response
 from fairgate.backends.openai_wire.headers import bearer
 from fairgate.backends.prompt_version import NONE, LabelCap
@@ -72,31 +73,31 @@ class GatewayMetrics:
     def __init__(self, registry: CollectorRegistry, tenant_labels: bool = False) -> None:
         r = self.registry = registry
         self.tenant_labels = tenant_labels
-        self.ttft = Histogram("fairgate_time_to_first_token_seconds", "Gateway arrival to the first generated "
+        self.ttft = FastHistogram("fairgate_time_to_first_token_seconds", "Gateway arrival to the first generated "
                               "token: a stream's first content chunk sent (not the role chunk), a whole answer's "
                               "first token as our engine timed it.", LABELS, registry=r, buckets=TTFT_BUCKETS)
-        self.itl = Histogram("fairgate_inter_token_latency_seconds", "Mean gap between streamed chunks, one "
+        self.itl = FastHistogram("fairgate_inter_token_latency_seconds", "Mean gap between streamed chunks, one "
                              "observation per streamed request.", LABELS, registry=r, buckets=ITL_BUCKETS)
-        self.e2e = Histogram("fairgate_e2e_request_latency_seconds", "Gateway arrival to the end of the "
+        self.e2e = FastHistogram("fairgate_e2e_request_latency_seconds", "Gateway arrival to the end of the "
                              "response.", LABELS, registry=r, buckets=E2E_BUCKETS)
-        self.overhead = Histogram("fairgate_gateway_overhead_seconds", "Gateway time to the first byte, "
+        self.overhead = FastHistogram("fairgate_gateway_overhead_seconds", "Gateway time to the first byte, "
                                   "excluding time spent waiting on backends.", LABELS, registry=r,
                                   buckets=OVERHEAD_BUCKETS)
-        self.prompt_tokens = Counter("fairgate_prompt_tokens", "Prompt tokens.", LABELS, registry=r)
-        self.generation_tokens = Counter("fairgate_generation_tokens", "Generated tokens.", LABELS, registry=r)
-        self.cached_tokens = Counter("fairgate_cached_prompt_tokens", "Prompt tokens served from a prefix "
+        self.prompt_tokens = FastCounter("fairgate_prompt_tokens", "Prompt tokens.", LABELS, registry=r)
+        self.generation_tokens = FastCounter("fairgate_generation_tokens", "Generated tokens.", LABELS, registry=r)
+        self.cached_tokens = FastCounter("fairgate_cached_prompt_tokens", "Prompt tokens served from a prefix "
                                      "cache.", LABELS, registry=r)
-        self.requests = Counter("fairgate_requests", "Finished requests by status and HTTP code.",
+        self.requests = FastCounter("fairgate_requests", "Finished requests by status and HTTP code.",
                                 (*LABELS, "status", "code"), registry=r)
-        self.refusals = Counter("fairgate_refusals", "Requests answered with an error and no backend's answer, "
+        self.refusals = FastCounter("fairgate_refusals", "Requests answered with an error and no backend's answer, "
                                 "by route and reason (auth, quota, validation, context_length, no_backend, "
                                 "sensitive_without_local, unavailable, upstream_error); kept out of the latency "
                                 "histograms.", ("route", "reason"), registry=r)
         self._refusals: dict[tuple[str, str], Any] = {}
         pc = ("tenant", "route", "backend", "model", "prompt_version")
-        self.pc_queries = Counter("fairgate_prefix_cache_queries_tokens", "Prompt tokens looked up in a "
+        self.pc_queries = FastCounter("fairgate_prefix_cache_queries_tokens", "Prompt tokens looked up in a "
                                   "prefix cache.", pc, registry=r)
-        self.pc_hits = Counter("fairgate_prefix_cache_hits_tokens", "Prompt tokens found in a prefix cache.",
+        self.pc_hits = FastCounter("fairgate_prefix_cache_hits_tokens", "Prompt tokens found in a prefix cache.",
                                pc, registry=r)
         self._children: dict[tuple[str, ...], _Children] = {}
         self._pc: dict[tuple[str, ...], tuple[Any, Any]] = {}

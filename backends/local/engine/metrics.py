@@ -21,13 +21,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
 from fairgate.backends.local.engine.fairness_metrics import FairnessGauges
+from fairgate.backends.metric_series import FastCounter, FastHistogram
 from fairgate.backends.metrics_access import MetricsAccess, metrics_response
 from fairgate.backends.prompt_version import NONE, LabelCap, prompt_version
 from fairgate.scheduler.request import PRIORITY_CLASSES
@@ -88,26 +89,26 @@ class EngineRequestMetrics:
         self.tenant_labels = tenant_labels  # False: the tenant label stays empty (no tenant list)
         self.log_requests = False  # `fairgate engine --log-requests`: one info line per finished request
         r = registry
-        self.ttft = Histogram("fairgate_time_to_first_token_seconds", "Time from arrival at the engine to the "
+        self.ttft = FastHistogram("fairgate_time_to_first_token_seconds", "Time from arrival at the engine to the "
                               "first generated token.", REQUEST_LABELS, registry=r, buckets=TTFT_BUCKETS)
-        self.itl = Histogram("fairgate_inter_token_latency_seconds", "Time between two generated tokens of "
+        self.itl = FastHistogram("fairgate_inter_token_latency_seconds", "Time between two generated tokens of "
                              "one request.", REQUEST_LABELS, registry=r, buckets=ITL_BUCKETS)
-        self.e2e = Histogram("fairgate_e2e_request_latency_seconds", "Time from arrival to the last token.",
+        self.e2e = FastHistogram("fairgate_e2e_request_latency_seconds", "Time from arrival to the last token.",
                              REQUEST_LABELS, registry=r, buckets=E2E_BUCKETS)
-        self.queue = Histogram("fairgate_queue_time_seconds", "Time from arrival to the first scheduled step.",
+        self.queue = FastHistogram("fairgate_queue_time_seconds", "Time from arrival to the first scheduled step.",
                                REQUEST_LABELS, registry=r, buckets=QUEUE_BUCKETS)
-        self.prompt_tokens = Counter("fairgate_prompt_tokens", "Prompt tokens of finished requests.",
+        self.prompt_tokens = FastCounter("fairgate_prompt_tokens", "Prompt tokens of finished requests.",
                                      REQUEST_LABELS, registry=r)
-        self.generation_tokens = Counter("fairgate_generation_tokens", "Generated tokens of finished requests.",
+        self.generation_tokens = FastCounter("fairgate_generation_tokens", "Generated tokens of finished requests.",
                                          REQUEST_LABELS, registry=r)
-        self.cached_tokens = Counter("fairgate_cached_prompt_tokens", "Prompt tokens served from the prefix "
+        self.cached_tokens = FastCounter("fairgate_cached_prompt_tokens", "Prompt tokens served from the prefix "
                                      "cache.", REQUEST_LABELS, registry=r)
-        self.requests = Counter("fairgate_requests", "Finished requests by finish reason.",
+        self.requests = FastCounter("fairgate_requests", "Finished requests by finish reason.",
                                 (*REQUEST_LABELS, "finish_reason"), registry=r)
         pc_labels = ("tenant", "model", "prompt_version")
-        self.pc_queries = Counter("fairgate_prefix_cache_queries_tokens", "Prompt tokens looked up in the "
+        self.pc_queries = FastCounter("fairgate_prefix_cache_queries_tokens", "Prompt tokens looked up in the "
                                   "prefix cache.", pc_labels, registry=r)
-        self.pc_hits = Counter("fairgate_prefix_cache_hits_tokens", "Prompt tokens found in the prefix cache.",
+        self.pc_hits = FastCounter("fairgate_prefix_cache_hits_tokens", "Prompt tokens found in the prefix cache.",
                                pc_labels, registry=r)
         self._children: dict[tuple[str, str, str], _Children] = {}
         self._pc_children: dict[tuple[str, str], tuple[Any, Any]] = {}
