@@ -116,19 +116,19 @@ class MemoryQuotaStore:
             del self._reservations[rid]
         day, month = period_tags(now / 1000)
         tokens, units = clamp_amount(tokens), cost_units(cost)
-        for limits in scopes:  # every check before any write, as in the Lua script
-            st = self._scopes.setdefault(limits.scope, _Scope())
+        states = [self._scope(limits.scope) for limits in scopes]
+        for limits, st in zip(scopes, states, strict=True):  # every check before any write, as in the Lua script
             st.expire(now)
             denied = _denial(st, limits, tokens, units, day, month, now)
             if denied:
                 raise QuotaDenied(denied[0], scope_kind(limits.scope), retry_after_for(*denied),
                                   self._state(scopes, now))
-        for limits in scopes:
-            self._take(self._scopes[limits.scope], limits, reservation_id, tokens, units, day, month, now)
+        for limits, st in zip(scopes, states, strict=True):
+            self._take(st, limits, reservation_id, tokens, units, day, month, now)
         self._reservations[reservation_id] = _Reservation(
             [s.scope for s in scopes], tokens, units, day, month, now + self._ttl_ms)
         self.heartbeat.add(reservation_id)
-        return self._state(scopes, now)
+        return self._state(scopes, now, states)
 
     async def _rebuild(self, scopes: list[ScopeLimits]) -> None:
         """The tenant's budgets from the usage rows (`reserve` calls it only for scopes with a
@@ -140,17 +140,27 @@ class MemoryQuotaStore:
             return
         use: dict[str, BudgetUse] = await self._budgets(tenant[2:])
         for scope, u in use.items():
-            st = self._scopes.setdefault(scope, _Scope())
+            st = self._scope(scope)
             st.daily[day] = max(st.daily.get(day, 0), u.daily_tokens)
             st.monthly[month] = max(st.monthly.get(month, 0), u.monthly_tokens)
             st.cost[month] = max(st.cost.get(month, 0), u.monthly_cost)
         self._seeded.add((tenant, month))
 
-    def _state(self, scopes: list[ScopeLimits], now: int) -> RateLimitState:
+    def _scope(self, scope: str) -> _Scope:
+        st = self._scopes.get(scope)
+        if st is None:  # (not setdefault: that would build a _Scope on every call)
+            st = self._scopes[scope] = _Scope()
+        return st
+
+    def _state(self, scopes: list[ScopeLimits], now: int, expired: list[_Scope] | None = None) -> RateLimitState:
+        """The windows as a client sees them; `expired`: the scopes' states, already expired at `now`."""
         values: list[int] = []
-        for limits in scopes:  # (a refusal may come before a later scope was ever seen)
-            st = self._scopes.setdefault(limits.scope, _Scope())
-            st.expire(now)
+        for i, limits in enumerate(scopes):  # (a refusal may come before a later scope was ever seen)
+            if expired is None:
+                st = self._scope(limits.scope)
+                st.expire(now)
+            else:
+                st = expired[i]
             newest_r = st.requests[-1][0] + WINDOW_MS - now if st.requests else 0
             newest_t = st.token_log[-1][0] + WINDOW_MS - now if st.token_log else 0
             values += [len(st.requests), newest_r, st.token_sum, newest_t]

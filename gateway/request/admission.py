@@ -34,7 +34,7 @@ from fairgate.backends.openai_wire.responses import response_id
 from fairgate.backends.openai_wire.responses_output import ResponsesOutput
 from fairgate.backends.types import Receive, Scope
 from fairgate.gateway.quota import QuotaDenied, RateLimitState, StaleConfig
-from fairgate.gateway.request.auth import Principal
+from fairgate.gateway.request.auth import TOKEN_WINDOWS, Principal
 from fairgate.gateway.request.auth_throttle import client_address
 from fairgate.gateway.request.pool_share import give_back_share, take_share
 from fairgate.gateway.request.routing import RETRY_SOON, NoRouteError, RouteDecision, RouteRequest
@@ -297,15 +297,15 @@ def check_context(decision: RouteDecision, parsed: WireRequest) -> None:
                         "max_tokens")
 
 
-_WINDOWS = (("tokens_per_minute", 1), ("daily_tokens", 3), ("monthly_tokens", 4))  # as_ints positions
-
-
 def check_can_ever_fit(principal: Principal, parsed: WireRequest, tokens: int) -> None:
     """A reservation larger than a window's whole limit would be refused with a 429 forever:
     it is the request's size that is wrong, so say so with a 400."""
+    ceiling = principal.token_ceiling()
+    if ceiling < 0 or tokens <= ceiling:
+        return  # every request of this size fits every window (the common case, checked once)
     for scope in principal.scopes:
         limits = scope.as_ints()
-        for name, at in _WINDOWS:
+        for name, at in TOKEN_WINDOWS.items():
             if 0 <= limits[at] < tokens:
                 param = "input" if parsed.kind == "embedding" else "max_tokens"
                 raise WireError(400, f"This request may use up to {tokens} tokens (prompt bound plus max_tokens "

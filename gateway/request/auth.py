@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -21,6 +21,8 @@ from fairgate.gateway.request.keys import hash_key
 from fairgate.gateway.store.tables import ApiKey, QuotaPolicy, Tenant
 from fairgate.scheduler.request import PRIORITY_CLASSES, PRIORITY_RANKS
 
+# The token windows of ScopeLimits.as_ints(), by name: where each sits in the tuple.
+TOKEN_WINDOWS = {"tokens_per_minute": 1, "daily_tokens": 3, "monthly_tokens": 4}
 NEGATIVE_TTL_S = 2.0  # unknown keys: spare the database from a flood of bad tokens
 MAX_NEGATIVE = 10_000
 
@@ -41,6 +43,7 @@ class Principal:
     version: int
     cache_salt: str = ""  # the engine's prefix-cache salt: the tenant id, or "group:<name>"
     max_tokens_set_by: str = "key"  # whose max_tokens_per_request applies: "key" or "tenant" (the message)
+    _token_ceiling: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def resolve_priority(self, requested: str | None) -> str:
         """The key's default, or the requested class capped at the key's ceiling.
@@ -54,6 +57,14 @@ class Principal:
         if rank is None:
             raise ValueError(f"unknown priority {requested!r}; one of {', '.join(PRIORITY_CLASSES)}")
         return PRIORITY_CLASSES[max(rank, ceiling)]
+
+    def token_ceiling(self) -> int:
+        """The smallest token limit of any scope's window (per minute, day, month); -1 when none
+        is limited. Computed once: an admin change builds a new principal."""
+        if self._token_ceiling is None:
+            limits = [ints[at] for ints in (scope.as_ints() for scope in self.scopes) for at in TOKEN_WINDOWS.values()]
+            self._token_ceiling = min((v for v in limits if v >= 0), default=-1)
+        return self._token_ceiling
 
     def may_use(self, model: str) -> bool:
         return self.allowed_models is None or model in self.allowed_models
