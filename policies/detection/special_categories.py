@@ -49,6 +49,17 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     return out
 
 
+def a_people(text: str, name: tuple[int, int], hits: Sequence[tuple[int, int]]) -> bool:
+    """A one-word name that is a people's name ("babam Arnavut", "Ben de Kürt'üm", "Özbek
+    kökenli", "Ben Lazım,"): the lexicons list many peoples as given names or surnames, but
+    alone, where the trigger pass reads the word (or a phrase around it) as an ethnicity term, it
+    is an origin, not a person. (After a given name it is a surname: "Oya Türkmen".)"""
+    s, e = name
+    if any(c.isspace() for c in text[s:e]):
+        return False
+    return any((h == s or h <= s and e <= he) and term_at(text, h, he) == "ethnicity" for h, he in hits)
+
+
 def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
     """The term is a surname after a given name ("Ersin Tatar", "Ayşe Türkmen"), not a category."""
     word = fold_key(text[start:end]).split("'")[0]
