@@ -16,6 +16,9 @@ person's identifiers. `DetectionOptions` decides whether they still count.
   message to a named person ("Sayın X, ... Eczane Nilüfer, tel 0224 ..."). Of the realistic set's personal phones one in sixty is a fixed line (in a record that
   names its owner), while institutions' fixed lines were most of its phone false alarms. Two or
   more different fixed lines in a text that names nobody are a directory of branches or offices.
+  A fixed line a notice gives for questions ("Bilgi: 0462 ...", "... 'ı arayabilirsiniz",
+  "... numaralı santrale") with no person's name at either side is the sender's, even in a
+  reminder to a named patient; not after "ev telefonum" or "beni".
 - Values in a software test's text, whatever the options: a test word within 200 characters
   (`sandbox`, `fixtures`, `seed`, `sahte`, `test kartı`, `gerçek kişi değildir`, a unit test's
   `expect(`, `describe(`, `assert`) or a
@@ -112,6 +115,25 @@ def _institution_right_before(text: str, start: int, people: list[tuple[int, int
     lo = max(text.rfind("\n", 0, start) + 1, start - 50)
     ends = [m.end() for m in _INSTITUTION.finditer(text, lo, start)]
     return bool(ends) and not any(ends[-1] <= s < start for s, _ in people)
+
+
+# a notice's contact line: "Bilgi: 0462 ...", "BİLGİ İÇİN: 0252 ...", "0232 ... 'ı arayabilirsiniz",
+# "0312 ... NUMARALI SANTRALE"; not a person giving their own ("ev telefonum", "beni")
+_NOTICE_BEFORE = re.compile(r"(?<!\w)bilgi(?:[ \t]+(?:almak[ \t]+)?i[çc]in)?[ \t]*[:\-–]?[ \t]*\Z", re.IGNORECASE)
+_NOTICE_AFTER = re.compile(r"['’]?\w{0,4}[ \t]+(?:arayabilirsiniz|numaral[ıi][ \t]+santral)", re.IGNORECASE)
+_MINE = re.compile(r"(?<!\w)(?:numaram\w*|telefonum\w*|beni|ev[ \t]+telefon\w*|evim\w*)(?!\w)", re.IGNORECASE)
+
+
+def _notice_line(text: str, start: int, end: int, people: list[tuple[int, int]]) -> bool:
+    """A fixed line a notice gives for questions: "Bilgi:" right before it or "arayabilirsiniz"
+    / "numaralı santrale" right after it, with no person's name at either side (an appointment
+    reminder to a named patient still gives the hospital's line so)."""
+    line_lo = text.rfind("\n", 0, start) + 1
+    cue = _NOTICE_BEFORE.search(text, max(line_lo, start - 25), start) or _NOTICE_AFTER.match(text, end)
+    if cue is None or _MINE.search(text, line_lo, start):
+        return False
+    lo, hi = min(cue.start(), start), max(cue.end(), end) + 40
+    return not any(lo <= s and e <= hi for s, e in people)
 
 
 def _nobody_near(start: int, end: int, people: list[tuple[int, int]]) -> bool:
@@ -233,7 +255,7 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
             if digits and shared_line(digits):
                 continue
             if digits and fixed_line(digits):
-                if _institution_right_before(text, s, people):
+                if _institution_right_before(text, s, people) or _notice_line(text, s, e, people):
                     continue
                 if _nobody_near(s, e, people):
                     if _institution_before(text, s):

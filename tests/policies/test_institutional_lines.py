@@ -1,0 +1,31 @@
+"""Issue 33: a fixed line that a notice gives for questions ("Bilgi: 0262 ...", "... 'ı
+arayabilirsiniz", "... numaralı santrale") is the institution's, even in a reminder to a named
+person; a person's own fixed line stays personal. Sentences written for these tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from fairgate.policies.sensitivity import classify
+
+
+def phones(text: str) -> list[str]:
+    return [text[f.start:f.end] for f in classify(text).findings if f.kind == "phone"]
+
+
+@pytest.mark.parametrize("text", [
+    "Kavşak çalışması nedeniyle Çarşı Caddesi 3 gün kapalı olacaktır. Bilgi: 0262 318 40 00.",
+    "KÜTÜPHANEMİZ BAYRAM SÜRESİNCE KAPALIDIR. BİLGİ İÇİN: 0258 265 11 20",
+    "Sayın Gönül Arıkan, 14 Mayıs 10:30 göz muayeneniz onaylandı. İptal için 0342 215 40 40'ı arayabilirsiniz.",
+    "Şikâyetler 0324 238 00 00 numaralı santrale iletilebilir.",
+])
+def test_a_notices_line_for_questions_is_the_institutions(text: str) -> None:
+    assert phones(text) == []
+
+
+@pytest.mark.parametrize("text, phone", [
+    ("Ev telefonum 0232 441 18 70, akşamları beni arayabilirsiniz.", "0232 441 18 70"),
+    ("Bilgi için: 0216 345 12 90 (Fatma Yücel, dernek sekreteri)", "0216 345 12 90"),
+])
+def test_a_persons_own_fixed_line_stays_personal(text: str, phone: str) -> None:
+    assert phones(text) == [phone]
