@@ -16,7 +16,7 @@ person's identifiers. `DetectionOptions` decides whether they still count.
   message to a named person ("Sayın X, ... Eczane Nilüfer, tel 0224 ..."). Of the realistic set's personal phones one in sixty is a fixed line (in a record that
   names its owner), while institutions' fixed lines were most of its phone false alarms. Two or
   more different fixed lines in a text that names nobody are a directory of branches or offices.
-  A fixed line a notice gives for questions ("Bilgi: 0462 ...", "... 'ı arayabilirsiniz",
+  A fixed line a notice gives for questions ("... kapalıdır. Bilgi: 0462 ...", "... 'ı arayabilirsiniz",
   "... numaralı santrale") with no person's name at either side is the sender's, even in a
   reminder to a named patient; not after "ev telefonum" or "beni".
 - Values in a software test's text, whatever the options: a test word within 200 characters
@@ -117,9 +117,10 @@ def _institution_right_before(text: str, start: int, people: list[tuple[int, int
     return bool(ends) and not any(ends[-1] <= s < start for s, _ in people)
 
 
-# a notice's contact line: "Bilgi: 0462 ...", "BİLGİ İÇİN: 0252 ...", "0232 ... 'ı arayabilirsiniz",
-# "0312 ... NUMARALI SANTRALE"; not a person giving their own ("ev telefonum", "beni")
-_NOTICE_BEFORE = re.compile(r"(?<!\w)bilgi(?:[ \t]+(?:almak[ \t]+)?i[çc]in)?[ \t]*[:\-–]?[ \t]*\Z", re.IGNORECASE)
+# a notice's contact line: "Bilgi: 0462 ..." or "BİLGİ İÇİN: 0252 ..." after the notice's last
+# sentence (alone, "Bilgi: 0312 ..." may be anyone's), "0232 ... 'ı arayabilirsiniz", "0312 ...
+# NUMARALI SANTRALE"; not a person giving their own ("ev telefonum", "beni")
+_NOTICE_BEFORE = re.compile(r"(?:(?<=[.!?] )|(?<=[.!?]\n))bilgi(?:[ \t]+(?:almak[ \t]+)?i[çc]in)?[ \t]*[:\-–]?[ \t]*\Z", re.IGNORECASE)
 _NOTICE_AFTER = re.compile(r"['’]?\w{0,4}[ \t]+(?:arayabilirsiniz|numaral[ıi][ \t]+santral)", re.IGNORECASE)
 _MINE = re.compile(r"(?<!\w)(?:numaram\w*|telefonum\w*|beni|ev[ \t]+telefon\w*|evim\w*)(?!\w)", re.IGNORECASE)
 

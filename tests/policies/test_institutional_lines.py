@@ -29,3 +29,7 @@ def test_a_notices_line_for_questions_is_the_institutions(text: str) -> None:
 ])
 def test_a_persons_own_fixed_line_stays_personal(text: str, phone: str) -> None:
     assert phones(text) == [phone]
+
+
+def test_a_line_after_bilgi_with_no_notice_before_it_stays_personal() -> None:
+    assert phones("Bilgi: 0262 318 40 07") == ["0262 318 40 07"]
