@@ -73,6 +73,8 @@ _GENERIC = re.compile(
     # counts and statistics about groups ("sendikalı işçi sayısı", "hükümlülerin büyük bölümü")
     r"istatisti\w*|bilanço\w*|şüpheliler\w*|hükümlüler\w*|tutuklular\w*|sürücüler\w*|bunları\w*|"
     r"yakınları\w*|dikkatine|[0-9]+[ \t]+(?:bin|milyon)|"
+    # a count of people in news ("14 şüpheli gözaltına alındı", "yüzlerce sanık", "40 işçi")
+    r"(?:[0-9]+|onlarca|yüzlerce|binlerce)[ \t]+(?:şüpheli|sanık|zanlı|hükümlü|tutuklu|işçi|kişi)\w*|"
     r"işçiler\w*|çalışanlar\w*|vatandaşlar\w*|sendikalar\w*|mahkumlar\w*)(?!\w)", re.IGNORECASE)
 # a question about my own case, a request ("erteleyebilir miyim?", "alabilir misiniz?"): not a topic's
 _MY_REQUEST = re.compile(r"(?<!\w)m[ıi](?:y[ıi]m|y[ıi]z|s[ıi]n[ıi]z)(?!\w)", re.IGNORECASE)
