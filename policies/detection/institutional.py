@@ -9,6 +9,8 @@ person's identifiers. `DetectionOptions` decides whether they still count.
   (`A.Ş.`, `Ltd. Şti.`, `unvan`, `Satıcı:`, a body speaking of itself: `Vakfımızın`,
   `DAİREMİZİN`) with no person's name in between, or right before "şirket hesabımıza" or
   "dernek hesabına".
+- Vehicle plates a company or body owns: its trade name in the plate's aside ("07 ABS 1190
+  (Akdeniz Turizm A.Ş. servis aracı)") or "Belediyemize ait" right before it.
 - Turkish fixed lines (`0312 418 22 90`) written after an institution's word on their line
   (`Eczanesi`, `santrali`, `Derneği`, `A.Ş.`, a role mailbox like `info@`) with no person's
   name within a few lines: a pharmacy's, an association's or a company's switchboard in a
@@ -28,7 +30,7 @@ person's identifiers. `DetectionOptions` decides whether they still count.
   the reserved example domains (RFC 2606: example.com/.org/.net, .test, .example, .invalid,
   localhost) -- `ayse@example.org` may be a real person's address in a sample, so the local
   part decides -- and phone numbers whose last seven digits are one digit repeated
-  (0555 000 00 00).
+  (0555 000 00 00), and plates whose number is all zeros (34 T 0000).
 """
 
 from __future__ import annotations
@@ -171,6 +173,21 @@ def legal_person(text: str, start: int, names: list[tuple[int, int]]) -> bool:
     return not person or max(legal) > max(person)
 
 
+# a company's or a body's vehicle: its trade name in the plate's aside ("07 ABS 1190 (Akdeniz
+# Turizm A.Ş. servis aracı)") or its own word right before ("Belediyemize ait 35 BLD 204")
+_COMPANY_ASIDE = re.compile(r"[ \t]*[(,–—][^\n()]{0,40}?(?<!\w)(?:a\.?[sş]\.|ltd\.?|[sş]ti\.?)", re.IGNORECASE)
+_BODY_OWNS = re.compile(r"(?<!\w)(?:belediye|kurum|şirket|firma|vakf|derne[kğ])\w*m[ıi]z[ea][ \t]+ait[ \t]+\Z",
+                        re.IGNORECASE)
+
+
+def _company_vehicle(text: str, start: int, end: int, names: list[tuple[int, int]]) -> bool:
+    """A plate whose owner the text names as a company or a body, with no person's name between."""
+    aside = _COMPANY_ASIDE.match(text, end)
+    if aside is not None:
+        return not any(end <= s < aside.end() for s, _ in names)
+    return _BODY_OWNS.search(text, max(0, start - 40), start) is not None
+
+
 def _after_value(text: str, start: int) -> int:
     """Where the identifier starting at `start` ends (its digits, letters and spaces)."""
     m = re.compile(r"[A-Za-z0-9 ]{10,34}").match(text, start)
@@ -185,6 +202,9 @@ def fixture(kind: str, value: str) -> bool:
     if kind == "phone":
         digits = re.sub(r"[^0-9]", "", value)
         return len(digits) >= 10 and len(set(digits[-7:])) == 1
+    if kind == "plate":  # "34 T 0000", "06 ABC 000": a plate's shape, not a vehicle
+        number = re.search(r"[0-9]+\W*\Z", value)
+        return number is not None and set(number.group().rstrip()) <= {"0"}
     return False
 
 
@@ -266,7 +286,8 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
                         continue
             if kind == "email" and "@" in text[s:e] and role_mailbox(text[s:e]):
                 continue
-        if not options.legal_person_data and kind in ("vkn", "iban") and legal_person(text, s, names):
+        if not options.legal_person_data and (kind in ("vkn", "iban") and legal_person(text, s, names)
+                                              or kind == "plate" and _company_vehicle(text, s, e, names)):
             continue
         out.append((kind, s, e))
     return out

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from fairgate.policies.sensitivity import classify
+from fairgate.policies.detection_options import DEFAULT_OPTIONS
+from fairgate.policies.sensitivity import DetectionOptions, classify
 
 
 def phones(text: str) -> list[str]:
@@ -33,3 +34,29 @@ def test_a_persons_own_fixed_line_stays_personal(text: str, phone: str) -> None:
 
 def test_a_line_after_bilgi_with_no_notice_before_it_stays_personal() -> None:
     assert phones("Bilgi: 0262 318 40 07") == ["0262 318 40 07"]
+
+
+def plates(text: str, options: DetectionOptions = DEFAULT_OPTIONS) -> list[str]:
+    return [text[f.start:f.end] for f in classify(text, options=options).findings if f.kind == "plate"]
+
+
+@pytest.mark.parametrize("text", [
+    "Belediyemize ait 06 BLD 118 plakalı araç arızalı olduğundan sefer yapılamayacak.",
+    "B aracı 34 KTR 4412 (Yıldız Lojistik A.Ş. servis aracı) kırmızı ışıkta geçti.",
+    "İstanbul'da taksi plakaları T ile başlar, ör. 34 T 0000.",
+])
+def test_a_companys_vehicle_and_a_plates_shape_are_no_persons(text: str) -> None:
+    assert plates(text) == []
+
+
+def test_a_companys_vehicle_counts_when_the_tenant_asks() -> None:
+    text = "B aracı 34 KTR 4412 (Yıldız Lojistik A.Ş. servis aracı) kırmızı ışıkta geçti."
+    assert plates(text, DetectionOptions(legal_person_data=True)) == ["34 KTR 4412"]
+
+
+@pytest.mark.parametrize("text", [
+    "A aracı 34 KTR 4412 (sürücü Ayşe Kaya, kendi aracı) arkadan çarptı.",
+    "Aracım 34 KTR 4412 dün otoparktan çekildi.",
+])
+def test_a_persons_vehicle_stays_personal(text: str) -> None:
+    assert plates(text) == ["34 KTR 4412"]
