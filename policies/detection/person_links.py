@@ -54,7 +54,8 @@ _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-li
 _MY_FOLKS = re.compile(r"ml[ae]r")
 # (not a conditional "you": "şeker hastasıysanız", "kullanıyorsanız" is advice to anyone)
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
-                        r"|(?<=[aeıioöuü])m(?!\w)", re.IGNORECASE)  # a vowel's "my": "sabıkam", "protezim"
+                        # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
+                        r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)", re.IGNORECASE)
 # a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
 _OUR_BODY = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
 # a body's own word, then "our ..." ("dernek hesaplarımız"): the body speaking, not the first person
