@@ -87,3 +87,17 @@ def test_verbs_and_words_that_begin_like_a_term_are_none(text: str) -> None:
 def test_the_terms_those_words_begin_like_still_count() -> None:
     assert "health" in kinds("Babam gençken vereme yakalanmış, aylarca yatmış.")
     assert "appearance" in kinds("Kuzenimin kolunda büyük bir dövme var.")
+
+
+@pytest.mark.parametrize("text", [
+    "Eniştem iki yıldır başka bir kadınla görüşüyormuş, teyzem dün öğrendi.",
+    "Kuzenim nişanlısıyla aynı evde kalıyormuş, ailesi bilmiyor.",
+    "Ablam boşandıktan sonra iş arkadaşıyla birlikte olmaya başladı.",
+    "Evlenmek istiyoruz ama ikimiz de erkeğiz, burada nikâh kıyılmıyor.",
+])
+def test_an_affair_a_same_sex_couple_and_living_together(text: str) -> None:
+    assert "sexual_life" in kinds(text)
+
+
+def test_asking_for_someone_else_on_the_line_is_no_affair() -> None:
+    assert "sexual_life" not in kinds("Başka biriyle görüşmek istiyorum, yetkiliyi bağlar mısınız?")
