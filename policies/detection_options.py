@@ -13,7 +13,7 @@ from dataclasses import dataclass
 @dataclass(slots=True, frozen=True)
 class DetectionOptions:
     strict_names: bool = True  # a detected person's name alone makes a text sensitive
-    legal_person_data: bool = False  # a company's VKN / IBAN next to its trade name counts as personal
+    legal_person_data: bool = False  # a company's VKN / IBAN / vehicle plate next to its trade name counts as personal
     institutional_contacts: bool = False  # call-centre numbers and role mailboxes count as personal
 
 

@@ -21,7 +21,7 @@ from fairgate.policies.detection.persons.fields import find_field_names
 from fairgate.policies.detection.persons.names import find_person_names
 from fairgate.policies.detection.postal import find_postal_addresses
 from fairgate.policies.detection.records import find_column_values, find_registry_numbers
-from fairgate.policies.detection.special_categories import SPECIAL_KINDS, find_special
+from fairgate.policies.detection.special_categories import SPECIAL_KINDS, a_people, find_special
 from fairgate.policies.detection.textnorm import MESSAGE_JOIN, normalize
 from fairgate.policies.detection.triggers import find_triggers
 
@@ -81,8 +81,9 @@ def detect(text: str, depth: int = 0) -> list[Span]:
             tagged = [n for n in tagged if not any(s <= n[0] and n[1] <= e for s, e in headers)]
         by_label += in_columns
     tagged += [f for f in by_label if not any(s < f[1] and f[0] < e for s, e in tagged)]
-    # a name inside an e-mail address or IBAN is that finding's
-    names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in blocked)]
+    # a name inside an e-mail address or IBAN is that finding's; a people's name alone is an origin
+    names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in blocked)
+             and not a_people(text, n, hits["special"])]
     out += [("person_name", s, e) for s, e in names]
     out += find_person_addresses(text, hits["street"], names)
     out += find_postal_addresses(text, sorted(hits["street"] + hits["postal"]), names)

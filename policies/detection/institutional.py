@@ -9,6 +9,8 @@ person's identifiers. `DetectionOptions` decides whether they still count.
   (`A.Ş.`, `Ltd. Şti.`, `unvan`, `Satıcı:`, a body speaking of itself: `Vakfımızın`,
   `DAİREMİZİN`) with no person's name in between, or right before "şirket hesabımıza" or
   "dernek hesabına".
+- Vehicle plates a company or body owns: its trade name in the plate's aside ("07 ABS 1190
+  (Akdeniz Turizm A.Ş. servis aracı)") or "Belediyemize ait" right before it.
 - Turkish fixed lines (`0312 418 22 90`) written after an institution's word on their line
   (`Eczanesi`, `santrali`, `Derneği`, `A.Ş.`, a role mailbox like `info@`) with no person's
   name within a few lines: a pharmacy's, an association's or a company's switchboard in a
@@ -16,6 +18,9 @@ person's identifiers. `DetectionOptions` decides whether they still count.
   message to a named person ("Sayın X, ... Eczane Nilüfer, tel 0224 ..."). Of the realistic set's personal phones one in sixty is a fixed line (in a record that
   names its owner), while institutions' fixed lines were most of its phone false alarms. Two or
   more different fixed lines in a text that names nobody are a directory of branches or offices.
+  A fixed line a notice gives for questions ("... kapalıdır. Bilgi: 0462 ...", "... 'ı arayabilirsiniz",
+  "... numaralı santrale") with no person's name at either side is the sender's, even in a
+  reminder to a named patient; not after "ev telefonum" or "beni".
 - Values in a software test's text, whatever the options: a test word within 200 characters
   (`sandbox`, `fixtures`, `seed`, `sahte`, `test kartı`, `gerçek kişi değildir`, a unit test's
   `expect(`, `describe(`, `assert`) or a
@@ -25,7 +30,7 @@ person's identifiers. `DetectionOptions` decides whether they still count.
   the reserved example domains (RFC 2606: example.com/.org/.net, .test, .example, .invalid,
   localhost) -- `ayse@example.org` may be a real person's address in a sample, so the local
   part decides -- and phone numbers whose last seven digits are one digit repeated
-  (0555 000 00 00).
+  (0555 000 00 00), and plates whose number is all zeros (34 T 0000).
 """
 
 from __future__ import annotations
@@ -114,6 +119,26 @@ def _institution_right_before(text: str, start: int, people: list[tuple[int, int
     return bool(ends) and not any(ends[-1] <= s < start for s, _ in people)
 
 
+# a notice's contact line: "Bilgi: 0462 ..." or "BİLGİ İÇİN: 0252 ..." after the notice's last
+# sentence (alone, "Bilgi: 0312 ..." may be anyone's), "0232 ... 'ı arayabilirsiniz", "0312 ...
+# NUMARALI SANTRALE"; not a person giving their own ("ev telefonum", "beni")
+_NOTICE_BEFORE = re.compile(r"(?:(?<=[.!?] )|(?<=[.!?]\n))bilgi(?:[ \t]+(?:almak[ \t]+)?i[çc]in)?[ \t]*[:\-–]?[ \t]*\Z", re.IGNORECASE)
+_NOTICE_AFTER = re.compile(r"['’]?\w{0,4}[ \t]+(?:arayabilirsiniz|numaral[ıi][ \t]+santral)", re.IGNORECASE)
+_MINE = re.compile(r"(?<!\w)(?:numaram\w*|telefonum\w*|beni|ev[ \t]+telefon\w*|evim\w*)(?!\w)", re.IGNORECASE)
+
+
+def _notice_line(text: str, start: int, end: int, people: list[tuple[int, int]]) -> bool:
+    """A fixed line a notice gives for questions: "Bilgi:" right before it or "arayabilirsiniz"
+    / "numaralı santrale" right after it, with no person's name at either side (an appointment
+    reminder to a named patient still gives the hospital's line so)."""
+    line_lo = text.rfind("\n", 0, start) + 1
+    cue = _NOTICE_BEFORE.search(text, max(line_lo, start - 25), start) or _NOTICE_AFTER.match(text, end)
+    if cue is None or _MINE.search(text, line_lo, start):
+        return False
+    lo, hi = min(cue.start(), start), max(cue.end(), end) + 40
+    return not any(lo <= s and e <= hi for s, e in people)
+
+
 def _nobody_near(start: int, end: int, people: list[tuple[int, int]]) -> bool:
     """No person's name or address within 300 characters before or 150 after (a record's lines)."""
     return not any(start - 300 <= e and s <= end + 150 for s, e in people)
@@ -148,6 +173,21 @@ def legal_person(text: str, start: int, names: list[tuple[int, int]]) -> bool:
     return not person or max(legal) > max(person)
 
 
+# a company's or a body's vehicle: its trade name in the plate's aside ("07 ABS 1190 (Akdeniz
+# Turizm A.Ş. servis aracı)") or its own word right before ("Belediyemize ait 35 BLD 204")
+_COMPANY_ASIDE = re.compile(r"[ \t]*[(,–—][^\n()]{0,40}?(?<!\w)(?:a\.?[sş]\.|ltd\.?|[sş]ti\.?)", re.IGNORECASE)
+_BODY_OWNS = re.compile(r"(?<!\w)(?:belediye|kurum|şirket|firma|vakf|derne[kğ])\w*m[ıi]z[ea][ \t]+ait[ \t]+\Z",
+                        re.IGNORECASE)
+
+
+def _company_vehicle(text: str, start: int, end: int, names: list[tuple[int, int]]) -> bool:
+    """A plate whose owner the text names as a company or a body, with no person's name between."""
+    aside = _COMPANY_ASIDE.match(text, end)
+    if aside is not None:
+        return not any(end <= s < aside.end() for s, _ in names)
+    return _BODY_OWNS.search(text, max(0, start - 40), start) is not None
+
+
 def _after_value(text: str, start: int) -> int:
     """Where the identifier starting at `start` ends (its digits, letters and spaces)."""
     m = re.compile(r"[A-Za-z0-9 ]{10,34}").match(text, start)
@@ -162,6 +202,9 @@ def fixture(kind: str, value: str) -> bool:
     if kind == "phone":
         digits = re.sub(r"[^0-9]", "", value)
         return len(digits) >= 10 and len(set(digits[-7:])) == 1
+    if kind == "plate":  # "34 T 0000", "06 ABC 000": a plate's shape, not a vehicle
+        number = re.search(r"[0-9]+\W*\Z", value)
+        return number is not None and set(number.group().rstrip()) <= {"0"}
     return False
 
 
@@ -233,7 +276,7 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
             if digits and shared_line(digits):
                 continue
             if digits and fixed_line(digits):
-                if _institution_right_before(text, s, people):
+                if _institution_right_before(text, s, people) or _notice_line(text, s, e, people):
                     continue
                 if _nobody_near(s, e, people):
                     if _institution_before(text, s):
@@ -243,7 +286,8 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
                         continue
             if kind == "email" and "@" in text[s:e] and role_mailbox(text[s:e]):
                 continue
-        if not options.legal_person_data and kind in ("vkn", "iban") and legal_person(text, s, names):
+        if not options.legal_person_data and (kind in ("vkn", "iban") and legal_person(text, s, names)
+                                              or kind == "plate" and _company_vehicle(text, s, e, names)):
             continue
         out.append((kind, s, e))
     return out

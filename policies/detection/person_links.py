@@ -54,7 +54,8 @@ _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-li
 _MY_FOLKS = re.compile(r"ml[ae]r")
 # (not a conditional "you": "şeker hastasıysanız", "kullanıyorsanız" is advice to anyone)
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
-                        r"|(?<=[aeıioöuü])m(?!\w)", re.IGNORECASE)  # a vowel's "my": "sabıkam", "protezim"
+                        # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
+                        r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)", re.IGNORECASE)
 # a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
 _OUR_BODY = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
 # a body's own word, then "our ..." ("dernek hesaplarımız"): the body speaking, not the first person
@@ -73,6 +74,8 @@ _GENERIC = re.compile(
     # counts and statistics about groups ("sendikalı işçi sayısı", "hükümlülerin büyük bölümü")
     r"istatisti\w*|bilanço\w*|şüpheliler\w*|hükümlüler\w*|tutuklular\w*|sürücüler\w*|bunları\w*|"
     r"yakınları\w*|dikkatine|[0-9]+[ \t]+(?:bin|milyon)|"
+    # a count of people in news ("14 şüpheli gözaltına alındı", "yüzlerce sanık", "40 işçi")
+    r"(?:[0-9]+|onlarca|yüzlerce|binlerce)[ \t]+(?:şüpheli|sanık|zanlı|hükümlü|tutuklu|işçi|kişi)\w*|"
     r"işçiler\w*|çalışanlar\w*|vatandaşlar\w*|sendikalar\w*|mahkumlar\w*)(?!\w)", re.IGNORECASE)
 # a question about my own case, a request ("erteleyebilir miyim?", "alabilir misiniz?"): not a topic's
 _MY_REQUEST = re.compile(r"(?<!\w)m[ıi](?:y[ıi]m|y[ıi]z|s[ıi]n[ıi]z)(?!\w)", re.IGNORECASE)

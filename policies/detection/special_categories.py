@@ -38,15 +38,29 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             kind = "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
         elif kind == "health" and _GENE_AFTER.match(text, end):
             kind = "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
+        # an ancestry test's result is the genetic data too: "... %38 Kafkas, %22 Balkan"
+        shares = _SHARES_AFTER.match(text, end) if kind == "genetic" else None
+        span_end = end if shares is None else shares.end()
         last = out[-1] if out else None
         if last is not None and last[0] == kind and start - last[2] > 1 and _same_passage(text, last[2], start):
-            out[-1] = (kind, last[1], end)  # the same category again about the same person: one finding
+            out[-1] = (kind, last[1], span_end)  # the same category again about the same person: one finding
             continue
         if tied_to_person(text, start, end, names):
-            out.append((kind, start, end))
+            out.append((kind, start, span_end))
             if len(out) >= limit:
                 break
     return out
+
+
+def a_people(text: str, name: tuple[int, int], hits: Sequence[tuple[int, int]]) -> bool:
+    """A one-word name that is a people's name ("babam Arnavut", "Ben de Kürt'üm", "Özbek
+    kökenli", "Ben Lazım,"): the lexicons list many peoples as given names or surnames, but
+    alone, where the trigger pass reads the word (or a phrase around it) as an ethnicity term, it
+    is an origin, not a person. (After a given name it is a surname: "Oya Türkmen".)"""
+    s, e = name
+    if any(c.isspace() for c in text[s:e]):
+        return False
+    return any((h == s or h <= s and e <= he) and term_at(text, h, he) == "ethnicity" for h, he in hits)
 
 
 def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
@@ -62,6 +76,10 @@ _INFECTION_BEFORE = re.compile(r"(?:hepatit|hbv|hcv|hiv|hbsag|virüs|virus|covid
 # ordered for a suspected disease: "Akdeniz ateşi şüphesiyle gen testi")
 _GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[ıi]c[ıi]|gen(?:i|in|inde)(?!\w)|(?-i:[A-Z][A-Z0-9]{2,})[ \t]+gen(?!\w)|panel)",
                          re.IGNORECASE)
+# an ancestry test's shares after it in the same line: two or more "%38 Kafkas" ("%41 Kafkasya,
+# %23 Anadolu ve %9 Doğu Avrupa çıktı", "%38 balkan %22 kafkas")
+_SHARE = r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+[^\W\d_]+(?:[ \t]+(?-i:[A-ZÇĞİÖŞÜ])[^\W\d_]+)?"
+_SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
 _BODY_AFTER = re.compile(r"\w*(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
 _ORIGIN = re.compile(r"k[öo]kenl[iı]|as[ıi]ll[ıi]", re.IGNORECASE)
 _WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")

@@ -11,7 +11,9 @@ on every word would). A stem ending in p/ç/t/k also matches its softened form b
 ("kalp" -> "kalbi", "ilaç" -> "ilacı", "fıtık" -> "fıtığı"). Turkish letters match loosely
 (dotless/accentless forms too). Markers: "=" keeps a term's letters exact ("Kürt" is an ethnic
 origin, "Kurt" a common surname); a trailing "$" makes it a whole word, optionally with an
-apostrophe suffix ("Laz", not "lazım"; "gay", not "gayret").
+apostrophe suffix ("Laz", not "lazım"; "gay", not "gayret"). A line "!word" names a word that
+begins like a term but is none, and no word beginning so is read as one ("!engelliyo": the verb
+"engelliyor", "blocks", is no disability's "engelli").
 
 The trigger pass (RE2) finds where a term starts and ends; `term_at` names its category by the
 matched text's folded form (a dictionary lookup, not a second regex over a thousand
@@ -36,6 +38,7 @@ _LOOSE = {"ı": "[ıiIİ]", "i": "[iıİI]", "ş": "[şsŞS]", "s": "[sşSŞ]", 
 _EXACT = {"i": "[iIİ]", "ı": "[ıI]"}  # an exact term's i and ı in capitals too
 _SOFT = {"p": "b", "ç": "c", "t": "d", "k": "ğ"}  # a stem's last consonant before a vowel suffix
 _SPACES = re.compile(r"[ \t_]+")
+_WORD_RUN = re.compile(r"\w*")
 _WORD_END = re.compile(r"(?:['’][^\W\d_]{1,6})?(?!\w)")
 
 
@@ -47,7 +50,17 @@ class Term:
 
 def _read(category: str) -> list[str]:
     lines = (_DATA / f"{category}.txt").read_text(encoding="utf-8").splitlines()
-    return [t for t in (line.rstrip("\n") for line in lines) if t.strip() and not t.startswith("#")]
+    return [t for t in (line.rstrip("\n") for line in lines) if t.strip() and not t.startswith(("#", "!"))]
+
+
+@lru_cache(maxsize=1)
+def _not_terms() -> tuple[str, ...]:
+    """Folded beginnings of words that start like a term but are none ("!engelliyo")."""
+    out = []
+    for category in CATEGORIES:
+        lines = (_DATA / f"{category}.txt").read_text(encoding="utf-8").splitlines()
+        out += [_fold(line[1:].strip()) for line in lines if line.startswith("!")]
+    return tuple(out)
 
 
 def _soft(term: str) -> bool:
@@ -108,6 +121,9 @@ def term_at(text: str, start: int, end: int) -> str | None:
     term = _lookup().get(_fold(text[start:end]))
     if term is None or (term.whole_word and not _WORD_END.match(text, end)):
         return None
+    word = _WORD_RUN.match(text, start) if _not_terms() else None
+    if word is not None and _fold(word.group()).startswith(_not_terms()):
+        return None  # "engelliyor": a word that only begins like the term
     return term.category
 
 

@@ -182,3 +182,28 @@ def test_a_place_with_a_locative_or_a_route_of_places_is_no_person(text: str) ->
 
 def test_a_titled_person_whose_name_is_a_place_is_still_one_with_a_locative() -> None:
     assert names("Sayın Aydın'dan bir mesaj geldi.") == ["Aydın'dan"]
+
+
+def findings(text: str) -> list[tuple[str, str]]:
+    return [(f.kind, text[f.start : f.end]) for f in classify(text).findings]
+
+
+@pytest.mark.parametrize("text, people", [
+    ("Kayınpederim Arnavut, Üsküp'ten gelmişler.", "Arnavut"),
+    ("Yeni muhasebecimiz Özbek, Taşkent'te doğmuş.", "Özbek"),
+    ("Bizim ustabaşı da Kürt'müş, Van'da büyümüş.", "Kürt'müş"),
+])
+def test_a_people_alone_is_an_origin_not_a_name(text: str, people: str) -> None:
+    found = findings(text)
+    assert ("person_name", people) not in found
+    assert any(kind == "ethnicity" for kind, _ in found)
+
+
+def test_a_people_after_a_given_name_is_a_surname() -> None:
+    assert ("person_name", "Ayten Arnavut'un") in findings("Ayten Arnavut'un izin dilekçesi onaylandı.")
+
+
+def test_a_people_inside_a_first_person_origin_is_no_name() -> None:
+    found = findings("Merhaba, ben Lazım, Fındıklı'da büyüdüm; ilanınız için yazıyorum.")
+    assert not any(kind == "person_name" for kind, _ in found)
+    assert any(kind == "ethnicity" for kind, _ in found)

@@ -65,3 +65,39 @@ def test_a_new_term_does_not_hide_the_term_or_address_after_it() -> None:
 
 def test_a_high_or_low_sugar_said_of_someone() -> None:
     assert "health" in kinds("sabah ölçtüm şekerim yüksek çıktı, doktora gidicem")
+
+
+def test_a_word_that_only_begins_like_a_term_is_none() -> None:
+    # "!engelliyo": the verb "engelliyor" (blocks) is no disability, "engelliyim" still is
+    assert "health" not in kinds("Komşum site grubunda herkesi tek tek engelliyor, bıktık.")
+    assert "health" in kinds("Komşum engelliyim diye otoparkta yer istedi.")
+
+
+@pytest.mark.parametrize("text", [
+    "Müdürümüz bu kararı bugün veremez, yarın tekrar sorun dedi.",
+    "Ben o konuda karar veremedim, eşim de izin veremeyiz diyor.",
+    "Annem bayramda sakatat yemez.",
+    "Kocası onu dövmeye başlamış, komşular polisi aramış.",
+    "Babam samanlığa gitti, saman balyalarını taşıyor.",
+])
+def test_verbs_and_words_that_begin_like_a_term_are_none(text: str) -> None:
+    assert not {"health", "appearance", "religion"} & kinds(text)
+
+
+def test_the_terms_those_words_begin_like_still_count() -> None:
+    assert "health" in kinds("Babam gençken vereme yakalanmış, aylarca yatmış.")
+    assert "appearance" in kinds("Kuzenimin kolunda büyük bir dövme var.")
+
+
+@pytest.mark.parametrize("text", [
+    "Eniştem iki yıldır başka bir kadınla görüşüyormuş, teyzem dün öğrendi.",
+    "Kuzenim nişanlısıyla aynı evde kalıyormuş, ailesi bilmiyor.",
+    "Ablam boşandıktan sonra iş arkadaşıyla birlikte olmaya başladı.",
+    "Evlenmek istiyoruz ama ikimiz de erkeğiz, burada nikâh kıyılmıyor.",
+])
+def test_an_affair_a_same_sex_couple_and_living_together(text: str) -> None:
+    assert "sexual_life" in kinds(text)
+
+
+def test_asking_for_someone_else_on_the_line_is_no_affair() -> None:
+    assert "sexual_life" not in kinds("Başka biriyle görüşmek istiyorum, yetkiliyi bağlar mısınız?")

@@ -93,6 +93,9 @@ def test_the_same_words_in_general_text_stay_routable(text: str) -> None:
     "Cezaevlerinde 290 bin kişi var; bunların 41 bini tutuklu, kalanı hükümlü.",
     "Hükümlü ve tutuklu yakınlarının dikkatine: açık görüş günleri ayda bir kezdir.",
     "Bağış yapmak isteyenler için dernek hesaplarımız aşağıdadır.",
+    "Kocaeli'deki yasa dışı bahis operasyonunda 23 şüpheli yakalandı, 11'i tutuklandı.",
+    "Davada yüzlerce sanık yargılandı, karar yıllar sonra açıklandı.",
+    "Bir lojistik firmasında 35 işçi sendikaya üye oldukları için işten çıkarıldı.",
 ])
 def test_counts_notices_and_a_body_speaking_for_itself_stay_routable(text: str) -> None:
     assert not classify(text).sensitive
