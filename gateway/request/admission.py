@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +29,7 @@ from fairgate.backends.openai_wire import (
 from fairgate.backends.openai_wire.context import completion_too_long
 from fairgate.backends.openai_wire.embeddings import parse_embeddings
 from fairgate.backends.openai_wire.headers import bearer
-from fairgate.backends.openai_wire.responses import response_id
+from fairgate.backends.openai_wire.responses import random_request_id, response_id
 from fairgate.backends.openai_wire.responses_output import ResponsesOutput
 from fairgate.backends.types import Receive, Scope
 from fairgate.gateway.quota import QuotaDenied, RateLimitState, StaleConfig
@@ -134,7 +133,7 @@ async def _admit_principal(state: RequestState, kind: Kind, headers: dict[bytes,
         body = translate(body)
     limits = state.settings.wire_limits
     parsed = parse_embeddings(body, limits=limits) if kind == "embedding" else parse_request(kind, body, limits=limits)
-    bare = uuid.uuid4().hex
+    bare = random_request_id()
     rid = id_prefix + bare if id_prefix else response_id(kind, bare)
     incoming = Incoming(kind, token, headers, parsed, bare, t0, rid)
     if not state.usage.accepting():  # usage could not be kept (usage_on_db_unavailable): reserve nothing

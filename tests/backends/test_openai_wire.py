@@ -21,6 +21,7 @@ from fairgate.backends.openai_wire import (
     sse,
     sse_stream_error,
 )
+from fairgate.backends.openai_wire.responses import random_request_id
 from fairgate.backends.types import Message, Receive
 
 
@@ -188,3 +189,10 @@ def test_the_field_checks_skip_only_bodies_without_a_field_they_read() -> None:
     read = set(re.findall(r'body\.get\("(\w+)"', source)) | set(re.findall(r'_number\(body, "(\w+)"\)', source))
     read |= {name for name in re.findall(r'\("(\w+)", -?[0-9.]+, [0-9.]+\)', source)}  # the ranged numbers
     assert read and read <= fields._CHECKED, read - fields._CHECKED
+
+
+def test_request_ids_are_random_hex_of_a_uuid4s_length() -> None:
+    ids = {random_request_id() for _ in range(2000)}
+    assert len(ids) == 2000 and all(len(i) == 32 and set(i) <= set("0123456789abcdef") for i in ids)
+    assert len({i[:4] for i in ids}) > 1000  # random from the first digit, not a counter behind a prefix
+
