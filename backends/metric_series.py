@@ -30,8 +30,15 @@ from prometheus_client.utils import floatToGoString
 __all__ = ["FastCounter", "FastHistogram"]
 
 
+def _refuse(metric: Histogram | Counter) -> None:
+    metric._raise_if_not_observable()  # a parent with label names: the library's ValueError
+    raise ValueError(f"{type(metric).__name__} keeps no exemplars")
+
+
 class FastHistogram(Histogram):
     """`Histogram` whose children count observations in a list (one writer per series)."""
+
+    _created: float | None = None  # set on a child (and on a metric without labels) only
 
     def _metric_init(self) -> None:
         self._counts = [0] * len(self._upper_bounds)
@@ -39,13 +46,9 @@ class FastHistogram(Histogram):
         self._created = time.time()
 
     def observe(self, amount: float, exemplar: Any = None) -> None:
-        if exemplar:
-            raise ValueError("FastHistogram keeps no exemplars")
-        try:
-            self._total += amount
-        except AttributeError:  # a parent with label names: the library's ValueError
-            self._raise_if_not_observable()
-            raise
+        if exemplar or self._created is None:
+            _refuse(self)
+        self._total += amount
         if amount == amount:  # NaN falls in no bucket, as in the library; +Inf in the last
             self._counts[bisect_left(self._upper_bounds, amount)] += 1
 
@@ -66,20 +69,18 @@ class FastHistogram(Histogram):
 class FastCounter(Counter):
     """`Counter` whose children add in a float (one writer per series)."""
 
+    _created: float | None = None
+
     def _metric_init(self) -> None:
         self._count = 0.0
         self._created = time.time()
 
     def inc(self, amount: float = 1, exemplar: Any = None) -> None:
+        if exemplar or self._created is None:
+            _refuse(self)
         if amount < 0:
             raise ValueError("Counters can only be incremented by non-negative amounts.")
-        if exemplar:
-            raise ValueError("FastCounter keeps no exemplars")
-        try:
-            self._count += amount
-        except AttributeError:  # a parent with label names: the library's ValueError
-            self._raise_if_not_observable()
-            raise
+        self._count += amount
 
     def reset(self) -> None:
         self._count = 0.0

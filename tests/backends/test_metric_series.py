@@ -89,3 +89,11 @@ def test_a_scrape_beside_the_writer_sees_a_consistent_histogram() -> None:
         assert samples[("lat_seconds_bucket", "+Inf")] == samples[("lat_seconds_count", None)]
     writer.join()
     assert child._counts[-1] == 0 and sum(child._counts) == 50_000 and tokens._count == 100_000
+
+
+def test_exemplars_are_refused_by_name() -> None:
+    _, hist, counter, _ = _pair(fast=True)
+    with pytest.raises(ValueError, match="FastHistogram keeps no exemplars"):
+        hist.labels("a", "/x").observe(1.0, {"trace_id": "t"})
+    with pytest.raises(ValueError, match="FastCounter keeps no exemplars"):
+        counter.labels("a").inc(1, {"trace_id": "t"})
