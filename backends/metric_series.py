@@ -38,15 +38,16 @@ def _refuse(metric: Histogram | Counter) -> None:
 class FastHistogram(Histogram):
     """`Histogram` whose children count observations in a list (one writer per series)."""
 
-    _created: float | None = None  # set on a child (and on a metric without labels) only
+    _observable = False  # set on a child (and on a metric without labels) only
 
     def _metric_init(self) -> None:
         self._counts = [0] * len(self._upper_bounds)
         self._total = 0.0
         self._created = time.time()
+        self._observable = True
 
     def observe(self, amount: float, exemplar: Any = None) -> None:
-        if exemplar or self._created is None:
+        if exemplar or not self._observable:
             _refuse(self)
         self._total += amount
         if amount == amount:  # NaN falls in no bucket, as in the library; +Inf in the last
@@ -69,14 +70,15 @@ class FastHistogram(Histogram):
 class FastCounter(Counter):
     """`Counter` whose children add in a float (one writer per series)."""
 
-    _created: float | None = None
+    _observable = False
 
     def _metric_init(self) -> None:
         self._count = 0.0
         self._created = time.time()
+        self._observable = True
 
     def inc(self, amount: float = 1, exemplar: Any = None) -> None:
-        if exemplar or self._created is None:
+        if exemplar or not self._observable:
             _refuse(self)
         if amount < 0:
             raise ValueError("Counters can only be incremented by non-negative amounts.")
