@@ -73,31 +73,26 @@ def test_a_word_that_only_begins_like_a_term_is_none() -> None:
     assert "health" in kinds("Komşum engelliyim diye otoparkta yer istedi.")
 
 
-@pytest.mark.parametrize("text", [
-    "Müdürümüz bu kararı bugün veremez, yarın tekrar sorun dedi.",
-    "Ben o konuda karar veremedim, eşim de izin veremeyiz diyor.",
-    "Annem bayramda sakatat yemez.",
-    "Kocası onu dövmeye başlamış, komşular polisi aramış.",
-    "Babam samanlığa gitti, saman balyalarını taşıyor.",
-])
-def test_verbs_and_words_that_begin_like_a_term_are_none(text: str) -> None:
-    assert not {"health", "appearance", "religion"} & kinds(text)
+# (text, kind, whether it is found): words and verbs that only begin like a term ("veremez",
+# "dövmeye", "saman") are none; the terms they begin like, and the new sexual-life phrasings, are.
+PHRASINGS = [
+    ("Müdürümüz bu kararı bugün veremez, yarın tekrar sorun dedi.", "health", False),
+    ("Ben o konuda karar veremedim, eşim de izin veremeyiz diyor.", "health", False),
+    ("Annem bayramda sakatat yemez.", "health", False),
+    ("Kocası onu dövmeye başlamış, komşular polisi aramış.", "appearance", False),
+    ("Babam samanlığa gitti, saman balyalarını taşıyor.", "religion", False),
+    ("Babam gençken vereme yakalanmış, aylarca yatmış.", "health", True),
+    ("Kuzenimin kolunda büyük bir dövme var.", "appearance", True),
+    ("Eniştem iki yıldır başka bir kadınla görüşüyormuş, teyzem dün öğrendi.", "sexual_life", True),
+    ("Kuzenim nişanlısıyla aynı evde kalıyormuş, ailesi bilmiyor.", "sexual_life", True),
+    ("Ablam boşandıktan sonra iş arkadaşıyla birlikte olmaya başladı.", "sexual_life", True),
+    ("Evlenmek istiyoruz ama ikimiz de erkeğiz, burada nikâh kıyılmıyor.", "sexual_life", True),
+    ("Başka biriyle görüşmek istiyorum, yetkiliyi bağlar mısınız?", "sexual_life", False),
+]
 
 
-def test_the_terms_those_words_begin_like_still_count() -> None:
-    assert "health" in kinds("Babam gençken vereme yakalanmış, aylarca yatmış.")
-    assert "appearance" in kinds("Kuzenimin kolunda büyük bir dövme var.")
-
-
-@pytest.mark.parametrize("text", [
-    "Eniştem iki yıldır başka bir kadınla görüşüyormuş, teyzem dün öğrendi.",
-    "Kuzenim nişanlısıyla aynı evde kalıyormuş, ailesi bilmiyor.",
-    "Ablam boşandıktan sonra iş arkadaşıyla birlikte olmaya başladı.",
-    "Evlenmek istiyoruz ama ikimiz de erkeğiz, burada nikâh kıyılmıyor.",
-])
-def test_an_affair_a_same_sex_couple_and_living_together(text: str) -> None:
-    assert "sexual_life" in kinds(text)
-
-
-def test_asking_for_someone_else_on_the_line_is_no_affair() -> None:
-    assert "sexual_life" not in kinds("Başka biriyle görüşmek istiyorum, yetkiliyi bağlar mısınız?")
+@pytest.mark.parametrize(("text", "kind", "found"), PHRASINGS)
+def test_what_begins_like_a_term_and_the_new_phrasings(text: str, kind: str, found: bool) -> None:
+    assert (kind in kinds(text)) == found
+    if not found:  # nor any other category the word begins like
+        assert not {"health", "appearance", "religion"} & kinds(text)
