@@ -1,0 +1,34 @@
+"""Issue 33: where a category term's sentence ends. A title's abbreviation before a name ("Dt.",
+"Av.", "DR.", "Prof.") ends no sentence, so an office or a diagnosis before it is tied to the
+name after it; a real stop still ends one. Sentences written for these tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from fairgate.policies.detection.person_links import sentence
+from fairgate.policies.sensitivity import classify
+
+
+def kinds(text: str) -> set[str]:
+    return {f.kind for f in classify(text).findings}
+
+
+@pytest.mark.parametrize("text", [
+    "Lions Kulübü'nün yeni dönem başkanı Dt. Oya Gencer'e başarılar dileriz.",
+    "Vakfımızın mütevelli heyetine seçilen Av. Harun Çelebi göreve başladı.",
+    "LİONS KULÜBÜ'NÜN YENİ DÖNEM BAŞKANI DR. TAMER AKYOL OLDU.",
+])
+def test_a_title_before_the_name_does_not_cut_the_office_from_it(text: str) -> None:
+    assert "association" in kinds(text)
+
+
+@pytest.mark.parametrize("title", ["Dr.", "Av.", "Prof.", "Doç.", "Uzm.", "Ecz.", "DR.", "PROF."])
+def test_a_title_ends_no_sentence(title: str) -> None:
+    text = f"Kulüp başkanı {title} Kaya geldi. Sonra gitti."
+    assert sentence(text, 0, 5) == (0, text.index("geldi.") + len("geldi."))
+
+
+def test_a_word_ending_in_a_titles_letters_still_ends_a_sentence() -> None:
+    text = "Yeni adresimiz Kadr. Sonra gitti."
+    assert sentence(text, 0, 5) == (0, text.index("Kadr.") + len("Kadr."))
