@@ -30,7 +30,7 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     for start, end in hits:
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
-                or _supposed(text, start):
+                or _supposed(text, start) or _synopsis(text, start):
             continue
         if kind != "association" and _BODY_AFTER.match(text, end):
             continue  # a body's name ("Kayseri Çerkes Derneği", "Omurilik Felçlileri Derneği"), not a person's
@@ -135,6 +135,22 @@ def _supposed(text: str, start: int) -> bool:
     while opening < start and text[opening] in " \t":
         opening += 1
     return _SUPPOSE.match(text, opening) is not None
+
+
+# a work's plot told from its paragraph's first words ("Film, ... hapis yatan bir adamın ...",
+# "Dizi önerisi: Kahramanımız ... cezaevinden çıkan", "Roman, ... eşcinsel bir genç adamın"); not
+# "Roman bir aileyiz" (a people), which no comma or colon follows
+_SYNOPSIS = re.compile(
+    r"[ \t\"“'‘]*(?:bu[ \t]+)?(?:film|dizi|roman|öykü|hikâye|hikaye|senaryo|kitap|oyun|belgesel|novel|movie|plot|synopsis)"
+    r"(?:[ \t]+(?:önerisi|özeti|konusu|incelemesi|eleştirisi|tanıtımı|summary))?[ \t]*[,:]", re.IGNORECASE)
+
+
+def _synopsis(text: str, start: int) -> bool:
+    """The term's paragraph (600 characters at most) opens with a film's, series' or novel's
+    plot: its people are characters."""
+    para = text.rfind("\n\n", 0, start)
+    lo = 0 if para == -1 else para + 2
+    return start - lo <= 600 and _SYNOPSIS.match(text, lo) is not None
 
 
 def _same_passage(text: str, last_end: int, start: int) -> bool:
