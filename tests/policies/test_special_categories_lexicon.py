@@ -101,3 +101,9 @@ def test_an_affair_a_same_sex_couple_and_living_together(text: str) -> None:
 
 def test_asking_for_someone_else_on_the_line_is_no_affair() -> None:
     assert "sexual_life" not in kinds("Başka biriyle görüşmek istiyorum, yetkiliyi bağlar mısınız?")
+
+
+def test_a_collective_agreement_is_no_ones_membership() -> None:
+    # a workplace's contract, said of members and non-members alike
+    assert "union" not in kinds("Konu: Toplu sözleşme görüşmesi\n\nMerhaba Serdar Bey, perşembe 14:00 uygun mu?")
+    assert "union" in kinds("Eşim sendika üyesi, toplu sözleşme zammını bekliyor.")
