@@ -19,6 +19,9 @@ def phones(text: str) -> list[str]:
     "KÜTÜPHANEMİZ BAYRAM SÜRESİNCE KAPALIDIR. BİLGİ İÇİN: 0258 265 11 20",
     "Sayın Gönül Arıkan, 14 Mayıs 10:30 göz muayeneniz onaylandı. İptal için 0342 215 40 40'ı arayabilirsiniz.",
     "Şikâyetler 0324 238 00 00 numaralı santrale iletilebilir.",
+    # after a public service's short number: the cue stands before both
+    "Pazartesi 09.00-16.00 arası su kesintisi olacaktır. Bilgi için Beyaz Masa 153 veya 0352 207 50 00.",
+    "PARK YARIN KAPALIDIR. BİLGİ: ALO 181 YA DA 0312 507 60 00",
 ])
 def test_a_notices_line_for_questions_is_the_institutions(text: str) -> None:
     assert phones(text) == []
