@@ -28,6 +28,8 @@ _OURS = r"(?!(?:{})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}".format("|
     "restoran", "uygulama", "platform", "program", "proje", "kampanya", "ofis", "bina", "tesis", "laboratuvar",
     "eczane", "müdürlü", "fakülte", "üniversite", "bölüm", "departman", "marka", "kanal", "sayfa", "web",
     "derneğ", "vakf", "ekib", "toplum", "millet", "halk", "dünya", "sektör", "bölge", "il", "ilçe",
+    # a shop's goods ("koleksiyonumuzda", "modellerimiz", "çeşitlerimiz")
+    "koleksiyon", "model", "çeşit", "stok", "sezon",
     # a union, party, club or congregation speaking of itself ("Sendikamız ... talep ediyor")
     "sendika", "parti", "kulüb", "kulub", "cemevi", "cemaat", "kilise", "cami", "loca")))
 # our X, a role with a place ("kattaki", "şubesinin"), a form's patient line, a first-person verb
@@ -53,7 +55,7 @@ _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-li
 # "ablamlar", "annemlere": a first-person relative's plural is that relative and their family
 _MY_FOLKS = re.compile(r"ml[ae]r")
 # (not a conditional "you": "şeker hastasıysanız", "kullanıyorsanız" is advice to anyone)
-_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
+_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)(?<!giyim)"  # diyabetim (not "tesettür giyim", clothing)
                         # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
                         r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)", re.IGNORECASE)
 # a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
