@@ -55,9 +55,16 @@ _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-li
 # "ablamlar", "annemlere": a first-person relative's plural is that relative and their family
 _MY_FOLKS = re.compile(r"ml[ae]r")
 # (not a conditional "you": "şeker hastasıysanız", "kullanıyorsanız" is advice to anyone)
-_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)(?<!giyim)"  # diyabetim (not "tesettür giyim", clothing)
+_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
                         # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
                         r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)", re.IGNORECASE)
+# nouns made from verbs with -(I)m, which only look like "my ..." ("DNA onarım mekanizmaları",
+# "tesettür giyim", "insülin kullanım kılavuzu", "genetik tanım"), folded
+_NOT_MINE = frozenset((
+    "onarim", "yapim", "secim", "olcum", "cozum", "yorum", "durum", "bakim", "alim", "satim", "yatirim", "kurum",
+    "konum", "uretim", "tuketim", "iletim", "egitim", "ogretim", "yonetim", "denetim", "dagitim", "kullanim",
+    "tanim", "anlatim", "yazim", "sayim", "kurulum", "giyim", "deyim", "kiyim", "donusum", "gelisim", "degisim",
+    "birikim", "iletisim", "yerlesim", "basim", "ekim", "dikim", "bicim", "tutum", "akim", "girisim"))
 # a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
 _OUR_BODY = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
 # a body's own word, then "our ..." ("dernek hesaplarımız"): the body speaking, not the first person
@@ -152,6 +159,8 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
     """Whether the term at text[start:end] is about a person (see the module's docstring);
     `names`: person names found in the text."""
     first = _SUFFIX_1P.match(text, end)
+    if first is not None and fold_key(first.group().split()[-1]) in _NOT_MINE:
+        first = None
     # "Sendikamız", "dernek hesaplarımız": an association, union or party speaking for itself
     body = _OUR_BODY.match(text, start) is not None or (
         first is not None and _BODY_WORD.match(text, start) is not None and _OUR.search(first.group()) is not None)

@@ -54,3 +54,12 @@ def test_a_shops_goods_and_clothing_are_no_first_person(text: str) -> None:
 
 def test_my_clothing_is_still_the_first_person() -> None:
     assert "appearance" in kinds("Tesettür giyimim yüzünden işe alınmadım.")
+
+
+@pytest.mark.parametrize("text", [
+    "Konferansta DNA onarım mekanizmaları ve hücre döngüsü anlatıldı.",
+    "Broşürde insülin kullanım kılavuzu ve saklama koşulları yer alıyor.",
+])
+def test_a_noun_made_with_im_is_no_my(text: str) -> None:
+    # "onarım" (repair), "kullanım" (use): nouns from verbs, not "my ..."
+    assert kinds(text) == set()
