@@ -1,8 +1,9 @@
 """Issue 33: a message written all in lower case is signed and spoken in lower case too: a
 sign-off with a lexicon surname ("nurhayat ekşi") or a surname's initial ("— sebahat k."), a
-rare given name after a dash with a surname no lexicon lists, and chat speakers' labels
-("rozerin: ..."). Not a common word after a dash ("— yağmur yağıyor"), nor a single label
-("müşteri: ..."). Sentences written for these tests."""
+rare given name after a dash with a surname no lexicon lists, chat speakers' labels ("rozerin:
+..."), and an absence note's subject ("zozan bugün okula gelemeyecek"). Not a common word after
+a dash ("— yağmur yağıyor"), nor a single label ("müşteri: ..."). Sentences written for these
+tests."""
 
 from __future__ import annotations
 
@@ -35,4 +36,20 @@ def test_lower_case_chat_speakers() -> None:
     "[not]\nrojin: yarın servis kaçta",  # one label alone may be a field's
 ])
 def test_no_name_in_lower_case_without_a_signature_or_two_speakers(text: str) -> None:
+    assert names(text) == []
+
+
+@pytest.mark.parametrize("text, name", [
+    ("zozan bugün okula gelemeyecek, midesi bulanıyor", "zozan"),
+    ("mert yarın işe gelmiyo, dişçiye gidecek", "mert"),
+])
+def test_an_absence_notes_subject(text: str, name: str) -> None:
+    assert name in names(text)
+
+
+@pytest.mark.parametrize("text", [
+    "yağmur bugün yağmıyor, mangal yapalım",
+    "kargo bugün gelmiyor, yarın dağıtıma çıkacak",
+])
+def test_no_absence_without_a_given_name_or_a_coming(text: str) -> None:
     assert names(text) == []

@@ -129,6 +129,9 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
     infos = doc.infos()
     out: list[int] = mentioned(doc, cands) if "@" in doc.text else []
     for i in cands:
+        if _absent_subject(doc, i):
+            out.append(i)
+            continue
         if i == 0:
             continue
         prev = infos[i - 1].key
@@ -145,6 +148,20 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
     # a surname after a cued given name ("eşim Yurii Melnyk")
     out += [i + 1 for i in out if _surname_after(doc, i)]
     return out
+
+
+# an absence note's subject ("bercem bugün kreşe gelmiyo", "YAĞMUR YARIN OKULA GELEMEYECEK"): a
+# day word, at most one word, then a negated coming or going (gel-, git-, katıl- with -mA/-mI)
+_ABSENT = re.compile(r"[ \t]+(?:bug[üu]n|yar[ıi]n|d[üu]n|bu[ \t]+(?:sabah|hafta))[ \t]+(?:[^\W\d_]+[ \t]+)?"
+                     r"(?:gel|git|gid|kat[ıi]l)[ae]?m[ıiuüae]", re.IGNORECASE)
+
+
+def _absent_subject(doc: Doc, i: int) -> bool:
+    """Token i opens its line as a given name that an absence note's words follow."""
+    start, end = doc.spans[i]
+    text = doc.text
+    return not text[text.rfind("\n", 0, start) + 1 : start].strip() and _ABSENT.match(text, end) is not None \
+        and _nameish(doc, i, False)
 
 
 def proper_given_names(doc: Doc, cands: list[int]) -> list[int]:
