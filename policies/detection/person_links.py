@@ -167,7 +167,7 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
     if first and not body:
         return True
     lo, hi = sentence(text, start, end)
-    if _named_nearby(text, start, end, (lo, hi), names):
+    if _named_nearby(text, start, end, (lo, hi), names) or _missing_notice(text, start, end, names):
         return True
     if _EN_1P.search(text, max(lo, start - 40), start):
         return True
@@ -206,6 +206,21 @@ def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names:
         return True  # an earlier sentence of the same one-line form
     # or one of the two sentences before, where this one is no question or general statement
     return any(_previous_sentence(text, e, lo) for e in before) and not _question_or_general(text, lo, hi)
+
+
+# a missing person's notice ("KAYIP!", "KAYIP ARANIYOR", "Gören olursa ...", "haber alınamıyor")
+_MISSING = re.compile(r"(?<!\w)(?:kay[ıi]p[ \t]*(?:!|aran[ıi]yor|ilan)|aran[ıi]yor[ \t]*!|g[öo]ren(?:ler)?[ \t]+"
+                      r"(?:olursa|varsa|l[üu]tfen)|haber[ \t]+al[ıi]nam[ıi]yor)", re.IGNORECASE)
+
+
+def _missing_notice(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
+    """A missing person's notice names the person once and then describes them, sentence after
+    sentence without a subject ("Alzheimer hastası ... Üzerinde kahverengi yelek, başında beyaz
+    takke var"): a name in the term's paragraph (600 characters either side) ties it."""
+    lo = max(0, start - 600, text.rfind("\n\n", 0, start) + 1)
+    blank = text.find("\n\n", end)
+    hi = min(len(text), end + 600, len(text) if blank == -1 else blank)
+    return any(lo <= s and e <= hi for s, e in names) and _MISSING.search(text, lo, hi) is not None
 
 
 def _question_or_general(text: str, lo: int, hi: int) -> bool:
