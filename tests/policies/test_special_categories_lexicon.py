@@ -107,3 +107,19 @@ def test_a_collective_agreement_is_no_ones_membership() -> None:
     # a workplace's contract, said of members and non-members alike
     assert "union" not in kinds("Konu: Toplu sözleşme görüşmesi\n\nMerhaba Serdar Bey, perşembe 14:00 uygun mu?")
     assert "union" in kinds("Eşim sendika üyesi, toplu sözleşme zammını bekliyor.")
+
+
+@pytest.mark.parametrize("text", [
+    "Oğlum dün okulda sara nöbeti geçirdi, öğretmeni ambulans çağırmış.",
+    "Komşumuz Saniye teyze merdivenden düşüp bacağını kırdı.",
+    "Kızımın aşıları eksik, aile hekimi randevu verdi.",
+    "Babamın uyku problemi yüzünden geceleri kimse uyuyamıyor.",
+    "Hasta Ferit Onat: hiperlipidemi, statin başlandı.",
+    "Eşimin genital siğili için kriyoterapi önerdiler.",
+])
+def test_third_round_health_words_tied_to_a_person(text: str) -> None:
+    assert "health" in kinds(text)
+
+
+def test_third_round_health_words_in_general_text_stay_general() -> None:
+    assert "health" not in kinds("Siğil nedir? Genellikle virüslerle bulaşır ve kriyoterapi ile tedavi edilebilir.")
