@@ -63,3 +63,8 @@ def test_my_clothing_is_still_the_first_person() -> None:
 def test_a_noun_made_with_im_is_no_my(text: str) -> None:
     # "onarım" (repair), "kullanım" (use): nouns from verbs, not "my ..."
     assert kinds(text) == set()
+
+
+@pytest.mark.parametrize("text", ["Eşimde siğil var.", "Eşinde MS tanısı konmuş."])
+def test_the_spouse_in_the_locative_or_ablative_is_a_particular_person(text: str) -> None:
+    assert "health" in kinds(text)
