@@ -208,9 +208,9 @@ def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names:
     return any(_previous_sentence(text, e, lo) for e in before) and not _question_or_general(text, lo, hi)
 
 
-# a missing person's notice ("KAYIP!", "KAYIP ARANIYOR", "Gören olursa ...", "haber alınamıyor")
+# a missing person's notice ("KAYIP!", "KAYIP ARANIYOR", "Gören olursa ...", "Gören 0538 ...", "haber alınamıyor")
 _MISSING = re.compile(r"(?<!\w)(?:kay[ıi]p[ \t]*(?:!|aran[ıi]yor|ilan)|aran[ıi]yor[ \t]*!|g[öo]ren(?:ler)?[ \t]+"
-                      r"(?:olursa|varsa|l[üu]tfen)|haber[ \t]+al[ıi]nam[ıi]yor)", re.IGNORECASE)
+                      r"(?:olursa|varsa|l[üu]tfen|[0-9+(])|haber[ \t]+al[ıi]nam[ıi]yor)", re.IGNORECASE)
 
 
 def _missing_notice(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:

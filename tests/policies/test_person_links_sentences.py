@@ -45,3 +45,9 @@ def test_a_missing_persons_notice_ties_its_description_to_the_name() -> None:
 def test_a_lost_pets_notice_or_a_description_without_a_notice_is_nobodys() -> None:
     assert "appearance" not in kinds("KAYIP! Kedimiz sabah kaçtı. Boynunda takke gibi beyaz bir leke var. Gören olursa arasın.")
     assert "appearance" not in kinds("Rıfat Bey dün geldi. Hava soğuktu. Vitrinde takke ve tespih satılıyor.")
+
+
+def test_a_notice_that_asks_whoever_sees_them_to_call_a_number() -> None:
+    notice = ("Yardım! Babamız Necati Sarıkaya 80 yaşında. Dün öğlen evden çıktı, hâlâ yok. "
+              "Gri paltolu, başında takke var. Gören 0532 000 00 00'a ulaşsın.")
+    assert "appearance" in kinds(notice)
