@@ -160,8 +160,9 @@ def _absent_subject(doc: Doc, i: int) -> bool:
     """Token i opens its line as a given name that an absence note's words follow."""
     start, end = doc.spans[i]
     text = doc.text
-    return not text[text.rfind("\n", 0, start) + 1 : start].strip() and _ABSENT.match(text, end) is not None \
-        and _nameish(doc, i, False)
+    if _ABSENT.match(text, end) is None:  # (first: it fails at once after almost every word)
+        return False
+    return not text[text.rfind("\n", 0, start) + 1 : start].strip() and _nameish(doc, i, False)
 
 
 def proper_given_names(doc: Doc, cands: list[int]) -> list[int]:
