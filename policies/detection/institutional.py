@@ -121,8 +121,10 @@ def _institution_right_before(text: str, start: int, people: list[tuple[int, int
 
 # a notice's contact line: "Bilgi: 0462 ..." or "BİLGİ İÇİN: 0252 ..." after the notice's last
 # sentence (alone, "Bilgi: 0312 ..." may be anyone's), "0232 ... 'ı arayabilirsiniz", "0312 ...
-# NUMARALI SANTRALE"; not a person giving their own ("ev telefonum", "beni")
-_NOTICE_BEFORE = re.compile(r"(?:(?<=[.!?] )|(?<=[.!?]\n))bilgi(?:[ \t]+(?:almak[ \t]+)?i[çc]in)?[ \t]*[:\-–]?[ \t]*\Z", re.IGNORECASE)
+# NUMARALI SANTRALE"; also after a public service's short number ("Bilgi için Beyaz Masa 153 veya
+# 0222 ...", "BİLGİ: ALO 181 ya da 0312 ..."); not a person giving their own ("ev telefonum", "beni")
+_NOTICE_BEFORE = re.compile(r"(?:(?<=[.!?] )|(?<=[.!?]\n))bilgi(?:[ \t]+(?:almak[ \t]+)?i[çc]in)?[ \t]*[:\-–]?[ \t]*"
+                            r"(?:(?:[^\W\d_]+[ \t]+){0,3}[0-9]{3,4}[ \t]+(?:veya|ya[ \t]+da|/)[ \t]+)?\Z", re.IGNORECASE)
 _NOTICE_AFTER = re.compile(r"['’]?\w{0,4}[ \t]+(?:arayabilirsiniz|numaral[ıi][ \t]+santral)", re.IGNORECASE)
 _MINE = re.compile(r"(?<!\w)(?:numaram\w*|telefonum\w*|beni|ev[ \t]+telefon\w*|evim\w*)(?!\w)", re.IGNORECASE)
 
@@ -132,7 +134,7 @@ def _notice_line(text: str, start: int, end: int, people: list[tuple[int, int]])
     / "numaralı santrale" right after it, with no person's name at either side (an appointment
     reminder to a named patient still gives the hospital's line so)."""
     line_lo = text.rfind("\n", 0, start) + 1
-    cue = _NOTICE_BEFORE.search(text, max(line_lo, start - 25), start) or _NOTICE_AFTER.match(text, end)
+    cue = _NOTICE_BEFORE.search(text, max(line_lo, start - 60), start) or _NOTICE_AFTER.match(text, end)
     if cue is None or _MINE.search(text, line_lo, start):
         return False
     lo, hi = min(cue.start(), start), max(cue.end(), end) + 40

@@ -28,6 +28,8 @@ _OURS = r"(?!(?:{})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}".format("|
     "restoran", "uygulama", "platform", "program", "proje", "kampanya", "ofis", "bina", "tesis", "laboratuvar",
     "eczane", "müdürlü", "fakülte", "üniversite", "bölüm", "departman", "marka", "kanal", "sayfa", "web",
     "derneğ", "vakf", "ekib", "toplum", "millet", "halk", "dünya", "sektör", "bölge", "il", "ilçe",
+    # a shop's goods ("koleksiyonumuzda", "modellerimiz", "çeşitlerimiz")
+    "koleksiyon", "model", "çeşit", "stok", "sezon",
     # a union, party, club or congregation speaking of itself ("Sendikamız ... talep ediyor")
     "sendika", "parti", "kulüb", "kulub", "cemevi", "cemaat", "kilise", "cami", "loca")))
 # our X, a role with a place ("kattaki", "şubesinin"), a form's patient line, a first-person verb
@@ -56,6 +58,13 @@ _MY_FOLKS = re.compile(r"ml[ae]r")
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
                         # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
                         r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)", re.IGNORECASE)
+# nouns made from verbs with -(I)m, which only look like "my ..." ("DNA onarım mekanizmaları",
+# "tesettür giyim", "insülin kullanım kılavuzu", "genetik tanım"), folded
+_NOT_MINE = frozenset((
+    "onarim", "yapim", "secim", "olcum", "cozum", "yorum", "durum", "bakim", "alim", "satim", "yatirim", "kurum",
+    "konum", "uretim", "tuketim", "iletim", "egitim", "ogretim", "yonetim", "denetim", "dagitim", "kullanim",
+    "tanim", "anlatim", "yazim", "sayim", "kurulum", "giyim", "deyim", "kiyim", "donusum", "gelisim", "degisim",
+    "birikim", "iletisim", "yerlesim", "basim", "ekim", "dikim", "bicim", "tutum", "akim", "girisim"))
 # a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
 _OUR_BODY = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
 # a body's own word, then "our ..." ("dernek hesaplarımız"): the body speaking, not the first person
@@ -83,7 +92,11 @@ _MY_REQUEST = re.compile(r"(?<!\w)m[ıi](?:y[ıi]m|y[ıi]z|s[ıi]n[ıi]z)(?!\w)"
 # iki neden olduğunu" is five words on)
 _IS_ONE = re.compile(r"\w*['’]?\w*(?:[ \t]+[\w'’]+){0,2}?[ \t]+(?:olduğu|olduğunu|olduğundan|olmadığını|olduğumu)(?!\w)",
                      re.IGNORECASE)
-_SENTENCE_END = re.compile(r"[.!?\n](?:[ \t]|\Z)")
+# a sentence ends at a stop, but not at a title's abbreviation before a name ("yeni dönem başkanı
+# Dt. Nazende ...", "yönetim kurulu üyesi Av. Gökçe ...", "SEÇİLEN DR. AYKUT ...")
+_TITLE_STOP = (r"(?<!(?<!\w)(?i:dr|dt|av|op|sn|hz))(?<!(?<!\w)(?i:do[çc]|uzm|ecz|m[üu]h|mim|yrd|[öo][ğg]r|g[öo]r|ar[şs]|"
+               r"vet))(?<!(?<!\w)(?i:prof|do[çc]t))")
+_SENTENCE_END = re.compile(r"(?:[!?\n]|" + _TITLE_STOP + r"\.)(?:[ \t]|\Z)")
 # a relative in the first person ("eşim", "kayınvalidemin", "annemle"), also typed without
 # Turkish letters ("esim", "kardesim", "oglumun"): a particular person
 _RELATIVES = ("eşim", "karım", "kocam", "nişanlım", "sevgilim", "annem", "babam", "anneannem", "babaannem", "oğlum",
@@ -146,13 +159,15 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
     """Whether the term at text[start:end] is about a person (see the module's docstring);
     `names`: person names found in the text."""
     first = _SUFFIX_1P.match(text, end)
+    if first is not None and fold_key(first.group().split()[-1]) in _NOT_MINE:
+        first = None
     # "Sendikamız", "dernek hesaplarımız": an association, union or party speaking for itself
     body = _OUR_BODY.match(text, start) is not None or (
         first is not None and _BODY_WORD.match(text, start) is not None and _OUR.search(first.group()) is not None)
     if first and not body:
         return True
     lo, hi = sentence(text, start, end)
-    if _named_nearby(text, start, end, (lo, hi), names):
+    if _named_nearby(text, start, end, (lo, hi), names) or _missing_notice(text, start, end, names):
         return True
     if _EN_1P.search(text, max(lo, start - 40), start):
         return True
@@ -191,6 +206,21 @@ def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names:
         return True  # an earlier sentence of the same one-line form
     # or one of the two sentences before, where this one is no question or general statement
     return any(_previous_sentence(text, e, lo) for e in before) and not _question_or_general(text, lo, hi)
+
+
+# a missing person's notice ("KAYIP!", "KAYIP ARANIYOR", "Gören olursa ...", "Gören 0538 ...", "haber alınamıyor")
+_MISSING = re.compile(r"(?<!\w)(?:kay[ıi]p[ \t]*(?:!|aran[ıi]yor|ilan)|aran[ıi]yor[ \t]*!|g[öo]ren(?:ler)?[ \t]+"
+                      r"(?:olursa|varsa|l[üu]tfen|[0-9+(])|haber[ \t]+al[ıi]nam[ıi]yor)", re.IGNORECASE)
+
+
+def _missing_notice(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
+    """A missing person's notice names the person once and then describes them, sentence after
+    sentence without a subject ("Alzheimer hastası ... Üzerinde kahverengi yelek, başında beyaz
+    takke var"): a name in the term's paragraph (600 characters either side) ties it."""
+    lo = max(0, start - 600, text.rfind("\n\n", 0, start) + 1)
+    blank = text.find("\n\n", end)
+    hi = min(len(text), end + 600, len(text) if blank == -1 else blank)
+    return any(lo <= s and e <= hi for s, e in names) and _MISSING.search(text, lo, hi) is not None
 
 
 def _question_or_general(text: str, lo: int, hi: int) -> bool:

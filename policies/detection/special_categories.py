@@ -30,10 +30,12 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     for start, end in hits:
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
-                or _supposed(text, start):
+                or _supposed(text, start) or _synopsis(text, start):
             continue
         if kind != "association" and _BODY_AFTER.match(text, end):
             continue  # a body's name ("Kayseri Çerkes Derneği", "Omurilik Felçlileri Derneği"), not a person's
+        if kind == "association" and _BOARD.match(text, start) and not _association_before(text, start):
+            continue  # a company's, party's or apartment's board ("Holding yönetim kurulu üyesi")
         if kind == "genetic" and _INFECTION_BEFORE.search(text, max(0, start - 30), start):
             kind = "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
         elif kind == "health" and _GENE_AFTER.match(text, end):
@@ -81,6 +83,23 @@ _GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[
 _SHARE = r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+[^\W\d_]+(?:[ \t]+(?-i:[A-ZÇĞİÖŞÜ])[^\W\d_]+)?"
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
 _BODY_AFTER = re.compile(r"\w*(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
+# a board's office (association.txt's last lines) and the bodies that may stand before it: the
+# nearest decides ("Kızılay Ereğli şubesinin yönetim kurulunda", not "partinin ilçe yönetim kurulunda")
+_BOARD = re.compile(r"y[öo]netim[ \t]+kurul|[şs]ube", re.IGNORECASE)
+_BODIES = re.compile(
+    r"(?<!\w)(?:(?P<club>derne[kğg]|vak[ıi]f|vakf|kul[üu]b|k[ıi]z[ıi]lay|cemiyet|birli[ğg]i|rotary|lions|l[öo]sev|"
+    r"ye[şs]ilay|mezunlar)|parti|sendika|holding|[şs]irket|banka|belediye|kooperatif|site[ \t]+y[öo]netim|a\.[şs]\.)",
+    re.IGNORECASE)
+
+
+def _association_before(text: str, start: int) -> bool:
+    """The body nearest before `start` in the paragraph (200 characters at most) is an
+    association, foundation or club."""
+    lo = max(0, start - 200, text.rfind("\n\n", 0, start))
+    bodies = list(_BODIES.finditer(text, lo, start))
+    return bool(bodies) and bodies[-1].group("club") is not None
+
+
 _ORIGIN = re.compile(r"k[öo]kenl[iı]|as[ıi]ll[ıi]", re.IGNORECASE)
 _WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
 
@@ -116,6 +135,22 @@ def _supposed(text: str, start: int) -> bool:
     while opening < start and text[opening] in " \t":
         opening += 1
     return _SUPPOSE.match(text, opening) is not None
+
+
+# a work's plot told from its paragraph's first words ("Film, ... hapis yatan bir adamın ...",
+# "Dizi önerisi: Kahramanımız ... cezaevinden çıkan", "Roman, ... eşcinsel bir genç adamın"); not
+# "Roman bir aileyiz" (a people), which no comma or colon follows
+_SYNOPSIS = re.compile(
+    r"[ \t\"“'‘]*(?:bu[ \t]+)?(?:film|dizi|roman|öykü|hikâye|hikaye|senaryo|kitap|oyun|belgesel|novel|movie|plot|synopsis)"
+    r"(?:[ \t]+(?:önerisi|özeti|konusu|incelemesi|eleştirisi|tanıtımı|summary))?[ \t]*[,:]", re.IGNORECASE)
+
+
+def _synopsis(text: str, start: int) -> bool:
+    """The term's paragraph (600 characters at most) opens with a film's, series' or novel's
+    plot: its people are characters."""
+    para = text.rfind("\n\n", 0, start)
+    lo = 0 if para == -1 else para + 2
+    return start - lo <= 600 and _SYNOPSIS.match(text, lo) is not None
 
 
 def _same_passage(text: str, last_end: int, start: int) -> bool:

@@ -18,6 +18,10 @@ CASES = [
     ("Sayın Gönül Arıkan, 14 Mayıs 10:30 göz muayeneniz onaylandı. İptal için 0342 215 40 40'ı arayabilirsiniz.",
      "phone", []),
     ("Şikâyetler 0324 238 00 00 numaralı santrale iletilebilir.", "phone", []),
+    # after a public service's short number: the cue stands before both
+    ("Pazartesi 09.00-16.00 arası su kesintisi olacaktır. Bilgi için Beyaz Masa 153 veya 0352 207 50 00.",
+     "phone", []),
+    ("PARK YARIN KAPALIDIR. BİLGİ: ALO 181 YA DA 0312 507 60 00", "phone", []),
     ("Ev telefonum 0232 441 18 70, akşamları beni arayabilirsiniz.", "phone", ["0232 441 18 70"]),
     ("Bilgi için: 0216 345 12 90 (Fatma Yücel, dernek sekreteri)", "phone", ["0216 345 12 90"]),
     ("Bilgi: 0262 318 40 07", "phone", ["0262 318 40 07"]),  # no notice before it: stays personal

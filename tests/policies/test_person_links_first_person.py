@@ -41,3 +41,30 @@ def test_a_conditional_you_is_advice_to_anyone() -> None:
     assert "health" not in kinds(advice)
     # "you are" (not "if you are") said to a particular person stays theirs
     assert "health" in kinds("Sayın Ayten Hanım, diyabet hastasısınız, kontrolünüz yaklaştı.")
+
+
+@pytest.mark.parametrize("text", [
+    "Bahar sezonu tesettür koleksiyonumuzda keten tunikler ve şifon şallar sizi bekliyor.",
+    "Tesettür giyim mağazamızda yeni ürünler! Şal 199 TL, pardösü 899 TL.",
+])
+def test_a_shops_goods_and_clothing_are_no_first_person(text: str) -> None:
+    # "koleksiyonumuz" is our goods, not our colleague; "giyim" is clothing, not "my ..."
+    assert kinds(text) == set()
+
+
+def test_my_clothing_is_still_the_first_person() -> None:
+    assert "appearance" in kinds("Tesettür giyimim yüzünden işe alınmadım.")
+
+
+@pytest.mark.parametrize("text", [
+    "Konferansta DNA onarım mekanizmaları ve hücre döngüsü anlatıldı.",
+    "Broşürde insülin kullanım kılavuzu ve saklama koşulları yer alıyor.",
+])
+def test_a_noun_made_with_im_is_no_my(text: str) -> None:
+    # "onarım" (repair), "kullanım" (use): nouns from verbs, not "my ..."
+    assert kinds(text) == set()
+
+
+@pytest.mark.parametrize("text", ["Eşimde siğil var.", "Eşinde MS tanısı konmuş."])
+def test_the_spouse_in_the_locative_or_ablative_is_a_particular_person(text: str) -> None:
+    assert "health" in kinds(text)

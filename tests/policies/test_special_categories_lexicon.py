@@ -88,6 +88,17 @@ PHRASINGS = [
     ("Ablam boşandıktan sonra iş arkadaşıyla birlikte olmaya başladı.", "sexual_life", True),
     ("Evlenmek istiyoruz ama ikimiz de erkeğiz, burada nikâh kıyılmıyor.", "sexual_life", True),
     ("Başka biriyle görüşmek istiyorum, yetkiliyi bağlar mısınız?", "sexual_life", False),
+    # a collective agreement is a workplace's contract, said of members and non-members alike
+    ("Konu: Toplu sözleşme görüşmesi\n\nMerhaba Serdar Bey, perşembe 14:00 uygun mu?", "union", False),
+    ("Eşim sendika üyesi, toplu sözleşme zammını bekliyor.", "union", True),
+    # the third round's health words, tied to a person, and in general text
+    ("Oğlum dün okulda sara nöbeti geçirdi, öğretmeni ambulans çağırmış.", "health", True),
+    ("Komşumuz Saniye teyze merdivenden düşüp bacağını kırdı.", "health", True),
+    ("Kızımın aşıları eksik, aile hekimi randevu verdi.", "health", True),
+    ("Babamın uyku problemi yüzünden geceleri kimse uyuyamıyor.", "health", True),
+    ("Hasta Ferit Onat: hiperlipidemi, statin başlandı.", "health", True),
+    ("Eşimin genital siğili için kriyoterapi önerdiler.", "health", True),
+    ("Siğil nedir? Genellikle virüslerle bulaşır ve kriyoterapi ile tedavi edilebilir.", "health", False),
 ]
 
 

@@ -49,13 +49,14 @@ _SPACE = re.compile(r"[ \t]{1,3}")
 # what ends the sentence before a sign-off: a line end, a full stop, a dash, a comma
 _BREAKS = frozenset("\n.!?,—–-")
 _SENTENCE_END = re.compile(r"[.!?:][ \t]")
+_DASH_GAP = re.compile(r"(?:\s|\A)[-—–][ \t]*\Z")  # a dash before a signature (normalised from "—", "–")
 # "kasadaki emre", "grubumuzdaki yaren", "Resepsiyondaki Cansu": the one at a place, a team
 _AT_PLACE = ("daki", "deki", "taki", "teki")
 _QUOTES = frozenset("'\"‘’“”«")
 _SENTENCE_GAPS = frozenset("^.N!?:~\"")  # `Doc.gap` marks before a sentence's first word
 # after a sign-off: quotes and stops, or a comma and a number or class ("Meftun Kara, 0538 112
-# 90 47", "Özge, 11-B")
-_TAIL = re.compile(r"[\s\"'“”‘’.!?]*(?:,[ \t]*[+0-9(][0-9A-Za-z ()+\-/.]{0,24})?[\s.]*\Z")
+# 90 47", "Özge, 11-B"), or a surname's initial in lower case ("— sebahat k.": no token)
+_TAIL = re.compile(r"(?:[ \t]+[a-zçğıöşü]\.)?[\s\"'“”‘’.!?]*(?:,[ \t]*[+0-9(][0-9A-Za-z ()+\-/.]{0,24})?[\s.]*\Z")
 
 
 # every inflected form of an honorific that follows a name, folded
@@ -106,14 +107,17 @@ def _spaced(doc: Doc, i: int) -> bool:
     return bool(_SPACE.fullmatch(doc.text, doc.spans[i][1], doc.spans[i + 1][0]))
 
 
-def _surname_after(doc: Doc, i: int) -> bool:
+def _surname_after(doc: Doc, i: int, lower: bool = False) -> bool:
     """Token i+1 goes on the name at token i: a surname or a word no lexicon knows, capitalised
-    like it ("Yurii Melnyk", "ZİYA KORKMAZER")."""
+    like it ("Yurii Melnyk", "ZİYA KORKMAZER"); with `lower` (a sign-off), in a line of lower
+    case a lexicon surname ("— nurhayat ekşi")."""
     if i + 1 >= len(doc.spans) or not _spaced(doc, i):
         return False
     a, b = doc.info(i), doc.info(i + 1)
-    if b.key in NOT_NAMES or any(c in b.flags for c in "otp") or a.shape != b.shape or b.shape == "L":
+    if b.key in NOT_NAMES or any(c in b.flags for c in "otp") or a.shape != b.shape:
         return False
+    if b.shape == "L":
+        return lower and doc.mode(i + 1) == "lower" and "s" in b.flags
     return "s" in b.flags or "g" in b.flags or not b.flags
 
 
@@ -125,6 +129,9 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
     infos = doc.infos()
     out: list[int] = mentioned(doc, cands) if "@" in doc.text else []
     for i in cands:
+        if _absent_subject(doc, i):
+            out.append(i)
+            continue
         if i == 0:
             continue
         prev = infos[i - 1].key
@@ -143,13 +150,28 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
     return out
 
 
+# an absence note's subject ("bercem bugün kreşe gelmiyo", "YAĞMUR YARIN OKULA GELEMEYECEK"): a
+# day word, at most one word, then a negated coming or going (gel-, git-, katıl- with -mA/-mI)
+_ABSENT = re.compile(r"[ \t]+(?:bug[üu]n|yar[ıi]n|d[üu]n|bu[ \t]+(?:sabah|hafta))[ \t]+(?:[^\W\d_]+[ \t]+)?"
+                     r"(?:gel|git|gid|kat[ıi]l)[ae]?m[ıiuüae]", re.IGNORECASE)
+
+
+def _absent_subject(doc: Doc, i: int) -> bool:
+    """Token i opens its line as a given name that an absence note's words follow."""
+    start, end = doc.spans[i]
+    text = doc.text
+    if _ABSENT.match(text, end) is None:  # (first: it fails at once after almost every word)
+        return False
+    return not text[text.rfind("\n", 0, start) + 1 : start].strip() and _nameish(doc, i, False)
+
+
 def proper_given_names(doc: Doc, cands: list[int]) -> list[int]:
     """Given names written as proper nouns: among the candidates `cands`, a capitalised word in
     a mixed-case line that the lexicons know as a given name and as nothing ordinary (no common
     word, place, village, organisation, title or people), mid-sentence, where Turkish
     capitalises only a proper noun ("Onboarding'i Bilgehan yapsın"), or a chat's speaker: after
     a time stamp ("[09:12] Suat: ...") or one of two or more such speakers' labels at lines'
-    starts ("Ayşe: ...", "Rojbin: ..."). Not quoted ("'Zeynep' serisi"), nor right after a
+    starts ("Ayşe: ...", "Rojbin: ...", also in lower case or capitals: "rozerin: ..."). Not quoted ("'Zeynep' serisi"), nor right after a
     capitalised word that is no given name ("İnce Memed", "Tur Abdin")."""
     infos, text = doc.infos(), doc.text
     plain = plain_words()
@@ -157,12 +179,16 @@ def proper_given_names(doc: Doc, cands: list[int]) -> list[int]:
     speakers: dict[str, int] = {}
     for i in cands:
         info = infos[i]
-        if info.shape != "C" or "g" not in info.flags or any(c in info.flags for c in "cpotv") \
-                or len(info.key) < 3 or info.key in NOT_NAMES or info.key in plain or doc.mode(i) != "mixed" \
-                or starts_with_term(info.key):
+        if "g" not in info.flags or any(c in info.flags for c in "cpotv") or len(info.key) < 3 \
+                or info.key in NOT_NAMES or info.key in plain or starts_with_term(info.key):
             continue
         start, end = doc.spans[i]
         before = text[text.rfind("\n", 0, start) + 1 : start]
+        if info.shape != "C" or doc.mode(i) != "mixed":
+            # in a line of lower case or capitals, a speaker's label ("rozerin: ...", "ZELAL: ...")
+            if doc.mode(i) != "mixed" and text[end : end + 1] == ":" and not any(c.isalpha() for c in before):
+                speakers.setdefault(info.key, i)
+            continue
         if text[end : end + 1] == ":" and not any(c.isalpha() for c in before):
             if "]" in before:
                 out.append(i)
@@ -198,13 +224,14 @@ def _sign_off(doc: Doc) -> list[int]:
     while first > 0 and last - first < 2 and _spaced(doc, first - 1) and doc.info(first - 1).shape == doc.info(last).shape:
         first -= 1
     for start in range(first, last + 1):
-        if start == 0 or not _sign_gap(text[doc.spans[start - 1][1] : doc.spans[start][0]]):
-            continue
-        if not _nameish(doc, start, False) or "p" in doc.info(start).flags:
+        gap = text[doc.spans[start - 1][1] : doc.spans[start][0]] if start else ""
+        if not _sign_gap(gap) or not _nameish(doc, start, False) or "p" in doc.info(start).flags:
             continue
         rest = range(start + 1, last + 1)
-        if all(_surname_after(doc, k - 1) for k in rest):
+        if all(_surname_after(doc, k - 1, True) for k in rest):
             return [start, *rest]
+        if doc.mode(start) == "lower" and "c" not in doc.info(start).flags and _DASH_GAP.search(gap):
+            return [start]  # "— berfin zeytinkoparan": after a dash, a surname no lexicon lists
     return []
 
 
