@@ -29,8 +29,10 @@ from fairgate.kernels.native import abi
 if TYPE_CHECKING:
     from fairgate.kernels.layers.quant_linear import QuantLinear
 
-# The row counts timed: a decode step's few rows up to max_num_seqs (64), and a prefill chunk's more.
-MEASURED_ROWS = (8, 16, 32, 64, 128)
+# The row counts timed: a lone decode row, a decode step's few rows up to max_num_seqs (64), and a
+# prefill chunk's more. 1 is timed too: on a shared Zen 3 box (AVX2) cpu_quant.c's int8 kernel lost
+# to the panels from 8 rows on by 6-15x (8 rows 17.0 / 2.9 ms, one layer of the 110M bench model).
+MEASURED_ROWS = (1, 8, 16, 32, 64, 128)
 MARGIN = 0.95  # panels must take at most this share of the quantized kernel's time: 4x the bytes for a tie is no win
 SETTING = "FAIRGATE_QUANT_PANELS"  # "auto" (measure), "off", or the fewest rows that take the panels
 
