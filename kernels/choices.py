@@ -167,10 +167,12 @@ def quant_panels(layers: list[list[QuantLinear]], native: bool) -> Choice | None
         rows, how = panel_rows(timings), "measured: " + ", ".join(
             f"{m} rows {q * 1e3:.2f} / {f * 1e3:.2f} ms" for m, (q, f) in sorted(timings.items()))
     else:
-        rows, how = want, f"FAIRGATE_QUANT_PANELS={want}"
+        rows, how = int(want), f"FAIRGATE_QUANT_PANELS={want}"
     extra = sum(q.attach_panels(rows) for layer in fit for q in layer)
     if rows is None:
         return Choice("native", f"{kinds} on cpu_quant.c at every row count; float32 panels kept off, "
                                 f"they do not win ({how}, quantized / panels, one layer)")
-    return Choice("native", f"{kinds} on cpu_quant.c up to {rows - 1} rows, float32 panels of the same weights from "
-                            f"{rows} (the same bits; +{extra / 2**20:.1f} MiB kept) ({how}, quantized / panels, one layer)")
+    where = f"on cpu_quant.c up to {rows - 1} rows, float32 panels of the same weights from {rows}" if rows > 1 else \
+        "on float32 panels of the same weights at every row count"
+    return Choice("native", f"{kinds} {where} (the same bits; +{extra / 2**20:.1f} MiB kept) "
+                            f"({how}, quantized / panels, one layer)")
