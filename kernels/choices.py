@@ -12,11 +12,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from fairgate.kernels import plan as _plan
+from fairgate.kernels.layers.quant_panels import QuantPanels, measure
 from fairgate.kernels.native import abi, build
 from fairgate.kernels.ops import cpu_fused, cpu_ops, reference
 from fairgate.kernels.plan import Choice
 
 if TYPE_CHECKING:
+    from fairgate.kernels.layers.quant_linear import QuantLinear
     from fairgate.kernels.plan import KernelPlan
 
 _A8_PATHS = {2: "AVX-512 VNNI", 1: "AVX2"}
@@ -144,3 +146,33 @@ def _screen() -> str:
     if lib is None:
         return "not built"
     return ("float32 FMAs, calibrated", "AVX512-BF16", "AMX for a multiple of 32 inputs")[lib.greedy_screen(32)]
+
+
+def quant_panels(layers: list[list[QuantLinear]], native: bool) -> Choice | None:
+    """Whether the weight-only int8 / int4 linears (`layers`: each decoder layer's) also take
+    float32 panels for steps of many rows, measured on the first layer's shapes where
+    FAIRGATE_QUANT_PANELS is auto (kernels/layers/quant_panels.py); attaches them where they run
+    and returns what the plan records (None: no such linears)."""
+    from fairgate.kernels.layers.quant_panels import panel_rows, setting
+
+    fit = [[q for q in layer if QuantPanels.fits(q)] for layer in layers]
+    if not native or not fit or not fit[0]:
+        return None
+    want, kinds = setting(), "/".join(sorted({q.method.name for q in fit[0]}))
+    if want == "off":
+        return Choice("native", f"{kinds} on cpu_quant.c at every row count (FAIRGATE_QUANT_PANELS=off)")
+    if want == "auto":
+        shapes = {(q.in_features, q.out_features, q.method.name): q for q in fit[0]}  # an MoE layer's experts: once
+        timings = measure(list(shapes.values()))
+        rows, how = panel_rows(timings), "measured: " + ", ".join(
+            f"{m} rows {q * 1e3:.2f} / {f * 1e3:.2f} ms" for m, (q, f) in sorted(timings.items()))
+    else:
+        rows, how = int(want), f"FAIRGATE_QUANT_PANELS={want}"
+    extra = sum(q.attach_panels(rows) for layer in fit for q in layer)
+    if rows is None:
+        return Choice("native", f"{kinds} on cpu_quant.c at every row count; float32 panels kept off, "
+                                f"they do not win ({how}, quantized / panels, one layer)")
+    where = f"on cpu_quant.c up to {rows - 1} rows, float32 panels of the same weights from {rows}" if rows > 1 else \
+        "on float32 panels of the same weights at every row count"
+    return Choice("native", f"{kinds} {where} (the same bits; +{extra / 2**20:.1f} MiB kept) "
+                            f"({how}, quantized / panels, one layer)")

@@ -136,10 +136,14 @@ class KernelPlan:
         head = f"kernel plan on {self.device} (FAIRGATE_KERNELS={self.mode}, gemm={self.gemm}): {self.summary}"
         return [head, *(f"  {op:<17} {choice}" for op, choice in self.choices)]
 
-    def settled(self, stack: NativeStack | None, head: GreedyHead | None, stack_why: str | None = None) -> KernelPlan:
+    def settled(self, stack: NativeStack | None, head: GreedyHead | None, stack_why: str | None = None,
+                quant: Choice | None = None) -> KernelPlan:
         """This plan with what the model took: the layer stack and greedy head it could not use
-        recorded as not running, and why (`stack_why`: the model's own reason, if it has one)."""
+        recorded as not running, and why (`stack_why`: the model's own reason, if it has one);
+        `quant`: what `quant_panels` chose."""
         choices = dict(self.choices)
+        if quant is not None:
+            choices["quant_linears"] = Choice(quant.impl, f"{choices['quant_linears'].why}; {quant.why}")
         if stack is None and choices["layer_stack"].impl == "native":
             choices["layer_stack"] = Choice("per-op", stack_why or "this model's layers do not fit the native stack")
         elif stack is not None:  # which kernels its linears run on: float32 panels, int8 / int4 codes
@@ -243,6 +247,19 @@ class KernelPlan:
         from fairgate.kernels.layers.quant_linear import QuantLinear
 
         return QuantLinear(qw, bias, self.native, self.weight_only_linear)
+
+    def quant_panels(self, model: torch.nn.Module) -> Choice | None:
+        """Float32 panels for the model's weight-only int8 / int4 linears, for the steps of many
+        rows where they measure faster here (kernels/choices.py `quant_panels`, at the runner's
+        start); what `settled` records, None where the model has no such linears."""
+        from fairgate.kernels.choices import quant_panels
+        from fairgate.kernels.layers.quant_linear import QuantLinear
+
+        layers = getattr(model, "layers", None)
+        if not isinstance(layers, torch.nn.ModuleList):
+            return None
+        return quant_panels([[m for m in layer.modules() if isinstance(m, QuantLinear)] for layer in layers],
+                            self.native)
 
     def native_stack(self, layers: list[StackLayer], final_norm: torch.Tensor, heads: int, kv_heads: int,
                      head_dim: int, eps: float) -> NativeStack | None:

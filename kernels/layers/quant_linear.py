@@ -11,6 +11,10 @@ activations quantized per row, integer dot products (kernels/ops/quant_a8.py). M
 the weight-only kernel on the 110M bench model's shapes, one thread, it is faster at every
 batch from M = 1 (VNNI 3.3-4.3x, AVX2 1.2-2.5x), so it takes all rows and the layer keeps only
 its layout; the plain-C build of it is not faster, so there the weight-only kernel stays.
+
+A weight-only layer may also hold float32 panels of its weights (`panels`, kernels/layers/quant_panels.py),
+which steps of `panels.rows` rows or more take, where the kernel plan measured them faster: the
+same bits at 4x (int8) or 8x (int4) the bytes.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fairgate.kernels.layers.quant_panels import QuantPanels
 from fairgate.kernels.native import abi
 from fairgate.kernels.native.abi import LANES  # output channels per panel (cpu_quant.c)
 from fairgate.kernels.ops import reference
@@ -60,6 +65,7 @@ class QuantLinear(nn.Module):
         self.method = qw.method
         self.bias = None if bias is None else bias.detach().float().contiguous()
         self._lib = self._a8 = None
+        self.panels_f32: QuantPanels | None = None  # float32 panels for steps of many rows (`attach_panels`)
         if native:
             self._lib = abi.load(abi.QUANT)
             if qw.method.activations == 8 and qw.in_features <= MAX_K:
@@ -85,6 +91,16 @@ class QuantLinear(nn.Module):
             x2 = x2.float().contiguous()
         m = x2.shape[0]
         y = torch.empty(m, self.out_features, dtype=torch.float32)
+        if self.panels_f32 is not None and m >= self.panels_f32.rows:
+            self.panels_f32(x2 if x2.is_contiguous() else x2.contiguous(), y)
+        else:
+            self.run_native(x2, y)
+        y = y.view(*shape[:-1], self.out_features)
+        return y if x.dtype == torch.float32 else y.to(x.dtype)
+
+    def run_native(self, x2: torch.Tensor, y: torch.Tensor) -> None:
+        """y [M, N] = x2 [M, K] W^T + b on this layer's quantized kernel (float32, rows with unit stride)."""
+        m = x2.shape[0]
         if m and self._a8 is not None:
             rc = self._a8.quant_linear_a8(
                 x2.data_ptr(), x2.stride(0), self.panels.data_ptr(), self.scale.data_ptr(),
@@ -102,8 +118,12 @@ class QuantLinear(nn.Module):
                 m, self.out_features, self.in_features, self.method.group, _KIND[self.method.bits],
                 torch.get_num_threads(),
             )
-        y = y.view(*shape[:-1], self.out_features)
-        return y if x.dtype == torch.float32 else y.to(x.dtype)
+
+    def attach_panels(self, rows: int | None) -> int:
+        """Take float32 panels (built here) for steps of `rows` rows or more; None drops them.
+        Returns the panels' bytes (0: none, or the layer does not fit them)."""
+        self.panels_f32 = QuantPanels(self, rows) if rows is not None and QuantPanels.fits(self) else None
+        return 0 if self.panels_f32 is None else self.panels_f32.nbytes
 
     @property
     def cpu_kind(self) -> int | None:
@@ -119,7 +139,8 @@ class QuantLinear(nn.Module):
     def weight_bytes(self) -> int:
         """Bytes this layer holds for its weight (codes and scales; bias not counted)."""
         parts = [self.qw.qweight, self.qw.scale, self.qw.minimum] if self.qw is not None else [
-            self.panels, self.scale, self.minimum, getattr(self, "colsum", None)]
+            self.panels, self.scale, self.minimum, getattr(self, "colsum", None),
+            None if self.panels_f32 is None else self.panels_f32.panels]
         return sum(t.numel() * t.element_size() for t in parts if t is not None)
 
     def extra_repr(self) -> str:

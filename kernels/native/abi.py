@@ -59,9 +59,10 @@ class Layer(ctypes.Structure):
 
 
 class StackWeight(ctypes.Structure):
-    """cpu_stack.c's stack_weight: how one linear's weight is held (scale NULL: float32 panels)."""
+    """cpu_stack.c's stack_weight: how one linear's weight is held (scale NULL: float32 panels), and
+    a quantized one's float32 panels with the fewest rows that take them (panels NULL: none)."""
 
-    _fields_ = [("scale", P), ("minimum", P), ("kind", I32), ("group", I32)]
+    _fields_ = [("scale", P), ("minimum", P), ("kind", I32), ("group", I32), ("panels", P), ("panel_rows", I64)]
 
 
 STACK_LINEARS = ("qkv", "o", "down", "gate_up")  # fg_layer.h's FG_QKV ... FG_GATE_UP: a layer's stack_weights
@@ -76,7 +77,7 @@ class StackModel(ctypes.Structure):
         ("eps", F32), ("scale", F32), ("layers", ctypes.POINTER(Layer)), ("final_norm", P),
         *((name, P) for name in ("rms_norm", "rope_write_kv", "decode_attention", "prefill_attention", "linear",
                                  "linear_swiglu", "qk_norm")),
-        ("weights", ctypes.POINTER(StackWeight)), ("quant_linear", P), ("silu_mul", P),
+        ("weights", ctypes.POINTER(StackWeight)), ("quant_linear", P), ("silu_mul", P), ("linear_scaled", P),
     ]
 
 
@@ -145,10 +146,12 @@ FUSED = Library("cpu_fused.c", "native fused CPU kernels", (
 GEMM = Library("cpu_gemm.c", "native panel linears", (
     fn("exact_linear", None, x=P, M=I64, K=I32, panels=P, N=I32, bias=P, y=P, kb=I32, num_threads=I32),
     fn("exact_linear_swiglu", I32, x=P, M=I64, K=I32, panels=P, N=I32, bias=P, y=P, kb=I32, num_threads=I32),
+    fn("exact_linear_scaled", None, x=P, M=I64, K=I32, panels=P, N=I32, scale=P, bias=P, y=P, num_threads=I32),
 ))
 QUANT = Library("cpu_quant.c", "native quantized linears", (
     fn("quant_linear", None, x=P, x_stride=I64, w=P, scale=P, minimum=P, bias=P, y=P, y_stride=I64, M=I32, N=I32,
        K=I32, group=I32, kind=I32, num_threads=I32),
+    fn("quant_unpack", None, w=P, scale=P, minimum=P, out=P, N=I32, K=I32, group=I32, kind=I32),
 ))
 QUANT_A8 = Library("cpu_quant_a8.c", "native int8 x int8 linears", (
     fn("quant_linear_a8", I32, x=P, x_stride=I64, w=P, scale=P, colsum=P, bias=P, y=P, y_stride=I64, M=I32, N=I32,

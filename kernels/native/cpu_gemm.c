@@ -286,6 +286,22 @@ void exact_linear(const float *x, int64_t M, int K, const float *panels, int N, 
     }
 }
 
+/* y[M, N] = (x[M, K] W^T) * scale + bias, W an int8 linear's codes as float32 panels
+ * (kernels/layers/quant_panels.py): one FMA chain per output over all K inputs from zero, then one
+ * multiply-add, as cpu_quant.c's `tile` computes it (the same expression under the same flags), so
+ * the same bits. scale [N]; bias [N] or NULL. */
+void exact_linear_scaled(const float *x, int64_t M, int K, const float *panels, int N, const float *scale,
+                         const float *bias, float *y, int num_threads)
+{
+    exact_linear(x, M, K, panels, N, 0, y, K, num_threads);
+#pragma omp parallel for num_threads(num_threads) if (num_threads > 1 && M * N >= 65536)
+    for (int64_t m = 0; m < M; m++) {
+        float *row = y + m * N;
+        for (int n = 0; n < N; n++)
+            row[n] = row[n] * scale[n] + (bias ? bias[n] : 0.0f);
+    }
+}
+
 /* e^x for any float x, clamped to [-87, 88]: cpu_fused.c's exp16, the same expression, so that
  * the SwiGLU below gives the bits of cpu_fused.c's silu_mul (tests/kernels/test_cpu_linear.py).
  * A copy, not a shared header: each library is built from its one source file and cached by

@@ -288,3 +288,21 @@ void quant_linear(
 #undef ITEM
     }
 }
+
+/* The weights as float32 [N, K] rows, as `tile` widens them: int8's raw codes (the scale stays
+ * an output multiplier), int4's dequantized values (code * scale + minimum, the same expression,
+ * so the same bits). kernels/layers/quant_panels.py packs these into cpu_gemm.c's panels: at many
+ * rows its tiles can outrun this file's, with the same sums in the same order (see there). */
+void quant_unpack(const void *w, const float *scale, const float *minimum, float *out, int N, int K, int group,
+                  int kind)
+{
+    const size_t panel_bytes = kind == W_INT8 ? (size_t)K * LANES : (size_t)K * (LANES / 2);
+    const int groups = kind == W_INT4 ? K / group : 1;
+    for (int pan = 0; pan < (N + LANES - 1) / LANES; pan++)
+        for (int k = 0; k < K; k++) {
+            const int64_t g = kind == W_INT4 ? ((int64_t)pan * groups + k / group) * LANES : 0;
+            const vf16 v = weights16((const char *)w + pan * panel_bytes, k, kind, scale + g, minimum + g);
+            for (int j = 0; j < LANES && pan * LANES + j < N; j++)
+                out[(int64_t)(pan * LANES + j) * K + k] = v[j];
+        }
+}

@@ -23,12 +23,20 @@
 FG_EXPORT_CONSTANTS
 
 /* How one linear's weight is held: float32 panels (kernels/layers/panel_linear.py, scale NULL) or
- * cpu_quant.c's codes (kernels/layers/quant_linear.py `pack_for_cpu`): the per-op layer's call. */
+ * cpu_quant.c's codes (kernels/layers/quant_linear.py `pack_for_cpu`): the per-op layer's call. A
+ * quantized one may also hold its weights as float32 panels (kernels/layers/quant_panels.py), which
+ * steps of `panel_rows` rows or more take, where the kernel plan measured them faster: the same bits. */
 typedef struct {
     const float *scale;   /* NULL: float32 panels; else cpu_quant.c's scale */
     const float *minimum; /* int4's minimum, else NULL */
     int kind, group;      /* cpu_quant.c's kind (0 int8, 1 int4) and int4's group size */
+    const float *panels;  /* int8's codes / int4's weights as cpu_gemm.c panels, or NULL */
+    int64_t panel_rows;   /* the fewest rows that take `panels` */
 } stack_weight;
+
+/* cpu_gemm.c's exact_linear_scaled: panels of int8 codes, then scale and bias */
+typedef void (*scaled_fn)(const float *x, int64_t M, int K, const float *panels, int N, const float *scale,
+                          const float *bias, float *y, int num_threads);
 
 /* One layer: fg_layer (fg_common.h), its linears as `weights` says. */
 typedef struct {
@@ -49,6 +57,7 @@ typedef struct {
     const stack_weight *weights;
     quant_fn quant_linear;
     silu_mul_fn silu_mul; /* after a quantized gate/up projection, as its per-op MLP runs it */
+    scaled_fn linear_scaled;
 } stack_model;
 
 /* One step's rows: the first `num_decodes` run as decode rows (cpu_attention.c's decode kernel,
@@ -91,12 +100,26 @@ static const stack_weight *quantized(const stack_run *run, const fg_layer *L, in
     return w->scale ? w : NULL;
 }
 
+/* a quantized linear on its float32 panels (this step has enough rows): cpu_quant.c's bits */
+static void panel_linear(const stack_model *m, const stack_weight *q, const float *x, int64_t rows, int K, int N,
+                         const float *bias, float *y, int num_threads)
+{
+    if (q->kind == 0)
+        m->linear_scaled(x, rows, K, q->panels, N, q->scale, bias, y, num_threads);
+    else
+        m->linear(x, rows, K, q->panels, N, bias, y, K, num_threads);
+}
+
 static void stack_linear(const fg_layers *r, const fg_layer *L, int which, const float *x, int K, const float *w,
                          int N, const float *bias, float *y)
 {
     const stack_run *run = (const stack_run *)r;
     const stack_model *m = run->m;
     const stack_weight *q = quantized(run, L, which);
+    if (q && q->panels && r->rows >= q->panel_rows) {
+        panel_linear(m, q, x, r->rows, K, N, bias, y, r->num_threads);
+        return;
+    }
     if (q) {
         m->quant_linear(x, K, w, q->scale, q->minimum, bias, y, N, (int)r->rows, N, K, q->group, q->kind,
                         r->num_threads);
@@ -132,6 +155,11 @@ static int stack_gate_up(const fg_layers *r, const fg_layer *L, const float *x, 
     const stack_model *m = run->m;
     const stack_weight *q = quantized(run, L, FG_GATE_UP);
     const int width = 2 * m->inter;
+    if (q && q->panels && r->rows >= q->panel_rows) {
+        panel_linear(m, q, x, r->rows, m->hidden, width, L->gate_up_bias, run->s->gate_up, r->num_threads);
+        m->silu_mul(run->s->gate_up, act, r->rows, m->inter, r->num_threads);
+        return 0;
+    }
     if (q) {
         m->quant_linear(x, m->hidden, L->gate_up, q->scale, q->minimum, L->gate_up_bias, run->s->gate_up, width,
                         (int)r->rows, width, m->hidden, q->group, q->kind, r->num_threads);

@@ -95,7 +95,8 @@ class NativeStack:
             len(layers), self.hidden, heads, kv_heads, head_dim, self.inter, 0, onednn_block(self.hidden),
             onednn_block(self._widths[1]), onednn_block(self.inter), eps, head_dim**-0.5, self._layers,
             final_norm.data_ptr(), *fns, self._weights if quant is not None else None,
-            0 if quant is None else abi.address(quant, "quant_linear"), abi.address(fused, "silu_mul"))
+            0 if quant is None else abi.address(quant, "quant_linear"), abi.address(fused, "silu_mul"),
+            abi.address(gemm, "exact_linear_scaled"))
         self._bound: tuple[object, int] = (None, 0)  # the caches the layers point at: (list, first pointer)
         self._scratch = torch.empty(0)
 
@@ -218,7 +219,9 @@ def _linear_misfit(name: str, linear: object, shape: tuple[int, int]) -> str | N
 
 def _describe(linear: PanelLinear | QuantLinear) -> str:
     if isinstance(linear, QuantLinear):
-        return f"{_KINDS[linear.cpu_kind or 0]} on cpu_quant.c (a gate/up one then silu_mul on cpu_fused.c)"
+        wide = linear.panels_f32
+        also = "" if wide is None else f", from {wide.rows} rows on float32 panels of them (cpu_gemm.c)"
+        return f"{_KINDS[linear.cpu_kind or 0]} on cpu_quant.c{also} (a gate/up one then silu_mul on cpu_fused.c)"
     return "float32 panels on cpu_gemm.c"
 
 
@@ -228,6 +231,8 @@ def _point(linear: PanelLinear | QuantLinear, weight: abi.StackWeight) -> int:
         return linear.packed.data_ptr()
     weight.scale, weight.minimum = linear.scale.data_ptr(), _ptr(linear.minimum)
     weight.kind, weight.group = linear.cpu_kind or 0, linear.method.group
+    if linear.panels_f32 is not None:
+        weight.panels, weight.panel_rows = linear.panels_f32.panels.data_ptr(), linear.panels_f32.rows
     return linear.panels.data_ptr()
 
 

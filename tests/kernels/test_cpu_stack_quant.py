@@ -96,3 +96,37 @@ def test_int8_a8_stays_per_op_and_says_why(tiny_dir: Path) -> None:
     choice = runner.kernels.choice("layer_stack")
     if runner.kernels.choice("fused").impl == "native":
         assert choice == type(choice)("per-op", "int8-a8 linears run per op (not on cpu_quant.c's weight-only kernel)")
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("kind", ["decode", "prefill", "mixed"])
+def test_the_stack_on_float32_panels_gives_the_per_op_and_the_quantized_bits(
+        tiny_dir: Path, method: str, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIRGATE_QUANT_PANELS", "1")  # every step on the panels, the stack's and the per-op layers'
+    runner = quant_runner(tiny_dir, method)
+    assert runner.model.layers[0].attn.qkv_proj.panels_f32 is not None
+    assert "from 1 rows on float32 panels" in runner.kernels.choice("layer_stack").why
+    h_native, h_per_op, kv_native, kv_per_op = run_both(runner, step_inputs(kind))
+    assert h_native.equal(h_per_op)
+    assert kv_native.equal(kv_per_op)
+    monkeypatch.setenv("FAIRGATE_QUANT_PANELS", "off")
+    quantized = quant_runner(tiny_dir, method)
+    assert quantized.model.layers[0].attn.qkv_proj.panels_f32 is None
+    h_quantized, _, kv_quantized, _ = run_both(quantized, step_inputs(kind))
+    assert h_quantized.equal(h_native)  # the panels' bits are the quantized kernel's
+    assert kv_quantized.equal(kv_native)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_steps_on_either_side_of_the_panel_rows_take_the_quantized_tokens(
+        tiny_dir: Path, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIRGATE_QUANT_PANELS", "6")  # prefill chunks and wide decodes on panels, the rest not
+    stack = quant_runner(tiny_dir, method)
+    monkeypatch.setenv("FAIRGATE_QUANT_PANELS", "off")
+    per_op = runner_for(tiny_dir, quantization=method)
+    per_op.model.native_stack = None
+    rng = random.Random(9)
+    prompts = [[rng.randrange(3, stack.config.vocab_size) for _ in range(rng.randint(3, 30))] for _ in range(8)]
+    max_new = [rng.randint(4, 12) for _ in prompts]
+    native = PagedDriver(stack, chunk=5, seed=2, stop_at_eos=False).generate(prompts, max_new, stagger=2)
+    assert native == PagedDriver(per_op, chunk=5, seed=2, stop_at_eos=False).generate(prompts, max_new, stagger=2)

@@ -97,11 +97,13 @@ class ModelRunner:
         self.model = decoder_class(self.config).from_state_dict(self.config, state, self.max_model_len, plan, linears)
         del state, linears
         self.packed_linears = plan.pack_linears(self.model)
+        quant_panels = plan.quant_panels(self.model)  # before the stack, which points at what it attached
         native_stack = self.model.attach_native_stack()
         # greedy rows with nothing to apply to their logits take their tokens without them
         self.greedy_head: Callable[[torch.Tensor], list[int] | None] | None = plan.greedy_head(self.model.lm_head)
         moe_why = "mixture-of-experts layers (router, grouped experts) run per op" if self.config.moe else None
-        self.kernels = plan.settled(self.model.native_stack, self.greedy_head, moe_why or self.model.native_stack_why)  # `describe()` for an endpoint
+        self.kernels = plan.settled(self.model.native_stack, self.greedy_head, moe_why or self.model.native_stack_why,
+                                   quant_panels)  # `describe()` for an endpoint
 
         self.num_kv_blocks = self._kv_blocks(num_kv_blocks, kv_cache_memory)
         self._allocate_kv_pool()
