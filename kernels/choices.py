@@ -148,12 +148,14 @@ def _screen() -> str:
     return ("float32 FMAs, calibrated", "AVX512-BF16", "AMX for a multiple of 32 inputs")[lib.greedy_screen(32)]
 
 
-def quant_panels(layers: list[list[QuantLinear]], native: bool) -> Choice | None:
+def quant_panels(layers: list[list[QuantLinear]], native: bool, free: int | None = None) -> Choice | None:
     """Whether the weight-only int8 / int4 linears (`layers`: each decoder layer's) also take
     float32 panels for steps of many rows, measured on the first layer's shapes where
     FAIRGATE_QUANT_PANELS is auto (kernels/layers/quant_panels.py); attaches them where they run
-    and returns what the plan records (None: no such linears)."""
-    from fairgate.kernels.layers.quant_panels import panel_rows, setting
+    and returns what the plan records (None: no such linears). Auto never keeps panels that would
+    take more than half the memory free now (`free`, bytes; default: MemAvailable): a model
+    quantized to fit must not be given its float32 weights back."""
+    from fairgate.kernels.layers.quant_panels import available_memory, panel_rows, setting
 
     fit = [[q for q in layer if QuantPanels.fits(q)] for layer in layers]
     if not native or not fit or not fit[0]:
@@ -161,6 +163,12 @@ def quant_panels(layers: list[list[QuantLinear]], native: bool) -> Choice | None
     want, kinds = setting(), "/".join(sorted({q.method.name for q in fit[0]}))
     if want == "off":
         return Choice("native", f"{kinds} on cpu_quant.c at every row count (FAIRGATE_QUANT_PANELS=off)")
+    need = sum(4 * q.in_features * q.out_features for layer in fit for q in layer)
+    free = available_memory() if free is None else free
+    if want == "auto" and free is not None and need > free // 2:
+        return Choice("native", f"{kinds} on cpu_quant.c at every row count; float32 panels not measured: "
+                                f"they would take {need / 2**20:.1f} MiB, more than half the {free / 2**20:.0f} MiB "
+                                "free (FAIRGATE_QUANT_PANELS=<rows> forces them)")
     if want == "auto":
         shapes = {(q.in_features, q.out_features, q.method.name): q for q in fit[0]}  # an MoE layer's experts: once
         timings = measure(list(shapes.values()))

@@ -88,6 +88,22 @@ def setting() -> str | int:
     raise ValueError(f"{SETTING}={raw!r}; expected auto, off or a row count >= 1")
 
 
+def available_memory() -> int | None:
+    """Bytes of memory available now (Linux MemAvailable: free plus what the page cache can give
+    back), or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def panel_rows(timings: dict[int, tuple[float, float]], margin: float = MARGIN) -> int | None:
     """The fewest rows from which the panels run, from {rows: (quantized s, panels s)}: the first
     count of the unbroken run of panel wins (panels <= margin x quantized) that reaches the largest

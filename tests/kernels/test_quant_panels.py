@@ -122,3 +122,22 @@ def test_real_measurement_returns_a_time_per_path_and_count() -> None:
     assert sorted(timings) == [1, 4] and all(a > 0 and b > 0 for a, b in timings.values())
     assert q.panels_f32 is None  # the trial panels are not kept
     assert abi.load(abi.GEMM) is not None
+
+
+def test_auto_keeps_no_panels_that_would_take_half_the_free_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model quantized to fit is not given its float32 weights back: auto does not even measure."""
+    layers = two_layers()
+    need = sum(4 * q.in_features * q.out_features for layer in layers for q in layer)
+    monkeypatch.setattr("fairgate.kernels.choices.measure", lambda first: pytest.fail("measured"))
+    monkeypatch.setenv("FAIRGATE_QUANT_PANELS", "auto")
+    choice = quant_panels(layers, native=True, free=2 * need - 1)
+    assert all(q.panels_f32 is None for layer in layers for q in layer)
+    assert choice is not None and "more than half the" in choice.why and "not measured" in choice.why
+    monkeypatch.setenv("FAIRGATE_QUANT_PANELS", "1")  # a row count the operator set is obeyed
+    assert quant_panels(layers, native=True, free=2 * need - 1) is not None
+    assert all(q.panels_f32 is not None for layer in layers for q in layer)
+
+
+def test_the_free_memory_is_read() -> None:
+    free = panels_module.available_memory()
+    assert free is not None and free > 0
