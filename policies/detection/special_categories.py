@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.person_links import sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
+from fairgate.policies.detection.persons.non_private import life_dated_entry
 from fairgate.policies.detection.special_categories_terms import CATEGORIES, term_at
 
 SPECIAL_KINDS = CATEGORIES
@@ -31,7 +32,7 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     for start, end in hits:
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
-                or _supposed(text, start) or _synopsis(text, start):
+                or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start):
             continue
         if kind != "association" and _BODY_AFTER.match(text, end):
             continue  # a body's name ("Kayseri Çerkes Derneği", "Omurilik Felçlileri Derneği"), not a person's
