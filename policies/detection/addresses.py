@@ -17,10 +17,12 @@ _UP = "A-ZÇĞİÖŞÜ"
 _LO = "a-zçğıöşüâî"
 NAME = re.compile(rf"[{_UP}][{_LO}]+(?:[ \t]+[{_UP}][{_LO}]+){{1,2}}")
 STREET = re.compile(
-    r"(?<![\w])(?:Mahallesi|Mah\.|Mh\.|Caddesi|Cad\.|Cd\.|Sokağı|Sokak|Sok\.|Sk\.|Bulvarı|Blv\.|Bul\.)",
+    r"(?<![\w])(?:Mahallesi|Mah\.|Mh\.|Caddesi|Cad\.|Cd\.|Sokağı|Sokak|Sok\.|Sk\.|Bulvarı|Blv\.|Bul\."
+    # and in a line of capitals ("AKTEPE MAH. 2071. CAD. NO:19")
+    r"|MAHALLESİ|MAH\.|MH\.|CADDESİ|CAD\.|CD\.|SOKAĞI|SOKAK|SOK\.|SK\.|BULVARI|BLV\.|BUL\.)",
 )
 _NUMBER = re.compile(r"(?:No|Numara|D|Daire|Kat)[ \t]*[:.]?[ \t]*[0-9]{1,5}|(?<!\w)Kat(?!\w)", re.IGNORECASE)
-_WORD = re.compile(rf"[{_UP}][{_LO}]+")
+_WORD = re.compile(rf"[{_UP}](?:[{_LO}]+|[{_UP}]+)")  # ("Keçiören", "KEÇİÖREN")
 _TOKEN = re.compile(r"\S+")
 _FIRST_PERSON = re.compile(
     r"(?:adres(?:im|imiz)|ev(?:im|imiz)|oturuyorum|ikamet ediyorum|yaşıyorum|my address|"

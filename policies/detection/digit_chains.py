@@ -46,6 +46,10 @@ _TR_BEFORE = re.compile(rf"(?<![^\W\d_])[Tt]{MESSAGE_JOIN}?[Rr]{_SEP}{{0,2}}\Z")
 _CARD_FIRST = frozenset("234569")
 _PHONE_AREA = frozenset("23458")  # 2-4 landlines, 5 mobiles, 8 (0850 and the like)
 _PHONE_SHAPES = frozenset({(10,), (3, 7), (3, 3, 4), (3, 3, 2, 2), (3, 4, 3)})
+# a phone number's key right before "90 5xx ..." written without its "+" (a log's "msisdn=",
+# a JSON's "gsm": ..., "tel ")
+_PHONE_KEY = re.compile(r"(?<![^\W\d_])(?:msisdn|gsm|tel|telefon|phone|mobile|cep)\w{0,3}[\"' \t:=]{1,4}\Z",
+                        re.IGNORECASE)
 _PYTHON_CHARS = 3000  # more chain text than this is prefiltered with numpy (measured crossover)
 _PYTHON_DIGITS = 2000  # a text with more digits goes straight to numpy
 MIN_CHAIN_DIGITS = 10  # fewer digits in a whole text: no chain, so no number to check
@@ -178,8 +182,8 @@ def _may_be(digits: str, size: int) -> bool:
         return d0 == "5"
     if size == 11:
         return d0 == "0" or tckn_valid(digits)
-    if size == 12:
-        return False  # only "+90 ...", which `plus` lets through
+    if size == 12:  # only "+90 ...", which `plus` lets through, or a keyed "905..." (`_PHONE_KEY`)
+        return digits.startswith("905")
     card = d0 in _CARD_FIRST and luhn_valid(digits)
     return card or (size == 14 and d0 == "0")
 
@@ -196,7 +200,8 @@ def _window_kind(chain: _Chain, i: int, j: int, digits: str) -> str | None:
             return "tckn"
         if digits[0] == "0" and digits[1] in _PHONE_AREA and _phone_layout(chain, i, j, 1):
             return "phone"
-    if size == 12 and digits.startswith("90") and digits[2] in _PHONE_AREA and "+" in before:
+    keyed = digits[2] == "5" and _PHONE_KEY.search(chain.text, max(0, g0 - 16), g0) is not None
+    if size == 12 and digits.startswith("90") and digits[2] in _PHONE_AREA and ("+" in before or keyed):
         if _phone_layout(chain, i, j, 2):
             return "phone"
     if size == 14 and digits.startswith("0090") and digits[4] in _PHONE_AREA:

@@ -154,6 +154,7 @@ def _phone_starts(w: _Windows, first: np.ndarray, layout: bool) -> np.ndarray:
     prefixes = {
         10: first[:, 0] == 5,  # a bare 5xx mobile
         11: (first[:, 0] == 0) & _PHONE_AREA[first[:, 1]],  # 0 + area
+        12: (first[:, 0] == 9) & (first[:, 1] == 0) & (first[:, 2] == 5),  # 905 (`_PHONE_KEY` decides)
         14: (first[:, 0] == 0) & (first[:, 1] == 0) & (first[:, 2] == 9) & _PHONE_AREA[first[:, 4]],  # 0090
     }
     out: list[np.ndarray] = []

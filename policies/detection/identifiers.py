@@ -23,11 +23,16 @@ _VKN_BODY = (
     rf"{_GAP}(?<![0-9])([0-9](?:[ .\-]?[0-9]){{9}})(?![0-9])"
 )
 _VKN = _starting_with("[vt]", _VKN_BODY, re.IGNORECASE)
+# a passport's number may come later in its sentence ("pasaportu ile kayıt oldum, numarası K48...")
+_PASSPORT_GAP = r"(?:[^\n0-9.!?]|\.(?![ \t\n])){0,60}?"
 _PASSPORT_BODY = (
-    rf"(?<!\w)(?:pasaport|passport)\w*{_GAP}(?<![A-Za-z0-9])([A-Z]{{1,2}}[ \-]?[0-9]{{6,9}}(?![0-9])"
+    # (also a booking's "PSP" / "PSPT")
+    rf"(?<!\w)(?:pasaport|passport|pspt?(?![a-z]))\w*{_PASSPORT_GAP}(?<![A-Za-z0-9])([A-Z]{{1,2}}[ \-]?[0-9]{{6,9}}(?![0-9])"
     # other countries' forms: letters and digits mixed ("NP7K2L8R5", "13AB48291"), or digits ("72 4419083")
     r"|(?=[A-Z0-9]{0,8}[A-Z])(?=[A-Z]{0,8}[0-9][A-Z]{0,8}[0-9])[A-Z0-9]{7,9}(?![A-Za-z0-9])"
-    r"|[0-9]{2}[ ]?[0-9]{7}(?![0-9]))"
+    r"|[0-9]{2}[ ]?[0-9]{7}(?![0-9])"
+    # spoken or typed in groups ("u 41 88 20 97")
+    r"|[A-Z][ ][0-9]{2,4}(?:[ ][0-9]{2,4}){2,3}(?![0-9]))"
     r"|(?<![A-Za-z0-9])([UZS] ?[0-9]{8})(?![0-9])"
 )
 _PASSPORT = _starting_with("[puzs]", _PASSPORT_BODY, re.IGNORECASE)
@@ -60,7 +65,7 @@ _BIRTH_GAP = r"[^\n0-9]{0,30}?(?:\n[^\n0-9]{0,25}?)?"
 _BIRTH_BODY = (
     rf"(?<!\w)(?:do[gğ]um[ \t]+(?:yeri[ \t]*(?:/|ve)[ \t]*)?tarih\w*|d\.[ \t]?t\.|doğumlu|doğdu|doğdum|born|"
     rf"date[ \t_]+of[ \t_]+birth|dob|birthday|birth[ \t_]?date|dogum[ \t_]+tarih|d[ \t]?\.[ \t]?t[ \t]?\.|"
-    rf"do[gğ]\.[ \t]?t\.|d\.[ \t]?tarih)\w*{_BIRTH_GAP}"
+    rf"do[gğ]\.[ \t]?t\.|d\.[ \t]?tarih|do[gğ]\.(?=[ \t]*[0-9]))\w*{_BIRTH_GAP}"  # (and "Doğ. 14.08.1983")
     rf"({_BIRTH_DATE})"
     # "doğum" alone, or one's birthday, right before a full date ("Doğum: 12 Aralık 2016, Hakkari",
     # "doğum günüm 9 mayıs 1998"; not "doğum izni 12.03.2024"), and "d." before one ("(d. 17.01.1949)")

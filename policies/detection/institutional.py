@@ -57,6 +57,7 @@ ROLE_MAILBOXES = frozenset(
     "purchasing lojistik kargo ihale duyuru haber news editor bilgiislem helpdesk sekreterlik ilbasin "
     "kartmerkezi alarm alert alerts oncall monitoring enstitu dekanlik fakulte rektorluk mudurluk bolum "
     "ogrenciisleri personel isleri".split())
+_KEP_PERSON = ("av.", "av_", "avukat", "dr.", "dr_")  # a professional's own KEP box ("av.ayse.kaya@hs01.kep.tr")
 _FREE_MAIL = ("gmail.", "googlemail.", "hotmail.", "outlook.", "live.", "msn.", "yahoo.", "yandex.", "icloud.",
               "me.com", "mail.ru", "proton", "gmx.", "aol.", "windowslive.", "mynet.", "superonline.", "ttmail.")
 _LEGAL = re.compile(
@@ -65,7 +66,8 @@ _LEGAL = re.compile(
     # a body speaking of itself ("Vakfımızın", "Belediyemizin", "DAİREMİZİN", "dernek hesabımız")
     r"(?:vakf|belediye|daire|derne[kğ]|okul|cami|kul[üu]b|sendika|birli[gğ])\w*m[ıi]z\w*|dernek[ \t]+hesab\w*)(?![\w@.])",
     re.IGNORECASE)
-_LEGAL_AFTER = re.compile(r"[^\n]{0,30}?(?:şirket|firma|kurumsal|dernek|vak[ıi]f)[ \t]+hesab", re.IGNORECASE)
+_LEGAL_AFTER = re.compile(r"[^\n]{0,30}?(?:şirket|firma|kurumsal|dernek|vak[ıi]f|kul[üu]p|sendika)[ \t]+hesab",
+                          re.IGNORECASE)
 _EXAMPLE_DOMAIN = re.compile(r"@(?:[\w\-]+\.)*(?:example\.(?:com|org|net)|localhost)$|\.(?:test|example|invalid|localhost)$",
                              re.IGNORECASE)
 _PLACEHOLDERS = frozenset("test user admin demo dummy foo bar example noreply mock sample john.doe jane.doe".split())
@@ -156,18 +158,21 @@ def _directory(text: str, found: list[Span], people: list[tuple[int, int]]) -> b
 def role_mailbox(address: str) -> bool:
     """The local part is a role ("kvkk", "ik", "destek"), whole or as one of its dash-, dot- or
     underscore-joined parts ("bt-destek", "satis.ankara", "ogrenci_isleri"); a person's
-    "ayse.destek" is rarer than a team's."""
+    "ayse.destek" is rarer than a team's. A KEP (registered e-mail) box is a firm's or an
+    office's, but where a lawyer's or doctor's title opens it."""
     local, _, domain = address.strip().lower().partition("@")
     if local.replace(".", "").replace("_", "") in ROLE_MAILBOXES:
         return True
+    if domain.endswith("kep.tr") and not local.startswith(_KEP_PERSON):
+        return True  # a registered e-mail (KEP) box: a firm's or an office's, but a lawyer's or doctor's own
     # (at a free mail provider the parts are a person's choice: "deryacakir_muhasebe@hotmail.com")
     return not domain.startswith(_FREE_MAIL) and any(part in ROLE_MAILBOXES for part in re.split(r"[._\-]", local))
 
 
 def legal_person(text: str, start: int, names: list[tuple[int, int]]) -> bool:
-    """A VKN or IBAN at `start` whose nearest owner within 120 characters before it is a
+    """A VKN or IBAN at `start` whose nearest owner within 240 characters before it is a
     company (trade name, legal-person column) rather than a person (a name, `ad_soyad`)."""
-    lo = max(0, start - 120)
+    lo = max(0, start - 240)  # (a firm's page names the firm, then its site, then its tax number)
     legal = [m.end() for m in _LEGAL.finditer(text, lo, start)]
     if not legal:
         return bool(_LEGAL_AFTER.match(text, _after_value(text, start)))

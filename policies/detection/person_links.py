@@ -7,7 +7,9 @@ A term is tied to a person when, in its sentence, there is a person's name, a ro
 muhasebe şefi"),
 a third person's "olduğu(nu)", or the first person ("diyabetim", "yaşıyorum", "birlikte olduk");
 or a name stands in the same record (a form's "Hasta: ..." line three lines up, or earlier on
-the same line when the term is a form's field: "Sigortalı: X ... Tanı: bel fıtığı").
+the same line when the term is a form's field: "Sigortalı: X ... Tanı: bel fıtığı"). A general
+word ("herkes", "bazı") unties the sentence, but not a clause of it that itself names someone
+("... ekibindeyim; herkesi bekleriz").
 """
 
 from __future__ import annotations
@@ -40,8 +42,12 @@ _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     r"(?<=,)[ \t]*[0-9]{1,3}[ \t]+yaşında(?=[ \t]*,)",
     # (not a loanword's "-tik": "kistik", "genetik", "kritik", "otomatik"; "-yom" is the spoken "-yorum")
     # (and "üyesiyim", "gönüllüyüm", "hastayım": a noun with the first person's "-(y)Im", not "giyim")
+    # (a locative's "-deyim" too: "ekibindeyim", "evdeyim"; the words "deyim", "giyim" alone are none)
+    # (the buffer "y" stands after a vowel only: "sodyum", "Lityum" are no one)
+    # a negative aorist's first person ("et yemeyiz", "içmeyim"); not the positive one, whose
+    # "-ırım" nouns share ("indirim", "onarım") and a firm's "we" speaks ("öneririz", "bekleriz")
     r"\w+(?:[ıiuü]yorum|[ıiuü]yoruz|[ıiuü]yom|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m|"
-    r"[^\Wy]y[ıiuü]m(?<!giyim)(?<!deyim)(?<!kıyım)(?<!koyum))"
+    r"[aeıioöuü]y[ıiuü]m(?<!(?<!\w)giyim)(?<!(?<!\w)deyim)(?<!kıyım)(?<!koyum)|(?<=\w\w)m[ae]y[ıi][mz])"
     r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)(?<!sandık)(?<!fındık)(?<!yastık)"  # nor a noun's "-dık", "-tim"
     r"(?<!eğitim)(?<!öğretim)(?<!üretim)(?<!yönetim)(?<!denetim)(?<!iletim)(?<!işletim)",
 )) + ")(?!\\w)", re.IGNORECASE)
@@ -64,7 +70,9 @@ _NOT_MINE = frozenset((
     "onarim", "yapim", "secim", "olcum", "cozum", "yorum", "durum", "bakim", "alim", "satim", "yatirim", "kurum",
     "konum", "uretim", "tuketim", "iletim", "egitim", "ogretim", "yonetim", "denetim", "dagitim", "kullanim",
     "tanim", "anlatim", "yazim", "sayim", "kurulum", "giyim", "deyim", "kiyim", "donusum", "gelisim", "degisim",
-    "birikim", "iletisim", "yerlesim", "basim", "ekim", "dikim", "bicim", "tutum", "akim", "girisim"))
+    "birikim", "iletisim", "yerlesim", "basim", "ekim", "dikim", "bicim", "tutum", "akim", "girisim", "kesim",
+    # words that end in "-Iz" with no "we" in them ("kurban kestirmek caiz mi", "deniz", "temiz")
+    "caiz", "deniz", "temiz", "ceviz", "domuz", "yildiz", "gunduz", "yalniz", "okuz", "karpuz"))
 # a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
 _OUR_BODY = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
 # a body's own word, then "our ..." ("dernek hesaplarımız"): the body speaking, not the first person
@@ -74,7 +82,9 @@ _EN_1P = re.compile(r"(?<!\w)(?:I am|I'm|I have|I've been|I was|my|diagnosed)(?:
                     re.IGNORECASE)
 # a general statement: people in general, a conditional, a rule, a possibility, a definition
 _GENERIC = re.compile(
-    r"(?<!\w)(?:herkes\w*|hiçbir|genellikle|çoğunlukla|bazı|kişiler\w*|hastalar\w*|insanlar\w*|bireyler\w*|"
+    # ("herkes", "herkesin": everyone as the subject; not "herkese söylemiş", "herkesin önünde": told
+    # to or done before everyone)
+    r"(?<!\w)(?:herkes(?:in(?![ \t]+(?:önünde|içinde|yanında)))?|hiçbir|genellikle|çoğunlukla|bazı|kişiler\w*|hastalar\w*|insanlar\w*|bireyler\w*|"
     # (an aorist's conditional needs a verb stem of two letters or more: "giderse", not "derse", a lesson's dative)
     r"\w{2,}(?:[ıiuü]rsa|[ıiuü]rse|[ae]rsa|[ae]rse)|\w+(?:yorsa|varsa|yoksa|malıdır|melidir|malı|meli)|"
     # a possibility, but not a request ("erteleyebilir miyim", "gelebilir misiniz")
@@ -159,7 +169,8 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
     """Whether the term at text[start:end] is about a person (see the module's docstring);
     `names`: person names found in the text."""
     first = _SUFFIX_1P.match(text, end)
-    if first is not None and fold_key(first.group().split()[-1]) in _NOT_MINE:
+    # the word the suffix ends (the term's own last word when it is glued on: "Kurban kes" + "im")
+    if first is not None and fold_key((text[start:end] + first.group()).split()[-1]) in _NOT_MINE:
         first = None
     # "Sendikamız", "dernek hesaplarımız": an association, union or party speaking for itself
     body = _OUR_BODY.match(text, start) is not None or (
@@ -177,15 +188,45 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
     relation = _person_word(text, lo, hi) or _IS_ONE.match(text, end) is not None
     if relation and _MY_RELATION.search(text, lo, hi):
         return True  # "kayınvalidem ..., biri sorarsa ...": my relative, whatever else the sentence says
+    if not body and _clause_says_of_someone(text, start, end, lo, hi):
+        return True
     return (relation or (not body and bool(_PATTERNS.search(text, lo, hi)))
             or _role_at_place(text, lo, hi)) and not _GENERIC.search(text, lo, hi)
 
 
+_CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])")  # (not a decimal comma: "0,6-1,2 mEq/L")
+# someone new somewhere ("sınıfa yeni gelen çocuk", "yeni başlayan stajyer"), in the term's own
+# clause only ("Yeni gelen öğretmen kadrosu, engelli öğrencilerle ..." is a staff, and not the term's)
+_NEWCOMER = re.compile(r"(?<!\w)yeni[ \t]+(?:gelen|başlayan|katılan|taşınan)[ \t]+(?![^\W\d_]*?l[ae]r)[^\W\d_]{3,}",
+                       re.IGNORECASE)
+
+
+def _clause_says_of_someone(text: str, start: int, end: int, lo: int, hi: int) -> bool:
+    """The term's own clause (between commas, semicolons or colons of its sentence `lo`..`hi`)
+    has a first person's verb or a particular person ("halk dansları ekibindeyim", "yeni gelen
+    çocuk kipa takıyo", "resepsiyondaki çocuk takkeyle çalışıyor") and no general word: a
+    general word in another clause ("herkesi bekleriz", "herkes baktı ona") speaks of others,
+    not of the term."""
+    breaks = [m.start() for m in _CLAUSE_BREAK.finditer(text, lo, hi)]
+    c_lo = max([b + 1 for b in breaks if b < start], default=lo)
+    c_hi = min([b for b in breaks if b >= end], default=hi)
+    someone = bool(_PATTERNS.search(text, c_lo, c_hi) or _NEWCOMER.search(text, c_lo, c_hi)) \
+        or _role_at_place(text, c_lo, c_hi)
+    return someone and not _GENERIC.search(text, c_lo, c_hi)
+
+
+# someone described by where they are ("resepsiyondaki yeni çocuk", "kasadaki kız", "karşı
+# masadaki adamla"), folded, with a case ending but no plural
+_SOMEONE = re.compile(r"(?:cocu[kg]|kiz|kadin|adam|genc|oglan|delikanli|hanim|bey|teyze|amca|abla|abi)"
+                      r"(?:y?[aeiu]|[iu]n|y?l[ae]|d[ae]n?|[iu]n[iu]n)?")
+
 
 def _role_at_place(text: str, lo: int, hi: int) -> bool:
     for m in _AT_PLACE.finditer(text, lo, hi):
+        many = "lar" in (phrase := fold_key(m.group())) or "ler" in phrase  # "bölgelerdeki kız çocukları"
         for word in m.group(1).split():
-            if person_word(fold_key(word)) or _AGENT.match(word):
+            key = fold_key(word)
+            if person_word(key) or _AGENT.match(word) or (not many and _SOMEONE.fullmatch(key)):
                 return True
     return False
 

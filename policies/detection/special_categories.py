@@ -5,8 +5,9 @@ association membership.
 
 A category term (a stem: `special_categories_terms`) counts only when `person_links` ties it
 to a person: "HIV nasıl bulaşır?" or "What is Ramadan?" is a general question, not personal
-data, and stays routable. Terms of one category in one passage (a record or paragraph) make one
-finding that spans them (words right next to each other, "Kürt kökenli", stay two).
+data, and stays routable. A finding spans the sentence that says the term of the person
+(`statement`), and terms of one category in one passage (a record or paragraph) make one finding
+that spans their sentences.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import re
 from collections.abc import Sequence
 
 from fairgate.policies.detection.gazetteer import fold_key
-from fairgate.policies.detection.person_links import tied_to_person
+from fairgate.policies.detection.person_links import sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
+from fairgate.policies.detection.persons.non_private import life_dated_entry
 from fairgate.policies.detection.special_categories_terms import CATEGORIES, term_at
 
 SPECIAL_KINDS = CATEGORIES
@@ -30,7 +32,7 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     for start, end in hits:
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
-                or _supposed(text, start) or _synopsis(text, start):
+                or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start):
             continue
         if kind != "association" and _BODY_AFTER.match(text, end):
             continue  # a body's name ("Kayseri Çerkes Derneği", "Omurilik Felçlileri Derneği"), not a person's
@@ -42,16 +44,38 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             kind = "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
         # an ancestry test's result is the genetic data too: "... %38 Kafkas, %22 Balkan"
         shares = _SHARES_AFTER.match(text, end) if kind == "genetic" else None
-        span_end = end if shares is None else shares.end()
-        last = out[-1] if out else None
-        if last is not None and last[0] == kind and start - last[2] > 1 and _same_passage(text, last[2], start):
-            out[-1] = (kind, last[1], span_end)  # the same category again about the same person: one finding
+        lo, hi = statement(text, start, end if shares is None else shares.end())
+        same = next((k for k in range(len(out) - 1, -1, -1) if out[k][0] == kind), None)
+        if same is not None and (start < out[same][2] or _same_passage(text, out[same][2], start)):
+            # the same category again about the same person (other categories may stand between:
+            # "tarikata girdi; sarık sarıyor. Nakşibendi bir cemaate bağlıymış"): one finding
+            out[same] = (kind, out[same][1], max(hi, out[same][2]))
             continue
         if tied_to_person(text, start, end, names):
-            out.append((kind, start, span_end))
+            out.append((kind, lo, hi))
             if len(out) >= limit:
                 break
     return out
+
+
+def statement(text: str, start: int, end: int) -> tuple[int, int]:
+    """The sentence that says a term of a person (`person_links.sentence`, 100 characters either
+    side at most) within its line, without the spaces and the stop around it: the data is what
+    the sentence says ("KOAH atak tablosuyla yatıyor, O2 2 lt/dk nazal"), not the one word that
+    names its category. Returns (start, end)."""
+    lo, hi = sentence(text, start, end)
+    lo = max(lo, text.rfind("\n", 0, start) + 1)  # a record's line ends its field ("2207,Aram,...")
+    line_end = text.find("\n", end)
+    hi = min(hi, len(text) if line_end == -1 else line_end)
+    hi = max(end, hi - 1 if hi > end and text[hi - 1] in _STOPS else hi)
+    while lo < start and text[lo].isspace():
+        lo += 1
+    while hi > end and text[hi - 1].isspace():
+        hi -= 1
+    return lo, hi
+
+
+_STOPS = ".!?\n"
 
 
 def a_people(text: str, name: tuple[int, int], hits: Sequence[tuple[int, int]]) -> bool:

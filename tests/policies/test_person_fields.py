@@ -19,6 +19,9 @@ def test_a_chat_speakers_words_and_non_names_are_not_names() -> None:
     assert _names("Musteri: selam siparisim nerde kaldi") == []
     assert _names("Alıcı: Marmara Lojistik A.Ş.") == []
     assert _names("hasta: evet") == []
+    # a contact label and a call's role label ("GSM" is in the surname list)
+    assert _names("Ad Soyad: Kübra Özdağ\nGSM: 0507 330 28 14") == ["Kübra Özdağ"]
+    assert _names("Temsilci: Numaranız?\nArayan (Fikri Çelebi): Tabii.\nTemsilci: Teşekkürler.") == ["Fikri Çelebi"]
 
 
 def test_full_name_and_surname_labels_hold_names_no_list_knows() -> None:

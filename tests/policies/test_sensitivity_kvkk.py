@@ -55,11 +55,12 @@ def test_one_odd_character_between_groups_no_longer_hides_a_tckn(mark: str) -> N
     ("doğum tarihi 12.03.1985", "birth_date", "12.03.1985"),
     ("Ahmet Yılmaz, Atatürk Cad. No:5 Kadıköy/İstanbul", "person_address",
      "Ahmet Yılmaz, Atatürk Cad. No:5 Kadıköy/İstanbul"),
-    ("Hastamız Ayşe Demir HIV pozitif.", "health", "HIV"),
-    ("Ben diyabet hastasıyım.", "health", "diyabet"),
-    ("Çalışanımız sendika üyesi oldu", "union", "sendika üyesi"),
-    ("Eşim Kürt kökenli", "ethnicity", "Kürt"),
-    ("I was diagnosed with depression.", "health", "depression"),
+    # a special category: the sentence that says it of the person (without its stop)
+    ("Hastamız Ayşe Demir HIV pozitif.", "health", "Hastamız Ayşe Demir HIV pozitif"),
+    ("Ben diyabet hastasıyım.", "health", "Ben diyabet hastasıyım"),
+    ("Çalışanımız sendika üyesi oldu", "union", "Çalışanımız sendika üyesi oldu"),
+    ("Eşim Kürt kökenli", "ethnicity", "Eşim Kürt kökenli"),
+    ("I was diagnosed with depression.", "health", "I was diagnosed with depression"),
 ])
 def test_layouts_and_new_kinds_with_spans_in_original_offsets(text: str, kind: str, value: str) -> None:
     assert (kind, value) in kinds(text)

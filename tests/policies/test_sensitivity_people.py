@@ -141,6 +141,7 @@ def test_tax_numbers_and_sgk_numbers_by_their_column() -> None:
     ("kimlikte öyle yazıyor ama aslında 1990'da doğmuşum", "1990"),
     ("uye_no,ad,dogum\n5523,Muzaffer,1988", "1988"),
     ("INSERT INTO p (ad, dogum_tarihi) VALUES\n('Hıdır', '1969-12-30'),\n('Ayşe', '1983-06-02');", "1969-12-30"),
+    ("Biyokimya — Hasta: Selma Tunç, Doğ. 03.11.1971. Glukoz 112 mg/dl.", "03.11.1971"),  # "Doğ." abbreviated
 ])
 def test_birth_dates_as_people_write_them(text: str, date: str) -> None:
     assert ("birth_date", date) in found(text)
@@ -159,6 +160,11 @@ def test_more_institutions_mailboxes_are_no_ones() -> None:
     assert found("Yatırımcı ilişkileri: yatirimci@ornekenerji.com.tr, bağış: bagis@egitimvakfi.org.tr") == []
 
 
+def test_a_firms_kep_box_is_no_ones_but_a_lawyers_is_hers() -> None:
+    assert found("Resmi yazışmalar için KEP: marmaraboya@hs02.kep.tr") == []
+    assert found("Tebligat için KEP adresim av.nihan.ozkaya@hs01.kep.tr") == [("email", "av.nihan.ozkaya@hs01.kep.tr")]
+
+
 def test_obfuscated_email_in_turkish_words() -> None:
     text = "mail adresim: hakan nokta ersoy at gmail nokta com"
     assert kinds(text) == {"email"}
@@ -171,6 +177,11 @@ def test_obfuscated_email_in_turkish_words() -> None:
 ])
 def test_postal_addresses_given_as_someones(text: str, address: str) -> None:
     assert ("person_address", address) in found(text)
+
+
+def test_an_address_in_capitals_after_a_name() -> None:
+    text = "BORÇLU: SABRİ DEMİRKOL\nADRES: GÜZELYALI MAH. 1042. CAD. NO:7 D:3 PENDİK/İSTANBUL"
+    assert any(kind == "person_address" and value.endswith("NO:7 D:3 PENDİK/İSTANBUL") for kind, value in found(text))
 
 
 def test_an_institutions_address_is_not_personal() -> None:
@@ -198,6 +209,10 @@ def test_our_check_digits_agree_with_python_stdnum() -> None:
     ("PASAPORT NO: 13AC48292", "passport", "13AC48292"),
     ("Misafir listesi: Yelena Orlova (RU pasaport 72 4419183)", "passport", "72 4419183"),
     ("pasaport numaram lazımmış: U 27450911", "passport", "U 27450911"),
+    # later in the sentence, a booking's "PSP", in spoken groups
+    ("Otele Gürcistan pasaportumla giriş yaptım, numarası da 14BC70023.", "passport", "14BC70023"),
+    ("2) SALEM AL-HARBI — PSP K33108745 — ODA 210", "passport", "K33108745"),
+    ("pasaport no z 17 40 93 66, bileti buna göre al", "passport", "z 17 40 93 66"),
     ("ÇEKİCİ KAYDI: 42 AZT 781 — MALİK: SELMA ÖZER", "plate", "42 AZT 781"),
     ("beyaz doblo, 35 KR 4410, yine kaldırıma park etmiş", "plate", "35 KR 4410"),
 ])
@@ -213,6 +228,10 @@ def test_structured_kinds_in_records_and_chat(text: str, kind: str, value: str) 
 ])
 def test_plate_shapes_that_are_no_ones_car(text: str) -> None:
     assert "plate" not in {k for k, _ in found(text)}
+
+
+def test_a_code_in_the_sentence_after_a_passport_word_is_no_passport() -> None:
+    assert found("Pasaport başvurusu için randevu alın. Sipariş numaranız SP20261182.") == []
 
 
 @pytest.mark.parametrize("text", [
@@ -238,3 +257,15 @@ def test_the_same_values_in_a_persons_message_stay_personal(text: str, kind: str
 def test_an_example_domain_before_a_number_is_no_sample_marker() -> None:
     text = "E-posta: emily@example.org Acil durumda +90 547 722 16 77 aranmalı."
     assert {"email", "phone"} <= {k for k, _ in found(text)}
+
+
+@pytest.mark.parametrize("text, phone", [
+    ("2026-01-04 10:22:31 WARN sms-gw send_failed msisdn=905412278810 code=17", "905412278810"),
+    ('{"event": "login", "gsm": "905376604512", "ok": true}', "905376604512"),
+])
+def test_a_keyed_mobile_in_a_log_without_its_plus(text: str, phone: str) -> None:
+    assert ("phone", phone) in found(text)
+
+
+def test_twelve_digits_with_no_phone_key_are_no_phone() -> None:
+    assert found("siparis_id=905412278810 tutar=120.00") == []

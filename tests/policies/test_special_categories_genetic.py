@@ -24,12 +24,13 @@ def test_a_gene_test_for_a_suspected_disease_leaves_the_disease_health() -> None
 def test_an_ancestry_tests_shares_are_its_genetic_data() -> None:
     text = "Soy testimin sonucu geldi: %44 Anadolu, %19 Kafkas ve %12 Orta Doğu çıktı."
     found = [(f.kind, text[f.start:f.end]) for f in classify(text).findings]
-    assert found == [("genetic", "Soy testimin sonucu geldi: %44 Anadolu, %19 Kafkas ve %12 Orta Doğu")]
+    # the shares are in the finding (its sentence spans them here)
+    assert found == [("genetic", "Soy testimin sonucu geldi: %44 Anadolu, %19 Kafkas ve %12 Orta Doğu çıktı")]
 
 
 def test_one_percentage_after_a_gene_test_is_no_share() -> None:
     text = "DNA testi yaptırdım. Fiyatlar bu ay %20 arttı."
-    assert [text[f.start:f.end] for f in classify(text).findings] == ["DNA test"]
+    assert [text[f.start:f.end] for f in classify(text).findings] == ["DNA testi yaptırdım"]  # its sentence only
 
 
 def test_my_in_a_case_ending_after_a_vowel_is_the_first_person() -> None:

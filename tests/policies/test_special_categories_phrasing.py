@@ -30,6 +30,14 @@ def kinds(text: str) -> set[str]:
     ("Ben artık hiçbir dine inanmıyorum, nüfus kaydımı değiştirmek istiyorum.", "religion"),
     ("abim bi cemaate girdi galiba, akşamları sohbete gidiyo", "religion"),
     ("Annemle babam geçen ay umreye gittiler, annem dönünce örtündü.", "religion"),
+    ("Komşunun kızı o çocukla iki yıldır birlikteymiş, ailesi yeni öğrenmiş.", "sexual_life"),
+    # a first person's locative ("ekibindeyim") in the term's clause; "herkesi" speaks of others
+    ("Ben Sakarya'daki Gürcü Kültür Derneği'nde folklor ekibindeyim; gelen herkesi bekleriz.", "association"),
+    ("sınıfa yeni gelen kız başörtüsüyle geliyo, herkes bir şey soruyor", "appearance"),
+    ("Bebeğinizin yenidoğan taramasında hipotiroidi şüphesi saptanmıştır.", "health"),
+    ("Eski nişanlım herkese benim lezbiyen olduğumu anlatmış.", "sexual_life"),  # told everyone: no generality
+    # someone described by where they are, in the term's own clause
+    ("Bir şey danışacağım: kasadaki yeni kız başörtüsüyle çalışıyor, bazı müşteriler soruyor.", "appearance"),
 ])
 def test_more_phrasings_tied_to_a_person(text: str, kind: str) -> None:
     assert kind in kinds(text)
@@ -43,6 +51,13 @@ def test_more_phrasings_tied_to_a_person(text: str, kind: str) -> None:
     "Emniyetin açıkladığı bilançoya göre şüphelilerin 9'u tutuklandı.",
     "Umre turu fiyatları bu yıl yüzde 40 arttı.",
     "Gagauzlar Moldova'nın güneyinde yaşayan Türkçe konuşan bir topluluktur.",
+    "Lityum tedavisinde tremor sık görülen bir yan etkidir.",  # "-yum" is no first person's "-(y)Im"
+    "Yeni gelen öğrencilere başörtüsü serbestisi hakkında bilgi verilir.",
+    "Bayrama özel tüm başörtüsü modellerinde indirim var.",  # "indirim" is a noun, not "I lower"
+    "Kurban kesim noktaları ilçe müftülüğünce duyuruldu.",  # "kesim" is a noun, not "my ..."
+    "Hasta ziyaretinde kurban kestirmek caiz mi?",  # nor is "caiz" a "we are"
+    "Derneğimizin amacı, köylerdeki kız çocuklarının okula devamını sağlamaktır.",  # girls, not a girl
+    "Yeni gelen öğretmen kadrosu, engelli öğrencilerle çalışmak üzere eğitim aldı.",  # a staff, in another clause
 ])
 def test_general_statements_stay_routable(text: str) -> None:
     assert not classify(text).sensitive
@@ -133,6 +148,7 @@ def test_kokenli_is_an_origin_only_after_a_people_or_a_region(text: str, expecte
     ("Sigortalı: Kemal Aydın. Talep: sağ diz artroskopisi, ön onay bekleniyor.", "health"),
     ("hocam oğlum bugün gelemeyecek, ateşi çıktı, doktora götürüyorum", "health"),
     ("Babalık testi sonucu: Tuncay'ın biyolojik babası olma olasılığı %99,9 çıktı.", "genetic"),
+    ("Eşim yarın amniyosentez olacak, çok korkuyoruz.", "health"),  # a procedure, not a gene's result
 ])
 def test_more_health_and_genetic_phrasings(text: str, kind: str) -> None:
     assert kind in kinds(text)
@@ -214,3 +230,19 @@ def test_that_one_is_ties_the_term_right_before_it_only() -> None:
     assert "union" in kinds("Müdür, yeni gelen kasiyerin sendikaya üye olduğunu öğrenmiş.")
     general = "Uzmanlar, hipertansiyon ve diyabetin böbrek yetmezliğinin en sık iki nedeni olduğunu hatırlatıyor."
     assert "health" not in kinds(general)
+
+
+@pytest.mark.parametrize("text, kind, said", [
+    # the sentence that says the term, not the one word
+    ("Yatak 3 – Sabri Tunç, 68 y. Kalp yetmezliği ile izleniyor, idrar çıkışı azaldı.", "health",
+     "Kalp yetmezliği ile izleniyor, idrar çıkışı azaldı"),
+    # a record's line ends it
+    ("Personel: Sena Akgün\nTanı: astım, inhaler kullanıyor\nVardiya: gece", "health",
+     "Tanı: astım, inhaler kullanıyor"),
+    # the same category later in the passage joins it, whatever category stands between
+    ("Kayınbiraderim tarikata girdi, sarık sarmaya başladı. Nakşibendi bir dergâha bağlıymış.", "religion",
+     "Kayınbiraderim tarikata girdi, sarık sarmaya başladı. Nakşibendi bir dergâha bağlıymış"),
+])
+def test_a_finding_spans_the_sentence_that_says_it(text: str, kind: str, said: str) -> None:
+    spans = [text[f.start : f.end] for f in classify(text).findings if f.kind == kind]
+    assert spans == [said]

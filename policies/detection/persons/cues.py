@@ -93,7 +93,24 @@ def _named_word(doc: Doc, i: int, mine: bool) -> bool:
     info = doc.info(i)
     if info.key in NOT_NAMES or info.key in GREETINGS or len(info.key) < 3 or any(c in info.flags for c in "cotpv"):
         return False
-    return (mine or "g" in info.flags) and not starts_with_term(info.key)
+    # (or a word no lexicon knows, no inflected word either, that ends the sentence: "adı eliya.",
+    # "ismi Nareh,"; not a thing's: "şirketin adı değişti", "ilacın adı X.")
+    alone = not info.flags and not _inflected(info.key) and not _things_name(doc, i) \
+        and _SENTENCE_AFTER.match(doc.text, doc.spans[i][1]) is not None
+    return (mine or "g" in info.flags or alone) and not starts_with_term(info.key)
+
+
+_SENTENCE_AFTER = re.compile(r"[ \t]*(?:[.,!?\n]|\Z)")
+_GENITIVE = re.compile(r"(?:n?[ıiuü]n)\Z")
+
+
+def _things_name(doc: Doc, i: int) -> bool:
+    """The naming word at i-1 ("adı") has an owner before it in the genitive that is no person
+    ("şirketin adı", "köpeğin adı"; not "kızımın adı", "çocuğun adı")."""
+    if i < 2 or not _spaced(doc, i - 2):
+        return False
+    owner = doc.info(i - 2).key
+    return _GENITIVE.search(owner) is not None and not person_word(owner) and not owner.startswith("cocu")
 
 
 def _inflected(key: str) -> bool:
@@ -143,6 +160,8 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
             out.append(i)
         elif prev in NAMING and _spaced(doc, i - 1) and _named_word(doc, i, prev in _MY_NAME):
             out.append(i)  # "adım eftimya", "soyadım paraskevopulu", "adı sebahattin" (not "ismi oldu")
+        elif prev in ("da", "de") and i > 1 and infos[i - 2].key in NAMING and _named_word(doc, i, False):
+            out.append(i)  # "ADI DA NERİMAN", "adı da zeynep"
     if cands and cands[-1] >= len(infos) - 3:
         out += _sign_off(doc)
     # a surname after a cued given name ("eşim Yurii Melnyk")
@@ -225,14 +244,26 @@ def _sign_off(doc: Doc) -> list[int]:
         first -= 1
     for start in range(first, last + 1):
         gap = text[doc.spans[start - 1][1] : doc.spans[start][0]] if start else ""
-        if not _sign_gap(gap) or not _nameish(doc, start, False) or "p" in doc.info(start).flags:
+        if not _sign_gap(gap) or "p" in doc.info(start).flags:
+            continue
+        dash = doc.mode(start) == "lower" and _DASH_GAP.search(gap) is not None
+        if not _nameish(doc, start, False):
+            if dash and last == start + 1 and _word_and_surname(doc, start):
+                return [start, last]  # "— ırmak sukaya": a given name that is a word too, and a surname
             continue
         rest = range(start + 1, last + 1)
         if all(_surname_after(doc, k - 1, True) for k in rest):
             return [start, *rest]
-        if doc.mode(start) == "lower" and "c" not in doc.info(start).flags and _DASH_GAP.search(gap):
+        if dash and "c" not in doc.info(start).flags:
             return [start]  # "— berfin zeytinkoparan": after a dash, a surname no lexicon lists
     return []
+
+
+def _word_and_surname(doc: Doc, i: int) -> bool:
+    """Token i is a lexicon given name that is a common word too ("ırmak", "umut") and token i+1
+    a word no lexicon knows, nor an inflected one ("sukaya"; not "ederim")."""
+    given, surname = doc.info(i), doc.info(i + 1)
+    return "g" in given.flags and not surname.flags and not _inflected(surname.key) and _spaced(doc, i)
 
 
 def _sign_gap(gap: str) -> bool:

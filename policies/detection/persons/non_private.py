@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from fairgate.policies.detection.gazetteer import provinces
+from fairgate.policies.detection.gazetteer import fold_key, provinces
+from fairgate.policies.detection.person_links import person_word
 from fairgate.policies.detection.persons.cues import HONORIFICS
 from fairgate.policies.detection.persons.features import CUES, Doc
 from fairgate.policies.detection.persons.lexicon import (
@@ -70,6 +71,27 @@ def firm(doc: Doc, first: int, last: int) -> bool:
             return False
         j += 1
     return j < n and j - last <= 6 and _LEGAL_FORM.match(text, spans[j - 1][1]) is not None
+
+
+# an encyclopaedia entry's opening: one to four capitalised words, then life dates ("Yaşar Kemal
+# (1923–2015), ...", "Aziz Sancar (d. 8 Eylül 1946, Savur), ...")
+_ENTRY = re.compile(r"[ \t\"“']*(?:[A-ZÇĞİÖŞÜ][^\W\d_]*\.?[ \t]+){0,3}[A-ZÇĞİÖŞÜ][^\W\d_]+(?=[ \t]*\()")
+
+
+def life_dated_entry(text: str, start: int) -> bool:
+    """The paragraph around `start` opens with a name and its life dates: an encyclopaedia's
+    entry on a public or historical figure, whose parents, origin, beliefs and trials it tells
+    ("Annesi Ermeni asıllı ...", "1950'de siyasi nedenlerle tutuklanmış"), not a private
+    person's data. Not where a relation or role word opens it ("Dedem ...")."""
+    para = text.rfind("\n\n", 0, start)
+    lo = 0 if para == -1 else para + 2
+    name = _ENTRY.match(text, lo, min(len(text), lo + 80))
+    dates = _LIFE_DATES.match(text, name.end()) if name is not None else None
+    if name is None or dates is None or not any(c in dates.group() for c in "-–—d"):
+        return False  # (a year alone, "Hasan Kaya (1931)", is an age, not a life's span)
+    # not a relative's, a role's or a title's ("Dedem Hasan Kaya ...", "Sayın Hasan Kaya ...")
+    keys = [fold_key(w.rstrip(".")) for w in name.group().split()]
+    return not any(person_word(k) or k in TITLES or k in CUES for k in keys)
 
 
 def dated(doc: Doc, last: int) -> bool:
