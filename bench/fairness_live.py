@@ -242,7 +242,7 @@ def run(args: argparse.Namespace) -> dict:
         args.model = str(make_tiny_model(Path(workdir) / "model", "llama", **SMALL))
     results: dict[str, dict[str, Phase]] = {q: {"alone": Phase(), "flood": Phase()} for q in ("vtc", "fcfs")}
     seen: dict[str, list[str]] = {}
-    capacity = 0.0
+    capacity = args.capacity or 0.0  # --capacity: the same rates in runs compared with each other
     # ABBA...: the machine's other load drifts; alternating spreads it over both queues
     order = [q for i in range(args.repeats) for q in (("vtc", "fcfs") if i % 2 == 0 else ("fcfs", "vtc"))]
     for queue in order:
@@ -308,6 +308,7 @@ def issue36_keys(v: dict[str, Phase], summary: dict, args: argparse.Namespace) -
     fair = flood.engine.get("fairness_preemptions", 0)
     return {
         "fair_preemption": not args.no_fair_preemption,
+        "slot_share": not args.no_slot_share,
         "light_p99_vs_alone": summary["vtc_vs_alone"],
         "light_p50_vs_alone": round(p(flood.ttft["light"], 50) / max(p(v["alone"].ttft["light"], 50), 1e-9), 2),
         "throughput_vs_fcfs": summary["throughput_ratio"],
@@ -324,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None, help="model folder (default: a small random Llama)")
     ap.add_argument("--duration", type=float, default=25.0, help="seconds per phase")
     ap.add_argument("--calibrate-s", type=float, default=6.0)
+    ap.add_argument("--capacity", type=float, default=0.0,
+                    help="req/s to take as the capacity instead of calibrating (runs to compare see the same rates)")
     ap.add_argument("--light-share", type=float, default=0.3, help="light rate / capacity")
     ap.add_argument("--repeats", type=int, default=2, help="rounds, alternating the queues' order")
     ap.add_argument("--prompt-tokens", type=int, default=24)
@@ -334,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--direct", action="store_true", help="skip the gateway (engine scheduling only)")
     ap.add_argument("--no-fair-preemption", action="store_true",
                     help="the fair engine only orders admissions (never preempts for fairness)")
+    ap.add_argument("--no-slot-share", action="store_true",
+                    help="the fair engine preempts on the counter gap only, not for a tenant under its slot share")
     ap.add_argument("--pool", type=int, default=0, help="N engine servers in a pool behind two gateways")
     ap.add_argument("--engine-threads", type=int, default=None,
                     help="--pool: compute threads per engine (default cores / N)")

@@ -46,7 +46,8 @@ def serve_engine(args: argparse.Namespace) -> int:
     async def serve() -> None:
         cfg = EngineConfig(args.model, num_kv_blocks=args.num_kv_blocks, max_num_seqs=args.max_num_seqs,
                            max_num_batched_tokens=args.max_num_batched_tokens,
-                           fairness_preemption=not args.no_fair_preemption)
+                           fairness_preemption=not args.no_fair_preemption,
+                           fairness_slot_share=not args.no_slot_share)
         queue = FCFSQueue() if args.serve_engine == "fcfs" else FairQueue(cfg.fairness_config())
         engine = AsyncEngine(cfg, wait_queue=queue)
         app = build_app(LocalBackend(engine, name="live", model_name="live"), control_secret=SECRET)
@@ -93,6 +94,7 @@ def start_engine(queue: str, args: argparse.Namespace, threads: int | None = Non
            "--max-num-seqs", str(args.max_num_seqs), "--num-kv-blocks", str(args.num_kv_blocks),
            "--max-num-batched-tokens", str(args.max_num_batched_tokens)]
     cmd += ["--no-fair-preemption"] if args.no_fair_preemption else []
+    cmd += ["--no-slot-share"] if args.no_slot_share else []
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)} if threads else None
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     line = p.stdout.readline()  # type: ignore[union-attr]

@@ -76,6 +76,9 @@ def _scheduling_args(p: argparse.ArgumentParser) -> None:
     """Who runs first and where: fairness preemption, TTFT objectives, compute cores."""
     p.add_argument("--no-fairness-preemption", action="store_true",
                    help="never preempt a running request to give an under-served tenant its slot")
+    p.add_argument("--no-fairness-slot-share", action="store_true",
+                   help="preempt for fairness only on the counter gap, not also for a tenant holding "
+                        "fewer than its weighted share of the slots in use")
     p.add_argument("--cpu-cores", default=None, metavar="LIST",
                    help="run the compute threads on these cores (e.g. 2-7; their count is the thread "
                         "count) and the event loop, tokenizer and the rest on the others; 'auto': all "

@@ -12,6 +12,14 @@ A running request `r` may give way to the waiting request `w` (the queue's next 
 - `r` is in `w`'s class, of another tenant whose counter is at least `min_gap` above `w`'s
   tenant's (hysteresis: tenants within the dead band never preempt each other; the gap only
   grows past it while `w` waits and the other tenant keeps being served), or
+- `r` is in `w`'s class, of another tenant whose counter is not below `w`'s tenant's, and the
+  class's slots are held out of proportion to the weights (`slot_share`): `w`'s tenant holds so
+  few that one more keeps it within its weighted share of the slots in use, and `r`'s tenant
+  holds so many that one fewer keeps it at or above its own. The shares count every tenant
+  running or waiting in the class. This is what lets a light tenant's request in at once:
+  arriving after a pause it is lifted level with the flooder (gap 0, inside the dead band),
+  yet it holds no slot against the flooder's every slot. Neither side can cross its share, so
+  the slot cannot swing back; or
 - `r` is in a lower class that is not owed reserved share (a higher class goes first, but a
   lower class admitted on its reserved credit keeps its slot while it is owed).
 
@@ -43,6 +51,7 @@ class FairPreemptionConfig:
     min_gap: float = 32.0
     min_run_tokens: int = 16
     max_per_step: int = 1
+    slot_share: bool = True
 
     def __post_init__(self) -> None:
         if self.min_gap < 0 or self.min_run_tokens < 0 or self.max_per_step < 1:
@@ -59,12 +68,13 @@ class FairPreemption:
     def choose(self, waiting: SchedRequest, running: list[SchedRequest]) -> SchedRequest | None:
         """The victim for `waiting` among `running`, or None when nobody may give way."""
         queue = self.queue
-        candidates = [r for r in running if self._may_give_way(r, waiting)]
+        slots = self._slot_imbalance(waiting, running) if self.config.slot_share else None
+        candidates = [r for r in running if self._may_give_way(r, waiting, slots)]
         if not candidates:
             return None
         return max(candidates, key=lambda r: (r.priority, queue.counter(r.tenant, r.priority), r.arrival_time))
 
-    def _may_give_way(self, running: SchedRequest, waiting: SchedRequest) -> bool:
+    def _may_give_way(self, running: SchedRequest, waiting: SchedRequest, over_share: frozenset[str] | None) -> bool:
         if running.num_computed_tokens - running.computed_at_admission < self.config.min_run_tokens:
             return False
         if running.priority != waiting.priority:
@@ -73,4 +83,22 @@ class FairPreemption:
             return False
         rank = waiting.priority
         gap = self.queue.counter(running.tenant, rank) - self.queue.counter(waiting.tenant, rank)
-        return gap >= self.config.min_gap
+        if gap >= self.config.min_gap:
+            return True
+        return over_share is not None and gap >= 0 and running.tenant in over_share
+
+    def _slot_imbalance(self, waiting: SchedRequest, running: list[SchedRequest]) -> frozenset[str] | None:
+        """The tenants that may give `waiting` a slot by the slot-share rule (holding at least
+        one more than their weighted share of the class's slots in use), or None when
+        `waiting`'s tenant, given one more slot, would exceed its own share."""
+        rank, queue = waiting.priority, self.queue
+        held: dict[str, int] = {}
+        for r in running:
+            if r.priority == rank:
+                held[r.tenant] = held.get(r.tenant, 0) + 1
+        tenants = set(held).union(queue.backlogged(rank), (waiting.tenant,))
+        slots = sum(held.values())
+        total = sum(queue.weight_of(t) for t in tenants)
+        if held.get(waiting.tenant, 0) + 1 > slots * queue.weight_of(waiting.tenant) / total:
+            return None
+        return frozenset(t for t, n in held.items() if n - 1 >= slots * queue.weight_of(t) / total)

@@ -42,12 +42,15 @@ class RecordingPreemption(FairPreemption):
 
 
 def make(
-    preempt: bool = True, queue: WaitQueue | None = None, gap: float = 8.0, quantum: int = 4, **cfg: int
+    preempt: bool = True, queue: WaitQueue | None = None, gap: float = 8.0, quantum: int = 4,
+    slot_share: bool = False, **cfg: int
 ) -> Scheduler:
+    """The counter-gap rule alone unless `slot_share` (the slot-share rule's own tests ask)."""
     queue = queue if queue is not None else FairQueue()
     policy = None
     if preempt and isinstance(queue, FairQueue):
-        policy = RecordingPreemption(queue, FairPreemptionConfig(min_gap=gap, min_run_tokens=quantum))
+        config = FairPreemptionConfig(min_gap=gap, min_run_tokens=quantum, slot_share=slot_share)
+        policy = RecordingPreemption(queue, config)
     limits = {"max_num_seqs": 2, "max_num_batched_tokens": 64, **cfg}
     return Scheduler(SchedulerConfig(**limits), BlockManager(256, BLOCK), queue, policy)
 
@@ -207,3 +210,79 @@ def test_prefill_chunks_of_the_least_served_tenant_get_the_budget_first() -> Non
     # a was charged 4, b 2 / weight 2 = 1: b is less served and goes first
     assert second_step(FairQueue()) == [("b", 4), ("a", 2)]
     assert second_step(FCFSQueue()) == [("a", 4), ("b", 2)]  # no counters: admission order
+
+
+# ---- the slot-share rule: a tenant holding no slot against another holding all of them ----
+
+
+def flood_backlog_then_light(s: Scheduler) -> None:
+    """f1, f2 run on the 2 slots for 3 steps with f3, f4 waiting; then light's l1 arrives (the
+    shorter line, so the queue's next pick on a tie)."""
+    for i in (1, 2, 3, 4):
+        s.add_request(req(f"f{i}", "flood", arrival=float(i)))
+    for _ in range(3):
+        step(s)
+    s.add_request(req("l1", "light", max_tokens=4, arrival=10.0))
+
+
+def test_slot_share_lets_a_lifted_light_request_in_at_once() -> None:
+    s = make(slot_share=True)
+    queue = s.queue
+    assert isinstance(queue, FairQueue)
+    flood_backlog_then_light(s)
+    assert queue.counter("light") == queue.counter("flood")  # level: the gap rule cannot act
+    waited, plans = steps_until_scheduled(s, "l1")
+    assert waited == 0 and plans[0].preempted == ["f2"]
+    policy = s.fair_preemption
+    assert isinstance(policy, RecordingPreemption) and policy.picks == [("f2", 10, 0.0)]
+    # without the rule, the same arrivals wait for the gap to pass the dead band
+    s = make()
+    flood_backlog_then_light(s)
+    assert steps_until_scheduled(s, "l1")[0] == 2
+
+
+def test_slot_share_waits_for_the_run_quantum() -> None:
+    s = make(slot_share=True, quantum=11)
+    flood_backlog_then_light(s)  # f1 and f2 have run 10 tokens since admission: one step short
+    waited, plans = steps_until_scheduled(s, "l1")
+    assert waited == 1 and plans[0].preempted == [] and plans[1].preempted == ["f2"]
+
+
+def test_slot_share_does_not_act_for_a_tenant_ahead_on_its_counter() -> None:
+    s = make(slot_share=True)
+    queue = s.queue
+    assert isinstance(queue, FairQueue)
+    for i in (1, 2):
+        s.add_request(req(f"f{i}", "flood", arrival=float(i)))
+    step(s)
+    s.add_request(req("f3", "flood", arrival=3.0))
+    queue._counters[(1, "light")] = queue.counter("flood") + 100.0  # light was served far more
+    s.add_request(req("l1", "light", max_tokens=4, arrival=10.0))
+    for _ in range(3):
+        assert step(s).preempted == []
+
+
+def test_slot_share_follows_the_weights_and_never_swings_back() -> None:
+    queue = FairQueue()
+    queue.set_weights({"light": 3.0})
+    s = make(slot_share=True, queue=queue, gap=1e9, max_num_seqs=4)  # the gap rule never acts
+    policy = s.fair_preemption
+    assert isinstance(policy, RecordingPreemption)
+    for i in range(40):
+        s.add_request(req(f"f{i}", "flood", max_tokens=30, arrival=float(i)))
+    for _ in range(6):
+        step(s)
+    for i in range(6):
+        s.add_request(req(f"l{i}", "light", max_tokens=30, arrival=100.0 + i))
+    held: list[int] = []
+    for _ in range(40):
+        step(s)
+        held.append(sum(1 for r in s.running if r.tenant == "light"))
+    # light's share of 4 slots at weights 3:1 is 3: it takes three, one a step, and no more;
+    # the flood never takes one back while light holds no more than its share
+    assert held[:4] == [1, 2, 3, 3] and max(held) == 3
+    # each light admission takes at most one slot, always from the flood, never the reverse
+    assert 3 <= len(policy.picks) <= 6 and all(victim.startswith("f") for victim, _, _ in policy.picks)
+    while s.has_unfinished_requests():
+        step(s)
+    assert s.kv.check_pool_whole() and s.kv.num_tracked_requests == 0

@@ -41,6 +41,9 @@ class EngineConfig:
     # With the fair (VTC) queue, an under-served tenant's waiting request may take a running
     # slot back from the most-served tenant (scheduler/fair_preemption.py). No effect on FCFS.
     fairness_preemption: bool = True
+    # ... also as soon as a tenant holds fewer than its weighted share of the slots in use and
+    # another more, not only once their counters are `min_gap` apart (fair_preemption.py).
+    fairness_slot_share: bool = True
     # Time-to-first-token objectives by class, "CLASS=SECONDS": a request about to miss its
     # class's goes first among tenants the fair counters hold level (scheduler/fairness.py).
     ttft_objectives: tuple[str, ...] = DEFAULT_TTFT_OBJECTIVES
@@ -139,6 +142,7 @@ class EngineConfig:
             max_model_len=args.max_model_len,
             enable_prefix_caching=not args.no_prefix_caching,
             fairness_preemption=not getattr(args, "no_fairness_preemption", False),
+            fairness_slot_share=not getattr(args, "no_fairness_slot_share", False),
             ttft_objectives=_objectives(getattr(args, "ttft_objective", None)),
             cpu_cores=getattr(args, "cpu_cores", None),
             gil_switch_interval_ms=getattr(args, "gil_switch_interval_ms", GIL_SWITCH_INTERVAL_MS),

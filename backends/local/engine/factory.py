@@ -16,7 +16,7 @@ from fairgate.backends.local.engine.protocols import EngineTokenizer, ModelExecu
 from fairgate.backends.local.kv_cache.block_manager import BlockManager
 from fairgate.backends.local.speculative.policy import SpeculativeDecoder, cost_clock
 from fairgate.backends.local.speculative.proposers import NgramProposer, Proposer
-from fairgate.scheduler.fair_preemption import FairPreemption
+from fairgate.scheduler.fair_preemption import FairPreemption, FairPreemptionConfig
 from fairgate.scheduler.fair_queue import FairQueue
 from fairgate.scheduler.queue import WaitQueue
 from fairgate.scheduler.scheduler import Scheduler, SchedulerConfig
@@ -123,7 +123,10 @@ def build_engine_parts(
         ),
         block_manager,
         queue=queue,
-        fair_preemption=FairPreemption(queue) if config.fairness_preemption and isinstance(queue, FairQueue) else None,
+        fair_preemption=(
+            FairPreemption(queue, FairPreemptionConfig(slot_share=config.fairness_slot_share))
+            if config.fairness_preemption and isinstance(queue, FairQueue) else None
+        ),
     )
     return EngineParts(
         runner, tokenizer, block_manager, scheduler, limits, frozenset(runner.eos_token_ids),
