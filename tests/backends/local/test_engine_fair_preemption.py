@@ -92,6 +92,10 @@ def test_fairness_preemption_is_an_engine_option_on_by_default_with_the_fair_que
     assert EngineConfig.from_args(args).fairness_preemption is True
     args = build_parser().parse_args(["engine", "--model", model, "--no-fairness-preemption"])
     assert EngineConfig.from_args(args).fairness_preemption is False
+    assert on.fair_preemption.config.slot_share is True
+    args = build_parser().parse_args(["engine", "--model", model, "--no-fairness-slot-share"])
+    gap_only = build_engine_parts(EngineConfig.from_args(args)).scheduler.fair_preemption
+    assert isinstance(gap_only, FairPreemption) and gap_only.config.slot_share is False
 
 
 def test_preemptions_are_counted_by_cause() -> None:
