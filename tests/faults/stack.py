@@ -41,8 +41,11 @@ class Stack:
         return t["id"], self.admin.key(t["id"])["key"]
 
     def settle_writers(self, timeout: float = 60) -> None:
-        """Wait until every usage and audit row this gateway was handed is in the database."""
+        """Wait until every request this gateway admitted has handed over its usage row (a client
+        can hold its answer before the gateway settles and records it) and every usage and audit
+        row is in the database."""
         st = self.gw.state
+        wait_for(lambda: st.usage.open.out == 0, timeout, "requests still open (usage not recorded)")
         wait_for(lambda: st.usage.pending_rows() == 0 and st.usage.db_up, timeout)
         wait_for(lambda: st.routing_audit.pending == 0, timeout)
         assert self.gw.call(st.usage.flush(timeout), timeout + 5)
