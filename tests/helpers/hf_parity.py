@@ -1,6 +1,6 @@
 """What the per-family parity tests (Qwen3, Gemma 3, mixture-of-experts) share: transformers on
-the same folder in float32, its greedy tokens, its linears rounded through our weight codes, and
-the prefix-cache parity check."""
+the same folder in float32, its greedy tokens, its linears rounded through our weight codes (and
+the engine on the quantized folder beside it), and the prefix-cache and preemption parity checks."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import torch
 from fairgate.backends.local.engine.async_engine import AsyncEngine
 from fairgate.backends.local.engine.config import EngineConfig
 from fairgate.backends.local.engine.types import SamplingParams
+from fairgate.backends.local.model.quantization import quantize_folder
+from fairgate.backends.local.model.runner import ModelRunner
 from fairgate.kernels import QuantMethod, quantize_weight
 from fairgate.kernels.ops.quant_format import dequantize_weight
 
@@ -40,6 +42,16 @@ def round_linears(hf: Any, method: str) -> None:
                 module.weight.copy_(dequantize_weight(quantize_weight(module.weight.detach().clone(), qm)))
 
 
+def quantized_pair(folder: Path, out: Path, method: str) -> tuple[ModelRunner, Any]:
+    """The engine's runner on `folder` quantized with `method` into `out`, and transformers on exactly
+    the weights the engine's codes stand for."""
+    quantize_folder(folder, out, QuantMethod.parse(method))
+    runner = ModelRunner(out, num_kv_blocks=96)
+    hf = hf_model(folder)
+    round_linears(hf, method)
+    return runner, hf
+
+
 async def check_prefix_cache_hits(model_dir: Path, greedy: Callable[[list[int], int], list[int]]) -> None:
     """Three prompts on one 39-token system part (two full blocks of 16 and 7 into the third):
     the engine's tokens equal transformers' (`greedy`) while at least two full blocks come from
@@ -56,3 +68,18 @@ async def check_prefix_cache_hits(model_dir: Path, greedy: Callable[[list[int], 
         assert eng.block_manager.prefix_cache_hits >= 2 * 32
     finally:
         await eng.aclose()
+
+
+def check_preemption_recompute(model_dir: Path, greedy: Callable[[list[int], int], list[int]]) -> None:
+    """24 KV blocks of 4 tokens cannot hold test_spec_engine's four ~60-token PROMPTS: requests are
+    preempted and recomputed, and each still generates transformers' (`greedy`) 30 tokens."""
+    from tests.backends.local.test_spec_engine import PROMPTS, add, drain, engine
+    from tests.backends.local.test_spec_engine import greedy as greedy_params
+
+    core = engine(model_dir, num_kv_blocks=24)
+    for i, prompt in enumerate(PROMPTS):
+        add(core, f"r{i}", prompt, greedy_params(30))
+    results = drain(core)
+    assert core.scheduler.num_preemptions > 0 and core.scheduler.kv.check_pool_whole()
+    for i, prompt in enumerate(PROMPTS):
+        assert results[f"r{i}"].token_ids == greedy(prompt, 30)

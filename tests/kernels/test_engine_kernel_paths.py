@@ -42,16 +42,20 @@ def _count_triton_calls(monkeypatch) -> Counter[str]:
     return calls
 
 
+def assert_triton_tokens_match_reference(model_dir, device: str, monkeypatch) -> None:
+    """Greedy tokens on the Triton path are the reference path's, and every Triton kernel ran."""
+    reference_out = _generate(model_dir, device, monkeypatch, "reference")
+    calls = _count_triton_calls(monkeypatch)
+    triton_out = _generate(model_dir, device, monkeypatch, "triton")
+    assert [len(o) for o in reference_out] == [3, 5]
+    assert triton_out == reference_out
+    assert set(calls) == {"write_kv", "paged_decode_attention", "paged_prefill_attention"}
+
+
 # Qwen3: its q/k norm on the plan's torch ops; Phi-3: Llama's layer from fused checkpoint tensors (and
 # partial rotary, through the reordered heads and the table);
 # Gemma 3: the full layer on Triton, the windowed ones on the reference
 @pytest.mark.parametrize("model", ["tiny_model_dir", "tiny_qwen3_dir", "tiny_phi3_dir", "tiny_phi3_partial_dir",
                                    "tiny_gemma3_dir"])
 def test_greedy_tokens_identical_with_triton_and_reference(model, device, monkeypatch, request):
-    model_dir = request.getfixturevalue(model)
-    reference_out = _generate(model_dir, device.type, monkeypatch, "reference")
-    calls = _count_triton_calls(monkeypatch)
-    triton_out = _generate(model_dir, device.type, monkeypatch, "triton")
-    assert [len(o) for o in reference_out] == [3, 5]
-    assert triton_out == reference_out
-    assert set(calls) == {"write_kv", "paged_decode_attention", "paged_prefill_attention"}
+    assert_triton_tokens_match_reference(request.getfixturevalue(model), device.type, monkeypatch)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
 from stdnum.tr import tckimlik, vkn
 
 from fairgate.policies.detection.checksums import tckn_valid
@@ -22,46 +21,6 @@ def found(text: str, options: DetectionOptions = DEFAULT_OPTIONS) -> list[tuple[
 
 def kinds(text: str) -> set[str]:
     return {k for k, _ in found(text)}
-
-
-@pytest.mark.parametrize("text, kind", [
-    ("Babam geçen ay bypass oldu, bu hafta işe gelemeyeceğim.", "health"),
-    ("ben 5 yıldır şeker hastasıyım, insülin kullanıyorum", "health"),
-    ("Çalışanımız depresyon tedavisi gördüğü için iki hafta raporlu.", "health"),
-    ("Eşim Alevi, cemevine birlikte gidiyoruz.", "religion"),
-    ("Kiracımız aslen Zaza, Bingöl'den gelmiş; çok düzgün bir aile.", "ethnicity"),
-    ("Muhasebedeki Selin Hanım geçen seçimde partinin ilçe başkan yardımcısı olmuş.", "politics"),
-    ("Depo sorumlusu Ercan Bey eğitim-sen değil ama Birleşik Metal'e üye.", "union"),
-    ("Danışanım biseksüel olduğunu ailesine henüz söylemedi.", "sexual_life"),
-    ("Başvuran adayın adli sicil kaydında hırsızlıktan mahkûmiyet var.", "criminal"),
-    ("Personelimizin parmak izi kayıtları PDKS cihazına yüklendi.", "biometric"),
-    ("Hastamız Gül Tan'da BRCA2 mutasyonu saptandı.", "genetic"),
-    ("Resepsiyondaki Zehra Hanım başörtüsüyle çalışmak istiyor.", "appearance"),
-    ("Oğlum Emre, Çağdaş Yaşamı Destekleme Derneği'ne gönüllü üye oldu.", "association"),
-    ("Eşim dün gece erken doğum yaptı, bebek küvözde.", "health"),  # everyday clinical words
-    ("Hastanın penisilin alerjisi var, klindamisin başlandı.", "health"),
-    ("Kardeşime evlilik öncesi taramada talasemi minör çıktı.", "genetic"),
-    ("Duydun mu, Gülbin'in 3 yıldır gizli ilişkisi varmış.", "sexual_life"),
-    ("5. kattaki hukuk müşavirinin sendika üyeliği bordroya işlenmemiş.", "union"),  # a role at a place
-])
-def test_special_categories_tied_to_a_person(text: str, kind: str) -> None:
-    assert kind in kinds(text)
-
-
-@pytest.mark.parametrize("text", [
-    "Tip 1 diyabette insülin dozu kilo ve karbonhidrat sayımına göre ayarlanır.",
-    "Sendikal haklar Anayasa'nın 51. maddesiyle güvence altındadır.",
-    "Ramazan ayında mesai saatleri 08:00-16:00 olarak uygulanacaktır.",
-    "Parmak izi okuyucular nemli ellerde daha sık hata verir.",
-    "Adli sicil kaydı belgesi e-Devlet üzerinden alınabilir.",
-    "Alerji nedir, nasıl tedavi edilir?",
-    "Tansiyon aleti önerir misiniz? Başımız ağrımasın.",
-    "Kız arkadaşım için doğum günü hediyesi önerir misin?",
-    "1999'da Kürtçe şarkı yapacağını açıklamasının ardından tepki gördü.",  # no one's genitive
-    "Kürk Mantolu Madonna ve İçimizdeki Şeytan en bilinen romanlarıdır.",  # a place word, no role
-])
-def test_general_statements_stay_non_personal(text: str) -> None:
-    assert found(text) == []
 
 
 def test_strict_mode_makes_a_name_alone_sensitive_and_can_be_turned_off() -> None:
@@ -132,30 +91,6 @@ def test_tax_numbers_and_sgk_numbers_by_their_column() -> None:
     assert found(sql) == [("vkn", "4869338171")]
 
 
-@pytest.mark.parametrize("text, date", [
-    ("Öğrenci: Aras Berzenci  Doğum: 12 Aralık 2016, Hakkari", "12 Aralık 2016"),
-    ("Hasta: Yuhanna Akyüz (d. 17.01.1949)", "17.01.1949"),
-    ("1) Kazım Döğer — d. 1952 — pasaport U31187455", "1952"),
-    ("HASTA: NESLİHAN ÇAKIROĞLU  DOĞ. T.: 21.07.1990", "21.07.1990"),
-    ("PASSENGER: MR KAAN ÖZBİLGİN\nDOB: 03MAR1991", "03MAR1991"),
-    ("kimlikte öyle yazıyor ama aslında 1990'da doğmuşum", "1990"),
-    ("uye_no,ad,dogum\n5523,Muzaffer,1988", "1988"),
-    ("INSERT INTO p (ad, dogum_tarihi) VALUES\n('Hıdır', '1969-12-30'),\n('Ayşe', '1983-06-02');", "1969-12-30"),
-    ("Biyokimya — Hasta: Selma Tunç, Doğ. 03.11.1971. Glukoz 112 mg/dl.", "03.11.1971"),  # "Doğ." abbreviated
-])
-def test_birth_dates_as_people_write_them(text: str, date: str) -> None:
-    assert ("birth_date", date) in found(text)
-
-
-@pytest.mark.parametrize("text", [
-    "Sabahattin Ali (d. 1907, Eğridere) Kürk Mantolu Madonna'nın yazarıdır.",
-    "Mustafa Kemal 1881'de Selanik'te doğmuştur.",
-    "Doğum izni 12.03.2024 tarihinde başlıyor.",
-])
-def test_dates_that_are_not_a_persons_birth_date(text: str) -> None:
-    assert "birth_date" not in {kind for kind, _ in found(text)}
-
-
 def test_more_institutions_mailboxes_are_no_ones() -> None:
     assert found("Yatırımcı ilişkileri: yatirimci@ornekenerji.com.tr, bağış: bagis@egitimvakfi.org.tr") == []
 
@@ -168,15 +103,6 @@ def test_a_firms_kep_box_is_no_ones_but_a_lawyers_is_hers() -> None:
 def test_obfuscated_email_in_turkish_words() -> None:
     text = "mail adresim: hakan nokta ersoy at gmail nokta com"
     assert kinds(text) == {"email"}
-
-
-@pytest.mark.parametrize("text, address", [
-    ("Teslimat adresi: Karaağaç köyü, Okul yanı No 4, 37900 Taşköprü/Kastamonu",
-     "Karaağaç köyü, Okul yanı No 4, 37900 Taşköprü/Kastamonu"),
-    ("yeni adresim: gül sitesi b blok d:7 esenyurt", "gül sitesi b blok d:7 esenyurt"),
-])
-def test_postal_addresses_given_as_someones(text: str, address: str) -> None:
-    assert ("person_address", address) in found(text)
 
 
 def test_an_address_in_capitals_after_a_name() -> None:
@@ -199,72 +125,13 @@ def test_our_check_digits_agree_with_python_stdnum() -> None:
         assert vkn_valid(digits[:10]) == vkn.is_valid(digits[:10]), digits
 
 
-@pytest.mark.parametrize("text, kind, value", [
-    ("MÜKELLEF: NAZMİYE ÖZKAYA\nVERGİ KİMLİK NO: 6524616930", "vkn", "6524616930"),  # capital İ
-    ("SİGORTA SİCİL NO: 3401882047", "sgk", "3401882047"),
-    ("Sigortalı sicil no 16-1203388-02 için bildirim yapıldı.", "sgk", "16-1203388-02"),
-    ("Emekli aylığınız bağlanmıştır. Tahsis No: 4800-2211578-0", "sgk", "4800-2211578-0"),
-    ("SGK Sicil No: 1048201766320017", "sgk", "1048201766320017"),
-    ("Misafir: Jan Smit, pasaport NX7K2L8R5", "passport", "NX7K2L8R5"),
-    ("PASAPORT NO: 13AC48292", "passport", "13AC48292"),
-    ("Misafir listesi: Yelena Orlova (RU pasaport 72 4419183)", "passport", "72 4419183"),
-    ("pasaport numaram lazımmış: U 27450911", "passport", "U 27450911"),
-    # later in the sentence, a booking's "PSP", in spoken groups
-    ("Otele Gürcistan pasaportumla giriş yaptım, numarası da 14BC70023.", "passport", "14BC70023"),
-    ("2) SALEM AL-HARBI — PSP K33108745 — ODA 210", "passport", "K33108745"),
-    ("pasaport no z 17 40 93 66, bileti buna göre al", "passport", "z 17 40 93 66"),
-    ("ÇEKİCİ KAYDI: 42 AZT 781 — MALİK: SELMA ÖZER", "plate", "42 AZT 781"),
-    ("beyaz doblo, 35 KR 4410, yine kaldırıma park etmiş", "plate", "35 KR 4410"),
-])
-def test_structured_kinds_in_records_and_chat(text: str, kind: str, value: str) -> None:
-    assert (kind, value) in found(text)
-
-
-@pytest.mark.parametrize("text", [
-    "Örnek: 34 ABC 123 formatında plaka giriniz.",
-    "Dosya boyutu 12 MB 512 satır içeriyor.",
-    "Uçuş 22 NOV 2024 tarihinde kalkacak.",
-    "Test verisi: `06 AB 1234` birim testlerinde kullanılır.",
-])
-def test_plate_shapes_that_are_no_ones_car(text: str) -> None:
-    assert "plate" not in {k for k, _ in found(text)}
-
-
 def test_a_code_in_the_sentence_after_a_passport_word_is_no_passport() -> None:
     assert found("Pasaport başvurusu için randevu alın. Sipariş numaranız SP20261182.") == []
-
-
-@pytest.mark.parametrize("text", [
-    "Sandbox ortamında 4111 1111 1111 1111 numaralı test kartını kullanın.",
-    "# tests/fixtures.py\nFAKE_TCKN = \"10000000146\"",
-    "TEST VERİSİ — GERÇEK KİŞİ DEĞİLDİR\nTCKN: 10000000146",
-    "SEED = [{'ad': 'Deneme', 'eposta': 'deneme@example.org'}]",
-    "IBAN 26 karakterdir. Örnek: TR33 0006 1005 1978 6457 8413 26",
-])
-def test_values_in_a_software_tests_text_are_no_ones(text: str) -> None:
-    assert found(text) == []
-
-
-@pytest.mark.parametrize("text, kind", [
-    ("kartım 4111 1111 1111 1111, limitim doldu", "card"),
-    ("Test sonuçlarım geldi, TC kimlik 10000000146 ile randevu aldım.", "tckn"),  # a medical test
-    ("mail ali [at] ornek [dot] com", "email"),
-])
-def test_the_same_values_in_a_persons_message_stay_personal(text: str, kind: str) -> None:
-    assert kind in {k for k, _ in found(text)}
 
 
 def test_an_example_domain_before_a_number_is_no_sample_marker() -> None:
     text = "E-posta: emily@example.org Acil durumda +90 547 722 16 77 aranmalı."
     assert {"email", "phone"} <= {k for k, _ in found(text)}
-
-
-@pytest.mark.parametrize("text, phone", [
-    ("2026-01-04 10:22:31 WARN sms-gw send_failed msisdn=905412278810 code=17", "905412278810"),
-    ('{"event": "login", "gsm": "905376604512", "ok": true}', "905376604512"),
-])
-def test_a_keyed_mobile_in_a_log_without_its_plus(text: str, phone: str) -> None:
-    assert ("phone", phone) in found(text)
 
 
 def test_twelve_digits_with_no_phone_key_are_no_phone() -> None:

@@ -19,21 +19,12 @@ from safetensors import safe_open
 
 from fairgate.backends.local.model.config import ModelConfig, ModelConfigError
 from fairgate.backends.local.model.loader import load_weights
-from fairgate.backends.local.model.quantization import quantize_folder
 from fairgate.backends.local.model.rope import cos_sin_cache, rotary_row_order
 from fairgate.backends.local.model.runner import ModelRunner
-from fairgate.kernels import QuantMethod
 from tests.backends.local.paged_driver import PagedDriver
-from tests.backends.local.test_spec_engine import (
-    PROMPTS,
-    add,
-    drain,
-    engine,
-    greedy,
-    mixed_requests,
-    run_both,
-)
-from tests.helpers.hf_parity import check_prefix_cache_hits, hf_greedy, hf_model, round_linears
+from tests.backends.local.test_spec_engine import mixed_requests, run_both
+from tests.helpers import hf_parity
+from tests.helpers.hf_parity import check_prefix_cache_hits, hf_greedy, hf_model
 from tests.helpers.tiny_models import make_tiny_model
 
 transformers = pytest.importorskip("transformers")
@@ -144,12 +135,8 @@ def test_attention_bias_and_untied_head_match_transformers(tmp_path: Path) -> No
 @pytest.mark.parametrize("method", ["int8", "int4-g32"])
 def test_a_quantized_folder_matches_transformers_on_its_dequantized_weights(
         method: str, family_dir: Path, tmp_path: Path) -> None:
-    out = tmp_path / method
-    quantize_folder(family_dir, out, QuantMethod.parse(method))
-    runner = ModelRunner(out, num_kv_blocks=96)
+    runner, hf = hf_parity.quantized_pair(family_dir, tmp_path / method, method)
     assert runner.quantization_name == method
-    hf = _hf(family_dir)
-    round_linears(hf, method)  # transformers on exactly the weights the engine's codes stand for
     prompts = _prompts(runner.config.vocab_size, 6, seed=3)
     expected = [_hf_greedy(hf, p, 10) for p in prompts]
     assert PagedDriver(runner, chunk=7, seed=1).generate(prompts, 10) == expected
@@ -160,14 +147,7 @@ async def test_prefix_cache_hits_give_transformers_tokens(family_dir: Path, hf_f
 
 
 def test_preemption_and_recompute_give_transformers_tokens(family_dir: Path, hf_family) -> None:
-    # 24 blocks of 4 tokens cannot hold four sequences of ~60 tokens: requests get preempted
-    core = engine(family_dir, num_kv_blocks=24)
-    for i, prompt in enumerate(PROMPTS):
-        add(core, f"r{i}", prompt, greedy(30))
-    results = drain(core)
-    assert core.scheduler.num_preemptions > 0 and core.scheduler.kv.check_pool_whole()
-    for i, prompt in enumerate(PROMPTS):
-        assert results[f"r{i}"].token_ids == _hf_greedy(hf_family, prompt, 30)
+    hf_parity.check_preemption_recompute(family_dir, lambda prompt, n: _hf_greedy(hf_family, prompt, n))
 
 
 @pytest.fixture(scope="module")

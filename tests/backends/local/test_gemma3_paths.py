@@ -17,7 +17,8 @@ from fairgate.backends.local.engine.types import RunnerInput, SamplingParams
 from fairgate.backends.local.model.config import ModelConfig, ModelConfigError
 from fairgate.backends.local.model.runner import ModelRunner
 from tests.backends.local.paged_driver import PagedDriver
-from tests.helpers.hf_parity import check_prefix_cache_hits, hf_greedy, hf_model, round_linears
+from tests.helpers import hf_parity
+from tests.helpers.hf_parity import check_prefix_cache_hits, hf_greedy, hf_model
 from tests.helpers.tiny_models import make_tiny_model
 
 transformers = pytest.importorskip("transformers")
@@ -121,15 +122,8 @@ def test_an_int8_kv_cache_keeps_the_windowed_greedy_tokens(gemma3_dir: Path) -> 
 @pytest.mark.parametrize("method", ["int8", "int4-g32"])
 def test_a_quantized_folder_matches_transformers_on_its_dequantized_weights(method: str, gemma3_dir: Path,
                                                                             tmp_path: Path) -> None:
-    from fairgate.backends.local.model.quantization import quantize_folder
-    from fairgate.kernels import QuantMethod
-
-    out = tmp_path / method
-    quantize_folder(gemma3_dir, out, QuantMethod.parse(method))
-    runner = ModelRunner(out, num_kv_blocks=96)
+    runner, hf = hf_parity.quantized_pair(gemma3_dir, tmp_path / method, method)
     assert runner.quantization_name == method
-    hf = _hf(gemma3_dir)
-    round_linears(hf, method)  # transformers on exactly the weights the engine's codes stand for
     prompts = _prompts(5, seed=3)
     expected = [_hf_greedy(hf, p, 10) for p in prompts]
     assert PagedDriver(runner, chunk=7, seed=1).generate(prompts, 10) == expected
@@ -140,15 +134,7 @@ async def test_prefix_cache_hits_give_transformers_tokens(gemma3_dir: Path, hf_g
 
 
 def test_preemption_and_recompute_give_transformers_tokens(gemma3_dir: Path, hf_gemma3) -> None:
-    from tests.backends.local.test_spec_engine import PROMPTS, add, drain, engine, greedy
-
-    core = engine(gemma3_dir, num_kv_blocks=24)  # 24 blocks of 4 tokens: requests get preempted
-    for i, prompt in enumerate(PROMPTS):
-        add(core, f"r{i}", prompt, greedy(30))
-    results = drain(core)
-    assert core.scheduler.num_preemptions > 0 and core.scheduler.kv.check_pool_whole()
-    for i, prompt in enumerate(PROMPTS):
-        assert results[f"r{i}"].token_ids == _hf_greedy(hf_gemma3, prompt, 30)
+    hf_parity.check_preemption_recompute(gemma3_dir, lambda prompt, n: _hf_greedy(hf_gemma3, prompt, n))
 
 
 @pytest.mark.parametrize("draft", ["self", "ngram"])

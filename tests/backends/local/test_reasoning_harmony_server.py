@@ -10,8 +10,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from tests.helpers.engine_proc import engine_server
-from tests.helpers.reasoning_stream import read_stream
+from tests.helpers.reasoning_server import MESSAGES, ask, ask_streamed, outcome, scripted_client
 from tests.helpers.scripted_model import (
     FIRST_HEADER,
     H_CHANNEL,
@@ -19,7 +18,6 @@ from tests.helpers.scripted_model import (
     H_MESSAGE,
     H_RETURN,
     H_START,
-    make_scripted_model,
 )
 
 # after the generation prompt "<|start|>assistant":
@@ -27,32 +25,21 @@ from tests.helpers.scripted_model import (
 CHAIN = {"assistant": FIRST_HEADER, FIRST_HEADER: " engine", " engine": " blocks", " blocks": H_END, H_END: H_START,
          H_START: H_CHANNEL, H_CHANNEL: "final", "final": H_MESSAGE, H_MESSAGE: " cache", " cache": " tokens",
          " tokens": H_RETURN}
-MESSAGES = [{"role": "user", "content": "Which animal?"}]
 MARKERS = (H_START, H_CHANNEL, H_MESSAGE, H_END, H_RETURN, "analysis", "final")
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    folder = make_scripted_model(tmp_path_factory.mktemp("scripted") / "harmony-scripted", CHAIN, harmony=True)
-    with engine_server(folder, "--reasoning-parser", "gpt_oss") as url:
-        with openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=60) as client:
-            yield client
+    yield from scripted_client(tmp_path_factory.mktemp("scripted") / "harmony-scripted", CHAIN, "gpt_oss", harmony=True)
 
 
 def test_the_analysis_channel_arrives_in_reasoning_content(server):
-    r = server.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=20, temperature=0)
-    message = r.choices[0].message
-    assert (message.reasoning_content, message.content) == (" engine blocks", " cache tokens")
-    assert r.choices[0].finish_reason == "stop"
     # header, engine, blocks, <|end|>, <|start|>, <|channel|>, final, <|message|>: eight of the eleven
-    assert r.usage.completion_tokens == 11
-    assert r.usage.completion_tokens_details.reasoning_tokens == 8
+    assert outcome(ask(server)) == (" engine blocks", " cache tokens", "stop", 11, 8)
 
 
 def test_streamed_analysis_comes_as_reasoning_deltas_before_the_answer(server):
-    stream = server.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=20, temperature=0,
-                                            stream=True, stream_options={"include_usage": True})
-    got = read_stream(stream)
+    got = ask_streamed(server)
     assert (got.reasoning, got.content) == (" engine blocks", " cache tokens")
     assert got.thoughts_first
     assert not any(m in got.reasoning + got.content for m in MARKERS)
@@ -60,7 +47,7 @@ def test_streamed_analysis_comes_as_reasoning_deltas_before_the_answer(server):
 
 
 def test_analysis_cut_by_max_tokens_is_all_reasoning(server):
-    r = server.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=3, temperature=0)
+    r = ask(server, max_tokens=3)
     assert r.choices[0].finish_reason == "length"
     assert (r.choices[0].message.reasoning_content, r.choices[0].message.content) == (" engine blocks", None)
     assert r.usage.completion_tokens_details.reasoning_tokens == 3

@@ -12,40 +12,27 @@ import time
 import openai
 import pytest
 
-from tests.helpers.engine_proc import engine_server
-from tests.helpers.reasoning_stream import read_stream
+from tests.helpers.reasoning_server import MESSAGES, ask, ask_streamed, outcome, scripted_client
 from tests.helpers.scripted_model import END_THINK, IM_END, PARAGRAPH, THINK, make_scripted_model
 
 # after the generation prompt "<|im_start|>assistant\n": <think> engine blocks </think>\n\n cache tokens
 # <|im_end|>; with thinking off the prompt ends "...</think>\n\n", so the answer starts at " cache"
 CHAIN = {"\n": THINK, THINK: " engine", " engine": " blocks", " blocks": END_THINK, END_THINK: PARAGRAPH,
          PARAGRAPH: " cache", " cache": " tokens", " tokens": IM_END}
-MESSAGES = [{"role": "user", "content": "Which animal?"}]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    folder = make_scripted_model(tmp_path_factory.mktemp("scripted") / "qwen3-scripted", CHAIN)
-    with engine_server(folder, "--reasoning-parser", "qwen3") as url:
-        with openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=60) as client:
-            yield client
+    yield from scripted_client(tmp_path_factory.mktemp("scripted") / "qwen3-scripted", CHAIN, "qwen3")
 
 
 def test_thinking_arrives_in_reasoning_content_not_in_content(server):
-    r = server.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=20, temperature=0)
-    message = r.choices[0].message
-    assert message.reasoning_content == " engine blocks"
-    assert message.content == "cache tokens"
-    assert r.choices[0].finish_reason == "stop"
     # <think> engine blocks </think>: four of the eight generated tokens (\n\n cache tokens <|im_end|>: the answer)
-    assert r.usage.completion_tokens == 8
-    assert r.usage.completion_tokens_details.reasoning_tokens == 4
+    assert outcome(ask(server)) == (" engine blocks", "cache tokens", "stop", 8, 4)
 
 
 def test_streamed_thinking_comes_as_reasoning_deltas_first(server):
-    stream = server.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=20, temperature=0,
-                                            stream=True, stream_options={"include_usage": True})
-    got = read_stream(stream)
+    got = ask_streamed(server)
     assert (got.reasoning, got.content) == (" engine blocks", "cache tokens")
     assert got.thoughts_first  # every thought before the answer
     assert THINK not in got.content + got.reasoning and END_THINK not in got.content + got.reasoning
@@ -56,19 +43,18 @@ def test_enable_thinking_false_yields_no_thinking(server):
     for stream in (False, True):
         kwargs = {"extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
         if not stream:
-            r = server.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=20, temperature=0, **kwargs)
+            r = ask(server, **kwargs)
             assert r.choices[0].message.content == " cache tokens"
             assert getattr(r.choices[0].message, "reasoning_content", None) is None
             assert r.usage.completion_tokens_details.reasoning_tokens == 0
             continue
-        chunks = list(server.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=20, temperature=0,
-                                                     stream=True, **kwargs))
+        chunks = list(ask(server, stream=True, **kwargs))
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == " cache tokens"
         assert not any((c.choices[0].delta.model_extra or {}).get("reasoning_content") for c in chunks if c.choices)
 
 
 def test_thinking_cut_by_max_tokens_is_all_reasoning(server):
-    r = server.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=2, temperature=0)
+    r = ask(server, max_tokens=2)
     assert r.choices[0].finish_reason == "length"
     assert r.choices[0].message.reasoning_content == " engine"
     assert r.choices[0].message.content is None
@@ -122,14 +108,12 @@ def test_the_gateway_passes_the_thinking_through_and_bills_it(tmp_path_factory):
 
 def test_structured_output_applies_to_the_answer_after_the_thinking(server):
     choices = ["cache", "blocks"]
-    r = server.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=20, temperature=0,
-                                       extra_body={"guided_choice": choices})
+    r = ask(server, extra_body={"guided_choice": choices})
     # the thinking is the model's own (" engine" would break the grammar), the answer one of the choices
     assert r.choices[0].message.reasoning_content == " engine blocks"
     assert r.choices[0].message.content in choices
-    off = server.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=20, temperature=0,
-                                         extra_body={"guided_choice": choices,
-                                                     "chat_template_kwargs": {"enable_thinking": False}})
+    off = ask(server, extra_body={"guided_choice": choices,
+                                   "chat_template_kwargs": {"enable_thinking": False}})
     assert off.choices[0].message.content in choices
     assert getattr(off.choices[0].message, "reasoning_content", None) is None
 
