@@ -11,6 +11,8 @@ import re
 
 from stdnum.tr import vkn as stdnum_vkn
 
+from fairgate.policies.detection.identifiers import placeholder_date
+
 Span = tuple[str, int, int]
 _I = "[iİıI]"
 _SGK = re.compile(
@@ -25,15 +27,17 @@ _COLUMNS = {"vkn": "vkn", "vergi_no": "vkn", "vergino": "vkn", "vergi_numarasi":
             "emekli_sicil_no": "sgk", "bagkur_no": "sgk", "sgk_sicil": "sgk",
             "dogum_tarihi": "birth_date", "dogumtarihi": "birth_date", "dogum_tarih": "birth_date",
             "d_tarihi": "birth_date", "birth_date": "birth_date", "birthdate": "birth_date",
-            "date_of_birth": "birth_date", "dob": "birth_date", "dogum": "birth_date", "doğum": "birth_date",
+            "date_of_birth": "birth_date", "dob": "birth_date", "birth": "birth_date", "dogum": "birth_date", "doğum": "birth_date",
             "dogum_yili": "birth_date", "birth_year": "birth_date"}
 _DATE = re.compile(r"[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)?[0-9]{2}|(?:19|20)[0-9]{2}-[01][0-9]-[0-3][0-9]")
 _YEAR = re.compile(r"(?:19|20)[0-9]{2}")
 _COLUMN = re.compile(r"(?<![\w])(" + "|".join(_COLUMNS) + r")(?![\w])", re.IGNORECASE)
 _KEY_VALUE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9]{7,13})(?![0-9])")
+_KEY_DATE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9][0-9./\-]{3,9})(?![0-9])")  # "birth":"2001-11-30"
 _FIELD = re.compile(r"'(?:[^'\n]|'')*'|\"[^\"\n]*\"|[^,;|\t\n]+")
 _SQL_VALUES = re.compile(r"\)[ \t]*VALUES[ \t]*", re.IGNORECASE)
-_TUPLE = re.compile(r"\(([^()\n]*)\)")
+# a tuple's values may call a function ("NOW()", "DATE('1983-03-17')")
+_TUPLE = re.compile(r"\(((?:[^()\n]|\([^()\n]*\))*)\)")
 
 
 def find_registry_numbers(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[Span]:
@@ -50,7 +54,7 @@ def find_registry_numbers(text: str, hits: list[tuple[int, int]], limit: int = 1
 
 def _valid(kind: str, value: str) -> bool:
     if kind == "birth_date":  # a date, or a year alone in a birth column ("dogum" ... 1988)
-        return bool(_DATE.fullmatch(value) or _YEAR.fullmatch(value))
+        return bool(_DATE.fullmatch(value) or _YEAR.fullmatch(value)) and not placeholder_date(value)
     digits = re.sub(r"[^0-9]", "", value)
     if kind == "vkn":
         return stdnum_vkn.is_valid(digits)
@@ -65,7 +69,7 @@ def find_column_values(text: str, hits: list[tuple[int, int]], limit: int = 32) 
         if m is None:
             continue
         kind = _COLUMNS[m.group(1).lower()]
-        kv = _KEY_VALUE.match(text, m.end())
+        kv = (_KEY_DATE if kind == "birth_date" else _KEY_VALUE).match(text, m.end())
         if kv is not None and _valid(kind, kv.group(1)):
             out.append((kind, *kv.span(1)))
         out += _table_values(text, m, kind)
