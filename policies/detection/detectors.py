@@ -66,10 +66,10 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     if MESSAGE_JOIN in text:
         out += split_tckns(text)
     out += find_identifiers(text, hits["ident"])
-    out += find_registry_numbers(text, hits["registry"])
-    by_column = find_column_values(text, sorted(hits["ident"] + hits["registry"]))
-    if by_column:  # a number under a `vkn` / `sgk_no` column is that, not a phone ("5547489207")
-        out = [f for f in out if f[0] != "phone" or not any(s < f[2] and f[1] < e for _, s, e in by_column)]
+    by_column = find_registry_numbers(text, hits["registry"])
+    by_column += find_column_values(text, sorted(hits["ident"] + hits["registry"]))
+    if by_column:  # a number after "SGK sicil no" or under a `vkn` column is that, not a phone or card
+        out = [f for f in out if f[0] not in ("phone", "card") or not any(s < f[2] and f[1] < e for _, s, e in by_column)]
         out += by_column
     tagged = find_person_names(text) if depth == 0 else []
     if tagged is None:  # far more capitalised words than prose has: keep it local unscanned

@@ -16,12 +16,18 @@ from fairgate.policies.detection.identifiers import placeholder_date
 Span = tuple[str, int, int]
 _I = "[iİıI]"
 _SGK = re.compile(
-    rf"(?<![^\W_])(?:(?:sgk|ssk|ba[gğ]\W?kur|emekl{_I}(?:[ \t]+sand{_I}[gğ]{_I})?)[^\n0-9]{{0,18}}?"
-    rf"(?:s{_I}c{_I}l|no|numara)"
+    # the registry's name, then its number's word in the same line ("SGK işe giriş bildirgesi
+    # yapıldı. Sicil numarası ...", "Bağ-Kur kaydım ...", "SGM'de kayıtlı sicil ...")
+    rf"(?<![^\W_])(?:(?:sgk|ssk|sgm|ba[gğ]\W?kur|emekl{_I}(?:[ \t]+sand{_I}[gğ]{_I})?)[^\n0-9]{{0,40}}?"
+    rf"(?:s{_I}c{_I}l|no|numara|kayd{_I}m?|kay{_I}t)"
     # an insured person's registry number, a pension's allocation number ("Tahsis No: 2019/00412")
     rf"|s{_I}gorta(?:l{_I})?[ \t]+s{_I}c{_I}l|tahs{_I}s[ \t]+(?:no|numaras{_I}))"
     rf"[^\n0-9]{{0,12}}?(?<![0-9])([0-9](?:[ .\-/]?[0-9]){{6,15}})(?![0-9])",
     re.IGNORECASE)
+# a registry's or a pension's words near the number (a letter on a pension claim names no registry)
+_SGK_CONTEXT = re.compile(rf"(?<!\w)(?:sgk|ssk|sgm|ba[gğ]\W?kur|emekl{_I}|s{_I}gortal{_I}|sosyal[ \t]+g[üu]venl{_I}k|"
+                          rf"ya[şs]l{_I}l{_I}k[ \t]+ayl{_I}|prim[ \t]+(?:g[üu]n|[öo]deme)|hizmet[ \t]+d[öo]k[üu]m)",
+                          re.IGNORECASE)
 _COLUMNS = {"vkn": "vkn", "vergi_no": "vkn", "vergino": "vkn", "vergi_numarasi": "vkn", "tax_id": "vkn",
             "sgk_sicil_no": "sgk", "sgk_no": "sgk", "ssk_no": "sgk", "ssk_sicil_no": "sgk",
             "emekli_sicil_no": "sgk", "bagkur_no": "sgk", "sgk_sicil": "sgk",
@@ -40,15 +46,25 @@ _SQL_VALUES = re.compile(r"\)[ \t]*VALUES[ \t]*", re.IGNORECASE)
 _TUPLE = re.compile(r"\(((?:[^()\n]|\([^()\n]*\))*)\)")
 
 
+# or the number first, in a letter from the registry: "34-2201-0451187 sicil numaralı hizmetleriniz"
+_SICIL_AFTER = re.compile(rf"s{_I}c{_I}l[ \t]+(?:numaral{_I}|no['’]?lu|numaras{_I}yla)", re.IGNORECASE)
+_NUMBER_BEFORE = re.compile(r"(?<![0-9])([0-9](?:[ .\-/]?[0-9]){7,15})[ \t]*\Z")
+
+
 def find_registry_numbers(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[Span]:
-    """("sgk", start, end) of numbers written after SGK / SSK / Bağ-Kur / Emekli Sandığı."""
+    """("sgk", start, end) of numbers written after SGK / SSK / Bağ-Kur / Emekli Sandığı, or
+    before "sicil numaralı" where the text names such a registry."""
     out: list[Span] = []
     for s, _ in hits:
         m = _SGK.match(text, s)
         if m is not None:
             out.append(("sgk", *m.span(1)))
-            if len(out) >= limit:
-                break
+        elif _SICIL_AFTER.match(text, s) and _SGK_CONTEXT.search(text, max(0, s - 300), s + 300):
+            before = _NUMBER_BEFORE.search(text, max(0, s - 24), s)
+            if before is not None:
+                out.append(("sgk", *before.span(1)))
+        if len(out) >= limit:
+            break
     return out
 
 

@@ -30,7 +30,8 @@ _FAMILIES = {
              r"dob|birthday|birth(?:[ \t_]?date)?|d_tarih|n[üu]fus(?:ta|umda|unda)|kimli[gğk](?:te|imde|inde)|d\.[ \t]?t\.|vkn|verg[iİı]|tax|v\.?[ \t]?no|[uzs][0-9]{8}|"
              # a Turkish plate standing alone ("34 FVK 206"; checked case-sensitively by `identifiers`)
              r"(?:0[1-9]|[1-7][0-9]|8[01]) [a-z]{2,3} [0-9]{2,4}",
-    "registry": r"sgk|ssk|ba[gğ].?kur|emekl[iİı]|bagkur|s[iİı]gorta|tahs[iİı]s",
+    "registry": r"sgk|ssk|sgm|ba[gğ].?kur|emekl[iİı]|bagkur|s[iİı]gorta|tahs[iİı]s|sosyal[ \t]+g[üu]venl[iİı]k|"
+                r"s[iİı]c[iİı]l[ \t]+(?:numaral|no['’]?lu)",
     "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok|" + COUNTRIES,
     "street": r"mahallesi|mah\.|mh\.|caddesi|cad\.|cd\.|sokağı|sokak|sok\.|sk\.|bulvarı|blv\.|bul\.",
     "words": rf"(?:{_W}[ \t,\-]+){{3,}}{_W}",
