@@ -56,6 +56,7 @@ _WORD = re.compile(r"[^\W\d_]+")
 # word, then within three words a role or relation word or an agent noun (-cı, -ci: "kasiyer",
 # "bankacı"); "İçimizdeki Şeytan", "güneybatısındaki bölge" are no one
 _AT_PLACE = re.compile(r"(?<!\w)\w+(?:daki|deki|taki|teki)((?:[ \t]+[^\W\d_]+){1,3})", re.IGNORECASE)
+_WIDE_PLACES = ("ulkede", "dunyada", "turkiyede", "avrupada", "sehirde", "kentte")
 _AGENT = re.compile(r"\w+[cç][ıiuü](?:s[ıiuü]|n[ıi]n|y[ae]|[ıiuü]m[ıi]z)?$", re.IGNORECASE)
 _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-lik", a plural alone
 # "ablamlar", "annemlere": a first-person relative's plural is that relative and their family
@@ -92,7 +93,7 @@ _GENERIC = re.compile(
     r"gerekir|nedir|nelerdir|"
     # counts and statistics about groups ("sendikalı işçi sayısı", "hükümlülerin büyük bölümü")
     r"istatisti\w*|bilanço\w*|şüpheliler\w*|hükümlüler\w*|tutuklular\w*|sürücüler\w*|bunları\w*|"
-    r"yakınları\w*|dikkatine|[0-9]+[ \t]+(?:bin|milyon)|"
+    r"yakınları\w*|dikkatine|[0-9]+(?:[,.][0-9]+)?[ \t]+(?:bin|milyon)\w{0,3}|say[ıi]s[ıi]|say[ıi]lar[ıi]|"
     # a count of people in news ("14 şüpheli gözaltına alındı", "yüzlerce sanık", "40 işçi")
     r"(?:[0-9]+|onlarca|yüzlerce|binlerce)[ \t]+(?:şüpheli|sanık|zanlı|hükümlü|tutuklu|işçi|kişi)\w*|"
     r"işçiler\w*|çalışanlar\w*|vatandaşlar\w*|sendikalar\w*|mahkumlar\w*)(?!\w)", re.IGNORECASE)
@@ -217,13 +218,16 @@ def _clause_says_of_someone(text: str, start: int, end: int, lo: int, hi: int) -
 
 # someone described by where they are ("resepsiyondaki yeni çocuk", "kasadaki kız", "karşı
 # masadaki adamla"), folded, with a case ending but no plural
-_SOMEONE = re.compile(r"(?:cocu[kg]|kiz|kadin|adam|genc|oglan|delikanli|hanim|bey|teyze|amca|abla|abi)"
+_SOMEONE = re.compile(r"(?:cocu[kg]|kiz|kadin|adam|genc|oglan|delikanli|hanim|bey|teyze|amca|abla|abi|aile|cift)"
                       r"(?:y?[aeiu]|[iu]n|y?l[ae]|d[ae]n?|[iu]n[iu]n)?")
 
 
 def _role_at_place(text: str, lo: int, hi: int) -> bool:
     for m in _AT_PLACE.finditer(text, lo, hi):
         many = "lar" in (phrase := fold_key(m.group())) or "ler" in phrase  # "bölgelerdeki kız çocukları"
+        if phrase.startswith(_WIDE_PLACES):
+            continue  # a country's or a city's people ("Ülkedeki Suriyeli sığınmacı sayısı"), no one's
+
         for word in m.group(1).split():
             key = fold_key(word)
             if person_word(key) or _AGENT.match(word) or (not many and _SOMEONE.fullmatch(key)):
