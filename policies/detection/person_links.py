@@ -299,9 +299,12 @@ def _line_end(text: str, end: int) -> int:
 
 
 def _record(text: str, start: int, end: int) -> tuple[int, int]:
-    """The record around [start, end): up to three lines either side, not past a blank line."""
+    """The record around [start, end): up to three lines either side, not past a blank line; a
+    form's field ("Gönüllülük: Kızılay gönüllüsü") looks up to ten lines back, to the form's
+    name field (a CV's or membership form's "Ad Soyad:" heads it)."""
     lo = text.rfind("\n", 0, start)
-    for _ in range(3):
+    back = 10 if _FORM_FIELD.match(text, lo + 1) else 3
+    for _ in range(back):
         if lo <= 0 or text[lo - 1] == "\n":
             break
         lo = text.rfind("\n", 0, lo)
@@ -310,4 +313,7 @@ def _record(text: str, start: int, end: int) -> tuple[int, int]:
         if hi >= len(text) - 1 or text[hi + 1] == "\n":
             break
         hi = _line_end(text, hi + 1)
-    return max(0, lo + 1, start - 400), min(hi, end + 400)
+    return max(0, lo + 1, start - (800 if back > 3 else 400)), min(hi, end + 400)
+
+
+_FORM_FIELD = re.compile(r"[ \t]*[^\W\d_][^\W\d_ \t]*(?:[ \t][^\W\d_]+){0,2}[ \t]*:[ \t]")
