@@ -42,6 +42,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             kind = "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
         elif kind == "health" and _GENE_AFTER.match(text, end):
             kind = "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
+        elif kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
+            kind = "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
         # an ancestry test's result is the genetic data too: "... %38 Kafkas, %22 Balkan"
         shares = _SHARES_AFTER.match(text, end) if kind == "genetic" else None
         lo, hi = statement(text, start, end if shares is None else shares.end())
@@ -175,6 +177,15 @@ def _synopsis(text: str, start: int) -> bool:
     para = text.rfind("\n\n", 0, start)
     lo = 0 if para == -1 else para + 2
     return start - lo <= 600 and _SYNOPSIS.match(text, lo) is not None
+
+
+# a disease's risk, or a screening for it, in the clause after the term (not a diagnosis)
+_RISK_AFTER = re.compile(r"[^\n.!?,;]{0,40}?(?:risk|tarama|eleme|screening)", re.IGNORECASE)
+
+
+def _after_genetic(text: str, out: list[tuple[str, int, int]], start: int) -> bool:
+    """A genetic finding ends in the same passage before `start`: the passage is a gene test's."""
+    return any(kind == "genetic" and s < start and (start < e or _same_passage(text, e, start)) for kind, s, e in out)
 
 
 def _same_passage(text: str, last_end: int, start: int) -> bool:
