@@ -80,6 +80,8 @@ def detect(text: str, depth: int = 0) -> list[Span]:
         if headers:  # a table's header names columns ("ad;soyad;brüt"), not people
             tagged = [n for n in tagged if not any(s <= n[0] and n[1] <= e for s, e in headers)]
         by_label += in_columns
+    # a field's whole value over the tagger's part of it ("guest=Sevgi Nur Ilgaz": not just "Nur Ilgaz")
+    tagged = [n for n in tagged if not any(s <= n[0] and n[1] <= e and (s, e) != n for s, e in by_label)]
     tagged += [f for f in by_label if not any(s < f[1] and f[0] < e for s, e in tagged)]
     # a name inside an e-mail address or IBAN is that finding's; a people's name alone is an origin
     names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in blocked)

@@ -17,7 +17,7 @@ import re2
 from fairgate.policies.detection import dfa
 from fairgate.policies.detection.addresses_abroad import COUNTRIES
 from fairgate.policies.detection.persons.columns import COLUMN_LABELS
-from fairgate.policies.detection.persons.fields import FIELD_LABELS
+from fairgate.policies.detection.persons.fields import BOOKING_NAME, FIELD_LABELS
 from fairgate.policies.detection.special_categories_terms import term_alternation
 
 _NUMBER_WORD = "sıfır|sifir|bir|iki|üç|uc|dört|dort|beş|bes|altı|alti|yedi|sekiz|dokuz|on|yirmi|otuz|kırk|kirk|" \
@@ -41,7 +41,8 @@ _FAMILIES = {
              r"|[ \t]at[ \t]+[\pL\pN_\-]+(?:\.[\pL]|[ \t]+(?:dot|nokta)[ \t]|[ \t]*[\[\(\{<][ \t]?(?:dot|nokta))",
     "encoded": r"[A-Za-z0-9+/_\-]{15,}=*|%[0-9a-f]{2}|&#?[0-9a-z]{1,8};",
     "iban": r"[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]",  # a foreign IBAN's start (checked by `iban`)
-    "field": rf"(?:^|[^\pL\pN_]){FIELD_LABELS}",  # a person field's label (checked by `persons.fields`)
+    # a person field's label, or a booking's passenger (checked by `persons.fields`)
+    "field": rf"(?:^|[^\pL\pN_]){FIELD_LABELS}|{BOOKING_NAME}",
     "column": COLUMN_LABELS,  # a name column in a table's header (read by `persons.columns`)
 }
 FAMILIES = tuple(_FAMILIES)
