@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from fairgate.policies.detection.gazetteer import fold_key
-from fairgate.policies.detection.person_links import sentence, tied_to_person
+from fairgate.policies.detection.person_links import person_word, sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
 from fairgate.policies.detection.special_categories_terms import CATEGORIES, term_at
@@ -87,8 +87,14 @@ def a_people(text: str, name: tuple[int, int], hits: Sequence[tuple[int, int]]) 
     is an origin, not a person. (After a given name it is a surname: "Oya Türkmen".)"""
     s, e = name
     if any(c.isspace() for c in text[s:e]):
-        return False
+        # a relation or another people before the origin ("Annem Lazdır", "Kosovalı Arnavut"): no name
+        words = [(w.start() + s, w.end() + s) for w in _NAME_WORD.finditer(text[s:e])]
+        origins = [a_people(text, w, hits) for w in words]
+        return any(origins) and all(o or person_word(fold_key(text[a:b])) for o, (a, b) in zip(origins, words, strict=True))
     return any((h == s or h <= s and e <= he) and term_at(text, h, he) == "ethnicity" for h, he in hits)
+
+
+_NAME_WORD = re.compile(r"[^\s]+")
 
 
 def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:

@@ -21,3 +21,11 @@ def test_a_countrys_numbers_and_a_citizenship_field_are_no_ones_origin() -> None
     assert "ethnicity" not in _kinds("Dünyadaki Sudanlı göçmen sayısı son beş yılda ikiye katlandı.")
     assert "ethnicity" not in _kinds("Ülkedeki Filistinli öğrenci sayısı 2024 itibarıyla 12 bini geçti.")
     assert "ethnicity" not in _kinds("Uyruk: Afganistan\nGeliş: 2019")
+
+
+def test_a_relation_or_another_people_before_an_origin_is_no_name() -> None:
+    def names(text: str) -> list[str]:
+        return [text[f.start:f.end] for f in classify(text).findings if f.kind == "person_name"]
+
+    assert names("Babam Gürcüdür, annem de Lazdır; evde iki dil duyarak büyüdüm.") == []
+    assert names("Yeni gelen Bujar Hoxha, Kosovalı Arnavut, depoda çalışacak.") == ["Bujar Hoxha"]
