@@ -62,6 +62,9 @@ _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-li
 # "ablamlar", "annemlere": a first-person relative's plural is that relative and their family
 _MY_FOLKS = re.compile(r"ml[ae]r")
 # (not a conditional "you": "şeker hastasıysanız", "kullanıyorsanız" is advice to anyone)
+# the one addressed, in a reported or ongoing state ("ilçe yönetimine seçilmişsin", "diyete başlamışsın");
+# (not an imperative's third person, "üye olsun", nor a conditional's "-sen")
+_SUFFIX_2P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:m[ıiuü][şs]s[ıiuü]n|yors[uü]n)(?!\w)", re.IGNORECASE)
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
                         # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
                         r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)", re.IGNORECASE)
@@ -169,7 +172,7 @@ def person_word(key: str) -> bool:
 def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
     """Whether the term at text[start:end] is about a person (see the module's docstring);
     `names`: person names found in the text."""
-    first = _SUFFIX_1P.match(text, end)
+    first = _SUFFIX_1P.match(text, end) or _SUFFIX_2P.match(text, end)
     # the word the suffix ends (the term's own last word when it is glued on: "Kurban kes" + "im")
     if first is not None and fold_key((text[start:end] + first.group()).split()[-1]) in _NOT_MINE:
         first = None
