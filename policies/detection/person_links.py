@@ -65,6 +65,11 @@ _MY_FOLKS = re.compile(r"ml[ae]r")
 # the one addressed, in a reported or ongoing state ("ilçe yönetimine seçilmişsin", "diyete başlamışsın");
 # (not an imperative's third person, "üye olsun", nor a conditional's "-sen")
 _SUFFIX_2P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:m[ıiuü][şs]s[ıiuü]n|yors[uü]n)(?!\w)", re.IGNORECASE)
+# a body part of mine right before the term ("dizimde kıkırdak hasarı", "belimde fıtık", "midemde ülser")
+_MY_BODY_BEFORE = re.compile(
+    r"(?<!\w)(?:diz|bel|boyn|omz|sırt|s[ıi]rt|bacağ|bacag|kol|ayağ|ayag|göz|goz|kulağ|kulag|burn|boğaz|bogaz|mide|"
+    r"karn|göğs|gogs|kalb|ciğer|ciger|böbreğ|bobreg|baş|bas|kalça|kalca|bileğ|bileg|parmağ|parmag|diş|dis|cild)"
+    r"[ıiuü]?m(?:de|da|den|dan)?[ \t]+(?:[^\W\d_]+[ \t]+)?\Z", re.IGNORECASE)
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
                         # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
                         r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)", re.IGNORECASE)
@@ -179,8 +184,8 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
     # "Sendikamız", "dernek hesaplarımız": an association, union or party speaking for itself
     body = _OUR_BODY.match(text, start) is not None or (
         first is not None and _BODY_WORD.match(text, start) is not None and _OUR.search(first.group()) is not None)
-    if first and not body:
-        return True
+    if first and not body or _MY_BODY_BEFORE.search(text, max(0, start - 30), start):
+        return True  # "şeker hastasıyım"; "dizimde kıkırdak hasarı var": my body's
     lo, hi = sentence(text, start, end)
     if _named_nearby(text, start, end, (lo, hi), names) or _missing_notice(text, start, end, names):
         return True
