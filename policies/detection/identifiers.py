@@ -138,8 +138,11 @@ def _windows(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def vkn_spans(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
     """(start, end, valid) of every number written after a tax-number context word; even a bad
     one is a tax number, not a phone. `hits`: the trigger pass's context words."""
-    return [(*m.span(1), vkn_valid(re.sub(r"[^0-9]", "", m.group(1))))
+    return [(*m.span(1), vkn_valid(digits := re.sub(r"[^0-9]", "", m.group(1))) and digits not in _COUNTING)
             for lo, hi in _windows(text, hits) for m in _VKN.finditer(text, lo, hi)]
+
+
+_COUNTING = ("1234567890", "0123456789")  # a test's or a form's made-up number, though its check digit fits
 
 
 def find_identifiers(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[tuple[str, int, int]]:

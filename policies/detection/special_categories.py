@@ -34,8 +34,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
                 or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start):
             continue
-        if kind != "association" and _BODY_AFTER.match(text, end):
-            continue  # a body's name ("Kayseri Çerkes Derneği", "Omurilik Felçlileri Derneği"), not a person's
+        if kind != "association" and _BODY_AFTER.match(text, end) or _STREET_AFTER.match(text, end):
+            continue  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
         if kind == "association" and _BOARD.match(text, start) and not _association_before(text, start):
             continue  # a company's, party's or apartment's board ("Holding yönetim kurulu üyesi")
         if kind == "genetic" and _INFECTION_BEFORE.search(text, max(0, start - 30), start):
@@ -115,6 +115,8 @@ _GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[
 _SHARE = r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+[^\W\d_]+(?:[ \t]+(?-i:[A-ZÇĞİÖŞÜ])[^\W\d_]+)?"
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
 _BODY_AFTER = re.compile(r"\w*(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
+_STREET_AFTER = re.compile(r"\w*(?:[ \t]+[^\W\d_]+)?[ \t]+(?:sk|sok|cd|cad|mh|mah|blv)(?:\.|(?!\w))|"
+                           r"\w*(?:[ \t]+[^\W\d_]+)?[ \t]+(?:soka[kğ]|caddesi|mahallesi|bulvar)", re.IGNORECASE)
 # a board's office (association.txt's last lines) and the bodies that may stand before it: the
 # nearest decides ("Kızılay Ereğli şubesinin yönetim kurulunda", not "partinin ilçe yönetim kurulunda")
 _BOARD = re.compile(r"y[öo]netim[ \t]+kurul|[şs]ube", re.IGNORECASE)
