@@ -89,7 +89,8 @@ _BIRTH_BODY = (
     # a date or year, maybe its month or a place between, then "doğumlu" ("1991 Ağustos doğumluyum",
     # "12/04/1986 Keçiören doğumlu")
     rf"|((?:{_DATE}|(?<![0-9])(?:19|20)?[0-9]{{2}})(?:[ \t]+(?:{_MONTHS}))?)['’]?(?:[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{2,15}})?"
-    r"[ \t]*(?:doğumlu|dogumlu|tarihinde[ \t]+do[gğ])"
+    # (not a cohort: "2006 doğumlu yükümlülerin", "1990 doğumlular")
+    r"[ \t]*(?:doğumlu|dogumlu|tarihinde[ \t]+do[gğ])(?!l[ae]r|[ \t]+[^\W\d_]+l[ae]r(?:[ıi]n|[ıi])?(?!\w))"
     # a year alone after "doğum:" or a birth-year key ("dogum_yili: 1992", "doğum: 1996"), or before "doğdum"
     # (not "doğdu": encyclopaedic text gives public figures' birth years)
     r"|(?:doğum|dogum)(?:[ \t_]+y[ıi]l[ıi])?[\"']?[ \t]*[:=][ \t]*[\"']?((?:19|20)[0-9]{2})(?![0-9])"

@@ -41,3 +41,9 @@ def test_json_and_sql_values_and_placeholders() -> None:
     assert _dates(sql) == ["1984-10-22"]
     assert _dates('ornek_kayit(ad="Deneme", dogum="01.01.1900")') == []
     assert _dates("DOĞUM TARİHİ: 01.01.1900 (örnek form)") == []
+
+
+def test_a_cohort_born_in_a_year_is_no_ones_birth_date() -> None:
+    assert _dates("DUYURU: 2007 DOĞUMLU YÜKÜMLÜLERİN YOKLAMA İŞLEMLERİ BAŞLAMIŞTIR") == []
+    assert _dates("1960 doğumlular bu yıl emekliliğe hak kazanıyor") == []
+    assert _dates("Ayten 1968 doğumlu, emekli öğretmen") == ["1968"]
