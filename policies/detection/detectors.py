@@ -66,10 +66,10 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     if MESSAGE_JOIN in text:
         out += split_tckns(text)
     out += find_identifiers(text, hits["ident"])
-    out += find_registry_numbers(text, hits["registry"])
-    by_column = find_column_values(text, sorted(hits["ident"] + hits["registry"]))
-    if by_column:  # a number under a `vkn` / `sgk_no` column is that, not a phone ("5547489207")
-        out = [f for f in out if f[0] != "phone" or not any(s < f[2] and f[1] < e for _, s, e in by_column)]
+    by_column = find_registry_numbers(text, hits["registry"])
+    by_column += find_column_values(text, sorted(hits["ident"] + hits["registry"]))
+    if by_column:  # a number after "SGK sicil no" or under a `vkn` column is that, not a phone or card
+        out = [f for f in out if f[0] not in ("phone", "card") or not any(s < f[2] and f[1] < e for _, s, e in by_column)]
         out += by_column
     tagged = find_person_names(text) if depth == 0 else []
     if tagged is None:  # far more capitalised words than prose has: keep it local unscanned
@@ -80,6 +80,8 @@ def detect(text: str, depth: int = 0) -> list[Span]:
         if headers:  # a table's header names columns ("ad;soyad;brüt"), not people
             tagged = [n for n in tagged if not any(s <= n[0] and n[1] <= e for s, e in headers)]
         by_label += in_columns
+    # a field's whole value over the tagger's part of it ("guest=Sevgi Nur Ilgaz": not just "Nur Ilgaz")
+    tagged = [n for n in tagged if not any(s <= n[0] and n[1] <= e and (s, e) != n for s, e in by_label)]
     tagged += [f for f in by_label if not any(s < f[1] and f[0] < e for s, e in tagged)]
     # a name inside an e-mail address or IBAN is that finding's; a people's name alone is an origin
     names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in blocked)

@@ -54,14 +54,21 @@ _MONTHS = ("ocak|şubat|subat|mart|nisan|mayıs|mayis|haziran|temmuz|ağustos|ag
            "aralık|aralik|january|february|march|april|may|june|july|august|september|october|november|december")
 _DATE = (rf"(?:[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)[0-9]{{2}}|(?:19|20)[0-9]{{2}}-[01][0-9]-[0-3][0-9]"
          rf"|[0-3]?[0-9][ \t]+(?:{_MONTHS})[ \t]+(?:19|20)[0-9]{{2}})")
+_SHORT_MONTH = (r"(?:oca|şub|sub|mar|nis|may|haz|tem|ağu|agu|eyl|eki|kas|ara|jan|feb|apr|jun|jul|aug|sep|oct|nov|dec)"
+                r"\.?(?![^\W\d_]{2})")
 # after a birth word a date may be short ("5 mayıs 79", "12/03/85") or month-first ("March 12, 1985")
 _BIRTH_DATE = (rf"(?:{_DATE}|[0-3]?[0-9][./-][01]?[0-9][./-][0-9]{{2}}(?![0-9])"
                rf"|[0-3]?[0-9][ \t]+(?:{_MONTHS})[ \t]+['’]?[0-9]{{2}}(?![0-9])"
                rf"|(?:{_MONTHS})[ \t]+[0-3]?[0-9],?[ \t]+(?:19|20)[0-9]{{2}}"
                # an airline's "03MAR1991"
-               r"|[0-3][0-9](?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:19|20)?[0-9]{2}(?![0-9]))")
+               r"|[0-3][0-9](?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:19|20)?[0-9]{2}(?![0-9])"
+               # a passport's or ID card's short month, maybe in two languages ("25 TEM 1967", "17 MAY/MAY 1992")
+               rf"|[0-3]?[0-9][ \t]+{_SHORT_MONTH}(?:[ \t]?/[ \t]?[a-zçğış]{{3}}\.?)?[ \t]+(?:19|20)[0-9]{{2}}"
+               # a month and a year ("doğum Mart 1987", "DOB: June 1990")
+               rf"|(?:{_MONTHS})[ \t]+(?:19|20)[0-9]{{2}}(?![0-9]))")
 # the value may follow on the next line, after a speaker or field label ("...doğum tarihiniz?\nMüşteri: 12.07.1985")
-_BIRTH_GAP = r"[^\n0-9]{0,30}?(?:\n[^\n0-9]{0,25}?)?"
+# (a chat line may open with its time: "[16:20] Müşteri: 7 mart 1985")
+_BIRTH_GAP = r"[^\n0-9]{0,30}?(?:\n(?:\[?[0-2]?[0-9][:.][0-5][0-9]\]?)?[^\n0-9]{0,25}?)?"
 _BIRTH_BODY = (
     rf"(?<!\w)(?:do[gğ]um[ \t]+(?:yeri[ \t]*(?:/|ve)[ \t]*)?tarih\w*|d\.[ \t]?t\.|doğumlu|doğdu|doğdum|born|"
     rf"date[ \t_]+of[ \t_]+birth|dob|birthday|birth[ \t_]?date|dogum[ \t_]+tarih|d[ \t]?\.[ \t]?t[ \t]?\.|"
@@ -70,6 +77,8 @@ _BIRTH_BODY = (
     # "doğum" alone, or one's birthday, right before a full date ("Doğum: 12 Aralık 2016, Hakkari",
     # "doğum günüm 9 mayıs 1998"; not "doğum izni 12.03.2024"), and "d." before one ("(d. 17.01.1949)")
     rf"|(?<!\w)do[gğ]um(?:[ \t]+g[üu]n[üu]m?)?[ \t]*[:=]?[ \t]*({_BIRTH_DATE})"
+    # one's birthday's day and month ("Zehra'nın doğum günü 7 Mart'ta", "doğum günüm 3 nisan")
+    rf"|(?<!\w)do[gğ]um[ \t]+g[üu]n[üu](?:m|n|müz|muz)?[ \t]*[:=]?[ \t]*([0-3]?[0-9][ \t]+(?:{_MONTHS})(?![^\W\d_]))"
     rf"|(?<![\w.])d\.[ \t]?({_BIRTH_DATE})"
     # "d. 1952" in a list (not "(d. 1907, ...)", an encyclopaedia's life dates), "doğum 1994"
     r"|(?<![\w.(])(?:d\.|do[gğ]um)[ \t]?((?:19|20)[0-9]{2})(?![0-9]|[ \t]*(?:[-–][ \t]*[0-9]|,))"
@@ -77,13 +86,28 @@ _BIRTH_BODY = (
     # (only forms that start with a digit: a month-first form tried at every letter costs too much)
     rf"|((?:{_DATE})|[0-3]?[0-9][ \t]+(?:{_MONTHS})|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}[ \t]+"
     r"do[gğ](?:mu[şs]um|mu[şs](?!t)|dum)(?!\w)"
-    rf"|({_DATE}|(?:19|20)?[0-9]{{2}})['’]?[ \t]*(?:doğumlu|dogumlu|tarihinde[ \t]+do[gğ])"
+    # a date or year, maybe its month or a place between, then "doğumlu" ("1991 Ağustos doğumluyum",
+    # "12/04/1986 Keçiören doğumlu")
+    rf"|((?:{_DATE}|(?<![0-9])(?:19|20)?[0-9]{{2}})(?:[ \t]+(?:{_MONTHS}))?)['’]?(?:[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{2,15}})?"
+    # (not a cohort: "2006 doğumlu yükümlülerin", "1990 doğumlular")
+    r"[ \t]*(?:doğumlu|dogumlu|tarihinde[ \t]+do[gğ])(?!l[ae]r|[ \t]+[^\W\d_]+l[ae]r(?:[ıi]n|[ıi])?(?!\w))"
     # a year alone after "doğum:" or a birth-year key ("dogum_yili: 1992", "doğum: 1996"), or before "doğdum"
     # (not "doğdu": encyclopaedic text gives public figures' birth years)
     r"|(?:doğum|dogum)(?:[ \t_]+y[ıi]l[ıi])?[\"']?[ \t]*[:=][ \t]*[\"']?((?:19|20)[0-9]{2})(?![0-9])"
     r"|(?<![0-9])((?:19|20)[0-9]{2})['’]?\w{0,3}[ \t]+(?:y[ıi]l[ıi]nda[ \t]+)?do[gğ]dum(?!\w)"
+    # the date an ID card or the civil registry gives ("nüfusta 1 temmuz 1961 yazıyo", "kimlikte 1990 görünüyor")
+    rf"|(?<!\w)(?:n[üu]fus(?:ta|umda|unda)|kimli[gğk](?:te|imde|inde))[ \t]+({_BIRTH_DATE}|(?:19|20)[0-9]{{2}})"
+    r"(?![0-9])['’]?\w{0,3}[ \t]+(?:yaz|g[öo]r[üu]n|diye|olarak|kay[ıi]tl)"
 )
-_BIRTH = _starting_with("[db0-9]", _BIRTH_BODY, re.IGNORECASE)
+_BIRTH = _starting_with("[dbnk0-9]", _BIRTH_BODY, re.IGNORECASE)
+
+
+# a form's or a fixture's empty date ("01.01.1900", "1900-01-01"), nobody's birth
+_PLACEHOLDER_DATE = re.compile(r"0?1[./-]0?1[./-]1900|1900-0?1-0?1")
+
+
+def placeholder_date(value: str) -> bool:
+    return _PLACEHOLDER_DATE.fullmatch(value.strip()) is not None
 
 
 def vkn_valid(digits: str) -> bool:
@@ -115,8 +139,11 @@ def _windows(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def vkn_spans(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
     """(start, end, valid) of every number written after a tax-number context word; even a bad
     one is a tax number, not a phone. `hits`: the trigger pass's context words."""
-    return [(*m.span(1), vkn_valid(re.sub(r"[^0-9]", "", m.group(1))))
+    return [(*m.span(1), vkn_valid(digits := re.sub(r"[^0-9]", "", m.group(1))) and digits not in _COUNTING)
             for lo, hi in _windows(text, hits) for m in _VKN.finditer(text, lo, hi)]
+
+
+_COUNTING = ("1234567890", "0123456789")  # a test's or a form's made-up number, though its check digit fits
 
 
 def find_identifiers(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[tuple[str, int, int]]:
@@ -127,6 +154,8 @@ def find_identifiers(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
             for m in rx.finditer(text, lo, hi):
                 group = next(g for g in range(1, (rx.groups or 1) + 1) if m.group(g) is not None)
                 if kind == "plate" and group == 3 and _EXAMPLE.search(text, max(0, m.start() - 30), m.start()):
+                    continue
+                if kind == "birth_date" and placeholder_date(m.group(group)):
                     continue
                 out.append((kind, *m.span(group)))
                 if len(out) >= limit:

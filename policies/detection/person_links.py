@@ -56,11 +56,20 @@ _WORD = re.compile(r"[^\W\d_]+")
 # word, then within three words a role or relation word or an agent noun (-cı, -ci: "kasiyer",
 # "bankacı"); "İçimizdeki Şeytan", "güneybatısındaki bölge" are no one
 _AT_PLACE = re.compile(r"(?<!\w)\w+(?:daki|deki|taki|teki)((?:[ \t]+[^\W\d_]+){1,3})", re.IGNORECASE)
+_WIDE_PLACES = ("ulkede", "dunyada", "turkiyede", "avrupada", "sehirde", "kentte")
 _AGENT = re.compile(r"\w+[cç][ıiuü](?:s[ıiuü]|n[ıi]n|y[ae]|[ıiuü]m[ıi]z)?$", re.IGNORECASE)
 _NOT_ONE = re.compile(r"l[iu][kg]|l[ae]r(?![iu]m)")  # after a folded stem: "-lik", a plural alone
 # "ablamlar", "annemlere": a first-person relative's plural is that relative and their family
 _MY_FOLKS = re.compile(r"ml[ae]r")
 # (not a conditional "you": "şeker hastasıysanız", "kullanıyorsanız" is advice to anyone)
+# the one addressed, in a reported or ongoing state ("ilçe yönetimine seçilmişsin", "diyete başlamışsın");
+# (not an imperative's third person, "üye olsun", nor a conditional's "-sen")
+_SUFFIX_2P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:m[ıiuü][şs]s[ıiuü]n|yors[uü]n)(?!\w)", re.IGNORECASE)
+# a body part of mine right before the term ("dizimde kıkırdak hasarı", "belimde fıtık", "midemde ülser")
+_MY_BODY_BEFORE = re.compile(
+    r"(?<!\w)(?:diz|bel|boyn|omz|sırt|s[ıi]rt|bacağ|bacag|kol|ayağ|ayag|göz|goz|kulağ|kulag|burn|boğaz|bogaz|mide|"
+    r"karn|göğs|gogs|kalb|ciğer|ciger|böbreğ|bobreg|baş|bas|kalça|kalca|bileğ|bileg|parmağ|parmag|diş|dis|cild)"
+    r"[ıiuü]?m(?:de|da|den|dan)?[ \t]+(?:[^\W\d_]+[ \t]+)?\Z", re.IGNORECASE)
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
                         # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
                         r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)", re.IGNORECASE)
@@ -92,7 +101,7 @@ _GENERIC = re.compile(
     r"gerekir|nedir|nelerdir|"
     # counts and statistics about groups ("sendikalı işçi sayısı", "hükümlülerin büyük bölümü")
     r"istatisti\w*|bilanço\w*|şüpheliler\w*|hükümlüler\w*|tutuklular\w*|sürücüler\w*|bunları\w*|"
-    r"yakınları\w*|dikkatine|[0-9]+[ \t]+(?:bin|milyon)|"
+    r"yakınları\w*|dikkatine|[0-9]+(?:[,.][0-9]+)?[ \t]+(?:bin|milyon)\w{0,3}|say[ıi]s[ıi]|say[ıi]lar[ıi]|"
     # a count of people in news ("14 şüpheli gözaltına alındı", "yüzlerce sanık", "40 işçi")
     r"(?:[0-9]+|onlarca|yüzlerce|binlerce)[ \t]+(?:şüpheli|sanık|zanlı|hükümlü|tutuklu|işçi|kişi)\w*|"
     r"işçiler\w*|çalışanlar\w*|vatandaşlar\w*|sendikalar\w*|mahkumlar\w*)(?!\w)", re.IGNORECASE)
@@ -168,15 +177,15 @@ def person_word(key: str) -> bool:
 def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
     """Whether the term at text[start:end] is about a person (see the module's docstring);
     `names`: person names found in the text."""
-    first = _SUFFIX_1P.match(text, end)
+    first = _SUFFIX_1P.match(text, end) or _SUFFIX_2P.match(text, end)
     # the word the suffix ends (the term's own last word when it is glued on: "Kurban kes" + "im")
     if first is not None and fold_key((text[start:end] + first.group()).split()[-1]) in _NOT_MINE:
         first = None
     # "Sendikamız", "dernek hesaplarımız": an association, union or party speaking for itself
     body = _OUR_BODY.match(text, start) is not None or (
         first is not None and _BODY_WORD.match(text, start) is not None and _OUR.search(first.group()) is not None)
-    if first and not body:
-        return True
+    if first and not body or _MY_BODY_BEFORE.search(text, max(0, start - 30), start):
+        return True  # "şeker hastasıyım"; "dizimde kıkırdak hasarı var": my body's
     lo, hi = sentence(text, start, end)
     if _named_nearby(text, start, end, (lo, hi), names) or _missing_notice(text, start, end, names):
         return True
@@ -217,13 +226,16 @@ def _clause_says_of_someone(text: str, start: int, end: int, lo: int, hi: int) -
 
 # someone described by where they are ("resepsiyondaki yeni çocuk", "kasadaki kız", "karşı
 # masadaki adamla"), folded, with a case ending but no plural
-_SOMEONE = re.compile(r"(?:cocu[kg]|kiz|kadin|adam|genc|oglan|delikanli|hanim|bey|teyze|amca|abla|abi)"
+_SOMEONE = re.compile(r"(?:cocu[kg]|kiz|kadin|adam|genc|oglan|delikanli|hanim|bey|teyze|amca|abla|abi|aile|cift)"
                       r"(?:y?[aeiu]|[iu]n|y?l[ae]|d[ae]n?|[iu]n[iu]n)?")
 
 
 def _role_at_place(text: str, lo: int, hi: int) -> bool:
     for m in _AT_PLACE.finditer(text, lo, hi):
         many = "lar" in (phrase := fold_key(m.group())) or "ler" in phrase  # "bölgelerdeki kız çocukları"
+        if phrase.startswith(_WIDE_PLACES):
+            continue  # a country's or a city's people ("Ülkedeki Suriyeli sığınmacı sayısı"), no one's
+
         for word in m.group(1).split():
             key = fold_key(word)
             if person_word(key) or _AGENT.match(word) or (not many and _SOMEONE.fullmatch(key)):
@@ -295,9 +307,12 @@ def _line_end(text: str, end: int) -> int:
 
 
 def _record(text: str, start: int, end: int) -> tuple[int, int]:
-    """The record around [start, end): up to three lines either side, not past a blank line."""
+    """The record around [start, end): up to three lines either side, not past a blank line; a
+    form's field ("Gönüllülük: Kızılay gönüllüsü") looks up to ten lines back, to the form's
+    name field (a CV's or membership form's "Ad Soyad:" heads it)."""
     lo = text.rfind("\n", 0, start)
-    for _ in range(3):
+    back = 10 if _FORM_FIELD.match(text, lo + 1) else 3
+    for _ in range(back):
         if lo <= 0 or text[lo - 1] == "\n":
             break
         lo = text.rfind("\n", 0, lo)
@@ -306,4 +321,7 @@ def _record(text: str, start: int, end: int) -> tuple[int, int]:
         if hi >= len(text) - 1 or text[hi + 1] == "\n":
             break
         hi = _line_end(text, hi + 1)
-    return max(0, lo + 1, start - 400), min(hi, end + 400)
+    return max(0, lo + 1, start - (800 if back > 3 else 400)), min(hi, end + 400)
+
+
+_FORM_FIELD = re.compile(r"[ \t]*[^\W\d_][^\W\d_ \t]*(?:[ \t][^\W\d_]+){0,2}[ \t]*:[ \t]")

@@ -11,46 +11,66 @@ import re
 
 from stdnum.tr import vkn as stdnum_vkn
 
+from fairgate.policies.detection.identifiers import placeholder_date
+
 Span = tuple[str, int, int]
 _I = "[iİıI]"
 _SGK = re.compile(
-    rf"(?<![^\W_])(?:(?:sgk|ssk|ba[gğ]\W?kur|emekl{_I}(?:[ \t]+sand{_I}[gğ]{_I})?)[^\n0-9]{{0,18}}?"
-    rf"(?:s{_I}c{_I}l|no|numara)"
+    # the registry's name, then its number's word in the same line ("SGK işe giriş bildirgesi
+    # yapıldı. Sicil numarası ...", "Bağ-Kur kaydım ...", "SGM'de kayıtlı sicil ...")
+    rf"(?<![^\W_])(?:(?:sgk|ssk|sgm|ba[gğ]\W?kur|emekl{_I}(?:[ \t]+sand{_I}[gğ]{_I})?)[^\n0-9]{{0,40}}?"
+    rf"(?:s{_I}c{_I}l|no|numara|kayd{_I}m?|kay{_I}t)"
     # an insured person's registry number, a pension's allocation number ("Tahsis No: 2019/00412")
     rf"|s{_I}gorta(?:l{_I})?[ \t]+s{_I}c{_I}l|tahs{_I}s[ \t]+(?:no|numaras{_I}))"
     rf"[^\n0-9]{{0,12}}?(?<![0-9])([0-9](?:[ .\-/]?[0-9]){{6,15}})(?![0-9])",
     re.IGNORECASE)
+# a registry's or a pension's words near the number (a letter on a pension claim names no registry)
+_SGK_CONTEXT = re.compile(rf"(?<!\w)(?:sgk|ssk|sgm|ba[gğ]\W?kur|emekl{_I}|s{_I}gortal{_I}|sosyal[ \t]+g[üu]venl{_I}k|"
+                          rf"ya[şs]l{_I}l{_I}k[ \t]+ayl{_I}|prim[ \t]+(?:g[üu]n|[öo]deme)|hizmet[ \t]+d[öo]k[üu]m)",
+                          re.IGNORECASE)
 _COLUMNS = {"vkn": "vkn", "vergi_no": "vkn", "vergino": "vkn", "vergi_numarasi": "vkn", "tax_id": "vkn",
             "sgk_sicil_no": "sgk", "sgk_no": "sgk", "ssk_no": "sgk", "ssk_sicil_no": "sgk",
             "emekli_sicil_no": "sgk", "bagkur_no": "sgk", "sgk_sicil": "sgk",
             "dogum_tarihi": "birth_date", "dogumtarihi": "birth_date", "dogum_tarih": "birth_date",
             "d_tarihi": "birth_date", "birth_date": "birth_date", "birthdate": "birth_date",
-            "date_of_birth": "birth_date", "dob": "birth_date", "dogum": "birth_date", "doğum": "birth_date",
+            "date_of_birth": "birth_date", "dob": "birth_date", "birth": "birth_date", "dogum": "birth_date", "doğum": "birth_date",
             "dogum_yili": "birth_date", "birth_year": "birth_date"}
 _DATE = re.compile(r"[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)?[0-9]{2}|(?:19|20)[0-9]{2}-[01][0-9]-[0-3][0-9]")
 _YEAR = re.compile(r"(?:19|20)[0-9]{2}")
 _COLUMN = re.compile(r"(?<![\w])(" + "|".join(_COLUMNS) + r")(?![\w])", re.IGNORECASE)
 _KEY_VALUE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9]{7,13})(?![0-9])")
+_KEY_DATE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9][0-9./\-]{3,9})(?![0-9])")  # "birth":"2001-11-30"
 _FIELD = re.compile(r"'(?:[^'\n]|'')*'|\"[^\"\n]*\"|[^,;|\t\n]+")
 _SQL_VALUES = re.compile(r"\)[ \t]*VALUES[ \t]*", re.IGNORECASE)
-_TUPLE = re.compile(r"\(([^()\n]*)\)")
+# a tuple's values may call a function ("NOW()", "DATE('1983-03-17')")
+_TUPLE = re.compile(r"\(((?:[^()\n]|\([^()\n]*\))*)\)")
+
+
+# or the number first, in a letter from the registry: "34-2201-0451187 sicil numaralı hizmetleriniz"
+_SICIL_AFTER = re.compile(rf"s{_I}c{_I}l[ \t]+(?:numaral{_I}|no['’]?lu|numaras{_I}yla)", re.IGNORECASE)
+_NUMBER_BEFORE = re.compile(r"(?<![0-9])([0-9](?:[ .\-/]?[0-9]){7,15})[ \t]*\Z")
 
 
 def find_registry_numbers(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[Span]:
-    """("sgk", start, end) of numbers written after SGK / SSK / Bağ-Kur / Emekli Sandığı."""
+    """("sgk", start, end) of numbers written after SGK / SSK / Bağ-Kur / Emekli Sandığı, or
+    before "sicil numaralı" where the text names such a registry."""
     out: list[Span] = []
     for s, _ in hits:
         m = _SGK.match(text, s)
         if m is not None:
             out.append(("sgk", *m.span(1)))
-            if len(out) >= limit:
-                break
+        elif _SICIL_AFTER.match(text, s) and _SGK_CONTEXT.search(text, max(0, s - 300), s + 300):
+            before = _NUMBER_BEFORE.search(text, max(0, s - 24), s)
+            if before is not None:
+                out.append(("sgk", *before.span(1)))
+        if len(out) >= limit:
+            break
     return out
 
 
 def _valid(kind: str, value: str) -> bool:
     if kind == "birth_date":  # a date, or a year alone in a birth column ("dogum" ... 1988)
-        return bool(_DATE.fullmatch(value) or _YEAR.fullmatch(value))
+        return bool(_DATE.fullmatch(value) or _YEAR.fullmatch(value)) and not placeholder_date(value)
     digits = re.sub(r"[^0-9]", "", value)
     if kind == "vkn":
         return stdnum_vkn.is_valid(digits)
@@ -65,7 +85,7 @@ def find_column_values(text: str, hits: list[tuple[int, int]], limit: int = 32) 
         if m is None:
             continue
         kind = _COLUMNS[m.group(1).lower()]
-        kv = _KEY_VALUE.match(text, m.end())
+        kv = (_KEY_DATE if kind == "birth_date" else _KEY_VALUE).match(text, m.end())
         if kv is not None and _valid(kind, kv.group(1)):
             out.append((kind, *kv.span(1)))
         out += _table_values(text, m, kind)

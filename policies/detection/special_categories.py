@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from fairgate.policies.detection.gazetteer import fold_key
-from fairgate.policies.detection.person_links import sentence, tied_to_person
+from fairgate.policies.detection.person_links import person_word, sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
 from fairgate.policies.detection.special_categories_terms import CATEGORIES, term_at
@@ -34,14 +34,16 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
                 or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start):
             continue
-        if kind != "association" and _BODY_AFTER.match(text, end):
-            continue  # a body's name ("Kayseri Çerkes Derneği", "Omurilik Felçlileri Derneği"), not a person's
+        if kind != "association" and _BODY_AFTER.match(text, end) or _STREET_AFTER.match(text, end):
+            continue  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
         if kind == "association" and _BOARD.match(text, start) and not _association_before(text, start):
             continue  # a company's, party's or apartment's board ("Holding yönetim kurulu üyesi")
         if kind == "genetic" and _INFECTION_BEFORE.search(text, max(0, start - 30), start):
             kind = "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
         elif kind == "health" and _GENE_AFTER.match(text, end):
             kind = "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
+        elif kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
+            kind = "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
         # an ancestry test's result is the genetic data too: "... %38 Kafkas, %22 Balkan"
         shares = _SHARES_AFTER.match(text, end) if kind == "genetic" else None
         lo, hi = statement(text, start, end if shares is None else shares.end())
@@ -85,8 +87,14 @@ def a_people(text: str, name: tuple[int, int], hits: Sequence[tuple[int, int]]) 
     is an origin, not a person. (After a given name it is a surname: "Oya Türkmen".)"""
     s, e = name
     if any(c.isspace() for c in text[s:e]):
-        return False
+        # a relation or another people before the origin ("Annem Lazdır", "Kosovalı Arnavut"): no name
+        words = [(w.start() + s, w.end() + s) for w in _NAME_WORD.finditer(text[s:e])]
+        origins = [a_people(text, w, hits) for w in words]
+        return any(origins) and all(o or person_word(fold_key(text[a:b])) for o, (a, b) in zip(origins, words, strict=True))
     return any((h == s or h <= s and e <= he) and term_at(text, h, he) == "ethnicity" for h, he in hits)
+
+
+_NAME_WORD = re.compile(r"[^\s]+")
 
 
 def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
@@ -107,6 +115,8 @@ _GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[
 _SHARE = r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+[^\W\d_]+(?:[ \t]+(?-i:[A-ZÇĞİÖŞÜ])[^\W\d_]+)?"
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
 _BODY_AFTER = re.compile(r"\w*(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
+_STREET_AFTER = re.compile(r"\w*(?:[ \t]+[^\W\d_]+)?[ \t]+(?:sk|sok|cd|cad|mh|mah|blv)(?:\.|(?!\w))|"
+                           r"\w*(?:[ \t]+[^\W\d_]+)?[ \t]+(?:soka[kğ]|caddesi|mahallesi|bulvar)", re.IGNORECASE)
 # a board's office (association.txt's last lines) and the bodies that may stand before it: the
 # nearest decides ("Kızılay Ereğli şubesinin yönetim kurulunda", not "partinin ilçe yönetim kurulunda")
 _BOARD = re.compile(r"y[öo]netim[ \t]+kurul|[şs]ube", re.IGNORECASE)
@@ -175,6 +185,15 @@ def _synopsis(text: str, start: int) -> bool:
     para = text.rfind("\n\n", 0, start)
     lo = 0 if para == -1 else para + 2
     return start - lo <= 600 and _SYNOPSIS.match(text, lo) is not None
+
+
+# a disease's risk, or a screening for it, in the clause after the term (not a diagnosis)
+_RISK_AFTER = re.compile(r"[^\n.!?,;]{0,40}?(?:risk|tarama|eleme|screening)", re.IGNORECASE)
+
+
+def _after_genetic(text: str, out: list[tuple[str, int, int]], start: int) -> bool:
+    """A genetic finding ends in the same passage before `start`: the passage is a gene test's."""
+    return any(kind == "genetic" and s < start and (start < e or _same_passage(text, e, start)) for kind, s, e in out)
 
 
 def _same_passage(text: str, last_end: int, start: int) -> bool:

