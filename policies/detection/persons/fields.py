@@ -40,7 +40,9 @@ BOOKING_NAME = r"\pL{2,}(?:[ \-]\pL{2,})?/\pL{2,}(?: \pL{2,})? (?:mrs|mr|ms|miss
 _BOOKING = re.compile(r"((?:[^\W\d_a-zçğıöşü]{2,})(?:[ \-][^\W\d_a-zçğıöşü]{2,})?/[^\W\d_a-zçğıöşü]{2,}"
                       r"(?: [^\W\d_a-zçğıöşü]{2,})?) (?:MRS|MR|MS|MISS|MSTR)(?![^\W\d_])")
 _PLACEHOLDERS = frozenset(("doe", "test", "ornek", "deneme", "sample", "example", "dummy"))  # "DOE/JOHN MR"
-_VALUE = re.compile(r"(?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}(?:[ \t]+(?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}){0,3}")
+# a value's words, one space or tab apart: two or more end it (a printout's next column, "HASTA: SEVDA
+# KARAMUSTAFAOĞLU   PROTOKOL: 4471902")
+_VALUE = re.compile(r"(?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}(?:[ \t](?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}){0,3}")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _FIELD_END = frozenset(("", "\n", "\r", '"', "'", ",", ";", "|", "\t", "}", ")"))
 # folded endings of surnames from Türkiye's peoples and neighbours: Armenian, Turkish, Greek,
@@ -80,7 +82,8 @@ def _last_word(text: str, m: re.Match[str]) -> int:
     Aksungur apoe=...": "apoe" is the next field's key); 0 where it goes on ("Yıldız Tekstil San. ...")."""
     words = len(_WORD.findall(m.group()))
     after = text[m.end() : m.end() + 1]
-    return words if after in _FIELD_END else words - 1 if after in ("=", ":") else 0
+    column_gap = text.startswith(("  ", " \t"), m.end())  # a printout's next column
+    return words if after in _FIELD_END or column_gap else words - 1 if after in ("=", ":") else 0
 
 
 def _name_end(value: str, sure: bool = False, field_words: int = 0) -> int:
