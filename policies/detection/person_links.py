@@ -235,7 +235,6 @@ def _role_at_place(text: str, lo: int, hi: int) -> bool:
         many = "lar" in (phrase := fold_key(m.group())) or "ler" in phrase  # "bölgelerdeki kız çocukları"
         if phrase.startswith(_WIDE_PLACES):
             continue  # a country's or a city's people ("Ülkedeki Suriyeli sığınmacı sayısı"), no one's
-
         for word in m.group(1).split():
             key = fold_key(word)
             if person_word(key) or _AGENT.match(word) or (not many and _SOMEONE.fullmatch(key)):
