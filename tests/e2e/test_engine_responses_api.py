@@ -59,7 +59,10 @@ def test_stream_events_add_up_to_the_response(client: openai.OpenAI) -> None:
                          "response.content_part.added"]
     assert kinds[-4:] == ["response.output_text.done", "response.content_part.done", "response.output_item.done",
                           "response.incomplete"]
-    assert kinds.count("response.output_text.delta") >= 2 and text == whole.output_text
+    # A reader that falls behind gets the engine's pending deltas merged into one (engine/stream.py), so on
+    # a busy machine all 24 tokens can arrive as one delta; several deltas are checked on the converter itself
+    # (tests/backends/test_responses_output.py), where the chunking is ours to choose.
+    assert kinds.count("response.output_text.delta") >= 1 and text == whole.output_text
     assert final is not None and final.output_text == text and final.usage.output_tokens == 24
     # The SDK's stream helper wants `response.completed`: a reply the grammar ends (with eos).
     fmt = {"format": {"type": "json_schema", "name": "answer", "strict": True, "schema": ANSWER}}

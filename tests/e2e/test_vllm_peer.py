@@ -59,12 +59,16 @@ def vllm_server() -> Iterator[str]:
     proc = subprocess.Popen(["bash", str(SERVE), str(DEMO), str(port), "--served-model-name", "demo",
                              "--scheduling-policy", "priority", "--enable-prompt-tokens-details",
                              "--max-model-len", "512", "--max-num-seqs", "8"],
-                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "KV_GIB": "1"})
+                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "KV_GIB": "1"},
+                            # not from the repository root: vLLM's model-inspection subprocess puts its working
+                            # folder on sys.path, where our kernels/ shadows Hugging Face's `kernels` package
+                            cwd=PEERS / "cache")
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 420
         while True:
-            assert proc.poll() is None, "vLLM exited during start-up (see its log under the peers cache)"
+            if proc.poll() is not None:
+                peer_failed_to_start(Path(log.name))
             try:
                 if httpx.get(url + "/health", timeout=2).status_code == 200:
                     break
@@ -76,6 +80,12 @@ def vllm_server() -> Iterator[str]:
     finally:
         stop_process(proc, 60)
         log.close()
+
+
+def peer_failed_to_start(log: Path) -> None:
+    """vLLM exited before it answered /health: fail with the end of its log, so CI's output says why."""
+    tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-15:])
+    pytest.fail(f"vLLM exited during start-up; the end of its log ({log}):\n{tail}")
 
 
 def test_real_vllm_priority_salt_and_load(vllm_server: str, tmp_path: Path) -> None:
