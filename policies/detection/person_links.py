@@ -113,9 +113,11 @@ _IS_ONE = re.compile(r"\w*['’]?\w*(?:[ \t]+[\w'’]+){0,2}?[ \t]+(?:olduğu|ol
                      re.IGNORECASE)
 # a sentence ends at a stop, but not at a title's abbreviation before a name ("yeni dönem başkanı
 # Dt. Nazende ...", "yönetim kurulu üyesi Av. Gökçe ...", "SEÇİLEN DR. AYKUT ...")
-_TITLE_STOP = (r"(?<!(?<!\w)(?i:dr|dt|av|op|sn|hz))(?<!(?<!\w)(?i:do[çc]|uzm|ecz|m[üu]h|mim|yrd|[öo][ğg]r|g[öo]r|ar[şs]|"
-               r"vet))(?<!(?<!\w)(?i:prof|do[çc]t))")
-_SENTENCE_END = re.compile(r"(?:[!?\n]|" + _TITLE_STOP + r"\.)(?:[ \t]|\Z)")
+# (the stop first, the abbreviations looked behind it: a pattern that starts with a look-behind
+# is tried at every position, one that starts with a character class only at those characters: 7x)
+_TITLE_STOP = (r"(?<!(?<!\w)(?i:dr|dt|av|op|sn|hz)\.)(?<!(?<!\w)(?i:do[çc]|uzm|ecz|m[üu]h|mim|yrd|[öo][ğg]r|g[öo]r|"
+               r"ar[şs]|vet)\.)(?<!(?<!\w)(?i:prof|do[çc]t)\.)")
+_SENTENCE_END = re.compile(r"(?:[!?\n]|\." + _TITLE_STOP + r")(?:[ \t]|\Z)")
 # a relative in the first person ("eşim", "kayınvalidemin", "annemle"), also typed without
 # Turkish letters ("esim", "kardesim", "oglumun"): a particular person
 _RELATIVES = ("eşim", "karım", "kocam", "nişanlım", "sevgilim", "annem", "babam", "anneannem", "babaannem", "oğlum",
