@@ -24,7 +24,8 @@ from fairgate.policies.detection.gazetteer import fold_key
 
 _WORDS_FILE = Path(__file__).with_name("data") / "person_words.txt"
 # our X ("şube müdürümüz", "veznedarımız"), not our institution or thing ("hastanemiz", "ürünümüz")
-_OURS = r"(?!(?:{})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}".format("|".join((
+# (the ending looked for first: the words excluded are tried only on a word that has it)
+_OURS = r"(?=\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z))(?!(?:{})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}".format("|".join((
     "hastane", "şirket", "kurum", "banka", "mağaza", "site", "sistem", "hizmet", "ürün", "ülke", "şehr", "okul",
     "klini", "servis", "birim", "merkez", "poliklini", "firma", "şube", "belediye", "işyer", "fabrika", "otel",
     "restoran", "uygulama", "platform", "program", "proje", "kampanya", "ofis", "bina", "tesis", "laboratuvar",
@@ -46,7 +47,8 @@ _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     # (the buffer "y" stands after a vowel only: "sodyum", "Lityum" are no one)
     # a negative aorist's first person ("et yemeyiz", "içmeyim"); not the positive one, whose
     # "-ırım" nouns share ("indirim", "onarım") and a firm's "we" speaks ("öneririz", "bekleriz")
-    r"\w+(?:[ıiuü]yorum|[ıiuü]yoruz|[ıiuü]yom|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m|"
+    # (a word that ends in m, k or z first: the endings' backtracking is tried only on those; 3x in all)
+    r"(?=\w*[mkz](?!\w))\w+(?:[ıiuü]yorum|[ıiuü]yoruz|[ıiuü]yom|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m|"
     r"[aeıioöuü]y[ıiuü]m(?<!(?<!\w)giyim)(?<!(?<!\w)deyim)(?<!kıyım)(?<!koyum)|(?<=\w\w)m[ae]y[ıi][mz])"
     r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)(?<!sandık)(?<!fındık)(?<!yastık)"  # nor a noun's "-dık", "-tim"
     r"(?<!eğitim)(?<!öğretim)(?<!üretim)(?<!yönetim)(?<!denetim)(?<!iletim)(?<!işletim)",
