@@ -1,9 +1,9 @@
-"""One linear-time pass that finds where the context detectors need to look.
+"""Linear-time passes that find where the context detectors need to look.
 
 Most prompts hold no personal data, and the detectors that need context (special-category
 terms, identifier context words, street markers, number words, e-mail markers, encoded runs)
-would each cost a Python-regex scan of the whole text. Instead one RE2 automaton (DFA: a few
-µs per KB whatever the number of alternatives) finds every trigger; each detector then runs its
+would each cost a Python-regex scan of the whole text. Instead four RE2 automata (DFAs: a few
+µs per KB whatever the number of alternatives) find every trigger; each detector then runs its
 precise Python pattern only in a bounded window around its own triggers.
 """
 
@@ -69,13 +69,6 @@ def _pass(families: tuple[str, ...]) -> Pass:
 # and one pass reports only non-overlapping matches.
 _PASSES = tuple(_pass(fams) for fams in (
     ("email", "special", "ident", "street", "words", "registry", "postal", "column"), ("encoded",), ("iban",), ("field",)))
-_FIELD_PASS = _PASSES[-1]
-# Every family but "field" at once: one DFA pass that says where the first three passes can start
-# (most prompts hold no trigger at all; the passes then cost two calls, not four). "field" has its
-# own: its label alternation after a Unicode non-word class, in one automaton with the rest, has
-# more DFA states than RE2's cache holds, so on varied text (a gateway's traffic, the realistic
-# set's 2,400 rows) the cache was rebuilt on every call: 250 µs a row, against 4 µs without it.
-_ANY = _compile(tuple(k for k in FAMILIES if k != "field"))
 _UNANCHORED, _AT_START = dfa.UNANCHORED, dfa.AT_START
 
 
@@ -106,17 +99,12 @@ def find_triggers(text: str, limit: int = 4096) -> tuple[Hits, bool]:
     caller must treat the text as sensitive (fail closed) instead of scanning on."""
     hits: Hits = {k: [] for k in _FAMILIES}
     data = text.encode("utf-8", "surrogatepass")  # matched as bytes: the str path costs 3x
-    first = _ANY.Match(_UNANCHORED, data, 0, len(data))[0][0]  # where the leftmost trigger starts
-    field = _FIELD_PASS[0].Match(_UNANCHORED, data, 0, len(data))[0][0]
-    if first == -1 and field == -1:
-        return hits, False
+    # (no pass of all families at once first: with the field labels its DFA had more states than
+    # RE2's cache holds, rebuilt on every call on varied text, 250 µs a row; without them it saved
+    # nothing on realistic rows, 89% of which hold a trigger, and cost a fifth automaton's cache misses)
     found: list[tuple[str, int, int]] = []
     for union, each in _PASSES:
-        # every other family is in `_ANY`, whose leftmost match starts at `first`: no pass's match starts before it
-        start = field if union is _FIELD_PASS[0] else first
-        if start == -1:
-            continue
-        for match in _matches(union, each, data, start):
+        for match in _matches(union, each, data):
             if len(found) >= limit:
                 return hits, True
             found.append(match)
