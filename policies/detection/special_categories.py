@@ -155,7 +155,10 @@ def _origin_of_no_people(text: str, start: int, end: int) -> bool:
     return (word.islower() and not line.islower()) or ("c" in flags and "p" not in flags)
 
 
-_SUPPOSE = re.compile(r"(?:diyelim|varsayal[ıi]m|farz[ \t]+ed(?:elim|in|iniz)|tutal[ıi]m|say[ \t]+ki)(?!\w)", re.IGNORECASE)
+# (its first letter as a case-sensitive class, the rest case-insensitive behind it: re then tries it only
+# at those letters; a pattern compiled IGNORECASE is tried at every position)
+_SUPPOSE = re.compile(r"[DdVvFfTtSs](?i:(?<=d)iyelim|(?<=v)arsayal[ıi]m|(?<=f)arz[ \t]+ed(?:elim|in|iniz)|(?<=t)utal[ıi]m|"
+                      r"(?<=s)ay[ \t]+ki)(?!\w)")
 _SENTENCE_ENDS = ".!?:\n\"“"
 
 
