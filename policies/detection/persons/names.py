@@ -22,6 +22,7 @@ from fairgate.policies.detection.persons.cues import (
     initials,
     proper_given_names,
     repeated,
+    things_name,
 )
 from fairgate.policies.detection.persons.features import (
     CUES,
@@ -197,12 +198,25 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
     sentence's start) are dropped whatever the tagger says, so they are not scored: a short
     plain prompt costs no tagger pass."""
     pool = {i for i in chunk if (info := doc.info(i)).key not in NOT_NAMES
-            and not (info.shape == "L" and info.key in LOWER_NOT_NAMES)}
+            and not (info.shape == "L" and info.key in LOWER_NOT_NAMES) and not _label_or_things_name(doc, i)}
     near = pool | titled
     n = len(doc.spans)
     return [i for i in sorted(pool)
             if (i - 1 in near and _joined(doc, i - 1)) or (i + 1 in near and i + 1 < n and _joined(doc, i))
             or _single_name_ok(doc, i)]
+
+
+_VALUE_AFTER_LABEL = re.compile(r":[ \t]*[0-9]")
+
+
+def _label_or_things_name(doc: Doc, i: int) -> bool:
+    """Token i is a field's label, not a name: it opens its line, a colon and a number follow
+    ("Dönüş: 21.03.2025", "Varış: 14:30"; a chat's speakers are found by `proper_given_names`);
+    or a thing's name after its owner's "adı" ("projenin adı zephyr", `cues.things_name`)."""
+    end = doc.spans[i][1]
+    if _VALUE_AFTER_LABEL.match(doc.text, end):
+        return doc.gap(i)[:1] in ("^", "N")
+    return things_name(doc, i)
 
 
 def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int]]:
@@ -238,7 +252,11 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
     return out
 
 
+# titles written before a person's name (not "öğretmen", "müdür": "Müdür Aydın'dan döndü" is a trip)
+_BEFORE_NAME = frozenset(("sayin", "dr", "doc", "prof", "av", "uzm", "op", "bay", "bayan", "mr", "mrs", "ms"))
 _SURNAME_ENDS = ("oglu", "ogullari", "yan", "ian", "zade", "gil")
+# endings only a surname has, on a word no lexicon knows (not "-yan", also a participle's: "Arayan")
+_SURNAME_SHAPES = ("oglu", "ogullari", "zade", "ian")
 
 
 def _uncased_partners(doc: Doc, accepted: list[int]) -> list[int]:
@@ -282,20 +300,28 @@ def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
         if "c" not in a.flags + b.flags:
             if "s" in b.flags or not b.flags:
                 out += (i, i + 1)
-        elif _common_pair_is_a_name(doc, i):
-            out += (i, i + 1)
+        elif _common_pair_is_a_name(doc, i) or (not b.flags and b.key.endswith(_SURNAME_SHAPES) and not a.suffix):
+            out += (i, i + 1)  # (a given name that is a word too, then "Şairoğlu")
     return out
+
+
+_CELL_END = re.compile(r"[ \t]*(?:,|\n|\Z)")
 
 
 def _common_pair_is_a_name(doc: Doc, i: int) -> bool:
     """A given name and a surname that the common-word list also holds ("Bahar Koçak'ın", "Cem
     Akıncı", "Umut Karabulut": the list has many surnames): a name mid-sentence in a mixed-case
-    line, with the second word a listed surname and no title head after it."""
+    line, with the second word a listed surname and no title head after it; or the whole first
+    cell of a line, a comma or the line's end after it (an address label's "Ali Kaya, Yenice
+    mahallesi ...", a signature)."""
     a, b = doc.info(i), doc.info(i + 1)
     if doc.mode(i) != "mixed" or a.shape != "C" or b.shape != "C" or "s" not in b.flags or len(b.key) < 3 \
             or b.key in TRADE_WORDS or a.suffix or (i + 2 < len(doc.spans) and doc.info(i + 2).key in HEADINGS):
         return False  # ("Kaya Yapı'da": a firm; "Ekin'in Kürt": the name ended)
-    return doc.gap(i)[:1] not in ("^", ".", "N") and not starts_with_term(b.key)  # ("Kürt" is a people)
+    if starts_with_term(b.key):
+        return False  # ("Kürt" is a people)
+    return doc.gap(i)[:1] not in ("^", ".", "N") or (doc.gap(i)[:1] in ("^", "N")
+                                                      and _CELL_END.match(doc.text, doc.spans[i + 1][1]) is not None)
 
 
 def _titled(doc: Doc) -> list[int]:
@@ -334,7 +360,11 @@ def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
     out: list[int] = []
     for i in tokens:
         info = doc.info(i)
-        if not info.suffix or info.key in NOT_NAMES or any(c in info.flags for c in "pot"):
+        if not info.suffix or info.key in NOT_NAMES or any(c in info.flags for c in "ot"):
+            continue
+        if "p" in info.flags:
+            if "g" in info.flags and i > 0 and doc.info(i - 1).key in _BEFORE_NAME and doc.gap(i) in ("_", "."):
+                out.append(i)  # "Sayın Aydın'dan", "Dr. Aydın'a": a title names the person after it
             continue
         gap = doc.gap(i)
         mixed, mid = doc.mode(i) == "mixed", gap[:1] not in ("^", ".", "N")
