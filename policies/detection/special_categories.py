@@ -32,7 +32,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     for start, end in hits:
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
-                or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start):
+                or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start) \
+                or _header_cell(text, start):
             continue
         if kind != "association" and _BODY_AFTER.match(text, end) or _STREET_AFTER.match(text, end):
             continue  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
@@ -157,6 +158,17 @@ def _origin_of_no_people(text: str, start: int, end: int) -> bool:
 
 _SUPPOSE = re.compile(r"(?:diyelim|varsayal[ıi]m|farz[ \t]+ed(?:elim|in|iniz)|tutal[ıi]m|say[ \t]+ki)(?!\w)", re.IGNORECASE)
 _SENTENCE_ENDS = ".!?:\n\"“"
+
+
+_HEADER = re.compile(r"[^\W\d]+(?:[,;|\t][^\W\d]+){3,}")
+
+
+def _header_cell(text: str, start: int) -> bool:
+    """The term is a column's name in a table's header: the text's first line, only words
+    joined by "_" and three or more separators ("personel_no,ad,soyad,sendika_kesintisi")."""
+    end = text.find("\n")
+    line = text if end == -1 else text[:end]
+    return start < len(line) and "_" in line and _HEADER.fullmatch(line.strip()) is not None
 
 
 def _supposed(text: str, start: int) -> bool:
