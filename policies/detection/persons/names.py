@@ -377,16 +377,6 @@ def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
     return out
 
 
-
-
-
-
-
-
-
-
-
-
 def _single_name_ok(doc: Doc, i: int) -> bool:
     """A one-word name needs more evidence where it could be an ordinary word: in a lower-case
     or all-capitals line, or when it is a common or plain word ("Kırmızı", "Bora", "Write"), a cue before it
