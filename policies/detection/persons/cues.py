@@ -113,6 +113,19 @@ def things_name(doc: Doc, i: int) -> bool:
     return _GENITIVE.search(owner) is not None and not person_word(owner) and not owner.startswith("cocu")
 
 
+_VALUE_AFTER_LABEL = re.compile(r":[ \t]*[0-9]")
+
+
+def label_or_things_name(doc: Doc, i: int) -> bool:
+    """Token i is a field's label, not a name: it opens its line, a colon and a number follow
+    ("Dönüş: 21.03.2025", "Varış: 14:30"; a chat's speakers are found by `proper_given_names`);
+    or a thing's name after its owner's "adı" ("projenin adı zephyr", `things_name`)."""
+    end = doc.spans[i][1]
+    if _VALUE_AFTER_LABEL.match(doc.text, end):
+        return doc.gap(i)[:1] in ("^", "N")
+    return things_name(doc, i)
+
+
 def _inflected(key: str) -> bool:
     """An unknown word that is a common word or place with a suffix ("partisi", "ankaralilar")."""
     common, places = common_words(), all_places()

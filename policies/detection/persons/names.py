@@ -20,9 +20,9 @@ from fairgate.policies.detection.persons.cues import (
     coordinated,
     cued_names,
     initials,
+    label_or_things_name,
     proper_given_names,
     repeated,
-    things_name,
 )
 from fairgate.policies.detection.persons.features import (
     CUES,
@@ -201,25 +201,12 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
     sentence's start) are dropped whatever the tagger says, so they are not scored: a short
     plain prompt costs no tagger pass."""
     pool = {i for i in chunk if (info := doc.info(i)).key not in NOT_NAMES
-            and not (info.shape == "L" and info.key in LOWER_NOT_NAMES) and not _label_or_things_name(doc, i)}
+            and not (info.shape == "L" and info.key in LOWER_NOT_NAMES) and not label_or_things_name(doc, i)}
     near = pool | titled
     n = len(doc.spans)
     return [i for i in sorted(pool)
             if (i - 1 in near and _joined(doc, i - 1)) or (i + 1 in near and i + 1 < n and _joined(doc, i))
             or _single_name_ok(doc, i)]
-
-
-_VALUE_AFTER_LABEL = re.compile(r":[ \t]*[0-9]")
-
-
-def _label_or_things_name(doc: Doc, i: int) -> bool:
-    """Token i is a field's label, not a name: it opens its line, a colon and a number follow
-    ("Dönüş: 21.03.2025", "Varış: 14:30"; a chat's speakers are found by `proper_given_names`);
-    or a thing's name after its owner's "adı" ("projenin adı zephyr", `cues.things_name`)."""
-    end = doc.spans[i][1]
-    if _VALUE_AFTER_LABEL.match(doc.text, end):
-        return doc.gap(i)[:1] in ("^", "N")
-    return things_name(doc, i)
 
 
 def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int]]:
