@@ -35,6 +35,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
                 or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start) \
                 or _header_cell(text, start):
             continue
+        if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
+            continue  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
         if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
                 and text.count("%", max(0, start - 60), end + 60) >= 2:
             continue  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
@@ -117,6 +119,7 @@ _GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[
 # an ancestry test's shares after it in the same line: two or more "%38 Kafkas" ("%41 Kafkasya,
 # %23 Anadolu ve %9 Doğu Avrupa çıktı", "%38 balkan %22 kafkas")
 _SHARE = r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+[^\W\d_]+(?:[ \t]+(?-i:[A-ZÇĞİÖŞÜ])[^\W\d_]+)?"
+_DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
 _BODY_AFTER = re.compile(r"\w*(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
