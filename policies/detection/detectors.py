@@ -83,8 +83,8 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     # a field's whole value over the tagger's part of it ("guest=Sevgi Nur Ilgaz": not just "Nur Ilgaz")
     tagged = [n for n in tagged if not any(s <= n[0] and n[1] <= e and (s, e) != n for s, e in by_label)]
     tagged += [f for f in by_label if not any(s < f[1] and f[0] < e for s, e in tagged)]
-    # a name inside an e-mail address or IBAN is that finding's; a people's name alone is an origin
-    names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in blocked)
+    # a name inside an e-mail address, IBAN or plate ("06 BRK 72") is that finding's; a people's name alone an origin
+    names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in blocked + _plates(out))
              and not a_people(text, n, hits["special"])]
     out += [("person_name", s, e) for s, e in names]
     out += find_person_addresses(text, hits["street"], names)
@@ -95,6 +95,10 @@ def detect(text: str, depth: int = 0) -> list[Span]:
             inner = detect(normalize(decoded).text, depth + 1)
             out += [(kind, start, end) for kind in {k for k, _, _ in inner}]
     return out
+
+
+def _plates(found: list[Span]) -> list[tuple[int, int]]:
+    return [(s, e) for kind, s, e in found if kind == "plate"]
 
 
 def split_tckns(text: str) -> list[Span]:

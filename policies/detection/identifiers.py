@@ -19,10 +19,13 @@ def _starting_with(first: str, body: str, flags: int = 0) -> re.Pattern[str]:
 
 
 _VKN_BODY = (
-    rf"(?<!\w)(?:vkn|vergi[ \t]+(?:kimlik[ \t]+)?(?:no|numaras[ıi]|numaram)|v\.?[ \t]?no|tax[ \t]+(?:id|number|no))"
+    # (or a tax office's "V.D." / "VD" before its payer's number: "Kadıköy V.D. 1784005016")
+    rf"(?<!\w)(?:vkn|vergi[ \t]+(?:kimlik[ \t]+)?(?:no|numaras[ıi]|numaram)|v\.?[ \t]?no|v\.?d\.?(?!\w)|tax[ \t]+(?:id|number|no))"
     rf"{_GAP}(?<![0-9])([0-9](?:[ .\-]?[0-9]){{9}})(?![0-9])"
 )
 _VKN = _starting_with("[vt]", _VKN_BODY, re.IGNORECASE)
+# the number first: "3831061847 vergi kimlik numaralı mükellef"
+_VKN_BEFORE = re.compile(r"(?<![0-9])([0-9]{10})[ \t]+vergi[ \t]+(?:kimlik[ \t]+)?(?:numaral[ıi]|no['’]?lu)", re.IGNORECASE)
 # a passport's number may come later in its sentence ("pasaportu ile kayıt oldum, numarası K48...")
 _PASSPORT_GAP = r"(?:[^\n0-9.!?]|\.(?![ \t\n])){0,60}?"
 _PASSPORT_BODY = (
@@ -140,7 +143,7 @@ def vkn_spans(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int, bo
     """(start, end, valid) of every number written after a tax-number context word; even a bad
     one is a tax number, not a phone. `hits`: the trigger pass's context words."""
     return [(*m.span(1), vkn_valid(digits := re.sub(r"[^0-9]", "", m.group(1))) and digits not in _COUNTING)
-            for lo, hi in _windows(text, hits) for m in _VKN.finditer(text, lo, hi)]
+            for lo, hi in _windows(text, hits) for rx in (_VKN, _VKN_BEFORE) for m in rx.finditer(text, lo, hi)]
 
 
 _COUNTING = ("1234567890", "0123456789")  # a test's or a form's made-up number, though its check digit fits

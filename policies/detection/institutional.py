@@ -56,7 +56,7 @@ ROLE_MAILBOXES = frozenset(
     "teknikservis tesis rezervasyon reservation booking efatura earsiv yatirimci investor satinalma "
     "purchasing lojistik kargo ihale duyuru haber news editor bilgiislem helpdesk sekreterlik ilbasin "
     "kartmerkezi alarm alert alerts oncall monitoring enstitu dekanlik fakulte rektorluk mudurluk bolum "
-    "ogrenciisleri personel isleri".split())
+    "ogrenciisleri personel isleri dernek vakif sendika kongre tuketici uyelik etkinlik".split())
 _KEP_PERSON = ("av.", "av_", "avukat", "dr.", "dr_")  # a professional's own KEP box ("av.ayse.kaya@hs01.kep.tr")
 _FREE_MAIL = ("gmail.", "googlemail.", "hotmail.", "outlook.", "live.", "msn.", "yahoo.", "yandex.", "icloud.",
               "me.com", "mail.ru", "proton", "gmx.", "aol.", "windowslive.", "mynet.", "superonline.", "ttmail.")

@@ -1,8 +1,8 @@
 """Identifiers found by where they stand in a record rather than by a word just before them:
 SGK / retirement registry numbers after their registry's name, and tax numbers (VKN), SGK
 numbers and birth dates in a CSV column, an SQL column list or a `key = value` pair named for
-them (`vkn`, `vergi_no`, `sgk_sicil_no`, `dogum_tarihi`). Whether a VKN is a person's or a company's is decided
-later (`institutional`).
+them (`vkn`, `vergi_no`, `sgk_sicil_no`, `dogum_tarihi`), and plates under a `plaka` column.
+Whether a VKN is a person's or a company's is decided later (`institutional`).
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ _COLUMNS = {"vkn": "vkn", "vergi_no": "vkn", "vergino": "vkn", "vergi_numarasi":
             "dogum_tarihi": "birth_date", "dogumtarihi": "birth_date", "dogum_tarih": "birth_date",
             "d_tarihi": "birth_date", "birth_date": "birth_date", "birthdate": "birth_date",
             "date_of_birth": "birth_date", "dob": "birth_date", "birth": "birth_date", "dogum": "birth_date", "doğum": "birth_date",
-            "dogum_yili": "birth_date", "birth_year": "birth_date"}
+            "dogum_yili": "birth_date", "birth_year": "birth_date",
+            "plaka": "plate", "plaka_no": "plate", "arac_plaka": "plate", "plate": "plate"}
 _DATE = re.compile(r"[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)?[0-9]{2}|(?:19|20)[0-9]{2}-[01][0-9]-[0-3][0-9]")
 _YEAR = re.compile(r"(?:19|20)[0-9]{2}")
+_PLATE = re.compile(r"(?:0[1-9]|[1-7][0-9]|8[01])[ \-]?[A-Za-z]{1,3}[ \-]?[0-9]{2,5}")  # a Turkish plate
 _COLUMN = re.compile(r"(?<![\w])(" + "|".join(_COLUMNS) + r")(?![\w])", re.IGNORECASE)
 _KEY_VALUE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9]{7,13})(?![0-9])")
 _KEY_DATE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9][0-9./\-]{3,9})(?![0-9])")  # "birth":"2001-11-30"
@@ -71,6 +73,8 @@ def find_registry_numbers(text: str, hits: list[tuple[int, int]], limit: int = 1
 def _valid(kind: str, value: str) -> bool:
     if kind == "birth_date":  # a date, or a year alone in a birth column ("dogum" ... 1988)
         return bool(_DATE.fullmatch(value) or _YEAR.fullmatch(value)) and not placeholder_date(value)
+    if kind == "plate":
+        return _PLATE.fullmatch(value) is not None
     digits = re.sub(r"[^0-9]", "", value)
     if kind == "vkn":
         return stdnum_vkn.is_valid(digits)

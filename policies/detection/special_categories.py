@@ -32,8 +32,14 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     for start, end in hits:
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
-                or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start):
+                or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start) \
+                or _header_cell(text, start):
             continue
+        if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
+            continue  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
+        if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
+                and text.count("%", max(0, start - 60), end + 60) >= 2:
+            continue  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
         if kind != "association" and _BODY_AFTER.match(text, end) or _STREET_AFTER.match(text, end):
             continue  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
         if kind == "association" and _BOARD.match(text, start) and not _association_before(text, start):
@@ -113,6 +119,8 @@ _GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[
 # an ancestry test's shares after it in the same line: two or more "%38 Kafkas" ("%41 Kafkasya,
 # %23 Anadolu ve %9 Doğu Avrupa çıktı", "%38 balkan %22 kafkas")
 _SHARE = r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+[^\W\d_]+(?:[ \t]+(?-i:[A-ZÇĞİÖŞÜ])[^\W\d_]+)?"
+_DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
+_SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
 _BODY_AFTER = re.compile(r"\w*(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
 _STREET_AFTER = re.compile(r"\w*(?:[ \t]+[^\W\d_]+)?[ \t]+(?:sk|sok|cd|cad|mh|mah|blv)(?:\.|(?!\w))|"
@@ -160,6 +168,17 @@ def _origin_of_no_people(text: str, start: int, end: int) -> bool:
 _SUPPOSE = re.compile(r"[DdVvFfTtSs](?i:(?<=d)iyelim|(?<=v)arsayal[ıi]m|(?<=f)arz[ \t]+ed(?:elim|in|iniz)|(?<=t)utal[ıi]m|"
                       r"(?<=s)ay[ \t]+ki)(?!\w)")
 _SENTENCE_ENDS = ".!?:\n\"“"
+
+
+_HEADER = re.compile(r"[^\W\d]+(?:[,;|\t][^\W\d]+){3,}")
+
+
+def _header_cell(text: str, start: int) -> bool:
+    """The term is a column's name in a table's header: the text's first line, only words
+    joined by "_" and three or more separators ("personel_no,ad,soyad,sendika_kesintisi")."""
+    end = text.find("\n")
+    line = text if end == -1 else text[:end]
+    return start < len(line) and "_" in line and _HEADER.fullmatch(line.strip()) is not None
 
 
 def _supposed(text: str, start: int) -> bool:

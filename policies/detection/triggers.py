@@ -27,7 +27,7 @@ _FAMILIES = {
     "special": f"(?:{term_alternation()})",
     "ident": r"pasaport|passport|pspt?|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|"
              r"d\.[ \t]?[0-9t]|born|date[ \t_]+of[ \t_]+birth|"
-             r"dob|birthday|birth(?:[ \t_]?date)?|d_tarih|n[üu]fus(?:ta|umda|unda)|kimli[gğk](?:te|imde|inde)|d\.[ \t]?t\.|vkn|verg[iİı]|tax|v\.?[ \t]?no|[uzs][0-9]{8}|"
+             r"dob|birthday|birth(?:[ \t_]?date)?|d_tarih|n[üu]fus(?:ta|umda|unda)|kimli[gğk](?:te|imde|inde)|d\.[ \t]?t\.|vkn|verg[iİı]|tax|v\.?[ \t]?no|v\.?d\b|[uzs][0-9]{8}|"
              # a Turkish plate standing alone ("34 FVK 206"; checked case-sensitively by `identifiers`)
              r"(?:0[1-9]|[1-7][0-9]|8[01]) [a-z]{2,3} [0-9]{2,4}",
     "registry": r"sgk|ssk|sgm|ba[gğ].?kur|emekl[iİı]|bagkur|s[iİı]gorta|tahs[iİı]s|sosyal[ \t]+g[üu]venl[iİı]k|"
@@ -66,9 +66,10 @@ def _pass(families: tuple[str, ...]) -> Pass:
 
 
 # Four passes: an encoded run ("mehmet_arslan+ik...") may overlap an e-mail marker or a word,
-# and one pass reports only non-overlapping matches.
+# and one pass reports only non-overlapping matches; so may a special-category term ending the
+# local part ("yesimaksakal@": "sakal"), so e-mail markers go with the field labels.
 _PASSES = tuple(_pass(fams) for fams in (
-    ("email", "special", "ident", "street", "words", "registry", "postal", "column"), ("encoded",), ("iban",), ("field",)))
+    ("special", "ident", "street", "words", "registry", "postal", "column"), ("encoded",), ("iban",), ("field", "email")))
 _UNANCHORED, _AT_START = dfa.UNANCHORED, dfa.AT_START
 
 

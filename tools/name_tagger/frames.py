@@ -121,6 +121,11 @@ PERSON_FRAMES = [
     "{P1} Hanım – dahili {N}",
     "Hasta adı: {P}\nDoğum yeri: {PL}",
     "Teslim alan: {P}\nTeslim yeri: {PL}",
+    # a person before their address, the way a cargo label or a petition's header gives both
+    "{P}, {PL} mahallesi {N}. sokak no {N} {PL}/{PL}",
+    "{P}, {PL} köyü No {N} {PL}/{PL}",
+    "{P} - {ST} No:{N} D:{N} {PL}",
+    "Sayın {P}'dan bir mesaj geldi, yarın dönüş yapalım.",
 ]
 
 NEGATIVE_FRAMES = [
@@ -175,11 +180,19 @@ NEGATIVE_FRAMES = [
     "{W} Savaşı'nı başlattı.",
     "{PL} {N}. Asliye Hukuk Mahkemesi'nde görülecek.",
     "Türk-İş ve Hak-İş kutlamaları {PL}'da yaptı.",
+    # a field's label that a lexicon also lists as a given name ("Dönüş: 21.03.2025")
+    "Kayıt notu\n{W}: {D}, {PL}",
+    "{W}: {D}\n{W}: {D}",
+    # a thing's name after its owner's "adı" ("projenin adı Zephyr")
+    "Projenin adı {W}.",
+    "Yeni kampanyanın adı {W}, {D} tarihinde başlıyor.",
 ]
 
 BRAND_TAILS = ("Kahvaltı Evi|Tekno|Kimya A.Ş.|Perakende A.Ş.|Enerji A.Ş.|İnşaat Ltd. Şti.|Market|Gıda|"
                "Mobilya|Otomotiv|Tekstil San. Tic. A.Ş.|Lojistik|Yapı|Eczanesi|Kuyumculuk|Kırtasiye|"
-               "Türk kahvesi|kuru kayısı|Holding|Grup|Eğitim Kurumları|Sağlık Hizmetleri").split("|")
+               "Türk kahvesi|kuru kayısı|Holding|Grup|Eğitim Kurumları|Sağlık Hizmetleri|"
+               # a compound's head: a shop, a dance or a song named after someone ("Esmeralda pastanesi")
+               "pastanesi|büfesi|kebapçısı|dansı|türküsü").split("|")
 FAKE_NAMES = ("Ali Veli|Ayşe Örnek|Mehmet Deneme|Test Kullanıcı|Örnek Kişi|Deneme Hesabı|Ahmet Test|"
               "John Doe|Jane Doe|Ad Soyad|İsim Soyisim").split("|")
 
@@ -188,7 +201,8 @@ WORDS = ("Ocak Şubat Mart Nisan Mayıs Haziran Temmuz Ağustos Eylül Ekim Kas�
          "Bayram Ramazan Kurban Sevgi Hayat Çiçek Toprak Ceylan Doğan Kartal Aslan Bulut Tatil Rapor "
          "Fatura Sipariş Kargo Müşteri Toplantı Proje Bütçe Ürün Garanti Kampanya İndirim Güvenlik Sistem "
          "Yazılım Servis Destek Yönetim Kurul Genel Merkez Şube Bölge Satış Finans Muhasebe Lojistik Depo "
-         "Altın Gümüş Elmas Zümrüt İnci Lale Gül Nergis Papatya Zeytin Fındık Çay Kahve Simit Baklava").split()
+         "Altın Gümüş Elmas Zümrüt İnci Lale Gül Nergis Papatya Zeytin Fındık Çay Kahve Simit Baklava "
+         "Gidiş Dönüş Varış Giriş Çıkış").split()
 ORGS = ("Türk Telekom|Turkcell|Vodafone|Garanti BBVA|Yapı Kredi|Akbank|İş Bankası|Ziraat Bankası|Halkbank|"
         "Koç Holding|Sabancı Holding|Arçelik|Vestel|Migros|BİM|A101|Trendyol|Hepsiburada|Getir|Yemeksepeti|"
         "Türk Hava Yolları|Pegasus|Aras Kargo|Yurtiçi Kargo|MNG Kargo|PTT|Kuzey Yapı Malzemeleri A.Ş.|"

@@ -11,11 +11,14 @@ set (`real_rows.py`), each of their tokens weighted `--real-weight` in the loss.
     python -m tools.name_tagger.train [--samples 60000] [--epochs 3] [--dim 32]
         [--real-parts dev,dev2,test,...] [--real-weight 3] [--out FOLDER]
 
-The shipped tagger: `--samples 50000 --epochs 3 --dim 40` (synthesised samples alone). The
-candidate trained on real rows too, measured by `crossval.py` and not shipped (it fails 11 of the
-policies tests): `--samples 50000 --epochs 3 --dim 40 --real-parts
-dev,dev2,test,test2,test3,test4,test5,test6,test7,test8,test9,test10,test11,test12
---real-weight 3 --out FOLDER`. Never pass a blind part.
+The shipped tagger (issue 33, 2026-12-06) was made by
+
+    python -m tools.name_tagger.train --samples 50000 --epochs 3 --dim 40 --real-parts
+        dev,dev2,test,test2,test3,test4,test5,test6,test7,test8,test9,test10,test11,test12
+        --real-weight 3
+
+(the 14 tuning parts; `crossval.py` measures what training on them generalises to). Never
+pass a blind part (test13).
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def _named_word(doc: Doc, i: int, mine: bool) -> bool:
         return False
     # (or a word no lexicon knows, no inflected word either, that ends the sentence: "adı eliya.",
     # "ismi Nareh,"; not a thing's: "şirketin adı değişti", "ilacın adı X.")
-    alone = not info.flags and not _inflected(info.key) and not _things_name(doc, i) \
+    alone = not info.flags and not _inflected(info.key) and not things_name(doc, i) \
         and _SENTENCE_AFTER.match(doc.text, doc.spans[i][1]) is not None
     return (mine or "g" in info.flags or alone) and not starts_with_term(info.key)
 
@@ -104,13 +104,26 @@ _SENTENCE_AFTER = re.compile(r"[ \t]*(?:[.,!?\n]|\Z)")
 _GENITIVE = re.compile(r"(?:n?[ıiuü]n)\Z")
 
 
-def _things_name(doc: Doc, i: int) -> bool:
+def things_name(doc: Doc, i: int) -> bool:
     """The naming word at i-1 ("adı") has an owner before it in the genitive that is no person
     ("şirketin adı", "köpeğin adı"; not "kızımın adı", "çocuğun adı")."""
-    if i < 2 or not _spaced(doc, i - 2):
+    if i < 2 or doc.info(i - 1).key not in NAMING or not _spaced(doc, i - 2):
         return False
     owner = doc.info(i - 2).key
     return _GENITIVE.search(owner) is not None and not person_word(owner) and not owner.startswith("cocu")
+
+
+_VALUE_AFTER_LABEL = re.compile(r":[ \t]*[0-9]")
+
+
+def label_or_things_name(doc: Doc, i: int) -> bool:
+    """Token i is a field's label, not a name: it opens its line, a colon and a number follow
+    ("Dönüş: 21.03.2025", "Varış: 14:30"; a chat's speakers are found by `proper_given_names`);
+    or a thing's name after its owner's "adı" ("projenin adı zephyr", `things_name`)."""
+    end = doc.spans[i][1]
+    if _VALUE_AFTER_LABEL.match(doc.text, end):
+        return doc.gap(i)[:1] in ("^", "N")
+    return things_name(doc, i)
 
 
 def _inflected(key: str) -> bool:
@@ -122,6 +135,14 @@ def _inflected(key: str) -> bool:
 def _spaced(doc: Doc, i: int) -> bool:
     """Only spaces between token i and token i+1."""
     return bool(_SPACE.fullmatch(doc.text, doc.spans[i][1], doc.spans[i + 1][0]))
+
+
+def _before_surname(doc: Doc, i: int) -> bool:
+    """Token i is a capitalised word no lexicon knows, in a mixed-case line, before a lexicon
+    surname capitalised like it ("Kiracı Olena Shevchenko": "Olena" reads as "ole" + a suffix)."""
+    info = doc.info(i)
+    return doc.mode(i) == "mixed" and info.shape == "C" and not info.flags and not info.suffix \
+        and len(info.key) >= 3 and _surname_after(doc, i) and "s" in doc.info(i + 1).flags
 
 
 def _surname_after(doc: Doc, i: int, lower: bool = False) -> bool:
@@ -156,7 +177,7 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
             if _nameish(doc, i, True) and _ends_clause(doc, i + _surname_after(doc, i)):
                 out.append(i)
         elif prev not in _NOT_CUES and ((relation := person_word(prev)) or (len(prev) > 6 and prev.endswith(_AT_PLACE))) \
-                and _spaced(doc, i - 1) and _nameish(doc, i, relation):
+                and _spaced(doc, i - 1) and (_nameish(doc, i, relation) or (relation and _before_surname(doc, i))):
             out.append(i)
         elif prev in NAMING and _spaced(doc, i - 1) and _named_word(doc, i, prev in _MY_NAME):
             out.append(i)  # "adım eftimya", "soyadım paraskevopulu", "adı sebahattin" (not "ismi oldu")

@@ -19,8 +19,9 @@ ORG_WORDS = frozenset(fold_key(w) for w in (
     "merkezi enstitüsü şirketi "
     "mahallesi mah mh caddesi cad cd sokak sokağı sok sk bulvarı blv köyü mevkii parkı meydanı havalimanı "
     "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı otoyolu yokuşu sitesi apartmanı "
-    # shops named after their owner or their street ("Köksal Eczanesi", "Bulut Fırını")
-    "eczanesi fırını "
+    # shops named after their owner or their street ("Köksal Eczanesi", "Bulut Fırını", "Esmeralda
+    # pastanesi"): only possessive forms, no accusative of the same word ("Ayşe marketi aradı")
+    "eczanesi fırını pastanesi büfesi kıraathanesi kebapçısı "
     # events, treaties and sites named after people or places ("Kurtuluş Savaşı", "Zeus Mağarası")
     "savaşı harekâtı harekatı antlaşması anlaşması muharebesi devrimi ayaklanması isyanı kongresi "
     "mağarası kalesi sarayı türbesi anıtı müzesi çarşısı sofrası lokantası evi"

@@ -125,11 +125,23 @@ def only_places(doc: Doc, first: int, last: int) -> bool:
     if first == last and infos[first].suffix in _AT_FROM and "p" in infos[first].flags \
             and not (first > 0 and (infos[first - 1].key in CUES or infos[first - 1].key in TITLES)):
         return True  # "Alsancak'ta", "Aydın'dan": a place's locative or ablative
+    if first == last and "p" in infos[first].flags and _route_stop(doc, first):
+        return True  # "Menemen – Aydın – Nazilli": a stop between two places
     if last > first and all("p" in infos[i].flags for i in range(first, last + 1)) \
             and all(_DASH.search(doc.text, doc.spans[i][1], doc.spans[i + 1][0]) for i in range(first, last)):
         return True  # "Selçuk – Aydın – Nazilli", "Erzincan-Kemah": a route
     return all((f := infos[i].flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
                for i in range(first, last + 1))
+
+
+def _route_stop(doc: Doc, i: int) -> bool:
+    """Token i stands between two places with a dash on either side."""
+    if not 0 < i < len(doc.spans) - 1:
+        return False
+    text, spans, infos = doc.text, doc.spans, doc.infos()
+    return all("p" in infos[j].flags or "v" in infos[j].flags for j in (i - 1, i + 1)) \
+        and _DASH.search(text, spans[i - 1][1], spans[i][0]) is not None \
+        and _DASH.search(text, spans[i][1], spans[i + 1][0]) is not None
 
 
 # "-li" of origin after a place's name, and the copulas that may follow it ("Rizeliyim", "Mardinliymiş")
