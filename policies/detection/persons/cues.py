@@ -121,7 +121,7 @@ def label_or_things_name(doc: Doc, i: int) -> bool:
     ("Dönüş: 21.03.2025", "Varış: 14:30"; a chat's speakers are found by `proper_given_names`);
     or a thing's name after its owner's "adı" ("projenin adı zephyr", `things_name`)."""
     end = doc.spans[i][1]
-    if _VALUE_AFTER_LABEL.match(doc.text, end):
+    if doc.text.startswith(":", end) and _VALUE_AFTER_LABEL.match(doc.text, end):  # (most words: no colon, no regex call)
         return doc.gap(i)[:1] in ("^", "N")
     return things_name(doc, i)
 
