@@ -25,7 +25,7 @@ def load(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _locate(text: str, span: dict) -> list[tuple[int, int]]:
+def locate(text: str, span: dict) -> list[tuple[int, int]]:
     """Every occurrence of the span's text; the labelled one first."""
     needle, spots, pos = span["text"], [], text.find(span["text"])
     while pos != -1:
@@ -46,7 +46,7 @@ def score_rows(rows: list[dict], detect: Callable[[str], Findings]) -> dict[str,
     tallies: dict[str, dict[str, KindScore]] = defaultdict(lambda: defaultdict(KindScore))
     for row in rows:
         text, found = row["text"], detect(row["text"])
-        gold = [(s["kind"], _locate(text, s)) for s in row["spans"]]
+        gold = [(s["kind"], locate(text, s)) for s in row["spans"]]
         for kind, spots in gold:
             hit = any(k == kind and s < spots[0][1] and spots[0][0] < e for k, s, e in found)
             for table, key in _keys(row, kind):

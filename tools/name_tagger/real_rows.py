@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bench.kvkk_real import locate
 from fairgate.policies.detection.persons.features import Doc, candidates, token_features
 
 REAL_DIR = Path(__file__).resolve().parents[2] / "bench" / "data" / "kvkk_real"
@@ -27,17 +28,9 @@ def load_parts(parts: list[str], folder: Path = REAL_DIR) -> list[dict]:
 
 
 def name_spots(row: dict) -> list[tuple[int, int]]:
-    """(start, end) of every occurrence of every labelled person_name span's text."""
-    text, out = row["text"], []
-    for span in row["spans"]:
-        if span["kind"] != "person_name":
-            continue
-        needle = span["text"]
-        pos = text.find(needle)
-        while pos != -1:
-            out.append((pos, pos + len(needle)))
-            pos = text.find(needle, pos + 1)
-    return out
+    """(start, end) of every occurrence of every labelled person_name span's text, located as the
+    scorer locates them (`bench/kvkk_real.locate`)."""
+    return [spot for span in row["spans"] if span["kind"] == "person_name" for spot in locate(row["text"], span)]
 
 
 def row_examples(rows: list[dict]) -> tuple[list[list[str]], list[int]]:
