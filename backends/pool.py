@@ -231,7 +231,27 @@ class PoolBackend:
             picked = self.choice(request)  # routing's preference; the fleet's load decides
             return self.gate.slot(request.tenant, request.wire.prompt_tokens_bound, completion,
                                   picked.order[0] if picked is not None else "")
-        return self.gate.slot(request.tenant, request.wire.prompt_tokens_bound, completion)
+        return self._local_slot(request, completion)
+
+    @contextlib.asynccontextmanager
+    async def _local_slot(self, request: GenerationRequest, completion: Callable[[], float]
+                          ) -> AsyncGenerator[str | None, None]:
+        """This process's fair queue counts the pool's slots; the slot it grants is placed on a
+        replica with a free one (routing's choice when it has one), so no replica is sent more
+        than its slots while another has room: a request sent past them would wait in that
+        replica's own FCFS queue, whatever the counters said."""
+        assert isinstance(self.gate, FairGate)
+        async with self.gate.slot(request.tenant, request.wire.prompt_tokens_bound, completion):
+            yield self._place(request)
+
+    def _place(self, request: GenerationRequest) -> str | None:
+        """The replica for a request just let through: the first in routing's order with a free
+        slot, else the one with the most room (None: routing decides)."""
+        picked, rooms = self.choice(request), self._rooms()
+        if picked is None or not rooms:
+            return None
+        free = {n: room - self.replicas[n].outstanding for n, room in rooms.items()}
+        return next((n for n in picked.order if free.get(n, 0) > 0), max(free, key=free.__getitem__))
 
     async def complete(self, request: GenerationRequest) -> dict[str, Any]:
         async with self._slot(request) as placed:

@@ -41,6 +41,9 @@ async def test_a_light_tenant_behind_a_flood_goes_next() -> None:
     await asyncio.gather(first, *flood, light)
     assert order[:2] == ["f0", "l0"]  # not behind the flood's five
     assert gate.in_flight == 0 and gate.waiting == 0
+    # every request's time at the gate is on record: the first went straight through, the rest waited
+    assert gate.waits["flood"].count == 6 and gate.waits["flood"].buckets[-1] == 6
+    assert gate.waits["light"].count == 1 and gate.waits["light"].total_s > 0
 
 
 async def test_weights_share_the_slots() -> None:
@@ -181,3 +184,38 @@ async def test_a_replica_s_own_queue_shrinks_its_room() -> None:
     assert await peak_with(0) == (4, 4)
     assert await peak_with(1) == (2, 2)
     assert await peak_with(2) == (0, 0)  # a full queue: nothing goes out until a probe sees it drain
+
+
+async def test_the_gate_places_each_slot_on_a_replica_with_room() -> None:
+    """Affinity routing sends every request with one prompt to its home replica until the load
+    bound (1.25x the mean, past the slots here); the gate's slots are the pool's, so the slot it
+    grants is placed on a replica with a free one: two slots per replica, eight streams of one
+    prompt, and neither replica ever holds more than two while the other has room."""
+    with UpstreamServer() as r0, UpstreamServer() as r1:
+        for r in (r0, r1):
+            r.behaviour.token_delay_s = 0.05
+        http1 = HTTP1Pool()
+        async with httpx.AsyncClient() as http:
+            pool = PoolBackend("p", "vllm", [ReplicaSpec("r0", r0.base_url), ReplicaSpec("r1", r1.base_url)],
+                               lambda s: OpenAICompatBackend(f"p/{s.name}", s.base_url, http1, is_local=True,
+                                                             max_retries=0),
+                               http, options=PoolOptions(policy="affinity", fair_slots=2))
+            peaks = {"r0": 0, "r1": 0}
+
+            async def ask(i: int) -> None:
+                req = GenerationRequest.from_body(f"q{i}", "chat", {
+                    "model": "m", "max_tokens": 3, "stream": True,
+                    "messages": [{"role": "user", "content": "the same long prompt " * 8}]}, tenant="t")
+                async for _ in pool.stream_batches(req):
+                    pass
+
+            tasks = [asyncio.create_task(ask(i)) for i in range(8)]
+            while not all(t.done() for t in tasks):
+                for r in pool.replicas.values():
+                    peaks[r.name] = max(peaks[r.name], r.outstanding)
+                await asyncio.sleep(0.005)
+            await asyncio.gather(*tasks)
+            routed = {r.name: dict(r.routed) for r in pool.replicas.values()}
+            await pool.aclose()
+    assert peaks == {"r0": 2, "r1": 2}, (peaks, routed)
+    assert sum(n for by in routed.values() for n in by.values()) == 8
