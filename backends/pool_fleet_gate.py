@@ -43,7 +43,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from fairgate.backends.pool_gate import FairGate
+from fairgate.backends.pool_gate import FairGate, Waits, record_wait
 
 log = logging.getLogger("fairgate.pool")
 
@@ -119,6 +119,7 @@ class FleetGate:
         self.local = FairGate(self._local_capacity, weight_of)  # while the ledger is unreachable
         self.in_flight = 0  # fleet slots this process holds
         self.waited = 0  # requests not let through in their first round
+        self.waits: dict[str, Waits] = {}  # each tenant's times at the gate, fleet slots (metrics)
         self.fallbacks = 0  # times the ledger failed and the waiters went on locally
         self.counters: dict[str, float] = {}  # fleet counters as last read (bounded by a round's age)
         self.gateways = 1
@@ -179,14 +180,18 @@ class FleetGate:
 
     async def _enter(self, tenant: str, cost: float, prefer: str) -> _Waiter | None:
         """Wait for a fleet slot; None when the ledger failed meanwhile (go local)."""
-        waiter = _Waiter(tenant, cost, uuid.uuid4().hex, prefer, asyncio.get_running_loop().create_future())
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        waiter = _Waiter(tenant, cost, uuid.uuid4().hex, prefer, loop.create_future())
         self._lines.setdefault(tenant, deque()).append(waiter)
         self._pending[waiter.sid] = waiter
         self._kick.set()
         if self._dispatcher is None:
-            self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch(), name="pool-fleet-gate")
+            self._dispatcher = loop.create_task(self._dispatch(), name="pool-fleet-gate")
         try:
             fleet = await waiter.fut
+            if fleet:
+                record_wait(self.waits, tenant, loop.time() - start)
         except asyncio.CancelledError:
             if waiter.fut.done() and not waiter.fut.cancelled() and waiter.fut.result():
                 self.in_flight -= 1  # let through as the client left: give it back

@@ -18,6 +18,9 @@ flood holds every slot still waits for one of them to end. So the last `reserve`
 only to a tenant holding less than its weighted share of the slots, among the tenants that hold
 or wait for one or ended a request in the last `recent_s` seconds: a light tenant's request goes
 out at once, and the flood keeps the rest. With no other tenant about, the flood takes them too.
+
+Each request's time at the gate (0 when it went straight through) is recorded per tenant in
+`waits` (a histogram: the queue's part of a tenant's time to first token, on /metrics).
 """
 
 from __future__ import annotations
@@ -26,6 +29,29 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+WAIT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, float("inf"))
+
+
+@dataclass(slots=True)
+class Waits:
+    """One tenant's times at the gate: a cumulative histogram over `WAIT_BUCKETS`."""
+
+    count: int = 0
+    total_s: float = 0.0
+    buckets: list[int] = field(default_factory=lambda: [0] * len(WAIT_BUCKETS))
+
+    def observe(self, seconds: float) -> None:
+        self.count += 1
+        self.total_s += seconds
+        for i, bound in enumerate(WAIT_BUCKETS):
+            if seconds <= bound:
+                self.buckets[i] += 1
+
+
+def record_wait(waits: dict[str, Waits], tenant: str, seconds: float) -> None:
+    (waits.get(tenant) or waits.setdefault(tenant, Waits())).observe(seconds)
 
 
 class FairGate:
@@ -42,6 +68,7 @@ class FairGate:
         self._counters: dict[str, float] = {}
         self._last_left = 0.0
         self.waited = 0  # requests that had to wait (metrics, tests)
+        self.waits: dict[str, Waits] = {}  # each tenant's times at the gate (metrics)
 
     def counter(self, tenant: str) -> float:
         return self._counters.get(tenant, 0.0)
@@ -99,21 +126,24 @@ class FairGate:
         return self._held.get(tenant, 0) < share
 
     async def _enter(self, tenant: str, cost: float) -> None:
-        now = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        now = loop.time()
         if not self._waiting and self._may_take(tenant, self.capacity(), now):
             self._take(tenant, cost)
+            record_wait(self.waits, tenant, 0.0)
             return
         self.waited += 1
         line = self._waiting.get(tenant)
         if line is None:
             self._lift(tenant)
             line = self._waiting[tenant] = deque()
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[None] = loop.create_future()
         entry = (fut, cost)
         line.append(entry)
         self.wake()  # room may have opened since the last end (a replica came back)
         try:
             await fut
+            record_wait(self.waits, tenant, loop.time() - now)
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():  # let through as the client left: give it back
                 self._release(tenant)

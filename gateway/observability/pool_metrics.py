@@ -9,7 +9,9 @@ The pool's fair queue (`pool_fair_slots`, backends/pool_gate.py and pool_fleet_g
 slots this gateway holds, `fairgate_pool_fair_waited_total` requests that had to wait; with tenant
 labels allowed, `fairgate_pool_fair_counter{pool, tenant}`: the tenant's virtual counter (weighted
 tokens served), fleet-wide where replicas share Redis (as of this gateway's last round), else this
-process's. The shared clock's Redis cost: `fairgate_pool_clock_redis_calls_total` and
+process's. `fairgate_pool_fair_wait_seconds{pool[, tenant]}`: a histogram of each request's time
+at the fair queue (0 when it went straight through; per tenant with tenant labels allowed; with
+the shared ledger, fleet slots here and slots taken in local order while it was down). The shared clock's Redis cost: `fairgate_pool_clock_redis_calls_total` and
 `fairgate_pool_clock_redis_seconds_total` (divide by requests for the cost per request).
 """
 
@@ -18,10 +20,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from fairgate.backends.pool import PoolBackend
+from fairgate.backends.pool_gate import WAIT_BUCKETS, FairGate, Waits
 
 
 class PoolCollector(Collector):
@@ -76,15 +84,38 @@ class PoolCollector(Collector):
                                      labels=["pool"])
         counter = GaugeMetricFamily("fairgate_pool_fair_counter", "A tenant's virtual counter at the pool's fair "
                                     "queue (weighted tokens served; fleet-wide with Redis).", labels=["pool", "tenant"])
+        waits = HistogramMetricFamily("fairgate_pool_fair_wait_seconds", "Time a request spent at the pool's "
+                                      "fair queue before it was let through (0: straight through).",
+                                      labels=["pool", "tenant"] if self._tenant_labels else ["pool"])
         for pool in gated:
             waiting.add_metric([pool.name], pool.gate.waiting)
             held.add_metric([pool.name], pool.gate.in_flight)
             waited.add_metric([pool.name], pool.gate.waited)
             for tenant, value in sorted(pool.gate.counters.items()) if self._tenant_labels else ():
                 counter.add_metric([pool.name, tenant], value)
-        yield from (waiting, held, waited, counter)
+            for key, w in _waits(pool.gate, self._tenant_labels):
+                cumulative = [(_bound(b), float(n)) for b, n in zip(WAIT_BUCKETS, w.buckets, strict=True)]
+                waits.add_metric([pool.name, *key], cumulative, w.total_s)
+        yield from (waiting, held, waited, counter, waits)
         if self._clock is not None:
             yield CounterMetricFamily("fairgate_pool_clock_redis_calls", "Redis calls of the pools' shared fair "
                                       "queue (admission rounds, releases, renewals).", value=self._clock.calls)
             yield CounterMetricFamily("fairgate_pool_clock_redis_seconds", "Time waited on those calls.",
                                       value=self._clock.seconds)
+
+
+def _bound(b: float) -> str:
+    return "+Inf" if b == float("inf") else repr(b)
+
+
+def _waits(gate: Any, per_tenant: bool) -> list[tuple[list[str], Waits]]:
+    """The gate's wait histograms (a fleet gate's and its local fallback's added), one per
+    tenant or, without tenant labels, one for the pool."""
+    merged: dict[str, Waits] = {}
+    for part in (gate.waits, gate.local.waits) if not isinstance(gate, FairGate) else (gate.waits,):
+        for tenant, w in part.items():
+            into = merged.setdefault(tenant if per_tenant else "", Waits())
+            into.count += w.count
+            into.total_s += w.total_s
+            into.buckets = [a + b for a, b in zip(into.buckets, w.buckets, strict=True)]
+    return [([t] if per_tenant else [], w) for t, w in sorted(merged.items())]

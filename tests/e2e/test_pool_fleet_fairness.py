@@ -113,6 +113,9 @@ def test_two_gateways_with_skewed_ingress_serve_three_to_one():
         # the fleet counter per tenant on /metrics (tenant labels allowed here)
         text = httpx.get(g2.url + "/metrics", headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).text
         assert f'fairgate_pool_fair_counter{{pool="pool",tenant="{b}"}}' in text
+        # and each of its requests' time at the fair queue: b's 40 (and the first one) came through g2
+        count = f'fairgate_pool_fair_wait_seconds_count{{pool="pool",tenant="{b}"}}'
+        assert [line for line in text.splitlines() if line.startswith(count)] == [f"{count} 41.0"]
 
 
 async def _burst(calls: list[tuple[str, str]]) -> list[tuple[int, int]]:
