@@ -47,6 +47,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import aiohttp
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +73,7 @@ class Phase:
     runs: int = 0
     requests: int = 0  # sent
     engine: dict[str, int] = field(default_factory=dict)  # /stats counter deltas (PREEMPTION_STATS)
+    client_cpu_s: float = 0.0  # this client's own CPU time during the phase (a saturated client delays sends)
 
 
 PREEMPTION_STATS = ("preemptions", "fairness_preemptions", "fairness_recomputed_tokens", "recomputed_tokens")
@@ -89,11 +91,21 @@ def merge(into: Phase, ph: Phase) -> None:
     into.wall_s += ph.wall_s
     into.runs += 1
     into.requests += ph.requests
+    into.client_cpu_s += ph.client_cpu_s
     for k, v in ph.engine.items():
         into.engine[k] = into.engine.get(k, 0) + v
 
 
-async def one_request(client: httpx.AsyncClient, entry: str, auth: dict[str, str], prompt: list[int],
+def load_client(connections: int) -> aiohttp.ClientSession:
+    """The load's HTTP client. aiohttp, not httpx: httpcore's pool scans every connection on
+    every request and response event (`_assign_requests_to_connections`), so with the flood's
+    hundreds of open streams the client itself spent half its time there and sent the light
+    tenant's requests late (py-spy, 2026-12-06)."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections, force_close=False),
+                                 timeout=aiohttp.ClientTimeout(total=600))
+
+
+async def one_request(client: aiohttp.ClientSession, entry: str, auth: dict[str, str], prompt: list[int],
                       max_tokens: int) -> float:
     """Stream one completion from `entry` (a gateway or engine root); return its TTFT (first
     chunk). Raises on an HTTP error."""
@@ -101,13 +113,11 @@ async def one_request(client: httpx.AsyncClient, entry: str, auth: dict[str, str
             "ignore_eos": True, "stream": True}
     start = time.perf_counter()
     ttft = -1.0
-    async with client.stream("POST", entry + "/v1/completions", json=body,
-                             headers=auth) as r:
-        if r.status_code != 200:
-            await r.aread()
-            raise RuntimeError(f"{r.status_code}: {r.text[:200]}")
-        async for line in r.aiter_lines():
-            if ttft < 0 and line.startswith("data:") and '"choices":[{' in line:
+    async with client.post(entry + "/v1/completions", json=body, headers=auth) as r:
+        if r.status != 200:
+            raise RuntimeError(f"{r.status}: {(await r.text())[:200]}")
+        async for line in r.content:
+            if ttft < 0 and line.startswith(b"data:") and b'"choices":[{' in line:
                 ttft = time.perf_counter() - start
     return ttft
 
@@ -143,8 +153,7 @@ async def run_phase(entries: dict[str, str | list[str]], engines: list[str], key
     stats, drain = stats or engine_stats, drain or wait_drained
     turns = {t: itertools.cycle([e] if isinstance(e, str) else e) for t, e in entries.items()}
     phase = Phase(ttft={t: [] for t in rates}, done=dict.fromkeys(rates, 0))
-    limits = httpx.Limits(max_connections=4000, max_keepalive_connections=500)
-    async with httpx.AsyncClient(limits=limits, timeout=600) as client:
+    async with load_client(4000) as client:
         pending: dict[asyncio.Task, tuple[str, float]] = {}
 
         async def tenant_loop(tenant: str, rate: float) -> None:
@@ -172,10 +181,10 @@ async def run_phase(entries: dict[str, str | list[str]], engines: list[str], key
             phase.ttft[tenant].append(task.result())
             phase.done[tenant] += 1
 
-        stats0, start = await stats(engines), time.perf_counter()
+        stats0, start, cpu0 = await stats(engines), time.perf_counter(), time.process_time()
         end = start + duration
         await asyncio.gather(*(tenant_loop(t, r) for t, r in rates.items()))
-        phase.wall_s = time.perf_counter() - start
+        phase.wall_s, phase.client_cpu_s = time.perf_counter() - start, time.process_time() - cpu0
         tokens = (await stats(engines))["generation_tokens"]
         phase.tokens_per_s = (tokens - stats0["generation_tokens"]) / phase.wall_s
         now = time.perf_counter()
@@ -195,7 +204,7 @@ async def run_phase(entries: dict[str, str | list[str]], engines: list[str], key
 async def calibrate(gw: str, engines: list[str], key: dict[str, str], args: argparse.Namespace,
                     drain: Drain | None = None) -> float:
     """Requests per second the whole path completes with every sequence slot busy."""
-    async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=1000)) as client:
+    async with load_client(1000) as client:
         count = 0
         end = time.perf_counter() + args.calibrate_s
 
@@ -226,12 +235,13 @@ def p(values: list[float], q: float) -> float:
 def print_phases(results: dict[str, dict[str, Phase]]) -> None:
     """One row per queue, phase and tenant: requests, TTFT p50/p99, errors, the phase's tokens/s."""
     print(f"{'queue':<8}{'phase':<7}{'tenant':<7}{'reqs':>6}{'ttft p50':>10}{'ttft p99':>10}"
-          f"{'errors':>8}{'tok/s':>8}")
+          f"{'errors':>8}{'tok/s':>8}{'client cpu':>11}")
     for queue, phases in results.items():
         for name, ph in phases.items():
             for tenant, ttfts in ph.ttft.items():
                 print(f"{queue:<8}{name:<7}{tenant:<7}{len(ttfts):>6}{p(ttfts, 50):>10.3f}"
-                      f"{p(ttfts, 99):>10.3f}{ph.errors:>8}{ph.tokens_per_s:>8.0f}")
+                      f"{p(ttfts, 99):>10.3f}{ph.errors:>8}{ph.tokens_per_s:>8.0f}"
+                      f"{ph.client_cpu_s / max(ph.wall_s, 1e-9):>10.0%}")
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -345,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fair-reserve", type=int, default=0,
                     help="--vllm: the gateway's pool_fair_reserve in the fair round (headroom slots)")
     ap.add_argument("--fair-slots", type=int, default=None,
-                    help="--pool: the gateways' pool_fair_slots in the fair round (default --max-num-seqs)")
+                    help="--pool, --vllm: the gateways' pool_fair_slots (per replica) in the fair round "
+                         "(default --max-num-seqs)")
     ap.add_argument("--vllm", default=None, metavar="VENV",
                     help="two vLLM CPU servers (the shared peers' venv) direct vs behind the gateway's fair queue")
     ap.add_argument("--serve-engine", choices=["fcfs", "vtc"], default=None, help=argparse.SUPPRESS)

