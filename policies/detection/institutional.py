@@ -71,7 +71,9 @@ _LEGAL_AFTER = re.compile(r"[^\n]{0,30}?(?:şirket|firma|kurumsal|dernek|vak[ıi
 _EXAMPLE_DOMAIN = re.compile(r"@(?:[\w\-]+\.)*(?:example\.(?:com|org|net)|localhost)$|\.(?:test|example|invalid|localhost)$",
                              re.IGNORECASE)
 _PLACEHOLDERS = frozenset("test user admin demo dummy foo bar example noreply mock sample john.doe jane.doe".split())
-_PERSONISH = re.compile(r"(?<!\w)(?:ad[ıi]?[ _]?soyad\w*|şahıs|sahis|serbest meslek|bey|hanım)(?!\w)", re.IGNORECASE)
+# a sole proprietorship ("şahıs şirketi", "şahıs firması") is its owner's: a natural person's VKN and IBAN
+_PERSONISH = re.compile(r"(?<!\w)(?:ad[ıi]?[ _]?soyad\w*|(?:şahıs|sahis|şahsi)(?:[ \t]+(?:şirket|sirket|firma|işletme)\w*)?|"
+                        r"serbest meslek|bey|hanım)(?!\w)", re.IGNORECASE)
 
 
 @lru_cache(maxsize=4096)  # (a number is parsed once for both tests and the directory test)

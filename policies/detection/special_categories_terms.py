@@ -50,7 +50,20 @@ class Term:
 
 def _read(category: str) -> list[str]:
     lines = (_DATA / f"{category}.txt").read_text(encoding="utf-8").splitlines()
-    return [t for t in (line.rstrip("\n") for line in lines) if t.strip() and not t.startswith(("#", "!"))]
+    terms = [t for t in (line.rstrip("\n") for line in lines) if t.strip() and not t.startswith(("#", "!"))]
+    return terms + [stem for t in terms if (stem := _possessed_stem(t))]
+
+
+# a phrase's head noun in the third person's possessive ("din hanesi", "doğum lekesi", "iris verisi")
+_THIRD_POSSESSIVE = re.compile(r"[^ ]+ [^ ]*[aeıioöuü]s[ıiuü]")
+
+
+def _possessed_stem(term: str) -> str | None:
+    """The phrase without its "-sı": the stem every person's possessive follows ("din hanemi",
+    "doğum lekem", "iris verimizi"), where the list writes the third person's only."""
+    if term[:1] == "=" or term.endswith("$") or not _THIRD_POSSESSIVE.fullmatch(term):
+        return None
+    return term[:-2]
 
 
 @lru_cache(maxsize=1)

@@ -48,6 +48,7 @@ from fairgate.policies.detection.persons.non_private import (
     only_places,
     origin_word,
     public_figure,
+    verb_idiom,
     word_problem,
 )
 from fairgate.policies.detection.persons.non_private import joined as _joined
@@ -232,7 +233,8 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
         if dated(doc, last) or public_figure(doc, first, last):
             figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
-        if only_places(doc, first, last) or origin_word(doc, first, last) or (made_up and first == last):
+        if only_places(doc, first, last) or origin_word(doc, first, last) or verb_idiom(doc, first) \
+                or (made_up and first == last):
             continue
         if UNION_NAME.search(text, max(0, start - 1), end):
             continue  # a union's name: "Eğitim-Sen'e", "Tüm Bel-Sen'de", "DEV MADEN-SEN'E", "Tes-İş"

@@ -159,6 +159,17 @@ def origin_word(doc: Doc, first: int, last: int) -> bool:
     return end is not None and "p" in lexicon_flags().get(key[: end.start()], "")
 
 
+# a word the lexicons list as a name that opens a verb idiom with the word after it ("sona er-":
+# "SÜRESİ 2022'DE SONA ERMİŞ", "KAMPANYA 28.02'DE SONA ERER"): folded word -> the verb stems
+_IDIOMS = {"sona": ("er",)}
+
+
+def verb_idiom(doc: Doc, first: int) -> bool:
+    """The name found from token `first` opens a verb idiom ("SONA ERMİŞTİR"), not a name."""
+    stems = _IDIOMS.get(doc.info(first).key)
+    return stems is not None and first + 1 < len(doc.spans) and doc.info(first + 1).key.startswith(stems)
+
+
 # folded locative and ablative endings after an apostrophe (and "-daki", "the one at")
 _AT_FROM = frozenset(("da", "de", "ta", "te", "dan", "den", "tan", "ten", "daki", "deki", "taki", "teki"))
 _DASH = re.compile(r"[-–—]")
