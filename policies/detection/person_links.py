@@ -74,7 +74,9 @@ _MY_BODY_BEFORE = re.compile(
     r"[ıiuü]?m(?:de|da|den|dan)?[ \t]+(?:[^\W\d_]+[ \t]+)?\Z", re.IGNORECASE)
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
                         # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
-                        r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)", re.IGNORECASE)
+                        r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)"
+                        # and a consonant's, with a case ending, right at the term's end ("DNA testimin sonucu")
+                        r"|(?<=[^\W\daeıioöuüAEIİOÖUÜ])[ıiuü]m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)(?!\w)", re.IGNORECASE)
 # nouns made from verbs with -(I)m, which only look like "my ..." ("DNA onarım mekanizmaları",
 # "tesettür giyim", "insülin kullanım kılavuzu", "genetik tanım"), folded
 _NOT_MINE = frozenset((

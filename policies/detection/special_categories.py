@@ -59,7 +59,9 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             # "tarikata girdi; sarık sarıyor. Nakşibendi bir cemaate bağlıymış"): one finding
             out[same] = (kind, out[same][1], max(hi, out[same][2]))
             continue
-        if tied_to_person(text, start, end, names):
+        # (or the record or paragraph a finding of another category tied to its person goes on:
+        # "Merve Y., 19 y. Başvuru: kasık ağrısı. Cinsel olarak aktif, tek partner.")
+        if tied_to_person(text, start, end, names) or (out and _same_passage(text, out[-1][2], start)):
             out.append((kind, lo, hi))
             if len(out) >= limit:
                 break
