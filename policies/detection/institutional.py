@@ -224,6 +224,8 @@ _TEST_CONTEXT = re2.compile(
     r"(?i)(?:^|[^\pL\pN])(sandbox|f" + _I + r"xtures?|dummy|sahte|stag" + _I + r"ng|uat|mock\pL*|seed|placeholder|"
     r"fake|demo\pL*|test[ _](?:kart|ortam|ver" + _I + r"|numara|" + _I + r"ban|tckn|card|m[üuÜU][şsŞS]ter" + _I
     + r"|kullan[ıiIİ]c)\pL*|un" + _I + r"t[ _]?test\pL*|b" + _I + r"r" + _I + r"m[ _]test\pL*|"
+    # the test after its object ("Kart testi için 4111 ..."), a unit test's own code ("func TestMaskPAN(t *testing.T)")
+    r"(?:kart|card|" + _I + r"ban|tckn)[ _]test\pL*|test" + _I + r"ng\.T|func[ ]Test\pL*|def[ ]test_\w*|@Test|"
     r"ger[çcÇC]ek[ \t]+(?:b" + _I + r"r[ \t]+)?(?:k" + _I + r"[şsŞS]" + _I + r"|hesa)\pL*[ \t]+(?:a" + _I
     + r"t[ \t]+)?de[ğgĞG]" + _I + r"l)(?:[^\pL\pN]|$)")
 # a documented sample ("Örnek: TR33 0006 ...", "örnek olarak 10000000146"), not for e-mails: "ali@ornek.com"

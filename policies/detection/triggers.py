@@ -22,7 +22,8 @@ from fairgate.policies.detection.special_categories_terms import term_alternatio
 
 _NUMBER_WORD = "sıfır|sifir|bir|iki|üç|uc|dört|dort|beş|bes|altı|alti|yedi|sekiz|dokuz|on|yirmi|otuz|kırk|kirk|" \
                "elli|altmış|altmis|yetmiş|yetmis|seksen|doksan|yüz|yuz"
-_W = rf"(?:{_NUMBER_WORD})"
+# (Turkish capitals too: RE2's case folding maps no "İ" to "i" nor "I" to "ı": "SEKİZ", "ALTI")
+_W = "(?:" + _NUMBER_WORD.replace("i", "[iİ]").replace("ı", "[ıI]") + ")"
 _FAMILIES = {
     "special": f"(?:{term_alternation()})",
     "ident": r"pasaport|passport|pspt?|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|d[üu]nyaya[ \t]+gel|"
