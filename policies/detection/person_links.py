@@ -85,7 +85,11 @@ _NOT_MINE = frozenset((
     "tanim", "anlatim", "yazim", "sayim", "kurulum", "giyim", "deyim", "kiyim", "donusum", "gelisim", "degisim",
     "birikim", "iletisim", "yerlesim", "basim", "ekim", "dikim", "bicim", "tutum", "akim", "girisim", "kesim",
     # words that end in "-Iz" with no "we" in them ("kurban kestirmek caiz mi", "deniz", "temiz")
-    "caiz", "deniz", "temiz", "ceviz", "domuz", "yildiz", "gunduz", "yalniz", "okuz", "karpuz"))
+    "caiz", "deniz", "temiz", "ceviz", "domuz", "yildiz", "gunduz", "yalniz", "okuz", "karpuz",
+    # Latin loanwords in "-um", elements and measures of a drug's or a lab's text ("Levotiroksin sodyum
+    # tabletleri sabah aç karnına alınmalıdır", "serum demir düzeyi")
+    "sodyum", "kalsiyum", "potasyum", "magnezyum", "lityum", "baryum", "selenyum", "titanyum", "aluminyum",
+    "kromiyum", "serum", "minimum", "maksimum", "optimum", "medium", "forum", "vakum", "spektrum", "premium"))
 # a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
 _OUR_BODY = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
 # a body's own word, then "our ..." ("dernek hesaplarımız"): the body speaking, not the first person

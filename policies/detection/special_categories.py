@@ -35,6 +35,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
                 or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start) \
                 or _header_cell(text, start):
             continue
+        if _subject_line(text, start) and any(h > start and term_at(text, h, he) == kind for h, he in hits):
+            continue  # an e-mail's subject ("Konu: Sendika aidatı kesintisi"); its body says whose
         if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
             continue  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
         if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
@@ -170,6 +172,14 @@ def _origin_of_no_people(text: str, start: int, end: int) -> bool:
 _SUPPOSE = re.compile(r"[DdVvFfTtSs](?i:(?<=d)iyelim|(?<=v)arsayal[ıi]m|(?<=f)arz[ \t]+ed(?:elim|in|iniz)|(?<=t)utal[ıi]m|"
                       r"(?<=s)ay[ \t]+ki)(?!\w)")
 _SENTENCE_ENDS = ".!?:\n\"“"
+
+
+_SUBJECT = re.compile(r"[ \t]*(?:konu|subject|re|fw|fwd|ynt|ilt)[ \t]*:", re.IGNORECASE)
+
+
+def _subject_line(text: str, start: int) -> bool:
+    """The term stands in an e-mail's subject line ("Konu: ...", "Subject: ...", "RE: ...")."""
+    return _SUBJECT.match(text, text.rfind("\n", 0, start) + 1) is not None
 
 
 _HEADER = re.compile(r"[^\W\d]+(?:[,;|\t][^\W\d]+){3,}")
