@@ -39,6 +39,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             continue  # an e-mail's subject ("Konu: Sendika aidatı kesintisi"); its body says whose
         if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
             continue  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
+        if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
+            continue  # "roman", "kurt": a novel, a wolf; "Komşumuz Roman", "kayinpederim kurt": a people
         if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
                 and text.count("%", max(0, start - 60), end + 60) >= 2:
             continue  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
@@ -146,6 +148,18 @@ def _association_before(text: str, start: int) -> bool:
     return bool(bodies) and bodies[-1].group("club") is not None
 
 
+# peoples whose name is also a common word ("roman": a novel; "kurt", Kürt written in ASCII: a
+# wolf, a surname): one only right after a relation or role word
+_WORD_PEOPLES = frozenset(("roman", "kurt"))
+_WORD_BEFORE_TERM = re.compile(r"([^\W\d_]+)[ \t]+\Z")
+
+
+def _said_of_someone(text: str, start: int) -> bool:
+    """A relation or role word right before the term ("Komşumuz Roman", "esi Roman")."""
+    before = _WORD_BEFORE_TERM.search(text, max(0, start - 30), start)
+    return before is not None and person_word(fold_key(before.group(1)))
+
+
 _ORIGIN = re.compile(r"k[öo]kenl[iı]|as[ıi]ll[ıi]", re.IGNORECASE)
 _WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
 
@@ -164,7 +178,10 @@ def _origin_of_no_people(text: str, start: int, end: int) -> bool:
         return False  # "Kürt kökenli", "ermeni asıllı"
     line = text[text.rfind("\n", 0, start) + 1 : start]
     flags = lexicon_flags().get(fold_key(word), "")
-    return (word.islower() and not line.islower()) or ("c" in flags and "p" not in flags)
+    # (a common word capitalised mid-sentence is a proper noun: "Müdürümüz Arap asıllı")
+    proper = word[:1].isupper() and not line.isupper() and before.start(1) > len(text) - len(text.lstrip()) \
+        and text[: before.start(1)].rstrip()[-1:] not in ("", ".", "!", "?", ":", "\n", "\"")
+    return (word.islower() and not line.islower()) or ("c" in flags and "p" not in flags and not proper)
 
 
 # (its first letter as a case-sensitive class, the rest case-insensitive behind it: re then tries it only

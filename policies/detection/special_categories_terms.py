@@ -126,12 +126,24 @@ def term_alternation() -> str:
     return "|".join(loose(t) for t in terms)
 
 
+@lru_cache(maxsize=1)
+def _exact_lookup() -> dict[str, Term]:
+    """Exact ("=") terms by their lower-case letters, read before the folded lookup where the
+    folded key's term is of the same category: "=kurt$" (Kürt in ASCII, a whole word) and
+    "=kürt" (any suffix) fold to one key. (Where another category claims the folded key first,
+    as religion's "ezidi" does ethnicity's "=ezidi", it keeps it.)"""
+    folded = _lookup()
+    return {t[1:].removesuffix("$").lower(): Term(c, t.endswith("$"))
+            for c, terms in _terms().items() for t in terms
+            if t.startswith("=") and folded[_fold(t[1:].removesuffix("$"))].category == c}
+
+
 def term_at(text: str, start: int, end: int) -> str | None:
     """The category of the term the trigger pass found at text[start:end], or None where it is
     not one: inside a word, or a whole-word term followed by more letters."""
     if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
         return None
-    term = _lookup().get(_fold(text[start:end]))
+    term = _exact_lookup().get(text[start:end].lower()) or _lookup().get(_fold(text[start:end]))
     if term is None or (term.whole_word and not _WORD_END.match(text, end)):
         return None
     word = _WORD_RUN.match(text, start) if _not_terms() else None
