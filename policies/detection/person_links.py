@@ -213,6 +213,11 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
             or _role_at_place(text, lo, hi)) and not _GENERIC.search(text, lo, hi)
 
 
+def generic(text: str, lo: int, hi: int) -> bool:
+    """text[lo:hi] says something general ("herkes", "hastalar", "-malıdır", "nedir")."""
+    return _GENERIC.search(text, lo, hi) is not None
+
+
 _CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])")  # (not a decimal comma: "0,6-1,2 mEq/L")
 # someone new somewhere ("sınıfa yeni gelen çocuk", "yeni başlayan stajyer"), in the term's own
 # clause only ("Yeni gelen öğretmen kadrosu, engelli öğrencilerle ..." is a staff, and not the term's)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from fairgate.policies.detection.gazetteer import fold_key
-from fairgate.policies.detection.person_links import person_word, sentence, tied_to_person
+from fairgate.policies.detection.person_links import generic, person_word, sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
 from fairgate.policies.detection.special_categories_terms import CATEGORIES, term_at
@@ -65,7 +65,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             continue
         # (or the record or paragraph a finding of another category tied to its person goes on:
         # "Merve Y., 19 y. Başvuru: kasık ağrısı. Cinsel olarak aktif, tek partner.")
-        if tied_to_person(text, start, end, names) or (out and _same_passage(text, out[-1][2], start)):
+        if tied_to_person(text, start, end, names) or (out and _same_passage(text, out[-1][2], start)
+                                                        and not _question_or_request(text, lo, hi)):
             out.append((kind, lo, hi))
             if len(out) >= limit:
                 break
@@ -245,6 +246,17 @@ _RISK_AFTER = re.compile(r"[^\n.!?,;]{0,40}?(?:risk|tarama|eleme|screening)", re
 def _after_genetic(text: str, out: list[tuple[str, int, int]], start: int) -> bool:
     """A genetic finding ends in the same passage before `start`: the passage is a gene test's."""
     return any(kind == "genetic" and s < start and (start < e or _same_passage(text, e, start)) for kind, s, e in out)
+
+
+# a question, a request or a general statement in the passage: about the topic, not the person
+# ("Müşterimiz E. Ş. Süryani. DNA testi ne kadar sürer?", "... Kürt sorunu üzerine bir makale özetle.")
+_ASKS = re.compile(r"\?|(?<!\w)(?:özetle|ozetle|açıkla|acikla|anlat|yaz|çevir|explain|describe|summari[sz]e|write|"
+                   r"nedir|nelerdir|nasıl|nasil|ne kadar)(?!\w)", re.IGNORECASE)
+
+
+def _question_or_request(text: str, lo: int, hi: int) -> bool:
+    """The sentence `lo`..`hi` (and its stop) asks or requests something, or says something general."""
+    return _ASKS.search(text, lo, min(len(text), hi + 1)) is not None or generic(text, lo, hi)
 
 
 def _same_passage(text: str, last_end: int, start: int) -> bool:

@@ -18,8 +18,7 @@ from functools import lru_cache
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.persons.lexicon import lexicon_flags
 
-# (not a case ending after a number's apostrophe: "14.20'DEN SONRAKİ", "2022'DE")
-WORD = re.compile(r"(?<![\w+/=])(?<!\w@)(?<![0-9]['’])(?:[^\W\d_]{2,}(?:['’][^\W\d_]{1,8})?|[A-ZÇĞİÖŞÜ]\.)(?![\w@+/=])")
+WORD = re.compile(r"(?<![\w+/=])(?<!\w@)(?:[^\W\d_]{2,}(?:['’][^\W\d_]{1,8})?|[A-ZÇĞİÖŞÜ]\.)(?![\w@+/=])")
 _SUFFIX = re.compile(r"['’]")
 _GAP_KEEP = re.compile(r"[^.,;:!?()\"\n\-/|=\[\]{}<>*#0-9]")
 # str.translate tables that drop the letters counted (a third of a character class's findall)
