@@ -37,6 +37,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             continue
         if _subject_line(text, start) and any(h > start and term_at(text, h, he) == kind for h, he in hits):
             continue  # an e-mail's subject ("Konu: Sendika aidatı kesintisi"); its body says whose
+        if kind == "health" and _SPECIALIST_AFTER.match(text, end):
+            continue  # a doctor's title in a signature or a CV ("Çocuk nörolojisi uzmanı"), not their health
         if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
             continue  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
         if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
@@ -126,6 +128,7 @@ _GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[
 # an ancestry test's shares after it in the same line: two or more "%38 Kafkas" ("%41 Kafkasya,
 # %23 Anadolu ve %9 Doğu Avrupa çıktı", "%38 balkan %22 kafkas")
 _SHARE = r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+[^\W\d_]+(?:[ \t]+(?-i:[A-ZÇĞİÖŞÜ])[^\W\d_]+)?"
+_SPECIALIST_AFTER = re.compile(r"\w*[ \t]+(?:uzman[ıi]|hekimi|specialist)[ \t]*(?:\n|\Z|[,;|)—–-])", re.IGNORECASE)
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
@@ -197,7 +200,8 @@ _SUBJECT = re.compile(r"[ \t]*(?:konu|subject|re|fw|fwd|ynt|ilt)[ \t]*:", re.IGN
 
 def _subject_line(text: str, start: int) -> bool:
     """The term stands in an e-mail's subject line ("Konu: ...", "Subject: ...", "RE: ...")."""
-    return _SUBJECT.match(text, text.rfind("\n", 0, start) + 1) is not None
+    line = text.rfind("\n", 0, start) + 1
+    return text.find(":", line, line + 12) != -1 and _SUBJECT.match(text, line) is not None
 
 
 _HEADER = re.compile(r"[^\W\d]+(?:[,;|\t][^\W\d]+){3,}")

@@ -219,7 +219,7 @@ def proper_given_names(doc: Doc, cands: list[int]) -> list[int]:
     speakers: dict[str, int] = {}
     for i in cands:
         info = infos[i]
-        if _bracketed_speaker(doc, i):
+        if text[doc.spans[i][1] : doc.spans[i][1] + 1] == ":" and _bracketed_speaker(doc, i):
             out.append(i)
             continue
         if "g" not in info.flags or any(c in info.flags for c in "cpotv") or len(info.key) < 3 \
@@ -254,7 +254,7 @@ def _bracketed_speaker(doc: Doc, i: int) -> bool:
     a given name there even where it is a common word too, or a capitalised word no lexicon knows."""
     start, end = doc.spans[i]
     text, info = doc.text, doc.info(i)
-    if text[end : end + 1] != ":" or text[start - 2 : start] != "] ":
+    if text[start - 2 : start] != "] ":
         return False
     line_start = text.rfind("\n", 0, start) + 1
     if text[line_start : line_start + 1] != "[" or "]" in text[line_start : start - 2]:
