@@ -35,27 +35,9 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
                 or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start) \
                 or _header_cell(text, start):
             continue
-        if _subject_line(text, start) and any(h > start and term_at(text, h, he) == kind for h, he in hits):
-            continue  # an e-mail's subject ("Konu: Sendika aidatı kesintisi"); its body says whose
-        if kind == "health" and _SPECIALIST_AFTER.match(text, end):
-            continue  # a doctor's title in a signature or a CV ("Çocuk nörolojisi uzmanı"), not their health
-        if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
-            continue  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
-        if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
-            continue  # "roman", "kurt": a novel, a wolf; "Komşumuz Roman", "kayinpederim kurt": a people
-        if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
-                and text.count("%", max(0, start - 60), end + 60) >= 2:
-            continue  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
-        if kind != "association" and _BODY_AFTER.match(text, end) or _STREET_AFTER.match(text, end):
-            continue  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
-        if kind == "association" and _BOARD.match(text, start) and not _association_before(text, start):
-            continue  # a company's, party's or apartment's board ("Holding yönetim kurulu üyesi")
-        if kind == "genetic" and _INFECTION_BEFORE.search(text, max(0, start - 30), start):
-            kind = "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
-        elif kind == "health" and _GENE_AFTER.match(text, end):
-            kind = "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
-        elif kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
-            kind = "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
+        if _not_this_category(text, start, end, kind, hits):
+            continue
+        kind = _retyped(text, start, end, kind, out)
         # an ancestry test's result is the genetic data too: "... %38 Kafkas, %22 Balkan"
         shares = _SHARES_AFTER.match(text, end) if kind == "genetic" else None
         lo, hi = statement(text, start, end if shares is None else shares.end())
@@ -73,6 +55,36 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             if len(out) >= limit:
                 break
     return out
+
+
+def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tuple[int, int]]) -> bool:
+    """What stands around the term says it is no statement of its category about a person."""
+    if _subject_line(text, start) and any(h > start and term_at(text, h, he) == kind for h, he in hits):
+        return True  # an e-mail's subject ("Konu: Sendika aidatı kesintisi"); its body says whose
+    if kind == "health" and _SPECIALIST_AFTER.match(text, end):
+        return True  # a doctor's title in a signature or a CV ("Çocuk nörolojisi uzmanı"), not their health
+    if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
+        return True  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
+    if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
+        return True  # "roman", "kurt": a novel, a wolf; "Komşumuz Roman", "kayinpederim kurt": a people
+    if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
+            and text.count("%", max(0, start - 60), end + 60) >= 2:
+        return True  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
+    if kind != "association" and _BODY_AFTER.match(text, end) or _STREET_AFTER.match(text, end):
+        return True  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
+    # a company's, party's or apartment's board ("Holding yönetim kurulu üyesi")
+    return kind == "association" and _BOARD.match(text, start) is not None and not _association_before(text, start)
+
+
+def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, int, int]]) -> str:
+    """The term's category where what follows or precedes it moves it between health and genetic."""
+    if kind == "genetic" and _INFECTION_BEFORE.search(text, max(0, start - 30), start):
+        return "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
+    if kind == "health" and _GENE_AFTER.match(text, end):
+        return "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
+    if kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
+        return "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
+    return kind
 
 
 def statement(text: str, start: int, end: int) -> tuple[int, int]:
