@@ -19,7 +19,7 @@ from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.person_links import generic, person_word, sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
-from fairgate.policies.detection.special_categories_terms import CATEGORIES, term_at
+from fairgate.policies.detection.special_categories_terms import CATEGORIES, says_mine, term_at
 
 SPECIAL_KINDS = CATEGORIES
 
@@ -49,8 +49,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             continue
         # (or the record or paragraph a finding of another category tied to its person goes on:
         # "Merve Y., 19 y. Başvuru: kasık ağrısı. Cinsel olarak aktif, tek partner.")
-        if tied_to_person(text, start, end, names) or (out and _same_passage(text, out[-1][2], start)
-                                                        and not _question_or_request(text, lo, hi)):
+        going_on = bool(out) and _same_passage(text, out[-1][2], start) and not _question_or_request(text, lo, hi)
+        if tied_to_person(text, start, end, names) or says_mine(text, start, end) or going_on:
             out.append((kind, lo, hi))
             if len(out) >= limit:
                 break

@@ -161,3 +161,16 @@ def starts_with_term(key: str) -> bool:
         if term is not None and (n == len(key) or not term.whole_word):
             return True
     return False
+
+
+# a first person's possessive at a folded term's end, with a case ending maybe ("izimi", "kolumda")
+_MY_END = re.compile(r"[iu]m(?:[iu]n?|[ae]|d[ae]n?|l[ae])?\Z")
+
+
+def says_mine(text: str, start: int, end: int) -> bool:
+    """The term found at text[start:end] is a listed term's first-person possessive ("parmak
+    izimi ... aldılar"), the list holding the third person's form too ("parmak izi"): the
+    trigger pass takes the longest term, so no suffix after it says "my"."""
+    key = _fold(text[start:end])
+    m = _MY_END.search(key)
+    return m is not None and key[: m.start() + 1] in _lookup()
