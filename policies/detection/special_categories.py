@@ -265,9 +265,10 @@ def _after_genetic(text: str, out: list[tuple[str, int, int]], start: int) -> bo
 
 
 # a question, a request or a general statement in the passage: about the topic, not the person
-# ("Müşterimiz E. Ş. Süryani. DNA testi ne kadar sürer?", "... Kürt sorunu üzerine bir makale özetle.")
+# ("Müşterimiz E. Ş. Süryani. DNA testi ne kadar sürer?", "... Kürt sorunu üzerine bir makale özetle.",
+# "... The Jewish holidays this year start in September.")
 _ASKS = re.compile(r"\?|(?<!\w)(?:özetle|ozetle|açıkla|acikla|anlat|yaz|çevir|explain|describe|summari[sz]e|write|"
-                   r"nedir|nelerdir|nasıl|nasil|ne kadar)(?!\w)", re.IGNORECASE)
+                   r"nedir|nelerdir|nasıl|nasil|ne kadar|the)(?!\w)", re.IGNORECASE)
 
 
 def _question_or_request(text: str, lo: int, hi: int) -> bool:
