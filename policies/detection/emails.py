@@ -1,5 +1,5 @@
-"""E-mail addresses, plain and obfuscated (`ali [at] ornek [dot] com`, `(at)`, ` at `, ` @ `,
-`%40`), matched outward from each "at" marker on normalised text.
+"""E-mail addresses, plain and obfuscated (`ali [at] ornek [dot] com`, `(at)`, ` at `, ` et `
+(Turkish reads "@" so), ` @ `, `%40`, `[.]`), matched outward from each "at" marker on normalised text.
 
 Cost is linear: only markers found by the trigger pass (`triggers`: a local-part character, the
 marker, a dotted domain) are looked at; the local part is matched on the reversed text (at most
@@ -14,14 +14,15 @@ import re
 from fairgate.policies.detection.textnorm import MESSAGE_JOIN
 
 _J = MESSAGE_JOIN
-_DOT = r"(?:\.|[ \t]?[\[\(\{<][ \t]?(?:dot|nokta)[ \t]?[\]\)\}>][ \t]?|[ \t]+(?:dot|nokta)[ \t]+)"
+_DOT = r"(?:\.|[ \t]?[\[\(\{<][ \t]?(?:dot|nokta|\.)[ \t]?[\]\)\}>][ \t]?|[ \t]+(?:dot|nokta)[ \t]+)"
 # An "at" marker right after a local-part character and before something domain-shaped, so a
 # flood of "a@a@a@" is rejected by the regex engine alone.
 _MARKER = re.compile(
     r"(?:[@\uff20]|[ \t\[\(\{<%])"  # a plain first character lets the engine skip ahead fast
     rf"(?<=[\w.+%\-{_J}].)"
     r"(?:(?<=[@\uff20])[ \t]*|(?<=%)40"
-    r"|(?<=[ \t])[ \t]*(?:[@\uff20][ \t]*|[\[\(\{<][ \t]?(?:at|et)[ \t]?[\]\)\}>][ \t]?|at[ \t]+)"
+    # (spaced, in English or as Turkish reads "@": "tuncay nokta erbil et gmail nokta com", "et işareti")
+    r"|(?<=[ \t])[ \t]*(?:[@\uff20][ \t]*|[\[\(\{<][ \t]?(?:at|et)[ \t]?[\]\)\}>][ \t]?|(?:at|et(?:[ \t]+i[şs]areti)?)[ \t]+)"
     r"|(?<=[\[\(\{<])[ \t]?(?:at|et)[ \t]?[\]\)\}>][ \t]?)"
     rf"(?=[\w\-{_J}]{{1,63}}{_DOT})",
     re.IGNORECASE,

@@ -21,7 +21,8 @@ def _starting_with(first: str, body: str, flags: int = 0) -> re.Pattern[str]:
 _VKN_BODY = (
     # (or a tax office's "V.D." / "VD" before its payer's number: "Kadıköy V.D. 1784005016")
     rf"(?<!\w)(?:vkn|vergi[ \t]+(?:kimlik[ \t]+)?(?:no|numaras[ıi]|numaram)|v\.?[ \t]?no|v\.?d\.?(?!\w)|tax[ \t]+(?:id|number|no))"
-    rf"{_GAP}(?<![0-9])([0-9](?:[ .\-]?[0-9]){{9}})(?![0-9])"
+    # (not a TR IBAN's check digits and account after it: "V.D. Kaporayı TR18 0003 2008 ...")
+    rf"{_GAP}(?<![0-9])(?<![Tt][Rr])([0-9](?:[ .\-]?[0-9]){{9}})(?![0-9])"
 )
 _VKN = _starting_with("[vt]", _VKN_BODY, re.IGNORECASE)
 # the number first: "3831061847 vergi kimlik numaralı mükellef"
@@ -43,7 +44,8 @@ _NOT_PLATE = ("(?:TL|KG|GB|MB|KB|TB|CM|MM|KM|ML|LT|GR|MG|AM|PM|HP|KW|YTL|USD|EUR
               "EYL|EKI|KAS|ARA|JAN|FEB|APR|JUN|JUL|AUG|SEP|OCT|NOV|DEC|SAT|SUN|MON|TUE|WED|THU|FRI)(?![A-Z])")
 _PLATE_BODY = (
     rf"(?<!\w)(?i:plaka|plate|araç|aracı|aracın|aracım|license plate)\w*{_GAP}"
-    r"(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?[A-Z]{1,3}[ \t-]?[0-9]{2,4})(?![0-9])"
+    # (its letters in capitals, or in lower case in a chat that writes so: "araç gelicek: 41 sp 852", not a unit)
+    r"(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?(?:[A-Z]{1,3}|(?!" + _NOT_PLATE.lower() + r")[a-z]{1,3})[ \t-]?[0-9]{2,4})(?![0-9])"
     # or the plate first: "06 FK 4821 plakalı aracım", "34 klm 907 plakali"
     r"|(?<![0-9])((?:0[1-9]|[1-7][0-9]|8[01])[ \t-]?[A-Za-z]{1,3}[ \t-]?[0-9]{2,4})[ \t]*(?=(?i:plaka))"
     # or alone, in a plate's own shape: a province code, two or three capitals, two to four digits
@@ -85,10 +87,11 @@ _BIRTH_BODY = (
     rf"|(?<![\w.])d\.[ \t]?({_BIRTH_DATE})"
     # "d. 1952" in a list (not "(d. 1907, ...)", an encyclopaedia's life dates), "doğum 1994"
     r"|(?<![\w.(])(?:d\.|do[gğ]um)[ \t]?((?:19|20)[0-9]{2})(?![0-9]|[ \t]*(?:[-–][ \t]*[0-9]|,))"
-    # a date or year, then "doğmuşum" / "doğmuş" / "doğdum" (not an encyclopaedia's "doğmuştur")
+    # a date or year, then "doğmuşum" / "doğmuş" / "doğdum" (not an encyclopaedia's "doğmuştur" or "dünyaya geldi")
     # (only forms that start with a digit: a month-first form tried at every letter costs too much)
-    rf"|((?:{_DATE})|[0-3]?[0-9][ \t]+(?:{_MONTHS})|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}[ \t]+"
-    r"do[gğ](?:mu[şs]um|mu[şs](?!t)|dum)(?!\w)"
+    rf"|((?:{_DATE})|[0-3]?[0-9][ \t]+(?:{_MONTHS})|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}(?:[ \t]+[dt][ae])?[ \t]+"
+    # (or "when / the day she was born", "I came into the world": "6 Aralık 2003'te doğduğunda")
+    r"(?:do[gğ](?:mu[şs]um|mu[şs](?!t)|dum|du[gğ]u\w*)|d[üu]nyaya[ \t]+gel(?:dim|mi[şs]im|di[gğ]\w+))(?!\w)"
     # a date or year, maybe its month or a place between, then "doğumlu" ("1991 Ağustos doğumluyum",
     # "12/04/1986 Keçiören doğumlu")
     rf"|((?:{_DATE}|(?<![0-9])(?:19|20)?[0-9]{{2}})(?:[ \t]+(?:{_MONTHS}))?)['’]?(?:[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{2,15}})?"

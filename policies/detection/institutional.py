@@ -71,7 +71,9 @@ _LEGAL_AFTER = re.compile(r"[^\n]{0,30}?(?:şirket|firma|kurumsal|dernek|vak[ıi
 _EXAMPLE_DOMAIN = re.compile(r"@(?:[\w\-]+\.)*(?:example\.(?:com|org|net)|localhost)$|\.(?:test|example|invalid|localhost)$",
                              re.IGNORECASE)
 _PLACEHOLDERS = frozenset("test user admin demo dummy foo bar example noreply mock sample john.doe jane.doe".split())
-_PERSONISH = re.compile(r"(?<!\w)(?:ad[ıi]?[ _]?soyad\w*|şahıs|sahis|serbest meslek|bey|hanım)(?!\w)", re.IGNORECASE)
+# a sole proprietorship ("şahıs şirketi", "şahıs firması") is its owner's: a natural person's VKN and IBAN
+_PERSONISH = re.compile(r"(?<!\w)(?:ad[ıi]?[ _]?soyad\w*|(?:şahıs|sahis|şahsi)(?:[ \t]+(?:şirket|sirket|firma|işletme)\w*)?|"
+                        r"serbest meslek|bey|hanım)(?!\w)", re.IGNORECASE)
 
 
 @lru_cache(maxsize=4096)  # (a number is parsed once for both tests and the directory test)
@@ -222,6 +224,8 @@ _TEST_CONTEXT = re2.compile(
     r"(?i)(?:^|[^\pL\pN])(sandbox|f" + _I + r"xtures?|dummy|sahte|stag" + _I + r"ng|uat|mock\pL*|seed|placeholder|"
     r"fake|demo\pL*|test[ _](?:kart|ortam|ver" + _I + r"|numara|" + _I + r"ban|tckn|card|m[üuÜU][şsŞS]ter" + _I
     + r"|kullan[ıiIİ]c)\pL*|un" + _I + r"t[ _]?test\pL*|b" + _I + r"r" + _I + r"m[ _]test\pL*|"
+    # the test after its object ("Kart testi için 4111 ..."), a unit test's own code ("func TestMaskPAN(t *testing.T)")
+    r"(?:kart|card|" + _I + r"ban|tckn)[ _]test\pL*|test" + _I + r"ng\.T|func[ ]Test\pL*|def[ ]test_\w*|@Test|"
     r"ger[çcÇC]ek[ \t]+(?:b" + _I + r"r[ \t]+)?(?:k" + _I + r"[şsŞS]" + _I + r"|hesa)\pL*[ \t]+(?:a" + _I
     + r"t[ \t]+)?de[ğgĞG]" + _I + r"l)(?:[^\pL\pN]|$)")
 # a documented sample ("Örnek: TR33 0006 ...", "örnek olarak 10000000146"), not for e-mails: "ali@ornek.com"

@@ -74,7 +74,9 @@ _MY_BODY_BEFORE = re.compile(
     r"[ıiuü]?m(?:de|da|den|dan)?[ \t]+(?:[^\W\d_]+[ \t]+)?\Z", re.IGNORECASE)
 _SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
                         # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
-                        r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)", re.IGNORECASE)
+                        r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)"
+                        # and a consonant's, with a case ending, right at the term's end ("DNA testimin sonucu")
+                        r"|(?<=[^\W\daeıioöuüAEIİOÖUÜ])[ıiuü]m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)(?!\w)", re.IGNORECASE)
 # nouns made from verbs with -(I)m, which only look like "my ..." ("DNA onarım mekanizmaları",
 # "tesettür giyim", "insülin kullanım kılavuzu", "genetik tanım"), folded
 _NOT_MINE = frozenset((
@@ -83,7 +85,11 @@ _NOT_MINE = frozenset((
     "tanim", "anlatim", "yazim", "sayim", "kurulum", "giyim", "deyim", "kiyim", "donusum", "gelisim", "degisim",
     "birikim", "iletisim", "yerlesim", "basim", "ekim", "dikim", "bicim", "tutum", "akim", "girisim", "kesim",
     # words that end in "-Iz" with no "we" in them ("kurban kestirmek caiz mi", "deniz", "temiz")
-    "caiz", "deniz", "temiz", "ceviz", "domuz", "yildiz", "gunduz", "yalniz", "okuz", "karpuz"))
+    "caiz", "deniz", "temiz", "ceviz", "domuz", "yildiz", "gunduz", "yalniz", "okuz", "karpuz",
+    # Latin loanwords in "-um", elements and measures of a drug's or a lab's text ("Levotiroksin sodyum
+    # tabletleri sabah aç karnına alınmalıdır", "serum demir düzeyi")
+    "sodyum", "kalsiyum", "potasyum", "magnezyum", "lityum", "baryum", "selenyum", "titanyum", "aluminyum",
+    "kromiyum", "serum", "minimum", "maksimum", "optimum", "medium", "forum", "vakum", "spektrum", "premium"))
 # a union, association, party or club with "our" speaks for itself ("Sendikamız ... açıkladı")
 _OUR_BODY = re.compile(r"(?:sendika|derne[kğg]|parti|kul[üu]b|vakf)[ıiuü]?m[ıiuü]z", re.IGNORECASE)
 # a body's own word, then "our ..." ("dernek hesaplarımız"): the body speaking, not the first person
@@ -205,6 +211,11 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
         return True
     return (relation or (not body and bool(_PATTERNS.search(text, lo, hi)))
             or _role_at_place(text, lo, hi)) and not _GENERIC.search(text, lo, hi)
+
+
+def generic(text: str, lo: int, hi: int) -> bool:
+    """text[lo:hi] says something general ("herkes", "hastalar", "-malıdır", "nedir")."""
+    return _GENERIC.search(text, lo, hi) is not None
 
 
 _CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])")  # (not a decimal comma: "0,6-1,2 mEq/L")

@@ -35,8 +35,11 @@ _COLUMNS = {"vkn": "vkn", "vergi_no": "vkn", "vergino": "vkn", "vergi_numarasi":
             "d_tarihi": "birth_date", "birth_date": "birth_date", "birthdate": "birth_date",
             "date_of_birth": "birth_date", "dob": "birth_date", "birth": "birth_date", "dogum": "birth_date", "doğum": "birth_date",
             "dogum_yili": "birth_date", "birth_year": "birth_date",
-            "plaka": "plate", "plaka_no": "plate", "arac_plaka": "plate", "plate": "plate"}
+            "plaka": "plate", "plaka_no": "plate", "arac_plaka": "plate", "plate": "plate",
+            "passport": "passport", "passport_no": "passport", "pasaport": "passport", "pasaport_no": "passport"}
 _DATE = re.compile(r"[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)?[0-9]{2}|(?:19|20)[0-9]{2}-[01][0-9]-[0-3][0-9]")
+# one or two letters and 6-9 digits, or 7-9 letters and digits with two digits or more
+_PASSPORT = re.compile(r"[A-Z]{1,2}[0-9]{6,9}|(?=[A-Z0-9]*[0-9][A-Z0-9]*[0-9])(?=[A-Z0-9]*[A-Z])[A-Z0-9]{7,9}")
 _YEAR = re.compile(r"(?:19|20)[0-9]{2}")
 _PLATE = re.compile(r"(?:0[1-9]|[1-7][0-9]|8[01])[ \-]?[A-Za-z]{1,3}[ \-]?[0-9]{2,5}")  # a Turkish plate
 _COLUMN = re.compile(r"(?<![\w])(" + "|".join(_COLUMNS) + r")(?![\w])", re.IGNORECASE)
@@ -75,6 +78,8 @@ def _valid(kind: str, value: str) -> bool:
         return bool(_DATE.fullmatch(value) or _YEAR.fullmatch(value)) and not placeholder_date(value)
     if kind == "plate":
         return _PLATE.fullmatch(value) is not None
+    if kind == "passport":  # a table's passport column ("room;guest;passport": "EK4839217", "U19047753")
+        return _PASSPORT.fullmatch(value.strip()) is not None
     digits = re.sub(r"[^0-9]", "", value)
     if kind == "vkn":
         return stdnum_vkn.is_valid(digits)

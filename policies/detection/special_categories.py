@@ -16,10 +16,10 @@ import re
 from collections.abc import Sequence
 
 from fairgate.policies.detection.gazetteer import fold_key
-from fairgate.policies.detection.person_links import person_word, sentence, tied_to_person
+from fairgate.policies.detection.person_links import generic, person_word, sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
-from fairgate.policies.detection.special_categories_terms import CATEGORIES, term_at
+from fairgate.policies.detection.special_categories_terms import CATEGORIES, says_mine, term_at
 
 SPECIAL_KINDS = CATEGORIES
 
@@ -35,21 +35,9 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
                 or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start) \
                 or _header_cell(text, start):
             continue
-        if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
-            continue  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
-        if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
-                and text.count("%", max(0, start - 60), end + 60) >= 2:
-            continue  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
-        if kind != "association" and _BODY_AFTER.match(text, end) or _STREET_AFTER.match(text, end):
-            continue  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
-        if kind == "association" and _BOARD.match(text, start) and not _association_before(text, start):
-            continue  # a company's, party's or apartment's board ("Holding yönetim kurulu üyesi")
-        if kind == "genetic" and _INFECTION_BEFORE.search(text, max(0, start - 30), start):
-            kind = "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
-        elif kind == "health" and _GENE_AFTER.match(text, end):
-            kind = "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
-        elif kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
-            kind = "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
+        if _not_this_category(text, start, end, kind, hits):
+            continue
+        kind = _retyped(text, start, end, kind, out)
         # an ancestry test's result is the genetic data too: "... %38 Kafkas, %22 Balkan"
         shares = _SHARES_AFTER.match(text, end) if kind == "genetic" else None
         lo, hi = statement(text, start, end if shares is None else shares.end())
@@ -59,11 +47,44 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
             # "tarikata girdi; sarık sarıyor. Nakşibendi bir cemaate bağlıymış"): one finding
             out[same] = (kind, out[same][1], max(hi, out[same][2]))
             continue
-        if tied_to_person(text, start, end, names):
+        # (or the record or paragraph a finding of another category tied to its person goes on:
+        # "Merve Y., 19 y. Başvuru: kasık ağrısı. Cinsel olarak aktif, tek partner.")
+        going_on = bool(out) and _same_passage(text, out[-1][2], start) and not _question_or_request(text, lo, hi)
+        if tied_to_person(text, start, end, names) or says_mine(text, start, end) or going_on:
             out.append((kind, lo, hi))
             if len(out) >= limit:
                 break
     return out
+
+
+def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tuple[int, int]]) -> bool:
+    """What stands around the term says it is no statement of its category about a person."""
+    if _subject_line(text, start) and any(h > start and term_at(text, h, he) == kind for h, he in hits):
+        return True  # an e-mail's subject ("Konu: Sendika aidatı kesintisi"); its body says whose
+    if kind == "health" and _SPECIALIST_AFTER.match(text, end):
+        return True  # a doctor's title in a signature or a CV ("Çocuk nörolojisi uzmanı"), not their health
+    if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
+        return True  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
+    if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
+        return True  # "roman", "kurt": a novel, a wolf; "Komşumuz Roman", "kayinpederim kurt": a people
+    if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
+            and text.count("%", max(0, start - 60), end + 60) >= 2:
+        return True  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
+    if kind != "association" and _BODY_AFTER.match(text, end) or _STREET_AFTER.match(text, end):
+        return True  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
+    # a company's, party's or apartment's board ("Holding yönetim kurulu üyesi")
+    return kind == "association" and _BOARD.match(text, start) is not None and not _association_before(text, start)
+
+
+def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, int, int]]) -> str:
+    """The term's category where what follows or precedes it moves it between health and genetic."""
+    if kind == "genetic" and _INFECTION_BEFORE.search(text, max(0, start - 30), start):
+        return "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
+    if kind == "health" and _GENE_AFTER.match(text, end):
+        return "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
+    if kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
+        return "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
+    return kind
 
 
 def statement(text: str, start: int, end: int) -> tuple[int, int]:
@@ -119,6 +140,7 @@ _GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[
 # an ancestry test's shares after it in the same line: two or more "%38 Kafkas" ("%41 Kafkasya,
 # %23 Anadolu ve %9 Doğu Avrupa çıktı", "%38 balkan %22 kafkas")
 _SHARE = r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+[^\W\d_]+(?:[ \t]+(?-i:[A-ZÇĞİÖŞÜ])[^\W\d_]+)?"
+_SPECIALIST_AFTER = re.compile(r"\w*[ \t]+(?:uzman[ıi]|hekimi|specialist)[ \t]*(?:\n|\Z|[,;|)—–-])", re.IGNORECASE)
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
@@ -142,6 +164,18 @@ def _association_before(text: str, start: int) -> bool:
     return bool(bodies) and bodies[-1].group("club") is not None
 
 
+# peoples whose name is also a common word ("roman": a novel; "kurt", Kürt written in ASCII: a
+# wolf, a surname): one only right after a relation or role word
+_WORD_PEOPLES = frozenset(("roman", "kurt"))
+_WORD_BEFORE_TERM = re.compile(r"([^\W\d_]+)[ \t]+\Z")
+
+
+def _said_of_someone(text: str, start: int) -> bool:
+    """A relation or role word right before the term ("Komşumuz Roman", "esi Roman")."""
+    before = _WORD_BEFORE_TERM.search(text, max(0, start - 30), start)
+    return before is not None and person_word(fold_key(before.group(1)))
+
+
 _ORIGIN = re.compile(r"k[öo]kenl[iı]|as[ıi]ll[ıi]", re.IGNORECASE)
 _WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
 
@@ -160,7 +194,10 @@ def _origin_of_no_people(text: str, start: int, end: int) -> bool:
         return False  # "Kürt kökenli", "ermeni asıllı"
     line = text[text.rfind("\n", 0, start) + 1 : start]
     flags = lexicon_flags().get(fold_key(word), "")
-    return (word.islower() and not line.islower()) or ("c" in flags and "p" not in flags)
+    # (a common word capitalised mid-sentence is a proper noun: "Müdürümüz Arap asıllı")
+    proper = word[:1].isupper() and not line.isupper() and before.start(1) > len(text) - len(text.lstrip()) \
+        and text[: before.start(1)].rstrip()[-1:] not in ("", ".", "!", "?", ":", "\n", "\"")
+    return (word.islower() and not line.islower()) or ("c" in flags and "p" not in flags and not proper)
 
 
 # (its first letter as a case-sensitive class, the rest case-insensitive behind it: re then tries it only
@@ -168,6 +205,15 @@ def _origin_of_no_people(text: str, start: int, end: int) -> bool:
 _SUPPOSE = re.compile(r"[DdVvFfTtSs](?i:(?<=d)iyelim|(?<=v)arsayal[ıi]m|(?<=f)arz[ \t]+ed(?:elim|in|iniz)|(?<=t)utal[ıi]m|"
                       r"(?<=s)ay[ \t]+ki)(?!\w)")
 _SENTENCE_ENDS = ".!?:\n\"“"
+
+
+_SUBJECT = re.compile(r"[ \t]*(?:konu|subject|re|fw|fwd|ynt|ilt)[ \t]*:", re.IGNORECASE)
+
+
+def _subject_line(text: str, start: int) -> bool:
+    """The term stands in an e-mail's subject line ("Konu: ...", "Subject: ...", "RE: ...")."""
+    line = text.rfind("\n", 0, start) + 1
+    return text.find(":", line, line + 12) != -1 and _SUBJECT.match(text, line) is not None
 
 
 _HEADER = re.compile(r"[^\W\d]+(?:[,;|\t][^\W\d]+){3,}")
@@ -216,6 +262,18 @@ _RISK_AFTER = re.compile(r"[^\n.!?,;]{0,40}?(?:risk|tarama|eleme|screening)", re
 def _after_genetic(text: str, out: list[tuple[str, int, int]], start: int) -> bool:
     """A genetic finding ends in the same passage before `start`: the passage is a gene test's."""
     return any(kind == "genetic" and s < start and (start < e or _same_passage(text, e, start)) for kind, s, e in out)
+
+
+# a question, a request or a general statement in the passage: about the topic, not the person
+# ("Müşterimiz E. Ş. Süryani. DNA testi ne kadar sürer?", "... Kürt sorunu üzerine bir makale özetle.",
+# "... The Jewish holidays this year start in September.")
+_ASKS = re.compile(r"\?|(?<!\w)(?:özetle|ozetle|açıkla|acikla|anlat|yaz|çevir|explain|describe|summari[sz]e|write|"
+                   r"nedir|nelerdir|nasıl|nasil|ne kadar|the)(?!\w)", re.IGNORECASE)
+
+
+def _question_or_request(text: str, lo: int, hi: int) -> bool:
+    """The sentence `lo`..`hi` (and its stop) asks or requests something, or says something general."""
+    return _ASKS.search(text, lo, min(len(text), hi + 1)) is not None or generic(text, lo, hi)
 
 
 def _same_passage(text: str, last_end: int, start: int) -> bool:

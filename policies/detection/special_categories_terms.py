@@ -50,7 +50,20 @@ class Term:
 
 def _read(category: str) -> list[str]:
     lines = (_DATA / f"{category}.txt").read_text(encoding="utf-8").splitlines()
-    return [t for t in (line.rstrip("\n") for line in lines) if t.strip() and not t.startswith(("#", "!"))]
+    terms = [t for t in (line.rstrip("\n") for line in lines) if t.strip() and not t.startswith(("#", "!"))]
+    return terms + [stem for t in terms if (stem := _possessed_stem(t))]
+
+
+# a phrase's head noun in the third person's possessive ("din hanesi", "doğum lekesi", "iris verisi")
+_THIRD_POSSESSIVE = re.compile(r"[^ ]+ [^ ]*[aeıioöuü]s[ıiuü]")
+
+
+def _possessed_stem(term: str) -> str | None:
+    """The phrase without its "-sı": the stem every person's possessive follows ("din hanemi",
+    "doğum lekem", "iris verimizi"), where the list writes the third person's only."""
+    if term[:1] == "=" or term.endswith("$") or not _THIRD_POSSESSIVE.fullmatch(term):
+        return None
+    return term[:-2]
 
 
 @lru_cache(maxsize=1)
@@ -113,12 +126,24 @@ def term_alternation() -> str:
     return "|".join(loose(t) for t in terms)
 
 
+@lru_cache(maxsize=1)
+def _exact_lookup() -> dict[str, Term]:
+    """Exact ("=") terms by their lower-case letters, read before the folded lookup where the
+    folded key's term is of the same category: "=kurt$" (Kürt in ASCII, a whole word) and
+    "=kürt" (any suffix) fold to one key. (Where another category claims the folded key first,
+    as religion's "ezidi" does ethnicity's "=ezidi", it keeps it.)"""
+    folded = _lookup()
+    return {t[1:].removesuffix("$").lower(): Term(c, t.endswith("$"))
+            for c, terms in _terms().items() for t in terms
+            if t.startswith("=") and folded[_fold(t[1:].removesuffix("$"))].category == c}
+
+
 def term_at(text: str, start: int, end: int) -> str | None:
     """The category of the term the trigger pass found at text[start:end], or None where it is
     not one: inside a word, or a whole-word term followed by more letters."""
     if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
         return None
-    term = _lookup().get(_fold(text[start:end]))
+    term = _exact_lookup().get(text[start:end].lower()) or _lookup().get(_fold(text[start:end]))
     if term is None or (term.whole_word and not _WORD_END.match(text, end)):
         return None
     word = _WORD_RUN.match(text, start) if _not_terms() else None
@@ -136,3 +161,16 @@ def starts_with_term(key: str) -> bool:
         if term is not None and (n == len(key) or not term.whole_word):
             return True
     return False
+
+
+# a first person's possessive at a folded term's end, with a case ending maybe ("izimi", "kolumda")
+_MY_END = re.compile(r"[iu]m(?:[iu]n?|[ae]|d[ae]n?|l[ae])?\Z")
+
+
+def says_mine(text: str, start: int, end: int) -> bool:
+    """The term found at text[start:end] is a listed term's first-person possessive ("parmak
+    izimi ... aldılar"), the list holding the third person's form too ("parmak izi"): the
+    trigger pass takes the longest term, so no suffix after it says "my"."""
+    key = _fold(text[start:end])
+    m = _MY_END.search(key)
+    return m is not None and key[: m.start() + 1] in _lookup()

@@ -22,10 +22,11 @@ from fairgate.policies.detection.special_categories_terms import term_alternatio
 
 _NUMBER_WORD = "sıfır|sifir|bir|iki|üç|uc|dört|dort|beş|bes|altı|alti|yedi|sekiz|dokuz|on|yirmi|otuz|kırk|kirk|" \
                "elli|altmış|altmis|yetmiş|yetmis|seksen|doksan|yüz|yuz"
-_W = rf"(?:{_NUMBER_WORD})"
+# (Turkish capitals too: RE2's case folding maps no "İ" to "i" nor "I" to "ı": "SEKİZ", "ALTI")
+_W = "(?:" + _NUMBER_WORD.replace("i", "[iİ]").replace("ı", "[ıI]") + ")"
 _FAMILIES = {
     "special": f"(?:{term_alternation()})",
-    "ident": r"pasaport|passport|pspt?|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|"
+    "ident": r"pasaport|passport|pspt?|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|d[üu]nyaya[ \t]+gel|"
              r"d\.[ \t]?[0-9t]|born|date[ \t_]+of[ \t_]+birth|"
              r"dob|birthday|birth(?:[ \t_]?date)?|d_tarih|n[üu]fus(?:ta|umda|unda)|kimli[gğk](?:te|imde|inde)|d\.[ \t]?t\.|vkn|verg[iİı]|tax|v\.?[ \t]?no|v\.?d\b|[uzs][0-9]{8}|"
              # a Turkish plate standing alone ("34 FVK 206"; checked case-sensitively by `identifiers`)
@@ -38,7 +39,7 @@ _FAMILIES = {
     # a local-part character, then '@' and a dotted domain (so "a@a@a@" triggers nothing)
     "email": r"[\pL\pN._%+\-\x{E000}](?:[ \t]*[@＠]|%40)[ \t]*[\pL\pN_\-\x{E000}]+\."
              r"|[\[\(\{<][ \t]?(?:at|et)[ \t]?[\]\)\}>]"
-             r"|[ \t]at[ \t]+[\pL\pN_\-]+(?:\.[\pL]|[ \t]+(?:dot|nokta)[ \t]|[ \t]*[\[\(\{<][ \t]?(?:dot|nokta))",
+             r"|[ \t](?:at|et(?:[ \t]+i[şs]areti)?)[ \t]+[\pL\pN_\-]+(?:\.[\pL]|[ \t]+(?:dot|nokta)[ \t]|[ \t]*[\[\(\{<][ \t]?(?:dot|nokta|\.))",
     "encoded": r"[A-Za-z0-9+/_\-]{15,}=*|%[0-9a-f]{2}|&#?[0-9a-z]{1,8};",
     "iban": r"[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]",  # a foreign IBAN's start (checked by `iban`)
     # a person field's label, or a booking's passenger (checked by `persons.fields`)

@@ -219,6 +219,9 @@ def proper_given_names(doc: Doc, cands: list[int]) -> list[int]:
     speakers: dict[str, int] = {}
     for i in cands:
         info = infos[i]
+        if text[doc.spans[i][1] : doc.spans[i][1] + 1] == ":" and _bracketed_speaker(doc, i):
+            out.append(i)
+            continue
         if "g" not in info.flags or any(c in info.flags for c in "cpotv") or len(info.key) < 3 \
                 or info.key in NOT_NAMES or info.key in plain or starts_with_term(info.key):
             continue
@@ -243,6 +246,22 @@ def proper_given_names(doc: Doc, cands: list[int]) -> list[int]:
             continue
         out.append(i)
     return out + (list(speakers.values()) if len(speakers) >= 2 else [])
+
+
+def _bracketed_speaker(doc: Doc, i: int) -> bool:
+    """Token i is a chat's speaker after a bracketed time stamp or group at its line's start
+    ("[09:14] Ceren: ...", "[Mahalle Kadınları] Mahpeyker: ...", "[köy derneği] cemşit: ..."):
+    a given name there even where it is a common word too, or a capitalised word no lexicon knows."""
+    start, end = doc.spans[i]
+    text, info = doc.text, doc.info(i)
+    if text[start - 2 : start] != "] ":
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    if text[line_start : line_start + 1] != "[" or "]" in text[line_start : start - 2]:
+        return False
+    if len(info.key) < 3 or info.key in NOT_NAMES or any(c in info.flags for c in "pot") or starts_with_term(info.key):
+        return False
+    return "g" in info.flags or (not info.flags and info.shape == "C")
 
 
 def _ends_clause(doc: Doc, i: int) -> bool:

@@ -9,8 +9,10 @@ an ending that fits it by Turkish phonology: the genitive, accusative, dative or
 the endearment "-cim", with a buffer "n"/"y" after a vowel and none after a consonant, in vowel
 harmony with the name's last vowel ("meltemle", "barlasla", not "barlasle"). Locative and
 ablative endings are left out: "yaşında", "ayşede" read as places more often than as people.
-Only lower-case lines are read (in prose a name keeps its capital), so a plain prompt costs
-nothing here.
+The comitative also stands apart, as "ile": a given name right before it ("emrecan ile 2
+yıldır", "satış ekibinden cemre ile bölge müdürü") is a person when it is a common given name or
+no common word or place ("kura ile": a draw). Only lower-case lines are read (in prose a name
+keeps its capital), so a plain prompt costs nothing here.
 """
 
 from __future__ import annotations
@@ -90,13 +92,34 @@ def inflected_names(doc: Doc) -> list[int]:
     modes, text = doc.modes(), doc.text
     if "lower" not in modes:
         return out  # (one C-level scan: most texts have no lower-case line)
-    for i, info in enumerate(doc.infos()):
-        if modes[i] != "lower" or info.flags.strip("gs") or info.suffix or len(info.key) < 5:
+    infos = doc.infos()
+    for i, info in enumerate(infos):
+        if modes[i] != "lower" or info.suffix:
+            continue
+        if i + 1 < len(infos) and infos[i + 1].key in _WITH and _with_partner(doc, i):
+            out.append(i)
+            continue
+        if info.flags.strip("gs") or len(info.key) < 5:
             continue
         s, e = doc.spans[i]
         if _given_with_ending(text[s:e].lower(), info.key):
             out.append(i)
     return out
+
+
+_WITH = frozenset(("ile", "ilen", "ilan"))  # folded ("ılan": chat's "ile")
+_SPACES = re.compile(r"[ \t]+")
+
+
+def _with_partner(doc: Doc, i: int) -> bool:
+    """Token i is a given name before a spaced "ile": a common given name, or a given name or
+    surname that is no common word, place or title ("yıldıray ile ferhat", not "kura ile")."""
+    info = doc.info(i)
+    if "g" not in info.flags or len(info.key) < 3 or info.key in NOT_NAMES or starts_with_term(info.key):
+        return False
+    if info.key not in given_names() and any(c in info.flags for c in "cpvot"):
+        return False
+    return _SPACES.fullmatch(doc.text, doc.spans[i][1], doc.spans[i + 1][0]) is not None
 
 
 def mentioned(doc: Doc, cands: list[int]) -> list[int]:

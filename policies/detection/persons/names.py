@@ -48,6 +48,8 @@ from fairgate.policies.detection.persons.non_private import (
     only_places,
     origin_word,
     public_figure,
+    quoted_product,
+    verb_idiom,
     word_problem,
 )
 from fairgate.policies.detection.persons.non_private import joined as _joined
@@ -232,7 +234,8 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
         if dated(doc, last) or public_figure(doc, first, last):
             figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
-        if only_places(doc, first, last) or origin_word(doc, first, last) or (made_up and first == last):
+        if only_places(doc, first, last) or origin_word(doc, first, last) or verb_idiom(doc, first) \
+                or quoted_product(doc, first, last) or (made_up and first == last):
             continue
         if UNION_NAME.search(text, max(0, start - 1), end):
             continue  # a union's name: "Eğitim-Sen'e", "Tüm Bel-Sen'de", "DEV MADEN-SEN'E", "Tes-İş"
@@ -378,8 +381,8 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     if info.suffix:
         return True
     cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS)
-    if doc.mode(i) != "mixed":
-        return cue or i == len(doc.spans) - 1
+    if doc.mode(i) != "mixed":  # (the last word as a signature: on its own, not a sentence's verb, "riski artar.")
+        return cue or (i == len(doc.spans) - 1 and (i == 0 or doc.gap(i)[:1] != "_" or not doc.text.endswith(".")))
     if cue or ("c" not in info.flags and info.key not in plain_words()):
         return True
     # a common given name that is also a word ("Pınar", "Onur", "Umut"), capitalised mid-sentence

@@ -159,6 +159,35 @@ def origin_word(doc: Doc, first: int, last: int) -> bool:
     return end is not None and "p" in lexicon_flags().get(key[: end.start()], "")
 
 
+# a word the lexicons list as a name that opens a verb idiom with the word after it ("sona er-":
+# "SÜRESİ 2022'DE SONA ERMİŞ", "KAMPANYA 28.02'DE SONA ERER"): folded word -> the verb stems
+_IDIOMS = {"sona": ("er",)}
+
+
+# what a quoted name after which names a product or a series ("'Nevra' serisi havlular")
+_PRODUCT_WORDS = frozenset(("serisi", "modeli", "markasi", "koleksiyonu", "urunu", "paketi", "kampanyasi", "projesi"))
+_QUOTE_MARKS = "'\"‘’“”«»"
+
+
+def quoted_product(doc: Doc, first: int, last: int) -> bool:
+    """The name stands in quotes right before a product's or series' word ("'Nevra' serisi")."""
+    s, e = doc.spans[first][0], doc.spans[last][1]
+    text = doc.text
+    if s == 0 or text[s - 1] not in _QUOTE_MARKS or text[e : e + 1] not in tuple(_QUOTE_MARKS) or last + 1 >= len(doc.spans):
+        return False
+    return doc.info(last + 1).key in _PRODUCT_WORDS
+
+
+def verb_idiom(doc: Doc, first: int) -> bool:
+    """The name found from token `first` opens a verb idiom ("SONA ERMİŞTİR"), not a name; or
+    it is a case ending after a number's apostrophe ("14.20'DEN SONRAKİ", "2022'DE")."""
+    s = doc.spans[first][0]
+    if s >= 2 and doc.text[s - 1] in "'’" and doc.text[s - 2].isdigit():
+        return True
+    stems = _IDIOMS.get(doc.info(first).key)
+    return stems is not None and first + 1 < len(doc.spans) and doc.info(first + 1).key.startswith(stems)
+
+
 # folded locative and ablative endings after an apostrophe (and "-daki", "the one at")
 _AT_FROM = frozenset(("da", "de", "ta", "te", "dan", "den", "tan", "ten", "daki", "deki", "taki", "teki"))
 _DASH = re.compile(r"[-–—]")
