@@ -21,8 +21,9 @@ def _starting_with(first: str, body: str, flags: int = 0) -> re.Pattern[str]:
 _VKN_BODY = (
     # (or a tax office's "V.D." / "VD" before its payer's number: "Kadıköy V.D. 1784005016")
     rf"(?<!\w)(?:vkn|vergi[ \t]+(?:kimlik[ \t]+)?(?:no|numaras[ıi]|numaram)|v\.?[ \t]?no|v\.?d\.?(?!\w)|tax[ \t]+(?:id|number|no))"
-    # (not a TR IBAN's check digits and account after it: "V.D. Kaporayı TR18 0003 2008 ...")
-    rf"{_GAP}(?<![0-9])(?<![Tt][Rr])([0-9](?:[ .\-]?[0-9]){{9}})(?![0-9])"
+    # (not a TR IBAN's check digits and account after it: "V.D. Kaporayı TR18 0003 2008 ...", nor ten
+    # digits of a longer grouped number: "VD 0090 260 265 65 62" is a phone)
+    rf"{_GAP}(?<![0-9])(?<![Tt][Rr])([0-9](?:[ .\-]?[0-9]){{9}})(?![0-9]|[ .\-][0-9])"
 )
 _VKN = _starting_with("[vt]", _VKN_BODY, re.IGNORECASE)
 # the number first: "3831061847 vergi kimlik numaralı mükellef"
