@@ -37,7 +37,9 @@ _OURS = r"(?=\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z))(?!(?:{})\w*)\w{{3,}}(?:[ıi]
     "sendika", "parti", "kulüb", "kulub", "cemevi", "cemaat", "kilise", "cami", "loca")))
 # our X, a role with a place ("kattaki", "şubesinin"), a form's patient line, a first-person verb
 _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
-    _OURS, r"hasta[ \t]*:", r"hasta[ \t]+[0-9]{1,3}[ \t]*(?:yaş\w*|y)",  # a clinical note's "Hasta 34 yaşında"
+    _OURS, r"hasta[ \t]*:",
+    # "our" one said with "bizim" ("bizim kız", "BİZİM DAMAT", "bizim müdür"): the family's or the office's
+    r"bizim[ \t]+(?:k[ıi]z|o[ğg]lan|damat|gelin|[çc]ocuk|eleman|hoca|m[üu]d[üu]r|[şs]ef|patron|usta)\w*", r"hasta[ \t]+[0-9]{1,3}[ \t]*(?:yaş\w*|y)",  # a clinical note's "Hasta 34 yaşında"
     # "X, 71 yaşında, ...": someone's age in apposition (not "yaşındaki çocuklar", not a
     # biography's "56 yaşında geçirdiği kalp krizi")
     r"(?<=,)[ \t]*[0-9]{1,3}[ \t]+yaşında(?=[ \t]*,)",
@@ -221,8 +223,9 @@ def generic(text: str, lo: int, hi: int) -> bool:
 _CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])")  # (not a decimal comma: "0,6-1,2 mEq/L")
 # someone new somewhere ("sınıfa yeni gelen çocuk", "yeni başlayan stajyer"), in the term's own
 # clause only ("Yeni gelen öğretmen kadrosu, engelli öğrencilerle ..." is a staff, and not the term's)
-_NEWCOMER = re.compile(r"(?<!\w)yeni[ \t]+(?:gelen|başlayan|katılan|taşınan)[ \t]+(?![^\W\d_]*?l[ae]r)[^\W\d_]{3,}",
-                       re.IGNORECASE)
+# (one who moved in is new without the word: "Karşı daireye taşınan Yahudi aile")
+_NEWCOMER = re.compile(r"(?<!\w)(?:yeni[ \t]+(?:gelen|başlayan|katılan)|(?:yeni[ \t]+)?taşınan)[ \t]+"
+                       r"(?![^\W\d_]*?l[ae]r)[^\W\d_]{3,}", re.IGNORECASE)
 
 
 def _clause_says_of_someone(text: str, start: int, end: int, lo: int, hi: int) -> bool:
@@ -241,7 +244,9 @@ def _clause_says_of_someone(text: str, start: int, end: int, lo: int, hi: int) -
 
 # someone described by where they are ("resepsiyondaki yeni çocuk", "kasadaki kız", "karşı
 # masadaki adamla"), folded, with a case ending but no plural
-_SOMEONE = re.compile(r"(?:cocu[kg]|kiz|kadin|adam|genc|oglan|delikanli|hanim|bey|teyze|amca|abla|abi|aile|cift)"
+# and a trade or office by its place ("Karşı dairedeki emekli öğretmen", "camisindeki imam efendi")
+_SOMEONE = re.compile(r"(?:cocu[kg]|kiz|kadin|adam|genc|oglan|delikanli|hanim|bey|teyze|amca|abla|abi|aile|cift|"
+                      r"ogretmen|imam|efendi|emekli|doktor|hemsire|avukat|polis|uzman|bakkal|kasap|berber|terzi|esnaf)"
                       r"(?:y?[aeiu]|[iu]n|y?l[ae]|d[ae]n?|[iu]n[iu]n)?")
 
 
