@@ -25,7 +25,7 @@ from fairgate.policies.detection.gazetteer import fold_key
 _WORDS_FILE = Path(__file__).with_name("data") / "person_words.txt"
 # our X ("şube müdürümüz", "veznedarımız"), not our institution or thing ("hastanemiz", "ürünümüz")
 # (the ending looked for first: the words excluded are tried only on a word that has it)
-_OURS = r"(?=\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z))(?!(?:{})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}".format("|".join((
+_INSTITUTIONS = "|".join((
     "hastane", "şirket", "kurum", "banka", "mağaza", "site", "sistem", "hizmet", "ürün", "ülke", "şehr", "okul",
     "klini", "servis", "birim", "merkez", "poliklini", "firma", "şube", "belediye", "işyer", "fabrika", "otel",
     "restoran", "uygulama", "platform", "program", "proje", "kampanya", "ofis", "bina", "tesis", "laboratuvar",
@@ -34,7 +34,12 @@ _OURS = r"(?=\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z))(?!(?:{})\w*)\w{{3,}}(?:[ıi]
     # a shop's goods ("koleksiyonumuzda", "modellerimiz", "çeşitlerimiz")
     "koleksiyon", "model", "çeşit", "stok", "sezon",
     # a union, party, club or congregation speaking of itself ("Sendikamız ... talep ediyor")
-    "sendika", "parti", "kulüb", "kulub", "cemevi", "cemaat", "kilise", "cami", "loca")))
+    "sendika", "parti", "kulüb", "kulub", "cemevi", "cemaat", "kilise", "cami", "loca"))
+_OURS = rf"(?=\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z))(?!(?:{_INSTITUTIONS})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}"
+# a term's last word that is our institution ("Kardiyoloji polikliniğimiz", "Onkoloji servisimizde"):
+# the institution speaking, not "my" (its names of four letters or more: "il" begins "ilacımız")
+_OUR_INSTITUTION = re.compile("(?:{})\\w*m[ıiuü]z\\w*".format("|".join(i for i in _INSTITUTIONS.split("|") if len(i) >= 4)),
+                              re.IGNORECASE)
 # our X, a role with a place ("kattaki", "şubesinin"), a form's patient line, a first-person verb
 _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     _OURS, r"hasta[ \t]*:",
@@ -74,7 +79,8 @@ _MY_BODY_BEFORE = re.compile(
     r"(?<!\w)(?:diz|bel|boyn|omz|sırt|s[ıi]rt|bacağ|bacag|kol|ayağ|ayag|göz|goz|kulağ|kulag|burn|boğaz|bogaz|mide|"
     r"karn|göğs|gogs|kalb|ciğer|ciger|böbreğ|bobreg|baş|bas|kalça|kalca|bileğ|bileg|parmağ|parmag|diş|dis|cild)"
     r"[ıiuü]?m(?:de|da|den|dan)?[ \t]+(?:[^\W\d_]+[ \t]+)?\Z", re.IGNORECASE)
-_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
+# (not a leaflet's negative imperative: "metformin almayınız", "kullanmayınız")
+_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)(?<!m[ae]y[ıi]n[ıi]z)"  # diyabetim
                         # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
                         r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)"
                         # and a consonant's, with a case ending, right at the term's end ("DNA testimin sonucu")
@@ -191,7 +197,8 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
     `names`: person names found in the text."""
     first = _SUFFIX_1P.match(text, end) or _SUFFIX_2P.match(text, end)
     # the word the suffix ends (the term's own last word when it is glued on: "Kurban kes" + "im")
-    if first is not None and fold_key((text[start:end] + first.group()).split()[-1]) in _NOT_MINE:
+    if first is not None and (fold_key(word := (text[start:end] + first.group()).split()[-1]) in _NOT_MINE
+                              or _OUR_INSTITUTION.fullmatch(word)):
         first = None
     # "Sendikamız", "dernek hesaplarımız": an association, union or party speaking for itself
     body = _OUR_BODY.match(text, start) is not None or (
