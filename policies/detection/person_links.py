@@ -259,11 +259,13 @@ _SOMEONE = re.compile(r"(?:cocu[kg]|kiz|kadin|adam|genc|oglan|delikanli|hanim|be
 
 def _role_at_place(text: str, lo: int, hi: int) -> bool:
     for m in _AT_PLACE.finditer(text, lo, hi):
-        many = "lar" in (phrase := fold_key(m.group())) or "ler" in phrase  # "bölgelerdeki kız çocukları"
-        if phrase.startswith(_WIDE_PLACES):
+        if fold_key(m.group()).startswith(_WIDE_PLACES):
             continue  # a country's or a city's people ("Ülkedeki Suriyeli sığınmacı sayısı"), no one's
+        # a plural in the place or up to the word ("bölgelerdeki kız çocukları"; not a later "yıllardır")
+        many = any(p in fold_key(text[m.start() : m.start(1)]) for p in ("lar", "ler"))
         for word in m.group(1).split():
             key = fold_key(word)
+            many = many or "lar" in key or "ler" in key
             if person_word(key) or _AGENT.match(word) or (not many and _SOMEONE.fullmatch(key)):
                 return True
     return False
