@@ -84,6 +84,9 @@ def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, in
         return "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
     if kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
         return "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
+    if kind == "politics" and _OFFICE.search(text, start, end) \
+            and _association_before(text, start, sentence(text, start, end)[0]):
+        return "association"  # an office in an association ("Kızılay'ın ilçe kadın kollarında", "Derneğin başkanlığına aday")
     return kind
 
 
@@ -156,10 +159,14 @@ _BODIES = re.compile(
     re.IGNORECASE)
 
 
-def _association_before(text: str, start: int) -> bool:
-    """The body nearest before `start` in the paragraph (200 characters at most) is an
-    association, foundation or club."""
-    lo = max(0, start - 200, text.rfind("\n\n", 0, start))
+# a politics term that names an office or a branch, which associations have too
+_OFFICE = re.compile(r"kol|ba[şs]kan|y[öo]netim|aday|delege|se[çc]il", re.IGNORECASE)
+
+
+def _association_before(text: str, start: int, since: int = 0) -> bool:
+    """The body nearest before `start` in the paragraph (200 characters at most, none before
+    `since`) is an association, foundation or club."""
+    lo = max(since, start - 200, text.rfind("\n\n", 0, start))
     bodies = list(_BODIES.finditer(text, lo, start))
     return bool(bodies) and bodies[-1].group("club") is not None
 

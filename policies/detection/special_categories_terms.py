@@ -167,6 +167,7 @@ def starts_with_term(key: str) -> bool:
 
 # a first person's possessive at a folded term's end, with a case ending maybe ("izimi", "kolumda")
 _MY_END = re.compile(r"[iu]m(?:[iu]n?|[ae]|d[ae]n?|l[ae])?\Z")
+_MY_GENITIVE = re.compile(r"[iu]m[iu]n ")  # (not "our": "Derneğimizin üye sayısı" is a body speaking)
 
 
 def says_mine(text: str, start: int, end: int) -> bool:
@@ -174,5 +175,7 @@ def says_mine(text: str, start: int, end: int) -> bool:
     izimi ... aldılar"), the list holding the third person's form too ("parmak izi"): the
     trigger pass takes the longest term, so no suffix after it says "my"."""
     key = _fold(text[start:end])
+    if _MY_GENITIVE.search(key):
+        return True  # the term's own first-person genitive: "parmağımın izi", "parmaklarımın izi"
     m = _MY_END.search(key)
     return m is not None and key[: m.start() + 1] in _lookup()
