@@ -56,7 +56,8 @@ _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     # "-ırım" nouns share ("indirim", "onarım") and a firm's "we" speaks ("öneririz", "bekleriz")
     # (a word that ends in m, k or z first: the endings' backtracking is tried only on those; 3x in all)
     r"(?=\w*[mkz](?!\w))\w+(?:[ıiuü]yorum|[ıiuü]yoruz|[ıiuü]yom|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m|"
-    r"[aeıioöuü]y[ıiuü]m(?<!(?<!\w)giyim)(?<!(?<!\w)deyim)(?<!kıyım)(?<!koyum)|(?<=\w\w)m[ae]y[ıi][mz])"
+    # (nor a Latin element's "-iyum": "kalsiyum", "kadmiyum"; after "i" the first person is "-yim")
+    r"[aeıioöuü]y[ıiuü]m(?<!(?<!\w)giyim)(?<!(?<!\w)deyim)(?<!kıyım)(?<!koyum)(?<!iyum)|(?<=\w\w)m[ae]y[ıi][mz])"
     r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)(?<!sandık)(?<!fındık)(?<!yastık)"  # nor a noun's "-dık", "-tim"
     r"(?<!eğitim)(?<!öğretim)(?<!üretim)(?<!yönetim)(?<!denetim)(?<!iletim)(?<!işletim)",
 )) + ")(?!\\w)", re.IGNORECASE)
@@ -79,8 +80,9 @@ _MY_BODY_BEFORE = re.compile(
     r"(?<!\w)(?:diz|bel|boyn|omz|sırt|s[ıi]rt|bacağ|bacag|kol|ayağ|ayag|göz|goz|kulağ|kulag|burn|boğaz|bogaz|mide|"
     r"karn|göğs|gogs|kalb|ciğer|ciger|böbreğ|bobreg|baş|bas|kalça|kalca|bileğ|bileg|parmağ|parmag|diş|dis|cild)"
     r"[ıiuü]?m(?:de|da|den|dan)?[ \t]+(?:[^\W\d_]+[ \t]+)?\Z", re.IGNORECASE)
-# (not a leaflet's negative imperative: "metformin almayınız", "kullanmayınız")
-_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)(?<!m[ae]y[ıi]n[ıi]z)"  # diyabetim
+# (not a leaflet's negative imperative: "metformin almayınız", "kullanmayınız"; nor "-sız", without:
+# "hastalığından habersiz")
+_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)(?<!m[ae]y[ıi]n[ıi]z)(?<!s[ıiuü]z)"  # diyabetim
                         # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
                         r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)"
                         # and a consonant's, with a case ending, right at the term's end ("DNA testimin sonucu")
