@@ -259,15 +259,21 @@ _SOMEONE = re.compile(r"(?:cocu[kg]|kiz|kadin|adam|genc|oglan|delikanli|hanim|be
                       r"(?:y?[aeiu]|[iu]n|y?l[ae]|d[ae]n?|[iu]n[iu]n)?")
 
 
+_PLURAL_HEAD = re.compile(r"l[ae]r[iı]")  # a plural compound's head ("çocukları", "maaşlarını")
+
+
 def _role_at_place(text: str, lo: int, hi: int) -> bool:
     for m in _AT_PLACE.finditer(text, lo, hi):
         if fold_key(m.group()).startswith(_WIDE_PLACES):
             continue  # a country's or a city's people ("Ülkedeki Suriyeli sığınmacı sayısı"), no one's
-        # a plural in the place or up to the word ("bölgelerdeki kız çocukları"; not a later "yıllardır")
-        many = any(p in fold_key(text[m.start() : m.start(1)]) for p in ("lar", "ler"))
-        for word in m.group(1).split():
+        # a plural in the place, the word or a compound's head after it ("bölgelerdeki kız", "okuldaki
+        # kız çocukları"; not a later "yıllardır": "kattaki emekli öğretmen yıllardır ...")
+        place_many = any(p in fold_key(text[m.start() : m.start(1)]) for p in ("lar", "ler"))
+        words = m.group(1).split()
+        for k, word in enumerate(words):
             key = fold_key(word)
-            many = many or "lar" in key or "ler" in key
+            head = fold_key(words[k + 1]) if k + 1 < len(words) else ""
+            many = place_many or "lar" in key or "ler" in key or _PLURAL_HEAD.search(head) is not None
             if person_word(key) or _AGENT.match(word) or (not many and _SOMEONE.fullmatch(key)):
                 return True
     return False
