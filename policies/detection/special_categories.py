@@ -27,7 +27,8 @@ SPECIAL_KINDS = CATEGORIES
 def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[int, int]] = (),
                  limit: int = 16) -> list[tuple[str, int, int]]:
     """(category, start, end) for every special-category term tied to a person; `hits`: where
-    the trigger pass saw a term; `names`: person names the name tagger found."""
+    the trigger pass saw a term; `names`: person names the name tagger found, and TCKNs (a
+    record's identity number stands for its person: "2026-12-02,<TCKN>,Concerta 36 mg")."""
     out: list[tuple[str, int, int]] = []
     for start, end in hits:
         kind = term_at(text, start, end)
