@@ -89,7 +89,7 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     out += [("person_name", s, e) for s, e in names]
     out += find_person_addresses(text, hits["street"], names)
     out += find_postal_addresses(text, sorted(hits["street"] + hits["postal"]), names)
-    out += find_special(text, hits["special"], names)
+    out += find_special(text, hits["special"], names + [(s, e) for k, s, e in out if k == "tckn"])
     if depth == 0 and len(out) < MAX_FINDINGS:
         for start, end, decoded in decoded_runs(text, hits["encoded"], hits["words"]):
             inner = detect(normalize(decoded).text, depth + 1)

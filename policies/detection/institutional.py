@@ -17,7 +17,8 @@ person's identifiers. `DetectionOptions` decides whether they still count.
   notice; or at most 50 characters after such a word with no name between them, even in a
   message to a named person ("Sayın X, ... Eczane Nilüfer, tel 0224 ..."). Of the realistic set's personal phones one in sixty is a fixed line (in a record that
   names its owner), while institutions' fixed lines were most of its phone false alarms. Two or
-  more different fixed lines in a text that names nobody are a directory of branches or offices.
+  more different fixed lines in a text that names nobody are a directory of branches or offices,
+  and a fixed line whose line also gives a fax ("TEL: ... - FAKS: ...") is an office's letterhead.
   A fixed line a notice gives for questions ("... kapalıdır. Bilgi: 0462 ...", "... 'ı arayabilirsiniz",
   "... numaralı santrale") with no person's name at either side is the sender's, even in a
   reminder to a named patient; not after "ev telefonum" or "beni".
@@ -102,9 +103,22 @@ _INSTITUTION = re.compile(
     # a notice's contact line: "Site Yönetimi: ...", "Otopark İşletmesi: ...", "randevuları için ..."
     # ("Bilgi:" says nothing: a person writes it before their own number too)
     r"yönetim\w*|işletme\w*|randevu\w*|"
+    # an office's or a service's line ("AV. BÜROSU – 0312 ...", "7/24 hizmet vermektedir: 0216 ...",
+    # "Bilgi: Liman Gayrimenkul 0242 ...")
+    r"büro\w*|hizmet\w*|gayrimenkul\w*|"
     # a role mailbox (a person's own address on the line says nothing about the number)
     r"(?<![\w.+\-])(?:" + "|".join(sorted(ROLE_MAILBOXES | {"rezervasyon"})) + r")@[\w.\-]+)(?!\w)",
     re.IGNORECASE)
+
+
+_FAX = re.compile(r"(?<!\w)(?:faks|fax)(?!\w)", re.IGNORECASE)
+
+
+def _fax_line(text: str, start: int) -> bool:
+    """The number's line also gives a fax ("TEL: 0318 ... - FAKS: 0318 ..."): an office's
+    letterhead or contact page; people give no fax."""
+    line_end = text.find("\n", start)
+    return _FAX.search(text, text.rfind("\n", 0, start) + 1, len(text) if line_end == -1 else line_end) is not None
 
 
 def _institution_before(text: str, start: int) -> bool:
@@ -287,7 +301,8 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
             if digits and shared_line(digits):
                 continue
             if digits and fixed_line(digits):
-                if _institution_right_before(text, s, people) or _notice_line(text, s, e, people):
+                if _institution_right_before(text, s, people) or _notice_line(text, s, e, people) \
+                        or _fax_line(text, s):
                     continue
                 if _nobody_near(s, e, people):
                     if _institution_before(text, s):

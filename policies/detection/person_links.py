@@ -25,7 +25,7 @@ from fairgate.policies.detection.gazetteer import fold_key
 _WORDS_FILE = Path(__file__).with_name("data") / "person_words.txt"
 # our X ("şube müdürümüz", "veznedarımız"), not our institution or thing ("hastanemiz", "ürünümüz")
 # (the ending looked for first: the words excluded are tried only on a word that has it)
-_OURS = r"(?=\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z))(?!(?:{})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}".format("|".join((
+_INSTITUTIONS = "|".join((
     "hastane", "şirket", "kurum", "banka", "mağaza", "site", "sistem", "hizmet", "ürün", "ülke", "şehr", "okul",
     "klini", "servis", "birim", "merkez", "poliklini", "firma", "şube", "belediye", "işyer", "fabrika", "otel",
     "restoran", "uygulama", "platform", "program", "proje", "kampanya", "ofis", "bina", "tesis", "laboratuvar",
@@ -34,10 +34,17 @@ _OURS = r"(?=\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z))(?!(?:{})\w*)\w{{3,}}(?:[ıi]
     # a shop's goods ("koleksiyonumuzda", "modellerimiz", "çeşitlerimiz")
     "koleksiyon", "model", "çeşit", "stok", "sezon",
     # a union, party, club or congregation speaking of itself ("Sendikamız ... talep ediyor")
-    "sendika", "parti", "kulüb", "kulub", "cemevi", "cemaat", "kilise", "cami", "loca")))
+    "sendika", "parti", "kulüb", "kulub", "cemevi", "cemaat", "kilise", "cami", "loca"))
+_OURS = rf"(?=\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z))(?!(?:{_INSTITUTIONS})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}"
+# a term's last word that is our institution ("Kardiyoloji polikliniğimiz", "Onkoloji servisimizde"):
+# the institution speaking, not "my" (its names of four letters or more: "il" begins "ilacımız")
+_OUR_INSTITUTION = re.compile("(?:{})\\w*m[ıiuü]z\\w*".format("|".join(i for i in _INSTITUTIONS.split("|") if len(i) >= 4)),
+                              re.IGNORECASE)
 # our X, a role with a place ("kattaki", "şubesinin"), a form's patient line, a first-person verb
 _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
-    _OURS, r"hasta[ \t]*:", r"hasta[ \t]+[0-9]{1,3}[ \t]*(?:yaş\w*|y)",  # a clinical note's "Hasta 34 yaşında"
+    _OURS, r"hasta[ \t]*:",
+    # "our" one said with "bizim" ("bizim kız", "BİZİM DAMAT", "bizim müdür"): the family's or the office's
+    r"bizim[ \t]+(?:k[ıi]z|o[ğg]lan|damat|gelin|[çc]ocuk|eleman|hoca|m[üu]d[üu]r|[şs]ef|patron|usta)\w*", r"hasta[ \t]+[0-9]{1,3}[ \t]*(?:yaş\w*|y)",  # a clinical note's "Hasta 34 yaşında"
     # "X, 71 yaşında, ...": someone's age in apposition (not "yaşındaki çocuklar", not a
     # biography's "56 yaşında geçirdiği kalp krizi")
     r"(?<=,)[ \t]*[0-9]{1,3}[ \t]+yaşında(?=[ \t]*,)",
@@ -49,7 +56,8 @@ _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     # "-ırım" nouns share ("indirim", "onarım") and a firm's "we" speaks ("öneririz", "bekleriz")
     # (a word that ends in m, k or z first: the endings' backtracking is tried only on those; 3x in all)
     r"(?=\w*[mkz](?!\w))\w+(?:[ıiuü]yorum|[ıiuü]yoruz|[ıiuü]yom|d[ıiuü]m|t[ıiuü]m|d[ıiuü]k|t[ıiuü]k|m[ıi]ş[ıi]m|ac[ae]ğ[ıi]m|"
-    r"[aeıioöuü]y[ıiuü]m(?<!(?<!\w)giyim)(?<!(?<!\w)deyim)(?<!kıyım)(?<!koyum)|(?<=\w\w)m[ae]y[ıi][mz])"
+    # (nor a Latin element's "-iyum": "kalsiyum", "kadmiyum"; after "i" the first person is "-yim")
+    r"[aeıioöuü]y[ıiuü]m(?<!(?<!\w)giyim)(?<!(?<!\w)deyim)(?<!kıyım)(?<!koyum)(?<!iyum)|(?<=\w\w)m[ae]y[ıi][mz])"
     r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)(?<!sandık)(?<!fındık)(?<!yastık)"  # nor a noun's "-dık", "-tim"
     r"(?<!eğitim)(?<!öğretim)(?<!üretim)(?<!yönetim)(?<!denetim)(?<!iletim)(?<!işletim)",
 )) + ")(?!\\w)", re.IGNORECASE)
@@ -72,7 +80,9 @@ _MY_BODY_BEFORE = re.compile(
     r"(?<!\w)(?:diz|bel|boyn|omz|sırt|s[ıi]rt|bacağ|bacag|kol|ayağ|ayag|göz|goz|kulağ|kulag|burn|boğaz|bogaz|mide|"
     r"karn|göğs|gogs|kalb|ciğer|ciger|böbreğ|bobreg|baş|bas|kalça|kalca|bileğ|bileg|parmağ|parmag|diş|dis|cild)"
     r"[ıiuü]?m(?:de|da|den|dan)?[ \t]+(?:[^\W\d_]+[ \t]+)?\Z", re.IGNORECASE)
-_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)"  # diyabetim
+# (not a leaflet's negative imperative: "metformin almayınız", "kullanmayınız"; nor "-sız", without:
+# "hastalığından habersiz")
+_SUFFIX_1P = re.compile(r"['’]?\w{0,8}?(?:[ \t]+\w{2,12}?)?(?:y?[ıiuü]m|y?[ıiuü]z)(?!\w)(?<!s[ae]n[ıi]z)(?<!m[ae]y[ıi]n[ıi]z)(?<!s[ıiuü]z)"  # diyabetim
                         # a vowel's "my", in any case: "sabıkam", "protezim", "soy testimin", "alerjime"
                         r"|(?<=[aeıioöuü])m(?:[ıiuü]n|[ıiuü]|[ae]|d[ae]n?)?(?!\w)"
                         # and a consonant's, with a case ending, right at the term's end ("DNA testimin sonucu")
@@ -189,7 +199,8 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
     `names`: person names found in the text."""
     first = _SUFFIX_1P.match(text, end) or _SUFFIX_2P.match(text, end)
     # the word the suffix ends (the term's own last word when it is glued on: "Kurban kes" + "im")
-    if first is not None and fold_key((text[start:end] + first.group()).split()[-1]) in _NOT_MINE:
+    if first is not None and (fold_key(word := (text[start:end] + first.group()).split()[-1]) in _NOT_MINE
+                              or _OUR_INSTITUTION.fullmatch(word)):
         first = None
     # "Sendikamız", "dernek hesaplarımız": an association, union or party speaking for itself
     body = _OUR_BODY.match(text, start) is not None or (
@@ -221,8 +232,9 @@ def generic(text: str, lo: int, hi: int) -> bool:
 _CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])")  # (not a decimal comma: "0,6-1,2 mEq/L")
 # someone new somewhere ("sınıfa yeni gelen çocuk", "yeni başlayan stajyer"), in the term's own
 # clause only ("Yeni gelen öğretmen kadrosu, engelli öğrencilerle ..." is a staff, and not the term's)
-_NEWCOMER = re.compile(r"(?<!\w)yeni[ \t]+(?:gelen|başlayan|katılan|taşınan)[ \t]+(?![^\W\d_]*?l[ae]r)[^\W\d_]{3,}",
-                       re.IGNORECASE)
+# (one who moved in is new without the word: "Karşı daireye taşınan Yahudi aile")
+_NEWCOMER = re.compile(r"(?<!\w)(?:yeni[ \t]+(?:gelen|başlayan|katılan)|(?:yeni[ \t]+)?taşınan)[ \t]+"
+                       r"(?![^\W\d_]*?l[ae]r)[^\W\d_]{3,}", re.IGNORECASE)
 
 
 def _clause_says_of_someone(text: str, start: int, end: int, lo: int, hi: int) -> bool:
@@ -241,17 +253,27 @@ def _clause_says_of_someone(text: str, start: int, end: int, lo: int, hi: int) -
 
 # someone described by where they are ("resepsiyondaki yeni çocuk", "kasadaki kız", "karşı
 # masadaki adamla"), folded, with a case ending but no plural
-_SOMEONE = re.compile(r"(?:cocu[kg]|kiz|kadin|adam|genc|oglan|delikanli|hanim|bey|teyze|amca|abla|abi|aile|cift)"
+# and a trade or office by its place ("Karşı dairedeki emekli öğretmen", "camisindeki imam efendi")
+_SOMEONE = re.compile(r"(?:cocu[kg]|kiz|kadin|adam|genc|oglan|delikanli|hanim|bey|teyze|amca|abla|abi|aile|cift|"
+                      r"ogretmen|imam|efendi|emekli|doktor|hemsire|avukat|polis|uzman|bakkal|kasap|berber|terzi|esnaf)"
                       r"(?:y?[aeiu]|[iu]n|y?l[ae]|d[ae]n?|[iu]n[iu]n)?")
+
+
+_PLURAL_HEAD = re.compile(r"l[ae]r[iı]")  # a plural compound's head ("çocukları", "maaşlarını")
 
 
 def _role_at_place(text: str, lo: int, hi: int) -> bool:
     for m in _AT_PLACE.finditer(text, lo, hi):
-        many = "lar" in (phrase := fold_key(m.group())) or "ler" in phrase  # "bölgelerdeki kız çocukları"
-        if phrase.startswith(_WIDE_PLACES):
+        if fold_key(m.group()).startswith(_WIDE_PLACES):
             continue  # a country's or a city's people ("Ülkedeki Suriyeli sığınmacı sayısı"), no one's
-        for word in m.group(1).split():
+        # a plural in the place, the word or a compound's head after it ("bölgelerdeki kız", "okuldaki
+        # kız çocukları"; not a later "yıllardır": "kattaki emekli öğretmen yıllardır ...")
+        place_many = any(p in fold_key(text[m.start() : m.start(1)]) for p in ("lar", "ler"))
+        words = m.group(1).split()
+        for k, word in enumerate(words):
             key = fold_key(word)
+            head = fold_key(words[k + 1]) if k + 1 < len(words) else ""
+            many = place_many or "lar" in key or "ler" in key or _PLURAL_HEAD.search(head) is not None
             if person_word(key) or _AGENT.match(word) or (not many and _SOMEONE.fullmatch(key)):
                 return True
     return False

@@ -22,7 +22,11 @@ _SGK = re.compile(
     rf"(?:s{_I}c{_I}l|no|numara|kayd{_I}m?|kay{_I}t)"
     # an insured person's registry number, a pension's allocation number ("Tahsis No: 2019/00412")
     rf"|s{_I}gorta(?:l{_I})?[ \t]+s{_I}c{_I}l|tahs{_I}s[ \t]+(?:no|numaras{_I}))"
-    rf"[^\n0-9]{{0,12}}?(?<![0-9])([0-9](?:[ .\-/]?[0-9]){{6,15}})(?![0-9])",
+    # (a short clause may stand between: "SSK numarasını buldum sonunda: 3401 ...")
+    rf"[^\n0-9]{{0,24}}?(?<![0-9])([0-9](?:[ .\-/]?[0-9]){{6,15}})(?![0-9])"
+    # or the registry's name right before a long number ("SGK: 16110047721983", "— SGK 0612 1907 3340
+    # 218"): twelve digits or more, longer than any phone number the registry's name could stand before
+    rf"|(?<![^\W_])(?:sgk|ssk)[ \t]*:?[ \t]*(?<![0-9])([0-9](?:[ .\-]?[0-9]){{11,15}})(?![0-9])",
     re.IGNORECASE)
 # a registry's or a pension's words near the number (a letter on a pension claim names no registry)
 _SGK_CONTEXT = re.compile(rf"(?<!\w)(?:sgk|ssk|sgm|ba[gğ]\W?kur|emekl{_I}|s{_I}gortal{_I}|sosyal[ \t]+g[üu]venl{_I}k|"
@@ -42,7 +46,8 @@ _DATE = re.compile(r"[0-3]?[0-9][./-][01]?[0-9][./-](?:19|20)?[0-9]{2}|(?:19|20)
 _PASSPORT = re.compile(r"[A-Z]{1,2}[0-9]{6,9}|(?=[A-Z0-9]*[0-9][A-Z0-9]*[0-9])(?=[A-Z0-9]*[A-Z])[A-Z0-9]{7,9}")
 _YEAR = re.compile(r"(?:19|20)[0-9]{2}")
 _PLATE = re.compile(r"(?:0[1-9]|[1-7][0-9]|8[01])[ \-]?[A-Za-z]{1,3}[ \-]?[0-9]{2,5}")  # a Turkish plate
-_COLUMN = re.compile(r"(?<![\w])(" + "|".join(_COLUMNS) + r")(?![\w])", re.IGNORECASE)
+# (a table's header may write the words apart: "SGK SİCİL", "Vergi No")
+_COLUMN = re.compile(r"(?<![\w])(" + "|".join(c.replace("_", "[_ ]") for c in _COLUMNS) + r")(?![\w])", re.IGNORECASE)
 _KEY_VALUE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9]{7,13})(?![0-9])")
 _KEY_DATE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9][0-9./\-]{3,9})(?![0-9])")  # "birth":"2001-11-30"
 _FIELD = re.compile(r"'(?:[^'\n]|'')*'|\"[^\"\n]*\"|[^,;|\t\n]+")
@@ -63,7 +68,7 @@ def find_registry_numbers(text: str, hits: list[tuple[int, int]], limit: int = 1
     for s, _ in hits:
         m = _SGK.match(text, s)
         if m is not None:
-            out.append(("sgk", *m.span(1)))
+            out.append(("sgk", *m.span(1 if m.group(1) else 2)))
         elif _SICIL_AFTER.match(text, s) and _SGK_CONTEXT.search(text, max(0, s - 300), s + 300):
             before = _NUMBER_BEFORE.search(text, max(0, s - 24), s)
             if before is not None:
@@ -93,7 +98,9 @@ def find_column_values(text: str, hits: list[tuple[int, int]], limit: int = 32) 
         m = _COLUMN.match(text, s)
         if m is None:
             continue
-        kind = _COLUMNS[m.group(1).lower()]
+        kind = _COLUMNS.get(m.group(1).lower().replace(" ", "_").replace("i̇", "i"))
+        if kind is None or " " in m.group(1) and not _table_header(text, m.start()):
+            continue
         kv = (_KEY_DATE if kind == "birth_date" else _KEY_VALUE).match(text, m.end())
         if kv is not None and _valid(kind, kv.group(1)):
             out.append((kind, *kv.span(1)))
@@ -101,6 +108,15 @@ def find_column_values(text: str, hits: list[tuple[int, int]], limit: int = 32) 
         if len(out) >= limit:
             break
     return out[:limit]
+
+
+def _table_header(text: str, start: int) -> bool:
+    """The line holding `start` is a table's header (two separators or more: "AD | SOYAD | SGK
+    SİCİL"), not a form's "SGK SİCİL NO: ..." line."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    line = text[line_start : len(text) if line_end == -1 else line_end]
+    return sum(map(line.count, ",;|\t")) >= 2
 
 
 def _table_values(text: str, m: re.Match[str], kind: str) -> list[Span]:

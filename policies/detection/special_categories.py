@@ -27,7 +27,8 @@ SPECIAL_KINDS = CATEGORIES
 def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[int, int]] = (),
                  limit: int = 16) -> list[tuple[str, int, int]]:
     """(category, start, end) for every special-category term tied to a person; `hits`: where
-    the trigger pass saw a term; `names`: person names the name tagger found."""
+    the trigger pass saw a term; `names`: person names the name tagger found, and TCKNs (a
+    record's identity number stands for its person: "2026-12-02,<TCKN>,Concerta 36 mg")."""
     out: list[tuple[str, int, int]] = []
     for start, end in hits:
         kind = term_at(text, start, end)
@@ -84,6 +85,9 @@ def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, in
         return "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
     if kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
         return "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
+    if kind == "politics" and _OFFICE.search(text, start, end) \
+            and _association_before(text, start, sentence(text, start, end)[0]):
+        return "association"  # an office in an association ("Kızılay'ın ilçe kadın kollarında", "Derneğin başkanlığına aday")
     return kind
 
 
@@ -156,10 +160,14 @@ _BODIES = re.compile(
     re.IGNORECASE)
 
 
-def _association_before(text: str, start: int) -> bool:
-    """The body nearest before `start` in the paragraph (200 characters at most) is an
-    association, foundation or club."""
-    lo = max(0, start - 200, text.rfind("\n\n", 0, start))
+# a politics term that names an office or a branch, which associations have too
+_OFFICE = re.compile(r"kol|ba[şs]kan|y[öo]netim|aday|delege|se[çc]il", re.IGNORECASE)
+
+
+def _association_before(text: str, start: int, since: int = 0) -> bool:
+    """The body nearest before `start` in the paragraph (200 characters at most, none before
+    `since`) is an association, foundation or club."""
+    lo = max(since, start - 200, text.rfind("\n\n", 0, start))
     bodies = list(_BODIES.finditer(text, lo, start))
     return bool(bodies) and bodies[-1].group("club") is not None
 

@@ -11,7 +11,7 @@ on every word would). A stem ending in p/ç/t/k also matches its softened form b
 ("kalp" -> "kalbi", "ilaç" -> "ilacı", "fıtık" -> "fıtığı"). Turkish letters match loosely
 (dotless/accentless forms too). Markers: "=" keeps a term's letters exact ("Kürt" is an ethnic
 origin, "Kurt" a common surname); a trailing "$" makes it a whole word, optionally with an
-apostrophe suffix ("Laz", not "lazım"; "gay", not "gayret"). A line "!word" names a word that
+apostrophe suffix or a copula ("Laz", "Lazdır", not "lazım"; "gay", not "gayret"). A line "!word" names a word that
 begins like a term but is none, and no word beginning so is read as one ("!engelliyo": the verb
 "engelliyor", "blocks", is no disability's "engelli").
 
@@ -39,7 +39,9 @@ _EXACT = {"i": "[iIİ]", "ı": "[ıI]"}  # an exact term's i and ı in capitals 
 _SOFT = {"p": "b", "ç": "c", "t": "d", "k": "ğ"}  # a stem's last consonant before a vowel suffix
 _SPACES = re.compile(r"[ \t_]+")
 _WORD_RUN = re.compile(r"\w*")
-_WORD_END = re.compile(r"(?:['’][^\W\d_]{1,6})?(?!\w)")
+# a whole word's end: an apostrophe's case ending, or a copula glued on, which no other word
+# shares ("ermeniymiş", "Lazdır", "gebeymiş", "firariydi"; not the "-Im" of "lazım")
+_WORD_END = re.compile(r"(?:['’][^\W\d_]{1,6}|y?m[ıiuü][şs](?:l[ae]r)?|y?[dt][ıiuü](?:r(?:l[ae]r)?|l[ae]r)?)?(?!\w)")
 
 
 @dataclass(slots=True, frozen=True)
@@ -165,6 +167,7 @@ def starts_with_term(key: str) -> bool:
 
 # a first person's possessive at a folded term's end, with a case ending maybe ("izimi", "kolumda")
 _MY_END = re.compile(r"[iu]m(?:[iu]n?|[ae]|d[ae]n?|l[ae])?\Z")
+_MY_GENITIVE = re.compile(r"[iu]m[iu]n ")  # (not "our": "Derneğimizin üye sayısı" is a body speaking)
 
 
 def says_mine(text: str, start: int, end: int) -> bool:
@@ -172,5 +175,7 @@ def says_mine(text: str, start: int, end: int) -> bool:
     izimi ... aldılar"), the list holding the third person's form too ("parmak izi"): the
     trigger pass takes the longest term, so no suffix after it says "my"."""
     key = _fold(text[start:end])
+    if _MY_GENITIVE.search(key):
+        return True  # the term's own first-person genitive: "parmağımın izi", "parmaklarımın izi"
     m = _MY_END.search(key)
     return m is not None and key[: m.start() + 1] in _lookup()
