@@ -17,6 +17,14 @@ from fairgate.backends.pool_gate import FairGate
 from tests.helpers.upstream import UpstreamServer
 
 
+def _pool(r0: UpstreamServer, r1: UpstreamServer, http1: HTTP1Pool, http: httpx.AsyncClient,
+          options: PoolOptions) -> PoolBackend:
+    """A pool of kind vllm over two loopback replicas."""
+    return PoolBackend("p", "vllm", [ReplicaSpec("r0", r0.base_url), ReplicaSpec("r1", r1.base_url)],
+                       lambda s: OpenAICompatBackend(f"p/{s.name}", s.base_url, http1, is_local=True, max_retries=0),
+                       http, options=options)
+
+
 async def _run(gate: FairGate, order: list[str], tenant: str, name: str, hold: asyncio.Event | None = None,
                cost: float = 10.0) -> None:
     async with gate.slot(tenant, cost, lambda: cost):
@@ -119,10 +127,7 @@ async def test_a_pool_with_the_gate_serves_a_light_tenant_ahead_of_a_flood_backl
             r.behaviour.token_delay_s = 0.1
         http1 = HTTP1Pool()
         async with httpx.AsyncClient() as http:
-            pool = PoolBackend("p", "vllm", [ReplicaSpec("r0", r0.base_url), ReplicaSpec("r1", r1.base_url)],
-                               lambda s: OpenAICompatBackend(f"p/{s.name}", s.base_url, http1, is_local=True,
-                                                             max_retries=0),
-                               http, options=PoolOptions(policy="least_loaded", fair_slots=1))
+            pool = _pool(r0, r1, http1, http, PoolOptions(policy="least_loaded", fair_slots=1))
             done: dict[str, float] = {}
 
             async def ask(tenant: str, name: str) -> None:
@@ -155,10 +160,7 @@ async def test_a_replica_s_own_queue_shrinks_its_room() -> None:
                 r.behaviour.token_delay_s, r.behaviour.metrics_waiting = 0.05, waiting
             http1 = HTTP1Pool()
             async with httpx.AsyncClient() as http:
-                pool = PoolBackend("p", "vllm", [ReplicaSpec("r0", r0.base_url), ReplicaSpec("r1", r1.base_url)],
-                                   lambda s: OpenAICompatBackend(f"p/{s.name}", s.base_url, http1, is_local=True,
-                                                                 max_retries=0),
-                                   http, options=PoolOptions(policy="least_loaded", fair_slots=2))
+                pool = _pool(r0, r1, http1, http, PoolOptions(policy="least_loaded", fair_slots=2))
                 await pool.probe_once()
                 assert pool._room() == 4  # one reading may be a request between two steps
                 await pool.probe_once()
@@ -196,10 +198,7 @@ async def test_the_gate_places_each_slot_on_a_replica_with_room() -> None:
             r.behaviour.token_delay_s = 0.05
         http1 = HTTP1Pool()
         async with httpx.AsyncClient() as http:
-            pool = PoolBackend("p", "vllm", [ReplicaSpec("r0", r0.base_url), ReplicaSpec("r1", r1.base_url)],
-                               lambda s: OpenAICompatBackend(f"p/{s.name}", s.base_url, http1, is_local=True,
-                                                             max_retries=0),
-                               http, options=PoolOptions(policy="affinity", fair_slots=2))
+            pool = _pool(r0, r1, http1, http, PoolOptions(policy="affinity", fair_slots=2))
             peaks = {"r0": 0, "r1": 0}
 
             async def ask(i: int) -> None:
