@@ -19,7 +19,7 @@ from fairgate.backends.local.model.quantization import quantized_linears, weight
 from fairgate.backends.local.sampling.logprobs import prompt_logprobs
 from fairgate.backends.local.sampling.sampler import Sampler, sample_batch
 from fairgate.backends.local.sampling.structured import GrammarMasker, GrammarMasks
-from fairgate.backends.local.speculative.verify import verify_drafts
+from fairgate.backends.local.speculative.verify import accept_greedy, verify_drafts
 from fairgate.kernels import (
     KV_FORMATS,
     SCALE_DTYPE,
@@ -230,10 +230,14 @@ class ModelRunner:
                 rows.extend(range(end - 1 - inputs[i].num_spec_tokens, end))
             rows_t = torch.tensor(rows, dtype=torch.int64, device=self.device)
             selected = hidden.index_select(0, rows_t)  # [sum(1 + k), hidden]
-            greedy = self._plain_greedy_tokens(inputs, plain, verify, selected)
+            greedy = self._greedy_tokens(inputs, sampling, selected)
             if greedy is not None:
-                for i, tok in zip(plain, greedy, strict=True):
-                    out[i] = tok
+                for i in plain:
+                    out[i] = greedy[row_of[i]]
+                for i in verify:
+                    k = inputs[i].num_spec_tokens
+                    drafts = inputs[i].token_ids[len(inputs[i].token_ids) - k :]
+                    out[i] = accept_greedy(greedy[row_of[i] : row_of[i] + 1 + k], drafts)
             else:
                 self._sample(inputs, plain, verify, row_of, self.model.compute_logits(selected), masks, out)
         self._add_prompt_logprobs(inputs, hidden, step.token_start, out)
@@ -260,14 +264,16 @@ class ModelRunner:
             for i, toks in zip(verify, kept, strict=True):
                 out[i] = toks
 
-    def _plain_greedy_tokens(self, inputs: list[RunnerInput], plain: list[int], verify: list[int],
-                             hidden: torch.Tensor) -> list[int] | None:
-        """The tokens of a step whose sampling rows are all plain greedy ones (no logits
-        processor, logprobs or grammar; no verify rows) from the greedy head, which gives the
-        argmax of the logits without computing them all; None where it does not apply."""
-        if self.greedy_head is None or verify:
+    def _greedy_tokens(self, inputs: list[RunnerInput], sampling: list[int], hidden: torch.Tensor) -> list[int] | None:
+        """The argmax token of every selected row (`hidden`, a plain row's one and a verify
+        input's 1 + k) from the greedy head, which gives the argmax of the logits without
+        computing them all, when every sampling input is plain greedy (no logits processor,
+        logprobs or grammar); None where it does not apply. A verify input's drafts are then
+        kept while they equal those argmaxes (`accept_greedy`), as `verify_drafts` keeps them
+        from the full logits: the same tokens, by the head's bound."""
+        if self.greedy_head is None:
             return None
-        for i in plain:
+        for i in sampling:
             p = inputs[i].sampling
             if not p.greedy or p.needs_processing or p.logprobs is not None:
                 return None

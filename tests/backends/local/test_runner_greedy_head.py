@@ -1,7 +1,7 @@
 """The runner takes a step's greedy tokens from the greedy head (kernels/native/cpu_greedy.c) when
-every sampling row is plain greedy, and they are the tokens the full logits give; any row that
-needs its logits (logprobs, a penalty, a bias, sampling, a draft to verify) sends the whole step
-down the logits path."""
+every sampling row is greedy (a plain row or a verify of drafts), and they are the tokens the
+full logits give; any row that needs its logits (logprobs, a penalty, a bias, sampling) sends the
+whole step down the logits path."""
 
 from __future__ import annotations
 
@@ -79,9 +79,38 @@ def test_a_row_that_needs_its_logits_sends_the_step_down_the_logits_path(runner:
     assert with_head == without
 
 
-def test_a_verify_row_sends_the_step_down_the_logits_path(runner: ModelRunner) -> None:
+def test_a_greedy_verify_step_takes_the_head_and_keeps_the_drafts_the_logits_keep(runner: ModelRunner) -> None:
     inputs = inputs_with([GREEDY, GREEDY, GREEDY], spec=2)
     with_head, calls = run(runner, inputs, head=True)
     without, _ = run(runner, inputs, head=False)
-    assert calls == 0 and with_head == without
+    assert calls == 1 and with_head == without
     assert isinstance(with_head[1], list) and 1 <= len(with_head[1]) <= 3
+
+
+def test_a_verify_step_keeps_every_draft_the_argmax_agrees_with(runner: ModelRunner) -> None:
+    """Drafts set to the target's own argmax at each position are all kept, plus the bonus:
+    the head's row-per-position argmax lines up with the drafts it checks."""
+    probe = inputs_with([GREEDY, GREEDY], spec=3)
+    without, _ = run(runner, probe, head=False)
+    first = without[1]
+    assert isinstance(first, list) and len(first) >= 1
+    # Row j's argmax depends only on the tokens before it: replace drafts one at a time with
+    # the argmax the logits path reports, until every draft agrees.
+    for _ in range(3):
+        tokens = probe[1].token_ids
+        kept = run(runner, probe, head=False)[0][1]
+        assert isinstance(kept, list)
+        drafts = tokens[len(tokens) - 3:]
+        fixed = (kept + drafts)[:3] if len(kept) <= 3 else kept[:3]
+        probe[1] = replace(probe[1], token_ids=tokens[: len(tokens) - 3] + fixed)
+    with_head, calls = run(runner, probe, head=True)
+    without, _ = run(runner, probe, head=False)
+    assert calls == 1 and with_head == without
+    assert with_head[1][:3] == probe[1].token_ids[-3:] and len(with_head[1]) == 4
+
+
+def test_a_sampled_row_beside_a_verify_sends_the_step_down_the_logits_path(runner: ModelRunner) -> None:
+    inputs = inputs_with([GREEDY, GREEDY, SamplingParams(temperature=0.8, seed=7)], spec=2)
+    with_head, calls = run(runner, inputs, head=True)
+    without, _ = run(runner, inputs, head=False)
+    assert calls == 0 and with_head == without
