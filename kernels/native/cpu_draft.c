@@ -46,6 +46,7 @@ typedef struct {
 size_t fg_sizeof_draft_layer(void) { return sizeof(fg_layer); }
 size_t fg_sizeof_draft_model(void) { return sizeof(draft_model); }
 
+#ifdef __AVX512F__
 /* out[b, 0 .. CV*16) = bias + x[b] . panel for NB rows b, panel [K, CV*16] contiguous: NB x CV
  * accumulators in registers (at most 4 x 4 plus the CV weight vectors: AVX-512 has 32). */
 ALWAYS_INLINE void tile(const float *x, int K, const float *panel, const float *bias, float *out, int N,
@@ -97,6 +98,60 @@ ALWAYS_INLINE void panel_rows(const float *x, int K, const float *panel, int wid
         tile(x, K, panel, bias, out, N, NB, 1);
     }
 }
+#else
+/* AVX2 has 16 registers of 8 floats: a 16-float vector takes two, and the tile above (up to 16
+ * such accumulators) would live on the stack, every FMA a load and a store (GCC's lowering of a
+ * vector wider than the registers; measured: 197 of its 200 FMAs read the stack). Here a tile
+ * is NB rows x CV vectors of 8 columns of one panel (its rows `width` floats apart), with
+ * NB * CV + CV + 1 <= 16 registers. Each output is still one FMA chain from its bias over k in
+ * order, so the bits are those of the tile above. */
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4))); /* unaligned loads and stores */
+
+ALWAYS_INLINE void tile8(const float *x, int K, const float *panel, int width, const float *bias, float *out, int N,
+                         const int NB, const int CV)
+{
+    v8 acc[4][4]; /* NB x CV of it used */
+#pragma GCC unroll 4
+    for (int c = 0; c < CV; c++) {
+        const v8 b0 = bias ? (v8) * (const v8u *)(bias + c * 8) : (v8){0};
+#pragma GCC unroll 4
+        for (int b = 0; b < NB; b++)
+            acc[b][c] = b0;
+    }
+    for (int k = 0; k < K; k++, panel += width) {
+        v8 wv[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < CV; c++)
+            wv[c] = (v8) * (const v8u *)(panel + c * 8);
+#pragma GCC unroll 4
+        for (int b = 0; b < NB; b++) {
+            const float xb = x[(int64_t)b * K + k];
+#pragma GCC unroll 4
+            for (int c = 0; c < CV; c++)
+                acc[b][c] += xb * wv[c];
+        }
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < NB; b++)
+#pragma GCC unroll 4
+        for (int c = 0; c < CV; c++)
+            *(v8u *)(out + (int64_t)b * N + c * 8) = (v8u)acc[b][c];
+}
+
+/* One panel's columns (16, 32, 48 or 64) for NB rows: tiles of 32 columns for one or two rows
+ * (4 or 8 accumulators), of 16 for three or four (6 or 8), the rest in 16. */
+ALWAYS_INLINE void panel_rows(const float *x, int K, const float *panel, int width, const float *bias, float *out,
+                              int N, const int NB)
+{
+    int c = 0;
+    if (NB <= 2)
+        for (; c + 32 <= width; c += 32)
+            tile8(x, K, panel + c, width, bias ? bias + c : NULL, out + c, N, NB, 4);
+    for (; c < width; c += 16)
+        tile8(x, K, panel + c, width, bias ? bias + c : NULL, out + c, N, NB, 2);
+}
+#endif
 
 /* out[M, N] = x[M, K] @ W + bias, W packed as panels of PANEL columns ([K, PANEL] each, the last
  * [K, N % PANEL]; N a multiple of 16), so that a tile streams one contiguous run of weights.
