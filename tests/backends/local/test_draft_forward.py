@@ -126,6 +126,13 @@ def test_the_proposer_takes_the_native_round_for_decode_rounds_on_float_caches(
     # round 0 (the ragged catch-up) is per-op; rounds 1-3 are native, "b" leaving after round 1;
     # an int8 cache (its scales beside it) declines, and the rounds take the per-op path
     assert batches == ([2, 1, 1] if kv_cache_dtype is None else [-1, -1, -1])
+    # after a verify (one guess kept, one corrected) each catches up by one token: round 0 is a
+    # native round of both too
+    batches.clear()
+    again = proposer.propose([ProposalRequest("a", list(range(30, 47)) + drafts["a"][:1] + [9], 4),
+                              ProposalRequest("b", [5, 6, 7] + drafts["b"][:1] + [9], 2)])
+    assert [len(again["a"]), len(again["b"])] == [4, 2]
+    assert batches == ([2, 2, 1, 1] if kv_cache_dtype is None else [-1, -1, -1, -1])
 
 
 def test_proposer_guesses_are_the_same_with_and_without_the_native_round() -> None:
