@@ -114,3 +114,29 @@ def test_triton_matches_reference(method: str, m: int, n: int, k: int, device: t
     torch.testing.assert_close(got.cpu(), reference.quant_linear(x, qw, b), atol=2e-4, rtol=1e-4)
     no_bias = quant_linear(x.to(device)[None], on_device)
     torch.testing.assert_close(no_bias.cpu()[0], reference.quant_linear(x, qw), atol=2e-4, rtol=1e-4)
+
+
+@needs_native
+@pytest.mark.parametrize("method", ["int8", "int4", "int4-g32"])
+def test_the_avx2_build_gives_the_same_bits(method: str) -> None:
+    # The AVX2 build keeps its sums in halves of 8 lanes (tile8, tile_block8) where AVX-512 keeps
+    # 16: the same FMA chain per output, so the same bits, at every row count (1-4 rows: item's
+    # small tiles; 16+: int4's blocked loop), with a bias and a last panel cut short.
+    narrow = abi.load(abi.QUANT, ("-mno-avx512f",))
+    if narrow is None:
+        pytest.skip("this compiler cannot build without AVX-512")
+    gen = torch.Generator().manual_seed(9)
+    n, k = 200, 256
+    layer = QuantLinear(quantize_weight(torch.randn(n, k, generator=gen), QuantMethod.parse(method)),
+                        torch.randn(n, generator=gen), True)
+    native = layer._lib
+    for rows in (1, 2, 3, 5, 13, 16, 40):
+        x = torch.randn(rows, k, generator=gen)
+        expected, out = torch.empty(rows, n), torch.empty(rows, n)
+        layer.run_native(x, expected)
+        layer._lib = narrow
+        try:
+            layer.run_native(x, out)
+        finally:
+            layer._lib = native
+        assert torch.equal(out, expected), rows
