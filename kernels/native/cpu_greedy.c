@@ -86,6 +86,13 @@ static uint16_t to_bf16(float f)
 #define XW 2
 #endif
 
+/* The most vectors of columns a one-row tile takes (tile_cv below). */
+#if XW == 2
+#define WIDE_VECS 8
+#else
+#define WIDE_VECS TILE_VECS
+#endif
+
 /* acc[c] += the pair at xp . the VL column pairs at w + 2 VL c, for CV vectors of columns */
 ALWAYS_INLINE void dot_pairs(vacc *acc, const uint32_t *xp, const uint16_t *w, const int CV)
 {
@@ -108,7 +115,7 @@ ALWAYS_INLINE void dot_pairs(vacc *acc, const uint32_t *xp, const uint16_t *w, c
 ALWAYS_INLINE void screen_tile(const uint32_t *x2, int pairs, const uint16_t *panel, int64_t stride, float *scores,
                                int64_t ld, const int NR, const int CV)
 {
-    vacc acc[ROWS][TILE_VECS];
+    vacc acc[ROWS][WIDE_VECS];
     for (int r = 0; r < NR; r++)
         for (int c = 0; c < CV; c++)
             acc[r][c] = (vacc){0};
@@ -128,21 +135,33 @@ ALWAYS_INLINE void screen_rows(const uint32_t *x2, int pairs, const uint16_t *pa
         screen_tile(x2, pairs, panel + 2 * VL * c, 2 * VL * PV, scores + c * VL, ld, NR, CV);
 }
 
+/* The vectors of columns a tile of NR rows takes. Without a dot-product instruction each pair
+ * is two dependent FMAs into one sum, so a tile of one or two rows and TILE_VECS vectors left
+ * two or four chains to hide the FMA latency with (the AVX2 screen of a 32000 x 768 head ran
+ * at ~5 GB/s at one row, slower than the float32 head it screens for): one row takes up to
+ * WIDE_VECS (8 sums, a pair's widened weights and two broadcasts), two rows half of that.
+ * The tiling does not change a sum: each column's products are added in pair order. */
+ALWAYS_INLINE int tile_cv(const int NR, const int PV)
+{
+    const int most = NR == 1 ? WIDE_VECS : NR == 2 ? WIDE_VECS / 2 : TILE_VECS;
+    const int cv = most > TILE_VECS ? most : TILE_VECS;
+    return PV < cv ? PV : PV % cv == 0 ? cv : PV < TILE_VECS ? PV : TILE_VECS;
+}
+
 ALWAYS_INLINE void screen_panel(const uint32_t *x2, int64_t M, int pairs, const uint16_t *panel, float *scores,
                                 int64_t ld, const int PV)
 {
-    const int CV = PV < TILE_VECS ? PV : TILE_VECS;
     int64_t m = 0;
     for (; m + ROWS <= M; m += ROWS)
-        screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, ROWS, PV, CV);
+        screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, ROWS, PV, tile_cv(ROWS, PV));
     switch (M - m) {
 #if ROWS > 4
-    case 5: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 5, PV, CV); break;
-    case 4: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 4, PV, CV); break;
+    case 5: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 5, PV, tile_cv(5, PV)); break;
+    case 4: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 4, PV, tile_cv(4, PV)); break;
 #endif
-    case 3: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 3, PV, CV); break;
-    case 2: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 2, PV, CV); break;
-    case 1: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 1, PV, CV); break;
+    case 3: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 3, PV, tile_cv(3, PV)); break;
+    case 2: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 2, PV, tile_cv(2, PV)); break;
+    case 1: screen_rows(x2 + m * pairs * XW, pairs, panel, scores + m * ld, ld, 1, PV, tile_cv(1, PV)); break;
     default: break;
     }
 }
