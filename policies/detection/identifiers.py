@@ -82,7 +82,8 @@ _BIRTH_BODY = (
     rf"({_BIRTH_DATE})"
     # "doğum" alone, or one's birthday, right before a full date ("Doğum: 12 Aralık 2016, Hakkari",
     # "doğum günüm 9 mayıs 1998"; not "doğum izni 12.03.2024"), and "d." before one ("(d. 17.01.1949)")
-    rf"|(?<!\w)do[gğ]um(?:[ \t]+g[üu]n[üu]m?)?[ \t]*[:=]?[ \t]*({_BIRTH_DATE})"
+    # (a particle between: "doğum günüm aslında 14 mart 1996")
+    rf"|(?<!\w)do[gğ]um(?:[ \t]+g[üu]n[üu]m?(?:[ \t]+(?:asl[ıi]nda|ise|de|da|resmen|ger[çc]ekte))?)?[ \t]*[:=]?[ \t]*({_BIRTH_DATE})"
     # one's birthday's day and month ("Zehra'nın doğum günü 7 Mart'ta", "doğum günüm 3 nisan")
     rf"|(?<!\w)do[gğ]um[ \t]+g[üu]n[üu](?:m|n|müz|muz)?[ \t]*[:=]?[ \t]*([0-3]?[0-9][ \t]+(?:{_MONTHS})(?![^\W\d_]))"
     rf"|(?<![\w.])d\.[ \t]?({_BIRTH_DATE})"
@@ -93,6 +94,9 @@ _BIRTH_BODY = (
     rf"|((?:{_DATE})|[0-3]?[0-9][ \t]+(?:{_MONTHS})|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}(?:[ \t]+[dt][ae])?[ \t]+"
     # (or "when / the day she was born", "I came into the world": "6 Aralık 2003'te doğduğunda")
     r"(?:do[gğ](?:mu[şs]um|mu[şs](?!t)|dum|du[gğ]u\w*)|d[üu]nyaya[ \t]+gel(?:dim|mi[şs]im|di[gğ]\w+))(?!\w)"
+    # a full date, maybe a place between, then "doğdu" / "doğmuş" ("3 Mart 2019'da doğdu", "17 Şubat 1949'da
+    # Tokat'ta doğmuş"): a day's date is a family's record; an encyclopaedia gives a year ("1881'de Selanik'te doğdu")
+    rf"|({_DATE})['’]?\w{{0,3}}(?:[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{1,15}}['’]\w{{1,4}})?[ \t]+do[gğ](?:du|mu[şs])(?!\w)"
     # a date or year, maybe its month or a place between, then "doğumlu" ("1991 Ağustos doğumluyum",
     # "12/04/1986 Keçiören doğumlu")
     rf"|((?:{_DATE}|(?<![0-9])(?:19|20)?[0-9]{{2}})(?:[ \t]+(?:{_MONTHS}))?)['’]?(?:[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{2,15}})?"
