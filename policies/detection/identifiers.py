@@ -31,8 +31,8 @@ _VKN_BEFORE = re.compile(r"(?<![0-9])([0-9]{10})[ \t]+vergi[ \t]+(?:kimlik[ \t]+
 # a passport's number may come later in its sentence ("pasaportu ile kayıt oldum, numarası K48...")
 _PASSPORT_GAP = r"(?:[^\n0-9.!?]|\.(?![ \t\n])){0,60}?"
 _PASSPORT_BODY = (
-    # (also a booking's "PSP" / "PSPT")
-    rf"(?<!\w)(?:pasaport|passport|pspt?(?![a-z]))\w*{_PASSPORT_GAP}(?<![A-Za-z0-9])([A-Z]{{1,2}}[ \-]?[0-9]{{6,9}}(?![0-9])"
+    # (also a booking's "PSP" / "PSPT" / "PPT", the last in capitals only: "ppt" is a slide file)
+    rf"(?<!\w)(?:pasaport|passport|pspt?(?![a-z])|(?-i:PPT)(?![a-z]))\w*{_PASSPORT_GAP}(?<![A-Za-z0-9])([A-Z]{{1,2}}[ \-]?[0-9]{{6,9}}(?![0-9])"
     # other countries' forms: letters and digits mixed ("NP7K2L8R5", "13AB48291"), or digits ("72 4419083")
     r"|(?=[A-Z0-9]{0,8}[A-Z])(?=[A-Z]{0,8}[0-9][A-Z]{0,8}[0-9])[A-Z0-9]{7,9}(?![A-Za-z0-9])"
     r"|[0-9]{2}[ ]?[0-9]{7}(?![0-9])"

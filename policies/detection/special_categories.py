@@ -85,6 +85,8 @@ def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, in
         return "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
     if kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
         return "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
+    if kind == "health" and _MARK.search(fold_key(text[start:end])) and _FACE_BEFORE.search(text, max(0, start - 30), start):
+        return "appearance"  # a scar or burn mark on the face is how one looks ("yüzünde derin bir yanık izi")
     if kind == "politics" and _OFFICE.search(text, start, end) \
             and _association_before(text, start, sentence(text, start, end)[0]):
         return "association"  # an office in an association ("Kızılay'ın ilçe kadın kollarında", "Derneğin başkanlığına aday")
@@ -134,6 +136,11 @@ def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]
     return any(s < start < e for s, e in names) and word in surnames()
 
 
+# the face or a visible part of it, then at most two words, before a mark ("YÜZÜNDE DERİN BİR YANIK İZİ",
+# "alnında yanık izi"), not a hand's ("elindeki yanık izi" is why a fingerprint fails)
+_MARK = re.compile(r"(?<!\w)(?:iz|izi|izleri)(?!\w)")  # a mark's word in a term, folded ("yanik izi")
+_FACE_BEFORE = re.compile(r"(?<!\w)(?:y[üu]z[üu]n|yana[ğg][ıi]n|aln[ıi]n|[çc]enesin|ka[şs][ıi]n)(?:de|da)(?:ki)?"
+                          r"(?:[ \t]+[^\W\d_]+){0,2}[ \t]+\Z", re.IGNORECASE)
 _INFECTION_BEFORE = re.compile(r"(?:hepatit|hbv|hcv|hiv|hbsag|virüs|virus|covid|mikrop|bakteri)\w*[ \t\-]*(?:[a-z]\b)?[ \t]*\Z",
                                re.IGNORECASE)
 # a carrier state, a gene or a gene panel named right after a disease ("Akdeniz anemisi
