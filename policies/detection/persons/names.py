@@ -48,6 +48,7 @@ from fairgate.policies.detection.persons.non_private import (
     only_places,
     origin_word,
     public_figure,
+    public_role,
     quoted_product,
     verb_idiom,
     word_problem,
@@ -231,7 +232,7 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
             continue  # "Yıldız Holding", "Atatürk Caddesi", "Kurtuluş Savaşı'nda" taken whole
         if figures and {doc.info(i).key for i in range(first, last + 1)} <= figures:
             continue  # the public figure again ("Aziz Sancar (d. ...) ... Sancar, öğrencilere")
-        if dated(doc, last) or public_figure(doc, first, last):
+        if dated(doc, last) or public_figure(doc, first, last) or public_role(doc, first):
             figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
         if only_places(doc, first, last) or origin_word(doc, first, last) or verb_idiom(doc, first) \

@@ -222,6 +222,22 @@ def public_figure(doc: Doc, first: int, last: int) -> bool:
     return False
 
 
+# a public figure's trade right before the name in the news ("Milli okçu Mete Gazoz", "Astronot Alper
+# Gezeravcı", "Solist Kaan Tangöze", "milli güreşçimiz Taha Akgül"): an athlete's, artist's or
+# politician's name in public life, not a private person's data
+_PUBLIC_ROLES = frozenset(fold_key(w) for w in (
+    "astronot astronotu solist vokalist şarkıcı futbolcu futbolcumuz güreşçi güreşçimiz okçu okçumuz atlet "
+    "atletimiz yüzücü yüzücümüz boksör boksörümüz halterci haltercimiz voleybolcu voleybolcumuz basketbolcu "
+    "tenisçi başantrenör milletvekili cumhurbaşkanı büyükelçi yönetmen aktör aktris").split())
+
+
+def public_role(doc: Doc, first: int) -> bool:
+    """A public figure's trade stands right before the name (see `_PUBLIC_ROLES`)."""
+    prev = first - 1
+    return prev >= 0 and doc.info(prev).key in _PUBLIC_ROLES \
+        and _SPACES.fullmatch(doc.text, doc.spans[prev][1], doc.spans[first][0]) is not None
+
+
 def joined(doc: Doc, i: int) -> bool:
     """Tokens i and i+1 belong to one name: only a space or hyphen between them."""
     end, nxt = doc.spans[i][1], doc.spans[i + 1][0]
