@@ -68,6 +68,8 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
         return True  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
     if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
         return True  # "roman", "kurt": a novel, a wolf; "Komşumuz Roman", "kayinpederim kurt": a people
+    if kind == "ethnicity" and _a_skill(text, start):
+        return True  # a language one knows or translates ("Kürtçe ve Arapça biliyor", "Çevirmen (Ermenice–Türkçe)")
     if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
             and text.count("%", max(0, start - 60), end + 60) >= 2:
         return True  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
@@ -182,6 +184,22 @@ def _association_before(text: str, start: int, since: int = 0) -> bool:
 # peoples whose name is also a common word ("roman": a novel; "kurt", Kürt written in ASCII: a
 # wolf, a surname): one only right after a relation or role word
 _WORD_PEOPLES = frozenset(("roman", "kurt"))
+# a language's name ("Kürtçe", "ERMENİCE", "arapca"), then other languages and a verb of knowing it, or
+# another language after a dash or slash: a translator's pair or a CV's skills, not one's origin
+_LANGUAGE_WORD = re.compile(r"[^\W\d_]+(?:[cç][ae])(?![^\W\d_])", re.IGNORECASE)
+_KNOWN_AFTER = re.compile(r"(?:[ \t]*(?:,|ve|/)[ \t]*[^\W\d_]+[cç][ae])*[ \t]+(?:bil(?:iyor|ir|en|di[gğ])|konu[şs]abil)"
+                          r"|[ \t]*[–/\-][ \t]*[^\W\d_]+[cç][ae](?![^\W\d_])", re.IGNORECASE)
+_TRANSLATOR = re.compile(r"(?<!\w)(?:[çc]evirmen|terc[üu]man|translator)", re.IGNORECASE)
+
+
+def _a_skill(text: str, start: int) -> bool:
+    """The ethnicity term is a language named as a skill: known, or translated from or into."""
+    word = _LANGUAGE_WORD.match(text, start)
+    if word is None:
+        return False
+    line_lo = text.rfind("\n", 0, start) + 1
+    return _KNOWN_AFTER.match(text, word.end()) is not None \
+        or _TRANSLATOR.search(text, max(line_lo, start - 60), start) is not None
 _WORD_BEFORE_TERM = re.compile(r"([^\W\d_]+)[ \t]+\Z")
 
 
