@@ -381,7 +381,7 @@ _CUE_BEFORE = re.compile(r"([^\W\d_]+)[ \t]*[:(]?[ \t]*\Z")
 # (the text is normalised: a dash is "-" by then)
 _SIGNED_BEFORE = re.compile(r"(?:(?:^|\n)[ \t]*(?:[—–-][ \t]*)?|[ \t][—–-][ \t]*)(?:[^\W\d_]{1,8}[ \t]*/[ \t]*)?\Z")
 _SIGN_END = re.compile(r"[ \t]*(?:\n|\Z|,[ \t]*[A-ZÇĞİÖŞÜ][^\W\d_]+[ \t]*(?:\n|\Z))")
-_NOT_INITIALS = frozenset(("tc", "as", "mo", "ms", "ab", "abd", "kktc", "bm", "ss", "ie"))
+_NOT_INITIALS = frozenset(("TC", "AŞ", "MÖ", "MS", "AB", "ABD", "KKTC", "BM", "SS"))
 # a label that says initials follow ("Hasta baş harfleri: Ş.Y.")
 _INITIALS_LABEL = frozenset(("harfleri", "harfler", "initials"))
 
@@ -397,9 +397,10 @@ def initials(doc: Doc, cands: list[int]) -> list[tuple[int, int]]:
     for m in _INITIALS.finditer(text):
         cue = _CUE_BEFORE.search(text, max(0, m.start() - 30), m.start())
         key = fold_key(cue.group(1)) if cue else ""
+        if re.sub(r"[. \t]", "", m.group()) in _NOT_INITIALS:
+            continue  # "Banka adı T.C. Ziraat Bankası"
         if (key and (key in CUES or key in _INITIALS_LABEL or person_word(key))) or _AGE_AFTER.match(text, m.end()):
             out.append(m.span())
-        elif fold_key(m.group()).replace(".", "").replace(" ", "") not in _NOT_INITIALS \
-                and _SIGNED_BEFORE.search(text, max(0, m.start() - 12), m.start()) and _SIGN_END.match(text, m.end()):
+        elif _SIGNED_BEFORE.search(text, max(0, m.start() - 12), m.start()) and _SIGN_END.match(text, m.end()):
             out.append(m.span())
     return out
