@@ -204,9 +204,13 @@ _WORD_BEFORE_TERM = re.compile(r"([^\W\d_]+)[ \t]+\Z")
 
 
 def _said_of_someone(text: str, start: int) -> bool:
-    """A relation or role word right before the term ("Komşumuz Roman", "esi Roman")."""
+    """A relation or role word right before the term ("Komşumuz Roman", "esi Roman"), or a
+    people's word after it ("ROMAN TOPLULUĞUNDAN OLAN", "Roman vatandaşlar", "Roman aile")."""
     before = _WORD_BEFORE_TERM.search(text, max(0, start - 30), start)
-    return before is not None and person_word(fold_key(before.group(1)))
+    return (before is not None and person_word(fold_key(before.group(1)))) or _PEOPLE_AFTER.match(text, start) is not None
+
+
+_PEOPLE_AFTER = re.compile(r"\w+[ \t]+(?:toplulu[gğk]|vatanda[şs]|aile|k[öo]kenl|as[ıi]ll|mahalles)", re.IGNORECASE)
 
 
 _ORIGIN = re.compile(r"k[öo]kenl[iı]|as[ıi]ll[ıi]", re.IGNORECASE)
