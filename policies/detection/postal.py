@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from fairgate.policies.detection.addresses import PLACEHOLDER
+from fairgate.policies.detection.addresses import PLACEHOLDER, WORKPLACE
 from fairgate.policies.detection.addresses_abroad import address_abroad
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.persons.lexicon import all_places
@@ -111,7 +111,7 @@ _FIRM = re.compile(r"(?<!\w)(?:ltd\.|[şs]t[iİ]\.|a\.[şs]\.|san\.[ \t]+ve[ \t]
 def _personal(text: str, lo: int, hi: int, names: Sequence[tuple[int, int]]) -> bool:
     before = text[max(0, lo - 100) : lo]
     line_lo = text.rfind("\n", 0, lo) + 1
-    if PLACEHOLDER.search(text, lo, hi):
+    if PLACEHOLDER.search(text, lo, hi) or WORKPLACE.search(text, max(0, lo - 12), min(len(text), hi + 20)):
         return False
     # the nearest party named before the address (in its record, or in the clause itself) is a firm
     firms = [f for f in _FIRM.finditer(text, max(0, lo - 160), hi) if _same_record(text, f.start(), lo)]
