@@ -62,7 +62,7 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
     """What stands around the term says it is no statement of its category about a person."""
     if _subject_line(text, start) and any(h > start and term_at(text, h, he) == kind for h, he in hits):
         return True  # an e-mail's subject ("Konu: Sendika aidatı kesintisi"); its body says whose
-    if kind == "health" and _SPECIALIST_AFTER.match(text, end):
+    if kind == "health" and (_SPECIALIST_AFTER.match(text, end) or _STAFF_AFTER.match(text, end)):
         return True  # a doctor's title in a signature or a CV ("Çocuk nörolojisi uzmanı"), not their health
     if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
         return True  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
@@ -154,6 +154,9 @@ _GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[
 # %23 Anadolu ve %9 Doğu Avrupa çıktı", "%38 balkan %22 kafkas")
 _SHARE = r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+[^\W\d_]+(?:[ \t]+(?-i:[A-ZÇĞİÖŞÜ])[^\W\d_]+)?"
 _SPECIALIST_AFTER = re.compile(r"\w*[ \t]+(?:uzman[ıi]|hekimi|specialist)[ \t]*(?:\n|\Z|[,;|)—–-])", re.IGNORECASE)
+# a department's staff ("Dahiliye servisinden hemşire arkadaşımız", "Onkoloji sekreteri"): their post, not their health
+_STAFF_AFTER = re.compile(r"\w*(?:[ \t]+(?:servis|poliklini|klini|b[öo]l[üu]m|birim)\w*)?[ \t]+"
+                          r"(?:hem[şs]ire|doktor|sekreter|personel|tekniker|teknisyen|asistan)\w*", re.IGNORECASE)
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
