@@ -64,6 +64,8 @@ def firm(doc: Doc, first: int, last: int) -> bool:
     j = last + 1
     while j < n and j - last <= 6 and _SPACES.fullmatch(text, spans[j - 1][1], spans[j][0]):
         info = doc.info(j)
+        if j == last + 1 and _separate_body(doc, first, last, j):
+            return False  # "Kızım Ayşegül Tunalı TEMA Vakfı'nın ...": a person, then the body they joined
         if (j == last + 1 == first + 1 and info.key in TRADE_WORDS and info.shape != "L") or "o" in info.flags \
                 or ((info.shape == "I" or info.key in _LEGAL_KEYS) and _LEGAL_FORM.match(text, spans[j][0])):
             return True
@@ -71,6 +73,15 @@ def firm(doc: Doc, first: int, last: int) -> bool:
             return False
         j += 1
     return j < n and j - last <= 6 and _LEGAL_FORM.match(text, spans[j - 1][1]) is not None
+
+
+def _separate_body(doc: Doc, first: int, last: int, j: int) -> bool:
+    """A given name and a surname, then a body's name that opens with an acronym in a mixed-case
+    line or with a place ("Ayşegül Tunalı TEMA Vakfı", "Vahap Kocaman Kuşadası ... Derneği"): two
+    names side by side, not one body named after a person."""
+    after = doc.info(j)
+    return last > first and "g" in doc.info(first).flags and "s" in doc.info(last).flags \
+        and ((after.shape == "U" and doc.mode(j) == "mixed") or "p" in after.flags)
 
 
 # an encyclopaedia entry's opening: one to four capitalised words, then life dates ("Yaşar Kemal
