@@ -29,6 +29,11 @@ _FIRST_PERSON = re.compile(
     r"I live|my home)", re.IGNORECASE,
 )
 
+# a form's or a fixture's made-up address ("Örnek Mah. Deneme Sok. No:1", "TEST CAD. NO 1"): no one's
+PLACEHOLDER = re.compile(r"(?<!\w)(?:[öo]rnek|deneme|test|sample|example|dummy)(?!\w)", re.IGNORECASE)
+# a workplace's address, not a home's ("İş adresi: ...", "... ZEMİN KAT DÜKKAN", "atölyesi")
+WORKPLACE = re.compile(r"(?<!\w)(?:d[üu]kkan|at[öo]lye|i[şs][ \t]*(?:yeri[ \t]+)?adres)", re.IGNORECASE)
+
 
 def person_name_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """Spans of personal names (gazetteer) in text[start:end], minus street names."""
@@ -73,7 +78,8 @@ def find_person_addresses(text: str, hits: list[tuple[int, int]], tagged: Sequen
         if m is None:
             continue
         end = _address_end(text, m.end())
-        if end is None:
+        if end is None or PLACEHOLDER.search(text, max(0, m.start() - 30), end) \
+                or WORKPLACE.search(text, max(text.rfind("\n", 0, m.start()) + 1, m.start() - 60), min(len(text), end + 20)):
             continue
         lo = max(0, m.start() - 100)
         names = sorted(person_name_spans(text, lo, m.start()) + [n for n in tagged if lo <= n[0] < m.start()])

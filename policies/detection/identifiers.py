@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 
+from fairgate.policies.detection.gazetteer import fold_key
+from fairgate.policies.detection.person_links import person_word
+
 _GAP = r"[^\n0-9]{0,25}?"
 
 
@@ -31,8 +34,8 @@ _VKN_BEFORE = re.compile(r"(?<![0-9])([0-9]{10})[ \t]+vergi[ \t]+(?:kimlik[ \t]+
 # a passport's number may come later in its sentence ("pasaportu ile kayıt oldum, numarası K48...")
 _PASSPORT_GAP = r"(?:[^\n0-9.!?]|\.(?![ \t\n])){0,60}?"
 _PASSPORT_BODY = (
-    # (also a booking's "PSP" / "PSPT")
-    rf"(?<!\w)(?:pasaport|passport|pspt?(?![a-z]))\w*{_PASSPORT_GAP}(?<![A-Za-z0-9])([A-Z]{{1,2}}[ \-]?[0-9]{{6,9}}(?![0-9])"
+    # (also a booking's "PSP" / "PSPT" / "PPT", the last in capitals only: "ppt" is a slide file)
+    rf"(?<!\w)(?:pasaport|passport|pspt?(?![a-z])|(?-i:PPT)(?![a-z]))\w*{_PASSPORT_GAP}(?<![A-Za-z0-9])([A-Z]{{1,2}}[ \-]?[0-9]{{6,9}}(?![0-9])"
     # other countries' forms: letters and digits mixed ("NP7K2L8R5", "13AB48291"), or digits ("72 4419083")
     r"|(?=[A-Z0-9]{0,8}[A-Z])(?=[A-Z]{0,8}[0-9][A-Z]{0,8}[0-9])[A-Z0-9]{7,9}(?![A-Za-z0-9])"
     r"|[0-9]{2}[ ]?[0-9]{7}(?![0-9])"
@@ -78,11 +81,12 @@ _BIRTH_GAP = r"[^\n0-9]{0,30}?(?:\n(?:\[?[0-2]?[0-9][:.][0-5][0-9]\]?)?[^\n0-9]{
 _BIRTH_BODY = (
     rf"(?<!\w)(?:do[gğ]um[ \t]+(?:yeri[ \t]*(?:/|ve)[ \t]*)?tarih\w*|d\.[ \t]?t\.|doğumlu|doğdu|doğdum|born|"
     rf"date[ \t_]+of[ \t_]+birth|dob|birthday|birth[ \t_]?date|dogum[ \t_]+tarih|d[ \t]?\.[ \t]?t[ \t]?\.|"
-    rf"do[gğ]\.[ \t]?t\.|d\.[ \t]?tarih|do[gğ]\.(?=[ \t]*[0-9]))\w*{_BIRTH_GAP}"  # (and "Doğ. 14.08.1983")
+    rf"do[gğ]\.[ \t]?t\.|d\.[ \t]?tarih|do[gğ]\.(?=[ \t]*[0-9])|d\.[ \t]?t(?=[ \t]*:))\w*{_BIRTH_GAP}"  # (and "D.T: 14.03.2021")  # (and "Doğ. 14.08.1983")
     rf"({_BIRTH_DATE})"
     # "doğum" alone, or one's birthday, right before a full date ("Doğum: 12 Aralık 2016, Hakkari",
     # "doğum günüm 9 mayıs 1998"; not "doğum izni 12.03.2024"), and "d." before one ("(d. 17.01.1949)")
-    rf"|(?<!\w)do[gğ]um(?:[ \t]+g[üu]n[üu]m?)?[ \t]*[:=]?[ \t]*({_BIRTH_DATE})"
+    # (a particle between: "doğum günüm aslında 14 mart 1996")
+    rf"|(?<!\w)do[gğ]um(?:[ \t]+g[üu]n[üu]m?(?:[ \t]+(?:asl[ıi]nda|ise|de|da|resmen|ger[çc]ekte))?)?[ \t]*[:=]?[ \t]*({_BIRTH_DATE})"
     # one's birthday's day and month ("Zehra'nın doğum günü 7 Mart'ta", "doğum günüm 3 nisan")
     rf"|(?<!\w)do[gğ]um[ \t]+g[üu]n[üu](?:m|n|müz|muz)?[ \t]*[:=]?[ \t]*([0-3]?[0-9][ \t]+(?:{_MONTHS})(?![^\W\d_]))"
     rf"|(?<![\w.])d\.[ \t]?({_BIRTH_DATE})"
@@ -93,6 +97,11 @@ _BIRTH_BODY = (
     rf"|((?:{_DATE})|[0-3]?[0-9][ \t]+(?:{_MONTHS})|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}(?:[ \t]+[dt][ae])?[ \t]+"
     # (or "when / the day she was born", "I came into the world": "6 Aralık 2003'te doğduğunda")
     r"(?:do[gğ](?:mu[şs]um|mu[şs](?!t)|dum|du[gğ]u\w*)|d[üu]nyaya[ \t]+gel(?:dim|mi[şs]im|di[gğ]\w+))(?!\w)"
+    # a full date, maybe a place between, then "doğdu" / "doğmuş" ("3 Mart 2019'da doğdu", "17 Şubat 1949'da
+    # Tokat'ta doğmuş"): a day's date is a family's record; an encyclopaedia gives a year ("1881'de Selanik'te doğdu")
+    # (or "dünyaya geldi", and the time of day between: "2 kasım 2026 sabahı dünyaya geldi")
+    rf"|(?P<told>{_DATE})['’]?\w{{0,3}}(?:[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{1,15}}['’]\w{{1,4}}|[ \t]+(?:sabah|ak[şs]am|gece|[öo][gğ]le)\w{{0,4}})?"
+    r"[ \t]+(?:do[gğ](?:du|mu[şs])|d[üu]nyaya[ \t]+gel(?:di|mi[şs]))(?!\w)"
     # a date or year, maybe its month or a place between, then "doğumlu" ("1991 Ağustos doğumluyum",
     # "12/04/1986 Keçiören doğumlu")
     rf"|((?:{_DATE}|(?<![0-9])(?:19|20)?[0-9]{{2}})(?:[ \t]+(?:{_MONTHS}))?)['’]?(?:[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{2,15}})?"
@@ -115,6 +124,18 @@ _PLACEHOLDER_DATE = re.compile(r"0?1[./-]0?1[./-]1900|1900-0?1-0?1")
 
 def placeholder_date(value: str) -> bool:
     return _PLACEHOLDER_DATE.fullmatch(value.strip()) is not None
+
+
+# a child or a relative told of ("Oğlum Aybars ...", "kızımız ...", "oysa kız ...", "Rahmetli babam ..."): a
+# family's record, where a biography tells a public figure's birth the same way ("... 1943'te doğdu")
+_KIN_WORDS = frozenset(("kiz", "oglan", "bebek", "cocuk", "rahmetli"))
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
+def _told_of_kin(text: str, start: int) -> bool:
+    """A relation or role word (`person_links.person_word`) in the 60 characters before the date."""
+    keys = [fold_key(w) for w in _WORDS.findall(text, max(0, start - 60), start)]
+    return any(k in _KIN_WORDS or person_word(k) for k in keys)
 
 
 def vkn_valid(digits: str) -> bool:
@@ -162,7 +183,8 @@ def find_identifiers(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
                 group = next(g for g in range(1, (rx.groups or 1) + 1) if m.group(g) is not None)
                 if kind == "plate" and group == 3 and _EXAMPLE.search(text, max(0, m.start() - 30), m.start()):
                     continue
-                if kind == "birth_date" and placeholder_date(m.group(group)):
+                if kind == "birth_date" and (placeholder_date(m.group(group))
+                                             or m.group("told") is not None and not _told_of_kin(text, m.start())):
                     continue
                 out.append((kind, *m.span(group)))
                 if len(out) >= limit:

@@ -147,6 +147,14 @@ _ASCII_OF = {"ş": "[şsŞS]", "ı": "[ıiIİ]", "i": "[iıİI]", "ğ": "[ğgĞG
 _MY_RELATION = re.compile(
     r"(?<!\w)(?:" + "|".join("".join(_ASCII_OF.get(c, c) for c in w) for w in _RELATIVES) + ")"
     r"(?:[ıiuü]n|[ıiuü]|[ae]|l[ae]|d[ae]n?|[ıiuü]z)?(?!\w)", re.IGNORECASE)
+
+
+def my_relation(word: str) -> bool:
+    """One word is a first person's relative, with a case ending maybe ("Eşimle", "ANNEMİN", "kizimla"):
+    never a name, though a sentence's first word is capitalised."""
+    return _MY_RELATION.fullmatch(word) is not None
+
+
 # a sentence about a topic: an English one ("The Jewish holidays ...", "Explain the history of
 # ...") or an instruction ("Kürt sorunu üzerine bir makale özetle")
 _TOPIC = re.compile(r"(?<!\w)(?:the|what|how|explain|describe|history|özetle|açıkla|anlat|listele|makale\w*)(?!\w)",

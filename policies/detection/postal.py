@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from fairgate.policies.detection.addresses import PLACEHOLDER, WORKPLACE
 from fairgate.policies.detection.addresses_abroad import address_abroad
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.persons.lexicon import all_places
@@ -25,7 +26,9 @@ _ANCHOR = re.compile(
     rf"(?<!\w)(?:adres\w*|k[öo]y[üu]|mevk{_I}{_I}?|s{_I}tes{_I}|mahalles{_I}\w*|mahalle(?=[ \t]*[:/])|mah\.|mh\.|cad\w*|"
     rf"cd\.|sokak\w*|sok\.|"
     rf"sk\.|bulvar\w*|blv\.|blok)(?!\w)", re.IGNORECASE)
-_CLAUSE_END = re.compile(r"\n| [—–-] | / |\. (?=[A-ZÇĞİÖŞÜ])|;")
+# (not an address's own abbreviation's dot: "Hacı Bayram Mah. Posta Cad. No:40", "ÇAMLIK MAH. MERAL SK.")
+_CLAUSE_END = re.compile(r"\n| [—–-] | / |(?<!(?<!\w)(?i:mah|cad|sok|blv|bul|apt|sit))(?<!(?<!\w)(?i:mh|cd|sk|no|bl))"
+                         r"(?<!(?<!\w)(?i:d|k))\. (?=[A-ZÇĞİÖŞÜ])|;")
 _HOUSE = re.compile(r"(?<![0-9])(?:no\b[ \t:.]*[0-9]{1,5}|[0-9]{1,5}[ \t]*/[ \t]*[0-9]{1,4}|[0-9]{5}(?![0-9])|"
                     r"d(?:aire)?[ \t:.]*[0-9]{1,4}|kat[ \t:.]*[0-9]{1,3})", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]{3,}")
@@ -101,12 +104,24 @@ def _addressy(text: str, lo: int, hi: int) -> bool:
         bool(re.search(r"(?i)k[öo]y|mevk|mah|sitesi", text[lo:hi]))
 
 
+# a company's legal form ("Ltd. Şti.", "A.Ş.", "San. ve Tic."): an invoice's or a lease's party that is no person
+_FIRM = re.compile(r"(?<!\w)(?:ltd\.|[şs]t[iİ]\.|a\.[şs]\.|san\.[ \t]+ve[ \t]+t[iİ]c\.|limited|anonim)", re.IGNORECASE)
+
+
 def _personal(text: str, lo: int, hi: int, names: Sequence[tuple[int, int]]) -> bool:
     before = text[max(0, lo - 100) : lo]
     line_lo = text.rfind("\n", 0, lo) + 1
-    near_name = any(max(0, lo - 250) <= s and e <= hi + 250 and _same_record(text, s, lo) for s, e in names)
-    if _INSTITUTION.search(text, max(line_lo, lo - 100), min(len(text), hi + 40)) and not near_name:
+    if PLACEHOLDER.search(text, lo, hi) or WORKPLACE.search(text, max(0, lo - 12), min(len(text), hi + 20)):
         return False
+    # the nearest party named before the address (in its record, or in the clause itself) is a firm
+    firms = [f for f in _FIRM.finditer(text, max(0, lo - 160), hi) if _same_record(text, f.start(), lo)]
+    if firms and (firms[-1].start() >= lo or not any(firms[-1].end() <= s < lo for s, _ in names)):
+        return False
+    near_name = any(max(0, lo - 250) <= s and e <= hi + 250 and _same_record(text, s, lo) for s, e in names)
+    if not near_name and _INSTITUTION.search(text, max(line_lo, lo - 100), min(len(text), hi + 40)):
+        return False
+    if not near_name and _INSTITUTION.search(text, max(0, lo - 100), lo) and _same_record(text, max(0, lo - 100), lo):
+        return False  # an institution's heading on the lines above ("İL SAĞLIK MÜDÜRLÜĞÜ\nADRES: ...")
     return near_name or bool(_OWNED.search(before))
 
 

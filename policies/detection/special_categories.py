@@ -62,12 +62,14 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
     """What stands around the term says it is no statement of its category about a person."""
     if _subject_line(text, start) and any(h > start and term_at(text, h, he) == kind for h, he in hits):
         return True  # an e-mail's subject ("Konu: Sendika aidatı kesintisi"); its body says whose
-    if kind == "health" and _SPECIALIST_AFTER.match(text, end):
+    if kind == "health" and (_SPECIALIST_AFTER.match(text, end) or _STAFF_AFTER.match(text, end)):
         return True  # a doctor's title in a signature or a CV ("Çocuk nörolojisi uzmanı"), not their health
     if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
         return True  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
     if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
         return True  # "roman", "kurt": a novel, a wolf; "Komşumuz Roman", "kayinpederim kurt": a people
+    if kind == "ethnicity" and _a_skill(text, start):
+        return True  # a language one knows or translates ("Kürtçe ve Arapça biliyor", "Çevirmen (Ermenice–Türkçe)")
     if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
             and text.count("%", max(0, start - 60), end + 60) >= 2:
         return True  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
@@ -85,6 +87,8 @@ def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, in
         return "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
     if kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
         return "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
+    if kind == "health" and _MARK.search(fold_key(text[start:end])) and _FACE_BEFORE.search(text, max(0, start - 30), start):
+        return "appearance"  # a scar or burn mark on the face is how one looks ("yüzünde derin bir yanık izi")
     if kind == "politics" and _OFFICE.search(text, start, end) \
             and _association_before(text, start, sentence(text, start, end)[0]):
         return "association"  # an office in an association ("Kızılay'ın ilçe kadın kollarında", "Derneğin başkanlığına aday")
@@ -134,6 +138,11 @@ def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]
     return any(s < start < e for s, e in names) and word in surnames()
 
 
+# the face or a visible part of it, then at most two words, before a mark ("YÜZÜNDE DERİN BİR YANIK İZİ",
+# "alnında yanık izi"), not a hand's ("elindeki yanık izi" is why a fingerprint fails)
+_MARK = re.compile(r"(?<!\w)(?:iz|izi|izleri)(?!\w)")  # a mark's word in a term, folded ("yanik izi")
+_FACE_BEFORE = re.compile(r"(?<!\w)(?:y[üu]z[üu]n|yana[ğg][ıi]n|aln[ıi]n|[çc]enesin|ka[şs][ıi]n)(?:de|da)(?:ki)?"
+                          r"(?:[ \t]+[^\W\d_]+){0,2}[ \t]+\Z", re.IGNORECASE)
 _INFECTION_BEFORE = re.compile(r"(?:hepatit|hbv|hcv|hiv|hbsag|virüs|virus|covid|mikrop|bakteri)\w*[ \t\-]*(?:[a-z]\b)?[ \t]*\Z",
                                re.IGNORECASE)
 # a carrier state, a gene or a gene panel named right after a disease ("Akdeniz anemisi
@@ -145,6 +154,9 @@ _GENE_AFTER = re.compile(r"\w*(?:[ \t\-]+[\w\-]+){0,2}?[ \t\-]+(?:ta[şs][ıi]y[
 # %23 Anadolu ve %9 Doğu Avrupa çıktı", "%38 balkan %22 kafkas")
 _SHARE = r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+[^\W\d_]+(?:[ \t]+(?-i:[A-ZÇĞİÖŞÜ])[^\W\d_]+)?"
 _SPECIALIST_AFTER = re.compile(r"\w*[ \t]+(?:uzman[ıi]|hekimi|specialist)[ \t]*(?:\n|\Z|[,;|)—–-])", re.IGNORECASE)
+# a department's staff ("Dahiliye servisinden hemşire arkadaşımız", "Onkoloji sekreteri"): their post, not their health
+_STAFF_AFTER = re.compile(r"\w*(?:[ \t]+(?:servis|poliklini|klini|b[öo]l[üu]m|birim)\w*)?[ \t]+"
+                          r"(?:hem[şs]ire|doktor|sekreter|personel|tekniker|teknisyen|asistan)\w*", re.IGNORECASE)
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
@@ -175,13 +187,33 @@ def _association_before(text: str, start: int, since: int = 0) -> bool:
 # peoples whose name is also a common word ("roman": a novel; "kurt", Kürt written in ASCII: a
 # wolf, a surname): one only right after a relation or role word
 _WORD_PEOPLES = frozenset(("roman", "kurt"))
+# a language's name ("Kürtçe", "ERMENİCE", "arapca"), then other languages and a verb of knowing it, or
+# another language after a dash or slash: a translator's pair or a CV's skills, not one's origin
+_LANGUAGE_WORD = re.compile(r"[^\W\d_]+(?:[cç][ae])(?![^\W\d_])", re.IGNORECASE)
+_KNOWN_AFTER = re.compile(r"(?:[ \t]*(?:,|ve|/)[ \t]*[^\W\d_]+[cç][ae])*[ \t]+(?:bil(?:iyor|ir|en|di[gğ])|konu[şs]abil)"
+                          r"|[ \t]*[–/\-][ \t]*[^\W\d_]+[cç][ae](?![^\W\d_])", re.IGNORECASE)
+_TRANSLATOR = re.compile(r"(?<!\w)(?:[çc]evirmen|terc[üu]man|translator)", re.IGNORECASE)
+
+
+def _a_skill(text: str, start: int) -> bool:
+    """The ethnicity term is a language named as a skill: known, or translated from or into."""
+    word = _LANGUAGE_WORD.match(text, start)
+    if word is None:
+        return False
+    line_lo = text.rfind("\n", 0, start) + 1
+    return _KNOWN_AFTER.match(text, word.end()) is not None \
+        or _TRANSLATOR.search(text, max(line_lo, start - 60), start) is not None
 _WORD_BEFORE_TERM = re.compile(r"([^\W\d_]+)[ \t]+\Z")
 
 
 def _said_of_someone(text: str, start: int) -> bool:
-    """A relation or role word right before the term ("Komşumuz Roman", "esi Roman")."""
+    """A relation or role word right before the term ("Komşumuz Roman", "esi Roman"), or a
+    people's word after it ("ROMAN TOPLULUĞUNDAN OLAN", "Roman vatandaşlar", "Roman aile")."""
     before = _WORD_BEFORE_TERM.search(text, max(0, start - 30), start)
-    return before is not None and person_word(fold_key(before.group(1)))
+    return (before is not None and person_word(fold_key(before.group(1)))) or _PEOPLE_AFTER.match(text, start) is not None
+
+
+_PEOPLE_AFTER = re.compile(r"\w+[ \t]+(?:toplulu[gğk]|vatanda[şs]|aile|k[öo]kenl|as[ıi]ll|mahalles)", re.IGNORECASE)
 
 
 _ORIGIN = re.compile(r"k[öo]kenl[iı]|as[ıi]ll[ıi]", re.IGNORECASE)

@@ -26,7 +26,7 @@ _NUMBER_WORD = "sıfır|sifir|bir|iki|üç|uc|dört|dort|beş|bes|altı|alti|yed
 _W = "(?:" + _NUMBER_WORD.replace("i", "[iİ]").replace("ı", "[ıI]") + ")"
 _FAMILIES = {
     "special": f"(?:{term_alternation()})",
-    "ident": r"pasaport|passport|pspt?|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|d[üu]nyaya[ \t]+gel|"
+    "ident": r"pasaport|passport|pspt?|ppt|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|d[üu]nyaya[ \t]+gel|"
              r"d\.[ \t]?[0-9t]|born|date[ \t_]+of[ \t_]+birth|"
              r"dob|birthday|birth(?:[ \t_]?date)?|d_tarih|n[üu]fus(?:ta|umda|unda)|kimli[gğk](?:te|imde|inde)|d\.[ \t]?t\.|vkn|verg[iİı]|tax|v\.?[ \t]?no|v\.?d\b|[uzs][0-9]{8}|"
              # a Turkish plate standing alone ("34 FVK 206"; checked case-sensitively by `identifiers`)

@@ -17,8 +17,8 @@ The shipped tagger (issue 33, 2026-12-06, detector round 6) was made by
         dev,dev2,test,test2,test3,test4,test5,test6,test7,test8,test9,test10,test11,test12,test13
         --real-weight 3
 
-(the 15 tuning parts; `crossval.py` measures what training on them generalises to). Never
-pass a blind part (test14).
+(the 15 tuning parts of then; `crossval.py` measures what training on them generalises to). Never
+pass a blind part (test16 now; test14 and test15 are tuning parts since).
 """
 
 from __future__ import annotations

@@ -178,7 +178,7 @@ CUES = frozenset(fold_key(w) for w in (
     "adım adim ismim benim ben hasta hastamız sanık davacı davalı alıcı gönderen sigortalı müşteri kiracı "
     "borçlu aday danışan veli öğrenci öğrencimiz çalışanımız personel komşum eşim annem babam oğlum kızım "
     "arkadaşım kardeşim abim ablam sayın dr av bey hanım hanımın beyin teyze abi abla hoca hocam soyad "
-    "soyadı soyadım ismi adı ad isim tanık şüpheli mağdur imza yetkili"
+    "soyadı soyadım ismi adı ad isim adını ismini tanık şüpheli mağdur imza yetkili sahibi"
 ).split())
 
 

@@ -29,7 +29,9 @@ FIELD_LABELS = (
     r"yolcu|misafir|holder|sahibi|ba[şs]kan|sayman|sekreter|[üu]ye|tan[ıi]k|s[üu]r[üu]c[üu]|ba[şs]vuran|"
     r"abone|kirac[ıi]|davac[ıi]|daval[ıi]|[şs][üu]pheli|m[üu][şs]teki|ma[ğg]dur|iddia[ \t]edilen[ \t]baba|"
     r"name|first_?name|last_?name|surname|customer_?name|contact_?name|[iİIı]let[iİIı][şsŞS][iİIı]m|"
-    r"guest|driver|passenger|traveller)"  # (a log's or booking's guest, driver or passenger)
+    r"guest|driver|passenger|traveller|"  # (a log's or booking's guest, driver or passenger)
+    # an insured person, a parcel's recipient ("SİGORTALI: ...", "Teslim alacak: ...", "TESLİMAT: ...")
+    r"s[iİ]gortal[ıiI]|tesl[iİ]m(?:at|[ \t]+alacak|[ \t]+alan))"
     r"[\"']?[ \t]*[:=][ \t]*[\"']?"
     # an XML element's name parts ("<cbc:FirstName>Semahat</cbc:FirstName>")
     r"|(?:first_?name|last_?name|family_?name|given_?name|surname)>)"

@@ -17,6 +17,9 @@ ORG_WORDS = frozenset(fold_key(w) for w in (
     "belediyesi müdürlüğü başkanlığı bakanlığı kaymakamlığı valiliği hastanesi üniversitesi fakültesi "
     "vakfı derneği sendikası odası kooperatifi okulu lisesi ilkokulu ortaokulu anaokulu camii kilisesi "
     "merkezi enstitüsü şirketi "
+    # parties, clubs and federations named after a word that is also a given name ("Zafer Partisi", "Saadet
+    # Partisi'nin", "ÜLKÜ OCAKLARININ")
+    "partisi kulübü kulubu federasyonu konfederasyonu platformu hareketi ocakları ocaklari ocaklarının ocağı "
     "mahallesi mah mh caddesi cad cd sokak sokağı sok sk bulvarı blv köyü mevkii parkı meydanı havalimanı "
     "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı otoyolu yokuşu sitesi apartmanı "
     # shops named after their owner or their street ("Köksal Eczanesi", "Bulut Fırını", "Esmeralda

@@ -14,6 +14,7 @@ from bisect import bisect_left
 
 from fairgate.policies.detection import dfa
 from fairgate.policies.detection.gazetteer import fold_key, given_names
+from fairgate.policies.detection.person_links import my_relation
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
     LOWER_NOT_NAMES,
@@ -48,6 +49,7 @@ from fairgate.policies.detection.persons.non_private import (
     only_places,
     origin_word,
     public_figure,
+    public_role,
     quoted_product,
     verb_idiom,
     word_problem,
@@ -231,10 +233,11 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
             continue  # "Yıldız Holding", "Atatürk Caddesi", "Kurtuluş Savaşı'nda" taken whole
         if figures and {doc.info(i).key for i in range(first, last + 1)} <= figures:
             continue  # the public figure again ("Aziz Sancar (d. ...) ... Sancar, öğrencilere")
-        if dated(doc, last) or public_figure(doc, first, last):
+        if dated(doc, last) or public_figure(doc, first, last) or public_role(doc, first):
             figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
         if only_places(doc, first, last) or origin_word(doc, first, last) or verb_idiom(doc, first) \
+                or (first == last and my_relation(text[start:end])) \
                 or quoted_product(doc, first, last) or (made_up and first == last):
             continue
         if UNION_NAME.search(text, max(0, start - 1), end):

@@ -64,6 +64,8 @@ def firm(doc: Doc, first: int, last: int) -> bool:
     j = last + 1
     while j < n and j - last <= 6 and _SPACES.fullmatch(text, spans[j - 1][1], spans[j][0]):
         info = doc.info(j)
+        if j == last + 1 and _separate_body(doc, first, last, j):
+            return False  # "Kızım Ayşegül Tunalı TEMA Vakfı'nın ...": a person, then the body they joined
         if (j == last + 1 == first + 1 and info.key in TRADE_WORDS and info.shape != "L") or "o" in info.flags \
                 or ((info.shape == "I" or info.key in _LEGAL_KEYS) and _LEGAL_FORM.match(text, spans[j][0])):
             return True
@@ -71,6 +73,15 @@ def firm(doc: Doc, first: int, last: int) -> bool:
             return False
         j += 1
     return j < n and j - last <= 6 and _LEGAL_FORM.match(text, spans[j - 1][1]) is not None
+
+
+def _separate_body(doc: Doc, first: int, last: int, j: int) -> bool:
+    """A given name and a surname, then a body's name that opens with an acronym in a mixed-case
+    line or with a place ("Ayşegül Tunalı TEMA Vakfı", "Vahap Kocaman Kuşadası ... Derneği"): two
+    names side by side, not one body named after a person."""
+    after = doc.info(j)
+    return last > first and "g" in doc.info(first).flags and "s" in doc.info(last).flags \
+        and ((after.shape == "U" and doc.mode(j) == "mixed") or "p" in after.flags)
 
 
 # an encyclopaedia entry's opening: one to four capitalised words, then life dates ("Yaşar Kemal
@@ -220,6 +231,22 @@ def public_figure(doc: Doc, first: int, last: int) -> bool:
             if name in whole or name in parts:
                 return True
     return False
+
+
+# a public figure's trade right before the name in the news ("Milli okçu Mete Gazoz", "Astronot Alper
+# Gezeravcı", "Solist Kaan Tangöze", "milli güreşçimiz Taha Akgül"): an athlete's, artist's or
+# politician's name in public life, not a private person's data
+_PUBLIC_ROLES = frozenset(fold_key(w) for w in (
+    "astronot astronotu solist vokalist şarkıcı futbolcu futbolcumuz güreşçi güreşçimiz okçu okçumuz atlet "
+    "atletimiz yüzücü yüzücümüz boksör boksörümüz halterci haltercimiz voleybolcu voleybolcumuz basketbolcu "
+    "tenisçi başantrenör milletvekili cumhurbaşkanı büyükelçi yönetmen aktör aktris").split())
+
+
+def public_role(doc: Doc, first: int) -> bool:
+    """A public figure's trade stands right before the name (see `_PUBLIC_ROLES`)."""
+    prev = first - 1
+    return prev >= 0 and doc.info(prev).key in _PUBLIC_ROLES \
+        and _SPACES.fullmatch(doc.text, doc.spans[prev][1], doc.spans[first][0]) is not None
 
 
 def joined(doc: Doc, i: int) -> bool:
