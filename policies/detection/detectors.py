@@ -84,8 +84,9 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     tagged = [n for n in tagged if not any(s <= n[0] and n[1] <= e and (s, e) != n for s, e in by_label)]
     tagged += [f for f in by_label if not any(s < f[1] and f[0] < e for s, e in tagged)]
     # a name inside an e-mail address, IBAN or plate ("06 BRK 72") is that finding's; a people's name alone an origin
-    names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in blocked + _plates(out))
-             and not a_people(text, n, hits["special"])]
+    taken = blocked + _plates(out)
+    names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in taken)
+             and not (hits["special"] and a_people(text, n, hits["special"]))]
     out += [("person_name", s, e) for s, e in names]
     out += find_person_addresses(text, hits["street"], names)
     out += find_postal_addresses(text, sorted(hits["street"] + hits["postal"]), names)

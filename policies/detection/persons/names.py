@@ -165,12 +165,15 @@ def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tup
         proper = proper_given_names(doc, chunk)
         titled.update(proper)
         sure.update(proper)
-        scored = _may_end_in_a_name(doc, chunk, titled)
+        kept = {*_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}
+        # a token the rules keep is a name's whatever its score, so it is not scored; but in a line
+        # of capitals, where a token the tagger accepts pairs up with its neighbours (`_uncased_partners`)
+        scored = [i for i in _may_end_in_a_name(doc, chunk, titled) if i not in kept or doc.mode(i) == "caps"]
         probs = tagger.scores(doc, scored)
         accepted = [i for i, p in zip(scored, probs, strict=True)
                     if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)]
         accepted += _uncased_partners(doc, accepted)
-        out += _names(doc, sorted({*accepted, *_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}), sure)
+        out += _names(doc, sorted({*accepted, *kept}), sure)
         titled = set()
         if len(out) < limit and chunk and chunk[-1]:
             out += [n for n in initials(doc, chunk) if not any(s < n[1] and n[0] < e for s, e in out)]

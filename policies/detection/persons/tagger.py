@@ -21,6 +21,7 @@ from fairgate.policies.detection.persons.features import (
 )
 
 _FOLDER = Path(__file__).resolve().parents[1] / "data" / "name_tagger"
+_NEAR = (-2, -1, 1, 2)  # the neighbours `features.context_features` reads
 
 
 class NameTagger:
@@ -37,6 +38,9 @@ class NameTagger:
         self._own_rows: dict[tuple[str, ...], list[int]] = {}  # a word's details and line casing -> table rows
         # a neighbour's details and distance -> the table rows of its `context_features`
         self._context_rows: dict[tuple[int | str, ...], list[int]] = {}
+        # a gap's mark ("n" + mark for the gap after the token) -> its feature's table row, if any
+        self._gap_rows: dict[str, list[int]] = {}
+        self._none_rows = {d: [r] if (r := self.vocab.get(f"c{d}:<none>")) is not None else [] for d in _NEAR}
 
     def scores(self, doc: Doc, tokens: list[int]) -> list[float]:
         """The probability that each of `tokens` is part of a person's name."""
@@ -70,16 +74,22 @@ class NameTagger:
         """The table rows of `features.context_features(doc, i)`, in its order: a neighbour's
         rows cached by its details and distance (building every feature string of every
         candidate cost more than the numpy pass)."""
-        cache, vocab = self._context_rows, self.vocab
+        cache, vocab, gaps = self._context_rows, self.vocab, self._gap_rows
         if len(cache) > 1 << 16:
             cache.clear()
         n, mode, infos = len(doc.spans), doc.mode(i)[0], doc.infos()
-        gaps = (vocab.get(f"gap:{doc.gap(i)}"), vocab.get(f"gapn:{doc.gap(i + 1) if i + 1 < n else '$'}"))
-        out = [r for r in gaps if r is not None]
-        for d in (-2, -1, 1, 2):
+        mark = doc.gap(i)
+        out = gaps.get(mark)  # (a dict lookup per gap, not a feature string and a vocabulary lookup)
+        if out is None:
+            out = gaps[mark] = [r for r in (vocab.get(f"gap:{mark}"),) if r is not None]
+        mark = "n" + (doc.gap(i + 1) if i + 1 < n else "$")
+        got = gaps.get(mark)
+        if got is None:
+            got = gaps[mark] = [r for r in (vocab.get(f"gapn:{mark[1:]}"),) if r is not None]
+        out = out + got
+        for d in _NEAR:
             if not 0 <= i + d < n:
-                if (r := vocab.get(f"c{d}:<none>")) is not None:
-                    out.append(r)
+                out += self._none_rows[d]
                 continue
             t = infos[i + d]
             key = (d, mode, t.key, t.suffix, t.shape, t.flags)  # (strings hash in C; a dataclass in Python)
