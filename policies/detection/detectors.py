@@ -59,8 +59,7 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     scan_foreign_ibans(text, foreign_iban, hits["iban"])
     for start, end, valid in vkn_spans(text, hits["ident"]):
         blocked.append((start, end))
-        if valid:
-            out.append(("vkn", start, end))
+        out += [("vkn", start, end)] if valid else []
     blocked.sort()
     scan_numbers(text, blocked, lambda kind, s, e: out.append((kind, s, e)), MAX_FINDINGS)
     if MESSAGE_JOIN in text:
