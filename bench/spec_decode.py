@@ -181,15 +181,15 @@ def main() -> None:
             print(f"{name:<15} {b:>5} {r['plain_tps']:>12.1f} {r['ngram_speedup']:>8.2f} {r['draft_speedup']:>8.2f} "
                   f"{_fmt(r['ngram_acceptance']):>10} {_fmt(r['draft_acceptance']):>10} "
                   f"{r['plain_spread']:>10.1%}", flush=True)
-    top = max(batches)
-    summary = {
-        "ngram_speedup_bs1": round(results[("input-grounded", 1)]["ngram_speedup"], 3),
-        "draft_speedup_bs1": round(results[("free-chat", 1)]["draft_speedup"], 3),
+    top, low = max(batches), min(batches)
+    summary = {  # the batch-1 keys from the smallest batch run (1 unless --batches leaves it out)
+        f"ngram_speedup_bs{low}": round(results[("input-grounded", low)]["ngram_speedup"], 3),
+        f"draft_speedup_bs{low}": round(results[("free-chat", low)]["draft_speedup"], 3),
         f"speedup_bs{top}": round(min(
             results[(w, top)][f"{p}_speedup"] for w in loads if w != "warm-up" for p in ("ngram", "draft")
         ), 3),
-        "acceptance_ngram": _round(results[("input-grounded", 1)]["ngram_acceptance"]),
-        "acceptance_draft": _round(results[("free-chat", 1)]["draft_acceptance"]),
+        "acceptance_ngram": _round(results[("input-grounded", low)]["ngram_acceptance"]),
+        "acceptance_draft": _round(results[("free-chat", low)]["draft_acceptance"]),
         "greedy_identical": all(r["identical"] for r in results.values()),
         "cells": {f"{w}/bs{b}": {k: _round(v) for k, v in r.items()} for (w, b), r in results.items()},
         "threads": args.threads, "k": args.k, "repeats": repeats, "new_tokens": NEW_TOKENS,
