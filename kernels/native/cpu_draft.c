@@ -25,7 +25,6 @@
 
 FG_EXPORT_CONSTANTS
 
-typedef float vreg __attribute__((vector_size(64))); /* naturally aligned: arrays of it stay in registers */
 #define PARALLEL_MIN_MACS (1 << 20) /* below this a parallel region costs more than it saves */
 
 /* One layer: fg_layer (fg_common.h), its linears in plain panels (see linear). */
@@ -46,84 +45,38 @@ typedef struct {
 size_t fg_sizeof_draft_layer(void) { return sizeof(fg_layer); }
 size_t fg_sizeof_draft_model(void) { return sizeof(draft_model); }
 
+/* The tile's vectors are as wide as the registers: 16 floats with AVX-512 (32 registers), 8 on
+ * AVX2 (16 registers). A wider vector than the registers is lowered by GCC through the stack, so
+ * every FMA became a load and a store (the AVX2 build of a 16-float tile: 197 of its 200 FMAs
+ * read the stack). */
 #ifdef __AVX512F__
-/* out[b, 0 .. CV*16) = bias + x[b] . panel for NB rows b, panel [K, CV*16] contiguous: NB x CV
- * accumulators in registers (at most 4 x 4 plus the CV weight vectors: AVX-512 has 32). */
-ALWAYS_INLINE void tile(const float *x, int K, const float *panel, const float *bias, float *out, int N,
+#define VL 16
+#else
+#define VL 8
+#endif
+typedef float vl __attribute__((vector_size(VL * 4)));              /* in registers */
+typedef float vlu __attribute__((vector_size(VL * 4), aligned(4))); /* unaligned loads and stores */
+
+/* out[b, 0 .. CV*VL) = bias + x[b] . panel for NB rows b: CV vectors of columns of one panel
+ * whose rows lie `width` floats apart; NB x CV accumulators, the CV weight vectors and a
+ * broadcast in registers. Each output is one FMA chain from its bias over k in order, whatever
+ * the tiling, so the bits do not depend on the vector width. */
+ALWAYS_INLINE void tile(const float *x, int K, const float *panel, int width, const float *bias, float *out, int N,
                         const int NB, const int CV)
 {
-    vreg acc[4][4]; /* NB x CV of it used; fixed sizes (not VLAs) so they live in registers */
+    vl acc[4][4]; /* NB x CV of it used; fixed sizes (not VLAs) so they live in registers */
 #pragma GCC unroll 4
     for (int c = 0; c < CV; c++) {
-        const vreg b0 = bias ? (vreg) * (const vf16 *)(bias + c * LANES) : (vreg){0};
-#pragma GCC unroll 4
-        for (int b = 0; b < NB; b++)
-            acc[b][c] = b0;
-    }
-    for (int k = 0; k < K; k++, panel += CV * LANES) {
-        vreg wv[4];
-#pragma GCC unroll 4
-        for (int c = 0; c < CV; c++)
-            wv[c] = (vreg) * (const vf16 *)(panel + c * LANES);
-#pragma GCC unroll 4
-        for (int b = 0; b < NB; b++) {
-            const float xb = x[(int64_t)b * K + k];
-#pragma GCC unroll 4
-            for (int c = 0; c < CV; c++)
-                acc[b][c] += xb * wv[c];
-        }
-    }
-#pragma GCC unroll 4
-    for (int b = 0; b < NB; b++)
-#pragma GCC unroll 4
-        for (int c = 0; c < CV; c++)
-            *(vf16 *)(out + (int64_t)b * N + c * LANES) = (vf16)acc[b][c];
-}
-
-/* One panel's columns for NB rows; the panel's width (16, 32, 48 or 64) picks the tile. */
-ALWAYS_INLINE void panel_rows(const float *x, int K, const float *panel, int width, const float *bias, float *out,
-                              int N, const int NB)
-{
-    switch (width / LANES) {
-    case 4:
-        tile(x, K, panel, bias, out, N, NB, 4);
-        break;
-    case 3:
-        tile(x, K, panel, bias, out, N, NB, 3);
-        break;
-    case 2:
-        tile(x, K, panel, bias, out, N, NB, 2);
-        break;
-    default:
-        tile(x, K, panel, bias, out, N, NB, 1);
-    }
-}
-#else
-/* AVX2 has 16 registers of 8 floats: a 16-float vector takes two, and the tile above (up to 16
- * such accumulators) would live on the stack, every FMA a load and a store (GCC's lowering of a
- * vector wider than the registers; measured: 197 of its 200 FMAs read the stack). Here a tile
- * is NB rows x CV vectors of 8 columns of one panel (its rows `width` floats apart), with
- * NB * CV + CV + 1 <= 16 registers. Each output is still one FMA chain from its bias over k in
- * order, so the bits are those of the tile above. */
-typedef float v8 __attribute__((vector_size(32)));
-typedef float v8u __attribute__((vector_size(32), aligned(4))); /* unaligned loads and stores */
-
-ALWAYS_INLINE void tile8(const float *x, int K, const float *panel, int width, const float *bias, float *out, int N,
-                         const int NB, const int CV)
-{
-    v8 acc[4][4]; /* NB x CV of it used */
-#pragma GCC unroll 4
-    for (int c = 0; c < CV; c++) {
-        const v8 b0 = bias ? (v8) * (const v8u *)(bias + c * 8) : (v8){0};
+        const vl b0 = bias ? (vl) * (const vlu *)(bias + c * VL) : (vl){0};
 #pragma GCC unroll 4
         for (int b = 0; b < NB; b++)
             acc[b][c] = b0;
     }
     for (int k = 0; k < K; k++, panel += width) {
-        v8 wv[4];
+        vl wv[4];
 #pragma GCC unroll 4
         for (int c = 0; c < CV; c++)
-            wv[c] = (v8) * (const v8u *)(panel + c * 8);
+            wv[c] = (vl) * (const vlu *)(panel + c * VL);
 #pragma GCC unroll 4
         for (int b = 0; b < NB; b++) {
             const float xb = x[(int64_t)b * K + k];
@@ -136,20 +89,42 @@ ALWAYS_INLINE void tile8(const float *x, int K, const float *panel, int width, c
     for (int b = 0; b < NB; b++)
 #pragma GCC unroll 4
         for (int c = 0; c < CV; c++)
-            *(v8u *)(out + (int64_t)b * N + c * 8) = (v8u)acc[b][c];
+            *(vlu *)(out + (int64_t)b * N + c * VL) = (vlu)acc[b][c];
 }
 
-/* One panel's columns (16, 32, 48 or 64) for NB rows: tiles of 32 columns for one or two rows
- * (4 or 8 accumulators), of 16 for three or four (6 or 8), the rest in 16. */
+#ifdef __AVX512F__
+/* One panel's columns for NB rows: the whole panel (16, 32, 48 or 64 columns) in one tile, at
+ * most 4 x 4 accumulators plus 4 weight vectors of 32 registers. */
+ALWAYS_INLINE void panel_rows(const float *x, int K, const float *panel, int width, const float *bias, float *out,
+                              int N, const int NB)
+{
+    switch (width / VL) {
+    case 4:
+        tile(x, K, panel, width, bias, out, N, NB, 4);
+        break;
+    case 3:
+        tile(x, K, panel, width, bias, out, N, NB, 3);
+        break;
+    case 2:
+        tile(x, K, panel, width, bias, out, N, NB, 2);
+        break;
+    default:
+        tile(x, K, panel, width, bias, out, N, NB, 1);
+    }
+}
+#else
+/* One panel's columns (16, 32, 48 or 64) for NB rows, NB * CV + CV + 1 <= 16 registers: tiles of
+ * 32 columns for one or two rows (4 or 8 accumulators), of 16 for three or four (6 or 8), the
+ * rest in 16. */
 ALWAYS_INLINE void panel_rows(const float *x, int K, const float *panel, int width, const float *bias, float *out,
                               int N, const int NB)
 {
     int c = 0;
     if (NB <= 2)
         for (; c + 32 <= width; c += 32)
-            tile8(x, K, panel + c, width, bias ? bias + c : NULL, out + c, N, NB, 4);
+            tile(x, K, panel + c, width, bias ? bias + c : NULL, out + c, N, NB, 4);
     for (; c < width; c += 16)
-        tile8(x, K, panel + c, width, bias ? bias + c : NULL, out + c, N, NB, 2);
+        tile(x, K, panel + c, width, bias ? bias + c : NULL, out + c, N, NB, 2);
 }
 #endif
 
