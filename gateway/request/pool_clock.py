@@ -11,7 +11,8 @@ pool_share's do, under `<prefix>:{pool:<name>}`:
                      `*/<slot id>`: a slot a gateway took on its own while Redis was unreachable
                      (on no replica in particular: it counts against the pool's total)
     :vtc             hash, tenant -> virtual counter
-    :floor           the least counter of the tenants waiting at the last contention
+    :floor           the clock's present: the highest counter let through or left waiting
+                     (VTC's counter of the last to leave the queue)
     :demand:<gw>     hash, tenant -> requests waiting at gateway <gw> (expires unless refreshed)
     :gws             sorted set of gateways with demand, -> expiry
     :live            sorted set of gateways seen, -> expiry (the local fallback's share)
@@ -22,8 +23,12 @@ time, to the least-served tenant waiting anywhere (on the waiter's preferred rep
 a free slot, else on the replica with the most free slots); it stops when that tenant waits
 only at another gateway (its slot) and wakes that gateway. RELEASE frees a slot, charges the
 completion and wakes the gateways where the least-served waiting tenant waits. A tenant that
-starts waiting is lifted to the least counter of those already waiting (idle time is no
-credit), as in the engine's fair queue. Counters are
+starts waiting is lifted to the least counter of those already waiting, or with nobody
+waiting to the floor (idle time is no credit), as in the engine's fair queue. Every grant
+counts, also one let straight through: a tenant served alone while the others were idle must
+not owe that service to the next one to arrive (before, a light tenant served alone had its
+counter far above a flood's that arrived later, and waited seconds while the flood caught up;
+bench/fairness_live.py --pool 2, 2026-12-07). Counters are
 read inside the script, so ordering never uses a stale value; the copy each gateway keeps (for
 metrics and the local fallback) is as old as its last round. Cost per request: one ADMIT
 (several requests share one when they arrive together) and one RELEASE; while a gateway has
@@ -123,6 +128,7 @@ for _, tenant in ipairs(names) do
   end
 end
 local granted = {}
+local served = floor  -- the highest counter let through this round, before its charge
 while free > 0 do
   local best, bestv = nil, nil
   for tenant in pairs(others) do
@@ -147,6 +153,7 @@ while free > 0 do
   end
   redis.call('ZADD', slots, now + ttl, r .. '/' .. ARGV[at])
   room[r] = room[r] - 1
+  if bestv > served then served = bestv end
   counter[best] = bestv + tonumber(ARGV[at + 1]) / e.w
   redis.call('HSET', vtc, best, tostring(counter[best]))
   granted[#granted + 1] = ARGV[at]
@@ -176,8 +183,9 @@ if redis.call('EXISTS', mykey) == 1 then
 else
   redis.call('ZREM', gws, gw)
 end
-if low ~= nil and low > floor then
-  redis.call('SET', base .. ':floor', tostring(low), 'PX', 86400000)
+if low ~= nil and low > served then served = low end
+if served > floor then
+  redis.call('SET', base .. ':floor', tostring(served), 'PX', 86400000)
 end
 local out = {#granted / 2}
 for _, x in ipairs(granted) do out[#out + 1] = x end

@@ -54,6 +54,29 @@ async def test_a_light_tenant_behind_a_flood_goes_next() -> None:
     assert gate.waits["light"].count == 1 and gate.waits["light"].total_s > 0
 
 
+async def test_service_a_tenant_had_alone_is_no_debt_to_a_flood_that_comes_later() -> None:
+    """A light tenant served alone (straight through, nobody waiting) for a while, then a flood:
+    the flood's first request is lifted to the clock's present, so when the light tenant's next
+    request waits behind the flood's backlog it goes next, not after the flood has caught up
+    with all the light tenant's service (seen live: seconds at the gate)."""
+    gate = FairGate(lambda: 1, lambda tenant: 1.0)
+    order: list[str] = []
+    for i in range(10):  # alone: 10 x (10 + 10) of service
+        await _run(gate, order, "light", f"l{i}")
+    assert gate.waited == 0 and gate.counter("light") == 200.0
+    release = asyncio.Event()
+    first = asyncio.create_task(_run(gate, order, "flood", "f0", release))
+    await asyncio.sleep(0)
+    assert gate.counter("flood") >= 180.0  # lifted: no credit for the time it was idle
+    flood = [asyncio.create_task(_run(gate, order, "flood", f"f{i}")) for i in range(1, 6)]
+    await asyncio.sleep(0)
+    light = asyncio.create_task(_run(gate, order, "light", "l10"))
+    await asyncio.sleep(0)
+    release.set()
+    await asyncio.gather(first, *flood, light)
+    assert order[10:12] == ["f0", "l10"], order[10:]  # not behind the flood's five
+
+
 async def test_weights_share_the_slots() -> None:
     weights = {"a": 1.0, "b": 3.0, "z": 1.0}
     gate = FairGate(lambda: 1, weights.__getitem__)

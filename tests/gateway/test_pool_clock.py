@@ -106,6 +106,45 @@ async def test_a_freed_slot_waits_for_the_least_served_tenant_at_another_gateway
             await c2.aclose()
 
 
+async def test_service_let_straight_through_sets_the_floor_a_newcomer_is_lifted_to() -> None:
+    """Script by script: tenant a served alone at gateway 1 (every request straight through,
+    nobody waiting), then b starts at gateway 2: b is lifted to the clock's present, so once b
+    has had as much service, a freed slot goes to a's waiting request, not to b's backlog."""
+    with redis_prefix() as prefix:
+        c1, c2 = PoolClock(REDIS_URL, prefix, 30), PoolClock(REDIS_URL, prefix, 30)
+        l1, l2 = c1.ledger("p"), c2.ledger("p")
+        one = {"r": 1}
+        try:
+            for i in range(3):  # alone: 3 x (100 + 50)
+                got = await l1.admit([Ask("a", 1.0, 1, [(f"a{i}", 100.0, "")])], one)
+                assert got.granted == [(f"a{i}", "r")]
+                await l1.release(f"a{i}", "r", "a", 50.0)
+                assert (await l1.admit([], one)).granted == []
+            assert (await c1.counters("p"))["a"] == 450.0
+            first = await l2.admit([Ask("b", 1.0, 3, [("b0", 100.0, ""), ("b1", 100.0, ""), ("b2", 100.0, "")])], one)
+            assert first.granted == [("b0", "r")]
+            assert first.counters["b"] >= 400.0  # lifted to a's last grant (300), then charged
+            waits = await l1.admit([Ask("a", 1.0, 1, [("a3", 100.0, "")])], one)
+            assert waits.granted == [] and waits.counters["a"] == 450.0
+            await l2.release("b0", "r", "b", 60.0)  # b has now had more than a since it came
+            theirs = await l2.admit([Ask("b", 1.0, 2, [("b1", 100.0, ""), ("b2", 100.0, "")])], one)
+            assert theirs.granted == []  # a waits elsewhere and is behind: its gateway is woken
+            mine = await l1.admit([Ask("a", 1.0, 1, [("a3", 100.0, "")])], one)
+            assert mine.granted == [("a3", "r")]
+            await l1.release("a3", "r", "a", 0.0)
+            await l1.admit([], one)
+            theirs = await l2.admit([Ask("b", 1.0, 2, [("b1", 100.0, ""), ("b2", 100.0, "")])], one)
+            assert theirs.granted == [("b1", "r")]
+            await l2.release("b1", "r", "b", 0.0)
+            await l2.admit([], one)
+            assert await c1.slots_in_use("p") == 0
+        finally:
+            await l1.aclose()
+            await l2.aclose()
+            await c1.aclose()
+            await c2.aclose()
+
+
 async def test_a_closed_gate_lets_its_waiters_go_on_in_local_order() -> None:
     """A pool dropped by a rebuild (or a stopping gateway) strands nobody: its waiters run under
     the local queue; the fleet slot held meanwhile is given back to Redis."""
