@@ -47,6 +47,7 @@ from bench.fairness_live import (
     wait_drained,
 )
 from bench.fairness_servers import ADMIN, SMALL, Proc, setup_pool, start_engine, start_gateway
+from bench.fairness_vllm import gate_waits, tenant_ids, wait_figures
 
 WEIGHTS = {"light": 1.0, "flood": 1.0, "gold": 3.0, "std": 1.0}
 CLOCK = ("fairgate_pool_clock_redis_calls_total", "fairgate_pool_clock_redis_seconds_total")
@@ -134,6 +135,7 @@ def start_fleet(es: contextlib.ExitStack, queue: str, args: argparse.Namespace,
            "FAIRGATE_REDIS_PREFIX": es.enter_context(redis_prefix())}
     if queue == "vtc":
         env["FAIRGATE_POOL_FAIR_SLOTS"] = str(args.fair_slots or args.max_num_seqs)
+        env["FAIRGATE_METRICS_TENANT_LABELS"] = "true"  # the light tenant's time at the gate
     gateways = []
     for _ in range(2):  # one after the other: the first migrates the fresh database
         gateways.append(start_gateway(tempfile.mkdtemp(dir=workdir), env))
@@ -153,6 +155,7 @@ def run_pool(args: argparse.Namespace) -> dict:
     results: dict[str, dict[str, Phase]] = {q: {"alone": Phase(), "flood": Phase()} for q in ("vtc", "fcfs")}
     shares: dict[str, dict[str, int]] = {q: {"gold": 0, "std": 0} for q in ("vtc", "fcfs")}
     cost = [0.0, 0.0, 0]  # Redis calls, seconds, requests (fair rounds' flood phases)
+    gate: list[dict[str, float]] = []  # the light tenant's time at gateway 1's fleet queue (fair rounds' floods)
     capacity = 0.0
     order = [q for i in range(args.repeats) for q in (("vtc", "fcfs") if i % 2 == 0 else ("fcfs", "vtc"))]
     for queue in order:
@@ -166,7 +169,7 @@ def run_pool(args: argparse.Namespace) -> dict:
             entries = {"light": gws[0].url, "flood": gws[1].url}  # skewed ingress
             merge(results[queue]["alone"], asyncio.run(
                 run_phase(entries, urls, keys, {"light": light}, args.duration, args, seed)))
-            before = clock_cost(gws)
+            before, waits0 = clock_cost(gws), gate_waits(gws[0].url)
             timer = threading.Timer(args.duration * 0.9, snapshot, (queue, gws, engines))  # near its end
             timer.start()
             cpu0 = cpu_s([*gws, *engines])
@@ -179,21 +182,26 @@ def run_pool(args: argparse.Namespace) -> dict:
             if queue == "vtc":
                 after = clock_cost(gws)
                 cost = [cost[0] + after[0] - before[0], cost[1] + after[1] - before[1], cost[2] + flood.requests]
+                light_id = tenant_ids(gws[0].url)["light"]
+                gate.append(wait_figures(waits0.get(light_id, {}), gate_waits(gws[0].url).get(light_id, {})))
             workers = max(2, (args.fair_slots or args.max_num_seqs) * args.pool * 3 // 2)
             got = asyncio.run(share_phase({"gold": gws[0].url, "std": gws[1].url}, keys, urls, workers, args))
             for t, n in got.items():
                 shares[queue][t] += n
-    return report(args, results, shares, capacity, cost)
+    return report(args, results, shares, capacity, cost, gate)
 
 
 def report(args: argparse.Namespace, results: dict[str, dict[str, Phase]], shares: dict[str, dict[str, int]],
-           capacity: float, cost: list[float]) -> dict:
+           capacity: float, cost: list[float], gate: list[dict[str, float]]) -> dict:
     print(f"path: client -> 2 gateways (skewed ingress, shared PostgreSQL + Redis) -> pool of {args.pool} "
           f"engine servers; fair = fair engines + the gateways' fleet queue ({args.fair_slots or args.max_num_seqs}"
           " slots per replica), fcfs = FCFS engines, no gateway queue")
     print(f"capacity {capacity:.1f} req/s; light {args.light_share * capacity:.2f} req/s at gateway 1, "
           f"flood {4 * args.light_share * capacity:.2f} req/s at gateway 2; {args.duration:.0f} s per phase")
     print_phases(results)
+    for g in gate:
+        print(f"fair  flood  light at gateway 1's fleet queue: {g['n']:.0f} requests, mean {g['mean_s']:.3f} s, "
+              f"p50 <= {g['p50_le_s']} s, p99 <= {g['p99_le_s']} s (histogram bucket bounds)")
     ratio = {q: s["gold"] / max(s["std"], 1) for q, s in shares.items()}
     for q, s in shares.items():
         print(f"{q:<6}share  gold (w3) at gw1 {s['gold']} chunks, std (w1) at gw2 {s['std']}: {ratio[q]:.2f}:1")
@@ -210,6 +218,7 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Phase]], share
         "fcfs_weighted_share_error": round(abs(ratio["fcfs"] - 3) / 3, 3),
         "redis_calls_per_request": round(cost[0] / cost[2], 2) if cost[2] else None,
         "redis_ms_per_request": round(1000 * cost[1] / cost[2], 3) if cost[2] else None,
+        "fair_light_gate_wait_mean_s": round(sum(g["mean_s"] for g in gate) / len(gate), 4) if gate else None,
     }
     summary["vtc_vs_alone"] = round(summary["vtc_light_ttft_p99_s"] / max(summary["light_alone_ttft_p99_s"], 1e-9), 2)
     summary["fcfs_vs_alone"] = round(summary["fcfs_light_ttft_p99_s"] / max(summary["light_alone_ttft_p99_s"], 1e-9), 2)
