@@ -156,7 +156,7 @@ def run_pool(args: argparse.Namespace) -> dict:
     shares: dict[str, dict[str, int]] = {q: {"gold": 0, "std": 0} for q in ("vtc", "fcfs")}
     cost = [0.0, 0.0, 0]  # Redis calls, seconds, requests (fair rounds' flood phases)
     gate: list[dict[str, float]] = []  # the light tenant's time at gateway 1's fleet queue (fair rounds' floods)
-    capacity = 0.0
+    capacity = args.capacity or 0.0  # --capacity: the same rates in runs compared with each other
     order = [q for i in range(args.repeats) for q in (("vtc", "fcfs") if i % 2 == 0 else ("fcfs", "vtc"))]
     for queue in order:
         with contextlib.ExitStack() as es:

@@ -154,7 +154,7 @@ def run_vllm(args: argparse.Namespace) -> dict:
                                 extra_args=("--no-enable-prefix-caching",))
             es.enter_context(running(server))
             servers.append(server.base_url)
-        capacity = 0.0
+        capacity = args.capacity or 0.0  # --capacity: the same rates in runs compared with each other
         for name in order:
             with contextlib.ExitStack() as round_es:
                 if name == "direct":
