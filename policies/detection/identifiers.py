@@ -46,6 +46,7 @@ _PASSPORT_BODY = (
 _PASSPORT = _starting_with("[puzs]", _PASSPORT_BODY, re.IGNORECASE)
 _NOT_PLATE = ("(?:TL|KG|GB|MB|KB|TB|CM|MM|KM|ML|LT|GR|MG|AM|PM|HP|KW|YTL|USD|EUR|GBP|ADT|OCA|MAR|NIS|MAY|HAZ|TEM|"
               "EYL|EKI|KAS|ARA|JAN|FEB|APR|JUN|JUL|AUG|SEP|OCT|NOV|DEC|SAT|SUN|MON|TUE|WED|THU|FRI)(?![A-Z])")
+_NOT_PLATE_LOWER = "(?:mhz|ghz|khz|bpm|rpm|fps|ppm|ltd|gbp|kgs)(?![a-z])"
 _PLATE_BODY = (
     rf"(?<!\w)(?i:plaka|plate|araç|aracı|aracın|aracım|license plate)\w*{_GAP}"
     # (its letters in capitals, or in lower case in a chat that writes so: "araç gelicek: 41 sp 852", not a unit)
@@ -55,6 +56,9 @@ _PLATE_BODY = (
     # or alone, in a plate's own shape: a province code, two or three capitals, two to four digits
     # ("34 FVK 206", "06 DL 4417"), not a unit or a month ("12 MB 512", "22 NOV 2024")
     r"|(?<![\w.,:/`])((?:0[1-9]|[1-7][0-9]|8[01]) (?!" + _NOT_PLATE + r")[A-PR-VYZ]{2,3} [0-9]{2,4})(?![\w/`]|[.,:][0-9])"
+    # or in lower case, three consonants ("34 kbn 518'i kapının önüne", "35 bvk 207 için ceza"): a
+    # word or a unit of this shape has a vowel ("25 bin 300") but for a few of frequency and rate
+    r"|(?<![\w.,:/`])((?:0[1-9]|[1-7][0-9]|8[01]) (?!" + _NOT_PLATE_LOWER + r")[b-df-hj-np-tv-z]{3} [0-9]{2,4})(?![\w/`]|[.,:][0-9])"
 )
 _PLATE = _starting_with("[0-8]|(?i:[pal])", _PLATE_BODY)
 # a plate shown as a format's example ("Örnek: 34 ABC 123 formatında"), not anyone's car
@@ -181,7 +185,7 @@ def find_identifiers(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
         for kind, rx in (("passport", _PASSPORT), ("plate", _PLATE), ("birth_date", _BIRTH)):
             for m in rx.finditer(text, lo, hi):
                 group = next(g for g in range(1, (rx.groups or 1) + 1) if m.group(g) is not None)
-                if kind == "plate" and group == 3 and _EXAMPLE.search(text, max(0, m.start() - 30), m.start()):
+                if kind == "plate" and group >= 3 and _EXAMPLE.search(text, max(0, m.start() - 30), m.start()):
                     continue
                 if kind == "birth_date" and (placeholder_date(m.group(group))
                                              or m.group("told") is not None and not _told_of_kin(text, m.start())):
