@@ -55,6 +55,7 @@ from fairgate.policies.detection.persons.non_private import (
     word_problem,
 )
 from fairgate.policies.detection.persons.non_private import joined as _joined
+from fairgate.policies.detection.persons.partners import uncased_partners
 from fairgate.policies.detection.persons.tagger import default_tagger
 from fairgate.policies.detection.special_categories_terms import starts_with_term
 
@@ -167,12 +168,12 @@ def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tup
         sure.update(proper)
         kept = {*_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}
         # a token the rules keep is a name's whatever its score, so it is not scored; but in a line
-        # of capitals, where a token the tagger accepts pairs up with its neighbours (`_uncased_partners`)
+        # of capitals, where a token the tagger accepts pairs up with its neighbours (`partners`)
         scored = [i for i in _may_end_in_a_name(doc, chunk, titled) if i not in kept or doc.mode(i) == "caps"]
         probs = tagger.scores(doc, scored)
         accepted = [i for i, p in zip(scored, probs, strict=True)
                     if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)]
-        accepted += _uncased_partners(doc, accepted)
+        accepted += uncased_partners(doc, accepted)
         out += _names(doc, sorted({*accepted, *kept}), sure)
         titled = set()
         if len(out) < limit and chunk and chunk[-1]:
@@ -253,35 +254,8 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
 
 # titles written before a person's name (not "öğretmen", "müdür": "Müdür Aydın'dan döndü" is a trip)
 _BEFORE_NAME = frozenset(("sayin", "dr", "doc", "prof", "av", "uzm", "op", "bay", "bayan", "mr", "mrs", "ms"))
-_SURNAME_ENDS = ("oglu", "ogullari", "yan", "ian", "zade", "gil")
 # endings only a surname has, on a word no lexicon knows (not "-yan", also a participle's: "Arayan")
 _SURNAME_SHAPES = ("oglu", "ogullari", "zade", "ian")
-
-
-def _uncased_partners(doc: Doc, accepted: list[int]) -> list[int]:
-    """In a line of capitals, the words joined to a token the tagger accepted
-    that complete a name with it: a common given name before it ("İSMET ÖZKAN", "ŞÜKRAN
-    ALKAYA") and a surname after it ("İDRİS BAYSAL", "SERDAR KUYUMCUOĞLU'NUN"). The tagger's
-    higher threshold there (no casing to go on) leaves such a partner out when its word is also
-    a common one. (Not in lower case: a chat's "annem tarikata", "bilen var" pair up so.)"""
-    out: list[int] = []
-    given, n = given_names(), len(doc.spans)
-    for i in accepted:
-        own = doc.info(i)
-        if doc.mode(i) != "caps" or own.suffix or not ("g" in own.flags or "s" in own.flags) \
-                or ("c" in own.flags and own.key not in given) or any(c in own.flags for c in "otp"):
-            continue
-        if i > 0 and _joined(doc, i - 1) and i - 1 not in accepted:
-            prev = doc.info(i - 1)
-            if "g" in prev.flags and not prev.suffix and ("c" not in prev.flags or prev.key in given) \
-                    and not any(c in prev.flags for c in "otp") and prev.key not in NOT_NAMES:
-                out.append(i - 1)
-        if i + 1 < n and _joined(doc, i) and i + 1 not in accepted:
-            nxt = doc.info(i + 1)
-            if ("s" in nxt.flags or nxt.key.endswith(_SURNAME_ENDS)) and not any(c in nxt.flags for c in "otp") \
-                    and nxt.key not in NOT_NAMES and nxt.key not in HEADINGS and len(nxt.key) >= 3:
-                out.append(i + 1)
-    return out
 
 
 def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
