@@ -64,6 +64,12 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
         return True  # an e-mail's subject ("Konu: Sendika aidatı kesintisi"); its body says whose
     if kind == "health" and (_SPECIALIST_AFTER.match(text, end) or _STAFF_AFTER.match(text, end)):
         return True  # a doctor's title in a signature or a CV ("Çocuk nörolojisi uzmanı"), not their health
+    if kind == "health" and (_FACILITY_AFTER.match(text, end) or (_ANIMAL_BEFORE.search(text, max(0, start - 16), start)
+                                                                   and not _FROM_ANIMALS.match(text, start))):
+        # a place kept for them ("engelli park yerine"), an animal's ("köpek kuduz aşısı"; not "kedi alerjim")
+        return True
+    if kind == "health" and _COUPLES_BEFORE.search(text, max(0, start - 12), start) and _THERAPY.match(text, start):
+        return True  # a couple's counselling ("çift terapisi", "evlilik terapistine"): their life together's
     if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
         return True  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
     if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
@@ -156,7 +162,12 @@ _SHARE = r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+[^\W\d_]+(?:[ \t]+(?-i:[A-Z
 _SPECIALIST_AFTER = re.compile(r"\w*[ \t]+(?:uzman[ıi]|hekimi|specialist)[ \t]*(?:\n|\Z|[,;|)—–-])", re.IGNORECASE)
 # a department's staff ("Dahiliye servisinden hemşire arkadaşımız", "Onkoloji sekreteri"): their post, not their health
 _STAFF_AFTER = re.compile(r"\w*(?:[ \t]+(?:servis|poliklini|klini|b[öo]l[üu]m|birim)\w*)?[ \t]+"
-                          r"(?:hem[şs]ire|doktor|sekreter|personel|tekniker|teknisyen|asistan)\w*", re.IGNORECASE)
+                          r"(?:hem[şs]ire|doktor|sekreter|personel|tekniker|teknisyen|asistan|komite)\w*", re.IGNORECASE)
+_FACILITY_AFTER = re.compile(r"\w*[ \t]+(?:park|otopark|rampa|tuvalet|wc|asans[öo]r)", re.IGNORECASE)
+_ANIMAL_BEFORE = re.compile(r"(?<!\w)(?:k[öo]pe[kğg]|kedi|hayvan|evcil)\w*[ \t]+\Z", re.IGNORECASE)
+_FROM_ANIMALS = re.compile(r"alerj|allerj|[ıi]s[ıi]r|t[üu]y", re.IGNORECASE)  # what people get from animals
+_COUPLES_BEFORE = re.compile(r"(?<!\w)(?:[çc]ift|evlilik|[çc]ift[ \t]+ve[ \t]+aile)[ \t]+\Z", re.IGNORECASE)
+_THERAPY = re.compile(r"terap", re.IGNORECASE)
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
