@@ -139,9 +139,22 @@ _NAME_WORD = re.compile(r"[^\s]+")
 
 
 def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
-    """The term is a surname after a given name ("Ersin Tatar", "Ayşe Türkmen"), not a category."""
+    """The term is a surname after a given name ("Ersin Tatar", "Ayşe Türkmen"), not a category:
+    inside a name found, or capitalised right after one, with its case ending or more of its
+    clause after it ("Oya Türkmen'in", "Ahmet Türkmen bugün gelmedi"; not "Komşum Ayşe Kürt.",
+    "Ayşe Kürt ve ...", "Ekin'in Kürt olması", said of her)."""
     word = fold_key(text[start:end]).split("'")[0]
-    return any(s < start < e for s, e in names) and word in surnames()
+    if word not in surnames():
+        return False
+    return any(s < start < e for s, e in names) or (
+        text[start].isupper() and _SURNAME_GOES_ON.match(text, end) is not None
+        and any(e == start - 1 and text[e] == " " and not _SUFFIXED.search(text, s, e) for s, e in names))
+
+
+# after a surname: its case ending, or a word of its clause that no predicate's "is" or "and" is
+_SURNAME_GOES_ON = re.compile(r"\w*(?:['’][^\W\d_]|[ \t]+(?!(?:ve|ama|fakat|de|da|değil|degil|mi|mı|mi[şs]|"
+                              r"ol\w*|diye|k[öo]kenli|asıllı|asilli)(?!\w))[^\W\d_])", re.IGNORECASE)
+_SUFFIXED = re.compile("['’]")  # a name with its case ending ("Ekin'in Kürt olması") ends before a predicate
 
 
 # the face or a visible part of it, then at most two words, before a mark ("YÜZÜNDE DERİN BİR YANIK İZİ",
