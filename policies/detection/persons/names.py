@@ -15,6 +15,7 @@ from bisect import bisect_left
 from fairgate.policies.detection import dfa
 from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.person_links import my_relation
+from fairgate.policies.detection.persons.alone import at_a_place, called
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
     LOWER_NOT_NAMES,
@@ -72,21 +73,6 @@ MAX_CANDIDATES = 25_000
 _LETTER_PAIR = dfa.program(r"\pL\pL")
 _LETTERS = re.compile(r"[^\W\d_]+")  # letter runs (re: the re2 wrapper builds a match per hit)
 _SENTENCE_GAPS = frozenset("^.N!?:~\"")  # `Doc.gap` marks before a sentence's first word
-# the cases one is at or comes from a place in (locative, ablative: "'ta", "'dan"), folded; a person
-# alone is rather spoken of, sought or met ("'in", "'ı", "'la"); the dative only before a motion
-# ("Uludağ'a kayağa gittim", "Uzunyayla'ya gelmiş"; not "Kuzucu'ya ilettim")
-_PLACE_CASE = re.compile(r"[dt][ae](?:n|ki)?")
-_DATIVE = re.compile(r"y?[ae]")
-_MOTION_AFTER = re.compile(r"(?:[ \t]+[^\W\d_]+)?[ \t]+(?:gel|git|gid|[çc][ıi]k|ta[şs][ıi]n|g[öo][çc]|yerle[şs]|d[öo]n|ula[şs])",
-                           re.IGNORECASE)
-
-
-def _at_a_place(doc: Doc, i: int) -> bool:
-    """Token i's case ending says one is at, comes from or goes to it."""
-    suffix = doc.info(i).suffix
-    if _PLACE_CASE.fullmatch(suffix):
-        return True
-    return _DATIVE.fullmatch(suffix) is not None and _MOTION_AFTER.match(doc.text, doc.spans[i][1]) is not None
 
 
 def find_person_names(text: str, limit: int = 16) -> list[tuple[int, int]] | None:
@@ -368,15 +354,16 @@ def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
 def _single_name_ok(doc: Doc, i: int) -> bool:
     """A one-word name needs more evidence where it could be an ordinary word: in a lower-case
     or all-capitals line, or when it is a common or plain word ("Kırmızı", "Bora", "Write"), a cue before it
-    ("eşim", "sayın"), a title after it ("Hanım", "amca"), a case suffix ("berk'le"; a place's
+    ("eşim", "sayın"), a title or "diye biri" after it ("Hanım", "amca"), a case suffix ("berk'le"; a place's
     case only on a given name: "Uzunyayla'dan" is a plain), or the text's last word (a
     signature); an initial alone is never a name."""
     info = doc.info(i)
     if info.shape == "I":
         return False
-    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS)
+    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS) \
+        or called(doc, i)
     if info.suffix:  # (but a place's case on a word no list gives as a given name: "Alsancak'ta", "Uludağ'a")
-        return cue or "g" in info.flags or not _at_a_place(doc, i)
+        return cue or "g" in info.flags or not at_a_place(doc, i)
     if doc.mode(i) != "mixed":  # (the last word as a signature: on its own, not a sentence's verb, "riski artar.")
         return cue or (i == len(doc.spans) - 1 and (i == 0 or doc.gap(i)[:1] != "_" or not doc.text.endswith(".")))
     if cue or ("c" not in info.flags and info.key not in plain_words()):
@@ -384,4 +371,3 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     # a common given name that is also a word ("Pınar", "Onur", "Umut"), capitalised mid-sentence
     # (Turkish capitalises a word there only when it is a proper noun)
     return i > 0 and info.key in given_names() and doc.gap(i)[:1] not in _SENTENCE_GAPS
-
