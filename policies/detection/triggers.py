@@ -66,7 +66,7 @@ _FAMILIES = {
     "iban": r"[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]",  # a foreign IBAN's start (checked by `iban`)
     # a person field's label, or a booking's passenger (checked by `persons.fields`)
     "field": rf"(?:^|[^\pL\pN_]){_capitals(FIELD_LABELS)}|{BOOKING_NAME}",
-    "column": COLUMN_LABELS,  # a name column in a table's header (read by `persons.columns`)
+    "column": _capitals(COLUMN_LABELS),  # a name column in a table's header (read by `persons.columns`)
 }
 FAMILIES = tuple(_FAMILIES)
 
