@@ -365,18 +365,9 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     if info.suffix:  # (but a place's case on a word no list gives as a given name: "Alsancak'ta", "Uludağ'a")
         return cue or "g" in info.flags or not at_a_place(doc, i)
     if doc.mode(i) != "mixed":  # (the last word as a signature: on its own, not a sentence's verb, "riski artar.")
-        return cue or (i == len(doc.spans) - 1 and (i == 0 or doc.gap(i)[:1] != "_" or not doc.text.endswith("."))) \
-            or (doc.mode(i) == "lower" and _lower_given_alone(doc, i))
+        return cue or (i == len(doc.spans) - 1 and (i == 0 or doc.gap(i)[:1] != "_" or not doc.text.endswith(".")))
     if cue or ("c" not in info.flags and info.key not in plain_words()):
         return True
     # a common given name that is also a word ("Pınar", "Onur", "Umut"), capitalised mid-sentence
     # (Turkish capitalises a word there only when it is a proper noun)
     return i > 0 and info.key in given_names() and doc.gap(i)[:1] not in _SENTENCE_GAPS
-
-
-def _lower_given_alone(doc: Doc, i: int) -> bool:
-    """A lower-case word the lexicons know only as a given name or a surname, given name among
-    them ("dilnaz", "rênas", "dilvin"): the tagger may take it alone (no common word, place or
-    title shares it); not an abbreviation's first part ("araş. gör.")."""
-    info, end = doc.info(i), doc.spans[i][1]
-    return len(info.key) >= 4 and "g" in info.flags and info.flags.strip("gs") == "" and doc.text[end : end + 1] != "."
