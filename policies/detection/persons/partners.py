@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fairgate.policies.detection.gazetteer import given_names
 from fairgate.policies.detection.persons.features import Doc, TokenInfo
-from fairgate.policies.detection.persons.lexicon import HEADINGS, NOT_NAMES
+from fairgate.policies.detection.persons.lexicon import HEADINGS, NOT_NAMES, common_words
 from fairgate.policies.detection.persons.non_private import joined
 
 _SURNAME_ENDS = ("oglu", "ogullari", "yan", "ian", "zade", "gil")
@@ -38,5 +38,19 @@ def _surname_after(nxt: TokenInfo, mode: str) -> bool:
     if nxt.key in NOT_NAMES or nxt.key in HEADINGS or len(nxt.key) < 3:
         return False
     if mode == "lower":
-        return bool(nxt.flags) and nxt.flags.strip("sv") == ""
+        return bool(nxt.flags) and nxt.flags.strip("sv") == "" and not _possessed_word(nxt.key)
     return ("s" in nxt.flags or nxt.key.endswith(_SURNAME_ENDS)) and not any(c in nxt.flags for c in "otp")
+
+
+_HARD = {"d": "t", "b": "p", "g": "k"}  # a stem's last consonant, softened before a vowel (folded: ç is c)
+
+
+def _possessed_word(key: str) -> bool:
+    """A folded word is a common word with the third person's possessive ("orucu": oruç,
+    "ramazan orucu"; "kapisi": kapı), though a surname list holds it too."""
+    common = common_words()
+    for ending in ("si", "su", "i", "u"):
+        stem = key.removesuffix(ending)
+        if stem != key and len(stem) >= 3 and (stem in common or stem[:-1] + _HARD.get(stem[-1], stem[-1]) in common):
+            return True
+    return False
