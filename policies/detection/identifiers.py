@@ -59,6 +59,9 @@ _PLATE_BODY = (
     # or in lower case, three consonants ("34 kbn 518'i kapının önüne", "35 bvk 207 için ceza"): a
     # word or a unit of this shape has a vowel ("25 bin 300") but for a few of frequency and rate
     r"|(?<![\w.,:/`])((?:0[1-9]|[1-7][0-9]|8[01]) (?!" + _NOT_PLATE_LOWER + r")[b-df-hj-np-tv-z]{3} [0-9]{2,4})(?![\w/`]|[.,:][0-9])"
+    # or a foreign car's, letters on both sides, after a plate's own word ("ARAÇ PLAKASI: EB-417-BB
+    # (GÜRCİSTAN)", "Gürcistan plakalı HK-318-GE": Georgian, French, Italian)
+    rf"|(?<!\w)(?i:plaka|plate)\w*{_GAP}(?<![A-Za-z0-9])([A-Z]{{2}}[ -][0-9]{{3}}[ -][A-Z]{{2}})(?![A-Za-z0-9])"
 )
 _PLATE = _starting_with("[0-8]|(?i:[pal])", _PLATE_BODY)
 # a plate shown as a format's example ("Örnek: 34 ABC 123 formatında"), not anyone's car
