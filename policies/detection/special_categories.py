@@ -19,7 +19,12 @@ from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.person_links import generic, person_word, sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
-from fairgate.policies.detection.special_categories_terms import CATEGORIES, says_mine, term_at
+from fairgate.policies.detection.special_categories_terms import (
+    CATEGORIES,
+    inside_a_word,
+    says_mine,
+    term_at,
+)
 
 SPECIAL_KINDS = CATEGORIES
 
@@ -143,10 +148,13 @@ def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]
     inside a name found, or capitalised right after one, with its case ending or more of its
     clause after it ("Oya Türkmen'in", "Ahmet Türkmen bugün gelmedi"; not "Komşum Ayşe Kürt.",
     "Ayşe Kürt ve ...", "Ekin'in Kürt olması", said of her)."""
+    inside = any(s < start < e for s, e in names)
+    if inside and inside_a_word(text, end) and not any(c.isspace() for c in text[start:end]):
+        return True  # the start of a longer word of the name ("Ayten Kurtcebe": not "Kurtçe")
     word = fold_key(text[start:end]).split("'")[0]
     if word not in surnames():
         return False
-    return any(s < start < e for s, e in names) or (
+    return inside or (
         text[start].isupper() and _SURNAME_GOES_ON.match(text, end) is not None
         and any(e == start - 1 and text[e] == " " and not _SUFFIXED.search(text, s, e) for s, e in names))
 
