@@ -7,16 +7,18 @@ from __future__ import annotations
 import re
 
 from fairgate.policies.detection.persons.features import Doc
+from fairgate.policies.detection.persons.lexicon import plain_words
 
 _SOMEONE = frozenset(("bi", "bir", "biri", "birisi", "birini", "birine", "biriyle", "birinden"))
 
 
 def called(doc: Doc, i: int) -> bool:
     """Someone "X diye" after token i ("serkan diye biri aradı", "ilkan diye bi arkadaşım var"):
-    X is what they are called; not a thing so called ("sevda diye bir şey kalmadı")."""
+    X is what they are called; not a thing so called ("sevda diye bir şey kalmadı"), nor a
+    prompt's plain word ("Ne diye biri ...": `names._plain_opener_alone` counts on it)."""
     n, infos = len(doc.spans), doc.infos()
     return i + 2 < n and infos[i + 1].key == "diye" and infos[i + 2].key in _SOMEONE \
-        and not (i + 3 < n and infos[i + 3].key.startswith("sey"))
+        and not (i + 3 < n and infos[i + 3].key.startswith("sey")) and infos[i].key not in plain_words()
 
 
 # the cases one is at or comes from a place in (locative, ablative: "'ta", "'dan"), folded; a person
