@@ -96,8 +96,13 @@ def _clause(text: str, m: re.Match[str]) -> tuple[int, int] | None:
     return (lo, hi) if hi - lo >= 10 else None
 
 
+# a Dutch or a British postcode ("1073 TW Amsterdam", "London N16 9BS"): an address abroad with
+# no country after it
+_POSTCODE_ABROAD = re.compile(r"(?<![\w])(?:[0-9]{4}[ \t]?[A-Z]{2}[ \t]+[A-Z][a-z]|[A-Z]{1,2}[0-9][A-Z0-9]?[ \t][0-9][A-Z]{2}(?!\w))")
+
+
 def _addressy(text: str, lo: int, hi: int) -> bool:
-    if _HOUSE.search(text, lo, hi):
+    if _HOUSE.search(text, lo, hi) or _POSTCODE_ABROAD.search(text, lo, hi):
         return True
     places = all_places()
     return sum(fold_key(w) in places for w in _WORD.findall(text, lo, hi)) >= 1 and \
