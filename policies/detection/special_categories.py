@@ -96,6 +96,9 @@ def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, in
         return "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
     if kind == "health" and _GENE_AFTER.match(text, end):
         return "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
+    if kind == "health" and _SYNDROME.match(text, start) and (word := _WORD_BEFORE.search(text, max(0, start - 30), start)) \
+            and term_at(text, word.start(1), word.end(1)) == "genetic":
+        return "genetic"  # a genetic condition's syndrome ("Klinefelter sendromu", "Turner sendromlu")
     if kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
         return "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
     if kind == "health" and _MARK.search(fold_key(text[start:end])) and _FACE_BEFORE.search(text, max(0, start - 30), start):
@@ -189,6 +192,7 @@ _ANIMAL_BEFORE = re.compile(r"(?<!\w)(?:k[öo]pe[kğg]|kedi|hayvan|evcil)\w*[ \t
 _FROM_ANIMALS = re.compile(r"alerj|allerj|[ıi]s[ıi]r|t[üu]y", re.IGNORECASE)  # what people get from animals
 _COUPLES_BEFORE = re.compile(r"(?<!\w)(?:[çc]ift|evlilik)[ \t]+\Z", re.IGNORECASE)
 _THERAPY = re.compile(r"terap", re.IGNORECASE)
+_SYNDROME = re.compile(r"sendrom|syndrome", re.IGNORECASE)
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
