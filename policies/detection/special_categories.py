@@ -75,6 +75,8 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
         return True
     if kind == "health" and _COUPLES_BEFORE.search(text, max(0, start - 12), start) and _THERAPY.match(text, start):
         return True  # a couple's counselling ("çift terapisi", "evlilik terapistine"): their life together's
+    if kind == "health" and _HURT.match(text, start) and _MUCH_BEFORE.search(text, max(0, start - 12), start):
+        return True  # hurt feelings ("Çok kırıldık", "biraz kırıldım"), no broken bone
     if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
         return True  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
     if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
@@ -193,6 +195,8 @@ _FROM_ANIMALS = re.compile(r"alerj|allerj|[ıi]s[ıi]r|t[üu]y", re.IGNORECASE) 
 _COUPLES_BEFORE = re.compile(r"(?<!\w)(?:[çc]ift|evlilik)[ \t]+\Z", re.IGNORECASE)
 _THERAPY = re.compile(r"terap", re.IGNORECASE)
 _SYNDROME = re.compile(r"sendrom|syndrome", re.IGNORECASE)
+_HURT = re.compile(r"k[ıi]r[ıi]ld", re.IGNORECASE)
+_MUCH_BEFORE = re.compile(r"(?<!\w)(?:[çc]ok|biraz|fena|epey|ger[çc]ekten)[ \t]+\Z", re.IGNORECASE)
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
