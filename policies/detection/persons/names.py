@@ -35,6 +35,7 @@ from fairgate.policies.detection.persons.features import (
     may_name,
     token_info,
 )
+from fairgate.policies.detection.persons.handles import handle_names
 from fairgate.policies.detection.persons.inflected import inflected_names
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
@@ -79,7 +80,15 @@ def find_person_names(text: str, limit: int = 16) -> list[tuple[int, int]] | Non
     """(start, end) of person names in `text` (at most `limit`); None when the text has more
     candidate tokens than `MAX_CANDIDATES` and found no name in them (the caller keeps it local).
     Long texts are read in windows of about 16 KB (cut at a line end), so reading stops once
-    `limit` names are found."""
+    `limit` names are found. A social media handle made of a name ("@duygu_sarac") is one whole."""
+    found = _tokens_names(text, limit)
+    if found is None or "@" not in text:
+        return found
+    handles = handle_names(text)
+    return sorted([n for n in found if not any(s < n[1] and n[0] < e for s, e in handles)] + handles)[:limit]
+
+
+def _tokens_names(text: str, limit: int) -> list[tuple[int, int]] | None:
     if not dfa.occurs(_LETTER_PAIR, text.encode("utf-8", "surrogatepass")):
         return []  # digits, separators, "a@a@": no word to read (one DFA pass, not a regex scan)
     if _opener_only(text):
