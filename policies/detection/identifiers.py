@@ -29,6 +29,9 @@ _VKN_BODY = (
     rf"{_GAP}(?<![0-9])(?<![Tt][Rr])([0-9](?:[ .\-]?[0-9]){{9}})(?![0-9]|[ .\-][0-9])"
 )
 _VKN = _starting_with("[vt]", _VKN_BODY, re.IGNORECASE)
+# a tax number asked for, then given on the next line after a speaker's or a dash's label
+_VKN_ANSWER = re.compile(r"(?<!\w)(?:vkn|vergi[ \t]+(?:kimlik[ \t]+)?(?:no|numara)\w*)[^\n0-9]{0,40}\n[^\n0-9]{0,25}?"
+                         r"(?<![0-9])([0-9]{10})(?![0-9])", re.IGNORECASE)
 # the number first: "3831061847 vergi kimlik numaralı mükellef"
 _VKN_BEFORE = re.compile(r"(?<![0-9])([0-9]{10})[ \t]+vergi[ \t]+(?:kimlik[ \t]+)?(?:numaral[ıi]|no['’]?lu)", re.IGNORECASE)
 # a passport's number may come later in its sentence ("pasaportu ile kayıt oldum, numarası K48...")
@@ -173,9 +176,14 @@ def _windows(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def vkn_spans(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
     """(start, end, valid) of every number written after a tax-number context word; even a bad
-    one is a tax number, not a phone. `hits`: the trigger pass's context words."""
-    return [(*m.span(1), vkn_valid(digits := re.sub(r"[^0-9]", "", m.group(1))) and digits not in _COUNTING)
-            for lo, hi in _windows(text, hits) for rx in (_VKN, _VKN_BEFORE) for m in rx.finditer(text, lo, hi)]
+    one is a tax number, not a phone. `hits`: the trigger pass's context words. A number that
+    answers on the next line ("vergi kimlik numaranızı alabilir miyim?\nmüşteri: 9235446910")
+    counts only with its check digit."""
+    windows = _windows(text, hits)
+    out = [(*m.span(1), vkn_valid(digits := re.sub(r"[^0-9]", "", m.group(1))) and digits not in _COUNTING)
+           for lo, hi in windows for rx in (_VKN, _VKN_BEFORE) for m in rx.finditer(text, lo, hi)]
+    return out + [(*m.span(1), True) for lo, hi in windows for m in _VKN_ANSWER.finditer(text, lo, hi)
+                  if vkn_valid(m.group(1)) and m.group(1) not in _COUNTING and not any(s == m.start(1) for s, _, _ in out)]
 
 
 _COUNTING = ("1234567890", "0123456789")  # a test's or a form's made-up number, though its check digit fits
