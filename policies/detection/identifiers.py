@@ -110,7 +110,10 @@ _BIRTH_BODY = (
     # a full date, maybe a place between, then "doğdu" / "doğmuş" ("3 Mart 2019'da doğdu", "17 Şubat 1949'da
     # Tokat'ta doğmuş"): a day's date is a family's record; an encyclopaedia gives a year ("1881'de Selanik'te doğdu")
     # (or "dünyaya geldi", and the time of day between: "2 kasım 2026 sabahı dünyaya geldi")
-    rf"|(?P<told>{_DATE})['’]?\w{{0,3}}(?:[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{1,15}}['’]\w{{1,4}}|[ \t]+(?:sabah|ak[şs]am|gece|[öo][gğ]le)\w{{0,4}})?"
+    # (or a year, where a relative is told of: "Babaannem ... 1941'de Sivas Zara'da doğdu"; a place may
+    # be a province and a district)
+    rf"|(?P<told>{_DATE}|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}(?:(?:[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{1,15}})?[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{1,15}}['’]\w{{1,4}}"
+    rf"|[ \t]+(?:sabah|ak[şs]am|gece|[öo][gğ]le)\w{{0,4}})?"
     r"[ \t]+(?:do[gğ](?:du|mu[şs])|d[üu]nyaya[ \t]+gel(?:di|mi[şs]))(?!\w)"
     # a date or year, maybe its month or a place between, then "doğumlu" ("1991 Ağustos doğumluyum",
     # "12/04/1986 Keçiören doğumlu")
