@@ -30,8 +30,9 @@ _VKN_BODY = (
 )
 _VKN = _starting_with("[vt]", _VKN_BODY, re.IGNORECASE)
 # a tax number asked for, then given on the next line after a speaker's or a dash's label
-_VKN_ANSWER = _starting_with("v", r"(?<!\w)(?:vkn|vergi[ \t]+(?:kimlik[ \t]+)?(?:no|numara)\w*)[^\n0-9]{0,40}\n"
-                             r"[^\n0-9]{0,25}?(?<![0-9])([0-9]{10})(?![0-9])", re.IGNORECASE)
+_VKN_ANSWER_BODY = (r"(?<!\w)(?:vkn|vergi[ \t]+(?:kimlik[ \t]+)?(?:no|numara)\w*)[^\n0-9]{0,40}\n"
+                    r"[^\n0-9]{0,25}?(?<![0-9])([0-9]{10})(?![0-9])")
+_VKN_ANSWER = _starting_with("v", _VKN_ANSWER_BODY, re.IGNORECASE)
 # the number first: "3831061847 vergi kimlik numaralı mükellef"
 _VKN_BEFORE = re.compile(r"(?<![0-9])([0-9]{10})[ \t]+vergi[ \t]+(?:kimlik[ \t]+)?(?:numaral[ıi]|no['’]?lu)", re.IGNORECASE)
 # a passport's number may come later in its sentence ("pasaportu ile kayıt oldum, numarası K48...")

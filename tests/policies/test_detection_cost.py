@@ -85,6 +85,8 @@ ID_PIECES = {
                "34 klm 907", "plakalı", "12 MB 512", "örnek"),
     "_VKN": ("vkn", "VERGİ NO", "vergi kimlik numarası", "v.no", "V NO", "tax id", "TAX NUMBER", "1234567890",
              "1234 567 890"),
+    "_VKN_ANSWER": ("vkn", "Vergi numaranızı yazar mısınız?", "VERGİ NO", "vergi kimlik numaranız", "Müşteri:",
+                    "7391016522", "- tamam yaz:"),
 }
 _GAPS = (" ", ": ", "\n", ", ", "", " - ", "\t", "(")
 
