@@ -1,7 +1,8 @@
 """Values hidden in encodings: base64, hex, URL-encoding and HTML entities are decoded (bounded:
 at most `MAX_DECODED` characters per text) and scanned again; Turkish number words are read as
-digits ("beş yüz otuz iki altı yüz on dört ..." → "532 614 ..."). A finding inside a decoded run
-is reported over the whole run in the text.
+digits ("beş yüz otuz iki altı yüz on dört ..." → "532 614 ..."), with the digit groups that
+end such a number ("beş yüz otuz üç - 417 - 82 - 06"). A finding inside a decoded run is
+reported over the whole run in the text.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ _HEX = re.compile(r"[0-9A-Fa-f]+")
 _B64_LIKE = re.compile(r"[0-9+/]|[a-z][A-Z]")  # a digit, '+', '/' or a case change: not prose
 _URL_RUN = re.compile(r"[^\s<>\"']{1,600}")
 _HTML = re.compile(r"(?:&#?[0-9A-Za-z]{1,8};[^<>&\n]{0,20}){2,}")
+_DIGITS_AFTER = re.compile(r"(?:[ \t]*[\-.,/]?[ \t]*[0-9]{1,4}(?![0-9])){1,4}")
+_GROUPS = re.compile(r"[0-9]+")
 _UNITS = {"sıfır": 0, "bir": 1, "iki": 2, "üç": 3, "dört": 4, "beş": 5, "altı": 6, "yedi": 7,
           "sekiz": 8, "dokuz": 9, "sifir": 0, "uc": 3, "dort": 4, "bes": 5, "alti": 6}
 _TENS = {"on": 10, "yirmi": 20, "otuz": 30, "kırk": 40, "elli": 50, "altmış": 60, "yetmiş": 70,
@@ -42,7 +45,11 @@ def decoded_runs(text: str, encoded: list[tuple[int, int]], words: list[tuple[in
         if value:
             out.append((start, end, value[:budget]))
             budget -= len(value)
-    out += [(s, e, words_to_digits(text[s:e])) for s, e in words]
+    for s, e in words:
+        # the number's written end, in digits ("beş yüz otuz üç - 417 - 82 - 06"): one number
+        tail = _DIGITS_AFTER.match(text, e)
+        end = tail.end() if tail else e
+        out.append((s, end, " ".join((words_to_digits(text[s:e]), *_GROUPS.findall(text, e, end)))))
     return out
 
 

@@ -29,6 +29,10 @@ _VKN_BODY = (
     rf"{_GAP}(?<![0-9])(?<![Tt][Rr])([0-9](?:[ .\-]?[0-9]){{9}})(?![0-9]|[ .\-][0-9])"
 )
 _VKN = _starting_with("[vt]", _VKN_BODY, re.IGNORECASE)
+# a tax number asked for, then given on the next line after a speaker's or a dash's label
+_VKN_ANSWER_BODY = (r"(?<!\w)(?:vkn|vergi[ \t]+(?:kimlik[ \t]+)?(?:no|numara)\w*)[^\n0-9]{0,40}\n"
+                    r"[^\n0-9]{0,25}?(?<![0-9])([0-9]{10})(?![0-9])")
+_VKN_ANSWER = _starting_with("v", _VKN_ANSWER_BODY, re.IGNORECASE)
 # the number first: "3831061847 vergi kimlik numaralı mükellef"
 _VKN_BEFORE = re.compile(r"(?<![0-9])([0-9]{10})[ \t]+vergi[ \t]+(?:kimlik[ \t]+)?(?:numaral[ıi]|no['’]?lu)", re.IGNORECASE)
 # a passport's number may come later in its sentence ("pasaportu ile kayıt oldum, numarası K48...")
@@ -46,6 +50,7 @@ _PASSPORT_BODY = (
 _PASSPORT = _starting_with("[puzs]", _PASSPORT_BODY, re.IGNORECASE)
 _NOT_PLATE = ("(?:TL|KG|GB|MB|KB|TB|CM|MM|KM|ML|LT|GR|MG|AM|PM|HP|KW|YTL|USD|EUR|GBP|ADT|OCA|MAR|NIS|MAY|HAZ|TEM|"
               "EYL|EKI|KAS|ARA|JAN|FEB|APR|JUN|JUL|AUG|SEP|OCT|NOV|DEC|SAT|SUN|MON|TUE|WED|THU|FRI)(?![A-Z])")
+_NOT_PLATE_LOWER = "(?:mhz|ghz|khz|bpm|rpm|fps|ppm|ltd|gbp|kgs)(?![a-z])"
 _PLATE_BODY = (
     rf"(?<!\w)(?i:plaka|plate|araç|aracı|aracın|aracım|license plate)\w*{_GAP}"
     # (its letters in capitals, or in lower case in a chat that writes so: "araç gelicek: 41 sp 852", not a unit)
@@ -55,6 +60,12 @@ _PLATE_BODY = (
     # or alone, in a plate's own shape: a province code, two or three capitals, two to four digits
     # ("34 FVK 206", "06 DL 4417"), not a unit or a month ("12 MB 512", "22 NOV 2024")
     r"|(?<![\w.,:/`])((?:0[1-9]|[1-7][0-9]|8[01]) (?!" + _NOT_PLATE + r")[A-PR-VYZ]{2,3} [0-9]{2,4})(?![\w/`]|[.,:][0-9])"
+    # or in lower case, three consonants ("34 kbn 518'i kapının önüne", "35 bvk 207 için ceza"): a
+    # word or a unit of this shape has a vowel ("25 bin 300") but for a few of frequency and rate
+    r"|(?<![\w.,:/`])((?:0[1-9]|[1-7][0-9]|8[01]) (?!" + _NOT_PLATE_LOWER + r")[b-df-hj-np-tv-z]{3} [0-9]{2,4})(?![\w/`]|[.,:][0-9])"
+    # or a foreign car's, letters on both sides, after a plate's own word ("ARAÇ PLAKASI: EB-417-BB
+    # (GÜRCİSTAN)", "Gürcistan plakalı HK-318-GE": Georgian, French, Italian)
+    rf"|(?<!\w)(?i:plaka|plate)\w*{_GAP}(?<![A-Za-z0-9])([A-Z]{{2}}[ -][0-9]{{3}}[ -][A-Z]{{2}})(?![A-Za-z0-9])"
 )
 _PLATE = _starting_with("[0-8]|(?i:[pal])", _PLATE_BODY)
 # a plate shown as a format's example ("Örnek: 34 ABC 123 formatında"), not anyone's car
@@ -100,7 +111,10 @@ _BIRTH_BODY = (
     # a full date, maybe a place between, then "doğdu" / "doğmuş" ("3 Mart 2019'da doğdu", "17 Şubat 1949'da
     # Tokat'ta doğmuş"): a day's date is a family's record; an encyclopaedia gives a year ("1881'de Selanik'te doğdu")
     # (or "dünyaya geldi", and the time of day between: "2 kasım 2026 sabahı dünyaya geldi")
-    rf"|(?P<told>{_DATE})['’]?\w{{0,3}}(?:[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{1,15}}['’]\w{{1,4}}|[ \t]+(?:sabah|ak[şs]am|gece|[öo][gğ]le)\w{{0,4}})?"
+    # (or a year, where a relative is told of: "Babaannem ... 1941'de Sivas Zara'da doğdu"; a place may
+    # be a province and a district)
+    rf"|(?P<told>{_DATE}|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}(?:(?:[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{1,15}})?[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{1,15}}['’]\w{{1,4}}"
+    rf"|[ \t]+(?:sabah|ak[şs]am|gece|[öo][gğ]le)\w{{0,4}})?"
     r"[ \t]+(?:do[gğ](?:du|mu[şs])|d[üu]nyaya[ \t]+gel(?:di|mi[şs]))(?!\w)"
     # a date or year, maybe its month or a place between, then "doğumlu" ("1991 Ağustos doğumluyum",
     # "12/04/1986 Keçiören doğumlu")
@@ -166,9 +180,14 @@ def _windows(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def vkn_spans(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
     """(start, end, valid) of every number written after a tax-number context word; even a bad
-    one is a tax number, not a phone. `hits`: the trigger pass's context words."""
-    return [(*m.span(1), vkn_valid(digits := re.sub(r"[^0-9]", "", m.group(1))) and digits not in _COUNTING)
-            for lo, hi in _windows(text, hits) for rx in (_VKN, _VKN_BEFORE) for m in rx.finditer(text, lo, hi)]
+    one is a tax number, not a phone. `hits`: the trigger pass's context words. A number that
+    answers on the next line ("vergi kimlik numaranızı alabilir miyim?\nmüşteri: 9235446910")
+    counts only with its check digit."""
+    windows = _windows(text, hits)
+    out = [(*m.span(1), vkn_valid(digits := re.sub(r"[^0-9]", "", m.group(1))) and digits not in _COUNTING)
+           for lo, hi in windows for rx in (_VKN, _VKN_BEFORE) for m in rx.finditer(text, lo, hi)]
+    return out + [(*m.span(1), True) for lo, hi in windows for m in _VKN_ANSWER.finditer(text, lo, hi)
+                  if vkn_valid(m.group(1)) and m.group(1) not in _COUNTING and not any(s == m.start(1) for s, _, _ in out)]
 
 
 _COUNTING = ("1234567890", "0123456789")  # a test's or a form's made-up number, though its check digit fits
@@ -181,7 +200,7 @@ def find_identifiers(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
         for kind, rx in (("passport", _PASSPORT), ("plate", _PLATE), ("birth_date", _BIRTH)):
             for m in rx.finditer(text, lo, hi):
                 group = next(g for g in range(1, (rx.groups or 1) + 1) if m.group(g) is not None)
-                if kind == "plate" and group == 3 and _EXAMPLE.search(text, max(0, m.start() - 30), m.start()):
+                if kind == "plate" and group >= 3 and _EXAMPLE.search(text, max(0, m.start() - 30), m.start()):
                     continue
                 if kind == "birth_date" and (placeholder_date(m.group(group))
                                              or m.group("told") is not None and not _told_of_kin(text, m.start())):

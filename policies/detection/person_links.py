@@ -33,9 +33,11 @@ _INSTITUTIONS = "|".join((
     "derneğ", "vakf", "ekib", "toplum", "millet", "halk", "dünya", "sektör", "bölge", "il", "ilçe",
     # a shop's goods ("koleksiyonumuzda", "modellerimiz", "çeşitlerimiz")
     "koleksiyon", "model", "çeşit", "stok", "sezon",
-    # a union, party, club or congregation speaking of itself ("Sendikamız ... talep ediyor")
-    "sendika", "parti", "kulüb", "kulub", "cemevi", "cemaat", "kilise", "cami", "loca"))
-_OURS = rf"(?=\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z))(?!(?:{_INSTITUTIONS})\w*)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}"
+    # a union, party, club, congregation or place of worship speaking of itself ("Sendikamız ... talep
+    # ediyor", "Sinagogumuz grup ziyaretlerine açıktır", "Manastırımızda ayin")
+    "sendika", "parti", "kulüb", "kulub", "cemevi", "cemaat", "kilise", "cami", "loca", "sinagog", "havra", "manast", "dergah",
+    "tekke"))
+_OURS = rf"(?=\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z))(?!(?:{_INSTITUTIONS})\w*)(?!\w+l[ae]r[ıi]m[ıi]z)\w{{3,}}(?:[ıi]m[ıi]z|[uü]m[uü]z)\w{{0,4}}"
 # a term's last word that is our institution ("Kardiyoloji polikliniğimiz", "Onkoloji servisimizde"):
 # the institution speaking, not "my" (its names of four letters or more: "il" begins "ilacımız")
 _OUR_INSTITUTION = re.compile("(?:{})\\w*m[ıiuü]z\\w*".format("|".join(i for i in _INSTITUTIONS.split("|") if len(i) >= 4)),

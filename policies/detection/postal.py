@@ -26,9 +26,10 @@ _ANCHOR = re.compile(
     rf"(?<!\w)(?:adres\w*|k[öo]y[üu]|mevk{_I}{_I}?|s{_I}tes{_I}|mahalles{_I}\w*|mahalle(?=[ \t]*[:/])|mah\.|mh\.|cad\w*|"
     rf"cd\.|sokak\w*|sok\.|"
     rf"sk\.|bulvar\w*|blv\.|blok)(?!\w)", re.IGNORECASE)
-# (not an address's own abbreviation's dot: "Hacı Bayram Mah. Posta Cad. No:40", "ÇAMLIK MAH. MERAL SK.")
+# (not an address's own abbreviation's dot: "Hacı Bayram Mah. Posta Cad. No:40", "ÇAMLIK MAH. MERAL SK.";
+# nor an ordinal's: "Bahçelievler 7. Cadde 41/5", "2. Kat")
 _CLAUSE_END = re.compile(r"\n| [—–-] | / |(?<!(?<!\w)(?i:mah|cad|sok|blv|bul|apt|sit))(?<!(?<!\w)(?i:mh|cd|sk|no|bl))"
-                         r"(?<!(?<!\w)(?i:d|k))\. (?=[A-ZÇĞİÖŞÜ])|;")
+                         r"(?<!(?<!\w)(?i:d|k))(?<![0-9])\. (?=[A-ZÇĞİÖŞÜ])|;")
 _HOUSE = re.compile(r"(?<![0-9])(?:no\b[ \t:.]*[0-9]{1,5}|[0-9]{1,5}[ \t]*/[ \t]*[0-9]{1,4}|[0-9]{5}(?![0-9])|"
                     r"d(?:aire)?[ \t:.]*[0-9]{1,4}|kat[ \t:.]*[0-9]{1,3})", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]{3,}")
@@ -96,8 +97,13 @@ def _clause(text: str, m: re.Match[str]) -> tuple[int, int] | None:
     return (lo, hi) if hi - lo >= 10 else None
 
 
+# a Dutch or a British postcode ("1073 TW Amsterdam", "London N16 9BS"): an address abroad with
+# no country after it
+_POSTCODE_ABROAD = re.compile(r"(?<![\w])(?:[0-9]{4}[ \t]?[A-Z]{2}[ \t]+[A-Z][a-z]|[A-Z]{1,2}[0-9][A-Z0-9]?[ \t][0-9][A-Z]{2}(?!\w))")
+
+
 def _addressy(text: str, lo: int, hi: int) -> bool:
-    if _HOUSE.search(text, lo, hi):
+    if _HOUSE.search(text, lo, hi) or _POSTCODE_ABROAD.search(text, lo, hi):
         return True
     places = all_places()
     return sum(fold_key(w) in places for w in _WORD.findall(text, lo, hi)) >= 1 and \

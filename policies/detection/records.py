@@ -20,8 +20,9 @@ _SGK = re.compile(
     # yapıldı. Sicil numarası ...", "Bağ-Kur kaydım ...", "SGM'de kayıtlı sicil ...")
     rf"(?<![^\W_])(?:(?:sgk|ssk|sgm|ba[gğ]\W?kur|emekl{_I}(?:[ \t]+sand{_I}[gğ]{_I})?)[^\n0-9]{{0,40}}?"
     rf"(?:s{_I}c{_I}l|no|numara|kayd{_I}m?|kay{_I}t)"
-    # an insured person's registry number, a pension's allocation number ("Tahsis No: 2019/00412")
-    rf"|s{_I}gorta(?:l{_I})?[ \t]+s{_I}c{_I}l|tahs{_I}s[ \t]+(?:no|numara))"  # ("Tahsis numaranız: ...")
+    # an insured person's registry number, maybe their name between ("SİGORTALI: X Y, SİCİL NO ..."),
+    # a pension's allocation number ("Tahsis No: 2019/00412")
+    rf"|s{_I}gorta(?:l{_I})?[^\n0-9]{{0,40}}?s{_I}c{_I}l|tahs{_I}s[ \t]+(?:no|numara))"  # ("Tahsis numaranız: ...")
     # (a short clause may stand between: "SSK numarasını buldum sonunda: 3401 ...")
     rf"[^\n0-9]{{0,24}}?(?<![0-9])([0-9](?:[ .\-/]?[0-9]){{6,15}})(?![0-9])"
     # or the registry's name right before a long number ("SGK: 16110047721983", "— SGK 0612 1907 3340

@@ -19,7 +19,12 @@ from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.person_links import generic, person_word, sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
-from fairgate.policies.detection.special_categories_terms import CATEGORIES, says_mine, term_at
+from fairgate.policies.detection.special_categories_terms import (
+    CATEGORIES,
+    inside_a_word,
+    says_mine,
+    term_at,
+)
 
 SPECIAL_KINDS = CATEGORIES
 
@@ -64,6 +69,14 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
         return True  # an e-mail's subject ("Konu: Sendika aidatı kesintisi"); its body says whose
     if kind == "health" and (_SPECIALIST_AFTER.match(text, end) or _STAFF_AFTER.match(text, end)):
         return True  # a doctor's title in a signature or a CV ("Çocuk nörolojisi uzmanı"), not their health
+    if kind == "health" and (_FACILITY_AFTER.match(text, end) or (_ANIMAL_BEFORE.search(text, max(0, start - 16), start)
+                                                                   and not _FROM_ANIMALS.match(text, start))):
+        # a place kept for them ("engelli park yerine"), an animal's ("köpek kuduz aşısı"; not "kedi alerjim")
+        return True
+    if kind == "health" and _COUPLES_BEFORE.search(text, max(0, start - 12), start) and _THERAPY.match(text, start):
+        return True  # a couple's counselling ("çift terapisi", "evlilik terapistine"): their life together's
+    if kind == "health" and _HURT.match(text, start) and _MUCH_BEFORE.search(text, max(0, start - 12), start):
+        return True  # hurt feelings ("Çok kırıldık", "biraz kırıldım"), no broken bone
     if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
         return True  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
     if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
@@ -85,6 +98,9 @@ def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, in
         return "health"  # a carrier of an infection ("Hepatit B taşıyıcısı"), not of a gene
     if kind == "health" and _GENE_AFTER.match(text, end):
         return "genetic"  # a disease as a gene test's subject ("Kistik fibrozis taşıyıcılık paneli")
+    if kind == "health" and _SYNDROME.match(text, start) and (word := _WORD_BEFORE.search(text, max(0, start - 30), start)) \
+            and term_at(text, word.start(1), word.end(1)) == "genetic":
+        return "genetic"  # a genetic condition's syndrome ("Klinefelter sendromu", "Turner sendromlu")
     if kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
         return "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
     if kind == "health" and _MARK.search(fold_key(text[start:end])) and _FACE_BEFORE.search(text, max(0, start - 30), start):
@@ -133,9 +149,25 @@ _NAME_WORD = re.compile(r"[^\s]+")
 
 
 def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
-    """The term is a surname after a given name ("Ersin Tatar", "Ayşe Türkmen"), not a category."""
+    """The term is a surname after a given name ("Ersin Tatar", "Ayşe Türkmen"), not a category:
+    inside a name found, or capitalised right after one, with its case ending or more of its
+    clause after it ("Oya Türkmen'in", "Ahmet Türkmen bugün gelmedi"; not "Komşum Ayşe Kürt.",
+    "Ayşe Kürt ve ...", "Ekin'in Kürt olması", said of her)."""
+    inside = any(s < start < e for s, e in names)
+    if inside and inside_a_word(text, end) and not any(c.isspace() for c in text[start:end]):
+        return True  # the start of a longer word of the name ("Ayten Kurtcebe": not "Kurtçe")
     word = fold_key(text[start:end]).split("'")[0]
-    return any(s < start < e for s, e in names) and word in surnames()
+    if word not in surnames():
+        return False
+    return inside or (
+        text[start].isupper() and _SURNAME_GOES_ON.match(text, end) is not None
+        and any(e == start - 1 and text[e] == " " and not _SUFFIXED.search(text, s, e) for s, e in names))
+
+
+# after a surname: its case ending, or a word of its clause that no predicate's "is" or "and" is
+_SURNAME_GOES_ON = re.compile(r"\w*(?:['’][^\W\d_]|[ \t]+(?!(?:ve|ama|fakat|de|da|değil|degil|mi|mı|mi[şs]|"
+                              r"ol\w*|diye|k[öo]kenli|asıllı|asilli)(?!\w))[^\W\d_])", re.IGNORECASE)
+_SUFFIXED = re.compile("['’]")  # a name with its case ending ("Ekin'in Kürt olması") ends before a predicate
 
 
 # the face or a visible part of it, then at most two words, before a mark ("YÜZÜNDE DERİN BİR YANIK İZİ",
@@ -156,7 +188,15 @@ _SHARE = r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+[^\W\d_]+(?:[ \t]+(?-i:[A-Z
 _SPECIALIST_AFTER = re.compile(r"\w*[ \t]+(?:uzman[ıi]|hekimi|specialist)[ \t]*(?:\n|\Z|[,;|)—–-])", re.IGNORECASE)
 # a department's staff ("Dahiliye servisinden hemşire arkadaşımız", "Onkoloji sekreteri"): their post, not their health
 _STAFF_AFTER = re.compile(r"\w*(?:[ \t]+(?:servis|poliklini|klini|b[öo]l[üu]m|birim)\w*)?[ \t]+"
-                          r"(?:hem[şs]ire|doktor|sekreter|personel|tekniker|teknisyen|asistan)\w*", re.IGNORECASE)
+                          r"(?:hem[şs]ire|doktor|sekreter|personel|tekniker|teknisyen|asistan|komite)\w*", re.IGNORECASE)
+_FACILITY_AFTER = re.compile(r"\w*[ \t]+(?:park|otopark|rampa|tuvalet|wc|asans[öo]r)", re.IGNORECASE)
+_ANIMAL_BEFORE = re.compile(r"(?<!\w)(?:k[öo]pe[kğg]|kedi|hayvan|evcil)\w*[ \t]+\Z", re.IGNORECASE)
+_FROM_ANIMALS = re.compile(r"alerj|allerj|[ıi]s[ıi]r|t[üu]y", re.IGNORECASE)  # what people get from animals
+_COUPLES_BEFORE = re.compile(r"(?<!\w)(?:[çc]ift|evlilik)[ \t]+\Z", re.IGNORECASE)
+_THERAPY = re.compile(r"terap", re.IGNORECASE)
+_SYNDROME = re.compile(r"sendrom|syndrome", re.IGNORECASE)
+_HURT = re.compile(r"k[ıi]r[ıi]ld", re.IGNORECASE)
+_MUCH_BEFORE = re.compile(r"(?<!\w)(?:[çc]ok|biraz|fena|epey|ger[çc]ekten)[ \t]+\Z", re.IGNORECASE)
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)

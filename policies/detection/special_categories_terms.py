@@ -154,6 +154,17 @@ def term_at(text: str, start: int, end: int) -> str | None:
     return term.category
 
 
+def inside_a_word(text: str, end: int) -> bool:
+    """The word a term found at text[..end] starts goes on with letters that are no apostrophe
+    ending, copula or plural of it ("Kurtcebe", a surname, after "Kurtçe"; not "Kürtmüş",
+    "Laz'ım", "Süryaniler")."""
+    return end < len(text) and text[end].isalpha() and _WORD_END.match(text, end) is None \
+        and _PLURAL.match(text, end) is None
+
+
+_PLURAL = re.compile(r"l[ae]r", re.IGNORECASE)
+
+
 def starts_with_term(key: str) -> bool:
     """A folded word begins with a category term ("budistim", "sırp", "hristiyanlığa"): a belief,
     people or disease word, which no relation or greeting makes a name."""

@@ -9,6 +9,7 @@ precise Python pattern only in a bounded window around its own triggers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,21 +21,42 @@ from fairgate.policies.detection.persons.columns import COLUMN_LABELS
 from fairgate.policies.detection.persons.fields import BOOKING_NAME, FIELD_LABELS
 from fairgate.policies.detection.special_categories_terms import term_alternation
 
+
+def _capitals(pattern: str) -> str:
+    """`pattern` with its "i" and "ı" also matching the Turkish capitals "İ" and "I" (RE2's case
+    folding maps neither: "MÜŞTEKİ:", "CADDESİ", "SOKAĞI"), in and out of character classes."""
+    return _PIECE.sub(_capital_piece, pattern)
+
+
+# an escape, a character class, or a dotted or dotless i outside one
+_PIECE = re.compile(r"\\.|\[(?:\\.|[^\]])*\]|[iı]")
+_CAPITAL = {"i": "İ", "ı": "I"}
+
+
+def _capital_piece(m: re.Match[str]) -> str:
+    piece = m.group()
+    if piece in _CAPITAL:
+        return f"[{piece}{_CAPITAL[piece]}]"
+    if piece.startswith("["):
+        extra = "".join(cap for low, cap in _CAPITAL.items() if low in piece and cap not in piece)
+        return piece[:-1] + extra + "]"
+    return piece
+
+
 _NUMBER_WORD = "sıfır|sifir|bir|iki|üç|uc|dört|dort|beş|bes|altı|alti|yedi|sekiz|dokuz|on|yirmi|otuz|kırk|kirk|" \
                "elli|altmış|altmis|yetmiş|yetmis|seksen|doksan|yüz|yuz"
-# (Turkish capitals too: RE2's case folding maps no "İ" to "i" nor "I" to "ı": "SEKİZ", "ALTI")
-_W = "(?:" + _NUMBER_WORD.replace("i", "[iİ]").replace("ı", "[ıI]") + ")"
+_W = "(?:" + _capitals(_NUMBER_WORD) + ")"  # (Turkish capitals too: "SEKİZ", "ALTI")
 _FAMILIES = {
     "special": f"(?:{term_alternation()})",
-    "ident": r"pasaport|passport|pspt?|ppt|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|d[üu]nyaya[ \t]+gel|"
+    "ident": _capitals(r"pasaport|passport|pspt?|ppt|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|d[üu]nyaya[ \t]+gel|"
              r"d\.[ \t]?[0-9t]|born|date[ \t_]+of[ \t_]+birth|"
              r"dob|birthday|birth(?:[ \t_]?date)?|d_tarih|n[üu]fus(?:ta|umda|unda)|kimli[gğk](?:te|imde|inde)|d\.[ \t]?t\.|vkn|verg[iİı]|tax|v\.?[ \t]?no|v\.?d\b|[uzs][0-9]{8}|"
              # a Turkish plate standing alone ("34 FVK 206"; checked case-sensitively by `identifiers`)
-             r"(?:0[1-9]|[1-7][0-9]|8[01]) [a-z]{2,3} [0-9]{2,4}",
+             r"(?:0[1-9]|[1-7][0-9]|8[01]) [a-z]{2,3} [0-9]{2,4}"),
     "registry": r"sgk|ssk|sgm|ba[gğ].?kur|emekl[iİı]|bagkur|s[iİı]gorta|tahs[iİı]s|sosyal[ \t]+g[üu]venl[iİı]k|"
                 r"s[iİı]c[iİı]l[ \t]+(?:numaral|no['’]?lu)",
-    "postal": r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok|" + COUNTRIES,
-    "street": r"mahallesi|mah\.|mh\.|caddesi|cad\.|cd\.|sokağı|sokak|sok\.|sk\.|bulvarı|blv\.|bul\.",
+    "postal": _capitals(r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok|" + COUNTRIES),
+    "street": _capitals(r"mahallesi|mah\.|mh\.|caddesi|cad\.|cd\.|sokağı|sokak|sok\.|sk\.|bulvarı|blv\.|bul\."),
     "words": rf"(?:{_W}[ \t,\-]+){{3,}}{_W}",
     # a local-part character, then '@' and a dotted domain (so "a@a@a@" triggers nothing)
     "email": r"[\pL\pN._%+\-\x{E000}](?:[ \t]*[@＠]|%40)[ \t]*[\pL\pN_\-\x{E000}]+\."
@@ -43,8 +65,8 @@ _FAMILIES = {
     "encoded": r"[A-Za-z0-9+/_\-]{15,}=*|%[0-9a-f]{2}|&#?[0-9a-z]{1,8};",
     "iban": r"[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]",  # a foreign IBAN's start (checked by `iban`)
     # a person field's label, or a booking's passenger (checked by `persons.fields`)
-    "field": rf"(?:^|[^\pL\pN_]){FIELD_LABELS}|{BOOKING_NAME}",
-    "column": COLUMN_LABELS,  # a name column in a table's header (read by `persons.columns`)
+    "field": rf"(?:^|[^\pL\pN_]){_capitals(FIELD_LABELS)}|{BOOKING_NAME}",
+    "column": _capitals(COLUMN_LABELS),  # a name column in a table's header (read by `persons.columns`)
 }
 FAMILIES = tuple(_FAMILIES)
 

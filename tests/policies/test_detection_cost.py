@@ -82,9 +82,11 @@ ID_PIECES = {
     "_PASSPORT": ("pasaport", "PASSPORT", "Pasaport No:", "U12345678", "s 12345678", "NP7K2L8R5", "72 4419083",
                   "AB1234567", "numarası"),
     "_PLATE": ("plaka", "Plate", "ARAÇ", "aracım", "license plate", "LICENSE PLATE", "34 ABC 123", "06 FK 4821",
-               "34 klm 907", "plakalı", "12 MB 512", "örnek"),
+               "34 klm 907", "plakalı", "12 MB 512", "örnek", "35 bvk 207", "24 ghz 600", "EB-417-BB", "FR 318 KD"),
     "_VKN": ("vkn", "VERGİ NO", "vergi kimlik numarası", "v.no", "V NO", "tax id", "TAX NUMBER", "1234567890",
              "1234 567 890"),
+    "_VKN_ANSWER": ("vkn", "Vergi numaranızı yazar mısınız?", "VERGİ NO", "vergi kimlik numaranız", "Müşteri:",
+                    "7391016522", "- tamam yaz:"),
 }
 _GAPS = (" ", ": ", "\n", ", ", "", " - ", "\t", "(")
 

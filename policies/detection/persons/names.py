@@ -15,6 +15,7 @@ from bisect import bisect_left
 from fairgate.policies.detection import dfa
 from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.person_links import my_relation
+from fairgate.policies.detection.persons.alone import at_a_place, called
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
     LOWER_NOT_NAMES,
@@ -34,6 +35,7 @@ from fairgate.policies.detection.persons.features import (
     may_name,
     token_info,
 )
+from fairgate.policies.detection.persons.handles import handle_names
 from fairgate.policies.detection.persons.inflected import inflected_names
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
@@ -55,6 +57,7 @@ from fairgate.policies.detection.persons.non_private import (
     word_problem,
 )
 from fairgate.policies.detection.persons.non_private import joined as _joined
+from fairgate.policies.detection.persons.partners import uncased_partners
 from fairgate.policies.detection.persons.tagger import default_tagger
 from fairgate.policies.detection.special_categories_terms import starts_with_term
 
@@ -77,7 +80,15 @@ def find_person_names(text: str, limit: int = 16) -> list[tuple[int, int]] | Non
     """(start, end) of person names in `text` (at most `limit`); None when the text has more
     candidate tokens than `MAX_CANDIDATES` and found no name in them (the caller keeps it local).
     Long texts are read in windows of about 16 KB (cut at a line end), so reading stops once
-    `limit` names are found."""
+    `limit` names are found. A social media handle made of a name ("@duygu_sarac") is one whole."""
+    found = _tokens_names(text, limit)
+    if found is None or "@" not in text:
+        return found
+    handles = handle_names(text)
+    return sorted([n for n in found if not any(s < n[1] and n[0] < e for s, e in handles)] + handles)[:limit]
+
+
+def _tokens_names(text: str, limit: int) -> list[tuple[int, int]] | None:
     if not dfa.occurs(_LETTER_PAIR, text.encode("utf-8", "surrogatepass")):
         return []  # digits, separators, "a@a@": no word to read (one DFA pass, not a regex scan)
     if _opener_only(text):
@@ -167,12 +178,12 @@ def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tup
         sure.update(proper)
         kept = {*_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}
         # a token the rules keep is a name's whatever its score, so it is not scored; but in a line
-        # of capitals, where a token the tagger accepts pairs up with its neighbours (`_uncased_partners`)
+        # of capitals, where a token the tagger accepts pairs up with its neighbours (`partners`)
         scored = [i for i in _may_end_in_a_name(doc, chunk, titled) if i not in kept or doc.mode(i) == "caps"]
         probs = tagger.scores(doc, scored)
         accepted = [i for i, p in zip(scored, probs, strict=True)
                     if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)]
-        accepted += _uncased_partners(doc, accepted)
+        accepted += uncased_partners(doc, accepted)
         out += _names(doc, sorted({*accepted, *kept}), sure)
         titled = set()
         if len(out) < limit and chunk and chunk[-1]:
@@ -253,35 +264,8 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
 
 # titles written before a person's name (not "öğretmen", "müdür": "Müdür Aydın'dan döndü" is a trip)
 _BEFORE_NAME = frozenset(("sayin", "dr", "doc", "prof", "av", "uzm", "op", "bay", "bayan", "mr", "mrs", "ms"))
-_SURNAME_ENDS = ("oglu", "ogullari", "yan", "ian", "zade", "gil")
 # endings only a surname has, on a word no lexicon knows (not "-yan", also a participle's: "Arayan")
 _SURNAME_SHAPES = ("oglu", "ogullari", "zade", "ian")
-
-
-def _uncased_partners(doc: Doc, accepted: list[int]) -> list[int]:
-    """In a line of capitals, the words joined to a token the tagger accepted
-    that complete a name with it: a common given name before it ("İSMET ÖZKAN", "ŞÜKRAN
-    ALKAYA") and a surname after it ("İDRİS BAYSAL", "SERDAR KUYUMCUOĞLU'NUN"). The tagger's
-    higher threshold there (no casing to go on) leaves such a partner out when its word is also
-    a common one. (Not in lower case: a chat's "annem tarikata", "bilen var" pair up so.)"""
-    out: list[int] = []
-    given, n = given_names(), len(doc.spans)
-    for i in accepted:
-        own = doc.info(i)
-        if doc.mode(i) != "caps" or own.suffix or not ("g" in own.flags or "s" in own.flags) \
-                or ("c" in own.flags and own.key not in given) or any(c in own.flags for c in "otp"):
-            continue
-        if i > 0 and _joined(doc, i - 1) and i - 1 not in accepted:
-            prev = doc.info(i - 1)
-            if "g" in prev.flags and not prev.suffix and ("c" not in prev.flags or prev.key in given) \
-                    and not any(c in prev.flags for c in "otp") and prev.key not in NOT_NAMES:
-                out.append(i - 1)
-        if i + 1 < n and _joined(doc, i) and i + 1 not in accepted:
-            nxt = doc.info(i + 1)
-            if ("s" in nxt.flags or nxt.key.endswith(_SURNAME_ENDS)) and not any(c in nxt.flags for c in "otp") \
-                    and nxt.key not in NOT_NAMES and nxt.key not in HEADINGS and len(nxt.key) >= 3:
-                out.append(i + 1)
-    return out
 
 
 def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
@@ -379,14 +363,16 @@ def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
 def _single_name_ok(doc: Doc, i: int) -> bool:
     """A one-word name needs more evidence where it could be an ordinary word: in a lower-case
     or all-capitals line, or when it is a common or plain word ("Kırmızı", "Bora", "Write"), a cue before it
-    ("eşim", "sayın"), a title after it ("Hanım", "amca"), a case suffix ("berk'le"), or the
-    text's last word (a signature); an initial alone is never a name."""
+    ("eşim", "sayın"), a title or "diye biri" after it ("Hanım", "amca"), a case suffix ("berk'le"; a place's
+    case only on a given name: "Uzunyayla'dan" is a plain), or the text's last word (a
+    signature); an initial alone is never a name."""
     info = doc.info(i)
     if info.shape == "I":
         return False
-    if info.suffix:
-        return True
-    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS)
+    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS) \
+        or called(doc, i)
+    if info.suffix:  # (but a place's case on a word no list gives as a given name: "Alsancak'ta", "Uludağ'a")
+        return cue or "g" in info.flags or not at_a_place(doc, i)
     if doc.mode(i) != "mixed":  # (the last word as a signature: on its own, not a sentence's verb, "riski artar.")
         return cue or (i == len(doc.spans) - 1 and (i == 0 or doc.gap(i)[:1] != "_" or not doc.text.endswith(".")))
     if cue or ("c" not in info.flags and info.key not in plain_words()):
@@ -394,4 +380,3 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     # a common given name that is also a word ("Pınar", "Onur", "Umut"), capitalised mid-sentence
     # (Turkish capitalises a word there only when it is a proper noun)
     return i > 0 and info.key in given_names() and doc.gap(i)[:1] not in _SENTENCE_GAPS
-

@@ -21,6 +21,7 @@ from fairgate.policies.detection.persons.lexicon import (
     public_names,
     public_words,
 )
+from fairgate.policies.detection.special_categories_terms import starts_with_term
 
 _COMPASS = frozenset(("orta", "kuzey", "guney", "dogu", "bati", "uzak", "yakin"))
 _PET = ("kedi", "kopeg", "kopek", "kusum", "kusu", "atim", "atimiz")
@@ -156,13 +157,19 @@ def _route_stop(doc: Doc, i: int) -> bool:
 
 
 # "-li" of origin after a place's name, and the copulas that may follow it ("Rizeliyim", "Mardinliymiş")
+_I_AM = re.compile(r"(?:[iu]|y[iu])m\Z")  # folded "-(y)Im" ("türkmenim", "turkuyum")
 _ORIGIN_END = re.compile(r"(?:li|lu)(?:yim|yiz|yum|yuz|dir|dur|ymis|ymus|ler|lar)?\Z")
 
 
 def origin_word(doc: Doc, first: int, last: int) -> bool:
     """One word that says where someone is from, a place's name + "-li" ("mardinli", "Rizeli",
     "Kosovalı"; "annem mardinli": a relation's origin), with no honorific after it: an origin,
-    not a name (the lexicons list such words as rare given names and surnames)."""
+    not a name (the lexicons list such words as rare given names and surnames). Or a last word
+    that says "I am" of a people or a belief ("Iraklı Türkmenim", "Ahıska Türküyüm"): no surname
+    takes the first person's copula."""
+    own = doc.info(last)
+    if "g" not in own.flags and _I_AM.search(own.key) and starts_with_term(own.key):
+        return True
     if first != last or (last + 1 < len(doc.spans) and doc.info(last + 1).key in HONORIFICS):
         return False
     key = doc.info(first).key

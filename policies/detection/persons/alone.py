@@ -1,0 +1,38 @@
+"""What a word standing alone as a name says by the words around it and its case ending: a
+name "X diye biri" calls someone ("serkan diye biri aradı"), and a place's case on a word that is
+no given name makes it a place ("Alsancak'ta", "Kızıldağ'dan") rather than a person alone."""
+
+from __future__ import annotations
+
+import re
+
+from fairgate.policies.detection.persons.features import Doc
+from fairgate.policies.detection.persons.lexicon import plain_words
+
+_SOMEONE = frozenset(("bi", "bir", "biri", "birisi", "birini", "birine", "biriyle", "birinden"))
+
+
+def called(doc: Doc, i: int) -> bool:
+    """Someone "X diye" after token i ("serkan diye biri aradı", "ilkan diye bi arkadaşım var"):
+    X is what they are called; not a thing so called ("sevda diye bir şey kalmadı"), nor a
+    prompt's plain word ("Ne diye biri ...": `names._plain_opener_alone` counts on it)."""
+    n, infos = len(doc.spans), doc.infos()
+    return i + 2 < n and infos[i + 1].key == "diye" and infos[i + 2].key in _SOMEONE \
+        and not (i + 3 < n and infos[i + 3].key.startswith("sey")) and infos[i].key not in plain_words()
+
+
+# the cases one is at or comes from a place in (locative, ablative: "'ta", "'dan"), folded; a person
+# alone is rather spoken of, sought or met ("'in", "'ı", "'la"); the dative only before a motion
+# ("Uludağ'a kayağa gittim", "Uzunyayla'ya gelmiş"; not "Kuzucu'ya ilettim")
+_PLACE_CASE = re.compile(r"[dt][ae](?:n|ki)?")
+_DATIVE = re.compile(r"y?[ae]")
+_MOTION_AFTER = re.compile(r"(?:[ \t]+[^\W\d_]+)?[ \t]+(?:gel|git|gid|[çc][ıi]k|ta[şs][ıi]n|g[öo][çc]|yerle[şs]|d[öo]n|ula[şs])",
+                           re.IGNORECASE)
+
+
+def at_a_place(doc: Doc, i: int) -> bool:
+    """Token i's case ending says one is at, comes from or goes to it."""
+    suffix = doc.info(i).suffix
+    if _PLACE_CASE.fullmatch(suffix):
+        return True
+    return _DATIVE.fullmatch(suffix) is not None and _MOTION_AFTER.match(doc.text, doc.spans[i][1]) is not None
