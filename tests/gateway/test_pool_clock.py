@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 
 import pytest
 import redis
 
 from fairgate.backends.pool_fleet_gate import Ask, FleetGate
-from fairgate.gateway.request.pool_clock import PoolClock
+from fairgate.gateway.request.pool_clock import PoolClock, PoolLedger
 from tests.gateway.harness import REDIS_URL, redis_prefix
 from tests.helpers.redis_cluster import missing_reason, redis_cluster
 from tests.helpers.redis_server import redis_server
@@ -26,6 +27,22 @@ async def _backlog(gate: FleetGate, tenant: str, served: list[str], n: int, hold
             await asyncio.sleep(hold_s)
 
     await asyncio.gather(*(one() for _ in range(n)), return_exceptions=True)
+
+
+@contextlib.asynccontextmanager
+async def _two_ledgers(url: str, prefix: str, cluster: bool = False
+                       ) -> AsyncIterator[tuple[PoolClock, PoolLedger, PoolLedger]]:
+    """Two gateways' clocks on one Redis (each its own id and connection), their ledgers of pool
+    "p", closed afterwards; yields the first clock and both ledgers."""
+    c1, c2 = PoolClock(url, prefix, 30, cluster), PoolClock(url, prefix, 30, cluster)
+    l1, l2 = c1.ledger("p"), c2.ledger("p")
+    try:
+        yield c1, l1, l2
+    finally:
+        await l1.aclose()
+        await l2.aclose()
+        await c1.aclose()
+        await c2.aclose()
 
 
 async def test_two_gates_with_skewed_ingress_serve_the_weights() -> None:
@@ -73,10 +90,7 @@ async def test_a_freed_slot_waits_for_the_least_served_tenant_at_another_gateway
     with contextlib.ExitStack() as es:
         prefix = es.enter_context(redis_prefix())
         url = es.enter_context(redis_cluster(tmp_path))[0] if redis_kind == "cluster" else REDIS_URL
-        cluster = redis_kind == "cluster"
-        c1, c2 = PoolClock(url, prefix, 30, cluster), PoolClock(url, prefix, 30, cluster)
-        try:
-            l1, l2 = c1.ledger("p"), c2.ledger("p")
+        async with _two_ledgers(url, prefix, redis_kind == "cluster") as (c1, l1, l2):
             one = {"r": 1}
             first = await l1.admit([Ask("a", 1.0, 3, [("a1", 100.0, ""), ("a2", 100.0, ""), ("a3", 100.0, "")])], one)
             assert first.granted == [("a1", "r")] and first.in_use == 1 and first.counters["a"] == 100.0
@@ -99,11 +113,6 @@ async def test_a_freed_slot_waits_for_the_least_served_tenant_at_another_gateway
             await l1.release("a2", "r", "a", 0.0)
             assert (await l1.admit([], one)).granted == []
             assert await c1.slots_in_use("p") == 0
-        finally:
-            await l1.aclose()
-            await l2.aclose()
-            await c1.aclose()
-            await c2.aclose()
 
 
 async def test_service_let_straight_through_sets_the_floor_a_newcomer_is_lifted_to() -> None:
@@ -111,10 +120,8 @@ async def test_service_let_straight_through_sets_the_floor_a_newcomer_is_lifted_
     nobody waiting), then b starts at gateway 2: b is lifted to the clock's present, so once b
     has had as much service, a freed slot goes to a's waiting request, not to b's backlog."""
     with redis_prefix() as prefix:
-        c1, c2 = PoolClock(REDIS_URL, prefix, 30), PoolClock(REDIS_URL, prefix, 30)
-        l1, l2 = c1.ledger("p"), c2.ledger("p")
-        one = {"r": 1}
-        try:
+        async with _two_ledgers(REDIS_URL, prefix) as (c1, l1, l2):
+            one = {"r": 1}
             for i in range(3):  # alone: 3 x (100 + 50)
                 got = await l1.admit([Ask("a", 1.0, 1, [(f"a{i}", 100.0, "")])], one)
                 assert got.granted == [(f"a{i}", "r")]
@@ -138,11 +145,6 @@ async def test_service_let_straight_through_sets_the_floor_a_newcomer_is_lifted_
             await l2.release("b1", "r", "b", 0.0)
             await l2.admit([], one)
             assert await c1.slots_in_use("p") == 0
-        finally:
-            await l1.aclose()
-            await l2.aclose()
-            await c1.aclose()
-            await c2.aclose()
 
 
 async def test_a_closed_gate_lets_its_waiters_go_on_in_local_order() -> None:
