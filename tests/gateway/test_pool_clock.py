@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis
 
-from fairgate.backends.pool_fleet_gate import Ask, FleetGate
+from fairgate.backends.pool_fleet_gate import Ask, FleetGate, Round
 from fairgate.gateway.request.pool_clock import PoolClock, PoolLedger
 from tests.gateway.harness import REDIS_URL, redis_prefix
 from tests.helpers.redis_cluster import missing_reason, redis_cluster
@@ -201,6 +201,53 @@ async def test_slots_go_where_the_fleet_has_room() -> None:
         finally:
             await c1.aclose()
             await c2.aclose()
+
+
+class _CountedLedger(PoolLedger):
+    """A real ledger that counts its ADMIT rounds."""
+
+    rounds = 0
+
+    async def admit(self, asks: list[Ask], rooms: dict[str, int]) -> Round:
+        self.rounds += 1
+        return await super().admit(asks, rooms)
+
+
+async def test_arrivals_at_a_full_pool_start_no_rounds_of_their_own() -> None:
+    """One slot, held; a tenant's first waiter announces its demand; twenty more arriving one by
+    one while the pool stays full start no ledger round (nothing could be let through); once the
+    slot is freed every one of them is served, in order, and nothing is left held."""
+    with redis_prefix() as prefix:
+        clock = PoolClock(REDIS_URL, prefix, 30)
+        ledger = _CountedLedger(clock, "p")
+        gate = FleetGate(lambda: {"r": 1}, lambda tenant: 1.0, ledger, poll_s=5.0)
+        hold = asyncio.Event()
+        served: list[int] = []
+
+        async def one(i: int) -> None:
+            async with gate.slot("a", 10.0, lambda: 10.0):
+                served.append(i)
+                if i == 0:
+                    await hold.wait()
+
+        tasks = [asyncio.create_task(one(0))]
+        while not served:
+            await asyncio.sleep(0.01)
+        tasks.append(asyncio.create_task(one(1)))
+        while gate.waiting == 0 or ledger.rounds < 2:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        before = ledger.rounds
+        for i in range(2, 22):
+            tasks.append(asyncio.create_task(one(i)))
+            await asyncio.sleep(0.01)
+        assert ledger.rounds == before, (before, ledger.rounds)
+        hold.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 10)
+        assert served == list(range(22)) and gate.in_flight == 0 and gate.waiting == 0
+        await gate.aclose()
+        assert await clock.slots_in_use("p") == 0
+        await clock.aclose()
 
 
 async def test_two_gates_never_hold_more_than_the_pools_slots() -> None:
