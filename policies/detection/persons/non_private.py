@@ -196,6 +196,19 @@ def quoted_product(doc: Doc, first: int, last: int) -> bool:
     return doc.info(last + 1).key in _PRODUCT_WORDS
 
 
+# a folded word's verb endings that no listed given name or surname has: a present tense ("duruyor",
+# "alamıyoruz", chat's "diyolar"), a participle with a person ending ("ettiğim", "anlaştığımız"; not
+# "-tiğin" of "Kültigin") and an ability form ("iletebilirsiniz")
+_VERB_FORM = re.compile(r"(?:[iu]yo(?:r(?:um|sun|uz|sunuz|lar|du|dum|duk|mus|sa)?|m|z|lar|mus|du)"
+                        r"|(?:di|ti|du|tu)g(?:im|imiz|iniz|i|u|um|umuz|unuz)"
+                        r"|[ae]bil(?:ir|irim|irsin|iriz|irsiniz|irler|ecek|di))$")
+
+
+def verb_form(key: str) -> bool:
+    """The folded word `key` is a verb's form ("duruyor", "ettigim"), never a name."""
+    return _VERB_FORM.search(key) is not None
+
+
 def verb_idiom(doc: Doc, first: int) -> bool:
     """The name found from token `first` opens a verb idiom ("SONA ERMİŞTİR"), not a name; or
     it is a case ending after a number's apostrophe ("14.20'DEN SONRAKİ", "2022'DE")."""
