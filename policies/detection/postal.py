@@ -52,7 +52,7 @@ def find_postal_addresses(text: str, hits: list[tuple[int, int]], names: Sequenc
             continue  # inside the address just found
         m = _ANCHOR.match(text, s)
         span = _clause(text, m) if m is not None else address_abroad(text, s)
-        if m is not None and _dark(text, m):
+        if m is not None and (_dark(text, m) or _ORGANISATION.match(text, m.end())):
             continue
         if span is None or (m is not None and not _addressy(text, *span)):
             continue
@@ -64,6 +64,11 @@ def find_postal_addresses(text: str, hits: list[tuple[int, int]], names: Sequenc
 
 
 _WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
+# a village's or a site's name as part of a body's ("Çaybaşı Köyü Yardımlaşma ve Dayanışma Derneği",
+# "YEŞİLYURT KÖYÜ MUHTARLIĞI", "Gülbahçe Sitesi Yönetimi"): that body's name, not anyone's address
+_ORGANISATION = re.compile(
+    rf"(?:[ \t]+[^\W\d_]+){{0,4}}?[ \t]+(?:derne[gğ]{_I}|muhtarl{_I}[gğ]{_I}|y[öo]net{_I}m{_I}|kooperat{_I}f{_I}|"
+    rf"vakf{_I}|b{_I}rl{_I}[gğ]{_I}|cem{_I}yet{_I}|kul[üu]b[üu]|camii|okulu)(?!\w)", re.IGNORECASE)
 
 
 def _dark(text: str, m: re.Match[str]) -> bool:
