@@ -77,6 +77,11 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
         return True  # a couple's counselling ("çift terapisi", "evlilik terapistine"): their life together's
     if kind == "health" and _HURT.match(text, start) and _MUCH_BEFORE.search(text, max(0, start - 12), start):
         return True  # hurt feelings ("Çok kırıldık", "biraz kırıldım"), no broken bone
+    if kind == "health" and (_IF_YOU_AFTER.match(text, end) or (_HEARS_BEFORE.search(text, max(0, start - 30), start)
+                                                                 and _WILL_HAVE_AFTER.match(text, end))):
+        # a leaflet's "if you" ("yetmezliğiniz varsa", "Hamileyseniz"): any reader's; a hyperbole
+        # ("annem duysa kalp krizi geçirir", "babam duyunca kalp krizi geçirecek"): no attack had
+        return True
     if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
         return True  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
     if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
@@ -196,6 +201,12 @@ _COUPLES_BEFORE = re.compile(r"(?<!\w)(?:[çc]ift|evlilik)[ \t]+\Z", re.IGNORECA
 _THERAPY = re.compile(r"terap", re.IGNORECASE)
 _SYNDROME = re.compile(r"sendrom|syndrome", re.IGNORECASE)
 _HURT = re.compile(r"k[ıi]r[ıi]ld", re.IGNORECASE)
+# the reader's condition ("yetmezliğiniz varsa", "Hamileyseniz", "alerjiniz olursa"), right after the term
+_IF_YOU_AFTER = re.compile(r"(?:\w*[ \t]+)?\w*?(?:n[ıiuü]z[ \t]+(?:varsa|olursa|yoksa)|ysan[ıi]z|ysen[iı]z|san[ıi]z|sen[iı]z)(?!\w)",
+                           re.IGNORECASE)
+# one who would hear or see it ("duysa", "duyunca", "görürse"), then "will have" the term ("geçirir", "geçirecek")
+_HEARS_BEFORE = re.compile(r"(?<!\w)(?:duy|g[öo]r|[öo][ğg]ren)\w*(?:sa|se|nca|nce)[ \t]+\Z", re.IGNORECASE)
+_WILL_HAVE_AFTER = re.compile(r"\w*[ \t]+ge[çc]ir(?:ir|ecek|icek|ebilir)(?!\w)", re.IGNORECASE)
 _MUCH_BEFORE = re.compile(r"(?<!\w)(?:[çc]ok|biraz|fena|epey|ger[çc]ekten)[ \t]+\Z", re.IGNORECASE)
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
