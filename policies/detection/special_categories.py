@@ -84,6 +84,8 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
         return True
     if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
         return True  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
+    if kind == "biometric" and _done_to_anyone(text, *sentence(text, start, end)):
+        return True  # a procedure told to anyone ("parmak izi alınır", "verileriniz cihazınızda saklanır")
     if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
         return True  # "roman", "kurt": a novel, a wolf; "Komşumuz Roman", "kayinpederim kurt": a people
     if kind == "ethnicity" and _a_skill(text, start):
@@ -208,6 +210,17 @@ _IF_YOU_AFTER = re.compile(r"(?:\w*[ \t]+)?\w*?(?:n[ıiuü]z[ \t]+(?:varsa|olurs
 _HEARS_BEFORE = re.compile(r"(?<!\w)(?:duy|g[öo]r|[öo][ğg]ren)\w*(?:sa|se|nca|nce)[ \t]+\Z", re.IGNORECASE)
 _WILL_HAVE_AFTER = re.compile(r"\w*[ \t]+ge[çc]ir(?:ir|ecek|icek|ebilir)(?!\w)", re.IGNORECASE)
 _MUCH_BEFORE = re.compile(r"(?<!\w)(?:[çc]ok|biraz|fena|epey|ger[çc]ekten)[ \t]+\Z", re.IGNORECASE)
+# an impersonal passive's aorist, what is done to anyone ("alınır", "saklanır", "oluşturulur", "alınmaz";
+# not a past event's "alındı", a plan's "alınacak", nor an ability's "tanımlanabilir")
+_PASSIVE_AORIST = re.compile(r"(?<!\w)\w{2,}?(?<![bB])(?:[ıiuü][ln]|[aeıioöuü]n)(?:[ıiuü]r|maz|mez)(?!\w)", re.IGNORECASE)
+
+
+def _done_to_anyone(text: str, lo: int, hi: int) -> bool:
+    """text[lo:hi] has an impersonal passive's aorist (not a name of that shape: "Ayşenur", "Yılmaz")."""
+    return any("g" not in (f := lexicon_flags().get(fold_key(m.group()), "")) and "s" not in f
+               for m in _PASSIVE_AORIST.finditer(text, lo, hi))
+
+
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
