@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 
 from fairgate.policies.detection.gazetteer import fold_key
+from fairgate.policies.detection.no_ones import told_of_no_one
 from fairgate.policies.detection.person_links import generic, person_word, sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
@@ -38,7 +39,7 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     for start, end in hits:
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
-                or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start) \
+                or told_of_no_one(text, start, end) or life_dated_entry(text, start) \
                 or _header_cell(text, start):
             continue
         if _not_this_category(text, start, end, kind, hits):
@@ -304,13 +305,6 @@ def _origin_of_no_people(text: str, start: int, end: int) -> bool:
     return (word.islower() and not line.islower()) or ("c" in flags and "p" not in flags and not proper)
 
 
-# (its first letter as a case-sensitive class, the rest case-insensitive behind it: re then tries it only
-# at those letters; a pattern compiled IGNORECASE is tried at every position)
-_SUPPOSE = re.compile(r"[DdVvFfTtSs](?i:(?<=d)iyelim|(?<=v)arsayal[ıi]m|(?<=f)arz[ \t]+ed(?:elim|in|iniz)|(?<=t)utal[ıi]m|"
-                      r"(?<=s)ay[ \t]+ki)(?!\w)")
-_SENTENCE_ENDS = ".!?:\n\"“"
-
-
 _SUBJECT = re.compile(r"[ \t]*(?:konu|subject|re|fw|fwd|ynt|ilt)[ \t]*:", re.IGNORECASE)
 
 
@@ -329,34 +323,6 @@ def _header_cell(text: str, start: int) -> bool:
     end = text.find("\n")
     line = text if end == -1 else text[:end]
     return start < len(line) and "_" in line and _HEADER.fullmatch(line.strip()) is not None
-
-
-def _supposed(text: str, start: int) -> bool:
-    """The term's sentence opens with a supposition ("Diyelim ki bir adayınız epilepsi
-    hastası", "Varsayalım bir çalışanınız HIV pozitif"): a made-up case, no one's data."""
-    lo = max(0, start - 160)
-    if _SUPPOSE.search(text, lo, start) is None:
-        return False
-    opening = max(lo, *(text.rfind(c, lo, start) + 1 for c in _SENTENCE_ENDS))
-    while opening < start and text[opening] in " \t":
-        opening += 1
-    return _SUPPOSE.match(text, opening) is not None
-
-
-# a work's plot told from its paragraph's first words ("Film, ... hapis yatan bir adamın ...",
-# "Dizi önerisi: Kahramanımız ... cezaevinden çıkan", "Roman, ... eşcinsel bir genç adamın"); not
-# "Roman bir aileyiz" (a people), which no comma or colon follows
-_SYNOPSIS = re.compile(
-    r"[ \t\"“'‘]*(?:bu[ \t]+)?(?:film|dizi|roman|öykü|hikâye|hikaye|senaryo|kitap|oyun|belgesel|novel|movie|plot|synopsis)"
-    r"(?:[ \t]+(?:önerisi|özeti|konusu|incelemesi|eleştirisi|tanıtımı|summary))?[ \t]*[,:]", re.IGNORECASE)
-
-
-def _synopsis(text: str, start: int) -> bool:
-    """The term's paragraph (600 characters at most) opens with a film's, series' or novel's
-    plot: its people are characters."""
-    para = text.rfind("\n\n", 0, start)
-    lo = 0 if para == -1 else para + 2
-    return start - lo <= 600 and _SYNOPSIS.match(text, lo) is not None
 
 
 # a disease's risk, or a screening for it, in the clause after the term (not a diagnosis)
