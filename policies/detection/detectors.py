@@ -86,8 +86,7 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     taken = blocked + _plates(out)
     names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in taken)
              and not (hits["special"] and a_people(text, n, hits["special"]))]
-    out += [("person_name", s, e) for s, e in names]
-    out += [d for d in dates_after_names(text, names) if not any(k == "birth_date" and s == d[1] for k, s, _ in out)]
+    out += [("person_name", s, e) for s, e in names] + dates_after_names(text, names, out)
     out += find_person_addresses(text, hits["street"], names)
     out += find_postal_addresses(text, sorted(hits["street"] + hits["postal"]), names)
     out += find_special(text, hits["special"], names + [(s, e) for k, s, e in out if k == "tckn"])

@@ -158,10 +158,13 @@ def _told_of_kin(text: str, start: int) -> bool:
 _DATE_AFTER_NAME = re.compile(rf"[ \t]*(?:\([ \t]*|[–—-][ \t]*)({_DATE})(?=[ \t]*(?:[);,(\n]|\.(?!\w)|\Z))", re.IGNORECASE)
 
 
-def dates_after_names(text: str, names: list[tuple[int, int]]) -> list[tuple[str, int, int]]:
-    """("birth_date", start, end) of a full date written right after one of `names`."""
+def dates_after_names(text: str, names: list[tuple[int, int]], found: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """("birth_date", start, end) of a full date written right after one of `names`, unless
+    `found` has it already."""
+    known = {s for k, s, _ in found if k == "birth_date"}
     return [("birth_date", *m.span(1)) for _, e in names
-            if (m := _DATE_AFTER_NAME.match(text, e)) is not None and not placeholder_date(m.group(1))]
+            if (m := _DATE_AFTER_NAME.match(text, e)) is not None and m.start(1) not in known
+            and not placeholder_date(m.group(1))]
 
 
 def vkn_valid(digits: str) -> bool:
