@@ -59,6 +59,8 @@ def synopsis(text: str, start: int) -> bool:
 # notice's "Sayın X, ... onaylanmıştır" nor a note's "... bulunmaktadır": a verb's)
 _DEFINITION = re.compile(r"[\"“]?([A-ZÇĞİÖŞÜ][^\W\d_]*(?:[ \t][^\W\d_]+){0,3}),[^\n]*?(?<!\w)bir[ \t]+(?:[^\W\d_]+[ \t]+){0,2}"
                          r"([^\W\d_]+(?:d[ıiuü]r|t[ıiuü]r))")
+_STOP = re.compile(r"[.!?\n]")
+_COPULA_END = re.compile(r"(?:d[ıiuü]r|t[ıiuü]r)\Z")
 _VERBAL = re.compile(r"(?:m[ıiuü][şs]|ma[kz]ta|me[kz]te|[ae]ca[kğ]|[ae]ce[kğ]|yor|[ıiuü]r|ma[zs]|me[zs])(?:d[ıiuü]r|t[ıiuü]r)\Z")
 
 
@@ -66,9 +68,11 @@ def definition(text: str, start: int, end: int) -> bool:
     """The term's sentence defines its topic: no name, title or relation word in the topic
     ("Ayşe Kaya, ... hastasıdır", "Annem, ... Alevidir" tell of a person), and a noun, not a
     verb, before the closing copula."""
+    stop = _STOP.search(text, end, end + 400)
+    hi = stop.start() if stop else min(len(text), end + 400)
+    if _COPULA_END.search(text, max(end, hi - 8), hi) is None:
+        return False  # (most sentences: no copula at their end, nothing more read)
     lo = max(start - 400, *(text.rfind(c, 0, start) + 1 for c in ".!?\n"))
-    stops = [i for i in (text.find(c, end, end + 400) for c in ".!?\n") if i != -1]
-    hi = min(stops, default=min(len(text), end + 400))
     while lo < hi and text[lo] in " \t":
         lo += 1
     m = _DEFINITION.fullmatch(text, lo, hi)

@@ -39,8 +39,7 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     for start, end in hits:
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
-                or told_of_no_one(text, start, end) or life_dated_entry(text, start) \
-                or _header_cell(text, start):
+                or life_dated_entry(text, start) or _header_cell(text, start):
             continue
         if _not_this_category(text, start, end, kind, hits):
             continue
@@ -52,12 +51,15 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
         if same is not None and (start < out[same][2] or _same_passage(text, out[same][2], start)):
             # the same category again about the same person (other categories may stand between:
             # "tarikata girdi; sarık sarıyor. Nakşibendi bir cemaate bağlıymış"): one finding
-            out[same] = (kind, out[same][1], max(hi, out[same][2]))
+            if not told_of_no_one(text, start, end):
+                out[same] = (kind, out[same][1], max(hi, out[same][2]))
             continue
         # (or the record or paragraph a finding of another category tied to its person goes on:
         # "Merve Y., 19 y. Başvuru: kasık ağrısı. Cinsel olarak aktif, tek partner.")
         going_on = bool(out) and _same_passage(text, out[-1][2], start) and not _question_or_request(text, lo, hi)
-        if tied_to_person(text, start, end, names) or says_mine(text, start, end) or going_on:
+        # (a supposition, a plot or a definition asked last: only of a term that would count)
+        if (tied_to_person(text, start, end, names) or says_mine(text, start, end) or going_on) \
+                and not told_of_no_one(text, start, end):
             out.append((kind, lo, hi))
             if len(out) >= limit:
                 break
