@@ -152,6 +152,21 @@ def _told_of_kin(text: str, start: int) -> bool:
     return any(k in _KIN_WORDS or person_word(k) for k in keys)
 
 
+# a full date right after a person's name, in brackets or after a dash, ending its item ("AYŞEGÜL
+# TUNÇBİLEK (03.09.1962)", "Nesrin Tümer – 28 Ekim 1961 (0533 ...)"): a wristband's or a list's birth
+# date; life dates are a range ("(1907-1948)") and a meeting's date has its hour after it
+_DATE_AFTER_NAME = re.compile(rf"[ \t]*(?:\([ \t]*|[–—-][ \t]*)({_DATE})(?=[ \t]*(?:[);,(\n]|\.(?!\w)|\Z))", re.IGNORECASE)
+
+
+def dates_after_names(text: str, names: list[tuple[int, int]], found: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """("birth_date", start, end) of a full date written right after one of `names`, unless
+    `found` has it already."""
+    known = {s for k, s, _ in found if k == "birth_date"}
+    return [("birth_date", *m.span(1)) for _, e in names
+            if (m := _DATE_AFTER_NAME.match(text, e)) is not None and m.start(1) not in known
+            and not placeholder_date(m.group(1))]
+
+
 def vkn_valid(digits: str) -> bool:
     """Vergi Kimlik No: 10 digits; the last is a check digit over the first nine."""
     if len(digits) != 10 or not digits.isdigit():

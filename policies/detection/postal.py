@@ -52,9 +52,9 @@ def find_postal_addresses(text: str, hits: list[tuple[int, int]], names: Sequenc
             continue  # inside the address just found
         m = _ANCHOR.match(text, s)
         span = _clause(text, m) if m is not None else address_abroad(text, s)
-        if m is not None and _dark(text, m):
+        if m is not None and (_dark(text, m) or _ORGANISATION.match(text, m.end())):
             continue
-        if span is None or (m is not None and not _addressy(text, *span)):
+        if span is None or (m is not None and (not _addressy(text, *span) or _ROOM.search(text, *span))):
             continue
         if _personal(text, span[0], span[1], names):
             out.append(("person_address", *span))
@@ -64,6 +64,16 @@ def find_postal_addresses(text: str, hits: list[tuple[int, int]], names: Sequenc
 
 
 _WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
+# a village's or a site's name as part of a body's ("Çaybaşı Köyü Yardımlaşma ve Dayanışma Derneği",
+# "YEŞİLYURT KÖYÜ MUHTARLIĞI", "Gülbahçe Sitesi Yönetimi"): that body's name, not anyone's address
+_ORGANISATION = re.compile(
+    rf"(?:[ \t]+[^\W\d_]+){{0,4}}?[ \t]+(?:derne[gğ]{_I}|muhtarl{_I}[gğ]{_I}|y[öo]net{_I}m{_I}|kooperat{_I}f{_I}|"
+    rf"vakf{_I}|b{_I}rl{_I}[gğ]{_I}|cem{_I}yet{_I}|kul[üu]b[üu]|camii|okulu)(?!\w)", re.IGNORECASE)
+
+
+# a clinic's room or an examination in the clause ("Nöroloji Polikliniği EMG tetkikiniz ... Blok C Kat 2'de",
+# "B BLOK 2. KAT 3 NOLU ODADA"): where an appointment is, not anyone's home (a flat is a "daire", not an "oda")
+_ROOM = re.compile(rf"[0-9][ \t]*(?:no['’]?lu|numaral{_I})?[ \t]*oda(?:da|ya)?(?!\w)|poliklini|tetkik|muayene", re.IGNORECASE)
 
 
 def _dark(text: str, m: re.Match[str]) -> bool:

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 
 from fairgate.policies.detection.gazetteer import fold_key
+from fairgate.policies.detection.no_ones import told_of_no_one
 from fairgate.policies.detection.person_links import generic, person_word, sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
@@ -38,8 +39,7 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     for start, end in hits:
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
-                or _supposed(text, start) or _synopsis(text, start) or life_dated_entry(text, start) \
-                or _header_cell(text, start):
+                or life_dated_entry(text, start) or _header_cell(text, start):
             continue
         if _not_this_category(text, start, end, kind, hits):
             continue
@@ -51,12 +51,15 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
         if same is not None and (start < out[same][2] or _same_passage(text, out[same][2], start)):
             # the same category again about the same person (other categories may stand between:
             # "tarikata girdi; sarık sarıyor. Nakşibendi bir cemaate bağlıymış"): one finding
-            out[same] = (kind, out[same][1], max(hi, out[same][2]))
+            if not told_of_no_one(text, start, end):
+                out[same] = (kind, out[same][1], max(hi, out[same][2]))
             continue
         # (or the record or paragraph a finding of another category tied to its person goes on:
         # "Merve Y., 19 y. Başvuru: kasık ağrısı. Cinsel olarak aktif, tek partner.")
         going_on = bool(out) and _same_passage(text, out[-1][2], start) and not _question_or_request(text, lo, hi)
-        if tied_to_person(text, start, end, names) or says_mine(text, start, end) or going_on:
+        # (a supposition, a plot or a definition asked last: only of a term that would count)
+        if (tied_to_person(text, start, end, names) or says_mine(text, start, end) or going_on) \
+                and not told_of_no_one(text, start, end):
             out.append((kind, lo, hi))
             if len(out) >= limit:
                 break
@@ -77,8 +80,15 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
         return True  # a couple's counselling ("çift terapisi", "evlilik terapistine"): their life together's
     if kind == "health" and _HURT.match(text, start) and _MUCH_BEFORE.search(text, max(0, start - 12), start):
         return True  # hurt feelings ("Çok kırıldık", "biraz kırıldım"), no broken bone
+    if kind == "health" and (_IF_YOU_AFTER.match(text, end) or (_HEARS_BEFORE.search(text, max(0, start - 30), start)
+                                                                 and _WILL_HAVE_AFTER.match(text, end))):
+        # a leaflet's "if you" ("yetmezliğiniz varsa", "Hamileyseniz"): any reader's; a hyperbole
+        # ("annem duysa kalp krizi geçirir", "babam duyunca kalp krizi geçirecek"): no attack had
+        return True
     if kind == "biometric" and _DOCUMENT_AFTER.match(text, end):
         return True  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
+    if kind == "biometric" and _done_to_anyone(text, *sentence(text, start, end)):
+        return True  # a procedure told to anyone ("parmak izi alınır", "verileriniz cihazınızda saklanır")
     if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
         return True  # "roman", "kurt": a novel, a wolf; "Komşumuz Roman", "kayinpederim kurt": a people
     if kind == "ethnicity" and _a_skill(text, start):
@@ -196,7 +206,24 @@ _COUPLES_BEFORE = re.compile(r"(?<!\w)(?:[çc]ift|evlilik)[ \t]+\Z", re.IGNORECA
 _THERAPY = re.compile(r"terap", re.IGNORECASE)
 _SYNDROME = re.compile(r"sendrom|syndrome", re.IGNORECASE)
 _HURT = re.compile(r"k[ıi]r[ıi]ld", re.IGNORECASE)
+# the reader's condition ("yetmezliğiniz varsa", "Hamileyseniz", "alerjiniz olursa"), right after the term
+_IF_YOU_AFTER = re.compile(r"(?:\w*[ \t]+)?\w*?(?:n[ıiuü]z[ \t]+(?:varsa|olursa|yoksa)|ysan[ıi]z|ysen[iı]z|san[ıi]z|sen[iı]z)(?!\w)",
+                           re.IGNORECASE)
+# one who would hear or see it ("duysa", "duyunca", "görürse"), then "will have" the term ("geçirir", "geçirecek")
+_HEARS_BEFORE = re.compile(r"(?<!\w)(?:duy|g[öo]r|[öo][ğg]ren)\w*(?:sa|se|nca|nce)[ \t]+\Z", re.IGNORECASE)
+_WILL_HAVE_AFTER = re.compile(r"\w*[ \t]+ge[çc]ir(?:ir|ecek|icek|ebilir)(?!\w)", re.IGNORECASE)
 _MUCH_BEFORE = re.compile(r"(?<!\w)(?:[çc]ok|biraz|fena|epey|ger[çc]ekten)[ \t]+\Z", re.IGNORECASE)
+# an impersonal passive's aorist, what is done to anyone ("alınır", "saklanır", "oluşturulur", "alınmaz";
+# not a past event's "alındı", a plan's "alınacak", nor an ability's "tanımlanabilir")
+_PASSIVE_AORIST = re.compile(r"(?<!\w)\w{2,}?(?<![bB])(?:[ıiuü][ln]|[aeıioöuü]n)(?:[ıiuü]r|maz|mez)(?!\w)", re.IGNORECASE)
+
+
+def _done_to_anyone(text: str, lo: int, hi: int) -> bool:
+    """text[lo:hi] has an impersonal passive's aorist (not a name of that shape: "Ayşenur", "Yılmaz")."""
+    return any("g" not in (f := lexicon_flags().get(fold_key(m.group()), "")) and "s" not in f
+               for m in _PASSIVE_AORIST.finditer(text, lo, hi))
+
+
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
@@ -280,13 +307,6 @@ def _origin_of_no_people(text: str, start: int, end: int) -> bool:
     return (word.islower() and not line.islower()) or ("c" in flags and "p" not in flags and not proper)
 
 
-# (its first letter as a case-sensitive class, the rest case-insensitive behind it: re then tries it only
-# at those letters; a pattern compiled IGNORECASE is tried at every position)
-_SUPPOSE = re.compile(r"[DdVvFfTtSs](?i:(?<=d)iyelim|(?<=v)arsayal[ıi]m|(?<=f)arz[ \t]+ed(?:elim|in|iniz)|(?<=t)utal[ıi]m|"
-                      r"(?<=s)ay[ \t]+ki)(?!\w)")
-_SENTENCE_ENDS = ".!?:\n\"“"
-
-
 _SUBJECT = re.compile(r"[ \t]*(?:konu|subject|re|fw|fwd|ynt|ilt)[ \t]*:", re.IGNORECASE)
 
 
@@ -305,34 +325,6 @@ def _header_cell(text: str, start: int) -> bool:
     end = text.find("\n")
     line = text if end == -1 else text[:end]
     return start < len(line) and "_" in line and _HEADER.fullmatch(line.strip()) is not None
-
-
-def _supposed(text: str, start: int) -> bool:
-    """The term's sentence opens with a supposition ("Diyelim ki bir adayınız epilepsi
-    hastası", "Varsayalım bir çalışanınız HIV pozitif"): a made-up case, no one's data."""
-    lo = max(0, start - 160)
-    if _SUPPOSE.search(text, lo, start) is None:
-        return False
-    opening = max(lo, *(text.rfind(c, lo, start) + 1 for c in _SENTENCE_ENDS))
-    while opening < start and text[opening] in " \t":
-        opening += 1
-    return _SUPPOSE.match(text, opening) is not None
-
-
-# a work's plot told from its paragraph's first words ("Film, ... hapis yatan bir adamın ...",
-# "Dizi önerisi: Kahramanımız ... cezaevinden çıkan", "Roman, ... eşcinsel bir genç adamın"); not
-# "Roman bir aileyiz" (a people), which no comma or colon follows
-_SYNOPSIS = re.compile(
-    r"[ \t\"“'‘]*(?:bu[ \t]+)?(?:film|dizi|roman|öykü|hikâye|hikaye|senaryo|kitap|oyun|belgesel|novel|movie|plot|synopsis)"
-    r"(?:[ \t]+(?:önerisi|özeti|konusu|incelemesi|eleştirisi|tanıtımı|summary))?[ \t]*[,:]", re.IGNORECASE)
-
-
-def _synopsis(text: str, start: int) -> bool:
-    """The term's paragraph (600 characters at most) opens with a film's, series' or novel's
-    plot: its people are characters."""
-    para = text.rfind("\n\n", 0, start)
-    lo = 0 if para == -1 else para + 2
-    return start - lo <= 600 and _SYNOPSIS.match(text, lo) is not None
 
 
 # a disease's risk, or a screening for it, in the clause after the term (not a diagnosis)

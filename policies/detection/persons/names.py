@@ -53,6 +53,7 @@ from fairgate.policies.detection.persons.non_private import (
     public_figure,
     public_role,
     quoted_product,
+    verb_form,
     verb_idiom,
     word_problem,
 )
@@ -229,6 +230,7 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
 
 def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
+    accepted = [i for i in accepted if not verb_form(doc.info(i).key)]
     text = doc.text
     figures: set[str] = set()  # the words of public figures' names met so far
     made_up = word_problem(text)  # "Problem 3: Ayşe'nin 24 bilyesi vardır ... kaç bilyesi kalır?"

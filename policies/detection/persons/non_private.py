@@ -137,6 +137,8 @@ def only_places(doc: Doc, first: int, last: int) -> bool:
     if first == last and infos[first].suffix in _AT_FROM and "p" in infos[first].flags \
             and not (first > 0 and (infos[first - 1].key in CUES or infos[first - 1].key in TITLES)):
         return True  # "Alsancak'ta", "Aydın'dan": a place's locative or ablative
+    if first == last and infos[first].suffix in _GENITIVE and _region_after(doc, last):
+        return True  # "Karadeniz'in doğusunda", "Fırat'ın kıyısındaki", "Aydın'ın Efeler ilçesine": a place's part
     if first == last and "p" in infos[first].flags and _route_stop(doc, first):
         return True  # "Menemen – Aydın – Nazilli": a stop between two places
     if last > first and all("p" in infos[i].flags for i in range(first, last + 1)) \
@@ -144,6 +146,17 @@ def only_places(doc: Doc, first: int, last: int) -> bool:
         return True  # "Selçuk – Aydın – Nazilli", "Erzincan-Kemah": a route
     return all((f := infos[i].flags) and ("p" in f or "v" in f) and "g" not in f and "s" not in f
                for i in range(first, last + 1))
+
+
+_GENITIVE = frozenset(("in", "nin", "un", "nun"))  # folded, after an apostrophe
+# a part of a land, a sea or a river, folded: what a place has and a person has not
+_REGION_PARTS = ("dogusu", "batisi", "kuzeyi", "guneyi", "kiyisi", "kiyilari", "kesimi", "kesimleri", "sahili",
+                 "sahilleri", "ovasi", "vadisi", "havzasi", "deltasi", "ilcesi", "ilceleri", "nufusu")
+
+
+def _region_after(doc: Doc, i: int) -> bool:
+    """One of the two words after token i is a part of a region ("doğusunda", "dağlık kesimlerinde")."""
+    return any(doc.info(j).key.startswith(_REGION_PARTS) for j in range(i + 1, min(i + 3, len(doc.spans))))
 
 
 def _route_stop(doc: Doc, i: int) -> bool:
@@ -194,6 +207,19 @@ def quoted_product(doc: Doc, first: int, last: int) -> bool:
     if s == 0 or text[s - 1] not in _QUOTE_MARKS or text[e : e + 1] not in tuple(_QUOTE_MARKS) or last + 1 >= len(doc.spans):
         return False
     return doc.info(last + 1).key in _PRODUCT_WORDS
+
+
+# a folded word's verb endings that no listed given name or surname has: a present tense ("duruyor",
+# "alamıyoruz", chat's "diyolar"), a participle with a person ending ("ettiğim", "anlaştığımız"; not
+# "-tiğin" of "Kültigin") and an ability form ("iletebilirsiniz")
+_VERB_FORM = re.compile(r"(?:[iu]yo(?:r(?:um|sun|uz|sunuz|lar|du|dum|duk|mus|sa)?|m|z|lar|mus|du)"
+                        r"|(?:di|ti|du|tu)g(?:im|imiz|iniz|i|u|um|umuz|unuz)"
+                        r"|[ae]bil(?:ir|irim|irsin|iriz|irsiniz|irler|ecek|di))$")
+
+
+def verb_form(key: str) -> bool:
+    """The folded word `key` is a verb's form ("duruyor", "ettigim"), never a name."""
+    return _VERB_FORM.search(key) is not None
 
 
 def verb_idiom(doc: Doc, first: int) -> bool:

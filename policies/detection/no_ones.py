@@ -1,0 +1,87 @@
+"""Telling of no one: a supposed case ("Diyelim ki bir adayınız ..."), a work's plot ("Film, ...
+hapis yatan bir adamın ..."), an encyclopaedia's definition ("Paskalya, Hristiyanlıkta ...
+bayramdır"). A special-category term in such a sentence or paragraph is no person's data
+(`special_categories.find_special` asks `told_of_no_one` first).
+"""
+
+from __future__ import annotations
+
+import re
+
+from fairgate.policies.detection.gazetteer import fold_key
+from fairgate.policies.detection.person_links import person_word
+from fairgate.policies.detection.persons.lexicon import TITLES, lexicon_flags
+
+
+def told_of_no_one(text: str, start: int, end: int) -> bool:
+    """The term at text[start:end] stands in a supposition, a plot or a definition."""
+    return supposed(text, start) or synopsis(text, start) or definition(text, start, end)
+
+
+# (its first letter as a case-sensitive class, the rest case-insensitive behind it: re then tries it only
+# at those letters; a pattern compiled IGNORECASE is tried at every position)
+_SUPPOSE = re.compile(r"[DdVvFfTtSs](?i:(?<=d)iyelim|(?<=v)arsayal[ıi]m|(?<=f)arz[ \t]+ed(?:elim|in|iniz)|(?<=t)utal[ıi]m|"
+                      r"(?<=s)ay[ \t]+ki)(?!\w)")
+_SENTENCE_ENDS = ".!?:\n\"“"
+
+
+
+def supposed(text: str, start: int) -> bool:
+    """The term's sentence opens with a supposition ("Diyelim ki bir adayınız epilepsi
+    hastası", "Varsayalım bir çalışanınız HIV pozitif"): a made-up case, no one's data."""
+    lo = max(0, start - 160)
+    if _SUPPOSE.search(text, lo, start) is None:
+        return False
+    opening = max(lo, *(text.rfind(c, lo, start) + 1 for c in _SENTENCE_ENDS))
+    while opening < start and text[opening] in " \t":
+        opening += 1
+    return _SUPPOSE.match(text, opening) is not None
+
+
+# a work's plot told from its paragraph's first words ("Film, ... hapis yatan bir adamın ...",
+# "Dizi önerisi: Kahramanımız ... cezaevinden çıkan", "Roman, ... eşcinsel bir genç adamın"); not
+# "Roman bir aileyiz" (a people), which no comma or colon follows
+_SYNOPSIS = re.compile(
+    r"[ \t\"“'‘]*(?:bu[ \t]+)?(?:film|dizi|roman|öykü|hikâye|hikaye|senaryo|kitap|oyun|belgesel|novel|movie|plot|synopsis)"
+    r"(?:[ \t]+(?:önerisi|özeti|konusu|incelemesi|eleştirisi|tanıtımı|summary))?[ \t]*[,:]", re.IGNORECASE)
+
+
+def synopsis(text: str, start: int) -> bool:
+    """The term's paragraph (600 characters at most) opens with a film's, series' or novel's
+    plot: its people are characters."""
+    para = text.rfind("\n\n", 0, start)
+    lo = 0 if para == -1 else para + 2
+    return start - lo <= 600 and _SYNOPSIS.match(text, lo) is not None
+
+
+# a definition: its topic, a comma, then what it is, "bir" and a noun with the copula at the sentence's end
+# ("Denetimli serbestlik, ... bir infaz yöntemidir", "Mevlevilik, ... bir tarikattır"; not a
+# notice's "Sayın X, ... onaylanmıştır" nor a note's "... bulunmaktadır": a verb's)
+_DEFINITION = re.compile(r"[\"“]?([A-ZÇĞİÖŞÜ][^\W\d_]*(?:[ \t][^\W\d_]+){0,3}),[^\n]*?(?<!\w)bir[ \t]+(?:[^\W\d_]+[ \t]+){0,2}"
+                         r"([^\W\d_]+(?:d[ıiuü]r|t[ıiuü]r))")
+_STOP = re.compile(r"[.!?\n]")
+_COPULA_END = re.compile(r"(?:d[ıiuü]r|t[ıiuü]r)\Z")
+_VERBAL = re.compile(r"(?:m[ıiuü][şs]|ma[kz]ta|me[kz]te|[ae]ca[kğ]|[ae]ce[kğ]|yor|[ıiuü]r|ma[zs]|me[zs])(?:d[ıiuü]r|t[ıiuü]r)\Z")
+
+
+def definition(text: str, start: int, end: int) -> bool:
+    """The term's sentence defines its topic: no name, title or relation word in the topic
+    ("Ayşe Kaya, ... hastasıdır", "Annem, ... Alevidir" tell of a person), and a noun, not a
+    verb, before the closing copula."""
+    stop = _STOP.search(text, end, end + 400)
+    hi = stop.start() if stop else min(len(text), end + 400)
+    if _COPULA_END.search(text, max(end, hi - 8), hi) is None:
+        return False  # (most sentences: no copula at their end, nothing more read)
+    lo = max(start - 400, *(text.rfind(c, 0, start) + 1 for c in ".!?\n"))
+    while lo < hi and text[lo] in " \t":
+        lo += 1
+    m = _DEFINITION.fullmatch(text, lo, hi)
+    if m is None or _VERBAL.search(fold_key(m.group(2))):
+        return False
+    return not any(person_word(k) or k in TITLES or _name_word(k) for k in map(fold_key, m.group(1).split()))
+
+
+def _name_word(key: str) -> bool:
+    """A given name or surname of the lexicons that is no common word."""
+    flags = lexicon_flags().get(key, "")
+    return ("g" in flags or "s" in flags) and "c" not in flags
