@@ -18,8 +18,8 @@ The shipped tagger (issue 33, 2026-12-06, detector round 6) was made by
         --real-weight 3
 
 (the 15 tuning parts of then; `crossval.py` measures what training on them generalises to). Never
-pass a blind part (none is unscored now: test17 was scored once at the end of round 9 and is a
-tuning part since, like test14 to test16; the next one will be test18).
+pass a blind part (none is unscored now: test18 was scored once at the end of round 10 and is a
+tuning part since, like test14 to test17; the next one will be test19).
 """
 
 from __future__ import annotations
