@@ -241,7 +241,9 @@ def generic(text: str, lo: int, hi: int) -> bool:
 
 # a clause ends at a stop's kin or at a conjunction that begins another ("üye oldum ama müdür
 # öğrenirse ..."; not a decimal comma: "0,6-1,2 mEq/L")
-_CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])|(?<!\w)(?i:ama|fakat|ancak|çünkü|lakin)(?!\w)")
+# (the space before the conjunction matched, not looked behind: a pattern that starts with a
+# look-behind is tried at every position)
+_CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])|[ \t](?i:ama|fakat|ancak|çünkü|lakin)(?!\w)")
 # someone new somewhere ("sınıfa yeni gelen çocuk", "yeni başlayan stajyer"), in the term's own
 # clause only ("Yeni gelen öğretmen kadrosu, engelli öğrencilerle ..." is a staff, and not the term's)
 # (one who moved in is new without the word: "Karşı daireye taşınan Yahudi aile")
