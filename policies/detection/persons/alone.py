@@ -1,6 +1,8 @@
 """What a word standing alone as a name says by the words around it and its case ending: a
-name "X diye biri" calls someone ("serkan diye biri aradı"), and a place's case on a word that is
-no given name makes it a place ("Alsancak'ta", "Kızıldağ'dan") rather than a person alone."""
+name "X diye biri" calls someone ("serkan diye biri aradı"), a given name with a surname's initial
+after it is someone's name though the line is in lower case ("ozan b. derse gelmedi"), and a
+place's case on a word that is no given name makes it a place ("Alsancak'ta", "Kızıldağ'dan")
+rather than a person alone."""
 
 from __future__ import annotations
 
@@ -19,6 +21,25 @@ def called(doc: Doc, i: int) -> bool:
     n, infos = len(doc.spans), doc.infos()
     return i + 2 < n and infos[i + 1].key == "diye" and infos[i + 2].key in _SOMEONE \
         and not (i + 3 < n and infos[i + 3].key.startswith("sey")) and infos[i].key not in plain_words()
+
+
+# one letter and its dot after a word, then a space, a colon, a comma or the end ("b.", not "a.ş.")
+_INITIAL_AFTER = re.compile(r"[ \t][^\W\d_]\.(?=[\s:,;)]|\Z)")
+
+
+def initialled_lower(doc: Doc, cands: list[int]) -> list[tuple[int, int]]:
+    """(start, end) of a given name in a lower-case line with one initial after it ("ozan b.",
+    "nurhayat k.: yarın yokum"): the initial stands for a surname, so a common word that is a
+    given name too ("ozan", "deniz") is a name here."""
+    out: list[tuple[int, int]] = []
+    for i in cands:
+        info = doc.info(i)
+        if doc.mode(i) != "lower" or "g" not in info.flags or info.suffix or len(info.key) < 3:
+            continue
+        start, end = doc.spans[i]
+        if (m := _INITIAL_AFTER.match(doc.text, end)) is not None:
+            out.append((start, m.end()))
+    return out
 
 
 # the cases one is at or comes from a place in (locative, ablative: "'ta", "'dan"), folded; a person

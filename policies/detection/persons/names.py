@@ -15,7 +15,7 @@ from bisect import bisect_left
 from fairgate.policies.detection import dfa
 from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.person_links import my_relation
-from fairgate.policies.detection.persons.alone import at_a_place, called
+from fairgate.policies.detection.persons.alone import at_a_place, called, initialled_lower
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
     LOWER_NOT_NAMES,
@@ -189,6 +189,7 @@ def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tup
         titled = set()
         if len(out) < limit and chunk and chunk[-1]:
             out += [n for n in initials(doc, chunk) if not any(s < n[1] and n[0] < e for s, e in out)]
+            out += [n for n in initialled_lower(doc, chunk) if not any(s < n[1] and n[0] < e for s, e in out)]
         budget -= len(chunk)
         if len(out) >= limit or budget <= 0:
             break
