@@ -1,5 +1,6 @@
 """What a word standing alone as a name says by the words around it and its case ending: a
-name "X diye biri" calls someone ("serkan diye biri aradı"), a given name with a surname's initial
+name "X diye biri" calls someone ("serkan diye biri aradı"), "adım X" opening a clause names
+its speaker though X is a common word too ("adım ufuk ..."), a given name with a surname's initial
 after it is someone's name though the line is in lower case ("ozan b. derse gelmedi"), and a
 place's case on a word that is no given name makes it a place ("Alsancak'ta", "Kızıldağ'dan")
 rather than a person alone."""
@@ -8,8 +9,10 @@ from __future__ import annotations
 
 import re
 
+from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.persons.features import Doc
-from fairgate.policies.detection.persons.lexicon import plain_words
+from fairgate.policies.detection.persons.lexicon import NOT_NAMES, plain_words
+from fairgate.policies.detection.special_categories_terms import starts_with_term
 
 _SOMEONE = frozenset(("bi", "bir", "biri", "birisi", "birini", "birine", "biriyle", "birinden"))
 
@@ -21,6 +24,29 @@ def called(doc: Doc, i: int) -> bool:
     n, infos = len(doc.spans), doc.infos()
     return i + 2 < n and infos[i + 1].key == "diye" and infos[i + 2].key in _SOMEONE \
         and not (i + 3 < n and infos[i + 3].key.startswith("sey")) and infos[i].key not in plain_words()
+
+
+_CLAUSE_BEFORE = re.compile(r"(?:\A|[.,:;!?\n(\[-])[ \t]*\Z")
+_OPENERS = frozenset(fold_key(w) for w in "benim ben merhaba selam iyi günler".split())
+_MY_NAME = frozenset(fold_key(w) for w in "adım ismim".split())
+
+
+def announced_given_names(doc: Doc, cands: list[int]) -> list[int]:
+    """Candidates that are a given name, a common word too maybe ("ufuk", "umut"), right after
+    an "adım" / "ismim" (my name) that opens its clause, maybe after "benim" or a greeting
+    ("adım ufuk ...", "merhaba adım umut"); not after a step's "adım" ("bu adım umut verici")."""
+    out: list[int] = []
+    for i in cands:
+        k, info = i - 1, doc.info(i)
+        if k < 0 or doc.info(k).key not in _MY_NAME or not doc.text[doc.spans[k][1] : doc.spans[i][0]].isspace():
+            continue
+        if "g" not in info.flags or any(c in info.flags for c in "otp") or info.key in NOT_NAMES \
+                or starts_with_term(info.key):
+            continue
+        lo = doc.spans[k - 1][0] if k > 0 and doc.info(k - 1).key in _OPENERS else doc.spans[k][0]
+        if _CLAUSE_BEFORE.search(doc.text, 0, lo) is not None:
+            out.append(i)
+    return out
 
 
 # one letter and its dot after a word, then a space, a colon, a comma or the end ("b.", not "a.ş.")

@@ -91,9 +91,6 @@ def _named_word(doc: Doc, i: int, mine: bool) -> bool:
     place, organisation or title word ("adım atmak", "adı Kadıköy'de"); after "adı" / "ismi" a
     given name only ("ismi oldu")."""
     info = doc.info(i)
-    if mine and "g" in info.flags and _opens_a_clause(doc, i - 1) and not any(c in info.flags for c in "otp") \
-            and info.key not in NOT_NAMES and not starts_with_term(info.key):
-        return True  # a given name that is a common word too, after "adım" opening its clause ("adım ufuk ...")
     if info.key in NOT_NAMES or info.key in GREETINGS or len(info.key) < 3 or any(c in info.flags for c in "cotpv"):
         return False
     # (or a word no lexicon knows, no inflected word either, that ends the sentence: "adı eliya.",
@@ -104,15 +101,6 @@ def _named_word(doc: Doc, i: int, mine: bool) -> bool:
 
 
 _SENTENCE_AFTER = re.compile(r"[ \t]*(?:[.,!?\n]|\Z)")
-_CLAUSE_BEFORE = re.compile(r"(?:\A|[.,:;!?\n(\[-])[ \t]*\Z")
-_OPENERS = frozenset(fold_key(w) for w in "benim ben merhaba selam iyi günler".split())
-
-
-def _opens_a_clause(doc: Doc, k: int) -> bool:
-    """Token k ("adım") opens its clause, maybe after "benim" or a greeting: "my name", not a
-    step ("bu adım umut verici", "ilk adım")."""
-    lo = doc.spans[k - 1][0] if k > 0 and doc.info(k - 1).key in _OPENERS else doc.spans[k][0]
-    return _CLAUSE_BEFORE.search(doc.text, 0, lo) is not None
 _GENITIVE = re.compile(r"(?:n?[ıiuü]n)\Z")
 
 

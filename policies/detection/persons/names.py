@@ -15,7 +15,12 @@ from bisect import bisect_left
 from fairgate.policies.detection import dfa
 from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.person_links import my_relation
-from fairgate.policies.detection.persons.alone import at_a_place, called, initialled_lower
+from fairgate.policies.detection.persons.alone import (
+    announced_given_names,
+    at_a_place,
+    called,
+    initialled_lower,
+)
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
     LOWER_NOT_NAMES,
@@ -174,7 +179,7 @@ def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tup
             cued = cued_names(doc, chunk)
             titled.update(cued)
             sure.update(cued)
-        proper = proper_given_names(doc, chunk)
+        proper = proper_given_names(doc, chunk) + announced_given_names(doc, chunk)
         titled.update(proper)
         sure.update(proper)
         kept = {*_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}
