@@ -26,7 +26,6 @@ from fairgate.policies.detection.persons.cues import (
     LOWER_NOT_NAMES,
     coordinated,
     cued_names,
-    initials,
     label_or_things_name,
     proper_given_names,
     repeated,
@@ -42,6 +41,7 @@ from fairgate.policies.detection.persons.features import (
 )
 from fairgate.policies.detection.persons.handles import handle_names
 from fairgate.policies.detection.persons.inflected import inflected_names
+from fairgate.policies.detection.persons.initials import initials
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
     HEADINGS,
