@@ -100,6 +100,18 @@ def _named_word(doc: Doc, i: int, mine: bool) -> bool:
     return (mine or "g" in info.flags or alone) and not starts_with_term(info.key)
 
 
+# a title that a surname follows in any case, a foreign one too ("bay cohen", "mr smith")
+_MISTER = frozenset(fold_key(w) for w in "bay bayan mr mrs ms".split())
+
+
+def _mister_named(doc: Doc, i: int) -> bool:
+    """Token i after "bay" / "bayan" is a surname or a word no lexicon knows, not a common
+    word inflected ("bay tuvaleti", "bayan terzisi"), nor a place, organisation or title."""
+    info = doc.info(i)
+    return len(info.key) >= 3 and not any(c in info.flags for c in "cotpv") and info.key not in NOT_NAMES \
+        and not info.suffix and not _inflected(info.key) and not starts_with_term(info.key)
+
+
 _SENTENCE_AFTER = re.compile(r"[ \t]*(?:[.,!?\n]|\Z)")
 _GENITIVE = re.compile(r"(?:n?[ıiuü]n)\Z")
 
@@ -181,6 +193,8 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
             out.append(i)
         elif prev in NAMING and _spaced(doc, i - 1) and _named_word(doc, i, prev in _MY_NAME):
             out.append(i)  # "adım eftimya", "soyadım paraskevopulu", "adı sebahattin" (not "ismi oldu")
+        elif prev in _MISTER and _spaced(doc, i - 1) and _mister_named(doc, i):
+            out.append(i)  # "bay rosenberg", "misafirimiz bay cohen" (not "bay tuvaleti", "bayan kuaförü")
         elif prev in ("da", "de") and i > 1 and infos[i - 2].key in NAMING and _named_word(doc, i, False):
             out.append(i)  # "ADI DA NERİMAN", "adı da zeynep"
     if cands and cands[-1] >= len(infos) - 3:
