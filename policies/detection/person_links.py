@@ -301,8 +301,8 @@ def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names:
     form_field = ":" in text[lo:start] and text[hi - 1 : hi] != "?"
     before = [e for s, e in names if line_lo <= s and e <= lo and start - s <= 200]
     for s, e in names:
-        if lo <= s and e <= hi:
-            return True
+        if s < hi and lo < e:
+            return True  # (or across the edge of the sentence's 100-character window: no stop between)
         if rec_lo <= s and e <= rec_hi and not line_lo <= s < line_hi:
             return True  # another line of the same record
     if before and form_field:
