@@ -28,25 +28,18 @@ def called(doc: Doc, i: int) -> bool:
 
 _CLAUSE_BEFORE = re.compile(r"(?:\A|[.,:;!?\n(\[-])[ \t]*\Z")
 _OPENERS = frozenset(fold_key(w) for w in "benim ben merhaba selam iyi günler".split())
-_MY_NAME = frozenset(fold_key(w) for w in "adım ismim".split())
 
 
-def announced_given_names(doc: Doc, cands: list[int]) -> list[int]:
-    """Candidates that are a given name, a common word too maybe ("ufuk", "umut"), right after
-    an "adım" / "ismim" (my name) that opens its clause, maybe after "benim" or a greeting
+def announced_given_name(doc: Doc, i: int) -> bool:
+    """Token i, right after an "adım" / "ismim" (my name), is a given name, a common word too
+    maybe ("ufuk", "umut"), and that "adım" opens its clause, maybe after "benim" or a greeting
     ("adım ufuk ...", "merhaba adım umut"); not after a step's "adım" ("bu adım umut verici")."""
-    out: list[int] = []
-    for i in cands:
-        k, info = i - 1, doc.info(i)
-        if k < 0 or doc.info(k).key not in _MY_NAME or not doc.text[doc.spans[k][1] : doc.spans[i][0]].isspace():
-            continue
-        if "g" not in info.flags or any(c in info.flags for c in "otp") or info.key in NOT_NAMES \
-                or starts_with_term(info.key):
-            continue
-        lo = doc.spans[k - 1][0] if k > 0 and doc.info(k - 1).key in _OPENERS else doc.spans[k][0]
-        if _CLAUSE_BEFORE.search(doc.text, 0, lo) is not None:
-            out.append(i)
-    return out
+    info, k = doc.info(i), i - 1
+    if "g" not in info.flags or any(c in info.flags for c in "otp") or info.key in NOT_NAMES \
+            or starts_with_term(info.key):
+        return False
+    lo = doc.spans[k - 1][0] if k > 0 and doc.info(k - 1).key in _OPENERS else doc.spans[k][0]
+    return _CLAUSE_BEFORE.search(doc.text, 0, lo) is not None
 
 
 # one letter and its dot after a word, then a space, a colon, a comma or the end ("b.", not "a.ş.")

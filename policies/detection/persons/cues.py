@@ -17,6 +17,7 @@ import re
 
 from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.person_links import person_word
+from fairgate.policies.detection.persons.alone import announced_given_name
 from fairgate.policies.detection.persons.features import Doc
 from fairgate.policies.detection.persons.inflected import mentioned
 from fairgate.policies.detection.persons.lexicon import (
@@ -90,6 +91,8 @@ def _named_word(doc: Doc, i: int, mine: bool) -> bool:
     """After "adım" / "soyadım" (`mine`) any word is the name it announces, but a common word,
     place, organisation or title word ("adım atmak", "adı Kadıköy'de"); after "adı" / "ismi" a
     given name only ("ismi oldu")."""
+    if mine and announced_given_name(doc, i):
+        return True  # a given name that is a common word too, after "adım" opening its clause
     info = doc.info(i)
     if info.key in NOT_NAMES or info.key in GREETINGS or len(info.key) < 3 or any(c in info.flags for c in "cotpv"):
         return False

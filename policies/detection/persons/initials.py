@@ -14,7 +14,9 @@ from fairgate.policies.detection.persons.features import CUES, Doc
 # a record's person by initials: an age after them ("R.E. (K, 31)", "S.K., 34 y", "D.K. (28)")
 _INITIALS = re.compile(r"(?<![\w.])[A-ZÇĞİÖŞÜ]\.[ \t]?[A-ZÇĞİÖŞÜ]\.(?:[ \t]?[A-ZÇĞİÖŞÜ]\.)?(?!\w)")
 # (the same in a line of lower case)
-_LOWER_INITIALS = re.compile(r"(?<![\w.])[a-zçğıöşü]\.[ \t]?[a-zçğıöşü]\.(?:[ \t]?[a-zçğıöşü]\.)?(?!\w)")
+# (a letter first, the look-behind after it: a pattern that starts with a look-behind is tried at
+# every position)
+_LOWER_INITIALS = re.compile(r"[a-zçğıöşü](?<![\w.][a-zçğıöşü])\.[ \t]?[a-zçğıöşü]\.(?:[ \t]?[a-zçğıöşü]\.)?(?!\w)")
 _AGE_AFTER = re.compile(r"[ \t]*(?:\([ \t]*(?:[KEkeMFmf][ \t]*,[ \t]*)?[0-9]{1,2}\b|,[ \t]*[0-9]{1,2}[ \t]*(?:y\b|ya[şs]))")
 _CUE_BEFORE = re.compile(r"([^\W\d_]+)[ \t]*[:(]?[ \t]*\Z")
 # or a signature: after a dash (normalised to "-") and a unit ("İK /"), before the line's end or a town

@@ -15,12 +15,7 @@ from bisect import bisect_left
 from fairgate.policies.detection import dfa
 from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.person_links import my_relation
-from fairgate.policies.detection.persons.alone import (
-    announced_given_names,
-    at_a_place,
-    called,
-    initialled_lower,
-)
+from fairgate.policies.detection.persons.alone import at_a_place, called, initialled_lower
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
     LOWER_NOT_NAMES,
@@ -179,7 +174,7 @@ def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tup
             cued = cued_names(doc, chunk)
             titled.update(cued)
             sure.update(cued)
-        proper = proper_given_names(doc, chunk) + announced_given_names(doc, chunk)
+        proper = proper_given_names(doc, chunk)
         titled.update(proper)
         sure.update(proper)
         kept = {*_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}
@@ -194,7 +189,8 @@ def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tup
         titled = set()
         if len(out) < limit and chunk and chunk[-1]:
             out += [n for n in initials(doc, chunk) if not any(s < n[1] and n[0] < e for s, e in out)]
-            out += [n for n in initialled_lower(doc, chunk) if not any(s < n[1] and n[0] < e for s, e in out)]
+            if "lower" in doc.modes():  # ("ozan b.": read only where a line is in lower case)
+                out += [n for n in initialled_lower(doc, chunk) if not any(s < n[1] and n[0] < e for s, e in out)]
         budget -= len(chunk)
         if len(out) >= limit or budget <= 0:
             break
