@@ -18,6 +18,8 @@ _INITIALS = re.compile(r"(?<![\w.])[A-ZÇĞİÖŞÜ]\.[ \t]?[A-ZÇĞİÖŞÜ]\.(
 # every position)
 _LOWER_INITIALS = re.compile(r"[a-zçğıöşü](?<![\w.][a-zçğıöşü])\.[ \t]?[a-zçğıöşü]\.(?:[ \t]?[a-zçğıöşü]\.)?(?!\w)")
 _AGE_AFTER = re.compile(r"[ \t]*(?:\([ \t]*(?:[KEkeMFmf][ \t]*,[ \t]*)?[0-9]{1,2}\b|,[ \t]*[0-9]{1,2}[ \t]*(?:y\b|ya[şs]))")
+# or an age before them, as news gives it ("34 yaşındaki R.K.", "29 yasindaki s.t.")
+_AGE_BEFORE = re.compile(r"(?<![0-9])[0-9]{1,2}[ \t]+ya[şs][ıi]ndaki[ \t]+\Z", re.IGNORECASE)
 _CUE_BEFORE = re.compile(r"([^\W\d_]+)[ \t]*[:(]?[ \t]*\Z")
 # or a signature: after a dash (normalised to "-") and a unit ("İK /"), before the line's end or a town
 # ("— I.K., Eskişehir"); never a state's or a firm's abbreviation; or after a label ("baş harfleri: Ş.Y.")
@@ -39,7 +41,8 @@ def initials(doc: Doc, cands: list[int]) -> list[tuple[int, int]]:
         if lower else _INITIALS.finditer(text)
     for m in found:
         key = fold_key(cue.group(1)) if (cue := _CUE_BEFORE.search(text, max(0, m.start() - 30), m.start())) else ""
-        cued = (key and (key in CUES or key in _INITIALS_LABEL or person_word(key))) or _AGE_AFTER.match(text, m.end())
+        cued = (key and (key in CUES or key in _INITIALS_LABEL or person_word(key))) or _AGE_AFTER.match(text, m.end()) \
+            or _AGE_BEFORE.search(text, max(0, m.start() - 20), m.start())
         signed = _SIGNED_BEFORE.search(text, max(0, m.start() - 12), m.start()) and _SIGN_END.match(text, m.end())
         if (cued or signed) and re.sub(r"[. \t]", "", m.group()).upper() not in _NOT_INITIALS:  # not "T.C. Ziraat"
             out.append(m.span())
