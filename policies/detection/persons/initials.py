@@ -14,9 +14,8 @@ from fairgate.policies.detection.persons.features import CUES, Doc
 # a record's person by initials: an age after them ("R.E. (K, 31)", "S.K., 34 y", "D.K. (28)")
 _INITIALS = re.compile(r"(?<![\w.])[A-ZÇĞİÖŞÜ]\.[ \t]?[A-ZÇĞİÖŞÜ]\.(?:[ \t]?[A-ZÇĞİÖŞÜ]\.)?(?!\w)")
 # (the same in a line of lower case)
-# (a letter first, the look-behind after it: a pattern that starts with a look-behind is tried at
-# every position)
-_LOWER_INITIALS = re.compile(r"[a-zçğıöşü](?<![\w.][a-zçğıöşü])\.[ \t]?[a-zçğıöşü]\.(?:[ \t]?[a-zçğıöşü]\.)?(?!\w)")
+# (a dot first: the search skips to each dot at once; the letter before it is checked after)
+_LOWER_INITIALS = re.compile(r"\.[ \t]?[a-zçğıöşü]\.(?:[ \t]?[a-zçğıöşü]\.)?(?!\w)")
 _AGE_AFTER = re.compile(r"[ \t]*(?:\([ \t]*(?:[KEkeMFmf][ \t]*,[ \t]*)?[0-9]{1,2}\b|,[ \t]*[0-9]{1,2}[ \t]*(?:y\b|ya[şs]))")
 # or an age before them, as news gives it ("34 yaşındaki R.K.", "29 yasindaki s.t.")
 _AGE_BEFORE = re.compile(r"(?<![0-9])[0-9]{1,2}[ \t]+ya[şs][ıi]ndaki[ \t]+\Z", re.IGNORECASE)
@@ -33,24 +32,28 @@ def initials(doc: Doc, cands: list[int]) -> list[tuple[int, int]]:
     S.Ç. (24)"): two or three initials after a role or relation word, or with an age after
     them. Read only where the tokens hold an initial, or in a text with a line of lower case."""
     infos = doc.infos()
-    lower = "lower" in doc.modes()
-    if not lower and not any(infos[i].shape == "I" for i in cands):
+    capitals = any(infos[i].shape == "I" for i in cands)
+    if not capitals and "lower" not in doc.modes():
         return []
     text, out = doc.text, []
-    found = [*_INITIALS.finditer(text), *(m for m in _LOWER_INITIALS.finditer(text) if _lower_line(text, m.start()))] \
-        if lower else _INITIALS.finditer(text)
-    for m in found:
-        key = fold_key(cue.group(1)) if (cue := _CUE_BEFORE.search(text, max(0, m.start() - 30), m.start())) else ""
-        cued = (key and (key in CUES or key in _INITIALS_LABEL or person_word(key))) or _AGE_AFTER.match(text, m.end()) \
-            or _AGE_BEFORE.search(text, max(0, m.start() - 20), m.start())
-        signed = _SIGNED_BEFORE.search(text, max(0, m.start() - 12), m.start()) and _SIGN_END.match(text, m.end())
-        if (cued or signed) and re.sub(r"[. \t]", "", m.group()).upper() not in _NOT_INITIALS:  # not "T.C. Ziraat"
-            out.append(m.span())
+    found = [m.span() for m in _INITIALS.finditer(text)] if capitals else []
+    if "lower" in doc.modes():
+        found += [(m.start() - 1, m.end()) for m in _LOWER_INITIALS.finditer(text) if _lower_initial(text, m.start())]
+    for start, end in found:
+        key = fold_key(cue.group(1)) if (cue := _CUE_BEFORE.search(text, max(0, start - 30), start)) else ""
+        cued = (key and (key in CUES or key in _INITIALS_LABEL or person_word(key))) or _AGE_AFTER.match(text, end) \
+            or _AGE_BEFORE.search(text, max(0, start - 20), start)
+        signed = _SIGNED_BEFORE.search(text, max(0, start - 12), start) and _SIGN_END.match(text, end)
+        if (cued or signed) and re.sub(r"[. \t]", "", text[start:end]).upper() not in _NOT_INITIALS:  # not "T.C. Ziraat"
+            out.append((start, end))
     return out
 
 
-def _lower_line(text: str, pos: int) -> bool:
-    """The line around `pos` has no capital letter."""
-    end = text.find("\n", pos)
-    line = text[text.rfind("\n", 0, pos) + 1 : len(text) if end == -1 else end]
+def _lower_initial(text: str, dot: int) -> bool:
+    """The dot at `dot` follows one lower-case letter that no letter, digit or dot stands before
+    ("s.k.", not "abc.d."), in a line with no capital letter."""
+    if dot < 1 or not text[dot - 1].islower() or (dot >= 2 and (text[dot - 2].isalnum() or text[dot - 2] in "._")):
+        return False
+    end = text.find("\n", dot)
+    line = text[text.rfind("\n", 0, dot) + 1 : len(text) if end == -1 else end]
     return line == line.lower()
