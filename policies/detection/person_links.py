@@ -239,7 +239,11 @@ def generic(text: str, lo: int, hi: int) -> bool:
     return _GENERIC.search(text, lo, hi) is not None
 
 
-_CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])")  # (not a decimal comma: "0,6-1,2 mEq/L")
+# a clause ends at a stop's kin or at a conjunction that begins another ("üye oldum ama müdür
+# öğrenirse ..."; not a decimal comma: "0,6-1,2 mEq/L")
+# (the space before the conjunction matched, not looked behind: a pattern that starts with a
+# look-behind is tried at every position)
+_CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])|[ \t](?i:ama|fakat|ancak|çünkü|lakin)(?!\w)")
 # someone new somewhere ("sınıfa yeni gelen çocuk", "yeni başlayan stajyer"), in the term's own
 # clause only ("Yeni gelen öğretmen kadrosu, engelli öğrencilerle ..." is a staff, and not the term's)
 # (one who moved in is new without the word: "Karşı daireye taşınan Yahudi aile")
@@ -297,8 +301,8 @@ def _named_nearby(text: str, start: int, end: int, sent: tuple[int, int], names:
     form_field = ":" in text[lo:start] and text[hi - 1 : hi] != "?"
     before = [e for s, e in names if line_lo <= s and e <= lo and start - s <= 200]
     for s, e in names:
-        if lo <= s and e <= hi:
-            return True
+        if s < hi and lo < e:
+            return True  # (or across the edge of the sentence's 100-character window: no stop between)
         if rec_lo <= s and e <= rec_hi and not line_lo <= s < line_hi:
             return True  # another line of the same record
     if before and form_field:

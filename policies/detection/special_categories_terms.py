@@ -179,6 +179,8 @@ def starts_with_term(key: str) -> bool:
 # a first person's possessive at a folded term's end, with a case ending maybe ("izimi", "kolumda")
 _MY_END = re.compile(r"[iu]m(?:[iu]n?|[ae]|d[ae]n?|l[ae])?\Z")
 _MY_GENITIVE = re.compile(r"[iu]m[iu]n ")  # (not "our": "Derneğimizin üye sayısı" is a body speaking)
+# a first word's first-person object ("yüzümü tarat", "başımı ört", "parmağımı okut")
+_MY_OBJECT = re.compile(r"\A(\w+[iu])m([iu]|[ae]) ")
 
 
 def says_mine(text: str, start: int, end: int) -> bool:
@@ -188,5 +190,7 @@ def says_mine(text: str, start: int, end: int) -> bool:
     key = _fold(text[start:end])
     if _MY_GENITIVE.search(key):
         return True  # the term's own first-person genitive: "parmağımın izi", "parmaklarımın izi"
+    if _MY_OBJECT.match(key) and _MY_OBJECT.sub(r"\1n\2 ", key) in _lookup():
+        return True  # "yüzümü tarat" where "yüzünü tarat" is listed too (not "doğumu var": no "doğunu")
     m = _MY_END.search(key)
     return m is not None and key[: m.start() + 1] in _lookup()

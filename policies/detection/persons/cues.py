@@ -17,7 +17,8 @@ import re
 
 from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.person_links import person_word
-from fairgate.policies.detection.persons.features import CUES, Doc
+from fairgate.policies.detection.persons.alone import announced_given_name
+from fairgate.policies.detection.persons.features import Doc
 from fairgate.policies.detection.persons.inflected import mentioned
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
@@ -90,6 +91,8 @@ def _named_word(doc: Doc, i: int, mine: bool) -> bool:
     """After "adım" / "soyadım" (`mine`) any word is the name it announces, but a common word,
     place, organisation or title word ("adım atmak", "adı Kadıköy'de"); after "adı" / "ismi" a
     given name only ("ismi oldu")."""
+    if mine and announced_given_name(doc, i):
+        return True  # a given name that is a common word too, after "adım" opening its clause
     info = doc.info(i)
     if info.key in NOT_NAMES or info.key in GREETINGS or len(info.key) < 3 or any(c in info.flags for c in "cotpv"):
         return False
@@ -98,6 +101,18 @@ def _named_word(doc: Doc, i: int, mine: bool) -> bool:
     alone = not info.flags and not _inflected(info.key) and not things_name(doc, i) \
         and _SENTENCE_AFTER.match(doc.text, doc.spans[i][1]) is not None
     return (mine or "g" in info.flags or alone) and not starts_with_term(info.key)
+
+
+# a title that a surname follows in any case, a foreign one too ("bay cohen", "mr smith")
+_MISTER = frozenset(fold_key(w) for w in "bay bayan mr mrs ms".split())
+
+
+def _mister_named(doc: Doc, i: int) -> bool:
+    """Token i after "bay" / "bayan" is a surname or a word no lexicon knows, not a common
+    word inflected ("bay tuvaleti", "bayan terzisi"), nor a place, organisation or title."""
+    info = doc.info(i)
+    return len(info.key) >= 3 and not any(c in info.flags for c in "cotpv") and info.key not in NOT_NAMES \
+        and not info.suffix and not _inflected(info.key) and not starts_with_term(info.key)
 
 
 _SENTENCE_AFTER = re.compile(r"[ \t]*(?:[.,!?\n]|\Z)")
@@ -181,6 +196,8 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
             out.append(i)
         elif prev in NAMING and _spaced(doc, i - 1) and _named_word(doc, i, prev in _MY_NAME):
             out.append(i)  # "adım eftimya", "soyadım paraskevopulu", "adı sebahattin" (not "ismi oldu")
+        elif prev in _MISTER and _spaced(doc, i - 1) and _mister_named(doc, i):
+            out.append(i)  # "bay rosenberg", "misafirimiz bay cohen" (not "bay tuvaleti", "bayan kuaförü")
         elif prev in ("da", "de") and i > 1 and infos[i - 2].key in NAMING and _named_word(doc, i, False):
             out.append(i)  # "ADI DA NERİMAN", "adı da zeynep"
     if cands and cands[-1] >= len(infos) - 3:
@@ -370,31 +387,3 @@ def repeated(doc: Doc, found: set[int]) -> list[int]:
 def _stem(doc: Doc, i: int) -> str:
     s, e = doc.spans[i]
     return re.split("['’]", doc.text[s:e], maxsplit=1)[0].replace("I", "ı").replace("İ", "i").lower()
-
-
-# a record's person by initials: an age after them ("R.E. (K, 31)", "S.K., 34 y", "D.K. (28)")
-_INITIALS = re.compile(r"(?<![\w.])[A-ZÇĞİÖŞÜ]\.[ \t]?[A-ZÇĞİÖŞÜ]\.(?:[ \t]?[A-ZÇĞİÖŞÜ]\.)?(?!\w)")
-_AGE_AFTER = re.compile(r"[ \t]*(?:\([ \t]*(?:[KEkeMFmf][ \t]*,[ \t]*)?[0-9]{1,2}\b|,[ \t]*[0-9]{1,2}[ \t]*(?:y\b|ya[şs]))")
-_CUE_BEFORE = re.compile(r"([^\W\d_]+)[ \t]*[:(]?[ \t]*\Z")
-# or a signature: after a dash (normalised to "-") and a unit ("İK /"), before the line's end or a town
-# ("— I.K., Eskişehir"); never a state's or a firm's abbreviation; or after a label ("baş harfleri: Ş.Y.")
-_SIGNED_BEFORE = re.compile(r"(?:(?:^|\n)[ \t]*(?:[—–-][ \t]*)?|[ \t][—–-][ \t]*)(?:[^\W\d_]{1,8}[ \t]*/[ \t]*)?\Z")
-_SIGN_END = re.compile(r"[ \t]*(?:\n|\Z|,[ \t]*[A-ZÇĞİÖŞÜ][^\W\d_]+[ \t]*(?:\n|\Z))")
-_NOT_INITIALS, _INITIALS_LABEL = frozenset("TC AŞ MÖ MS AB ABD KKTC BM SS".split()), frozenset(("harfleri", "initials"))
-
-
-def initials(doc: Doc, cands: list[int]) -> list[tuple[int, int]]:
-    """(start, end) of initials standing for a person ("Hasta S.K.", "Danışan: R.E.", "Müşteki:
-    S.Ç. (24)"): two or three initials after a role or relation word, or with an age after
-    them. Read only where the tokens hold an initial."""
-    infos = doc.infos()
-    if not any(infos[i].shape == "I" for i in cands):
-        return []
-    text, out = doc.text, []
-    for m in _INITIALS.finditer(text):
-        key = fold_key(cue.group(1)) if (cue := _CUE_BEFORE.search(text, max(0, m.start() - 30), m.start())) else ""
-        cued = (key and (key in CUES or key in _INITIALS_LABEL or person_word(key))) or _AGE_AFTER.match(text, m.end())
-        signed = _SIGNED_BEFORE.search(text, max(0, m.start() - 12), m.start()) and _SIGN_END.match(text, m.end())
-        if (cued or signed) and re.sub(r"[. \t]", "", m.group()) not in _NOT_INITIALS:  # not "T.C. Ziraat"
-            out.append(m.span())
-    return out

@@ -27,7 +27,11 @@ ORG_WORDS = frozenset(fold_key(w) for w in (
     "eczanesi fırını pastanesi büfesi kıraathanesi kebapçısı "
     # events, treaties and sites named after people or places ("Kurtuluş Savaşı", "Zeus Mağarası")
     "savaşı harekâtı harekatı antlaşması anlaşması muharebesi devrimi ayaklanması isyanı kongresi "
-    "mağarası kalesi sarayı türbesi anıtı müzesi çarşısı sofrası lokantası evi"
+    "mağarası kalesi sarayı türbesi anıtı müzesi çarşısı sofrası lokantası evi "
+    # holy days and months named by a word that is also a given name ("Berat Kandili", "Kadir
+    # Gecesi", "Ramazan ayının", "Ramazan Bayramında")
+    "kandili kandilinde kandilini gecesi gecesinde gecesini bayramı bayramında bayramını bayramının ayı ayında "
+    "ayının ayını"
 ).split())
 # a trade's word right after a name makes it a firm ("Tuzcuoğlu Elektrik", "Karadeniz Fındık Gıda
 # San. A.Ş.", "Akdeniz Tarım Ürünleri"), the way Turkish companies are named

@@ -15,13 +15,12 @@ from bisect import bisect_left
 from fairgate.policies.detection import dfa
 from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.person_links import my_relation
-from fairgate.policies.detection.persons.alone import at_a_place, called
+from fairgate.policies.detection.persons.alone import at_a_place, called, initialled_lower
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
     LOWER_NOT_NAMES,
     coordinated,
     cued_names,
-    initials,
     label_or_things_name,
     proper_given_names,
     repeated,
@@ -37,6 +36,7 @@ from fairgate.policies.detection.persons.features import (
 )
 from fairgate.policies.detection.persons.handles import handle_names
 from fairgate.policies.detection.persons.inflected import inflected_names
+from fairgate.policies.detection.persons.initials import initials
 from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
     HEADINGS,
@@ -189,6 +189,8 @@ def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tup
         titled = set()
         if len(out) < limit and chunk and chunk[-1]:
             out += [n for n in initials(doc, chunk) if not any(s < n[1] and n[0] < e for s, e in out)]
+            if "lower" in doc.modes():  # ("ozan b.": read only where a line is in lower case)
+                out += [n for n in initialled_lower(doc, chunk) if not any(s < n[1] and n[0] < e for s, e in out)]
         budget -= len(chunk)
         if len(out) >= limit or budget <= 0:
             break
