@@ -131,6 +131,9 @@ _BIRTH_BODY = (
     # a passport's machine-readable line: the holder's YYMMDD after the nationality, then its check
     # digit, the sex and the expiry ("U270481638TUR8811046F3102175<<...")
     r"|(?<=[0-9][A-Z<]{3})([0-9]{2}[01][0-9][0-3][0-9])(?=[0-9][MF<][0-9]{7})"
+    # an HL7 message's patient segment: the birth date (PID-7, YYYYMMDD maybe with a time) is the
+    # field before the sex ("PID|1||...||KALKAN^SEVİM||19790523|F|")
+    r"|(?<=\|)((?:19|20)[0-9]{2}[01][0-9][0-3][0-9])(?=[0-9]{0,6}\|[MFUOA]\|)"
 )
 _BIRTH = _starting_with("[dbnk0-9]", _BIRTH_BODY, re.IGNORECASE)
 
