@@ -91,7 +91,7 @@ _BIRTH_DATE = (rf"(?:{_DATE}|[0-3]?[0-9][./-][01]?[0-9][./-][0-9]{{2}}(?![0-9])"
 _BIRTH_GAP = r"[^\n0-9]{0,30}?(?:\n(?:\[?[0-2]?[0-9][:.][0-5][0-9]\]?)?[^\n0-9]{0,25}?)?"
 _BIRTH_BODY = (
     rf"(?<!\w)(?:do[gğ]um[ \t]+(?:yeri[ \t]*(?:/|ve)[ \t]*)?tarih\w*|d\.[ \t]?t\.|doğumlu|doğdu|doğdum|born|"
-    rf"date[ \t_]+of[ \t_]+birth|dob|birthday|birth[ \t_]?date|dogum[ \t_]+tarih|d[ \t]?\.[ \t]?t[ \t]?\.|"
+    rf"date[ \t_]+of[ \t_]+birth|dob|bday|birthday|birth[ \t_]?date|dogum[ \t_]+tarih|d[ \t]?\.[ \t]?t[ \t]?\.|"
     rf"do[gğ]\.[ \t]?t\.|d\.[ \t]?tarih|do[gğ]\.(?=[ \t]*[0-9])|d\.[ \t]?t(?=[ \t]*:))\w*{_BIRTH_GAP}"  # (and "D.T: 14.03.2021")  # (and "Doğ. 14.08.1983")
     rf"({_BIRTH_DATE})"
     # "doğum" alone, or one's birthday, right before a full date ("Doğum: 12 Aralık 2016, Hakkari",
@@ -128,6 +128,12 @@ _BIRTH_BODY = (
     # the date an ID card or the civil registry gives ("nüfusta 1 temmuz 1961 yazıyo", "kimlikte 1990 görünüyor")
     rf"|(?<!\w)(?:n[üu]fus(?:ta|umda|unda)|kimli[gğk](?:te|imde|inde))[ \t]+({_BIRTH_DATE}|(?:19|20)[0-9]{{2}})"
     r"(?![0-9])['’]?\w{0,3}[ \t]+(?:yaz|g[öo]r[üu]n|diye|olarak|kay[ıi]tl)"
+    # a passport's machine-readable line: the holder's YYMMDD after the nationality, then its check
+    # digit, the sex and the expiry ("U270481638TUR8811046F3102175<<...")
+    r"|(?<=[0-9][A-Z<]{3})([0-9]{2}[01][0-9][0-3][0-9])(?=[0-9][MF<][0-9]{7})"
+    # an HL7 message's patient segment: the birth date (PID-7, YYYYMMDD maybe with a time) is the
+    # field before the sex ("PID|1||...||KALKAN^SEVİM||19790523|F|")
+    r"|(?<=\|)((?:19|20)[0-9]{2}[01][0-9][0-3][0-9])(?=[0-9]{0,6}\|[MFUOA]\|)"
 )
 _BIRTH = _starting_with("[dbnk0-9]", _BIRTH_BODY, re.IGNORECASE)
 

@@ -236,6 +236,8 @@ def fixture(kind: str, value: str) -> bool:
 _I = "[iİıI]"
 _TEST_CONTEXT = re2.compile(
     r"(?i)(?:^|[^\pL\pN])(sandbox|f" + _I + r"xtures?|dummy|sahte|stag" + _I + r"ng|uat|mock\pL*|seed|placeholder|"
+    # a QA or trial account's identifier ("qa_deneme_01", "deneme_kullanici", "qa-user-3")
+    r"qa[_-]\w+|deneme_\w+|"
     r"fake|demo\pL*|test[ _](?:kart|ortam|ver" + _I + r"|numara|" + _I + r"ban|tckn|card|m[üuÜU][şsŞS]ter" + _I
     + r"|kullan[ıiIİ]c)\pL*|un" + _I + r"t[ _]?test\pL*|b" + _I + r"r" + _I + r"m[ _]test\pL*|"
     # the test after its object ("Kart testi için 4111 ..."), a unit test's own code ("func TestMaskPAN(t *testing.T)")
@@ -253,7 +255,7 @@ _TESTED = ("tckn", "card", "iban", "email", "phone", "passport")
 # each test word holds one of these; in a short text a substring check per hint costs less than
 # a call into RE2, in a long one more (0.6 ms against 0.14 ms per 64 KB)
 _TEST_HINTS = ("sandbox", "fixture", "dummy", "sahte", "stag", "uat", "mock", "seed", "placeholder", "fake", "demo",
-               "test", "gerçek", "gercek", "assert", "expect(", "describe(")
+               "test", "gerçek", "gercek", "assert", "expect(", "describe(", "qa_", "qa-", "deneme_")
 # a unit test's calls ("expect(maskEmail('ahmet@...'))", "assert gecerli_mi('U00000000')"): code, not a prompt
 _CALL_HINTS = ("expect", "describe", "assert")  # (substring checks: a Python regex over 64 KB costs ~1 ms)
 _TEST_CALLS = re.compile(r"(?<![\w.])(?:describe|expect|assert\w*)[ \t]*\(|(?<![\w.])assert[ \t]+(?:not[ \t]+)?\w+\(")

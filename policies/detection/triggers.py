@@ -50,7 +50,7 @@ _FAMILIES = {
     "special": f"(?:{term_alternation()})",
     "ident": _capitals(r"pasaport|passport|pspt?|ppt|plaka|plate|araç|aracı|aracın|aracım|doğum|dogum|do[gğ]du|do[gğ]mu[sş]|do[gğ]\.|d[üu]nyaya[ \t]+gel|"
              r"d\.[ \t]?[0-9t]|born|date[ \t_]+of[ \t_]+birth|"
-             r"dob|birthday|birth(?:[ \t_]?date)?|d_tarih|n[üu]fus(?:ta|umda|unda)|kimli[gğk](?:te|imde|inde)|d\.[ \t]?t\.|vkn|verg[iİı]|tax|v\.?[ \t]?no|v\.?d\b|[uzs][0-9]{8}|"
+             r"dob|bday|birthday|pid\||birth(?:[ \t_]?date)?|d_tarih|n[üu]fus(?:ta|umda|unda)|kimli[gğk](?:te|imde|inde)|d\.[ \t]?t\.|vkn|verg[iİı]|tax|v\.?[ \t]?no|v\.?d\b|[uzs][0-9]{8}|"
              # a Turkish plate standing alone ("34 FVK 206"; checked case-sensitively by `identifiers`)
              r"(?:0[1-9]|[1-7][0-9]|8[01]) [a-z]{2,3} [0-9]{2,4}"),
     "registry": r"sgk|ssk|sgm|ba[gğ].?kur|emekl[iİı]|bagkur|s[iİı]gorta|tahs[iİı]s|sosyal[ \t]+g[üu]venl[iİı]k|"

@@ -113,6 +113,8 @@ def _name_end(value: str, sure: bool = False, field_words: int = 0) -> int:
                 and all("g" in flags.get(key, "") for key in keys):
             f = "s"  # the field's last word after given names: a surname that is a word too ("Elif Nur Sancaktar")
         named = "g" in f or "s" in f
+        if k in _PLACEHOLDERS:
+            return 0  # a fixture's or a form's stand-in ("ad": "Örnek", "ADI: DENEME HESABI")
         if k in NOT_NAMES or (f and not named) or (lower and (not named or len(k) < 3)) \
                 or (not lower and word[0].islower()):
             if not lower and not word[0].islower():
