@@ -237,8 +237,10 @@ _I = "[iİıI]"
 _TEST_CONTEXT = re2.compile(
     r"(?i)(?:^|[^\pL\pN])(sandbox|f" + _I + r"xtures?|dummy|sahte|stag" + _I + r"ng|uat|mock\pL*|seed|placeholder|"
     # a QA or trial account's identifier ("qa_deneme_01", "deneme_kullanici", "deneme_uye_2",
-    # "qa-user-3"); not any "deneme_" field: an HR record's "deneme_suresi" (a probation period) is real
-    r"qa[_-]\w+|deneme_(?:kullan|hesa[bp]|[uü]ye|user|account|m[uü][sş]ter|[0-9])\w*|"
+    # "qa-user-3"); not any "deneme_" field: an HR record's "deneme_suresi" (a probation period) is
+    # real; nor a ticket's key ("QA-1482: müşteri ... giriş yapamıyor" holds a real customer's data)
+    r"(?:qa[_-]|deneme_)(?:kullan|hesa[bp]|[uü]ye|user|account|m[uü][sş]ter|deneme|test|[0-9]+[_-]?[^\W\d_])\w*|"
+    r"deneme_[0-9]+\b|"
     r"fake|demo\pL*|test[ _](?:kart|ortam|ver" + _I + r"|numara|" + _I + r"ban|tckn|card|m[üuÜU][şsŞS]ter" + _I
     + r"|kullan[ıiIİ]c)\pL*|un" + _I + r"t[ _]?test\pL*|b" + _I + r"r" + _I + r"m[ _]test\pL*|"
     # the test after its object ("Kart testi için 4111 ..."), a unit test's own code ("func TestMaskPAN(t *testing.T)")
