@@ -9,6 +9,7 @@ same to the gateway.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -65,6 +66,9 @@ class UsageSoFar:
     # when the first token was generated (time.perf_counter() in this process), where the backend
     # can tell: the in-process engine, or our engine servers' `x-fairgate-ttft-ms` on a whole answer
     first_token_at: float | None = None
+    # set once the counts are final: a request cut short is settled when the engine's abort has
+    # landed and its own count of what it generated is in (None: final when the request ends)
+    settled: asyncio.Event | None = None
 
     def note(self, usage: dict[str, Any] | None) -> None:
         """Take the counts from an OpenAI usage object (a chunk's or a response's)."""

@@ -4,8 +4,10 @@ A gateway that hangs up on a request (its own client left), or one started after
 killed with requests out, cannot read the answer, yet it must bill what was generated. It names
 its requests, streamed or not (`X-Request-Id`, trusted callers only), and after the cut asks
 `GET /v1/requests/{id}/usage`: the answer
-waits for the request to end here (the disconnect may reach this server after the question),
-then gives the exact prompt and completion tokens. Bounded: the oldest entries go first.
+waits for the request to end here (the disconnect may reach this server after the question) and
+for the engine's abort to land, then gives the exact prompt tokens and the completion tokens the
+engine generated, those still queued for the stream when its client left included. Bounded: the
+oldest entries go first.
 """
 
 from __future__ import annotations
@@ -58,4 +60,6 @@ class RequestLedger:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(wait_s):
                 await entry.ended.wait()
+                if entry.used.settled is not None:  # a cut request: until the engine's own count is in
+                    await entry.used.settled.wait()
         return entry.status, entry.used

@@ -18,7 +18,7 @@ from fairgate.backends.local.engine.output import RequestOutput
 class StreamChannel:
     """Where the engine thread drops a request's deltas; read by one `RequestStream`."""
 
-    __slots__ = ("request_id", "loop", "pending", "event", "finished", "closed")
+    __slots__ = ("request_id", "loop", "pending", "event", "finished", "closed", "after_leaving")
 
     def __init__(self, request_id: str, loop: asyncio.AbstractEventLoop) -> None:
         self.request_id = request_id
@@ -27,9 +27,13 @@ class StreamChannel:
         self.event = asyncio.Event()
         self.finished = False  # the engine sent the last delta
         self.closed = False  # the consumer left
+        # who takes the last delta of a request whose consumer left (its usage: the engine's count)
+        self.after_leaving: Callable[[RequestOutput], None] | None = None
 
     def put(self, out: RequestOutput) -> None:
         if self.closed:
+            if out.finished and self.after_leaving is not None:
+                self.after_leaving(out)  # the abort's delta: what was generated, delivered or not
             return
         if self.pending is None:
             self.pending = out
@@ -39,6 +43,9 @@ class StreamChannel:
 
     def close(self) -> None:
         self.closed = True
+        left, self.pending = self.pending, None
+        if left is not None and left.finished and self.after_leaving is not None:
+            self.after_leaving(left)  # it ended before the consumer left: no abort will answer
 
     @staticmethod
     def deliver_many(items: list[tuple[StreamChannel, RequestOutput]]) -> None:
@@ -73,6 +80,13 @@ class RequestStream:
     @property
     def request_id(self) -> str:
         return self._channel.request_id
+
+    def count_after_leaving(self, take: Callable[[RequestOutput], None]) -> None:
+        """If the consumer leaves early, the request's last delta still goes to `take` (on this
+        loop, at the step that aborts it): its usage is the engine's own count of the tokens it
+        generated, those that never reached the consumer included, so a cut request is billed
+        by what ran."""
+        self._channel.after_leaving = take
 
     def __aiter__(self) -> RequestStream:
         return self

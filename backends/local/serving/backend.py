@@ -125,7 +125,7 @@ class LocalBackend:
         choices = self._choices(prepared, request)
         tally = UsageTally(choices, request.used)
         finals: dict[int, RequestOutput] = {}
-        async for choice, delta in run_choices(choices, lambda c: self._start(c, prepared, request)):
+        async for choice, delta in run_choices(choices, lambda c: self._start(c, prepared, request), tally):
             tally.add(choice, delta)
             if choice.index in finals:
                 finals[choice.index].merge(delta)
@@ -157,7 +157,7 @@ class LocalBackend:
         continuous = include_usage and prepared.continuous_usage
         fmt = ChoiceFormatter(prepared, self.engine.tokenizer.decode)
         finals: dict[int, RequestOutput] = {}
-        deltas = run_choices(choices, lambda c: self._start(c, prepared, request))
+        deltas = run_choices(choices, lambda c: self._start(c, prepared, request), tally)
         try:
             if kind == "chat":
                 roles = [_indexed(chunk(kind, rid, model, created, "", first=True), c.index) for c in choices]

@@ -73,38 +73,57 @@ class UsageTally:
         self.prompt_tokens = sum(len(c.prompt_token_ids) for c in choices if c.leads)
         self.cached_tokens = 0
         self._completion: dict[int, int] = {}
+        self._running: set[int] = set()  # choices started whose last delta is not in yet
+        self._settled = used.settled = asyncio.Event()
+        self._settled.set()
         used.prompt_tokens, used.completion_tokens = self.prompt_tokens, 0
 
     @property
     def completion_tokens(self) -> int:
         return self.used.completion_tokens or 0
 
+    def started(self, choice: Choice, stream: RequestStream) -> RequestStream:
+        """Count `choice`'s stream to its end, even past a consumer that leaves early: the
+        request's usage is settled only when every started choice's last delta is in."""
+        self._running.add(choice.index)
+        self._settled.clear()
+        stream.count_after_leaving(lambda out: self.add(choice, out))
+        return stream
+
     def add(self, choice: Choice, delta: RequestOutput) -> None:
-        self._completion[choice.index] = delta.usage.completion_tokens  # a running total per choice
+        # a running total per choice; after a cut, deltas read but never taken may come in after
+        # the engine's last count, so a total only grows
+        self._completion[choice.index] = max(delta.usage.completion_tokens, self._completion.get(choice.index, 0))
         if self.used.first_token_at is None and delta.usage.completion_tokens:
             self.used.first_token_at = time.perf_counter()
         self.used.completion_tokens = sum(self._completion.values())
         if choice.leads and choice.prompt_index == 0:
             self.cached_tokens = delta.usage.cached_tokens
+        if delta.finished and choice.index in self._running:
+            self._running.discard(choice.index)
+            if not self._running:
+                self._settled.set()
 
 
 async def run_choices(
-    choices: list[Choice], start: Callable[[Choice], RequestStream]
+    choices: list[Choice], start: Callable[[Choice], RequestStream], tally: UsageTally
 ) -> AsyncGenerator[tuple[Choice, RequestOutput], None]:
     """Every choice's deltas as they come, tagged with their choice. `start` may raise (an
     admission error) for a prompt's first choice before anything is yielded. Leaving early
-    aborts every choice still running."""
+    aborts every choice still running; `tally` still gets each one's last delta (the engine's
+    count), and what was read from the engine but not yet yielded."""
     if len(choices) == 1:
-        async with start(choices[0]) as stream:
+        async with tally.started(choices[0], start(choices[0])) as stream:
             async for delta in stream:
                 yield choices[0], delta
         return
-    runner = _ChoiceRunner(choices, start)
+    runner = _ChoiceRunner(choices, lambda c: tally.started(c, start(c)))
     try:
         async for item in runner.deltas():
             yield item
     finally:
-        await runner.close()
+        for choice, left in await runner.close():
+            tally.add(choice, left)
 
 
 class _ChoiceRunner:
@@ -148,9 +167,16 @@ class _ChoiceRunner:
         except Exception as exc:  # noqa: BLE001 - handed to the consumer, which raises it
             self.queue.put_nowait((choice, exc))
 
-    async def close(self) -> None:
+    async def close(self) -> list[tuple[Choice, RequestOutput]]:
+        """Stop every choice; the deltas read from the engine that nobody took."""
         for task in self.tasks:
             task.cancel()
         for stream in self.streams:
             with contextlib.suppress(Exception):
                 await stream.aclose()
+        left = []
+        while not self.queue.empty():
+            choice, item = self.queue.get_nowait()
+            if isinstance(item, RequestOutput):
+                left.append((choice, item))
+        return left

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -68,3 +69,31 @@ async def test_closed_engine_is_a_retryable_503(tiny_model_dir: Path) -> None:
     with pytest.raises(APIError) as err:
         await b.complete(req("h"))
     assert err.value.status == 503 and err.value.retryable
+
+
+async def _generated_while_unread(backend: LocalBackend, since: int, unread: int) -> None:
+    """Wait (not reading the stream) until the engine generated `unread` tokens past `since`."""
+    for _ in range(3000):
+        if backend.engine.stats().generation_tokens - since >= unread:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the engine generated nothing while the stream went unread")
+
+
+@pytest.mark.parametrize("n", [1, 3])
+async def test_a_cut_stream_is_billed_by_what_the_engine_generated(backend: LocalBackend, n: int) -> None:
+    """Tokens generated after the consumer's last read, queued for it when it left, are counted:
+    the request's usage settles at the engine's own count once the abort lands."""
+    before = backend.engine.stats().generation_tokens
+    request = req(f"cut-{n}", max_tokens=200, n=n)
+    gen = backend.stream_batches(request)
+    await gen.__anext__()  # the role chunk
+    await gen.__anext__()  # a first token
+    read = request.used.completion_tokens or 0
+    await _generated_while_unread(backend, before, read + 8 * n)
+    await gen.aclose()
+    assert request.used.settled is not None
+    await asyncio.wait_for(request.used.settled.wait(), 10)
+    generated = backend.engine.stats().generation_tokens - before
+    assert request.used.completion_tokens == generated and generated >= read + 8 * n
+    assert backend.engine.num_unfinished == 0
