@@ -54,6 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
 from bench.fairness_servers import (  # noqa: E402,F401
+    ADMIN,
     SMALL,
     serve_engine,
     setup_tenants,
@@ -74,8 +75,13 @@ class Phase:
     requests: int = 0  # sent
     engine: dict[str, int] = field(default_factory=dict)  # /stats counter deltas (PREEMPTION_STATS)
     client_cpu_s: float = 0.0  # this client's own CPU time during the phase (a saturated client delays sends)
+    # per tenant label, from the engines' /metrics histograms: [queue s summed, requests, engine TTFT s
+    # summed, requests]: arrival at the engine to the first scheduled step, and to the first token
+    latency: dict[str, list[float]] = field(default_factory=dict)
+    steps: list[float] = field(default_factory=lambda: [0.0, 0.0])  # engine steps, their busy seconds
 
 
+STEPS = "\x00steps"  # engine_latency's entry for the engines' /stats steps and busy seconds
 PREEMPTION_STATS = ("preemptions", "fairness_preemptions", "fairness_recomputed_tokens", "recomputed_tokens")
 Stats = Callable[[list[str]], Awaitable[dict[str, int]]]  # servers -> counters (generation_tokens, PREEMPTION_STATS)
 Drain = Callable[[list[str]], Awaitable[None]]  # waits until the servers run and hold nothing
@@ -94,6 +100,9 @@ def merge(into: Phase, ph: Phase) -> None:
     into.client_cpu_s += ph.client_cpu_s
     for k, v in ph.engine.items():
         into.engine[k] = into.engine.get(k, 0) + v
+    into.steps = [a + b for a, b in zip(into.steps, ph.steps, strict=True)]
+    for label, sums in ph.latency.items():
+        into.latency[label] = [a + b for a, b in zip(into.latency.get(label, [0.0] * 4), sums, strict=True)]
 
 
 def load_client(connections: int) -> aiohttp.ClientSession:
@@ -130,6 +139,30 @@ async def engine_stats(engines: list[str]) -> dict[str, int]:
             s = (await c.get(engine + "/stats")).json()
             for k in out:
                 out[k] += int(s.get(k, 0))
+    return out
+
+
+async def engine_latency(engines: list[str]) -> dict[str, list[float]]:
+    """Per tenant label, summed over the engines: the queue-time and TTFT histograms' sums and
+    counts (`fairgate_queue_time_seconds`, `fairgate_time_to_first_token_seconds`)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, list[float]] = {}
+    where = {"fairgate_queue_time_seconds_sum": 0, "fairgate_queue_time_seconds_count": 1,
+             "fairgate_time_to_first_token_seconds_sum": 2, "fairgate_time_to_first_token_seconds_count": 3}
+    async with httpx.AsyncClient() as c:
+        for engine in engines:
+            s = (await c.get(engine + "/stats")).json()
+            out.setdefault(STEPS, [0.0, 0.0])
+            out[STEPS][0] += s.get("steps", 0)
+            out[STEPS][1] += s.get("busy_seconds", 0.0)
+            r = await c.get(engine + "/metrics")
+            if r.status_code != 200:
+                continue
+            for family in text_string_to_metric_families(r.text):
+                for sample in family.samples:
+                    if sample.name in where:
+                        out.setdefault(sample.labels.get("tenant", ""), [0.0] * 4)[where[sample.name]] += sample.value
     return out
 
 
@@ -181,6 +214,8 @@ async def run_phase(entries: dict[str, str | list[str]], engines: list[str], key
             phase.ttft[tenant].append(task.result())
             phase.done[tenant] += 1
 
+        mine = stats is engine_stats  # our engine servers: their /metrics tell where the time went
+        latency0 = await engine_latency(engines) if mine else {}
         stats0, start, cpu0 = await stats(engines), time.perf_counter(), time.process_time()
         end = start + duration
         await asyncio.gather(*(tenant_loop(t, r) for t, r in rates.items()))
@@ -198,6 +233,13 @@ async def run_phase(entries: dict[str, str | list[str]], engines: list[str], key
     await drain(engines)
     stats1 = await stats(engines)
     phase.engine = {k: stats1[k] - stats0[k] for k in PREEMPTION_STATS}
+    if mine:
+        for label, sums in (await engine_latency(engines)).items():
+            before = latency0.get(label, [0.0] * len(sums))
+            if label == STEPS:
+                phase.steps = [a - b for a, b in zip(sums, before, strict=True)]
+            elif sums[1] > before[1]:
+                phase.latency[label] = [a - b for a, b in zip(sums, before, strict=True)]
     return phase
 
 
@@ -244,6 +286,27 @@ def print_phases(results: dict[str, dict[str, Phase]]) -> None:
                       f"{ph.client_cpu_s / max(ph.wall_s, 1e-9):>10.0%}")
 
 
+def print_latency(results: dict[str, dict[str, Phase]], names: dict[str, str]) -> None:
+    """Where a request's time to first token went, means per tenant: in the engine's queue,
+    arrival at the engine to the first token, and what the client saw (the rest is the HTTP
+    path: the gateway, the SSE relay, the client's own loop); and the engine's mean step (its
+    busy seconds per step), the floor under any wait for the step in flight. The client's mean
+    counts requests cut at the phase's end with their wait so far, the engine's only those that
+    got a token, so under the flood `path` can come out negative."""
+    print(f"{'queue':<8}{'phase':<7}{'tenant':<8}{'client ttft':>12}{'engine ttft':>12}{'engine queue':>13}"
+          f"{'path':>8}{'step':>8}  (means, s)")
+    for queue, phases in results.items():
+        for name, ph in phases.items():
+            step = ph.steps[1] / max(ph.steps[0], 1)
+            for label, (q_sum, q_n, t_sum, t_n) in sorted(ph.latency.items()):
+                tenant = names.get(label, label)
+                client = ph.ttft.get(tenant, [])
+                mean = sum(client) / len(client) if client else float("nan")
+                engine_ttft = t_sum / max(t_n, 1)
+                print(f"{queue:<8}{name:<7}{tenant:<8}{mean:>12.3f}{engine_ttft:>12.3f}{q_sum / max(q_n, 1):>13.3f}"
+                      f"{mean - engine_ttft:>8.3f}{step:>8.3f}")
+
+
 def run(args: argparse.Namespace) -> dict:
     workdir = tempfile.mkdtemp(prefix="fairness-live-")
     if args.model is None:
@@ -252,6 +315,7 @@ def run(args: argparse.Namespace) -> dict:
         args.model = str(make_tiny_model(Path(workdir) / "model", "llama", **SMALL))
     results: dict[str, dict[str, Phase]] = {q: {"alone": Phase(), "flood": Phase()} for q in ("vtc", "fcfs")}
     seen: dict[str, list[str]] = {}
+    names: dict[str, str] = {}  # the engine's tenant label -> the tenant's name
     capacity = args.capacity or 0.0  # --capacity: the same rates in runs compared with each other
     # ABBA...: the machine's other load drifts; alternating spreads it over both queues
     order = [q for i in range(args.repeats) for q in (("vtc", "fcfs") if i % 2 == 0 else ("fcfs", "vtc"))]
@@ -278,6 +342,10 @@ def run(args: argparse.Namespace) -> dict:
                 run_phase(entries, [engine.url], keys, {"light": light, "flood": 4 * light},
                           args.duration, args, seed + 1)))
             seen[queue] = httpx.get(engine.url + "/bench/tenants").json()
+            if gw is not None:
+                listed = httpx.get(gw.url + "/admin/tenants", headers={"authorization": f"Bearer {ADMIN}"}).json()
+                names.update({t["id"]: t["name"] for t in (listed.get("data", listed) if isinstance(listed, dict)
+                                                          else listed)})
         finally:
             if gw is not None:
                 gw.stop()
@@ -288,6 +356,7 @@ def run(args: argparse.Namespace) -> dict:
     print(f"capacity {capacity:.1f} req/s; light {args.light_share * capacity:.2f} req/s, "
           f"flood {4 * args.light_share * capacity:.2f} req/s; {args.duration:.0f} s per phase")
     print_phases(results)
+    print_latency(results, names)
     v, f = results["vtc"], results["fcfs"]
     alone = p(v["alone"].ttft["light"], 99)
     summary = {

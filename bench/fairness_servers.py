@@ -95,7 +95,9 @@ def start_engine(queue: str, args: argparse.Namespace, threads: int | None = Non
            "--max-num-batched-tokens", str(args.max_num_batched_tokens)]
     cmd += ["--no-fair-preemption"] if args.no_fair_preemption else []
     cmd += ["--no-slot-share"] if args.no_slot_share else []
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)} if threads else None
+    env = {**os.environ, "FAIRGATE_METRICS_TENANT_LABELS": "true"}  # per-tenant queue time and TTFT
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     line = p.stdout.readline()  # type: ignore[union-attr]
     if not line.startswith("listening on "):
