@@ -19,6 +19,7 @@ from fairgate.policies.detection import dfa
 from fairgate.policies.detection.addresses_abroad import COUNTRIES
 from fairgate.policies.detection.persons.columns import COLUMN_LABELS
 from fairgate.policies.detection.persons.fields import BOOKING_NAME, FIELD_LABELS
+from fairgate.policies.detection.persons.machine_lines import MACHINE_LINES
 from fairgate.policies.detection.special_categories_terms import term_alternation
 
 
@@ -67,6 +68,7 @@ _FAMILIES = {
     # a person field's label, or a booking's passenger (checked by `persons.fields`)
     "field": rf"(?:^|[^\pL\pN_]){_capitals(FIELD_LABELS)}|{BOOKING_NAME}",
     "column": _capitals(COLUMN_LABELS),  # a name column in a table's header (read by `persons.columns`)
+    "machine": MACHINE_LINES,  # an HL7 name field or an MRZ name line (read by `persons.machine_lines`)
 }
 FAMILIES = tuple(_FAMILIES)
 
@@ -92,7 +94,7 @@ def _pass(families: tuple[str, ...]) -> Pass:
 # and one pass reports only non-overlapping matches; so may a special-category term ending the
 # local part ("yesimaksakal@": "sakal"), so e-mail markers go with the field labels.
 _PASSES = tuple(_pass(fams) for fams in (
-    ("special", "ident", "street", "words", "registry", "postal", "column"), ("encoded",), ("iban",), ("field", "email")))
+    ("special", "ident", "street", "words", "registry", "postal", "column"), ("encoded",), ("iban",), ("field", "email", "machine")))
 # the last three passes' families in one automaton, asked only whether any occurs: most prompts
 # (three in four realistic rows) hold no encoded run, IBAN start, field label or e-mail marker,
 # and one search then answers for three
