@@ -16,7 +16,7 @@ from typing import Any
 import re2
 
 from fairgate.policies.detection import dfa
-from fairgate.policies.detection.addresses_abroad import COUNTRIES
+from fairgate.policies.detection.addresses_abroad import COUNTRIES, STREET_FIRST
 from fairgate.policies.detection.persons.columns import COLUMN_LABELS
 from fairgate.policies.detection.persons.fields import BOOKING_NAME, FIELD_LABELS
 from fairgate.policies.detection.persons.machine_lines import MACHINE_LINES
@@ -56,7 +56,7 @@ _FAMILIES = {
              r"(?:0[1-9]|[1-7][0-9]|8[01]) [a-z]{2,3} [0-9]{2,4}"),
     "registry": r"sgk|ssk|sgm|ba[gğ].?kur|emekl[iİı]|bagkur|s[iİı]gorta|tahs[iİı]s|sosyal[ \t]+g[üu]venl[iİı]k|"
                 r"s[iİı]c[iİı]l[ \t]+(?:numaral|no['’]?lu)",
-    "postal": _capitals(r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok|" + COUNTRIES),
+    "postal": _capitals(r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok|" + COUNTRIES) + "|" + STREET_FIRST,
     "street": _capitals(r"mahallesi|mah\.|mh\.|caddesi|cad\.|cd\.|sokağı|sokak|sok\.|sk\.|bulvarı|blv\.|bul\."),
     "words": rf"(?:{_W}[ \t,\-]+){{3,}}{_W}",
     # a local-part character, then '@' and a dotted domain (so "a@a@a@" triggers nothing)
