@@ -18,6 +18,7 @@ from fairgate.policies.detection.iban import scan_foreign_ibans
 from fairgate.policies.detection.identifiers import dates_after_names, find_identifiers, vkn_spans
 from fairgate.policies.detection.persons.columns import find_column_names
 from fairgate.policies.detection.persons.fields import find_field_names
+from fairgate.policies.detection.persons.machine_lines import find_machine_names
 from fairgate.policies.detection.persons.names import find_person_names
 from fairgate.policies.detection.postal import find_postal_addresses
 from fairgate.policies.detection.records import find_column_values, find_registry_numbers
@@ -73,7 +74,7 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     tagged = find_person_names(text) if depth == 0 else []
     if tagged is None:  # far more capitalised words than prose has: keep it local unscanned
         return [*out, ("unscannable", 0, len(text))]
-    by_label = find_field_names(text, hits["field"])
+    by_label = find_field_names(text, hits["field"]) + find_machine_names(text, hits["machine"])
     if hits["column"]:
         in_columns, headers = find_column_names(text, hits["column"])
         if headers:  # a table's header names columns ("ad;soyad;brüt"), not people

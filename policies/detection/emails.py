@@ -14,7 +14,8 @@ import re
 from fairgate.policies.detection.textnorm import MESSAGE_JOIN
 
 _J = MESSAGE_JOIN
-_DOT = r"(?:\.|[ \t]?[\[\(\{<][ \t]?(?:dot|nokta|\.)[ \t]?[\]\)\}>][ \t]?|[ \t]+(?:dot|nokta)[ \t]+)"
+# (a dot spelt "dot", "nokta" or "punto", as Turkish writers borrow it from Italian and Spanish)
+_DOT = r"(?:\.|[ \t]?[\[\(\{<][ \t]?(?:dot|nokta|punto|\.)[ \t]?[\]\)\}>][ \t]?|[ \t]+(?:dot|nokta|punto)[ \t]+)"
 # An "at" marker right after a local-part character and before something domain-shaped, so a
 # flood of "a@a@a@" is rejected by the regex engine alone.
 _MARKER = re.compile(
@@ -29,7 +30,7 @@ _MARKER = re.compile(
 )
 # Local part, read backwards from the marker (the reversed text's match, reversed).
 _LOCAL_REV = re.compile(rf"[\w.+%\-{_J}]{{1,64}}")
-_LOCAL_DOT_REV = re.compile(r"[ \t]+(?:atkon|tod)[ \t]+[\w\-]{1,32}(?![\w\-])", re.IGNORECASE)  # " nokta x" reversed
+_LOCAL_DOT_REV = re.compile(r"[ \t]+(?:atkon|otnup|tod)[ \t]+[\w\-]{1,32}(?![\w\-])", re.IGNORECASE)  # " nokta x" reversed
 _PLAIN_DOMAIN = re.compile(rf"[\w\-{_J}]{{1,63}}(?:\.[\w\-{_J}]{{1,63}}){{1,8}}")
 _OBF_DOMAIN = re.compile(rf"[\w\-]{{1,63}}(?:{_DOT}[\w\-]{{1,63}}){{1,8}}", re.IGNORECASE)
 _LAST_LABEL = re.compile(rf"(?<![\w{_J}])((?:[^\W\d_]|{_J}){{2,25}})\Z")

@@ -45,7 +45,9 @@ _PASSPORT_BODY = (
     r"|[0-9]{2}[ ]?[0-9]{7}(?![0-9])"
     # spoken or typed in groups ("u 41 88 20 97")
     r"|[A-Z][ ][0-9]{2,4}(?:[ ][0-9]{2,4}){2,3}(?![0-9]))"
-    r"|(?<![A-Za-z0-9])([UZS] ?[0-9]{8})(?![0-9])"
+    # (or a passport's machine-readable second line: its number, a check digit, the nationality
+    # and the holder's birth date: "U270481638TUR8811046F...")
+    r"|(?<![A-Za-z0-9])([UZS] ?[0-9]{8})(?=[0-9][A-Z]{3}[0-9]{7}[MF<]|(?![0-9]))"
 )
 _PASSPORT = _starting_with("[puzs]", _PASSPORT_BODY, re.IGNORECASE)
 _NOT_PLATE = ("(?:TL|KG|GB|MB|KB|TB|CM|MM|KM|ML|LT|GR|MG|AM|PM|HP|KW|YTL|USD|EUR|GBP|ADT|OCA|MAR|NIS|MAY|HAZ|TEM|"

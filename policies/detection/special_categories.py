@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.no_ones import told_of_no_one
 from fairgate.policies.detection.person_links import generic, person_word, sentence, tied_to_person
-from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
+from fairgate.policies.detection.persons.lexicon import all_places, lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
 from fairgate.policies.detection.special_categories_terms import (
     CATEGORIES,
@@ -252,8 +252,8 @@ def _association_before(text: str, start: int, since: int = 0) -> bool:
 
 
 # peoples whose name is also a common word ("roman": a novel; "kurt", Kürt written in ASCII: a
-# wolf, a surname): one only right after a relation or role word
-_WORD_PEOPLES = frozenset(("roman", "kurt"))
+# wolf, a surname; "arap", "rus": a soap, a salad, a spring): one only said of someone
+_WORD_PEOPLES = frozenset(("roman", "kurt", "arap", "rus"))
 # a language's name ("Kürtçe", "ERMENİCE", "arapca"), then other languages and a verb of knowing it, or
 # another language after a dash or slash: a translator's pair or a CV's skills, not one's origin
 _LANGUAGE_WORD = re.compile(r"[^\W\d_]+(?:[cç][ae])(?![^\W\d_])", re.IGNORECASE)
@@ -274,10 +274,30 @@ _WORD_BEFORE_TERM = re.compile(r"([^\W\d_]+)[ \t]+\Z")
 
 
 def _said_of_someone(text: str, start: int) -> bool:
-    """A relation or role word right before the term ("Komşumuz Roman", "esi Roman"), or a
-    people's word after it ("ROMAN TOPLULUĞUNDAN OLAN", "Roman vatandaşlar", "Roman aile")."""
+    """A relation or role word right before the term ("Komşumuz Roman", "esi Roman"), a
+    hometown before it ("Diyarbakirli bir Kurt", "Halepli Arap"), or a people's word after it
+    ("ROMAN TOPLULUĞUNDAN OLAN", "Roman vatandaşlar", "Roman aile"; not a Russian's citizenship)."""
     before = _WORD_BEFORE_TERM.search(text, max(0, start - 30), start)
-    return (before is not None and person_word(fold_key(before.group(1)))) or _PEOPLE_AFTER.match(text, start) is not None
+    if before is not None and (person_word(fold_key(before.group(1))) or _hometown(text, start)):
+        return True
+    after = _PEOPLE_AFTER.match(text, start)
+    return after is not None and not (text[start:start + 3].lower() in ("rus", "ara") and "vatanda" in after.group().lower())
+
+
+# a word made of a place and "-lı" ("Volgogradlı", "samandağlı"), maybe "bir" between it and the people
+_FROM_PLACE = re.compile(r"([^\W\d_]{3,}?)['’]?l[ıiuü][ \t]+(?:bir[ \t]+)?\Z")
+
+
+def _hometown(text: str, start: int) -> bool:
+    """A place's "-lı" word stands right before the term: a place the lexicons know, or a
+    capitalised word within its sentence (a town abroad: "Volgogradlı bir Rus")."""
+    m = _FROM_PLACE.search(text, max(0, start - 40), start)
+    if m is None:
+        return False
+    if fold_key(m.group(1)) in all_places():
+        return True
+    lead = text[max(0, m.start() - 2) : m.start()]
+    return m.group(1)[0].isupper() and m.start() > 1 and not lead.rstrip(" \t").endswith((".", "!", "?", "\n", ":"))
 
 
 _PEOPLE_AFTER = re.compile(r"\w+[ \t]+(?:toplulu[gğk]|vatanda[şs]|aile|k[öo]kenl|as[ıi]ll|mahalles)", re.IGNORECASE)

@@ -16,9 +16,10 @@ from typing import Any
 import re2
 
 from fairgate.policies.detection import dfa
-from fairgate.policies.detection.addresses_abroad import COUNTRIES
+from fairgate.policies.detection.addresses_abroad import COUNTRIES, STREET_FIRST
 from fairgate.policies.detection.persons.columns import COLUMN_LABELS
 from fairgate.policies.detection.persons.fields import BOOKING_NAME, FIELD_LABELS
+from fairgate.policies.detection.persons.machine_lines import MACHINE_LINES
 from fairgate.policies.detection.special_categories_terms import term_alternation
 
 
@@ -55,18 +56,19 @@ _FAMILIES = {
              r"(?:0[1-9]|[1-7][0-9]|8[01]) [a-z]{2,3} [0-9]{2,4}"),
     "registry": r"sgk|ssk|sgm|ba[gğ].?kur|emekl[iİı]|bagkur|s[iİı]gorta|tahs[iİı]s|sosyal[ \t]+g[üu]venl[iİı]k|"
                 r"s[iİı]c[iİı]l[ \t]+(?:numaral|no['’]?lu)",
-    "postal": _capitals(r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok|" + COUNTRIES),
+    "postal": _capitals(r"adres|k[öo]y[üu]|mevk[iİı]|s[iİı]tes[iİı]|mahalle|blok|" + COUNTRIES) + "|" + STREET_FIRST,
     "street": _capitals(r"mahallesi|mah\.|mh\.|caddesi|cad\.|cd\.|sokağı|sokak|sok\.|sk\.|bulvarı|blv\.|bul\."),
     "words": rf"(?:{_W}[ \t,\-]+){{3,}}{_W}",
     # a local-part character, then '@' and a dotted domain (so "a@a@a@" triggers nothing)
     "email": r"[\pL\pN._%+\-\x{E000}](?:[ \t]*[@＠]|%40)[ \t]*[\pL\pN_\-\x{E000}]+\."
              r"|[\[\(\{<][ \t]?(?:at|et)[ \t]?[\]\)\}>]"
-             r"|[ \t](?:at|et(?:[ \t]+i[şs]areti)?)[ \t]+[\pL\pN_\-]+(?:\.[\pL]|[ \t]+(?:dot|nokta)[ \t]|[ \t]*[\[\(\{<][ \t]?(?:dot|nokta|\.))",
+             r"|[ \t](?:at|et(?:[ \t]+i[şs]areti)?)[ \t]+[\pL\pN_\-]+(?:\.[\pL]|[ \t]+(?:dot|nokta|punto)[ \t]|[ \t]*[\[\(\{<][ \t]?(?:dot|nokta|punto|\.))",
     "encoded": r"[A-Za-z0-9+/_\-]{15,}=*|%[0-9a-f]{2}|&#?[0-9a-z]{1,8};",
     "iban": r"[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]",  # a foreign IBAN's start (checked by `iban`)
     # a person field's label, or a booking's passenger (checked by `persons.fields`)
     "field": rf"(?:^|[^\pL\pN_]){_capitals(FIELD_LABELS)}|{BOOKING_NAME}",
     "column": _capitals(COLUMN_LABELS),  # a name column in a table's header (read by `persons.columns`)
+    "machine": MACHINE_LINES,  # an HL7 name field or an MRZ name line (read by `persons.machine_lines`)
 }
 FAMILIES = tuple(_FAMILIES)
 
@@ -92,7 +94,7 @@ def _pass(families: tuple[str, ...]) -> Pass:
 # and one pass reports only non-overlapping matches; so may a special-category term ending the
 # local part ("yesimaksakal@": "sakal"), so e-mail markers go with the field labels.
 _PASSES = tuple(_pass(fams) for fams in (
-    ("special", "ident", "street", "words", "registry", "postal", "column"), ("encoded",), ("iban",), ("field", "email")))
+    ("special", "ident", "street", "words", "registry", "postal", "column"), ("encoded",), ("iban",), ("field", "email", "machine")))
 # the last three passes' families in one automaton, asked only whether any occurs: most prompts
 # (three in four realistic rows) hold no encoded run, IBAN start, field label or e-mail marker,
 # and one search then answers for three
