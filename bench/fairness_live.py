@@ -320,7 +320,7 @@ def run(args: argparse.Namespace) -> dict:
     # ABBA...: the machine's other load drifts; alternating spreads it over both queues
     order = [q for i in range(args.repeats) for q in (("vtc", "fcfs") if i % 2 == 0 else ("fcfs", "vtc"))]
     for queue in order:
-        engine = start_engine(queue, args)
+        engine = start_engine(queue, args, args.engine_threads)
         gw = None
         try:
             gw = None if args.direct else start_gateway(tempfile.mkdtemp(dir=workdir))
@@ -420,7 +420,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the fair engine preempts on the counter gap only, not for a tenant under its slot share")
     ap.add_argument("--pool", type=int, default=0, help="N engine servers in a pool behind two gateways")
     ap.add_argument("--engine-threads", type=int, default=None,
-                    help="--pool: compute threads per engine (default cores / N)")
+                    help="compute threads per engine (default: torch's choice; --pool: cores / N), e.g. 1 to "
+                         "leave a core to the gateway and the client")
     ap.add_argument("--fair-reserve", type=int, default=0,
                     help="--vllm: the gateway's pool_fair_reserve in the fair round (headroom slots)")
     ap.add_argument("--fair-slots", type=int, default=None,
