@@ -18,8 +18,8 @@ The shipped tagger (issue 33, 2026-12-06, detector round 6) was made by
         --real-weight 3
 
 (the 15 tuning parts of then; `crossval.py` measures what training on them generalises to). Never
-pass a blind part: test20 (written during round 12) is not yet scored; test19 was scored once at
-the end of round 11 and is a tuning part since, like test14 to test18.
+pass a blind part: test21 (written during round 13) is not yet scored; test20 was scored once at
+the end of round 13 and is a tuning part since, like test14 to test19.
 """
 
 from __future__ import annotations
