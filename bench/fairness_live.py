@@ -61,6 +61,7 @@ from bench.fairness_servers import (  # noqa: E402,F401
     start_engine,
     start_gateway,
 )
+from fairgate.scheduler.fairness import DEFAULT_ACTIVE_LEAD  # noqa: E402
 
 
 # ---------------------------------------------------------------------- load
@@ -388,6 +389,7 @@ def issue36_keys(v: dict[str, Phase], summary: dict, args: argparse.Namespace) -
     return {
         "fair_preemption": not args.no_fair_preemption,
         "slot_share": not args.no_slot_share,
+        "active_lead": DEFAULT_ACTIVE_LEAD if args.active_lead is None else args.active_lead,
         "light_p99_vs_alone": summary["vtc_vs_alone"],
         "light_p50_vs_alone": round(p(flood.ttft["light"], 50) / max(p(v["alone"].ttft["light"], 50), 1e-9), 2),
         "throughput_vs_fcfs": summary["throughput_ratio"],
@@ -418,6 +420,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the fair engine only orders admissions (never preempts for fairness)")
     ap.add_argument("--no-slot-share", action="store_true",
                     help="the fair engine preempts on the counter gap only, not for a tenant under its slot share")
+    ap.add_argument("--active-lead", type=float, default=None,
+                    help="the fair engine's --fairness-active-lead (default: the engine's; 0: a returning "
+                         "tenant starts level, the VTC paper's lift)")
     ap.add_argument("--pool", type=int, default=0, help="N engine servers in a pool behind two gateways")
     ap.add_argument("--engine-threads", type=int, default=None,
                     help="compute threads per engine (default: torch's choice; --pool: cores / N), e.g. 1 to "

@@ -47,7 +47,8 @@ def serve_engine(args: argparse.Namespace) -> int:
         cfg = EngineConfig(args.model, num_kv_blocks=args.num_kv_blocks, max_num_seqs=args.max_num_seqs,
                            max_num_batched_tokens=args.max_num_batched_tokens,
                            fairness_preemption=not args.no_fair_preemption,
-                           fairness_slot_share=not args.no_slot_share)
+                           fairness_slot_share=not args.no_slot_share,
+                           **({} if args.active_lead is None else {"fairness_active_lead": args.active_lead}))
         queue = FCFSQueue() if args.serve_engine == "fcfs" else FairQueue(cfg.fairness_config())
         engine = AsyncEngine(cfg, wait_queue=queue)
         app = build_app(LocalBackend(engine, name="live", model_name="live"), control_secret=SECRET)
@@ -95,6 +96,7 @@ def start_engine(queue: str, args: argparse.Namespace, threads: int | None = Non
            "--max-num-batched-tokens", str(args.max_num_batched_tokens)]
     cmd += ["--no-fair-preemption"] if args.no_fair_preemption else []
     cmd += ["--no-slot-share"] if args.no_slot_share else []
+    cmd += ["--active-lead", str(args.active_lead)] if getattr(args, "active_lead", None) is not None else []
     env = {**os.environ, "FAIRGATE_METRICS_TENANT_LABELS": "true"}  # per-tenant queue time and TTFT
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)

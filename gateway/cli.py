@@ -10,6 +10,7 @@ from fairgate.backends.local.engine.cores import default_omp_wait
 from fairgate.gateway.loadgen.cli import (
     add_parser as add_bench_command,  # light: the run's imports are lazy
 )
+from fairgate.scheduler.fairness import DEFAULT_ACTIVE_LEAD
 
 KV_CHOICES = ["float32", "float16", "bfloat16", "int8", "int4"]
 LOG_LEVELS = ["debug", "info", "warning", "error", "critical"]
@@ -79,6 +80,11 @@ def _scheduling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-fairness-slot-share", action="store_true",
                    help="preempt for fairness only on the counter gap, not also for a tenant holding "
                         "fewer than its weighted share of the slots in use")
+    p.add_argument("--fairness-active-lead", type=float, default=DEFAULT_ACTIVE_LEAD, metavar="UNITS",
+                   help="how far below the least-served waiting tenant a tenant served within the last "
+                        "second starts, in cost units (a prompt token 1, an output token 2): a light "
+                        "tenant's burst goes ahead of a flood's backlog; the fairness bound grows by this "
+                        "much (0: level, the VTC paper's lift)")
     p.add_argument("--cpu-cores", default=None, metavar="LIST",
                    help="run the compute threads on these cores (e.g. 2-7; their count is the thread "
                         "count) and the event loop, tokenizer and the rest on the others; 'auto': all "

@@ -4,9 +4,11 @@ Within a class (`SchedRequest.priority`, rank 0 = highest) every tenant has a co
 service it received, in cost units divided by its weight (VTC, Sheng et al., OSDI 2024). The
 queue admits the head request of the backlogged tenant (one with waiting requests) whose
 counter is least, so backlogged tenants' weighted service never drifts far apart. A tenant
-that comes back after being idle has its counter lifted to the least counter among the
-backlogged tenants, so idle time is not banked as credit. The queue is work-conserving:
-whenever anything waits, `peek` returns something.
+that becomes backlogged again has its counter lifted to the least counter among the backlogged
+tenants, so idle time is not banked as credit; one served within the last `active_window_s` (it
+was not idle, it asks for less than its share) is lifted to no more than a bounded `active_lead`
+below it (`FairnessConfig`). The queue is work-conserving: whenever anything waits, `peek` returns
+something.
 
 Charging happens when work is scheduled, not when a request is admitted: `on_prefill` charges
 input tokens × w_in / weight for each prefill chunk (chunked prefill spreads the charge over
@@ -71,6 +73,7 @@ class FairQueue:
         self._last_left: dict[int, float] = {}  # rank -> counter of the last tenant to leave
         self._credit: dict[int, float] = {}  # rank -> reserved-share credit, lower classes
         self._served: dict[str, float] = {}  # tenant -> service received (metrics: rates, Jain's index)
+        self._last_served: dict[tuple[int, str], float] = {}  # (rank, tenant) -> clock at its last charge
 
     # ---- weights -------------------------------------------------------------------------
 
@@ -205,11 +208,15 @@ class FairQueue:
         self._index[request.request_id] = request
 
     def _lift(self, rank: int, tenant: str) -> None:
-        """A tenant becoming backlogged starts no lower than the least backlogged counter
-        (or, with nobody backlogged, the counter of the last tenant that left)."""
+        """A tenant becoming backlogged starts no lower than the least backlogged counter (or,
+        with nobody backlogged, the counter of the last tenant that left); one served within
+        the last `active_window_s`, no lower than `active_lead` (over its weight) below that."""
         others = [self.counter(t, rank) for t in self._waiting.get(rank, {})]
         floor = min(others) if others else self._last_left.get(rank, 0.0)
         key = (rank, tenant)
+        served = self._last_served.get(key)
+        if served is not None and self._clock() - served <= self.config.active_window_s:
+            floor -= self.config.active_lead / self.weight_of(tenant)
         self._counters[key] = max(self._counters.get(key, 0.0), floor)
 
     def _forget(self, request: SchedRequest) -> None:
@@ -269,6 +276,7 @@ class FairQueue:
         rank, tenant = request.priority, request.tenant
         key = (rank, tenant)
         self._counters[key] = self._counters.get(key, 0.0) + cost / self.weight_of(tenant)
+        self._last_served[key] = self._clock()
         self._served[tenant] = self._served.get(tenant, 0.0) + cost
         self._account_classes(rank, cost)
 

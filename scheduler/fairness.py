@@ -80,6 +80,10 @@ class FairnessWeights:
         return cls(weights=weights, version=version, default_weight=default)
 
 
+# cost units a tenant served a moment ago starts below the least-served backlogged one (`FairnessConfig`)
+DEFAULT_ACTIVE_LEAD = 1024.0
+
+
 @dataclass(frozen=True, slots=True)
 class FairnessConfig:
     """How service is priced and how priority classes share the engine.
@@ -97,6 +101,16 @@ class FairnessConfig:
     backlogged tenant's. So among tenants the counters hold level anyway, the one about to miss
     its objective goes first, and the VTC bound on backlogged tenants' weighted service gap
     grows by at most `deadline_slack`.
+
+    `active_lead` (cost units): a tenant that becomes backlogged again within `active_window_s`
+    of its last service (a request of its still running, or just ended) is lifted to no more
+    than this below the least backlogged counter, not level with it. It was not idle: it asks
+    for less than its share, and max-min fairness serves such a tenant at once, so its next
+    request goes ahead of a flooder's backlog and may take a slot back by the counter gap
+    (fair_preemption.py) instead of waiting at its slot share. Idle time is still not banked: a
+    tenant idle longer than the window (a flooder coming back) starts level. The lead is
+    bounded, so the VTC bound grows by it and no more; with 0 every returning tenant starts
+    level (the VTC paper's lift).
     """
 
     input_weight: float = 1.0
@@ -106,6 +120,8 @@ class FairnessConfig:
     ttft_objectives: Mapping[int, float] = field(default_factory=dict)
     due_fraction: float = 0.5
     deadline_slack: float = 512.0
+    active_lead: float = DEFAULT_ACTIVE_LEAD
+    active_window_s: float = 1.0
 
     def __post_init__(self) -> None:
         _check_weight("input_weight", self.input_weight)
@@ -124,3 +140,7 @@ class FairnessConfig:
         object.__setattr__(self, "ttft_objectives", objectives)
         if not 0.0 < self.due_fraction <= 1.0 or not self.deadline_slack >= 0.0:
             raise ValueError("due_fraction must be in (0, 1] and deadline_slack >= 0")
+        if not (math.isfinite(self.active_lead) and self.active_lead >= 0.0):
+            raise ValueError("active_lead must be a finite number >= 0")
+        if not (math.isfinite(self.active_window_s) and self.active_window_s >= 0.0):
+            raise ValueError("active_window_s must be a finite number of seconds >= 0")

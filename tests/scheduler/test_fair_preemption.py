@@ -5,6 +5,7 @@ from __future__ import annotations
 from fairgate.backends.local.kv_cache.block_manager import BlockManager
 from fairgate.scheduler.fair_preemption import FairPreemption, FairPreemptionConfig
 from fairgate.scheduler.fair_queue import FairQueue
+from fairgate.scheduler.fairness import FairnessConfig
 from fairgate.scheduler.plan import StepPlan
 from fairgate.scheduler.queue import FCFSQueue, WaitQueue
 from fairgate.scheduler.request import RequestStatus, SchedRequest
@@ -12,6 +13,8 @@ from fairgate.scheduler.scheduler import Scheduler, SchedulerConfig
 
 BLOCK = 4
 
+
+LEVEL = FairnessConfig(active_lead=0.0)  # the VTC paper's lift: a returning tenant starts level
 
 class ChargeBook(FairQueue):
     """The fair queue, also recording the prompt tokens charged to each request."""
@@ -45,8 +48,9 @@ def make(
     preempt: bool = True, queue: WaitQueue | None = None, gap: float = 8.0, quantum: int = 4,
     slot_share: bool = False, **cfg: int
 ) -> Scheduler:
-    """The counter-gap rule alone unless `slot_share` (the slot-share rule's own tests ask)."""
-    queue = queue if queue is not None else FairQueue()
+    """The counter-gap rule alone unless `slot_share` (the slot-share rule's own tests ask); a
+    returning tenant lifted level (no active lead), so the steps the gap takes to grow count."""
+    queue = queue if queue is not None else FairQueue(LEVEL)
     policy = None
     if preempt and isinstance(queue, FairQueue):
         config = FairPreemptionConfig(min_gap=gap, min_run_tokens=quantum, slot_share=slot_share)
@@ -208,7 +212,7 @@ def test_prefill_chunks_of_the_least_served_tenant_get_the_budget_first() -> Non
         return [(c.request_id, c.num_tokens) for c in step(s).chunks]
 
     # a was charged 4, b 2 / weight 2 = 1: b is less served and goes first
-    assert second_step(FairQueue()) == [("b", 4), ("a", 2)]
+    assert second_step(FairQueue(LEVEL)) == [("b", 4), ("a", 2)]
     assert second_step(FCFSQueue()) == [("a", 4), ("b", 2)]  # no counters: admission order
 
 
@@ -263,7 +267,7 @@ def test_slot_share_does_not_act_for_a_tenant_ahead_on_its_counter() -> None:
 
 
 def test_slot_share_follows_the_weights_and_never_swings_back() -> None:
-    queue = FairQueue()
+    queue = FairQueue(LEVEL)
     queue.set_weights({"light": 3.0})
     s = make(slot_share=True, queue=queue, gap=1e9, max_num_seqs=4)  # the gap rule never acts
     policy = s.fair_preemption
@@ -286,3 +290,27 @@ def test_slot_share_follows_the_weights_and_never_swings_back() -> None:
     while s.has_unfinished_requests():
         step(s)
     assert s.kv.check_pool_whole() and s.kv.num_tracked_requests == 0
+
+
+def test_active_lead_lets_a_light_burst_past_its_slot_share_at_once() -> None:
+    """A light tenant holding fewer slots than the flood falls behind it on service while its
+    requests run; with the active lead it keeps that deficit (bounded) when its next request
+    arrives, so a burst past its slot share takes a flood slot by the gap rule at once, where a
+    level lift throws the deficit away and leaves the burst waiting at its share."""
+    def third_light_waits(queue: FairQueue) -> int:
+        s = make(slot_share=True, queue=queue, quantum=1, max_num_seqs=4)
+        for i in range(1, 4):
+            s.add_request(req(f"f{i}", "flood", arrival=float(i)))
+        s.add_request(req("l1", "light", arrival=4.0))
+        for i in range(4, 9):
+            s.add_request(req(f"f{i}", "flood", arrival=float(i)))
+        for _ in range(10):  # light holds 1 slot of 4, the flood 3: light falls behind
+            step(s)
+        s.add_request(req("l2", "light", arrival=20.0))
+        assert steps_until_scheduled(s, "l2")[0] == 0  # within its slot share (2 of 4)
+        step(s)
+        s.add_request(req("l3", "light", max_tokens=4, arrival=21.0))  # past its share
+        return steps_until_scheduled(s, "l3")[0]
+
+    assert third_light_waits(FairQueue()) == 0  # the default lead: in at once
+    assert third_light_waits(FairQueue(LEVEL)) >= 2  # level: the deficit is gone, it waits

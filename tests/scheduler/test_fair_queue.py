@@ -70,8 +70,11 @@ def test_decode_charges_output_weight_over_tenant_weight() -> None:
     assert q.counter("b") == (6 + 3 * 2) / 4
 
 
-def test_returning_tenant_is_lifted_to_least_backlogged_counter() -> None:
-    q = FairQueue()
+# the VTC paper's lift: a returning tenant starts level with the least backlogged counter
+LEVEL = FairnessConfig(active_lead=0.0)
+
+def test_returning_tenant_is_lifted_to_least_backlogged_counter_without_credit() -> None:
+    q = FairQueue(LEVEL)
     q.push(req("a0", "a"))
     q.push(req("b0", "b"))
     q.on_decode(req("x", "a"), 50)  # a's running requests earn it 100
@@ -87,7 +90,7 @@ def test_returning_tenant_is_lifted_to_least_backlogged_counter() -> None:
 
 
 def test_lifted_tenant_wins_the_tie_against_a_backlog() -> None:
-    q = FairQueue()
+    q = FairQueue(LEVEL)
     for i in range(5):
         q.push(req(f"f{i}", "flood", t=i))
     q.on_decode(req("x", "flood"), 20)
@@ -97,7 +100,7 @@ def test_lifted_tenant_wins_the_tie_against_a_backlog() -> None:
 
 
 def test_lift_with_nobody_backlogged_uses_last_tenant_to_leave() -> None:
-    q = FairQueue()
+    q = FairQueue(LEVEL)
     q.push(req("a0", "a"))
     q.on_decode(req("x", "a"), 30)  # 60
     assert q.pop().request_id == "a0"  # a leaves the backlog at 60
@@ -269,3 +272,34 @@ def test_ttft_objectives_are_checked() -> None:
         FairnessConfig(due_fraction=0.0)
     with pytest.raises(ValueError, match="deadline_slack"):
         FairnessConfig(deadline_slack=-1.0)
+
+
+def test_a_tenant_served_a_moment_ago_keeps_a_bounded_lead_below_the_floor() -> None:
+    now = [0.0]
+    q = FairQueue(FairnessConfig(active_lead=100.0), weights=FairnessWeights({"heavy": 2.0}),
+                  clock=lambda: now[0])
+    for tenant in ("light", "heavy", "idle"):  # one request each, admitted and served a little
+        q.push(req(f"{tenant}0", tenant))
+        q.on_decode(q.pop(), 1)
+    now[0] = 5.0
+    for i in range(3):
+        q.push(req(f"f{i}", "flood", t=i))
+    q.on_decode(req("x", "flood"), 500)  # the flooder's counter: 1000
+    for tenant in ("light", "heavy"):  # their requests still run: charged again just now
+        q.on_decode(req("r", tenant), 1)
+    now[0] = 5.5
+    q.push(req("l1", "light", t=9))  # served 0.5 s ago: 100 below the floor, not level
+    assert q.counter("light") == 900.0
+    q.push(req("h1", "heavy", t=9))  # below the least backlogged (light's 900) by 100 / weight 2
+    assert q.counter("heavy") == 900.0 - 100.0 / 2
+    q.push(req("i1", "idle", t=9))  # idle for 5.5 s, past the 1 s window: it starts level
+    assert q.counter("idle") == 850.0
+    assert [q.pop().request_id for _ in range(3)] == ["h1", "i1", "l1"]  # ahead of the backlog
+    # a tenant above floor - lead keeps its own counter: no lead is made out of nothing
+    q.on_decode(req("y", "light"), 80)  # 1060
+    q.push(req("l2", "light", t=10))
+    assert q.counter("light") == 1060.0
+    with pytest.raises(ValueError):
+        FairnessConfig(active_lead=-1.0)
+    with pytest.raises(ValueError):
+        FairnessConfig(active_window_s=float("nan"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from fairgate.scheduler.fairness import FairnessConfig
+from fairgate.scheduler.fairness import DEFAULT_ACTIVE_LEAD, FairnessConfig
 from fairgate.scheduler.request import PRIORITY_CLASSES, priority_rank
 
 DEFAULT_TTFT_OBJECTIVES = ("interactive=1.0",)
@@ -44,6 +44,9 @@ class EngineConfig:
     # ... also as soon as a tenant holds fewer than its weighted share of the slots in use and
     # another more, not only once their counters are `min_gap` apart (fair_preemption.py).
     fairness_slot_share: bool = True
+    # How far below the least-served backlogged tenant a tenant coming back starts (cost units;
+    # scheduler/fairness.py): a light tenant's burst goes ahead of a flood's backlog; 0: level.
+    fairness_active_lead: float = DEFAULT_ACTIVE_LEAD
     # Time-to-first-token objectives by class, "CLASS=SECONDS": a request about to miss its
     # class's goes first among tenants the fair counters hold level (scheduler/fairness.py).
     ttft_objectives: tuple[str, ...] = DEFAULT_TTFT_OBJECTIVES
@@ -122,7 +125,7 @@ class EngineConfig:
             except ValueError:
                 raise ValueError(f"ttft objective must be CLASS=SECONDS with CLASS one of "
                                  f"{', '.join(PRIORITY_CLASSES)}, not {item!r}") from None
-        return FairnessConfig(ttft_objectives=objectives)
+        return FairnessConfig(ttft_objectives=objectives, active_lead=self.fairness_active_lead)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> EngineConfig:
@@ -143,6 +146,7 @@ class EngineConfig:
             enable_prefix_caching=not args.no_prefix_caching,
             fairness_preemption=not getattr(args, "no_fairness_preemption", False),
             fairness_slot_share=not getattr(args, "no_fairness_slot_share", False),
+            fairness_active_lead=getattr(args, "fairness_active_lead", DEFAULT_ACTIVE_LEAD),
             ttft_objectives=_objectives(getattr(args, "ttft_objective", None)),
             cpu_cores=getattr(args, "cpu_cores", None),
             gil_switch_interval_ms=getattr(args, "gil_switch_interval_ms", GIL_SWITCH_INTERVAL_MS),

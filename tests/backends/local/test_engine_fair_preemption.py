@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from fairgate.backends.local.engine.config import EngineConfig
 from fairgate.backends.local.engine.core import EngineCore
 from fairgate.backends.local.engine.factory import build_engine_parts
@@ -96,6 +98,13 @@ def test_fairness_preemption_is_an_engine_option_on_by_default_with_the_fair_que
     args = build_parser().parse_args(["engine", "--model", model, "--no-fairness-slot-share"])
     gap_only = build_engine_parts(EngineConfig.from_args(args)).scheduler.fair_preemption
     assert isinstance(gap_only, FairPreemption) and gap_only.config.slot_share is False
+    # a returning tenant's lead: the fair queue's active lead, 1024 cost units unless told
+    assert isinstance(on.queue, FairQueue) and on.queue.config.active_lead == 1024.0
+    args = build_parser().parse_args(["engine", "--model", model, "--fairness-active-lead", "0"])
+    level = build_engine_parts(EngineConfig.from_args(args)).scheduler.queue
+    assert isinstance(level, FairQueue) and level.config.active_lead == 0.0
+    with pytest.raises(ValueError, match="active_lead"):
+        EngineConfig(model, fairness_active_lead=-1.0).validate()
 
 
 def test_preemptions_are_counted_by_cause() -> None:
