@@ -5,7 +5,11 @@ Reproduces the setups of the VTC paper (Sheng et al., OSDI 2024) on fairgate's o
 two backlogged tenants with equal and with 1:2 weights, a tenant flooding at 4x another's
 rate, a tenant that comes and goes, each under the fair queue and under FCFS; and six
 interactive tenants near capacity with and without a TTFT objective (the worst tenant's p99
-TTFT; the gap bound plus the objective's slack). Prints each
+TTFT; the gap bound plus the objective's slack); and the live bench's one engine
+(bench/fairness_live.py's limits, the engine's fairness preemption, a CPU-like step cost): the
+light tenant's TTFT under the flood over alone, with the fair queue's active lead and lifted
+level (`one_engine_*`; no prefix cache here, so a preempted request recomputes all it had,
+which the engine's cache mostly spares it: throughput against FCFS reads low). Prints each
 tenant's service over time, the largest service gap between backlogged tenants against the
 paper's bound 2*max(w_in*L_in, w_out*M) (plus the fair queue's active lead), TTFT p50/p99 per
 tenant; the last line is JSON.
@@ -32,6 +36,7 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # last: its kernels/ would shadow HF's (tests/conftest.py)
 
 from fairgate.backends.local.kv_cache.block_manager import BlockManager  # noqa: E402
+from fairgate.scheduler.fair_preemption import FairPreemption, FairPreemptionConfig  # noqa: E402
 from fairgate.scheduler.fair_queue import FairQueue  # noqa: E402
 from fairgate.scheduler.fairness import FairnessConfig, FairnessWeights  # noqa: E402
 from fairgate.scheduler.plan import StepPlan  # noqa: E402
@@ -81,6 +86,9 @@ class SimConfig:
     fairness: FairnessConfig = field(default_factory=FairnessConfig)
     seed: int = 0
     samples: int = 8  # rows of the service-over-time table
+    # the engine's fairness preemption (scheduler/fair_preemption.py, on by default in the
+    # engine); off for the VTC paper's setups, which measure the queue alone
+    fair_preemption: bool = False
 
 
 @dataclass(slots=True)
@@ -226,10 +234,12 @@ def simulate(scenario: Scenario, kind: str, cfg: SimConfig | None = None) -> Sim
     cfg = cfg or SimConfig()
     kv = BlockManager(cfg.num_blocks, cfg.block_size, enable_prefix_caching=False)
     clock = [0.0]
+    queue = make_queue(kind, scenario, cfg, lambda: clock[0])
     sched = Scheduler(
         SchedulerConfig(cfg.max_num_seqs, cfg.max_num_batched_tokens, max_model_len=1 << 16),
         kv,
-        make_queue(kind, scenario, cfg, lambda: clock[0]),
+        queue,
+        FairPreemption(queue, FairPreemptionConfig()) if cfg.fair_preemption and isinstance(queue, FairQueue) else None,
     )
     names = [t.name for t in scenario.tenants]
     ranks = {t.name: t.priority for t in scenario.tenants}
@@ -316,6 +326,38 @@ def worst_p99(result: SimResult) -> float:
     return max(percentile(v, 99) for v in result.ttft.values())
 
 
+def one_engine_config(active_lead: float | None = None) -> SimConfig:
+    """The live bench's engine (bench/fairness_live.py: 8 slots, a 256-token step budget, the
+    fairness preemption on) with a CPU-like step cost: 4 ms plus 0.45 ms a token, so a step of
+    eight decodes and a 24-token prefill takes about 18 ms, as on a 2-core Zen 3 box."""
+    fairness = FairnessConfig() if active_lead is None else FairnessConfig(active_lead=active_lead)
+    return SimConfig(max_num_seqs=8, max_num_batched_tokens=256, num_blocks=256,
+                     cost=CostModel(step_s=0.004, token_s=0.00045), fairness=fairness, fair_preemption=True)
+
+
+def one_engine(duration: float, flood_returns: bool = False, capacity: float = 36.0) -> tuple[Scenario, Scenario]:
+    """The live bench's loads on `one_engine_config`: a light tenant at 0.3 of `capacity`
+    requests/s and a flooder at 1.2, 24-token prompts, 16 tokens out (and the light tenant
+    alone). `flood_returns`: the flooder runs 5 s, idles 15 s, then floods to the end."""
+    light = TenantLoad("light", 0.3 * capacity, prompt=(24, 24), output=(16, 16))
+    windows = ((0.0, 5.0), (20.0, duration)) if flood_returns else ()
+    flood = TenantLoad("flood", 1.2 * capacity, prompt=(24, 24), output=(16, 16), windows=windows)
+    return (Scenario("one_engine" + ("_return" if flood_returns else ""), [light, flood], duration),
+            Scenario("one_engine_alone", [light], duration))
+
+
+def one_engine_ratios(duration: float, cfg: SimConfig, flood_returns: bool = False) -> dict[str, float]:
+    """The light tenant's p50 / p99 TTFT under the flood over alone (after the flood's return
+    when `flood_returns`), and the flood's throughput over FCFS's."""
+    both, alone = one_engine(duration, flood_returns)
+    fair, fcfs, solo = simulate(both, "vtc", cfg), simulate(both, "fcfs", cfg), simulate(alone, "vtc", cfg)
+    since = 20.0 if flood_returns else 0.0
+    light = [t for a, t in fair.ttft_at["light"] if a >= since]
+    return {"p50": percentile(light, 50) / percentile(solo.ttft["light"], 50),
+            "p99": percentile(light, 99) / percentile(solo.ttft["light"], 99),
+            "throughput": fair.throughput / fcfs.throughput}
+
+
 def light_alone(duration: float) -> Scenario:
     return Scenario("light_alone", [TenantLoad("light", 6)], duration)
 
@@ -332,6 +374,9 @@ def run_all(duration: float, cfg: SimConfig | None = None) -> tuple[list[SimResu
     # TTFT objective: the interactive tenants' worst p99 with and without one
     plain_6 = simulate(interactive_tenants(duration), "vtc", cfg)
     due_6 = simulate(interactive_tenants(duration), "vtc", with_objective(cfg))
+    # the live bench's one engine: the light tenant with its active lead, and lifted level
+    lead, level = one_engine_ratios(duration, one_engine_config()), one_engine_ratios(duration, one_engine_config(0.0))
+    back = one_engine_ratios(duration, one_engine_config(), flood_returns=True)
     by = {(r.scenario, r.queue): r for r in results}
     backlogged = ("equal", "weighted_1_2", "on_off")
     flood_v, flood_f = by["flood_4x", "vtc"], by["flood_4x", "fcfs"]
@@ -360,6 +405,12 @@ def run_all(duration: float, cfg: SimConfig | None = None) -> tuple[list[SimResu
         "objective_max_gap": due_6.max_gap,
         "objective_gap_bound": vtc_bound(interactive_tenants(duration), cfg) + cfg.fairness.deadline_slack,
         "objective_deadline_picks": due_6.deadline_picks,
+        "one_engine_light_p99_vs_alone": lead["p99"],
+        "one_engine_light_p50_vs_alone": lead["p50"],
+        "one_engine_throughput_vs_fcfs": lead["throughput"],
+        "one_engine_level_light_p99_vs_alone": level["p99"],
+        "one_engine_level_light_p50_vs_alone": level["p50"],
+        "one_engine_flood_returns_light_p99_vs_alone": back["p99"],
     }
     summary = {k: round(v, 4) for k, v in summary.items()}
     summary["ok"] = (

@@ -14,6 +14,8 @@ from bench.fairness_sim import (
     classes,
     interactive_tenants,
     main,
+    one_engine_config,
+    one_engine_ratios,
     percentile,
     scenarios,
     simulate,
@@ -101,3 +103,15 @@ def test_a_ttft_objective_cuts_the_worst_tail_and_keeps_the_bound() -> None:
     assert due.max_gap <= vtc_bound(scenario, cfg) + cfg.fairness.deadline_slack
     # an objective far beyond any wait changes nothing
     assert simulate(scenario, "vtc", with_objective(cfg, 60.0)).ttft == plain.ttft
+
+
+def test_on_one_engine_the_active_lead_keeps_a_light_tenants_tail_near_its_solo_figure() -> None:
+    """The live bench's engine and loads (8 slots, fairness preemption, light 0.3 and flood 1.2
+    of capacity): lifted level at every request the light tenant's bursts wait at its slot
+    share; with the active lead they go ahead, also when the flood comes back after idling."""
+    lead = one_engine_ratios(2 * DURATION, one_engine_config())
+    level = one_engine_ratios(2 * DURATION, one_engine_config(active_lead=0.0))
+    back = one_engine_ratios(2 * DURATION, one_engine_config(), flood_returns=True)
+    assert lead["p99"] < 2.5 and back["p99"] < 2.5 and level["p99"] > 2 * lead["p99"]
+    assert lead["p50"] < level["p50"]
+    assert lead["throughput"] > 0.9 * level["throughput"]
