@@ -57,7 +57,11 @@ ROLE_MAILBOXES = frozenset(
     "teknikservis tesis rezervasyon reservation booking efatura earsiv yatirimci investor satinalma "
     "purchasing lojistik kargo ihale duyuru haber news editor bilgiislem helpdesk sekreterlik ilbasin "
     "kartmerkezi alarm alert alerts oncall monitoring enstitu dekanlik fakulte rektorluk mudurluk bolum "
-    "ogrenciisleri personel isleri dernek vakif sendika kongre tuketici uyelik etkinlik".split())
+    "ogrenciisleri personel isleri dernek vakif sendika kongre tuketici uyelik etkinlik "
+    # a service's desk or a programme's office ("ariza@", "bildirim@", "bagaj@", "gonullu@", "erasmus@")
+    "ariza bildirim bilgiedinme cimer veri veriyonetimi kisiselveri verisorumlusu uye uyeler bagaj "
+    "kayipesya gonullu gonulluluk casting secmeler erasmus mezun mezunlar burs staj kayit odeme "
+    "tahsilat abone abonelik".split())
 _KEP_PERSON = ("av.", "av_", "avukat", "dr.", "dr_")  # a professional's own KEP box ("av.ayse.kaya@hs01.kep.tr")
 _FREE_MAIL = ("gmail.", "googlemail.", "hotmail.", "outlook.", "live.", "msn.", "yahoo.", "yandex.", "icloud.",
               "me.com", "mail.ru", "proton", "gmx.", "aol.", "windowslive.", "mynet.", "superonline.", "ttmail.")
@@ -169,6 +173,20 @@ def _directory(text: str, found: list[Span], people: list[tuple[int, int]]) -> b
     offices, not a person's numbers."""
     lines = {text[s:e] for kind, s, e in found if kind == "phone" and fixed_line(re.sub(r"[^0-9+]", "", text[s:e]))}
     return len(lines) >= 2 and not people
+
+
+# an address spelt out ("basvuru [at] izmirtiyatro [nokta] org") read back to its plain form
+_SPELT_AT = re.compile(r"[ \t]*[\[\(\{<][ \t]?(?:at|et)[ \t]?[\]\)\}>][ \t]*|[ \t]+(?:at|et)(?:[ \t]+i[şs]areti)?[ \t]+",
+                       re.IGNORECASE)
+_SPELT_DOT = re.compile(r"[ \t]*[\[\(\{<][ \t]?(?:dot|nokta|punto)[ \t]?[\]\)\}>][ \t]*|[ \t]+(?:dot|nokta|punto)[ \t]+",
+                        re.IGNORECASE)
+
+
+def _plain_address(address: str) -> str:
+    """`address` with a spelt "at" and spelt dots as "@" and "." (plain addresses unchanged)."""
+    if "@" in address:
+        return address
+    return _SPELT_DOT.sub(".", _SPELT_AT.sub("@", address, count=1))
 
 
 def role_mailbox(address: str) -> bool:
@@ -315,7 +333,7 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
                     directory = _directory(text, found, people) if directory is None else directory
                     if directory:
                         continue
-            if kind == "email" and "@" in text[s:e] and role_mailbox(text[s:e]):
+            if kind == "email" and "@" in (plain := _plain_address(text[s:e])) and role_mailbox(plain):
                 continue
         if not options.legal_person_data and (kind in ("vkn", "iban") and legal_person(text, s, names)
                                               or kind == "plate" and _company_vehicle(text, s, e, names)):
