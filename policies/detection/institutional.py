@@ -110,6 +110,8 @@ _INSTITUTION = re.compile(
     # an office's or a service's line ("AV. BÜROSU – 0312 ...", "7/24 hizmet vermektedir: 0216 ...",
     # "Bilgi: Liman Gayrimenkul 0242 ...")
     r"büro\w*|hizmet\w*|gayrimenkul\w*|"
+    # a hotel's or a venue's booking line ("Bilgi ve rezervasyon: 0312 ...")
+    r"rezervasyon\w*|"
     # a role mailbox (a person's own address on the line says nothing about the number)
     r"(?<![\w.+\-])(?:" + "|".join(sorted(ROLE_MAILBOXES | {"rezervasyon"})) + r")@[\w.\-]+)(?!\w)",
     re.IGNORECASE)
@@ -147,7 +149,11 @@ def _institution_right_before(text: str, start: int, people: list[tuple[int, int
 # 0222 ...", "BİLGİ: ALO 181 ya da 0312 ..."); not a person giving their own ("ev telefonum", "beni")
 _NOTICE_BEFORE = re.compile(r"(?:(?<=[.!?] )|(?<=[.!?]\n))bilgi(?:[ \t]+(?:almak[ \t]+)?i[çc]in)?[ \t]*[:\-–]?[ \t]*"
                             r"(?:(?:[^\W\d_]+[ \t]+){0,3}[0-9]{3,4}[ \t]+(?:veya|ya[ \t]+da|/)[ \t]+)?\Z", re.IGNORECASE)
-_NOTICE_AFTER = re.compile(r"['’]?\w{0,4}[ \t]+(?:arayabilirsiniz|numaral[ıi][ \t]+santral)", re.IGNORECASE)
+# (or a switchboard's: an extension after it, "0312 585 10 00 dahili 4471"; "... numaralı hattı
+# arayabilir"; or its office named in an aside, "0324 ... (İl Müdürlüğü)")
+_NOTICE_AFTER = re.compile(r"['’]?\w{0,4}[ \t]+(?:arayabilir(?:siniz|ler)?|numaral[ıi][ \t]+(?:santral|hatt(?![ıi]m(?![ıi]z)))|dahili(?!\w))"
+                           r"|[ \t]*\((?=[^()\n]{0,40}?(?<!\w)(?:müdürlü|başkanlı|belediye|merkez|santral|birim)\w*\))",
+                           re.IGNORECASE)
 _MINE = re.compile(r"(?<!\w)(?:numaram\w*|telefonum\w*|beni|ev[ \t]+telefon\w*|evim\w*)(?!\w)", re.IGNORECASE)
 
 
