@@ -255,6 +255,24 @@ def fixture(kind: str, value: str) -> bool:
     return False
 
 
+# The card networks' published test numbers (Visa, Mastercard, Amex, Discover, JCB sandboxes).
+# Written as a quoted literal in code ('luhn("4111111111111111")', an SQL row's '...5554444')
+# they are a program's test data; said in a sentence ("kartım 4111 1111 1111 1111") they may
+# still stand for a card, and stay personal.
+_SANDBOX_CARDS = frozenset(
+    "4111111111111111 4242424242424242 4012888888881881 4000056655665556 4000000000000002 "
+    "5555555555554444 5105105105105100 5200828282828210 2223003122003222 378282246310005 "
+    "371449635398431 6011111111111117 6011000990139424 3530111333300000 3566002020360505".split())
+
+
+def _sandbox_card_literal(text: str, start: int, end: int) -> bool:
+    """A network's test card number quoted as a literal in code."""
+    if re.sub(r"[^0-9]", "", text[start:end]) not in _SANDBOX_CARDS:
+        return False
+    before, after = text[start - 1 : start], text[end : end + 1]
+    return before in ("'", '"', "`") and after == before
+
+
 # a software test's own words: sandbox cards, fixtures, seeds, fakes, "gerçek kişi değildir"
 # (RE2: one linear pass whatever the text; RE2 does not fold İ to i, hence the explicit classes)
 _I = "[iİıI]"
@@ -323,7 +341,8 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
     words = test_words(text) if any(kind in _TESTED for kind, _, _ in found) else []
     directory: bool | None = None  # read once, and only for a fixed line that nothing else settles
     for kind, s, e in found:
-        if fixture(kind, text[s:e]) or test_value(text, kind, s, e, words):
+        if fixture(kind, text[s:e]) or test_value(text, kind, s, e, words) \
+                or kind == "card" and _sandbox_card_literal(text, s, e):
             continue
         if not options.institutional_contacts:
             digits = re.sub(r"[^0-9+]", "", text[s:e]) if kind == "phone" else ""
