@@ -57,7 +57,11 @@ ROLE_MAILBOXES = frozenset(
     "teknikservis tesis rezervasyon reservation booking efatura earsiv yatirimci investor satinalma "
     "purchasing lojistik kargo ihale duyuru haber news editor bilgiislem helpdesk sekreterlik ilbasin "
     "kartmerkezi alarm alert alerts oncall monitoring enstitu dekanlik fakulte rektorluk mudurluk bolum "
-    "ogrenciisleri personel isleri dernek vakif sendika kongre tuketici uyelik etkinlik".split())
+    "ogrenciisleri personel isleri dernek vakif sendika kongre tuketici uyelik etkinlik "
+    # a service's desk or a programme's office ("ariza@", "bildirim@", "bagaj@", "gonullu@", "erasmus@")
+    "ariza bildirim bilgiedinme cimer veri veriyonetimi kisiselveri verisorumlusu uye uyeler bagaj "
+    "kayipesya gonullu gonulluluk casting secmeler erasmus mezun mezunlar burs staj kayit odeme "
+    "tahsilat abone abonelik".split())
 _KEP_PERSON = ("av.", "av_", "avukat", "dr.", "dr_")  # a professional's own KEP box ("av.ayse.kaya@hs01.kep.tr")
 _FREE_MAIL = ("gmail.", "googlemail.", "hotmail.", "outlook.", "live.", "msn.", "yahoo.", "yandex.", "icloud.",
               "me.com", "mail.ru", "proton", "gmx.", "aol.", "windowslive.", "mynet.", "superonline.", "ttmail.")
@@ -106,6 +110,8 @@ _INSTITUTION = re.compile(
     # an office's or a service's line ("AV. BÜROSU – 0312 ...", "7/24 hizmet vermektedir: 0216 ...",
     # "Bilgi: Liman Gayrimenkul 0242 ...")
     r"büro\w*|hizmet\w*|gayrimenkul\w*|"
+    # a hotel's or a venue's booking line ("Bilgi ve rezervasyon: 0312 ...")
+    r"rezervasyon\w*|"
     # a role mailbox (a person's own address on the line says nothing about the number)
     r"(?<![\w.+\-])(?:" + "|".join(sorted(ROLE_MAILBOXES | {"rezervasyon"})) + r")@[\w.\-]+)(?!\w)",
     re.IGNORECASE)
@@ -143,7 +149,11 @@ def _institution_right_before(text: str, start: int, people: list[tuple[int, int
 # 0222 ...", "BİLGİ: ALO 181 ya da 0312 ..."); not a person giving their own ("ev telefonum", "beni")
 _NOTICE_BEFORE = re.compile(r"(?:(?<=[.!?] )|(?<=[.!?]\n))bilgi(?:[ \t]+(?:almak[ \t]+)?i[çc]in)?[ \t]*[:\-–]?[ \t]*"
                             r"(?:(?:[^\W\d_]+[ \t]+){0,3}[0-9]{3,4}[ \t]+(?:veya|ya[ \t]+da|/)[ \t]+)?\Z", re.IGNORECASE)
-_NOTICE_AFTER = re.compile(r"['’]?\w{0,4}[ \t]+(?:arayabilirsiniz|numaral[ıi][ \t]+santral)", re.IGNORECASE)
+# (or a switchboard's: an extension after it, "0312 585 10 00 dahili 4471"; "... numaralı hattı
+# arayabilir"; or its office named in an aside, "0324 ... (İl Müdürlüğü)")
+_NOTICE_AFTER = re.compile(r"['’]?\w{0,4}[ \t]+(?:arayabilir(?:siniz|ler)?|numaral[ıi][ \t]+(?:santral|hatt(?![ıi]m(?![ıi]z)))|dahili(?!\w))"
+                           r"|[ \t]*\((?=[^()\n]{0,40}?(?<!\w)(?:müdürlü|başkanlı|belediye|merkez|santral|birim)\w*\))",
+                           re.IGNORECASE)
 _MINE = re.compile(r"(?<!\w)(?:numaram\w*|telefonum\w*|beni|ev[ \t]+telefon\w*|evim\w*)(?!\w)", re.IGNORECASE)
 
 
@@ -169,6 +179,20 @@ def _directory(text: str, found: list[Span], people: list[tuple[int, int]]) -> b
     offices, not a person's numbers."""
     lines = {text[s:e] for kind, s, e in found if kind == "phone" and fixed_line(re.sub(r"[^0-9+]", "", text[s:e]))}
     return len(lines) >= 2 and not people
+
+
+# an address spelt out ("basvuru [at] izmirtiyatro [nokta] org") read back to its plain form
+_SPELT_AT = re.compile(r"[ \t]*[\[\(\{<][ \t]?(?:at|et)[ \t]?[\]\)\}>][ \t]*|[ \t]+(?:at|et)(?:[ \t]+i[şs]areti)?[ \t]+",
+                       re.IGNORECASE)
+_SPELT_DOT = re.compile(r"[ \t]*[\[\(\{<][ \t]?(?:dot|nokta|punto)[ \t]?[\]\)\}>][ \t]*|[ \t]+(?:dot|nokta|punto)[ \t]+",
+                        re.IGNORECASE)
+
+
+def _plain_address(address: str) -> str:
+    """`address` with a spelt "at" and spelt dots as "@" and "." (plain addresses unchanged)."""
+    if "@" in address:
+        return address
+    return _SPELT_DOT.sub(".", _SPELT_AT.sub("@", address, count=1))
 
 
 def role_mailbox(address: str) -> bool:
@@ -229,6 +253,24 @@ def fixture(kind: str, value: str) -> bool:
         number = re.search(r"[0-9]+\W*\Z", value)
         return number is not None and set(number.group().rstrip()) <= {"0"}
     return False
+
+
+# The card networks' published test numbers (Visa, Mastercard, Amex, Discover, JCB sandboxes).
+# Written as a quoted literal in code ('luhn("4111111111111111")', an SQL row's '...5554444')
+# they are a program's test data; said in a sentence ("kartım 4111 1111 1111 1111") they may
+# still stand for a card, and stay personal.
+_SANDBOX_CARDS = frozenset(
+    "4111111111111111 4242424242424242 4012888888881881 4000056655665556 4000000000000002 "
+    "5555555555554444 5105105105105100 5200828282828210 2223003122003222 378282246310005 "
+    "371449635398431 6011111111111117 6011000990139424 3530111333300000 3566002020360505".split())
+
+
+def _sandbox_card_literal(text: str, start: int, end: int) -> bool:
+    """A network's test card number quoted as a literal in code."""
+    if re.sub(r"[^0-9]", "", text[start:end]) not in _SANDBOX_CARDS:
+        return False
+    before, after = text[start - 1 : start], text[end : end + 1]
+    return before in ("'", '"', "`") and after == before
 
 
 # a software test's own words: sandbox cards, fixtures, seeds, fakes, "gerçek kişi değildir"
@@ -299,7 +341,8 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
     words = test_words(text) if any(kind in _TESTED for kind, _, _ in found) else []
     directory: bool | None = None  # read once, and only for a fixed line that nothing else settles
     for kind, s, e in found:
-        if fixture(kind, text[s:e]) or test_value(text, kind, s, e, words):
+        if fixture(kind, text[s:e]) or test_value(text, kind, s, e, words) \
+                or kind == "card" and _sandbox_card_literal(text, s, e):
             continue
         if not options.institutional_contacts:
             digits = re.sub(r"[^0-9+]", "", text[s:e]) if kind == "phone" else ""
@@ -315,7 +358,7 @@ def drop_non_personal(text: str, found: list[Span], options: DetectionOptions) -
                     directory = _directory(text, found, people) if directory is None else directory
                     if directory:
                         continue
-            if kind == "email" and "@" in text[s:e] and role_mailbox(text[s:e]):
+            if kind == "email" and "@" in (plain := _plain_address(text[s:e])) and role_mailbox(plain):
                 continue
         if not options.legal_person_data and (kind in ("vkn", "iban") and legal_person(text, s, names)
                                               or kind == "plate" and _company_vehicle(text, s, e, names)):

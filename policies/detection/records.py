@@ -23,8 +23,10 @@ _SGK = re.compile(
     # an insured person's registry number, maybe their name between ("SİGORTALI: X Y, SİCİL NO ..."),
     # a pension's allocation number ("Tahsis No: 2019/00412")
     rf"|s{_I}gorta(?:l{_I})?[^\n0-9]{{0,40}}?s{_I}c{_I}l|tahs{_I}s[ \t]+(?:no|numara))"  # ("Tahsis numaranız: ...")
-    # (a short clause may stand between: "SSK numarasını buldum sonunda: 3401 ...")
-    rf"[^\n0-9]{{0,24}}?(?<![0-9])([0-9](?:[ .\-/]?[0-9]){{6,15}})(?![0-9])"
+    # (a short clause may stand between: "SSK numarasını buldum sonunda: 3401 ..."; not a span of
+    # years the record covers: "SSK KAYDINDA 1979-1992 ARASI")
+    rf"[^\n0-9]{{0,24}}?(?<![0-9])(?!(?:19|20)[0-9]{{2}}[ \t]?[-/][ \t]?(?:19|20)[0-9]{{2}}(?![0-9]))"
+    rf"([0-9](?:[ .\-/]?[0-9]){{6,15}})(?![0-9])"
     # or the registry's name right before a long number ("SGK: 16110047721983", "— SGK 0612 1907 3340
     # 218"): twelve digits or more, longer than any phone number the registry's name could stand before
     rf"|(?<![^\W_])(?:sgk|ssk)[ \t]*:?[ \t]*(?<![0-9])([0-9](?:[ .\-]?[0-9]){{11,15}})(?![0-9])",

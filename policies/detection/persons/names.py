@@ -16,6 +16,7 @@ from fairgate.policies.detection import dfa
 from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.person_links import my_relation
 from fairgate.policies.detection.persons.alone import at_a_place, called, initialled_lower
+from fairgate.policies.detection.persons.brands import household_brand
 from fairgate.policies.detection.persons.cues import (
     HONORIFICS,
     LOWER_NOT_NAMES,
@@ -35,6 +36,7 @@ from fairgate.policies.detection.persons.features import (
     token_info,
 )
 from fairgate.policies.detection.persons.handles import handle_names
+from fairgate.policies.detection.persons.holidays import holiday
 from fairgate.policies.detection.persons.inflected import inflected_names
 from fairgate.policies.detection.persons.initials import initials
 from fairgate.policies.detection.persons.lexicon import (
@@ -256,7 +258,8 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
             continue
         if only_places(doc, first, last) or origin_word(doc, first, last) or verb_idiom(doc, first) \
                 or (first == last and my_relation(text[start:end])) \
-                or quoted_product(doc, first, last) or (made_up and first == last):
+                or quoted_product(doc, first, last) or household_brand(doc, first, last) or holiday(doc, first, last) \
+                or (made_up and first == last):
             continue
         if UNION_NAME.search(text, max(0, start - 1), end):
             continue  # a union's name: "Eğitim-Sen'e", "Tüm Bel-Sen'de", "DEV MADEN-SEN'E", "Tes-İş"
