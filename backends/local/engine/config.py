@@ -44,8 +44,9 @@ class EngineConfig:
     # ... also as soon as a tenant holds fewer than its weighted share of the slots in use and
     # another more, not only once their counters are `min_gap` apart (fair_preemption.py).
     fairness_slot_share: bool = True
-    # How far below the least-served backlogged tenant a tenant coming back starts (cost units;
-    # scheduler/fairness.py): a light tenant's burst goes ahead of a flood's backlog; 0: level.
+    # How far below the least-served backlogged tenant a tenant served within the last second
+    # starts (cost units; scheduler/fairness.py): a light tenant's burst goes ahead of a flood's
+    # backlog; 0: level.
     fairness_active_lead: float = DEFAULT_ACTIVE_LEAD
     # Time-to-first-token objectives by class, "CLASS=SECONDS": a request about to miss its
     # class's goes first among tenants the fair counters hold level (scheduler/fairness.py).
