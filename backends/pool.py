@@ -37,6 +37,7 @@ from fairgate.backends.pool_gate import FairGate
 from fairgate.backends.pool_load import LoadReading, read_load
 from fairgate.backends.pool_prefix import PrefixKeyer
 from fairgate.backends.pool_routing import Policy, PoolChoice, ReplicaLoad, choose
+from fairgate.scheduler.fairness import DEFAULT_ACTIVE_LEAD
 
 if TYPE_CHECKING:
     import httpx
@@ -71,6 +72,9 @@ class PoolOptions:
     # of those, the last this many free slots of the pool go only to a tenant below its weighted
     # share (backends/pool_gate.py's headroom): a light tenant's request need not wait for a flood's
     fair_reserve: int = 0
+    # a tenant served within the last second keeps up to this many tokens (over its weight) of its
+    # lead when its next request waits, instead of starting level with a flood (pool_gate.FairGate)
+    fair_active_lead: float = DEFAULT_ACTIVE_LEAD
 
 
 @dataclass(slots=True)
@@ -146,10 +150,15 @@ class PoolBackend:
         self._probe: asyncio.Task[None] | None = None
         weights = weight_of or (lambda tenant: 1.0)
         # the fair queue's slots and counters: this process's, or the fleet's (`ledger`: Redis)
-        self.gate: FairGate | FleetGate = (FairGate(self._room, weights, lambda: self.options.fair_reserve)
+        lead = self._active_lead
+        self.gate: FairGate | FleetGate = (FairGate(self._room, weights, lambda: self.options.fair_reserve,
+                                                    active_lead=lead)
                                            if ledger is None
-                                           else FleetGate(self._rooms, weights, ledger))
+                                           else FleetGate(self._rooms, weights, ledger, active_lead=lead))
         self.update(specs)
+
+    def _active_lead(self) -> float:
+        return self.options.fair_active_lead
 
     breaker = None  # each replica's backend has its own (`status`, the breaker metrics)
 

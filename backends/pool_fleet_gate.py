@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from fairgate.backends.pool_gate import FairGate, Waits, record_wait
+from fairgate.scheduler.fairness import DEFAULT_ACTIVE_LEAD
 
 log = logging.getLogger("fairgate.pool")
 
@@ -75,8 +76,9 @@ class Round:
 class GateLedger(Protocol):
     """The shared slots and counters of one pool."""
 
-    async def admit(self, asks: list[Ask], rooms: dict[str, int]) -> Round:
-        """Let waiters through onto the routable replicas' slots (`rooms`: replica -> slots)."""
+    async def admit(self, asks: list[Ask], rooms: dict[str, int], active_lead: float = 0.0) -> Round:
+        """Let waiters through onto the routable replicas' slots (`rooms`: replica -> slots); a
+        tenant served lately keeps up to `active_lead` of its lead when it starts waiting."""
         ...
 
     async def release(self, slot_id: str, replica: str, tenant: str, charge: float) -> None:
@@ -114,13 +116,16 @@ class FleetGate:
     fleet's load, not this process's share of it."""
 
     def __init__(self, rooms: Callable[[], dict[str, int]], weight_of: Callable[[str], float], ledger: GateLedger,
-                 poll_s: float = 0.25, down_s: float = 1.0) -> None:
+                 poll_s: float = 0.25, down_s: float = 1.0,
+                 active_lead: Callable[[], float] = lambda: DEFAULT_ACTIVE_LEAD) -> None:
         self.rooms = rooms
         self.weight_of = weight_of
         self.ledger = ledger
         self.poll_s = poll_s
         self.down_s = down_s
-        self.local = FairGate(self._local_capacity, weight_of)  # while the ledger is unreachable
+        self.active_lead = active_lead  # read each round (pool_gate.FairGate's)
+        self.local = FairGate(self._local_capacity, weight_of,  # while the ledger is unreachable
+                              active_lead=active_lead)
         self.in_flight = 0  # fleet slots this process holds
         self.waited = 0  # requests not let through in their first round
         self.waits: dict[str, Waits] = {}  # each tenant's times at the gate, fleet slots (metrics)
@@ -253,7 +258,7 @@ class FleetGate:
                     [(w.sid, w.cost, w.prefer) for w in itertools.islice(line, max(cap, 0))])
                 for t, line in self._lines.items()]
         self._held_back = False
-        got = await self.ledger.admit(asks, rooms)
+        got = await self.ledger.admit(asks, rooms, self.active_lead())
         self._full = got.in_use >= cap
         if self._held_back and not self._full:  # arrivals during the round: room after all
             self._kick.set()

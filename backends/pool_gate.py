@@ -8,7 +8,11 @@ the waiting tenant with the least weighted service goes next (the engine's own f
 scheduler/fair_queue.py, does the same inside our engines). Service is charged as it is known:
 the prompt bound when a request is let through, the completion tokens it used when it ends,
 each divided by the tenant's weight (the weights the gateway pushes to its engines). A tenant
-that starts waiting is lifted to the least counter of those waiting, so idle time is no credit.
+that starts waiting is lifted to the least counter of those waiting, so idle time is no credit;
+one served within the last `active_window_s` (a request let through or ended: it is not idle, it
+asks for less than its share) keeps up to `active_lead` tokens (over its weight) of its lead below
+that, as in the engine's fair queue (scheduler/fairness.py `FairnessConfig.active_lead`): a light
+tenant's burst goes ahead of a flood's backlog instead of level with it.
 Late binding: the replica is chosen after the wait, from the load then (pool routing).
 A waiter whose client leaves is simply dropped; a slot is never held by a request that is not
 running.
@@ -30,6 +34,8 @@ import contextlib
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+
+from fairgate.scheduler.fairness import DEFAULT_ACTIVE_LEAD
 
 WAIT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, float("inf"))
 
@@ -56,10 +62,14 @@ def record_wait(waits: dict[str, Waits], tenant: str, seconds: float) -> None:
 
 class FairGate:
     def __init__(self, capacity: Callable[[], int], weight_of: Callable[[str], float],
-                 reserve: Callable[[], int] = lambda: 0, recent_s: float = 2.0) -> None:
+                 reserve: Callable[[], int] = lambda: 0, recent_s: float = 2.0,
+                 active_lead: Callable[[], float] = lambda: DEFAULT_ACTIVE_LEAD,
+                 active_window_s: float = 1.0) -> None:
         self.capacity = capacity
         self.weight_of = weight_of
         self.reserve, self.recent_s = reserve, recent_s  # reserve(): the headroom, read as it is used
+        self.active_lead, self.active_window_s = active_lead, active_window_s  # active_lead(): as used
+        self._served: dict[str, float] = {}  # when each tenant was last let through or ended (loop time)
         self.in_flight = 0
         self._held: dict[str, int] = {}  # slots each tenant holds
         self._ended: dict[str, float] = {}  # when each tenant's last request ended (loop time)
@@ -95,6 +105,7 @@ class FairGate:
             self._release(tenant)
 
     def _take(self, tenant: str, cost: float) -> None:
+        self._served[tenant] = asyncio.get_running_loop().time()
         self.in_flight += 1
         self._held[tenant] = self._held.get(tenant, 0) + 1
         self._charge(tenant, cost)
@@ -106,9 +117,11 @@ class FairGate:
             self._held[tenant] = held
         else:
             self._held.pop(tenant, None)
-        now = self._ended[tenant] = asyncio.get_running_loop().time()
+        now = self._ended[tenant] = self._served[tenant] = asyncio.get_running_loop().time()
         if len(self._ended) > 1024:  # only the last recent_s seconds matter
             self._ended = {t: at for t, at in self._ended.items() if now - at < self.recent_s}
+        if len(self._served) > 1024:  # only the last active_window_s seconds matter
+            self._served = {t: at for t, at in self._served.items() if now - at <= self.active_window_s}
         self.wake()
 
     def _may_take(self, tenant: str, capacity: int, now: float) -> bool:
@@ -132,7 +145,7 @@ class FairGate:
             # let straight through, it still left the (empty) queue: lifted to the clock's present
             # and setting it, so the service it had alone is no debt to the next tenant to come
             self._lift(tenant)
-            self._last_left = self.counter(tenant)
+            self._last_left = max(self._last_left, self.counter(tenant))  # a lead never turns it back
             self._take(tenant, cost)
             record_wait(self.waits, tenant, 0.0)
             return
@@ -190,8 +203,14 @@ class FairGate:
                 del self._waiting[tenant]
 
     def _lift(self, tenant: str) -> None:
+        """A tenant starting to wait starts no lower than the least waiting counter (or, with
+        nobody waiting, the counter of the last to leave the queue); one served within the last
+        `active_window_s`, no lower than `active_lead()` (over its weight) below that."""
         others = [self.counter(t) for t in self._waiting]
         floor = min(others) if others else self._last_left
+        served = self._served.get(tenant)
+        if served is not None and asyncio.get_running_loop().time() - served <= self.active_window_s:
+            floor -= self.active_lead() / max(self.weight_of(tenant), 1e-9)
         self._counters[tenant] = max(self.counter(tenant), floor)
 
     def _charge(self, tenant: str, cost: float) -> None:

@@ -421,8 +421,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-slot-share", action="store_true",
                     help="the fair engine preempts on the counter gap only, not for a tenant under its slot share")
     ap.add_argument("--active-lead", type=float, default=None,
-                    help="the fair engine's --fairness-active-lead (default: the engine's; 0: a returning "
-                         "tenant starts level, the VTC paper's lift)")
+                    help="the fair engine's --fairness-active-lead and, --pool and --vllm, the gateways' "
+                         "pool_fair_active_lead (default: theirs, 1024; 0: a returning tenant starts level, "
+                         "the VTC paper's lift)")
     ap.add_argument("--pool", type=int, default=0, help="N engine servers in a pool behind two gateways")
     ap.add_argument("--engine-threads", type=int, default=None,
                     help="compute threads per engine (default: torch's choice; --pool: cores / N), e.g. 1 to "

@@ -126,9 +126,11 @@ def wait_figures(before: dict[float, float], after: dict[float, float]) -> dict[
 
 
 def gateway(workdir: str, servers: list[str], fair_slots: int | None,
-            fair_reserve: int = 0) -> tuple[Proc, dict[str, dict[str, str]]]:
+            fair_reserve: int = 0, active_lead: float | None = None) -> tuple[Proc, dict[str, dict[str, str]]]:
     env = {"FAIRGATE_POOL_FAIR_SLOTS": str(fair_slots), "FAIRGATE_POOL_FAIR_RESERVE": str(fair_reserve),
            "FAIRGATE_METRICS_TENANT_LABELS": "true"} if fair_slots else {}
+    if fair_slots and active_lead is not None:
+        env["FAIRGATE_POOL_FAIR_ACTIVE_LEAD"] = str(active_lead)
     gw = start_gateway(tempfile.mkdtemp(dir=workdir), env)
     keys = setup_pool(gw.url, servers, WEIGHTS, kind="vllm")
     return gw, {t: {"authorization": f"Bearer {k}"} for t, k in keys.items()}
@@ -162,7 +164,7 @@ def run_vllm(args: argparse.Namespace) -> dict:
                     keys: dict[str, dict[str, str]] = {"light": {}, "flood": {}}
                 else:
                     gw, keys = gateway(workdir, servers, (args.fair_slots or args.max_num_seqs) if name == "gw-fair" else None,
-                                       args.fair_reserve)
+                                       args.fair_reserve, args.active_lead)
                     round_es.callback(gw.stop)
                     entries = {"light": gw.url, "flood": gw.url}
                     if not capacity:
@@ -227,7 +229,7 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Phase]], capac
     solo50 = p(results["direct"]["alone"].ttft["light"], 50)
     fair, fcfs, direct = results["gw-fair"]["flood"], results["gw-fcfs"]["flood"], results["direct"]["flood"]
     out = {
-        "mode": "vllm", "fair_reserve": args.fair_reserve, "capacity_req_s": round(capacity, 2),
+        "mode": "vllm", "fair_reserve": args.fair_reserve, "active_lead": args.active_lead, "capacity_req_s": round(capacity, 2),
         "vllm_light_alone_ttft_p99_s": round(solo99, 4),
         "direct_light_ttft_p99_s": round(p(direct.ttft["light"], 99), 4),
         "fcfs_light_ttft_p99_s": round(p(fcfs.ttft["light"], 99), 4),

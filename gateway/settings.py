@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     # weighted share (the local queue; the fleet's in Redis has none): a light tenant's request goes
     # out at once instead of waiting for one of a flood's to end.
     pool_fair_reserve: int = Field(default=0, ge=0, le=100_000)
+    # A tenant served within the last second keeps up to this many tokens (over its weight) of its lead
+    # when its next request waits at a pool's fair queue, instead of starting level with a flood's
+    # backlog (backends/pool_gate.py; the engines' --fairness-active-lead); 0: VTC's level lift.
+    pool_fair_active_lead: float = Field(default=1024.0, ge=0, le=1e9)
     model: str | None = None  # model folder of the embedded engine
     served_model_name: str | None = None  # default: the model folder's name
     reasoning_parser: Literal["qwen3", "deepseek_r1", "gpt_oss"] | None = None  # the embedded engine's (fairgate engine --reasoning-parser)

@@ -24,6 +24,7 @@ from fairgate.gateway.store.pool_tables import PoolReplicaRow, PoolRow
 
 if TYPE_CHECKING:
     from fairgate.gateway.config.state import ConfigState
+    from fairgate.gateway.settings import Settings
 
 
 @dataclass(slots=True)
@@ -62,9 +63,14 @@ def _tokenizer(folder: str) -> PromptEncoder:
     return Tokenizer(folder)
 
 
-def options_of(row: PoolRow, fair_slots: int | None = None, fair_reserve: int = 0) -> PoolOptions:
-    return PoolOptions(policy=row.policy, load_factor=row.load_factor, max_kv_usage=row.max_kv_usage,  # type: ignore[arg-type]
-                       load_slack=row.load_slack, fair_slots=fair_slots, fair_reserve=fair_reserve)
+def options_of(row: PoolRow, settings: Settings | None = None) -> PoolOptions:
+    """A pool's options: its row's routing, the gateway's fair-queue settings."""
+    options = PoolOptions(policy=row.policy, load_factor=row.load_factor, max_kv_usage=row.max_kv_usage,  # type: ignore[arg-type]
+                          load_slack=row.load_slack)
+    if settings is not None:
+        options.fair_slots, options.fair_reserve = settings.pool_fair_slots, settings.pool_fair_reserve
+        options.fair_active_lead = settings.pool_fair_active_lead
+    return options
 
 
 def keyer_of(row: PoolRow) -> PrefixKeyer:
@@ -99,14 +105,14 @@ async def load_pools(state: ConfigState, old: dict[str, Backend]) -> dict[str, t
         existing = old.get(row.name)
         keyer = await asyncio.to_thread(keyer_of, row)
         if isinstance(existing, PoolBackend) and existing.kind == row.kind and existing.model == row.model:
-            existing.options, existing.keyer = options_of(row, state.settings.pool_fair_slots, state.settings.pool_fair_reserve), keyer
+            existing.options, existing.keyer = options_of(row, state.settings), keyer
             existing.update(cfg.replicas)
             out[row.name] = existing, row
             continue
         # the fair queue's counters and slots are the fleet's when replicas share Redis (pool_clock)
         ledger = state.pool_clock.ledger(row.name) if state.pool_clock is not None else None
         pool = PoolBackend(row.name, row.kind, cfg.replicas, _factory(state, row), state.http, model=row.model,
-                           keyer=keyer, options=options_of(row, state.settings.pool_fair_slots, state.settings.pool_fair_reserve),
+                           keyer=keyer, options=options_of(row, state.settings),
                            weight_of=lambda tenant: state.fairness_weights.get(tenant, 1.0), ledger=ledger)
         out[row.name] = pool.start(), row
     return out

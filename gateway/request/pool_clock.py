@@ -11,6 +11,7 @@ pool_share's do, under `<prefix>:{pool:<name>}`:
                      `*/<slot id>`: a slot a gateway took on its own while Redis was unreachable
                      (on no replica in particular: it counts against the pool's total)
     :vtc             hash, tenant -> virtual counter
+    :recent          hash, tenant -> when it was last let through or a request of its ended (ms)
     :floor           the clock's present: the highest counter let through or left waiting
                      (VTC's counter of the last to leave the queue)
     :demand:<gw>     hash, tenant -> requests waiting at gateway <gw> (expires unless refreshed)
@@ -24,7 +25,9 @@ a free slot, else on the replica with the most free slots); it stops when that t
 only at another gateway (its slot) and wakes that gateway. RELEASE frees a slot, charges the
 completion and wakes the gateways where the least-served waiting tenant waits. A tenant that
 starts waiting is lifted to the least counter of those already waiting, or with nobody
-waiting to the floor (idle time is no credit), as in the engine's fair queue. Every grant
+waiting to the floor (idle time is no credit), as in the engine's fair queue; one served within
+the last `active_window_s` (let through, or a request of its ended, at any gateway) keeps up to
+`active_lead` tokens over its weight of its lead below that (backends/pool_gate.py). Every grant
 counts, also one let straight through: a tenant served alone while the others were idle must
 not owe that service to the next one to arrive (before, a light tenant served alone had its
 counter far above a flood's that arrived later, and waited seconds while the flood caught up;
@@ -60,7 +63,8 @@ local function wake(base, gateways)
   end
 end
 """
-# KEYS: base. ARGV: gateway id, slot ttl ms, demand ttl ms, replicas n, then per replica name and
+# KEYS: base. ARGV: gateway id, slot ttl ms, demand ttl ms, active lead, active window ms, replicas n,
+# then per replica name and
 # slots; tenants n, then per tenant: tenant, weight, waiting, k and k triples (slot id, prompt
 # cost, preferred replica or ""). Returns granted count, (slot id, replica) per grant, live
 # gateways, slots in use, then (tenant, counter) pairs.
@@ -68,6 +72,7 @@ ADMIT = WAKE + """
 local base = KEYS[1]
 local slots, vtc, gws, live = base .. ':slots', base .. ':vtc', base .. ':gws', base .. ':live'
 local gw, ttl, dttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local lead, window, recent = tonumber(ARGV[4]), tonumber(ARGV[5]), base .. ':recent'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
@@ -91,8 +96,8 @@ for _, g in ipairs(redis.call('ZRANGE', gws, 0, -1)) do
     end
   end
 end
-local room, replicas, i = {}, {}, 5
-for _ = 1, tonumber(ARGV[4]) do
+local room, replicas, i = {}, {}, 7
+for _ = 1, tonumber(ARGV[6]) do
   room[ARGV[i]] = tonumber(ARGV[i + 1])
   replicas[#replicas + 1] = ARGV[i]
   i = i + 2
@@ -122,9 +127,14 @@ for tenant in pairs(before) do
   if least == nil or c(tenant) < least then least = c(tenant) end
 end
 for _, tenant in ipairs(names) do
-  if not before[tenant] and c(tenant) < (least or floor) then
-    counter[tenant] = least or floor
-    redis.call('HSET', vtc, tenant, tostring(counter[tenant]))
+  if not before[tenant] then
+    local lift = least or floor
+    local seen = tonumber(redis.call('HGET', recent, tenant) or '-1')
+    if seen >= 0 and now - seen <= window then lift = lift - lead / mine[tenant].w end
+    if c(tenant) < lift then
+      counter[tenant] = lift
+      redis.call('HSET', vtc, tenant, tostring(lift))
+    end
   end
 end
 local granted = {}
@@ -156,6 +166,7 @@ while free > 0 do
   if bestv > served then served = bestv end
   counter[best] = bestv + tonumber(ARGV[at + 1]) / e.w
   redis.call('HSET', vtc, best, tostring(counter[best]))
+  redis.call('HSET', recent, best, now)
   granted[#granted + 1] = ARGV[at]
   granted[#granted + 1] = r
   e.at = e.at + 1
@@ -163,6 +174,7 @@ while free > 0 do
 end
 redis.call('PEXPIRE', slots, ttl + 60000)
 redis.call('PEXPIRE', vtc, 86400000)
+if #granted > 0 then redis.call('PEXPIRE', recent, window + 60000) end
 local mykey = base .. ':demand:' .. gw
 redis.call('DEL', mykey)
 local low = nil
@@ -197,12 +209,16 @@ for tenant, v in pairs(counter) do
 end
 return out
 """
-# KEYS: base. ARGV: `<replica>/<slot id>`, tenant, charge (completion tokens / weight), gateway id. Wakes the
+# KEYS: base. ARGV: `<replica>/<slot id>`, tenant, charge (completion tokens / weight), gateway id,
+# active window ms (how long its end counts as recent). Wakes the
 # other gateways where the least-served waiting tenant waits (the releaser tries on its own).
 RELEASE = WAKE + """
 local base = KEYS[1]
 local vtc = base .. ':vtc'
 local removed = redis.call('ZREM', base .. ':slots', ARGV[1])
+local t = redis.call('TIME')
+redis.call('HSET', base .. ':recent', ARGV[2], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+redis.call('PEXPIRE', base .. ':recent', tonumber(ARGV[5]) + 60000)
 if tonumber(ARGV[3]) > 0 then
   redis.call('HINCRBYFLOAT', vtc, ARGV[2], ARGV[3])
   redis.call('PEXPIRE', vtc, 86400000)
@@ -252,12 +268,13 @@ class PoolClock:
     """The Redis side of every pool's fleet gate in this gateway process (one connection)."""
 
     def __init__(self, url: str, prefix: str, ttl_s: int, cluster: bool = False,
-                 demand_ttl_ms: int = 2000) -> None:
+                 demand_ttl_ms: int = 2000, active_window_s: float = 1.0) -> None:
         self._url, self._cluster = url, cluster
         self._redis: Any = self.connect()
         self._prefix = prefix
         self._ttl_ms = ttl_s * 1000
         self._demand_ttl_ms = demand_ttl_ms
+        self._window_ms = int(active_window_s * 1000)  # a tenant served this lately keeps a lead
         self.gateway_id = uuid.uuid4().hex[:12]
         self._admit = Script(self._redis, ADMIT)
         self._release = Script(self._redis, RELEASE)
@@ -282,8 +299,9 @@ class PoolClock:
     def ledger(self, pool: str) -> PoolLedger:
         return PoolLedger(self, pool)
 
-    async def admit(self, pool: str, asks: list[Ask], rooms: dict[str, int]) -> Round:
-        args: list[Any] = [self.gateway_id, self._ttl_ms, self._demand_ttl_ms, len(rooms)]
+    async def admit(self, pool: str, asks: list[Ask], rooms: dict[str, int], active_lead: float = 0.0) -> Round:
+        args: list[Any] = [self.gateway_id, self._ttl_ms, self._demand_ttl_ms, repr(float(active_lead)),
+                           self._window_ms, len(rooms)]
         for replica, slots in rooms.items():
             args += [replica, slots]
         args.append(len(asks))
@@ -308,7 +326,7 @@ class PoolClock:
         self._held.pop(sid, None)
         self.heartbeat.discard(sid)
         await self._timed(self._release([self.base(pool)], [f"{replica}/{sid}", tenant, repr(float(charge)),
-                                                            self.gateway_id]))
+                                                            self.gateway_id, self._window_ms]))
 
     async def counters(self, pool: str) -> dict[str, float]:
         """The fleet counters as they are now (tests, the admin)."""
@@ -364,8 +382,8 @@ class PoolLedger:
             await self._waker.aclose()
             self._waker = None
 
-    async def admit(self, asks: list[Ask], rooms: dict[str, int]) -> Round:
-        return await self.clock.admit(self.pool, asks, rooms)
+    async def admit(self, asks: list[Ask], rooms: dict[str, int], active_lead: float = 0.0) -> Round:
+        return await self.clock.admit(self.pool, asks, rooms, active_lead)
 
     async def release(self, slot_id: str, replica: str, tenant: str, charge: float) -> None:
         await self.clock.release(self.pool, slot_id, replica, tenant, charge)

@@ -77,6 +77,51 @@ async def test_service_a_tenant_had_alone_is_no_debt_to_a_flood_that_comes_later
     assert order[10:12] == ["f0", "l10"], order[10:]  # not behind the flood's five
 
 
+async def _burst_behind_a_flood(gate: FairGate, idle_s: float) -> list[str]:
+    """The light tenant is served once and the flood five times (20 of service each), then the
+    light tenant idles `idle_s` and sends three requests while the flood holds the one slot and
+    has five waiting: the order in which the gate lets them through."""
+    order: list[str] = []
+    await _run(gate, order, "light", "l0")
+    for i in range(5):
+        await _run(gate, order, "flood", f"a{i}")
+    release = asyncio.Event()
+    first = asyncio.create_task(_run(gate, order, "flood", "f0", release))
+    await asyncio.sleep(0)
+    flood = [asyncio.create_task(_run(gate, order, "flood", f"f{i}")) for i in range(1, 6)]
+    await asyncio.sleep(idle_s)
+    light = [asyncio.create_task(_run(gate, order, "light", f"l{i}")) for i in range(1, 4)]
+    await asyncio.sleep(0)
+    assert gate.waiting == 8
+    release.set()
+    await asyncio.gather(first, *flood, *light)
+    assert gate.in_flight == 0 and gate.waiting == 0
+    return order[7:]
+
+
+async def test_a_tenant_served_lately_keeps_its_lead_over_a_flood_backlog() -> None:
+    """Served within the window, the light tenant is not idle: its burst of three goes ahead of
+    the flood's backlog, by the service it had less than the flood. Lifted level (a lead of 0,
+    VTC's rule), it alternates with the flood."""
+    led = await _burst_behind_a_flood(FairGate(lambda: 1, lambda tenant: 1.0), idle_s=0.0)
+    assert led[:4] == ["l1", "l2", "l3", "f1"], led
+    level = await _burst_behind_a_flood(FairGate(lambda: 1, lambda tenant: 1.0, active_lead=lambda: 0.0),
+                                        idle_s=0.0)
+    assert level[:5] == ["l1", "f1", "l2", "f2", "l3"], level
+
+
+async def test_a_tenant_idle_past_the_window_starts_level_and_the_lead_is_bounded() -> None:
+    """Idle longer than `active_window_s`, the light tenant gets no lead; and a lead smaller than
+    the burst lets only part of it ahead of the flood (the bound grows by the lead, no more)."""
+    idle = await _burst_behind_a_flood(FairGate(lambda: 1, lambda tenant: 1.0, active_window_s=0.05),
+                                       idle_s=0.1)
+    assert idle[:5] == ["l1", "f1", "l2", "f2", "l3"], idle
+    # each light request costs 10 let through and 10 more when it ends: a lead of 25 covers two
+    short = await _burst_behind_a_flood(FairGate(lambda: 1, lambda tenant: 1.0, active_lead=lambda: 25.0),
+                                        idle_s=0.0)
+    assert short[:4] == ["l1", "l2", "f1", "l3"], short
+
+
 async def test_weights_share_the_slots() -> None:
     weights = {"a": 1.0, "b": 3.0, "z": 1.0}
     gate = FairGate(lambda: 1, weights.__getitem__)

@@ -147,6 +147,50 @@ async def test_service_let_straight_through_sets_the_floor_a_newcomer_is_lifted_
             assert await c1.slots_in_use("p") == 0
 
 
+@pytest.mark.parametrize(("lead", "idle_s", "light_first"), [(1024.0, 0.0, True), (0.0, 0.0, False),
+                                                          (1024.0, 0.15, False)])
+async def test_a_tenant_served_lately_keeps_its_lead_at_any_gateway(lead, idle_s, light_first) -> None:
+    """Script by script: a (light) is served once at gateway 1, b (a flood) at gateway 2 is served
+    twice and keeps a backlog; then a starts waiting at gateway 1 with the pool full. Served
+    within the window, a keeps its lead (its counter stays below b's), so the next freed slot is
+    left for a even at b's own gateway; lifted level (a lead of 0, or a idle past the 0.1 s
+    window) it ties with b, and b's gateway takes the slot for b."""
+    with redis_prefix() as prefix:
+        c1, c2 = PoolClock(REDIS_URL, prefix, 30, active_window_s=0.1), PoolClock(REDIS_URL, prefix, 30)
+        l1, l2 = c1.ledger("p"), c2.ledger("p")
+        try:
+            one = {"r": 1}
+            assert (await l1.admit([Ask("a", 1.0, 1, [("a0", 10.0, "")])], one, lead)).granted == [("a0", "r")]
+            await l1.release("a0", "r", "a", 10.0)
+            await l1.admit([], one, lead)
+            flood = [("b0", 100.0, ""), ("b1", 100.0, ""), ("b2", 100.0, "")]
+            assert (await l2.admit([Ask("b", 1.0, 3, flood)], one, lead)).granted == [("b0", "r")]
+            await l2.release("b0", "r", "b", 100.0)
+            assert (await l2.admit([Ask("b", 1.0, 2, flood[1:])], one, lead)).granted == [("b1", "r")]
+            await asyncio.sleep(idle_s)
+            light = [("a1", 10.0, ""), ("a2", 10.0, "")]
+            waits = await l1.admit([Ask("a", 1.0, 2, light)], one, lead)
+            assert waits.granted == []
+            assert waits.counters["a"] == (20.0 if light_first else 300.0)  # kept, or lifted level
+            await l2.release("b1", "r", "b", 0.0)
+            theirs = await l2.admit([Ask("b", 1.0, 1, flood[2:])], one, lead)
+            assert theirs.granted == ([] if light_first else [("b2", "r")])
+            if light_first:  # gateway 1 was woken for it, and a's burst goes ahead of b's backlog
+                assert await l1.wait_freed(0.1)
+                assert (await l1.admit([Ask("a", 1.0, 2, light)], one, lead)).granted == [("a1", "r")]
+                await l1.release("a1", "r", "a", 10.0)
+                assert (await l1.admit([Ask("a", 1.0, 1, light[1:])], one, lead)).granted == [("a2", "r")]
+                await l1.release("a2", "r", "a", 10.0)
+                await l1.admit([], one, lead)
+                assert (await l2.admit([Ask("b", 1.0, 1, flood[2:])], one, lead)).granted == [("b2", "r")]
+            await l2.release("b2", "r", "b", 0.0)
+            await l2.admit([], one, lead)
+            assert await c1.slots_in_use("p") == 0
+        finally:
+            for closing in (l1, l2, c1, c2):
+                await closing.aclose()
+
+
 async def test_a_closed_gate_lets_its_waiters_go_on_in_local_order() -> None:
     """A pool dropped by a rebuild (or a stopping gateway) strands nobody: its waiters run under
     the local queue; the fleet slot held meanwhile is given back to Redis."""
@@ -208,9 +252,9 @@ class _CountedLedger(PoolLedger):
 
     rounds = 0
 
-    async def admit(self, asks: list[Ask], rooms: dict[str, int]) -> Round:
+    async def admit(self, asks: list[Ask], rooms: dict[str, int], active_lead: float = 0.0) -> Round:
         self.rounds += 1
-        return await super().admit(asks, rooms)
+        return await super().admit(asks, rooms, active_lead)
 
 
 async def test_arrivals_at_a_full_pool_start_no_rounds_of_their_own() -> None:
