@@ -154,7 +154,8 @@ class PoolBackend:
         self.gate: FairGate | FleetGate = (FairGate(self._room, weights, lambda: self.options.fair_reserve,
                                                     active_lead=lead)
                                            if ledger is None
-                                           else FleetGate(self._rooms, weights, ledger, active_lead=lead))
+                                           else FleetGate(self._rooms, weights, ledger, active_lead=lead,
+                                                          reserve=lambda: self.options.fair_reserve))
         self.update(specs)
 
     def _active_lead(self) -> float:

@@ -76,9 +76,11 @@ class Round:
 class GateLedger(Protocol):
     """The shared slots and counters of one pool."""
 
-    async def admit(self, asks: list[Ask], rooms: dict[str, int], active_lead: float = 0.0) -> Round:
+    async def admit(self, asks: list[Ask], rooms: dict[str, int], active_lead: float = 0.0,
+                    reserve: int = 0) -> Round:
         """Let waiters through onto the routable replicas' slots (`rooms`: replica -> slots); a
-        tenant served lately keeps up to `active_lead` of its lead when it starts waiting."""
+        tenant served lately keeps up to `active_lead` of its lead when it starts waiting; the
+        last `reserve` free slots go only to a tenant below its weighted share (the headroom)."""
         ...
 
     async def release(self, slot_id: str, replica: str, tenant: str, charge: float) -> None:
@@ -117,14 +119,15 @@ class FleetGate:
 
     def __init__(self, rooms: Callable[[], dict[str, int]], weight_of: Callable[[str], float], ledger: GateLedger,
                  poll_s: float = 0.25, down_s: float = 1.0,
-                 active_lead: Callable[[], float] = lambda: DEFAULT_ACTIVE_LEAD) -> None:
+                 active_lead: Callable[[], float] = lambda: DEFAULT_ACTIVE_LEAD,
+                 reserve: Callable[[], int] = lambda: 0) -> None:
         self.rooms = rooms
         self.weight_of = weight_of
         self.ledger = ledger
         self.poll_s = poll_s
         self.down_s = down_s
-        self.active_lead = active_lead  # read each round (pool_gate.FairGate's)
-        self.local = FairGate(self._local_capacity, weight_of,  # while the ledger is unreachable
+        self.active_lead, self.reserve = active_lead, reserve  # read each round (pool_gate.FairGate's)
+        self.local = FairGate(self._local_capacity, weight_of, reserve,  # while the ledger is unreachable
                               active_lead=active_lead)
         self.in_flight = 0  # fleet slots this process holds
         self.waited = 0  # requests not let through in their first round
@@ -258,8 +261,10 @@ class FleetGate:
                     [(w.sid, w.cost, w.prefer) for w in itertools.islice(line, max(cap, 0))])
                 for t, line in self._lines.items()]
         self._held_back = False
-        got = await self.ledger.admit(asks, rooms, self.active_lead())
-        self._full = got.in_use >= cap
+        reserve = self.reserve()
+        got = await self.ledger.admit(asks, rooms, self.active_lead(), reserve)
+        # full for the tenants waiting here: what is left is headroom they were not let into
+        self._full = got.in_use >= cap - reserve
         if self._held_back and not self._full:  # arrivals during the round: room after all
             self._kick.set()
         self.counters.update(got.counters)

@@ -429,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="compute threads per engine (default: torch's choice; --pool: cores / N), e.g. 1 to "
                          "leave a core to the gateway and the client")
     ap.add_argument("--fair-reserve", type=int, default=0,
-                    help="--vllm: the gateway's pool_fair_reserve in the fair round (headroom slots)")
+                    help="--vllm, --pool: the gateways' pool_fair_reserve in the fair round (headroom slots)")
     ap.add_argument("--fair-slots", type=int, default=None,
                     help="--pool, --vllm: the gateways' pool_fair_slots (per replica) in the fair round "
                          "(default --max-num-seqs)")

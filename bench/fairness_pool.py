@@ -136,6 +136,7 @@ def start_fleet(es: contextlib.ExitStack, queue: str, args: argparse.Namespace,
     if queue == "vtc":
         env["FAIRGATE_POOL_FAIR_SLOTS"] = str(args.fair_slots or args.max_num_seqs)
         env["FAIRGATE_METRICS_TENANT_LABELS"] = "true"  # the light tenant's time at the gate
+        env["FAIRGATE_POOL_FAIR_RESERVE"] = str(args.fair_reserve)  # headroom in the fleet queue
         if args.active_lead is not None:  # the gateways' fleet queue takes the engines' lead
             env["FAIRGATE_POOL_FAIR_ACTIVE_LEAD"] = str(args.active_lead)
     gateways = []
@@ -209,7 +210,8 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Phase]], share
         print(f"{q:<6}share  gold (w3) at gw1 {s['gold']} chunks, std (w1) at gw2 {s['std']}: {ratio[q]:.2f}:1")
     v, f = results["vtc"], results["fcfs"]
     summary: dict = {
-        "mode": f"pool {args.pool}", "active_lead": args.active_lead, "capacity_req_s": round(capacity, 2),
+        "mode": f"pool {args.pool}", "active_lead": args.active_lead, "fair_reserve": args.fair_reserve,
+        "capacity_req_s": round(capacity, 2),
         "light_alone_ttft_p99_s": round(p(v["alone"].ttft["light"], 99), 4),
         "vtc_light_ttft_p99_s": round(p(v["flood"].ttft["light"], 99), 4),
         "fcfs_light_ttft_p99_s": round(p(f["flood"].ttft["light"], 99), 4),

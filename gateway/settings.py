@@ -42,7 +42,7 @@ class Settings(BaseSettings):
     # With redis_url the slots and the tenants' counters are the fleet's (gateway/request/pool_clock.py).
     pool_fair_slots: int | None = Field(default=None, ge=1, le=100_000)
     # Of a pool's free slots under the fair queue, the last this many go only to a tenant below its
-    # weighted share (the local queue; the fleet's in Redis has none): a light tenant's request goes
+    # weighted share (in this gateway's queue, or the fleet's in Redis): a light tenant's request goes
     # out at once instead of waiting for one of a flood's to end.
     pool_fair_reserve: int = Field(default=0, ge=0, le=100_000)
     # A tenant served within the last second keeps up to this many tokens (over its weight) of its lead

@@ -12,6 +12,8 @@ pool_share's do, under `<prefix>:{pool:<name>}`:
                      (on no replica in particular: it counts against the pool's total)
     :vtc             hash, tenant -> virtual counter
     :recent          hash, tenant -> when it was last let through or a request of its ended (ms)
+    :owner           hash, `<replica>/<slot id>` -> the tenant holding it (its held slots, for the headroom)
+    :weight          hash, tenant -> its fairness weight as a gateway last asked with it (the headroom)
     :floor           the clock's present: the highest counter let through or left waiting
                      (VTC's counter of the last to leave the queue)
     :demand:<gw>     hash, tenant -> requests waiting at gateway <gw> (expires unless refreshed)
@@ -27,7 +29,11 @@ completion and wakes the gateways where the least-served waiting tenant waits. A
 starts waiting is lifted to the least counter of those already waiting, or with nobody
 waiting to the floor (idle time is no credit), as in the engine's fair queue; one served within
 the last `active_window_s` (let through, or a request of its ended, at any gateway) keeps up to
-`active_lead` tokens over its weight of its lead below that (backends/pool_gate.py). Every grant
+`active_lead` tokens over its weight of its lead below that (backends/pool_gate.py). With a
+headroom (`pool_fair_reserve`), the last free slots of the pool go only to a tenant holding fewer
+than its weighted share of them among the tenants about (holding, waiting at any gateway, or
+seen within two seconds), as in the local queue: each slot records its tenant (`:owner`) and each
+asking gateway its tenants' weights (`:weight`), so the shares are the fleet's. Every grant
 counts, also one let straight through: a tenant served alone while the others were idle must
 not owe that service to the next one to arrive (before, a light tenant served alone had its
 counter far above a flood's that arrived later, and waited seconds while the flood caught up;
@@ -63,8 +69,8 @@ local function wake(base, gateways)
   end
 end
 """
-# KEYS: base. ARGV: gateway id, slot ttl ms, demand ttl ms, active lead, active window ms, replicas n,
-# then per replica name and
+# KEYS: base. ARGV: gateway id, slot ttl ms, demand ttl ms, active lead, active window ms, headroom
+# slots, headroom window ms, replicas n, then per replica name and
 # slots; tenants n, then per tenant: tenant, weight, waiting, k and k triples (slot id, prompt
 # cost, preferred replica or ""). Returns granted count, (slot id, replica) per grant, live
 # gateways, slots in use, then (tenant, counter) pairs.
@@ -73,9 +79,14 @@ local base = KEYS[1]
 local slots, vtc, gws, live = base .. ':slots', base .. ':vtc', base .. ':gws', base .. ':live'
 local gw, ttl, dttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local lead, window, recent = tonumber(ARGV[4]), tonumber(ARGV[5]), base .. ':recent'
+local reserve, about_ms, owners = tonumber(ARGV[6]), tonumber(ARGV[7]), base .. ':owner'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+local gone = redis.call('ZRANGEBYSCORE', slots, '-inf', now)
+if #gone > 0 then
+  redis.call('HDEL', owners, unpack(gone))
+  redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
+end
 redis.call('ZREMRANGEBYSCORE', gws, '-inf', now)
 redis.call('ZREMRANGEBYSCORE', live, '-inf', now)
 redis.call('ZADD', live, now + 10000, gw)
@@ -96,10 +107,11 @@ for _, g in ipairs(redis.call('ZRANGE', gws, 0, -1)) do
     end
   end
 end
-local room, replicas, i = {}, {}, 7
-for _ = 1, tonumber(ARGV[6]) do
+local room, replicas, i, cap = {}, {}, 9, 0
+for _ = 1, tonumber(ARGV[8]) do
   room[ARGV[i]] = tonumber(ARGV[i + 1])
   replicas[#replicas + 1] = ARGV[i]
+  cap = cap + room[ARGV[i]]
   i = i + 2
 end
 local held = redis.call('ZRANGE', slots, 0, -1)
@@ -137,16 +149,48 @@ for _, tenant in ipairs(names) do
     end
   end
 end
+-- Headroom: the last `reserve` free slots go only to a tenant holding less than its weighted share
+-- of the pool among the tenants about (holding, waiting anywhere, or seen within about_ms).
+local holds, share = {}, {}
+if reserve > 0 then
+  if #held > 0 then
+    local who = redis.call('HMGET', owners, unpack(held))
+    for j = 1, #held do
+      if who[j] then holds[who[j]] = (holds[who[j]] or 0) + 1 end
+    end
+  end
+  local about = {}
+  for tenant in pairs(holds) do about[tenant] = true end
+  for tenant in pairs(before) do about[tenant] = true end
+  for _, tenant in ipairs(names) do
+    about[tenant] = true
+    redis.call('HSET', base .. ':weight', tenant, tostring(mine[tenant].w))
+  end
+  redis.call('PEXPIRE', base .. ':weight', 86400000)
+  local seen = redis.call('HGETALL', recent)
+  for j = 1, #seen, 2 do
+    if now - tonumber(seen[j + 1]) < about_ms then about[seen[j]] = true end
+  end
+  local total = 0
+  for tenant in pairs(about) do
+    share[tenant] = mine[tenant] and mine[tenant].w or tonumber(redis.call('HGET', base .. ':weight', tenant) or '1')
+    total = total + share[tenant]
+  end
+  for tenant in pairs(about) do share[tenant] = cap * share[tenant] / total end
+end
+local function may(tenant)
+  return free > reserve or (holds[tenant] or 0) < share[tenant]
+end
 local granted = {}
 local served = floor  -- the highest counter let through this round, before its charge
 while free > 0 do
   local best, bestv = nil, nil
   for tenant in pairs(others) do
-    if bestv == nil or c(tenant) < bestv then best, bestv = tenant, c(tenant) end
+    if may(tenant) and (bestv == nil or c(tenant) < bestv) then best, bestv = tenant, c(tenant) end
   end
   for _, tenant in ipairs(names) do
     local e = mine[tenant]
-    if e.at <= e.k and (bestv == nil or c(tenant) <= bestv) then best, bestv = tenant, c(tenant) end
+    if e.at <= e.k and may(tenant) and (bestv == nil or c(tenant) <= bestv) then best, bestv = tenant, c(tenant) end
   end
   local e = best and mine[best]
   if not e or e.at > e.k then
@@ -162,6 +206,8 @@ while free > 0 do
     end
   end
   redis.call('ZADD', slots, now + ttl, r .. '/' .. ARGV[at])
+  redis.call('HSET', owners, r .. '/' .. ARGV[at], best)
+  holds[best] = (holds[best] or 0) + 1
   room[r] = room[r] - 1
   if bestv > served then served = bestv end
   counter[best] = bestv + tonumber(ARGV[at + 1]) / e.w
@@ -173,6 +219,7 @@ while free > 0 do
   free = free - 1
 end
 redis.call('PEXPIRE', slots, ttl + 60000)
+redis.call('PEXPIRE', owners, ttl + 60000)
 redis.call('PEXPIRE', vtc, 86400000)
 if #granted > 0 then redis.call('PEXPIRE', recent, window + 60000) end
 local mykey = base .. ':demand:' .. gw
@@ -210,15 +257,18 @@ end
 return out
 """
 # KEYS: base. ARGV: `<replica>/<slot id>`, tenant, charge (completion tokens / weight), gateway id,
-# active window ms (how long its end counts as recent). Wakes the
+# the longer of the active and headroom windows in ms (how long its end counts). Wakes the
 # other gateways where the least-served waiting tenant waits (the releaser tries on its own).
 RELEASE = WAKE + """
 local base = KEYS[1]
 local vtc = base .. ':vtc'
 local removed = redis.call('ZREM', base .. ':slots', ARGV[1])
-local t = redis.call('TIME')
-redis.call('HSET', base .. ':recent', ARGV[2], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-redis.call('PEXPIRE', base .. ':recent', tonumber(ARGV[5]) + 60000)
+redis.call('HDEL', base .. ':owner', ARGV[1])
+if ARGV[2] ~= '' then
+  local t = redis.call('TIME')
+  redis.call('HSET', base .. ':recent', ARGV[2], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  redis.call('PEXPIRE', base .. ':recent', tonumber(ARGV[5]) + 60000)
+end
 if tonumber(ARGV[3]) > 0 then
   redis.call('HINCRBYFLOAT', vtc, ARGV[2], ARGV[3])
   redis.call('PEXPIRE', vtc, 86400000)
@@ -268,13 +318,14 @@ class PoolClock:
     """The Redis side of every pool's fleet gate in this gateway process (one connection)."""
 
     def __init__(self, url: str, prefix: str, ttl_s: int, cluster: bool = False,
-                 demand_ttl_ms: int = 2000, active_window_s: float = 1.0) -> None:
+                 demand_ttl_ms: int = 2000, active_window_s: float = 1.0, recent_s: float = 2.0) -> None:
         self._url, self._cluster = url, cluster
         self._redis: Any = self.connect()
         self._prefix = prefix
         self._ttl_ms = ttl_s * 1000
         self._demand_ttl_ms = demand_ttl_ms
         self._window_ms = int(active_window_s * 1000)  # a tenant served this lately keeps a lead
+        self._about_ms = int(recent_s * 1000)  # ... and one seen this lately counts for the headroom
         self.gateway_id = uuid.uuid4().hex[:12]
         self._admit = Script(self._redis, ADMIT)
         self._release = Script(self._redis, RELEASE)
@@ -299,9 +350,10 @@ class PoolClock:
     def ledger(self, pool: str) -> PoolLedger:
         return PoolLedger(self, pool)
 
-    async def admit(self, pool: str, asks: list[Ask], rooms: dict[str, int], active_lead: float = 0.0) -> Round:
+    async def admit(self, pool: str, asks: list[Ask], rooms: dict[str, int], active_lead: float = 0.0,
+                    reserve: int = 0) -> Round:
         args: list[Any] = [self.gateway_id, self._ttl_ms, self._demand_ttl_ms, repr(float(active_lead)),
-                           self._window_ms, len(rooms)]
+                           self._window_ms, reserve, self._about_ms, len(rooms)]
         for replica, slots in rooms.items():
             args += [replica, slots]
         args.append(len(asks))
@@ -326,7 +378,8 @@ class PoolClock:
         self._held.pop(sid, None)
         self.heartbeat.discard(sid)
         await self._timed(self._release([self.base(pool)], [f"{replica}/{sid}", tenant, repr(float(charge)),
-                                                            self.gateway_id, self._window_ms]))
+                                                            self.gateway_id,
+                                                            max(self._window_ms, self._about_ms)]))
 
     async def counters(self, pool: str) -> dict[str, float]:
         """The fleet counters as they are now (tests, the admin)."""
@@ -382,8 +435,9 @@ class PoolLedger:
             await self._waker.aclose()
             self._waker = None
 
-    async def admit(self, asks: list[Ask], rooms: dict[str, int], active_lead: float = 0.0) -> Round:
-        return await self.clock.admit(self.pool, asks, rooms, active_lead)
+    async def admit(self, asks: list[Ask], rooms: dict[str, int], active_lead: float = 0.0,
+                    reserve: int = 0) -> Round:
+        return await self.clock.admit(self.pool, asks, rooms, active_lead, reserve)
 
     async def release(self, slot_id: str, replica: str, tenant: str, charge: float) -> None:
         await self.clock.release(self.pool, slot_id, replica, tenant, charge)

@@ -191,6 +191,48 @@ async def test_a_tenant_served_lately_keeps_its_lead_at_any_gateway(lead, idle_s
                 await closing.aclose()
 
 
+async def test_the_fleet_headroom_keeps_a_slot_for_a_tenant_below_its_share() -> None:
+    """Script by script, four slots, one of them headroom. Alone, the flood (b, gateway 2) takes
+    all four. Once a light tenant (a, gateway 1) has been seen lately, the flood holding three
+    (over its half) is not let into the fourth, and a's request arriving then goes out at once;
+    when a has not been seen for the headroom window, b's waiting request takes the slot."""
+    with redis_prefix() as prefix:
+        c1 = PoolClock(REDIS_URL, prefix, 30, recent_s=0.3)
+        c2 = PoolClock(REDIS_URL, prefix, 30, recent_s=0.3)
+        l1, l2 = c1.ledger("p"), c2.ledger("p")
+        try:
+            four = {"r0": 2, "r1": 2}
+            alone = [(f"x{i}", 10.0, "") for i in range(4)]
+            got = await l2.admit([Ask("b", 1.0, 4, alone)], four, 0.0, 1)
+            assert len(got.granted) == 4  # nobody else about: the headroom is the flood's
+            for sid, replica in got.granted:
+                await l2.release(sid, replica, "b", 0.0)
+            await l2.admit([], four, 0.0, 1)
+            assert (await l1.admit([Ask("a", 1.0, 1, [("a0", 10.0, "")])], four, 0.0, 1)).granted != []
+            await l1.release("a0", "r0", "a", 0.0)
+            await l1.admit([], four, 0.0, 1)
+            flood = [(f"b{i}", 10.0, "") for i in range(5)]
+            got = await l2.admit([Ask("b", 1.0, 5, flood)], four, 0.0, 1)
+            assert [sid for sid, _ in got.granted] == ["b0", "b1", "b2"] and got.in_use == 3
+            light = await l1.admit([Ask("a", 1.0, 1, [("a1", 10.0, "")])], four, 0.0, 1)
+            assert light.granted != [] and light.granted[0][0] == "a1" and light.in_use == 4
+            await l1.release("a1", light.granted[0][1], "a", 0.0)
+            await l1.admit([], four, 0.0, 1)
+            again = await l2.admit([Ask("b", 1.0, 2, flood[3:])], four, 0.0, 1)
+            assert again.granted == [] and again.in_use == 3  # a is still about: its slot stays free
+            await asyncio.sleep(0.4)
+            late = await l2.admit([Ask("b", 1.0, 2, flood[3:])], four, 0.0, 1)
+            assert [sid for sid, _ in late.granted] == ["b3"]  # a not seen for the window: b's
+            for sid, replica in got.granted + late.granted:
+                await l2.release(sid, replica, "b", 0.0)
+            await l2.admit([], four, 0.0, 1)
+            assert await c1.slots_in_use("p") == 0
+            assert redis.Redis.from_url(REDIS_URL).hlen(f"{c1.base('p')}:owner") == 0  # nothing held is left
+        finally:
+            for closing in (l1, l2, c1, c2):
+                await closing.aclose()
+
+
 async def test_a_closed_gate_lets_its_waiters_go_on_in_local_order() -> None:
     """A pool dropped by a rebuild (or a stopping gateway) strands nobody: its waiters run under
     the local queue; the fleet slot held meanwhile is given back to Redis."""
@@ -252,9 +294,10 @@ class _CountedLedger(PoolLedger):
 
     rounds = 0
 
-    async def admit(self, asks: list[Ask], rooms: dict[str, int], active_lead: float = 0.0) -> Round:
+    async def admit(self, asks: list[Ask], rooms: dict[str, int], active_lead: float = 0.0,
+                    reserve: int = 0) -> Round:
         self.rounds += 1
-        return await super().admit(asks, rooms, active_lead)
+        return await super().admit(asks, rooms, active_lead, reserve)
 
 
 async def test_arrivals_at_a_full_pool_start_no_rounds_of_their_own() -> None:
