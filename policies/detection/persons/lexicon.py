@@ -130,3 +130,16 @@ def lexicon_flags() -> dict[str, str]:
         for w in words:
             out[w] = out.get(w, "") + letter
     return out
+
+
+# second parts Turkish given names are compounded with ("Zeynepsu", "Hülyanur", "Elifnaz",
+# "Ahmetcan", "Aysegül", "Batuhan"), folded
+_COMPOUND_PARTS = ("su", "nur", "naz", "can", "gul", "han")
+
+
+def compound_given(key: str) -> bool:
+    """A folded word no lexicon knows that is a given name with a name's second part glued on
+    ("zeynepsu", "hulyanur"): a given name too (the lists hold only the common compounds)."""
+    return len(key) >= 6 and any(key.endswith(part) and key[: -len(part)] in given() for part in _COMPOUND_PARTS
+                                 if len(key) - len(part) >= 3)
+
