@@ -14,7 +14,7 @@ from bisect import bisect_left
 
 from fairgate.policies.detection import dfa
 from fairgate.policies.detection.gazetteer import fold_key, given_names
-from fairgate.policies.detection.person_links import my_relation
+from fairgate.policies.detection.person_links import my_relation, person_word
 from fairgate.policies.detection.persons.alone import at_a_place, called, initialled_lower
 from fairgate.policies.detection.persons.brands import household_brand
 from fairgate.policies.detection.persons.cues import (
@@ -331,6 +331,8 @@ def _titled(doc: Doc) -> list[int]:
         given = "g" in info.flags
         if (not given and title not in AFTER_NAME) or (i + 2 < len(infos) and "o" in infos[i + 2].flags):
             continue  # "Eşref Efendi Sokak": a street
+        if _kin_titled(info.key):
+            continue  # "Eşi teyze", "Kızı abla": someone's relation called by a title, no name
         # a common given name ("sevgi hanım", "gönül hanıma") is one in any casing, even where it is a word too
         bad = "otp" if given and ((info.shape == "C" and doc.mode(i) == "mixed") or info.key in given_names()) \
             else "cotpv"
@@ -338,6 +340,13 @@ def _titled(doc: Doc) -> list[int]:
                 and not any(c in info.flags for c in bad):
             out.append(i)
     return out
+
+
+def _kin_titled(key: str) -> bool:
+    """A relation word in the third person's possessive ("eşi", "kızı", "gelini"; ASCII "esi")
+    that no common given name's list holds: before an honorific it is the way a family calls
+    someone's relation ("Talip amcanın eşi teyze"), not a name."""
+    return key[-1:] in ("i", "u") and person_word(key) and key not in given_names()
 
 
 def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
@@ -376,8 +385,10 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     info = doc.info(i)
     if info.shape == "I":
         return False
-    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS) \
-        or called(doc, i)
+    titled = i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS
+    if titled and _kin_titled(info.key):
+        return False  # "Eşi teyze": a relation called by a title
+    cue = (i > 0 and doc.info(i - 1).key in CUES) or titled or called(doc, i)
     if info.suffix:  # (but a place's case on a word no list gives as a given name: "Alsancak'ta", "Uludağ'a")
         return cue or "g" in info.flags or not at_a_place(doc, i)
     if doc.mode(i) != "mixed":  # (the last word as a signature: on its own, not a sentence's verb, "riski artar.")
