@@ -30,6 +30,7 @@ from fairgate.policies.detection.persons.features import (
     CUES,
     WORD,
     Doc,
+    TokenInfo,
     candidates,
     line_casing,
     may_name,
@@ -223,7 +224,7 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
     alone (`_single_name_ok`). The rest ("Say hello ...": a capitalised common word at a
     sentence's start) are dropped whatever the tagger says, so they are not scored: a short
     plain prompt costs no tagger pass."""
-    pool = {i for i in chunk if (info := doc.info(i)).key not in NOT_NAMES
+    pool = {i for i in chunk if not _never_a_name(doc, (info := doc.info(i)), i)
             and not (info.shape == "L" and info.key in LOWER_NOT_NAMES) and not label_or_things_name(doc, i)}
     near = pool | titled
     n = len(doc.spans)
@@ -336,10 +337,24 @@ def _titled(doc: Doc) -> list[int]:
         # a common given name ("sevgi hanım", "gönül hanıma") is one in any casing, even where it is a word too
         bad = "otp" if given and ((info.shape == "C" and doc.mode(i) == "mixed") or info.key in given_names()) \
             else "cotpv"
-        if info.shape in "CUL" and len(info.key) >= 3 and info.key not in NOT_NAMES \
+        if info.shape in "CUL" and len(info.key) >= 3 and not _never_a_name(doc, info, i) \
                 and not any(c in info.flags for c in bad):
             out.append(i)
     return out
+
+
+# months and a weekday that are common given names too ("Kasım Bey", "Cuma Efendi", "Nisan Hanım")
+_CALENDAR_NAMES = frozenset(("cuma", "kasim", "nisan", "eylul"))
+
+
+def _never_a_name(doc: Doc, info: TokenInfo, i: int) -> bool:
+    """A word of `NOT_NAMES` ("Cuma", "Kasım", "Türk"), but a month's or a weekday's that is a
+    given name too, capitalised right before a title in its plain form ("kapıcı Cuma Efendi",
+    "Kasım Bey"; not "Cuma günü", "Kasım ayında")."""
+    if info.key not in NOT_NAMES:
+        return False
+    return not (info.key in _CALENDAR_NAMES and info.shape in "CU" and i + 1 < len(doc.spans)
+                and doc.info(i + 1).key in AFTER_NAME and _joined(doc, i))
 
 
 def _kin_titled(key: str) -> bool:
