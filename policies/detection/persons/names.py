@@ -51,6 +51,7 @@ from fairgate.policies.detection.persons.non_private import (
     UNION_NAME,
     dated,
     firm,
+    life_dated_entry,
     only_places,
     origin_word,
     public_figure,
@@ -257,6 +258,8 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
         if dated(doc, last) or public_figure(doc, first, last) or public_role(doc, first):
             figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
+        if life_dated_entry(text, start):
+            continue  # another figure of a life-dated entry: its subject's parents, teachers, patrons
         if only_places(doc, first, last) or origin_word(doc, first, last) or verb_idiom(doc, first) \
                 or (first == last and my_relation(text[start:end])) \
                 or quoted_product(doc, first, last) or household_brand(doc, first, last) or holiday(doc, first, last) \
