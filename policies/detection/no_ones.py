@@ -39,11 +39,13 @@ def supposed(text: str, start: int) -> bool:
 
 
 # a work's plot told from its paragraph's first words ("Film, ... hapis yatan bir adamın ...",
-# "Dizi önerisi: Kahramanımız ... cezaevinden çıkan", "Roman, ... eşcinsel bir genç adamın"); not
-# "Roman bir aileyiz" (a people), which no comma or colon follows
+# "Dizi önerisi: Kahramanımız ... cezaevinden çıkan", "Roman, ... eşcinsel bir genç adamın", an
+# episode's "Yeni bölümde: Komiser ..."); not "Roman bir aileyiz" (a people), which no comma or
+# colon follows, nor a form's "Bölüm: Muhasebe" (a department)
 _SYNOPSIS = re.compile(
-    r"[ \t\"“'‘]*(?:bu[ \t]+)?(?:film|dizi|roman|öykü|hikâye|hikaye|senaryo|kitap|oyun|belgesel|novel|movie|plot|synopsis)"
-    r"(?:[ \t]+(?:önerisi|özeti|konusu|incelemesi|eleştirisi|tanıtımı|summary))?[ \t]*[,:]", re.IGNORECASE)
+    r"[ \t\"“'‘]*(?:(?:bu[ \t]+)?(?:film|dizi|roman|öykü|hikâye|hikaye|senaryo|kitap|oyun|belgesel|novel|movie|plot|synopsis)"
+    r"(?:[ \t]+(?:önerisi|özeti|konusu|incelemesi|eleştirisi|tanıtımı|summary))?"
+    r"|(?:yeni|bu|son|geçen|gelecek)[ \t]+bölüm(?:de|ünde|ün[ \t]+özeti))[ \t]*[,:]", re.IGNORECASE)
 
 
 def synopsis(text: str, start: int) -> bool:

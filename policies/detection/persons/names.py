@@ -14,6 +14,7 @@ from bisect import bisect_left
 
 from fairgate.policies.detection import dfa
 from fairgate.policies.detection.gazetteer import fold_key, given_names
+from fairgate.policies.detection.no_ones import synopsis
 from fairgate.policies.detection.person_links import my_relation, person_word
 from fairgate.policies.detection.persons.alone import at_a_place, called, initialled_lower
 from fairgate.policies.detection.persons.brands import household_brand
@@ -258,8 +259,8 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
         if dated(doc, last) or public_figure(doc, first, last) or public_role(doc, first):
             figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
-        if life_dated_entry(text, start):
-            continue  # another figure of a life-dated entry: its subject's parents, teachers, patrons
+        if life_dated_entry(text, start) or synopsis(text, start):
+            continue  # another figure of a life-dated entry (parents, teachers), or a plot's character
         if only_places(doc, first, last) or origin_word(doc, first, last) or verb_idiom(doc, first) \
                 or (first == last and my_relation(text[start:end])) \
                 or quoted_product(doc, first, last) or household_brand(doc, first, last) or holiday(doc, first, last) \
