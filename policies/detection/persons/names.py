@@ -259,6 +259,8 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
         if dated(doc, last) or public_figure(doc, first, last) or public_role(doc, first):
             figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
+        if _AFTER_POSTCODE.search(text, max(0, start - 16), start):
+            continue  # the town after an address's postcode ("ul. Mokotowska 12/4, 00-640 Warszawa")
         if life_dated_entry(text, start) or synopsis(text, start):
             continue  # another figure of a life-dated entry (parents, teachers), or a plot's character
         if only_places(doc, first, last) or origin_word(doc, first, last) or verb_idiom(doc, first) \
@@ -272,6 +274,10 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
             continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
         out.append((start, end))
     return out
+
+
+# an address's postcode after a comma, right before the word ("12/4, 00-640 Warszawa", "No:7, 34710 Kadıköy")
+_AFTER_POSTCODE = re.compile(r",[ \t]*(?:[0-9]{2}-[0-9]{3}|[0-9]{5})[ \t]+\Z")
 
 
 # titles written before a person's name (not "öğretmen", "müdür": "Müdür Aydın'dan döndü" is a trip)
