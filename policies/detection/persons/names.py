@@ -46,6 +46,7 @@ from fairgate.policies.detection.persons.lexicon import (
     HEADINGS,
     NOT_NAMES,
     TRADE_WORDS,
+    common_words,
     plain_words,
 )
 from fairgate.policies.detection.persons.non_private import (
@@ -294,7 +295,7 @@ def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
         if i + 1 >= len(doc.spans) or doc.mode(i) == "lower" or not _joined(doc, i):
             continue
         a, b = doc.info(i), doc.info(i + 1)
-        if a.shape not in "CU" or b.shape not in "CU" or "g" not in a.flags or a.key in NOT_NAMES:
+        if a.shape not in "CU" or b.shape not in "CU" or "g" not in a.flags or _never_a_name(doc, a, i):
             continue
         if any(c in a.flags + b.flags for c in "otp") or b.key in NOT_NAMES:
             continue
@@ -359,12 +360,19 @@ _CALENDAR_NAMES = frozenset(("cuma", "kasim", "nisan", "eylul"))
 
 def _never_a_name(doc: Doc, info: TokenInfo, i: int) -> bool:
     """A word of `NOT_NAMES` ("Cuma", "Kasım", "Türk"), but a month's or a weekday's that is a
-    given name too, capitalised right before a title in its plain form ("kapıcı Cuma Efendi",
-    "Kasım Bey"; not "Cuma günü", "Kasım ayında")."""
+    given name too, capitalised right before a title in its plain form or a surname capitalised
+    like it ("kapıcı Cuma Efendi", "Kasım Bey", "öğrencimiz Eylül Karaçam"; not "Cuma günü",
+    "Kasım ayında")."""
     if info.key not in NOT_NAMES:
         return False
-    return not (info.key in _CALENDAR_NAMES and info.shape in "CU" and i + 1 < len(doc.spans)
-                and doc.info(i + 1).key in AFTER_NAME and _joined(doc, i))
+    if info.key not in _CALENDAR_NAMES or info.shape not in "CU" or i + 1 >= len(doc.spans) or not _joined(doc, i):
+        return True
+    after = doc.info(i + 1)
+    if after.key in AFTER_NAME:
+        return False
+    # (a common word's possessive makes a compound, no surname: "Nisan Yağmuru", "Eylül Sonu")
+    compound = after.key[-1:] in ("i", "u") and (after.key[:-1] in common_words() or after.key[:-2] in common_words())
+    return after.shape != info.shape or "s" not in after.flags or any(c in after.flags for c in "ot") or compound
 
 
 def _kin_titled(key: str) -> bool:
