@@ -297,7 +297,12 @@ def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
         a, b = doc.info(i), doc.info(i + 1)
         if a.shape not in "CU" or b.shape not in "CU" or "g" not in a.flags or _never_a_name(doc, a, i):
             continue
-        if any(c in a.flags + b.flags for c in "otp") or b.key in NOT_NAMES:
+        if any(c in a.flags + b.flags for c in "ot") or b.key in NOT_NAMES:
+            continue
+        if _on_behalf(doc, i + 1) and ("s" in b.flags or "c" not in b.flags):
+            out += (i, i + 1)  # "Fatura Şirin Karakoçan adına kesildi": whatever else the words are
+            continue
+        if "p" in a.flags + b.flags:
             continue
         if "c" not in a.flags + b.flags:
             if "s" in b.flags or not b.flags:
@@ -308,6 +313,13 @@ def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
 
 
 _CELL_END = re.compile(r"[ \t]*(?:,|\n|\Z)")
+# "in the name of", right after a name: an invoice, a line or an account held by that person
+_ON_BEHALF = frozenset(("adina", "namina"))
+
+
+def _on_behalf(doc: Doc, i: int) -> bool:
+    """Token i, a name's last word with no case ending, has "adına" / "namına" right after it."""
+    return i + 1 < len(doc.spans) and not doc.info(i).suffix and doc.info(i + 1).key in _ON_BEHALF and _joined(doc, i)
 
 
 def _common_pair_is_a_name(doc: Doc, i: int) -> bool:
