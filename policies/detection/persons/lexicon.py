@@ -22,6 +22,8 @@ ORG_WORDS = frozenset(fold_key(w) for w in (
     "partisi kulübü kulubu federasyonu konfederasyonu platformu hareketi ocakları ocaklari ocaklarının ocağı "
     "mahallesi mah mh caddesi cad cd sokak sokağı sok sk bulvarı blv köyü mevkii parkı meydanı havalimanı "
     "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı otoyolu yokuşu sitesi apartmanı "
+    # a building's name in an address ("Lara Apt. No 6", "Defne Rezidans")
+    "apt rezidans residence "
     # shops named after their owner or their street ("Köksal Eczanesi", "Bulut Fırını", "Esmeralda
     # pastanesi"): only possessive forms, no accusative of the same word ("Ayşe marketi aradı")
     "eczanesi fırını pastanesi büfesi kıraathanesi kebapçısı "
