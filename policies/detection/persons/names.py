@@ -260,6 +260,8 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
         if dated(doc, last) or public_figure(doc, first, last) or public_role(doc, first):
             figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
+        if first == last and _eponym(doc, first):
+            continue  # a disease named after its finder ("Lynch sendromu", "Parkinson's disease")
         if _AFTER_POSTCODE.search(text, max(0, start - 16), start):
             continue  # the town after an address's postcode ("ul. Mokotowska 12/4, 00-640 Warszawa")
         if life_dated_entry(text, start) or synopsis(text, start):
@@ -275,6 +277,22 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
             continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
         out.append((start, end))
     return out
+
+
+# what follows a finder's name in a disease's or a syndrome's name (folded, as a word's start)
+_EPONYM_HEADS = ("sendrom", "hastalig", "disease", "syndrome")
+
+
+def _eponym(doc: Doc, i: int) -> bool:
+    """Token i, a word no list gives as a given name, names a disease or syndrome with the word
+    after it ("Lynch sendromu", "Fragile X"'s "X" aside, "Parkinson's disease"); a given name before
+    "hastalığı" is a person's illness ("Ali hastalığı nedeniyle izinli")."""
+    if "g" in doc.info(i).flags or i + 1 >= len(doc.spans) or not _joined(doc, i):
+        return False
+    after = doc.info(i + 1).key
+    if len(after) == 1 and i + 2 < len(doc.spans) and _joined(doc, i + 1):
+        after = doc.info(i + 2).key  # "Fragile X sendromu"
+    return after.startswith(_EPONYM_HEADS)
 
 
 # an address's postcode after a comma, right before the word ("12/4, 00-640 Warszawa", "No:7, 34710 Kadıköy")
