@@ -264,7 +264,7 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
             continue  # a disease named after its finder ("Lynch sendromu", "Parkinson's disease")
         if _AFTER_POSTCODE.search(text, max(0, start - 16), start):
             continue  # the town after an address's postcode ("ul. Mokotowska 12/4, 00-640 Warszawa")
-        if life_dated_entry(text, start) or synopsis(text, start):
+        if life_dated_entry(text, start) or synopsis(text, start) or _on_screen(text, start, end):
             continue  # another figure of a life-dated entry (parents, teachers), or a plot's character
         if only_places(doc, first, last) or origin_word(doc, first, last) or verb_idiom(doc, first) \
                 or (first == last and my_relation(text[start:end])) \
@@ -293,6 +293,23 @@ def _eponym(doc: Doc, i: int) -> bool:
     if len(after) == 1 and i + 2 < len(doc.spans) and _joined(doc, i + 1):
         after = doc.info(i + 2).key  # "Fragile X sendromu"
     return after.startswith(_EPONYM_HEADS)
+
+
+# a series', a film's or a scene's word ("Dizide Nazlı'nın ...", "filmdeki", "kavga sahnesi")
+_SCREEN = re.compile(r"(?<!\w)(?:dizi(?:de|deki|nin|yi)|film(?:de|deki|in)|sahne(?:si|sinde|de)|karakter(?:i|ini|inin)?)(?!\w)",
+                     re.IGNORECASE)
+
+
+def _on_screen(text: str, start: int, end: int) -> bool:
+    """The name's sentence is about a series or a film ("Dizide Nazlı'nın Kerem'i aldattığı
+    sahne", "doğa ile fatih'in kavga sahnesi"): its people are characters or actors."""
+    lo = max(0, *(text.rfind(c, 0, start) + 1 for c in ".!?\n"))
+    stop = _SENTENCE_STOP.search(text, end)
+    hi = stop.start() if stop else len(text)
+    return hi - lo <= 300 and _SCREEN.search(text, lo, hi) is not None
+
+
+_SENTENCE_STOP = re.compile(r"[.!?\n]")
 
 
 # an address's postcode after a comma, right before the word ("12/4, 00-640 Warszawa", "No:7, 34710 Kadıköy")
