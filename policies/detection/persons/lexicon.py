@@ -24,6 +24,9 @@ ORG_WORDS = frozenset(fold_key(w) for w in (
     "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı otoyolu yokuşu sitesi apartmanı "
     # a building's name in an address ("Lara Apt. No 6", "Defne Rezidans")
     "apt rezidans residence "
+    # a monastery, a junction or a stop named after a saint or a pasha ("Mor Gabriel Manastırı",
+    # "Hasan Paşa sapağındaki", "Ali Rıza durağında")
+    "manastırı sapağı sapağında sapağındaki kavşağı kavşağında kavşağındaki durağı durağında "
     # shops named after their owner or their street ("Köksal Eczanesi", "Bulut Fırını", "Esmeralda
     # pastanesi"): only possessive forms, no accusative of the same word ("Ayşe marketi aradı")
     "eczanesi fırını pastanesi büfesi kıraathanesi kebapçısı "
