@@ -14,8 +14,7 @@ from bisect import bisect_left
 
 from fairgate.policies.detection import dfa
 from fairgate.policies.detection.gazetteer import fold_key, given_names
-from fairgate.policies.detection.no_ones import synopsis
-from fairgate.policies.detection.person_links import my_relation, person_word
+from fairgate.policies.detection.person_links import my_relation
 from fairgate.policies.detection.persons.alone import at_a_place, called, initialled_lower
 from fairgate.policies.detection.persons.brands import household_brand
 from fairgate.policies.detection.persons.cues import (
@@ -31,7 +30,6 @@ from fairgate.policies.detection.persons.features import (
     CUES,
     WORD,
     Doc,
-    TokenInfo,
     candidates,
     line_casing,
     may_name,
@@ -46,14 +44,13 @@ from fairgate.policies.detection.persons.lexicon import (
     HEADINGS,
     NOT_NAMES,
     TRADE_WORDS,
-    common_words,
     plain_words,
 )
+from fairgate.policies.detection.persons.name_words import never_a_name, on_behalf
 from fairgate.policies.detection.persons.non_private import (
     UNION_NAME,
     dated,
     firm,
-    life_dated_entry,
     only_places,
     origin_word,
     public_figure,
@@ -64,6 +61,7 @@ from fairgate.policies.detection.persons.non_private import (
     word_problem,
 )
 from fairgate.policies.detection.persons.non_private import joined as _joined
+from fairgate.policies.detection.persons.not_people import kin_titled, something_else
 from fairgate.policies.detection.persons.partners import uncased_partners
 from fairgate.policies.detection.persons.tagger import default_tagger
 from fairgate.policies.detection.special_categories_terms import starts_with_term
@@ -227,7 +225,7 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
     alone (`_single_name_ok`). The rest ("Say hello ...": a capitalised common word at a
     sentence's start) are dropped whatever the tagger says, so they are not scored: a short
     plain prompt costs no tagger pass."""
-    pool = {i for i in chunk if not _never_a_name(doc, (info := doc.info(i)), i)
+    pool = {i for i in chunk if not never_a_name(doc, (info := doc.info(i)), i)
             and not (info.shape == "L" and info.key in LOWER_NOT_NAMES) and not label_or_things_name(doc, i)}
     near = pool | titled
     n = len(doc.spans)
@@ -260,12 +258,8 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
         if dated(doc, last) or public_figure(doc, first, last) or public_role(doc, first):
             figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
-        if first == last and _eponym(doc, first):
-            continue  # a disease named after its finder ("Lynch sendromu", "Parkinson's disease")
-        if _AFTER_POSTCODE.search(text, max(0, start - 16), start):
-            continue  # the town after an address's postcode ("ul. Mokotowska 12/4, 00-640 Warszawa")
-        if life_dated_entry(text, start) or synopsis(text, start) or _on_screen(text, start, end):
-            continue  # another figure of a life-dated entry (parents, teachers), or a plot's character
+        if something_else(doc, first, last):
+            continue  # a disease's finder, a town, an entry's figure, a character (`not_people`)
         if only_places(doc, first, last) or origin_word(doc, first, last) or verb_idiom(doc, first) \
                 or (first == last and my_relation(text[start:end])) \
                 or quoted_product(doc, first, last) or household_brand(doc, first, last) or holiday(doc, first, last) \
@@ -277,43 +271,6 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
             continue  # "de", "T.", "çağrı 0532...", "Proje Kırmızı": not enough for a name alone
         out.append((start, end))
     return out
-
-
-# what follows a finder's name in a disease's or a syndrome's name (folded, as a word's start)
-_EPONYM_HEADS = ("sendrom", "hastalig", "disease", "syndrome")
-
-
-def _eponym(doc: Doc, i: int) -> bool:
-    """Token i, a word no list gives as a given name, names a disease or syndrome with the word
-    after it ("Lynch sendromu", "Fragile X"'s "X" aside, "Parkinson's disease"); a given name before
-    "hastalığı" is a person's illness ("Ali hastalığı nedeniyle izinli")."""
-    if "g" in doc.info(i).flags or i + 1 >= len(doc.spans) or not _joined(doc, i):
-        return False
-    after = doc.info(i + 1).key
-    if len(after) == 1 and i + 2 < len(doc.spans) and _joined(doc, i + 1):
-        after = doc.info(i + 2).key  # "Fragile X sendromu"
-    return after.startswith(_EPONYM_HEADS)
-
-
-# a series', a film's or a scene's word ("Dizide Nazlı'nın ...", "filmdeki", "kavga sahnesi")
-_SCREEN = re.compile(r"(?<!\w)(?:dizi(?:de|deki|nin|yi)|film(?:de|deki|in)|sahne(?:si|sinde|de)|karakter(?:i|ini|inin)?)(?!\w)",
-                     re.IGNORECASE)
-
-
-def _on_screen(text: str, start: int, end: int) -> bool:
-    """The name's sentence is about a series or a film ("Dizide Nazlı'nın Kerem'i aldattığı
-    sahne", "doğa ile fatih'in kavga sahnesi"): its people are characters or actors."""
-    lo = max(0, *(text.rfind(c, 0, start) + 1 for c in ".!?\n"))
-    stop = _SENTENCE_STOP.search(text, end)
-    hi = stop.start() if stop else len(text)
-    return hi - lo <= 300 and _SCREEN.search(text, lo, hi) is not None
-
-
-_SENTENCE_STOP = re.compile(r"[.!?\n]")
-
-
-# an address's postcode after a comma, right before the word ("12/4, 00-640 Warszawa", "No:7, 34710 Kadıköy")
-_AFTER_POSTCODE = re.compile(r",[ \t]*(?:[0-9]{2}-[0-9]{3}|[0-9]{5})[ \t]+\Z")
 
 
 # titles written before a person's name (not "öğretmen", "müdür": "Müdür Aydın'dan döndü" is a trip)
@@ -330,16 +287,15 @@ def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
         if i + 1 >= len(doc.spans) or doc.mode(i) == "lower" or not _joined(doc, i):
             continue
         a, b = doc.info(i), doc.info(i + 1)
-        if a.shape not in "CU" or b.shape not in "CU" or "g" not in a.flags or _never_a_name(doc, a, i):
+        if a.shape not in "CU" or b.shape not in "CU" or "g" not in a.flags or never_a_name(doc, a, i):
             continue
         if any(c in a.flags + b.flags for c in "ot") or b.key in NOT_NAMES:
             continue
-        if _on_behalf(doc, i + 1) and ("s" in b.flags or "c" not in b.flags):
+        if on_behalf(doc, i + 1) and ("s" in b.flags or "c" not in b.flags):
             out += (i, i + 1)  # "Fatura Şirin Karakoçan adına kesildi": whatever else the words are
+        elif "p" in a.flags + b.flags:
             continue
-        if "p" in a.flags + b.flags:
-            continue
-        if "c" not in a.flags + b.flags:
+        elif "c" not in a.flags + b.flags:
             if "s" in b.flags or not b.flags:
                 out += (i, i + 1)
         elif _common_pair_is_a_name(doc, i) or (not b.flags and b.key.endswith(_SURNAME_SHAPES) and not a.suffix):
@@ -348,13 +304,6 @@ def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
 
 
 _CELL_END = re.compile(r"[ \t]*(?:,|\n|\Z)")
-# "in the name of", right after a name: an invoice, a line or an account held by that person
-_ON_BEHALF = frozenset(("adina", "namina"))
-
-
-def _on_behalf(doc: Doc, i: int) -> bool:
-    """Token i, a name's last word with no case ending, has "adına" / "namına" right after it."""
-    return i + 1 < len(doc.spans) and not doc.info(i).suffix and doc.info(i + 1).key in _ON_BEHALF and _joined(doc, i)
 
 
 def _common_pair_is_a_name(doc: Doc, i: int) -> bool:
@@ -388,45 +337,16 @@ def _titled(doc: Doc) -> list[int]:
         # an inflected one ("teyzem", "abinin") only after a given name; a capitalised given name
         # that is also a common word ("Kudret abinin") is the name
         given = "g" in info.flags
-        if (not given and title not in AFTER_NAME) or (i + 2 < len(infos) and "o" in infos[i + 2].flags):
-            continue  # "Eşref Efendi Sokak": a street
-        if _kin_titled(info.key):
-            continue  # "Eşi teyze", "Kızı abla": someone's relation called by a title, no name
+        if (not given and title not in AFTER_NAME) or (i + 2 < len(infos) and "o" in infos[i + 2].flags) \
+                or kin_titled(info.key):
+            continue  # "Eşref Efendi Sokak": a street; "Eşi teyze": a relation called by a title
         # a common given name ("sevgi hanım", "gönül hanıma") is one in any casing, even where it is a word too
         bad = "otp" if given and ((info.shape == "C" and doc.mode(i) == "mixed") or info.key in given_names()) \
             else "cotpv"
-        if info.shape in "CUL" and len(info.key) >= 3 and not _never_a_name(doc, info, i) \
+        if info.shape in "CUL" and len(info.key) >= 3 and not never_a_name(doc, info, i) \
                 and not any(c in info.flags for c in bad):
             out.append(i)
     return out
-
-
-# months and a weekday that are common given names too ("Kasım Bey", "Cuma Efendi", "Nisan Hanım")
-_CALENDAR_NAMES = frozenset(("cuma", "kasim", "nisan", "eylul"))
-
-
-def _never_a_name(doc: Doc, info: TokenInfo, i: int) -> bool:
-    """A word of `NOT_NAMES` ("Cuma", "Kasım", "Türk"), but a month's or a weekday's that is a
-    given name too, capitalised right before a title in its plain form or a surname capitalised
-    like it ("kapıcı Cuma Efendi", "Kasım Bey", "öğrencimiz Eylül Karaçam"; not "Cuma günü",
-    "Kasım ayında")."""
-    if info.key not in NOT_NAMES:
-        return False
-    if info.key not in _CALENDAR_NAMES or info.shape not in "CU" or i + 1 >= len(doc.spans) or not _joined(doc, i):
-        return True
-    after = doc.info(i + 1)
-    if after.key in AFTER_NAME:
-        return False
-    # (a common word's possessive makes a compound, no surname: "Nisan Yağmuru", "Eylül Sonu")
-    compound = after.key[-1:] in ("i", "u") and (after.key[:-1] in common_words() or after.key[:-2] in common_words())
-    return after.shape != info.shape or "s" not in after.flags or any(c in after.flags for c in "ot") or compound
-
-
-def _kin_titled(key: str) -> bool:
-    """A relation word in the third person's possessive ("eşi", "kızı", "gelini"; ASCII "esi")
-    that no common given name's list holds: before an honorific it is the way a family calls
-    someone's relation ("Talip amcanın eşi teyze"), not a name."""
-    return key[-1:] in ("i", "u") and person_word(key) and key not in given_names()
 
 
 def _suffixed_names(doc: Doc, tokens: list[int]) -> list[int]:
@@ -466,7 +386,7 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     if info.shape == "I":
         return False
     titled = i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS
-    if titled and _kin_titled(info.key):
+    if titled and kin_titled(info.key):
         return False  # "Eşi teyze": a relation called by a title
     cue = (i > 0 and doc.info(i - 1).key in CUES) or titled or called(doc, i)
     if info.suffix:  # (but a place's case on a word no list gives as a given name: "Alsancak'ta", "Uludağ'a")
