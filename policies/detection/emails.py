@@ -14,8 +14,12 @@ import re
 from fairgate.policies.detection.textnorm import MESSAGE_JOIN
 
 _J = MESSAGE_JOIN
-# (a dot spelt "dot", "nokta" or "punto", as Turkish writers borrow it from Italian and Spanish)
-_DOT = r"(?:\.|[ \t]?[\[\(\{<][ \t]?(?:dot|nokta|punto|\.)[ \t]?[\]\)\}>][ \t]?|[ \t]+(?:dot|nokta|punto)[ \t]+)"
+# (a dot spelt "dot", "nokta" or "punto", as Turkish writers borrow it from Italian and Spanish,
+# or a dot with a space on each side, as a middle dot reads once normalised, or a bullet:
+# "selin · kaya (et) gmail · com", "selin•kaya at gmail•com")
+_MID_DOTS = "\u2022\u2219\u22c5"
+_DOT = (r"(?:\.|[ \t]?[\[\(\{<][ \t]?(?:dot|nokta|punto|\.)[ \t]?[\]\)\}>][ \t]?|[ \t]+(?:dot|nokta|punto)[ \t]+"
+        rf"|[ \t]\.[ \t]|[ \t]?[{_MID_DOTS}][ \t]?)")
 # An "at" marker right after a local-part character and before something domain-shaped, so a
 # flood of "a@a@a@" is rejected by the regex engine alone.
 _MARKER = re.compile(
@@ -30,7 +34,9 @@ _MARKER = re.compile(
 )
 # Local part, read backwards from the marker (the reversed text's match, reversed).
 _LOCAL_REV = re.compile(rf"[\w.+%\-{_J}]{{1,64}}")
-_LOCAL_DOT_REV = re.compile(r"[ \t]+(?:atkon|otnup|tod)[ \t]+[\w\-]{1,32}(?![\w\-])", re.IGNORECASE)  # " nokta x" reversed
+# " nokta x" or " · x" reversed
+_LOCAL_DOT_REV = re.compile(rf"(?:[ \t]+(?:atkon|otnup|tod)[ \t]+|[ \t]\.[ \t]|[ \t]?[{_MID_DOTS}][ \t]?)[\w\-]{{1,32}}(?![\w\-])",
+                            re.IGNORECASE)
 _PLAIN_DOMAIN = re.compile(rf"[\w\-{_J}]{{1,63}}(?:\.[\w\-{_J}]{{1,63}}){{1,8}}")
 _OBF_DOMAIN = re.compile(rf"[\w\-]{{1,63}}(?:{_DOT}[\w\-]{{1,63}}){{1,8}}", re.IGNORECASE)
 _LAST_LABEL = re.compile(rf"(?<![\w{_J}])((?:[^\W\d_]|{_J}){{2,25}})\Z")

@@ -1,7 +1,8 @@
 """Telling of no one: a supposed case ("Diyelim ki bir adayınız ..."), a work's plot ("Film, ...
 hapis yatan bir adamın ..."), an encyclopaedia's definition ("Paskalya, Hristiyanlıkta ...
 bayramdır"). A special-category term in such a sentence or paragraph is no person's data
-(`special_categories.find_special` asks `told_of_no_one` first).
+(`special_categories.find_special` asks `told_of_no_one` first). And a vet's record
+(`animal_patient`) tells of an animal: its patient's health, and its patient's name.
 """
 
 from __future__ import annotations
@@ -39,11 +40,13 @@ def supposed(text: str, start: int) -> bool:
 
 
 # a work's plot told from its paragraph's first words ("Film, ... hapis yatan bir adamın ...",
-# "Dizi önerisi: Kahramanımız ... cezaevinden çıkan", "Roman, ... eşcinsel bir genç adamın"); not
-# "Roman bir aileyiz" (a people), which no comma or colon follows
+# "Dizi önerisi: Kahramanımız ... cezaevinden çıkan", "Roman, ... eşcinsel bir genç adamın", an
+# episode's "Yeni bölümde: Komiser ..."); not "Roman bir aileyiz" (a people), which no comma or
+# colon follows, nor a form's "Bölüm: Muhasebe" (a department)
 _SYNOPSIS = re.compile(
-    r"[ \t\"“'‘]*(?:bu[ \t]+)?(?:film|dizi|roman|öykü|hikâye|hikaye|senaryo|kitap|oyun|belgesel|novel|movie|plot|synopsis)"
-    r"(?:[ \t]+(?:önerisi|özeti|konusu|incelemesi|eleştirisi|tanıtımı|summary))?[ \t]*[,:]", re.IGNORECASE)
+    r"[ \t\"“'‘]*(?:(?:bu[ \t]+)?(?:film|dizi|roman|öykü|hikâye|hikaye|senaryo|kitap|oyun|belgesel|novel|movie|plot|synopsis)"
+    r"(?:[ \t]+(?:önerisi|özeti|konusu|incelemesi|eleştirisi|tanıtımı|summary))?"
+    r"|(?:yeni|bu|son|geçen|gelecek)[ \t]+bölüm(?:de|ünde|ün[ \t]+özeti))[ \t]*[,:]", re.IGNORECASE)
 
 
 def synopsis(text: str, start: int) -> bool:
@@ -85,3 +88,15 @@ def _name_word(key: str) -> bool:
     """A given name or surname of the lexicons that is no common word."""
     flags = lexicon_flags().get(key, "")
     return ("g" in flags or "s" in flags) and "c" not in flags
+
+
+# a vet's record: an owner's label ("Sahibi: Ayten Kuzu") and the patient's species or breed
+_OWNER_LABEL = re.compile(r"(?:^|\n)[ \t]*(?:hasta[ \t]+)?sahibi[ \t]*:", re.IGNORECASE)
+_SPECIES = re.compile(r"(?<!\w)(?:k[öo]pe[kğg]|kedi|retriever|terrier|[çc]oban[ \t]+k[öo]pe|tekir|kangal|"
+                      r"muhabbet[ \t]+ku[şs]|tav[şs]an|pati|mama|veteriner|cins[ \t]*:|[ıi]rk[ \t]*:)", re.IGNORECASE)
+
+
+def animal_patient(text: str) -> bool:
+    """The text is a vet's record: an owner's label and the animal's species or breed
+    ("Hasta: Paşa (golden retriever)\nSahibi: ..."), so its health words are the animal's."""
+    return "ahibi" in text and _OWNER_LABEL.search(text) is not None and _SPECIES.search(text) is not None

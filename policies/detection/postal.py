@@ -56,6 +56,8 @@ def find_postal_addresses(text: str, hits: list[tuple[int, int]], names: Sequenc
             continue
         if span is None or (m is not None and (not _addressy(text, *span) or _ROOM.search(text, *span))):
             continue
+        if m is not None and (_ROAD.search(text, *span) or _PARCEL.search(text, max(0, span[0] - 200), span[1] + 200)):
+            continue
         if _personal(text, span[0], span[1], names):
             out.append(("person_address", *span))
             if len(out) >= limit:
@@ -74,6 +76,14 @@ _ORGANISATION = re.compile(
 # a clinic's room or an examination in the clause ("Nöroloji Polikliniği EMG tetkikiniz ... Blok C Kat 2'de",
 # "B BLOK 2. KAT 3 NOLU ODADA"): where an appointment is, not anyone's home (a flat is a "daire", not an "oda")
 _ROOM = re.compile(rf"[0-9][ \t]*(?:no['’]?lu|numaral{_I})?[ \t]*oda(?:da|ya)?(?!\w)|poliklini|tetkik|muayene", re.IGNORECASE)
+
+
+# a stretch of a highway ("E-5 BAĞCILAR MEVKİİ", "TEM otoyolu Hasdal mevkii", "D-100 karayolu"): where a
+# traffic record places a car, not anyone's home
+_ROAD = re.compile(r"(?<![\w-])(?:E-?(?:5|80|90)|D-?[0-9]{3}|O-?[0-9]{1,2}|TEM)(?![\w-])|(?i:otoyol|otoban|karayolu)")
+# a land registry's plot ("ADA/PARSEL: 412/9", "Parsel No: 7", "pafta"): a plot's locality, not an
+# address (a deed's mere mention, "tapu işlemlerinde", is no plot)
+_PARCEL = re.compile(rf"(?<!\w)(?:ada[ \t]*/[ \t]*parsel|parsel{_I}?[ \t]*(?:no|:)|pafta)", re.IGNORECASE)
 
 
 def _dark(text: str, m: re.Match[str]) -> bool:

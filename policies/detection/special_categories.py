@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from fairgate.policies.detection.gazetteer import fold_key
-from fairgate.policies.detection.no_ones import told_of_no_one
+from fairgate.policies.detection.no_ones import animal_patient, told_of_no_one
 from fairgate.policies.detection.person_links import generic, person_word, sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import all_places, lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
@@ -76,6 +76,8 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
                                                                    and not _FROM_ANIMALS.match(text, start))):
         # a place kept for them ("engelli park yerine"), an animal's ("köpek kuduz aşısı"; not "kedi alerjim")
         return True
+    if kind == "health" and animal_patient(text):
+        return True  # a vet's record: the patient is the owner's dog or cat
     if kind == "health" and _COUPLES_BEFORE.search(text, max(0, start - 12), start) and _THERAPY.match(text, start):
         return True  # a couple's counselling ("çift terapisi", "evlilik terapistine"): their life together's
     if kind == "health" and _HURT.match(text, start) and _MUCH_BEFORE.search(text, max(0, start - 12), start):
@@ -253,7 +255,10 @@ def _association_before(text: str, start: int, since: int = 0) -> bool:
 
 # peoples whose name is also a common word ("roman": a novel; "kurt", Kürt written in ASCII: a
 # wolf, a surname; "arap", "rus": a soap, a salad, a spring): one only said of someone
-_WORD_PEOPLES = frozenset(("roman", "kurt", "arap", "rus"))
+_WORD_PEOPLES = frozenset(("roman", "kurt", "arap", "rus", "akan", "ewe"))
+# words that give a family's side or a person's descent right before a people ("anne tarafı Akan",
+# "baba tarafım Roman", "aslen Ewe"), folded
+_DESCENT = frozenset(("aslen", "tarafi", "tarafim", "tarafimiz"))
 # a language's name ("Kürtçe", "ERMENİCE", "arapca"), then other languages and a verb of knowing it, or
 # another language after a dash or slash: a translator's pair or a CV's skills, not one's origin
 _LANGUAGE_WORD = re.compile(r"[^\W\d_]+(?:[cç][ae])(?![^\W\d_])", re.IGNORECASE)
@@ -274,11 +279,12 @@ _WORD_BEFORE_TERM = re.compile(r"([^\W\d_]+)[ \t]+\Z")
 
 
 def _said_of_someone(text: str, start: int) -> bool:
-    """A relation or role word right before the term ("Komşumuz Roman", "esi Roman"), a
-    hometown before it ("Diyarbakirli bir Kurt", "Halepli Arap"), or a people's word after it
+    """A relation or role word, a family's side or "aslen" right before the term ("Komşumuz
+    Roman", "esi Roman", "anne tarafı Akan"), a hometown before it ("Diyarbakirli bir Kurt",
+    "Halepli Arap"), or a people's word after it
     ("ROMAN TOPLULUĞUNDAN OLAN", "Roman vatandaşlar", "Roman aile"; not a Russian's citizenship)."""
     before = _WORD_BEFORE_TERM.search(text, max(0, start - 30), start)
-    if before is not None and (person_word(fold_key(before.group(1))) or _hometown(text, start)):
+    if before is not None and ((key := fold_key(before.group(1))) in _DESCENT or person_word(key) or _hometown(text, start)):
         return True
     after = _PEOPLE_AFTER.match(text, start)
     return after is not None and not (text[start:start + 3].lower() in ("rus", "ara") and "vatanda" in after.group().lower())

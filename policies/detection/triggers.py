@@ -62,7 +62,8 @@ _FAMILIES = {
     # a local-part character, then '@' and a dotted domain (so "a@a@a@" triggers nothing)
     "email": r"[\pL\pN._%+\-\x{E000}](?:[ \t]*[@＠]|%40)[ \t]*[\pL\pN_\-\x{E000}]+\."
              r"|[\[\(\{<][ \t]?(?:at|et)[ \t]?[\]\)\}>]"
-             r"|[ \t](?:at|et(?:[ \t]+i[şs]areti)?)[ \t]+[\pL\pN_\-]+(?:\.[\pL]|[ \t]+(?:dot|nokta|punto)[ \t]|[ \t]*[\[\(\{<][ \t]?(?:dot|nokta|punto|\.))",
+             r"|[ \t](?:at|et(?:[ \t]+i[şs]areti)?)[ \t]+[\pL\pN_\-]+(?:\.[\pL]|[ \t]+(?:dot|nokta|punto)[ \t]|[ \t]*[\[\(\{<][ \t]?(?:dot|nokta|punto|\.)"
+             r"|[ \t]\.[ \t]\pL|[ \t]?[\x{2022}\x{2219}\x{22C5}][ \t]?\pL)",
     "encoded": r"[A-Za-z0-9+/_\-]{15,}=*|%[0-9a-f]{2}|&#?[0-9a-z]{1,8};",
     "iban": r"[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]",  # a foreign IBAN's start (checked by `iban`)
     # a person field's label, or a booking's passenger (checked by `persons.fields`)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from fairgate.policies.detection.gazetteer import fold_key
-from fairgate.policies.detection.persons.lexicon import lexicon_flags
+from fairgate.policies.detection.persons.lexicon import compound_given, lexicon_flags
 
 WORD = re.compile(r"(?<![\w+/=])(?<!\w@)(?:[^\W\d_]{2,}(?:['’][^\W\d_]{1,8})?|[A-ZÇĞİÖŞÜ]\.)(?![\w@+/=])")
 _SUFFIX = re.compile(r"['’]")
@@ -62,7 +62,8 @@ def token_info(raw: str) -> TokenInfo:
     stem, suffix = (_SUFFIX.split(raw, 1) + [""])[:2]
     key = fold_key(stem.rstrip("."))
     shape = "I" if raw.endswith(".") else "U" if raw.isupper() else "C" if raw[0].isupper() else "L"
-    return TokenInfo(key, fold_key(suffix), shape, lexicon_flags().get(key, ""))
+    flags = lexicon_flags().get(key, "") or ("g" if compound_given(key) else "")
+    return TokenInfo(key, fold_key(suffix), shape, flags)
 
 
 class Doc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from fairgate.policies.detection.gazetteer import fold_key
+from fairgate.policies.detection.no_ones import animal_patient
 from fairgate.policies.detection.persons.lexicon import (
     NOT_NAMES,
     TRADE_WORDS,
@@ -56,6 +57,9 @@ _SURNAME_ENDS = ("yan", "ian", "oglu", "zade", "poulos", "opoulou", "idis", "aki
 _SURE = re.compile(r"soyad|soyisim|full_?name|surname|last_?name|family_?name", re.IGNORECASE)
 
 
+_PATIENT = re.compile(r"hasta", re.IGNORECASE)
+
+
 def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[tuple[int, int]]:
     """(start, end) of the names standing right after person-field labels (`hits`: where the
     trigger pass saw a label; each ends where its value starts)."""
@@ -66,6 +70,8 @@ def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
             if not _PLACEHOLDERS.intersection(fold_key(booked.group(1)).replace("/", " ").split()):
                 out.append(booked.span(1))
             continue
+        if _PATIENT.search(text, start, end) and animal_patient(text):
+            continue  # a vet's record's patient ("Hasta: Paşa (golden retriever)"): an animal
         m = _VALUE.match(text, end)
         size = _name_end(m.group(), bool(_SURE.search(text, max(0, end - 24), end)), _last_word(text, m)) \
             if m is not None else 0

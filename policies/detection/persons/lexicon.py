@@ -22,6 +22,11 @@ ORG_WORDS = frozenset(fold_key(w) for w in (
     "partisi kulübü kulubu federasyonu konfederasyonu platformu hareketi ocakları ocaklari ocaklarının ocağı "
     "mahallesi mah mh caddesi cad cd sokak sokağı sok sk bulvarı blv köyü mevkii parkı meydanı havalimanı "
     "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı otoyolu yokuşu sitesi apartmanı "
+    # a building's name in an address ("Lara Apt. No 6", "Defne Rezidans")
+    "apt rezidans residence "
+    # a monastery, a junction or a stop named after a saint or a pasha ("Mor Gabriel Manastırı",
+    # "Hasan Paşa sapağındaki", "Ali Rıza durağında")
+    "manastırı sapağı sapağında sapağındaki kavşağı kavşağında kavşağındaki durağı durağında "
     # shops named after their owner or their street ("Köksal Eczanesi", "Bulut Fırını", "Esmeralda
     # pastanesi"): only possessive forms, no accusative of the same word ("Ayşe marketi aradı")
     "eczanesi fırını pastanesi büfesi kıraathanesi kebapçısı "
@@ -130,3 +135,16 @@ def lexicon_flags() -> dict[str, str]:
         for w in words:
             out[w] = out.get(w, "") + letter
     return out
+
+
+# second parts Turkish given names are compounded with ("Zeynepsu", "Hülyanur", "Elifnaz",
+# "Ahmetcan", "Aysegül", "Batuhan"), folded
+_COMPOUND_PARTS = ("su", "nur", "naz", "can", "gul", "han")
+
+
+def compound_given(key: str) -> bool:
+    """A folded word no lexicon knows that is a given name with a name's second part glued on
+    ("zeynepsu", "hulyanur"): a given name too (the lists hold only the common compounds)."""
+    return len(key) >= 6 and any(key.endswith(part) and key[: -len(part)] in given() for part in _COMPOUND_PARTS
+                                 if len(key) - len(part) >= 3)
+

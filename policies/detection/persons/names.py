@@ -46,6 +46,7 @@ from fairgate.policies.detection.persons.lexicon import (
     TRADE_WORDS,
     plain_words,
 )
+from fairgate.policies.detection.persons.name_words import never_a_name, on_behalf
 from fairgate.policies.detection.persons.non_private import (
     UNION_NAME,
     dated,
@@ -60,6 +61,7 @@ from fairgate.policies.detection.persons.non_private import (
     word_problem,
 )
 from fairgate.policies.detection.persons.non_private import joined as _joined
+from fairgate.policies.detection.persons.not_people import kin_titled, something_else
 from fairgate.policies.detection.persons.partners import uncased_partners
 from fairgate.policies.detection.persons.tagger import default_tagger
 from fairgate.policies.detection.special_categories_terms import starts_with_term
@@ -223,7 +225,7 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
     alone (`_single_name_ok`). The rest ("Say hello ...": a capitalised common word at a
     sentence's start) are dropped whatever the tagger says, so they are not scored: a short
     plain prompt costs no tagger pass."""
-    pool = {i for i in chunk if (info := doc.info(i)).key not in NOT_NAMES
+    pool = {i for i in chunk if not never_a_name(doc, (info := doc.info(i)), i)
             and not (info.shape == "L" and info.key in LOWER_NOT_NAMES) and not label_or_things_name(doc, i)}
     near = pool | titled
     n = len(doc.spans)
@@ -256,6 +258,8 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
         if dated(doc, last) or public_figure(doc, first, last) or public_role(doc, first):
             figures |= {doc.info(i).key for i in range(first, last + 1)}
             continue
+        if something_else(doc, first, last):
+            continue  # a disease's finder, a town, an entry's figure, a character (`not_people`)
         if only_places(doc, first, last) or origin_word(doc, first, last) or verb_idiom(doc, first) \
                 or (first == last and my_relation(text[start:end])) \
                 or quoted_product(doc, first, last) or household_brand(doc, first, last) or holiday(doc, first, last) \
@@ -283,11 +287,15 @@ def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
         if i + 1 >= len(doc.spans) or doc.mode(i) == "lower" or not _joined(doc, i):
             continue
         a, b = doc.info(i), doc.info(i + 1)
-        if a.shape not in "CU" or b.shape not in "CU" or "g" not in a.flags or a.key in NOT_NAMES:
+        if a.shape not in "CU" or b.shape not in "CU" or "g" not in a.flags or never_a_name(doc, a, i):
             continue
-        if any(c in a.flags + b.flags for c in "otp") or b.key in NOT_NAMES:
+        if any(c in a.flags + b.flags for c in "ot") or b.key in NOT_NAMES:
             continue
-        if "c" not in a.flags + b.flags:
+        if on_behalf(doc, i + 1) and ("s" in b.flags or "c" not in b.flags):
+            out += (i, i + 1)  # "Fatura Şirin Karakoçan adına kesildi": whatever else the words are
+        elif "p" in a.flags + b.flags:
+            continue
+        elif "c" not in a.flags + b.flags:
             if "s" in b.flags or not b.flags:
                 out += (i, i + 1)
         elif _common_pair_is_a_name(doc, i) or (not b.flags and b.key.endswith(_SURNAME_SHAPES) and not a.suffix):
@@ -329,12 +337,13 @@ def _titled(doc: Doc) -> list[int]:
         # an inflected one ("teyzem", "abinin") only after a given name; a capitalised given name
         # that is also a common word ("Kudret abinin") is the name
         given = "g" in info.flags
-        if (not given and title not in AFTER_NAME) or (i + 2 < len(infos) and "o" in infos[i + 2].flags):
-            continue  # "Eşref Efendi Sokak": a street
+        if (not given and title not in AFTER_NAME) or (i + 2 < len(infos) and "o" in infos[i + 2].flags) \
+                or kin_titled(info.key):
+            continue  # "Eşref Efendi Sokak": a street; "Eşi teyze": a relation called by a title
         # a common given name ("sevgi hanım", "gönül hanıma") is one in any casing, even where it is a word too
         bad = "otp" if given and ((info.shape == "C" and doc.mode(i) == "mixed") or info.key in given_names()) \
             else "cotpv"
-        if info.shape in "CUL" and len(info.key) >= 3 and info.key not in NOT_NAMES \
+        if info.shape in "CUL" and len(info.key) >= 3 and not never_a_name(doc, info, i) \
                 and not any(c in info.flags for c in bad):
             out.append(i)
     return out
@@ -376,8 +385,10 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     info = doc.info(i)
     if info.shape == "I":
         return False
-    cue = (i > 0 and doc.info(i - 1).key in CUES) or (i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS) \
-        or called(doc, i)
+    titled = i + 1 < len(doc.spans) and doc.info(i + 1).key in HONORIFICS
+    if titled and kin_titled(info.key):
+        return False  # "Eşi teyze": a relation called by a title
+    cue = (i > 0 and doc.info(i - 1).key in CUES) or titled or called(doc, i)
     if info.suffix:  # (but a place's case on a word no list gives as a given name: "Alsancak'ta", "Uludağ'a")
         return cue or "g" in info.flags or not at_a_place(doc, i)
     if doc.mode(i) != "mixed":  # (the last word as a signature: on its own, not a sentence's verb, "riski artar.")

@@ -78,11 +78,16 @@ def firm(doc: Doc, first: int, last: int) -> bool:
 
 def _separate_body(doc: Doc, first: int, last: int, j: int) -> bool:
     """A given name and a surname, then a body's name that opens with an acronym in a mixed-case
-    line or with a place ("Ayşegül Tunalı TEMA Vakfı", "Vahap Kocaman Kuşadası ... Derneği"): two
-    names side by side, not one body named after a person."""
-    after = doc.info(j)
-    return last > first and "g" in doc.info(first).flags and "s" in doc.info(last).flags \
-        and ((after.shape == "U" and doc.mode(j) == "mixed") or "p" in after.flags)
+    line or with a place ("Ayşegül Tunalı TEMA Vakfı", "Vahap Kocaman Kuşadası ... Derneği"), or
+    after a relation or role word ("Komşumuz Bülent Arıkök İnsan Hakları Derneği'nin"): two names
+    side by side, not one body named after a person."""
+    after, surname = doc.info(j), doc.info(last).flags
+    if last == first or "g" not in doc.info(first).flags:
+        return False
+    if first > 0 and person_word(doc.info(first - 1).key) and not any(c in surname for c in "cot") \
+            and ("p" not in surname or "s" in surname):
+        return True  # (a surname no list holds too, or a village's: "Komşumuz Bülent Arıkök İnsan Hakları Derneği")
+    return "s" in surname and ((after.shape == "U" and doc.mode(j) == "mixed") or "p" in after.flags)
 
 
 # an encyclopaedia entry's opening: one to four capitalised words, then life dates ("Yaşar Kemal
