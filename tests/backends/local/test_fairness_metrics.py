@@ -43,14 +43,19 @@ async def test_the_fair_queue_on_metrics(tiny_model_dir: Path) -> None:
     named, anonymous = CollectorRegistry(), CollectorRegistry()
     named.register(EngineStatsCollector(engine, "tiny", tenant_labels=True))
     anonymous.register(EngineStatsCollector(engine, "tiny"))
-    params = SamplingParams(max_tokens=8, temperature=0.0, ignore_eos=True)
+    params = SamplingParams(max_tokens=32, temperature=0.0, ignore_eos=True)
     try:
         tasks = [asyncio.create_task(engine.generate([5 + i, 6, 7, 8], params, request_id=f"{t}{i}", tenant=t))
                  for i in range(6) for t in ("a", "b")]
-        while engine.stats().steps < 3:  # both tenants queue behind the one slot
-            await asyncio.sleep(0.005)
-        busy = _samples(named)
-        assert sum(_value(busy, "fairgate_fair_queue_backlogged_tenants", model="tiny")) == 2.0
+        # both tenants queue behind the one slot: read while they do (however far a busy machine
+        # let the engine get between two reads; it takes hundreds of steps to drain either line)
+        busy: dict | None = None
+        while busy is None and not all(task.done() for task in tasks):
+            sample = _samples(named)
+            if engine.stats().steps and sum(_value(sample, "fairgate_fair_queue_backlogged_tenants", model="tiny")) == 2.0:
+                busy = sample
+            await asyncio.sleep(0.002)
+        assert busy is not None, "the metrics never showed both tenants backlogged"
         assert 0.0 < _value(busy, "fairgate_fairness_jain_index", model="tiny")[0] <= 1.0
         assert _value(busy, "fairgate_fairness_weight", tenant="b") == [3.0]
         assert sum(_value(busy, "fairgate_fair_queue_waiting", tenant="a")) >= 1
