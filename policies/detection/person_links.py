@@ -29,7 +29,7 @@ _INSTITUTIONS = "|".join((
     "hastane", "şirket", "kurum", "banka", "mağaza", "site", "sistem", "hizmet", "ürün", "ülke", "şehr", "okul",
     "klini", "servis", "birim", "merkez", "poliklini", "firma", "şube", "belediye", "işyer", "fabrika", "otel",
     "restoran", "uygulama", "platform", "program", "proje", "kampanya", "ofis", "bina", "tesis", "laboratuvar",
-    "eczane", "müdürlü", "fakülte", "üniversite", "bölüm", "departman", "marka", "kanal", "sayfa", "web",
+    "eczane", "müdürlü", "müftülü", "fakülte", "üniversite", "bölüm", "departman", "marka", "kanal", "sayfa", "web",
     "derneğ", "vakf", "ekib", "toplum", "millet", "halk", "dünya", "sektör", "bölge", "il", "ilçe",
     # a shop's goods ("koleksiyonumuzda", "modellerimiz", "çeşitlerimiz")
     "koleksiyon", "model", "çeşit", "stok", "sezon",
@@ -61,7 +61,7 @@ _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     # (nor a Latin element's "-iyum": "kalsiyum", "kadmiyum"; after "i" the first person is "-yim")
     r"[aeıioöuü]y[ıiuü]m(?<!(?<!\w)giyim)(?<!(?<!\w)deyim)(?<!kıyım)(?<!koyum)(?<!iyum)|(?<=\w\w)m[ae]y[ıi][mz])"
     r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)(?<!sandık)(?<!fındık)(?<!yastık)"  # nor a noun's "-dık", "-tim"
-    r"(?<!eğitim)(?<!öğretim)(?<!üretim)(?<!yönetim)(?<!denetim)(?<!iletim)(?<!işletim)",
+    r"(?<!hatim)(?<!eğitim)(?<!öğretim)(?<!üretim)(?<!yönetim)(?<!denetim)(?<!iletim)(?<!işletim)",
 )) + ")(?!\\w)", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+")
 # a role at a place ("3. kattaki hukuk müşaviri", "Karşıyaka şubesindeki veznedar"): the place
@@ -209,7 +209,8 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
     `names`: person names found in the text."""
     first = _SUFFIX_1P.match(text, end) or _SUFFIX_2P.match(text, end)
     # the word the suffix ends (the term's own last word when it is glued on: "Kurban kes" + "im")
-    if first is not None and (fold_key(word := (text[start:end] + first.group()).split()[-1]) in _NOT_MINE
+    # (a noun in "-Im" with a case ending, "Kurban kesimi": the noun's own "-Im", not "my")
+    if first is not None and (_not_mine(fold_key(word := (text[start:end] + first.group()).split()[-1]))
                               or _OUR_INSTITUTION.fullmatch(word)):
         first = None
     # "Sendikamız", "dernek hesaplarımız": an association, union or party speaking for itself
@@ -232,6 +233,11 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
         return True
     return (relation or (not body and bool(_PATTERNS.search(text, lo, hi)))
             or _role_at_place(text, lo, hi)) and not _GENERIC.search(text, lo, hi)
+
+
+def _not_mine(key: str) -> bool:
+    """A word in `_NOT_MINE`, or one with up to three letters of a case ending after it."""
+    return any(key[:n] in _NOT_MINE for n in range(max(3, len(key) - 3), len(key) + 1))
 
 
 def generic(text: str, lo: int, hi: int) -> bool:
