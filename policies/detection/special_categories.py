@@ -98,10 +98,21 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
     if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
             and text.count("%", max(0, start - 60), end + 60) >= 2:
         return True  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
+    if _a_things_name(text, start, end, kind):
+        return True
     if kind != "association" and _BODY_AFTER.match(text, end) or _STREET_AFTER.match(text, end):
         return True  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
     # a company's, party's or apartment's board ("Holding yönetim kurulu üyesi")
     return kind == "association" and _BOARD.match(text, start) is not None and not _association_before(text, start)
+
+
+def _a_things_name(text: str, start: int, end: int, kind: str) -> bool:
+    """A dish or a thing named after a people ("Laz böreği", "Arnavut kaldırımı"): no one's origin;
+    a city's or its traffic's standstill ("trafik felç", "şehir felç oldu"): no one's paralysis."""
+    if kind == "ethnicity":
+        return _DISH_AFTER.match(text, end) is not None
+    jam = kind == "health" and fold_key(text[start:end]).startswith("felc")
+    return jam and _JAM_BEFORE.search(text, max(0, start - 20), start) is not None
 
 
 def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, int, int]]) -> str:
@@ -230,6 +241,9 @@ _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
 _BODY_AFTER = re.compile(r"\w*(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
+_DISH_AFTER = re.compile(r"[ \t]+(?:b[öo]re[ğgk]|tavu[ğgk]|ci[ğg]er|kald[ıi]r[ıi]m|salatas|pilav|sa[çc][ıi](?!\w)|kahve|"
+                         r"k[öo]fte|lokum|ekme[ğgk]|peynir|mant[ıi]s)", re.IGNORECASE)
+_JAM_BEFORE = re.compile(r"(?<!\w)(?:trafi[kğ]\w*|ula[şs][ıi]m\w*|[şs]ehir|kent|yollar\w*)[ \t]+\Z", re.IGNORECASE)
 _STREET_AFTER = re.compile(r"\w*(?:[ \t]+[^\W\d_]+)?[ \t]+(?:sk|sok|cd|cad|mh|mah|blv)(?:\.|(?!\w))|"
                            r"\w*(?:[ \t]+[^\W\d_]+)?[ \t]+(?:soka[kğ]|caddesi|mahallesi|bulvar)", re.IGNORECASE)
 # a board's office (association.txt's last lines) and the bodies that may stand before it: the
