@@ -50,6 +50,8 @@ _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     # "X, 71 yaşında, ...": someone's age in apposition (not "yaşındaki çocuklar", not a
     # biography's "56 yaşında geçirdiği kalp krizi")
     r"(?<=,)[ \t]*[0-9]{1,3}[ \t]+yaşında(?=[ \t]*,)",
+    # someone's birth year and place ("1951 Kırşehir doğumlu, bastonla yürüyor")
+    r"(?:19|20)[0-9]{2}[ \t]+(?:[^\W\d_]+[ \t]+)?do[ğg]umlu",
     # (not a loanword's "-tik": "kistik", "genetik", "kritik", "otomatik"; "-yom" is the spoken "-yorum")
     # (and "üyesiyim", "gönüllüyüm", "hastayım": a noun with the first person's "-(y)Im", not "giyim")
     # (a locative's "-deyim" too: "ekibindeyim", "evdeyim"; the words "deyim", "giyim" alone are none)
@@ -249,12 +251,16 @@ def generic(text: str, lo: int, hi: int) -> bool:
 # öğrenirse ..."; not a decimal comma: "0,6-1,2 mEq/L")
 # (the space before the conjunction matched, not looked behind: a pattern that starts with a
 # look-behind is tried at every position)
-_CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])|[ \t](?i:ama|fakat|ancak|çünkü|lakin)(?!\w)")
+# (and "diye", which closes what is said or the reason: "peçeli geliyor diye bazı veliler ...")
+_CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])|[ \t](?i:ama|fakat|ancak|çünkü|lakin|diye)(?!\w)")
 # someone new somewhere ("sınıfa yeni gelen çocuk", "yeni başlayan stajyer"), in the term's own
 # clause only ("Yeni gelen öğretmen kadrosu, engelli öğrencilerle ..." is a staff, and not the term's)
 # (one who moved in is new without the word: "Karşı daireye taşınan Yahudi aile")
+# (or a new one in a post: "okulun yeni temizlik görevlisi", "yeni hemşire")
 _NEWCOMER = re.compile(r"(?<!\w)(?:yeni[ \t]+(?:gelen|başlayan|katılan)|(?:yeni[ \t]+)?taşınan)[ \t]+"
-                       r"(?![^\W\d_]*?l[ae]r)[^\W\d_]{3,}", re.IGNORECASE)
+                       r"(?![^\W\d_]*?l[ae]r)[^\W\d_]{3,}|(?<!\w)yeni[ \t]+(?:[^\W\d_]+[ \t]+)?(?:görevlisi|"
+                       r"eleman|çalışan|komşu|öğretmen|hemşire|stajyer|personel|kapıcı|sekreter)(?![^\W\d_]*l[ae]r)",
+                       re.IGNORECASE)
 
 
 def _clause_says_of_someone(text: str, start: int, end: int, lo: int, hi: int) -> bool:
