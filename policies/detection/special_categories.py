@@ -251,7 +251,10 @@ def _done_to_anyone(text: str, lo: int, hi: int) -> bool:
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
-_BODY_AFTER = re.compile(r"\w*(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
+# (a body's name may join two words with "ve" after its first: "Hemşin Kültür ve Dayanışma Derneği",
+# "KÜRTÜN VE ÇEVRESİ ... DERNEĞİ"; not "Oğlum Ermeni ve Ermeni Apostolik Kilisesi'ne")
+_BODY_AFTER = re.compile(r"(?:\w+(?:[ \t]+(?:[A-ZÇĞİÖŞÜ]\w*|ve|VE)){0,4}|(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){1,2}[ \t]+(?:ve|VE)"
+                         r"(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){1,2}|(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2})[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
 _DISH_AFTER = re.compile(r"[ \t]+(?:b[öo]re[ğgk]|tavu[ğgk]|ci[ğg]er|kald[ıi]r[ıi]m|salatas|pilav|sa[çc][ıi](?!\w)|kahve|"
                          r"k[öo]fte|lokum|ekme[ğgk]|peynir|mant[ıi]s)", re.IGNORECASE)
 _JAM_BEFORE = re.compile(r"(?<!\w)(?:trafi[kğ]\w*|ula[şs][ıi]m\w*|[şs]ehir|kent|yollar\w*)[ \t]+\Z", re.IGNORECASE)
