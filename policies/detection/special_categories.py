@@ -46,7 +46,7 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     for start, end in hits:
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or origin_of_no_people(text, start, end) \
-                or life_dated_entry(text, start) or _header_cell(text, start):
+                or life_dated_entry(text, start) or _header_cell(text, start) or _in_address(text, start, end):
             continue
         if _not_this_category(text, start, end, kind, hits):
             continue
@@ -288,6 +288,17 @@ def _subject_line(text: str, start: int) -> bool:
     """The term stands in an e-mail's subject line ("Konu: ...", "Subject: ...", "RE: ...")."""
     line = text.rfind("\n", 0, start) + 1
     return text.find(":", line, line + 12) != -1 and _SUBJECT.match(text, line) is not None
+
+
+_TOKEN = re.compile(r"\S+")
+
+
+def _in_address(text: str, start: int, end: int) -> bool:
+    """The term is part of an e-mail address or a link ("b.kurtcebe@gmail.com", "…/kurt-festivali"):
+    an address's letters, not a statement."""
+    lo = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start), text.rfind("\t", 0, start)) + 1
+    token = _TOKEN.match(text, lo)
+    return token is not None and token.end() >= end and ("@" in token.group() or "://" in token.group())
 
 
 _HEADER = re.compile(r"[^\W\d]+(?:[,;|\t][^\W\d]+){3,}")
