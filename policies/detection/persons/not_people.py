@@ -49,6 +49,7 @@ def _of_old(doc: Doc, first: int, last: int) -> bool:
     )
 
 
+_LETTER_GAP = re.compile(r"[ \t]+[A-Z0-9][ \t]+")
 # what follows a finder's name in a disease's or a syndrome's name (folded, as a word's start)
 _EPONYM_HEADS = ("sendrom", "hastalig", "disease", "syndrome")
 
@@ -57,8 +58,10 @@ def _eponym(doc: Doc, i: int) -> bool:
     """Token i, a word no list gives as a given name, names a disease or syndrome with the word
     after it ("Lynch sendromu", "Fragile X"'s "X" aside, "Parkinson's disease"); a given name before
     "hastalığı" is a person's illness ("Ali hastalığı nedeniyle izinli")."""
-    if "g" in doc.info(i).flags or i + 1 >= len(doc.spans) or not joined(doc, i):
+    if "g" in doc.info(i).flags or i + 1 >= len(doc.spans):
         return False
+    if not joined(doc, i) and _LETTER_GAP.fullmatch(doc.text, doc.spans[i][1], doc.spans[i + 1][0]) is None:
+        return False  # (a letter the tokens leave out may stand between: "Fragile X sendromu")
     after = doc.info(i + 1).key
     if len(after) == 1 and i + 2 < len(doc.spans) and joined(doc, i + 1):
         after = doc.info(i + 2).key  # "Fragile X sendromu"
