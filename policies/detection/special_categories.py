@@ -296,6 +296,9 @@ _TOKEN = re.compile(r"\S+")
 def _in_address(text: str, start: int, end: int) -> bool:
     """The term is part of an e-mail address or a link ("b.kurtcebe@gmail.com", "…/kurt-festivali"):
     an address's letters, not a statement."""
+    near = text[max(0, start - 64) : end + 64]
+    if "@" not in near and "://" not in near:
+        return False  # (most terms: no address within reach, no token to read)
     lo = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start), text.rfind("\t", 0, start)) + 1
     token = _TOKEN.match(text, lo)
     return token is not None and token.end() >= end and ("@" in token.group() or "://" in token.group())

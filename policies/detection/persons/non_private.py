@@ -297,6 +297,7 @@ _MATCH_REPORT = re.compile(r"(?<![\w-])[0-9]{1,2}-[0-9]{1,2}(?![\w-])[^\n.]{0,40
                            r"(?<!\w)(?:gol(?:leri|ü|u|ler)|kurtarış|skorer|deplasman|derbi|penaltı)", re.IGNORECASE)
 
 
+@lru_cache(maxsize=8)  # (asked of each name a tagger pass keeps: the text's answer once)
 def _match_report(text: str) -> bool:
     hits = _MATCH_REPORT.finditer(text)
     return next(hits, None) is not None and next(hits, None) is not None
