@@ -122,7 +122,7 @@ def _a_things_name(text: str, start: int, end: int, kind: str) -> bool:
     a city's or its traffic's standstill ("trafik felç", "şehir felç oldu"): no one's paralysis."""
     if kind == "ethnicity":
         return _DISH_AFTER.match(text, end) is not None
-    jam = kind == "health" and fold_key(text[start:end]).startswith("felc")
+    jam = kind == "health" and text[start : start + 4].lower() in ("felç", "felc")
     return jam and _JAM_BEFORE.search(text, max(0, start - 20), start) is not None
 
 
@@ -296,8 +296,8 @@ _TOKEN = re.compile(r"\S+")
 def _in_address(text: str, start: int, end: int) -> bool:
     """The term is part of an e-mail address or a link ("b.kurtcebe@gmail.com", "…/kurt-festivali"):
     an address's letters, not a statement."""
-    near = text[max(0, start - 64) : end + 64]
-    if "@" not in near and "://" not in near:
+    lo, hi = max(0, start - 64), end + 64
+    if text.find("@", lo, hi) == -1 and text.find("://", lo, hi) == -1:
         return False  # (most terms: no address within reach, no token to read)
     lo = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start), text.rfind("\t", 0, start)) + 1
     token = _TOKEN.match(text, lo)
