@@ -62,6 +62,7 @@ ROLE_MAILBOXES = frozenset(
     "ariza bildirim bilgiedinme cimer veri veriyonetimi kisiselveri verisorumlusu uye uyeler bagaj "
     "kayipesya gonullu gonulluluk casting secmeler erasmus mezun mezunlar burs staj kayit odeme "
     "tahsilat abone abonelik".split())
+_GLUED_ROLES = ("destek", "iletisim", "basvuru", "randevu", "sikayet")
 _KEP_PERSON = ("av.", "av_", "avukat", "dr.", "dr_")  # a professional's own KEP box ("av.ayse.kaya@hs01.kep.tr")
 _FREE_MAIL = ("gmail.", "googlemail.", "hotmail.", "outlook.", "live.", "msn.", "yahoo.", "yandex.", "icloud.",
               "me.com", "mail.ru", "proton", "gmx.", "aol.", "windowslive.", "mynet.", "superonline.", "ttmail.")
@@ -73,9 +74,13 @@ _LEGAL = re.compile(
     re.IGNORECASE)
 _LEGAL_AFTER = re.compile(r"[^\n]{0,30}?(?:şirket|firma|kurumsal|dernek|vak[ıi]f|kul[üu]p|sendika)[ \t]+hesab",
                           re.IGNORECASE)
-_EXAMPLE_DOMAIN = re.compile(r"@(?:[\w\-]+\.)*(?:example\.(?:com|org|net)|localhost)$|\.(?:test|example|invalid|localhost)$",
+# (and a Turkish form's stand-in domains: "ornek@alanadi.com", "ad.soyad@sirket.com.tr")
+_EXAMPLE_DOMAIN = re.compile(r"@(?:[\w\-]+\.)*(?:example\.(?:com|org|net)|localhost)$|\.(?:test|example|invalid|localhost)$"
+                             r"|@(?:alanadi|alanad[ıi]n[ıi]z|ornek|domain|sirket|firma|kurum)\.com(?:\.tr)?$",
                              re.IGNORECASE)
-_PLACEHOLDERS = frozenset("test user admin demo dummy foo bar example noreply mock sample john.doe jane.doe".split())
+# (and Turkish ones: "ornek@", "kullanici@", "ad.soyad@", "ali.veli@", the "John Doe" of Turkish forms)
+_PLACEHOLDERS = frozenset("test user admin demo dummy foo bar example noreply mock sample john.doe jane.doe "
+                          "ornek kullanici isim adsoyad ad.soyad ali.veli eposta email mail".split())
 # a sole proprietorship ("şahıs şirketi", "şahıs firması") is its owner's: a natural person's VKN and IBAN
 _PERSONISH = re.compile(r"(?<!\w)(?:ad[ıi]?[ _]?soyad\w*|(?:şahıs|sahis|şahsi)(?:[ \t]+(?:şirket|sirket|firma|işletme)\w*)?|"
                         r"serbest meslek|bey|hanım)(?!\w)", re.IGNORECASE)
@@ -102,7 +107,7 @@ def fixed_line(digits: str) -> bool:
 
 
 _INSTITUTION = re.compile(
-    r"(?<!\w)(?:eczane\w*|santral\w*|derne\w+|vakf\w+|belediye\w*|müdürlü\w+|başkanlı\w+|merkez\w*|"
+    r"(?<!\w)(?:eczane\w*|santral\w*|klini[kğ]\w*|polikli\w+|muhtarl\w+|derne\w+|vakf\w+|belediye\w*|müdürlü\w+|başkanlı\w+|merkez\w*|"
     r"sekreterli\w+|hatt\w+|acente\w*|emlak|otel\w*|mersis|a\.?[sş]\.|ltd\.?|[sş]ti\.?|"
     # a notice's contact line: "Site Yönetimi: ...", "Otopark İşletmesi: ...", "randevuları için ..."
     # ("Bilgi:" says nothing: a person writes it before their own number too)
@@ -128,9 +133,17 @@ def _fax_line(text: str, start: int) -> bool:
 
 
 def _institution_before(text: str, start: int) -> bool:
-    """An institution's word earlier on the number's line (at most 120 characters back)."""
-    lo = max(text.rfind("\n", 0, start) + 1, start - 120)
-    return _INSTITUTION.search(text, lo, start) is not None
+    """An institution's word earlier on the number's line (at most 120 characters back), or on
+    one of the two lines before it within 200 characters: a letterhead's block ("... Müdürlüğü" /
+    "Adres: ..." / "Tel: 0312 ...")."""
+    line = text.rfind("\n", 0, start)
+    lo = max(line + 1, start - 120)
+    if _INSTITUTION.search(text, lo, start) is not None:
+        return True
+    if line == -1:
+        return False
+    above = text.rfind("\n", 0, max(0, text.rfind("\n", 0, line)))
+    return _INSTITUTION.search(text, max(above + 1, start - 200), line) is not None
 
 
 def _institution_right_before(text: str, start: int, people: list[tuple[int, int]]) -> bool:
@@ -206,7 +219,10 @@ def role_mailbox(address: str) -> bool:
     if domain.endswith("kep.tr") and not local.startswith(_KEP_PERSON):
         return True  # a registered e-mail (KEP) box: a firm's or an office's, but a lawyer's or doctor's own
     # (at a free mail provider the parts are a person's choice: "deryacakir_muhasebe@hotmail.com")
-    return not domain.startswith(_FREE_MAIL) and any(part in ROLE_MAILBOXES for part in re.split(r"[._\-]", local))
+    if domain.startswith(_FREE_MAIL):
+        return False
+    # a role after a unit's word, glued ("sosyaldestek@", "ogrencibilgi@"): a desk's, not a person's
+    return any(part in ROLE_MAILBOXES or part.endswith(_GLUED_ROLES) for part in re.split(r"[._\-]", local))
 
 
 def legal_person(text: str, start: int, names: list[tuple[int, int]]) -> bool:
@@ -245,7 +261,8 @@ def fixture(kind: str, value: str) -> bool:
     """A test fixture rather than anyone's data: an example domain, a 0555 000 00 00 number."""
     if kind == "email":
         local = value.split("@", 1)[0].strip().lower()
-        return local in _PLACEHOLDERS and bool(_EXAMPLE_DOMAIN.search(value.strip()))
+        stand_in = local in _PLACEHOLDERS or all(part in _PLACEHOLDERS for part in re.split(r"[._\-]", local))
+        return stand_in and bool(_EXAMPLE_DOMAIN.search(value.strip()))  # (also "test.user@", "test_user@")
     if kind == "phone":
         digits = re.sub(r"[^0-9]", "", value)
         return len(digits) >= 10 and len(set(digits[-7:])) == 1

@@ -29,7 +29,7 @@ _INSTITUTIONS = "|".join((
     "hastane", "şirket", "kurum", "banka", "mağaza", "site", "sistem", "hizmet", "ürün", "ülke", "şehr", "okul",
     "klini", "servis", "birim", "merkez", "poliklini", "firma", "şube", "belediye", "işyer", "fabrika", "otel",
     "restoran", "uygulama", "platform", "program", "proje", "kampanya", "ofis", "bina", "tesis", "laboratuvar",
-    "eczane", "müdürlü", "fakülte", "üniversite", "bölüm", "departman", "marka", "kanal", "sayfa", "web",
+    "eczane", "müdürlü", "müftülü", "fakülte", "üniversite", "bölüm", "departman", "marka", "kanal", "sayfa", "web",
     "derneğ", "vakf", "ekib", "toplum", "millet", "halk", "dünya", "sektör", "bölge", "il", "ilçe",
     # a shop's goods ("koleksiyonumuzda", "modellerimiz", "çeşitlerimiz")
     "koleksiyon", "model", "çeşit", "stok", "sezon",
@@ -50,6 +50,8 @@ _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     # "X, 71 yaşında, ...": someone's age in apposition (not "yaşındaki çocuklar", not a
     # biography's "56 yaşında geçirdiği kalp krizi")
     r"(?<=,)[ \t]*[0-9]{1,3}[ \t]+yaşında(?=[ \t]*,)",
+    # someone's birth year and place ("1951 Kırşehir doğumlu, bastonla yürüyor")
+    r"(?:19|20)[0-9]{2}[ \t]+(?:[^\W\d_]+[ \t]+)?do[ğg]umlu",
     # (not a loanword's "-tik": "kistik", "genetik", "kritik", "otomatik"; "-yom" is the spoken "-yorum")
     # (and "üyesiyim", "gönüllüyüm", "hastayım": a noun with the first person's "-(y)Im", not "giyim")
     # (a locative's "-deyim" too: "ekibindeyim", "evdeyim"; the words "deyim", "giyim" alone are none)
@@ -61,7 +63,7 @@ _PATTERNS = re.compile("(?<!\\w)(?:" + "|".join((
     # (nor a Latin element's "-iyum": "kalsiyum", "kadmiyum"; after "i" the first person is "-yim")
     r"[aeıioöuü]y[ıiuü]m(?<!(?<!\w)giyim)(?<!(?<!\w)deyim)(?<!kıyım)(?<!koyum)(?<!iyum)|(?<=\w\w)m[ae]y[ıi][mz])"
     r"(?<!istik)(?<!etik)(?<!itik)(?<!atik)(?<!otik)(?<!sandık)(?<!fındık)(?<!yastık)"  # nor a noun's "-dık", "-tim"
-    r"(?<!eğitim)(?<!öğretim)(?<!üretim)(?<!yönetim)(?<!denetim)(?<!iletim)(?<!işletim)",
+    r"(?<!hatim)(?<!eğitim)(?<!öğretim)(?<!üretim)(?<!yönetim)(?<!denetim)(?<!iletim)(?<!işletim)",
 )) + ")(?!\\w)", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+")
 # a role at a place ("3. kattaki hukuk müşaviri", "Karşıyaka şubesindeki veznedar"): the place
@@ -209,7 +211,8 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
     `names`: person names found in the text."""
     first = _SUFFIX_1P.match(text, end) or _SUFFIX_2P.match(text, end)
     # the word the suffix ends (the term's own last word when it is glued on: "Kurban kes" + "im")
-    if first is not None and (fold_key(word := (text[start:end] + first.group()).split()[-1]) in _NOT_MINE
+    # (a noun in "-Im" with a case ending, "Kurban kesimi": the noun's own "-Im", not "my")
+    if first is not None and (_not_mine(fold_key(word := (text[start:end] + first.group()).split()[-1]))
                               or _OUR_INSTITUTION.fullmatch(word)):
         first = None
     # "Sendikamız", "dernek hesaplarımız": an association, union or party speaking for itself
@@ -234,6 +237,11 @@ def tied_to_person(text: str, start: int, end: int, names: Sequence[tuple[int, i
             or _role_at_place(text, lo, hi)) and not _GENERIC.search(text, lo, hi)
 
 
+def _not_mine(key: str) -> bool:
+    """A word in `_NOT_MINE`, or one with up to three letters of a case ending after it."""
+    return any(key[:n] in _NOT_MINE for n in range(max(3, len(key) - 3), len(key) + 1))
+
+
 def generic(text: str, lo: int, hi: int) -> bool:
     """text[lo:hi] says something general ("herkes", "hastalar", "-malıdır", "nedir")."""
     return _GENERIC.search(text, lo, hi) is not None
@@ -243,12 +251,16 @@ def generic(text: str, lo: int, hi: int) -> bool:
 # öğrenirse ..."; not a decimal comma: "0,6-1,2 mEq/L")
 # (the space before the conjunction matched, not looked behind: a pattern that starts with a
 # look-behind is tried at every position)
-_CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])|[ \t](?i:ama|fakat|ancak|çünkü|lakin)(?!\w)")
+# (and "diye", which closes what is said or the reason: "peçeli geliyor diye bazı veliler ...")
+_CLAUSE_BREAK = re.compile(r"[;:]|,(?![0-9])|[ \t](?i:ama|fakat|ancak|çünkü|lakin|diye)(?!\w)")
 # someone new somewhere ("sınıfa yeni gelen çocuk", "yeni başlayan stajyer"), in the term's own
 # clause only ("Yeni gelen öğretmen kadrosu, engelli öğrencilerle ..." is a staff, and not the term's)
 # (one who moved in is new without the word: "Karşı daireye taşınan Yahudi aile")
+# (or a new one in a post: "okulun yeni temizlik görevlisi", "yeni hemşire")
 _NEWCOMER = re.compile(r"(?<!\w)(?:yeni[ \t]+(?:gelen|başlayan|katılan)|(?:yeni[ \t]+)?taşınan)[ \t]+"
-                       r"(?![^\W\d_]*?l[ae]r)[^\W\d_]{3,}", re.IGNORECASE)
+                       r"(?![^\W\d_]*?l[ae]r)[^\W\d_]{3,}|(?<!\w)yeni[ \t]+(?:[^\W\d_]+[ \t]+)?(?:görevlisi|"
+                       r"eleman|çalışan|komşu|öğretmen|hemşire|stajyer|personel|kapıcı|sekreter)(?![^\W\d_]*l[ae]r)",
+                       re.IGNORECASE)
 
 
 def _clause_says_of_someone(text: str, start: int, end: int, lo: int, hi: int) -> bool:

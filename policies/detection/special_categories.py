@@ -18,13 +18,20 @@ from collections.abc import Sequence
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.no_ones import animal_patient, told_of_no_one
 from fairgate.policies.detection.person_links import generic, person_word, sentence, tied_to_person
-from fairgate.policies.detection.persons.lexicon import all_places, lexicon_flags, surnames
+from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
 from fairgate.policies.detection.special_categories_terms import (
     CATEGORIES,
     inside_a_word,
     says_mine,
     term_at,
+)
+from fairgate.policies.detection.special_peoples import (
+    WORD_PEOPLES,
+    a_skill,
+    origin_of_no_people,
+    regions_people,
+    said_of_someone,
 )
 
 SPECIAL_KINDS = CATEGORIES
@@ -38,8 +45,8 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     out: list[tuple[str, int, int]] = []
     for start, end in hits:
         kind = term_at(text, start, end)
-        if kind is None or _in_surname(text, start, end, names) or _origin_of_no_people(text, start, end) \
-                or life_dated_entry(text, start) or _header_cell(text, start):
+        if kind is None or _in_surname(text, start, end, names) or origin_of_no_people(text, start, end) \
+                or life_dated_entry(text, start) or _header_cell(text, start) or _in_address(text, start, end):
             continue
         if _not_this_category(text, start, end, kind, hits):
             continue
@@ -61,6 +68,10 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
         if (tied_to_person(text, start, end, names) or says_mine(text, start, end) or going_on) \
                 and not told_of_no_one(text, start, end):
             out.append((kind, lo, hi))
+            space = text.find(" ", start, end)
+            if kind == "religion" and space != -1 and term_at(text, start, space) == "ethnicity" \
+                    and regions_people(text, start):
+                out.append(("ethnicity", lo, hi))  # a region's ethno-religious group ("hatay arap alevisi")
             if len(out) >= limit:
                 break
     return out
@@ -91,17 +102,28 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
         return True  # a kind of passport ("Biyometrik pasaportunu kopyalamamız gerekiyor"), no one's data
     if kind == "biometric" and _done_to_anyone(text, *sentence(text, start, end)):
         return True  # a procedure told to anyone ("parmak izi alınır", "verileriniz cihazınızda saklanır")
-    if kind == "ethnicity" and text[start:end].lower() in _WORD_PEOPLES and not _said_of_someone(text, start):
+    if kind == "ethnicity" and text[start:end].lower() in WORD_PEOPLES and not said_of_someone(text, start):
         return True  # "roman", "kurt": a novel, a wolf; "Komşumuz Roman", "kayinpederim kurt": a people
-    if kind == "ethnicity" and _a_skill(text, start):
+    if kind == "ethnicity" and a_skill(text, start):
         return True  # a language one knows or translates ("Kürtçe ve Arapça biliyor", "Çevirmen (Ermenice–Türkçe)")
     if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
             and text.count("%", max(0, start - 60), end + 60) >= 2:
         return True  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
+    if _a_things_name(text, start, end, kind):
+        return True
     if kind != "association" and _BODY_AFTER.match(text, end) or _STREET_AFTER.match(text, end):
         return True  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
     # a company's, party's or apartment's board ("Holding yönetim kurulu üyesi")
     return kind == "association" and _BOARD.match(text, start) is not None and not _association_before(text, start)
+
+
+def _a_things_name(text: str, start: int, end: int, kind: str) -> bool:
+    """A dish or a thing named after a people ("Laz böreği", "Arnavut kaldırımı"): no one's origin;
+    a city's or its traffic's standstill ("trafik felç", "şehir felç oldu"): no one's paralysis."""
+    if kind == "ethnicity":
+        return _DISH_AFTER.match(text, end) is not None
+    jam = kind == "health" and text[start : start + 4].lower() in ("felç", "felc")
+    return jam and _JAM_BEFORE.search(text, max(0, start - 20), start) is not None
 
 
 def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, int, int]]) -> str:
@@ -229,7 +251,13 @@ def _done_to_anyone(text: str, lo: int, hi: int) -> bool:
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
-_BODY_AFTER = re.compile(r"\w*(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2}[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
+# (a body's name may join two words with "ve" after its first: "Hemşin Kültür ve Dayanışma Derneği",
+# "KÜRTÜN VE ÇEVRESİ ... DERNEĞİ"; not "Oğlum Ermeni ve Ermeni Apostolik Kilisesi'ne")
+_BODY_AFTER = re.compile(r"(?:\w+(?:[ \t]+(?:[A-ZÇĞİÖŞÜ]\w*|ve|VE)){0,4}|(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){1,2}[ \t]+(?:ve|VE)"
+                         r"(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){1,2}|(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2})[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
+_DISH_AFTER = re.compile(r"[ \t]+(?:b[öo]re[ğgk]|tavu[ğgk]|ci[ğg]er|kald[ıi]r[ıi]m|salatas|pilav|sa[çc][ıi](?!\w)|kahve|"
+                         r"k[öo]fte|lokum|ekme[ğgk]|peynir|mant[ıi]s)", re.IGNORECASE)
+_JAM_BEFORE = re.compile(r"(?<!\w)(?:trafi[kğ]\w*|ula[şs][ıi]m\w*|[şs]ehir|kent|yollar\w*)[ \t]+\Z", re.IGNORECASE)
 _STREET_AFTER = re.compile(r"\w*(?:[ \t]+[^\W\d_]+)?[ \t]+(?:sk|sok|cd|cad|mh|mah|blv)(?:\.|(?!\w))|"
                            r"\w*(?:[ \t]+[^\W\d_]+)?[ \t]+(?:soka[kğ]|caddesi|mahallesi|bulvar)", re.IGNORECASE)
 # a board's office (association.txt's last lines) and the bodies that may stand before it: the
@@ -253,86 +281,6 @@ def _association_before(text: str, start: int, since: int = 0) -> bool:
     return bool(bodies) and bodies[-1].group("club") is not None
 
 
-# peoples whose name is also a common word ("roman": a novel; "kurt", Kürt written in ASCII: a
-# wolf, a surname; "arap", "rus": a soap, a salad, a spring): one only said of someone
-_WORD_PEOPLES = frozenset(("roman", "kurt", "arap", "rus", "akan", "ewe"))
-# words that give a family's side or a person's descent right before a people ("anne tarafı Akan",
-# "baba tarafım Roman", "aslen Ewe"), folded
-_DESCENT = frozenset(("aslen", "tarafi", "tarafim", "tarafimiz"))
-# a language's name ("Kürtçe", "ERMENİCE", "arapca"), then other languages and a verb of knowing it, or
-# another language after a dash or slash: a translator's pair or a CV's skills, not one's origin
-_LANGUAGE_WORD = re.compile(r"[^\W\d_]+(?:[cç][ae])(?![^\W\d_])", re.IGNORECASE)
-_KNOWN_AFTER = re.compile(r"(?:[ \t]*(?:,|ve|/)[ \t]*[^\W\d_]+[cç][ae])*[ \t]+(?:bil(?:iyor|ir|en|di[gğ])|konu[şs]abil)"
-                          r"|[ \t]*[–/\-][ \t]*[^\W\d_]+[cç][ae](?![^\W\d_])", re.IGNORECASE)
-_TRANSLATOR = re.compile(r"(?<!\w)(?:[çc]evirmen|terc[üu]man|translator)", re.IGNORECASE)
-
-
-def _a_skill(text: str, start: int) -> bool:
-    """The ethnicity term is a language named as a skill: known, or translated from or into."""
-    word = _LANGUAGE_WORD.match(text, start)
-    if word is None:
-        return False
-    line_lo = text.rfind("\n", 0, start) + 1
-    return _KNOWN_AFTER.match(text, word.end()) is not None \
-        or _TRANSLATOR.search(text, max(line_lo, start - 60), start) is not None
-_WORD_BEFORE_TERM = re.compile(r"([^\W\d_]+)[ \t]+\Z")
-
-
-def _said_of_someone(text: str, start: int) -> bool:
-    """A relation or role word, a family's side or "aslen" right before the term ("Komşumuz
-    Roman", "esi Roman", "anne tarafı Akan"), a hometown before it ("Diyarbakirli bir Kurt",
-    "Halepli Arap"), or a people's word after it
-    ("ROMAN TOPLULUĞUNDAN OLAN", "Roman vatandaşlar", "Roman aile"; not a Russian's citizenship)."""
-    before = _WORD_BEFORE_TERM.search(text, max(0, start - 30), start)
-    if before is not None and ((key := fold_key(before.group(1))) in _DESCENT or person_word(key) or _hometown(text, start)):
-        return True
-    after = _PEOPLE_AFTER.match(text, start)
-    return after is not None and not (text[start:start + 3].lower() in ("rus", "ara") and "vatanda" in after.group().lower())
-
-
-# a word made of a place and "-lı" ("Volgogradlı", "samandağlı"), maybe "bir" between it and the people
-_FROM_PLACE = re.compile(r"([^\W\d_]{3,}?)['’]?l[ıiuü][ \t]+(?:bir[ \t]+)?\Z")
-
-
-def _hometown(text: str, start: int) -> bool:
-    """A place's "-lı" word stands right before the term: a place the lexicons know, or a
-    capitalised word within its sentence (a town abroad: "Volgogradlı bir Rus")."""
-    m = _FROM_PLACE.search(text, max(0, start - 40), start)
-    if m is None:
-        return False
-    if fold_key(m.group(1)) in all_places():
-        return True
-    lead = text[max(0, m.start() - 2) : m.start()]
-    return m.group(1)[0].isupper() and m.start() > 1 and not lead.rstrip(" \t").endswith((".", "!", "?", "\n", ":"))
-
-
-_PEOPLE_AFTER = re.compile(r"\w+[ \t]+(?:toplulu[gğk]|vatanda[şs]|aile|k[öo]kenl|as[ıi]ll|mahalles)", re.IGNORECASE)
-
-
-_ORIGIN = re.compile(r"k[öo]kenl[iı]|as[ıi]ll[ıi]", re.IGNORECASE)
-_WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
-
-
-def _origin_of_no_people(text: str, start: int, end: int) -> bool:
-    """'kökenli' / 'asıllı' after a common word: 'Toplum kökenli pnömoni', 'tiyatro kökenli
-    oyuncu' (a people or a region is a proper noun or a category term: 'Oromo kökenli', 'Afrika
-    kökenli', 'Kürt kökenli')."""
-    if not _ORIGIN.match(text, start):
-        return False
-    before = _WORD_BEFORE.search(text, max(0, start - 30), start)
-    if before is None:
-        return False
-    word = before.group(1)
-    if term_at(text, before.start(1), before.end(1)) is not None:
-        return False  # "Kürt kökenli", "ermeni asıllı"
-    line = text[text.rfind("\n", 0, start) + 1 : start]
-    flags = lexicon_flags().get(fold_key(word), "")
-    # (a common word capitalised mid-sentence is a proper noun: "Müdürümüz Arap asıllı")
-    proper = word[:1].isupper() and not line.isupper() and before.start(1) > len(text) - len(text.lstrip()) \
-        and text[: before.start(1)].rstrip()[-1:] not in ("", ".", "!", "?", ":", "\n", "\"")
-    return (word.islower() and not line.islower()) or ("c" in flags and "p" not in flags and not proper)
-
-
 _SUBJECT = re.compile(r"[ \t]*(?:konu|subject|re|fw|fwd|ynt|ilt)[ \t]*:", re.IGNORECASE)
 
 
@@ -340,6 +288,20 @@ def _subject_line(text: str, start: int) -> bool:
     """The term stands in an e-mail's subject line ("Konu: ...", "Subject: ...", "RE: ...")."""
     line = text.rfind("\n", 0, start) + 1
     return text.find(":", line, line + 12) != -1 and _SUBJECT.match(text, line) is not None
+
+
+_TOKEN = re.compile(r"\S+")
+
+
+def _in_address(text: str, start: int, end: int) -> bool:
+    """The term is part of an e-mail address or a link ("b.kurtcebe@gmail.com", "…/kurt-festivali"):
+    an address's letters, not a statement."""
+    lo, hi = max(0, start - 64), end + 64
+    if text.find("@", lo, hi) == -1 and text.find("://", lo, hi) == -1:
+        return False  # (most terms: no address within reach, no token to read)
+    lo = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start), text.rfind("\t", 0, start)) + 1
+    token = _TOKEN.match(text, lo)
+    return token is not None and token.end() >= end and ("@" in token.group() or "://" in token.group())
 
 
 _HEADER = re.compile(r"[^\W\d]+(?:[,;|\t][^\W\d]+){3,}")
@@ -353,6 +315,7 @@ def _header_cell(text: str, start: int) -> bool:
     return start < len(line) and "_" in line and _HEADER.fullmatch(line.strip()) is not None
 
 
+_WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
 # a disease's risk, or a screening for it, in the clause after the term (not a diagnosis)
 _RISK_AFTER = re.compile(r"[^\n.!?,;]{0,40}?(?:risk|tarama|eleme|screening)", re.IGNORECASE)
 

@@ -303,7 +303,7 @@ def _sign_off(doc: Doc) -> list[int]:
         gap = text[doc.spans[start - 1][1] : doc.spans[start][0]] if start else ""
         if not _sign_gap(gap) or "p" in doc.info(start).flags:
             continue
-        dash = doc.mode(start) == "lower" and _DASH_GAP.search(gap) is not None
+        dash = _DASH_GAP.search(gap) is not None and (doc.mode(start) == "lower" or doc.info(start).shape == "C")
         if not _nameish(doc, start, False):
             if dash and last == start + 1 and _word_and_surname(doc, start):
                 return [start, last]  # "— ırmak sukaya": a given name that is a word too, and a surname
@@ -311,8 +311,9 @@ def _sign_off(doc: Doc) -> list[int]:
         rest = range(start + 1, last + 1)
         if all(_surname_after(doc, k - 1, True) for k in rest):
             return [start, *rest]
-        if dash and "c" not in doc.info(start).flags:
-            return [start]  # "— berfin zeytinkoparan": after a dash, a surname no lexicon lists
+        cased = doc.mode(start) == "mixed" and len(rest) > 0 and all(doc.info(k).shape == "C" for k in rest)
+        if dash and ("c" not in doc.info(start).flags or cased):  # "— berfin zeytinkoparan", "— Sevda Kılavuz":
+            return [start, *rest] if cased else [start]  # a surname no lexicon lists, a word or a place
     return []
 
 

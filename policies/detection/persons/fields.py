@@ -64,7 +64,10 @@ def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
     """(start, end) of the names standing right after person-field labels (`hits`: where the
     trigger pass saw a label; each ends where its value starts)."""
     out: list[tuple[int, int]] = []
+    stand_in = -1  # where the last placeholder value ended ("ad": "Test"): its record is a fixture
     for start, end in hits:
+        if stand_in >= 0 and _same_record(text, stand_in, start):
+            continue  # the fixture's other fields ("ad": "Deneme", "soyad": "Kullanıcı")
         booked = _BOOKING.match(text, start) if "/" in text[start:end] else None
         if booked is not None:
             if not _PLACEHOLDERS.intersection(fold_key(booked.group(1)).replace("/", " ").split()):
@@ -75,13 +78,25 @@ def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
         m = _VALUE.match(text, end)
         size = _name_end(m.group(), bool(_SURE.search(text, max(0, end - 24), end)), _last_word(text, m)) \
             if m is not None else 0
+        if size and text[end + size : end + size + 1] == "(":
+            continue  # code: a constructor's or a function's call assigned ("yolcu = Yolcu(ad=...)")
         if size and text[end - 1 : end] in ("'", '"') and text[end + size : end + size + 1] != text[end - 1]:
             continue  # a quoted value that holds more than a name: "name": "Çiçek desenli nevresim"
+        elif m is not None and fold_key(m.group().split()[0]) in _PLACEHOLDERS:
+            stand_in = m.end()
         if size:
             out.append((end, end + size))
             if len(out) >= limit:
                 break
     return out
+
+
+def _same_record(text: str, stand_in: int, start: int) -> bool:
+    """A field label at `start` in the record whose placeholder value ended at `stand_in`: on its
+    line, within 120 characters, no closing brace or parenthesis between (a JSON object's or a
+    constructor's fields; the next row of an INSERT is another record)."""
+    gap = text[stand_in:start]
+    return len(gap) <= 120 and "\n" not in gap and "}" not in gap and ")" not in gap
 
 
 def _last_word(text: str, m: re.Match[str]) -> int:

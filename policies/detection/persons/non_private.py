@@ -281,10 +281,26 @@ _PUBLIC_ROLES = frozenset(fold_key(w) for w in (
 
 
 def public_role(doc: Doc, first: int) -> bool:
-    """A public figure's trade stands right before the name (see `_PUBLIC_ROLES`)."""
+    """A public figure's trade stands right before the name (see `_PUBLIC_ROLES`), or the text
+    reports a match (see `_MATCH_REPORT`): its players, goalkeepers and referees."""
     prev = first - 1
-    return prev >= 0 and doc.info(prev).key in _PUBLIC_ROLES \
-        and _SPACES.fullmatch(doc.text, doc.spans[prev][1], doc.spans[first][0]) is not None
+    if prev >= 0 and doc.info(prev).key in _PUBLIC_ROLES \
+            and _SPACES.fullmatch(doc.text, doc.spans[prev][1], doc.spans[first][0]) is not None:
+        return True
+    return not (prev >= 0 and doc.info(prev).key in CUES) and _match_report(doc.text)  # (not "oğlum Deniz")
+
+
+# a match report's words ("derbiden 2-1 galip", "golleri", "kurtarışlarıyla", "deplasmandan",
+# "en skorer", "penaltı"): two of them make the text sports news, whose players, goalkeepers and
+# referees are public figures (a private player's injury at "halı saha maçında" has none of them)
+_MATCH_REPORT = re.compile(r"(?<![\w-])[0-9]{1,2}-[0-9]{1,2}(?![\w-])[^\n.]{0,40}?(?:galip|mağlup|yen|galibiyet|berabere)|"
+                           r"(?<!\w)(?:gol(?:leri|ü|u|ler)|kurtarış|skorer|deplasman|derbi|penaltı)", re.IGNORECASE)
+
+
+@lru_cache(maxsize=8)  # (asked of each name a tagger pass keeps: the text's answer once)
+def _match_report(text: str) -> bool:
+    hits = _MATCH_REPORT.finditer(text)
+    return next(hits, None) is not None and next(hits, None) is not None
 
 
 def joined(doc: Doc, i: int) -> bool:

@@ -20,12 +20,36 @@ def something_else(doc: Doc, first: int, last: int) -> bool:
     text, start, end = doc.text, doc.spans[first][0], doc.spans[last][1]
     if first == last and _eponym(doc, first):
         return True  # "Lynch sendromu", "Parkinson's disease"
+    if _of_old(doc, first, last):
+        return True  # "İshak Paşa", "Mor Gabriel"
     if _AFTER_POSTCODE.search(text, max(0, start - 16), start):
         return True  # "ul. Mokotowska 12/4, 00-640 Warszawa"
     # another figure of a life-dated entry (parents, teachers), or a plot's or a screen's character
     return life_dated_entry(text, start) or synopsis(text, start) or _on_screen(text, start, end)
 
 
+# an Ottoman general's or governor's title after a name ("Çolak Abdi Paşa", "İshak Paşa döneminde"),
+# and a Syriac saint's before it ("Mor Gabriel", "Mor Yakup"): a historical figure or a place named
+# after one, not a private person today (folded keys; an apostrophe's ending dropped). Not
+# "Efendi": a doorkeeper is still "kapıcı Cuma Efendi".
+_OLD_TITLES = frozenset(("pasa",))
+
+
+def _of_old(doc: Doc, first: int, last: int) -> bool:
+    """A name titled the old way: "Paşa" last or right after it, or "Mor" before it."""
+    if doc.info(last).key in _OLD_TITLES and last > first:
+        return True
+    if last + 1 < len(doc.spans) and doc.info(last + 1).key in _OLD_TITLES and joined(doc, last):
+        return True
+    return (
+        first > 0
+        and doc.info(first - 1).key == "mor"
+        and doc.info(first - 1).shape == "C"
+        and joined(doc, first - 1)
+    )
+
+
+_LETTER_GAP = re.compile(r"[ \t]+[A-Z0-9][ \t]+")
 # what follows a finder's name in a disease's or a syndrome's name (folded, as a word's start)
 _EPONYM_HEADS = ("sendrom", "hastalig", "disease", "syndrome")
 
@@ -34,8 +58,10 @@ def _eponym(doc: Doc, i: int) -> bool:
     """Token i, a word no list gives as a given name, names a disease or syndrome with the word
     after it ("Lynch sendromu", "Fragile X"'s "X" aside, "Parkinson's disease"); a given name before
     "hastalığı" is a person's illness ("Ali hastalığı nedeniyle izinli")."""
-    if "g" in doc.info(i).flags or i + 1 >= len(doc.spans) or not joined(doc, i):
+    if "g" in doc.info(i).flags or i + 1 >= len(doc.spans):
         return False
+    if not joined(doc, i) and _LETTER_GAP.fullmatch(doc.text, doc.spans[i][1], doc.spans[i + 1][0]) is None:
+        return False  # (a letter the tokens leave out may stand between: "Fragile X sendromu")
     after = doc.info(i + 1).key
     if len(after) == 1 and i + 2 < len(doc.spans) and joined(doc, i + 1):
         after = doc.info(i + 2).key  # "Fragile X sendromu"
