@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import itertools
 import json
 import random
@@ -61,6 +62,7 @@ from bench.fairness_servers import (  # noqa: E402,F401
     start_engine,
     start_gateway,
 )
+from fairgate.backends.local.engine.metrics import TTFT_BUCKETS  # noqa: E402
 from fairgate.scheduler.fairness import DEFAULT_ACTIVE_LEAD  # noqa: E402
 
 
@@ -77,11 +79,14 @@ class Phase:
     engine: dict[str, int] = field(default_factory=dict)  # /stats counter deltas (PREEMPTION_STATS)
     client_cpu_s: float = 0.0  # this client's own CPU time during the phase (a saturated client delays sends)
     # per tenant label, from the engines' /metrics histograms: [queue s summed, requests, engine TTFT s
-    # summed, requests]: arrival at the engine to the first scheduled step, and to the first token
+    # summed, requests]: arrival at the engine to the first scheduled step, and to the first token;
+    # then the engine TTFT histogram's cumulative bucket counts (TTFT_BUCKETS, +Inf last)
     latency: dict[str, list[float]] = field(default_factory=dict)
     steps: list[float] = field(default_factory=lambda: [0.0, 0.0])  # engine steps, their busy seconds
 
 
+WARM_UP_S = 3.0  # seconds of thrown-away load on each fresh server before its first phase
+WIDTH = 4 + len(TTFT_BUCKETS) + 1  # a tenant's entry in Phase.latency
 STEPS = "\x00steps"  # engine_latency's entry for the engines' /stats steps and busy seconds
 PREEMPTION_STATS = ("preemptions", "fairness_preemptions", "fairness_recomputed_tokens", "recomputed_tokens")
 Stats = Callable[[list[str]], Awaitable[dict[str, int]]]  # servers -> counters (generation_tokens, PREEMPTION_STATS)
@@ -103,7 +108,7 @@ def merge(into: Phase, ph: Phase) -> None:
         into.engine[k] = into.engine.get(k, 0) + v
     into.steps = [a + b for a, b in zip(into.steps, ph.steps, strict=True)]
     for label, sums in ph.latency.items():
-        into.latency[label] = [a + b for a, b in zip(into.latency.get(label, [0.0] * 4), sums, strict=True)]
+        into.latency[label] = [a + b for a, b in zip(into.latency.get(label, [0.0] * len(sums)), sums, strict=True)]
 
 
 def load_client(connections: int) -> aiohttp.ClientSession:
@@ -145,7 +150,8 @@ async def engine_stats(engines: list[str]) -> dict[str, int]:
 
 async def engine_latency(engines: list[str]) -> dict[str, list[float]]:
     """Per tenant label, summed over the engines: the queue-time and TTFT histograms' sums and
-    counts (`fairgate_queue_time_seconds`, `fairgate_time_to_first_token_seconds`)."""
+    counts (`fairgate_queue_time_seconds`, `fairgate_time_to_first_token_seconds`), then the TTFT
+    histogram's cumulative bucket counts, so a tail can be placed inside or outside the engine."""
     from prometheus_client.parser import text_string_to_metric_families
 
     out: dict[str, list[float]] = {}
@@ -163,7 +169,11 @@ async def engine_latency(engines: list[str]) -> dict[str, list[float]]:
             for family in text_string_to_metric_families(r.text):
                 for sample in family.samples:
                     if sample.name in where:
-                        out.setdefault(sample.labels.get("tenant", ""), [0.0] * 4)[where[sample.name]] += sample.value
+                        out.setdefault(sample.labels.get("tenant", ""), [0.0] * WIDTH)[where[sample.name]] += sample.value
+                    elif sample.name == "fairgate_time_to_first_token_seconds_bucket":
+                        le = float(sample.labels["le"])
+                        at = 4 + (TTFT_BUCKETS.index(le) if le in TTFT_BUCKETS else len(TTFT_BUCKETS))
+                        out.setdefault(sample.labels.get("tenant", ""), [0.0] * WIDTH)[at] += sample.value
     return out
 
 
@@ -187,6 +197,19 @@ async def run_phase(entries: dict[str, str | list[str]], engines: list[str], key
     stats, drain = stats or engine_stats, drain or wait_drained
     turns = {t: itertools.cycle([e] if isinstance(e, str) else e) for t, e in entries.items()}
     phase = Phase(ttft={t: [] for t in rates}, done=dict.fromkeys(rates, 0))
+    # The client is the measuring instrument: its own collector passes (over thousands of open
+    # streams, up to ~200 ms) would be counted as the servers' latency, so none run in a phase.
+    gc.collect()
+    gc.disable()
+    try:
+        return await _run_phase(phase, turns, entries, engines, keys, rates, duration, args, seed, stats, drain)
+    finally:
+        gc.enable()
+
+
+async def _run_phase(phase: Phase, turns: dict, entries: dict[str, str | list[str]], engines: list[str],
+                     keys: dict[str, dict[str, str]], rates: dict[str, float], duration: float,
+                     args: argparse.Namespace, seed: int, stats: Stats, drain: Drain) -> Phase:
     async with load_client(4000) as client:
         pending: dict[asyncio.Task, tuple[str, float]] = {}
 
@@ -267,6 +290,16 @@ async def calibrate(gw: str, engines: list[str], key: dict[str, str], args: argp
     return rate
 
 
+async def warm_servers(entries: dict[str, str | list[str]], engines: list[str], keys: dict[str, dict[str, str]],
+                  light: float, args: argparse.Namespace, stats: Stats | None = None,
+                  drain: Drain | None = None) -> None:
+    """A short phase of both tenants, thrown away: a fresh server's first requests (first batch
+    shapes, first connections) would otherwise land in the first measured phase, as a tail that
+    has nothing to do with the queue."""
+    await run_phase(entries, engines, keys, {"light": light, "flood": 4 * light}, WARM_UP_S, args, 99_999,
+                    stats, drain)
+
+
 # ---------------------------------------------------------------------- report
 def p(values: list[float], q: float) -> float:
     if not values:
@@ -295,17 +328,29 @@ def print_latency(results: dict[str, dict[str, Phase]], names: dict[str, str]) -
     counts requests cut at the phase's end with their wait so far, the engine's only those that
     got a token, so under the flood `path` can come out negative."""
     print(f"{'queue':<8}{'phase':<7}{'tenant':<8}{'client ttft':>12}{'engine ttft':>12}{'engine queue':>13}"
-          f"{'path':>8}{'step':>8}  (means, s)")
+          f"{'path':>8}{'step':>8}  (means, s){'client p99':>12}{'engine p99 in':>16}")
     for queue, phases in results.items():
         for name, ph in phases.items():
             step = ph.steps[1] / max(ph.steps[0], 1)
-            for label, (q_sum, q_n, t_sum, t_n) in sorted(ph.latency.items()):
+            for label, (q_sum, q_n, t_sum, t_n, *buckets) in sorted(ph.latency.items()):
                 tenant = names.get(label, label)
                 client = ph.ttft.get(tenant, [])
                 mean = sum(client) / len(client) if client else float("nan")
                 engine_ttft = t_sum / max(t_n, 1)
                 print(f"{queue:<8}{name:<7}{tenant:<8}{mean:>12.3f}{engine_ttft:>12.3f}{q_sum / max(q_n, 1):>13.3f}"
-                      f"{mean - engine_ttft:>8.3f}{step:>8.3f}")
+                      f"{mean - engine_ttft:>8.3f}{step:>8.3f}{'':>11}{p(client, 99):>12.3f}"
+                      f"{bucket_range(buckets, 0.99 * t_n):>16}")
+
+
+def bucket_range(cumulative: list[float], rank: float) -> str:
+    """The engine TTFT histogram's bucket that holds the observation of `rank` (the engine's own
+    p99, against the client's: it places a tail inside or outside the engine)."""
+    for i, count in enumerate(cumulative):
+        if count >= rank:
+            low = TTFT_BUCKETS[i - 1] if i else 0.0
+            high = f"{TTFT_BUCKETS[i]:g}" if i < len(TTFT_BUCKETS) else "inf"
+            return f"{low:g}-{high}"
+    return "-"
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -337,6 +382,7 @@ def run(args: argparse.Namespace) -> dict:
             light = args.light_share * capacity
             seed = 100 * results[queue]["alone"].runs  # both queues see the same arrivals
             entries = {"light": entry, "flood": entry}
+            asyncio.run(warm_servers(entries, [engine.url], keys, light, args))
             merge(results[queue]["alone"], asyncio.run(
                 run_phase(entries, [engine.url], keys, {"light": light}, args.duration, args, seed)))
             merge(results[queue]["flood"], asyncio.run(

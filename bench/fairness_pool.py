@@ -45,6 +45,7 @@ from bench.fairness_live import (
     print_phases,
     run_phase,
     wait_drained,
+    warm_servers,
 )
 from bench.fairness_servers import ADMIN, SMALL, Proc, setup_pool, start_engine, start_gateway
 from bench.fairness_vllm import gate_waits, tenant_ids, wait_figures
@@ -170,6 +171,7 @@ def run_pool(args: argparse.Namespace) -> dict:
             light = args.light_share * capacity
             seed = 100 * results[queue]["alone"].runs  # both rounds see the same arrivals
             entries = {"light": gws[0].url, "flood": gws[1].url}  # skewed ingress
+            asyncio.run(warm_servers(entries, urls, keys, light, args))
             merge(results[queue]["alone"], asyncio.run(
                 run_phase(entries, urls, keys, {"light": light}, args.duration, args, seed)))
             before, waits0 = clock_cost(gws), gate_waits(gws[0].url)

@@ -26,6 +26,7 @@ SMALL = dict(hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
 # ---------------------------------------------------------------------- the two servers
 def serve_engine(args: argparse.Namespace) -> int:
     """Child mode: the engine server app with the chosen wait queue on a free port."""
+    import gc
     import socket
 
     import uvicorn
@@ -67,6 +68,8 @@ def serve_engine(args: argparse.Namespace) -> int:
         engine.add_request = add_and_note  # type: ignore[method-assign]
         app.router.routes.append(Route("/bench/tenants", tenants))
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        gc.collect()  # as `fairgate engine` does: startup's objects out of the collector's full passes
+        gc.freeze()
         print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
         await server.serve(sockets=[sock])
 

@@ -45,6 +45,7 @@ from bench.fairness_live import (
     p,
     print_phases,
     run_phase,
+    warm_servers,
 )
 from bench.fairness_servers import ADMIN, SMALL, Proc, setup_pool, start_gateway
 from bench.server_peers import running, start_vllm
@@ -175,6 +176,7 @@ def run_vllm(args: argparse.Namespace) -> dict:
                     capacity = asyncio.run(calibrate(gw0.url, servers, keys0["flood"], args, vllm_drained))
                 light = args.light_share * capacity
                 seed = 100 * results[name]["alone"].runs  # every round sees the same arrivals
+                asyncio.run(warm_servers(entries, servers, keys, light, args, vllm_stats, vllm_drained))
                 merge(results[name]["alone"], asyncio.run(run_phase(
                     entries, servers, keys, {"light": light}, args.duration, args, seed, vllm_stats, vllm_drained)))
                 before = gate_waits(gw.url) if name == "gw-fair" else {}
