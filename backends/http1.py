@@ -28,6 +28,7 @@ from fairgate.backends.http_tls import TLSSettings, tls_failure
 
 HIGH_WATER = 4 * 2**20  # bytes queued unread before the connection stops reading
 LOW_WATER = 1 * 2**20
+END_WAIT_S = 0.25  # how long a finished stream waits for its body's end before its connection is dropped
 
 
 class HTTPError(Exception):
@@ -216,6 +217,22 @@ class Response:
                 raise ResponseTooLarge(limit)
             chunks.append(chunk)
         return b"".join(chunks)
+
+    async def finish(self, wait_s: float = END_WAIT_S) -> None:
+        """After a stream's last event the server sends only the body's end (the chunked
+        encoding's last chunk): read it, for at most `wait_s`, so the connection goes back to the
+        pool. Closing it instead costs a new connection per streamed request on both sides, and a
+        closed connection's parser and protocol (a reference cycle) for the collector."""
+        if self._done:
+            return
+        try:
+            async with asyncio.timeout(wait_s):
+                while (chunk := await self._next()) is not None:
+                    if chunk.strip():
+                        break  # more than the end: not a clean one, the connection goes
+        except (TimeoutError, HTTPError):
+            pass
+        self.close()  # nothing once the end was read (the connection is back in the pool)
 
     def _release(self) -> None:
         self._done = True

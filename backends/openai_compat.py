@@ -332,6 +332,7 @@ class OpenAICompatBackend:
                     if item == b"[DONE]":
                         if batch:
                             yield batch
+                        await resp.finish()  # the body's end: the connection is kept for the next request
                         return
                     chunk = self._chunk(item)
                     usage = chunk.get("usage")

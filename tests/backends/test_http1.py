@@ -40,6 +40,42 @@ async def test_stream_chunks_arrive_in_order(upstream):
     await pool.aclose()
 
 
+async def test_a_finished_stream_keeps_its_connection(upstream):
+    # read to the last event only (as the SSE reader does), then finish(): the body's end is
+    # read and the connection serves the next stream
+    pool = HTTP1Pool()
+    origin = Origin.parse(upstream.base_url)
+    conns = []
+    for _ in range(3):
+        resp = await pool.post(origin, "/completions", H, b'{"prompt": "a", "max_tokens": 3, "stream": true}', 10)
+        conns.append(resp._conn)
+        data = b""
+        async for chunk in resp.iter_bytes():
+            data += chunk
+            if data.endswith(b"data: [DONE]\n\n"):
+                break
+        await resp.finish()
+        assert len(pool._idle[origin]) == 1
+    assert conns[0] is conns[1] is conns[2] and not conns[0].closed
+    await pool.aclose()
+
+
+async def test_finish_drops_a_connection_whose_body_does_not_end(upstream):
+    # a body that goes on after the caller is done: finish() waits its bound, then the connection goes
+    pool = HTTP1Pool()
+    origin = Origin.parse(upstream.base_url)
+    upstream.behaviour.token_delay_s = 0.05
+    try:
+        resp = await pool.post(origin, "/completions", H, b'{"prompt": "a", "max_tokens": 50, "stream": true}', 10)
+        async for _ in resp.iter_bytes():
+            break
+        await resp.finish(wait_s=0.02)
+        assert len(pool._idle.get(origin, ())) == 0 and resp._conn.transport.is_closing()
+    finally:
+        upstream.behaviour.token_delay_s = 0.0
+    await pool.aclose()
+
+
 async def test_abandoned_stream_closes_its_connection(upstream):
     pool = HTTP1Pool()
     origin = Origin.parse(upstream.base_url)

@@ -51,6 +51,19 @@ async def test_stream_forces_usage_and_yields_chunks(upstream, client):
     assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
 
 
+async def test_streams_share_one_connection(upstream, client):
+    # a stream read to its [DONE] hands its connection back: the next request goes out on it
+    b = OpenAICompatBackend("ext", upstream.base_url, client)
+    for _ in range(3):
+        chunks = [c async for batch in b.stream_batches(chat(max_tokens=2)) for c in batch]
+        assert chunks[-1]["usage"]["completion_tokens"] == 2
+        idle = client._idle[b._origin]
+        assert len(idle) == 1 and not client.in_flight(b._origin)
+    first = idle[0]
+    [c async for batch in b.stream_batches(chat(max_tokens=2)) for c in batch]
+    assert client._idle[b._origin][0] is first
+
+
 async def test_completion_kind_uses_completions_path(upstream, client):
     b = OpenAICompatBackend("ext", upstream.base_url, client)
     out = await b.complete(GenerationRequest.from_body("r2", "completion", {"model": "m", "prompt": "a b c", "max_tokens": 1}))
