@@ -117,6 +117,25 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
     return kind == "association" and _BOARD.match(text, start) is not None and not _association_before(text, start)
 
 
+def _carriers_clause(text: str, start: int, end: int) -> bool:
+    """The term's clause (its sentence up to a semicolon) says someone carries a gene ("taşıyıcısı",
+    "heterozigot", "talasemi minör", "premutasyonu") and no diagnosis: the disease named is the
+    one carried, the test or pregnancy the carrier's, and the data the genetic finding's."""
+    lo, hi = statement(text, start, end)
+    lo = max(lo, text.rfind(";", lo, start) + 1)
+    semi = text.find(";", end, hi)
+    hi = hi if semi == -1 else semi
+    return _CARRIER.search(text, lo, hi) is not None and _DIAGNOSIS.search(text, lo, hi) is None
+
+
+# a carrier state ("taşıyıcısıyız", "heterozigot", "beta talasemi minör", "premutasyonu"; not a
+# homozygote, who has the disease) and a diagnosis or an infection said beside it ("tanısı kondu",
+# "meme ca", "kaybettik", "hepatit B taşıyıcısıyım")
+_CARRIER = re.compile(r"ta[şs][ıi]y[ıi]c|heterozig|(?<!\w)min[öo]r(?!\w)|premutasyon|carrier|heterozyg", re.IGNORECASE)
+_DIAGNOSIS = re.compile(r"(?<!\w)(?:tan[ıi]|kanser|ca(?!\w)|kaybet|hasta(?:l[ıi]k)?(?!\w)|[öo]ld[üu]|"
+                        r"hepatit|hbv|hbsag|hiv|vir[üu]s)", re.IGNORECASE)  # (an infection's carrier is ill)
+
+
 def _a_things_name(text: str, start: int, end: int, kind: str) -> bool:
     """A dish or a thing named after a people ("Laz böreği", "Arnavut kaldırımı"): no one's origin;
     a city's or its traffic's standstill ("trafik felç", "şehir felç oldu"): no one's paralysis."""
@@ -135,6 +154,8 @@ def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, in
     if kind == "health" and _SYNDROME.match(text, start) and (word := _WORD_BEFORE.search(text, max(0, start - 30), start)) \
             and term_at(text, word.start(1), word.end(1)) == "genetic":
         return "genetic"  # a genetic condition's syndrome ("Klinefelter sendromu", "Turner sendromlu")
+    if kind == "health" and _carriers_clause(text, start, end):
+        return "genetic"  # a carrier's result and what it leads to ("akdeniz anemisi taşıyıcısı çıktık, gebelikte test")
     if kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
         return "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
     if kind == "health" and _MARK.search(fold_key(text[start:end])) and _FACE_BEFORE.search(text, max(0, start - 30), start):
