@@ -18,7 +18,10 @@ from fairgate.policies.detection.iban import scan_foreign_ibans
 from fairgate.policies.detection.identifiers import dates_after_names, find_identifiers, vkn_spans
 from fairgate.policies.detection.persons.columns import find_column_names
 from fairgate.policies.detection.persons.fields import find_field_names
-from fairgate.policies.detection.persons.machine_lines import find_machine_names
+from fairgate.policies.detection.persons.machine_lines import (
+    find_booking_documents,
+    find_machine_names,
+)
 from fairgate.policies.detection.persons.names import find_person_names
 from fairgate.policies.detection.postal import find_postal_addresses
 from fairgate.policies.detection.records import find_column_values, find_registry_numbers
@@ -65,7 +68,7 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     scan_numbers(text, blocked, lambda kind, s, e: out.append((kind, s, e)), MAX_FINDINGS)
     if MESSAGE_JOIN in text:
         out += split_tckns(text)
-    out += find_identifiers(text, hits["ident"])
+    out += find_identifiers(text, hits["ident"]) + find_booking_documents(text, hits["machine"])  # (same spans: one finding)
     by_column = find_registry_numbers(text, hits["registry"])
     by_column += find_column_values(text, sorted(hits["ident"] + hits["registry"]))
     if by_column:  # a number after "SGK sicil no" or under a `vkn` column is that, not a phone or card
