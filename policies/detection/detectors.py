@@ -25,7 +25,12 @@ from fairgate.policies.detection.persons.machine_lines import (
 from fairgate.policies.detection.persons.names import find_person_names
 from fairgate.policies.detection.postal import find_postal_addresses
 from fairgate.policies.detection.records import find_column_values, find_registry_numbers
-from fairgate.policies.detection.special_categories import SPECIAL_KINDS, a_people, find_special
+from fairgate.policies.detection.special_categories import (
+    SPECIAL_KINDS,
+    a_people,
+    find_special,
+    names_a_term,
+)
 from fairgate.policies.detection.textnorm import MESSAGE_JOIN, normalize
 from fairgate.policies.detection.triggers import find_triggers
 
@@ -89,7 +94,7 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     # a name inside an e-mail address, IBAN or plate ("06 BRK 72") is that finding's; a people's name alone an origin
     taken = blocked + _plates(out)
     names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in taken)
-             and not (hits["special"] and a_people(text, n, hits["special"]))]
+             and not (hits["special"] and (a_people(text, n, hits["special"]) or names_a_term(text, n, hits["special"])))]
     out += [("person_name", s, e) for s, e in names] + dates_after_names(text, names, out)
     out += find_person_addresses(text, hits["street"], names)
     out += find_postal_addresses(text, sorted(hits["street"] + hits["postal"]), names)

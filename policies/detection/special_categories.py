@@ -203,6 +203,26 @@ def a_people(text: str, name: tuple[int, int], hits: Sequence[tuple[int, int]]) 
 _NAME_WORD = re.compile(r"[^\s]+")
 
 
+def names_a_term(text: str, name: tuple[int, int], hits: list[tuple[int, int]]) -> bool:
+    """The name's words are a category term's but for a case ending ("Hüda-Par'ın", "Nor
+    Zartonk'ta", "Yehova Şahidi", "Eğitim Sen'e", "Yeniden Refah'a"): a party, union, association,
+    belief or test so named, not a person. A one-word given name that is a term alone ("Behçet",
+    "Hanefi") stays a name: the term must reach past it on either side for that. (A people's name is
+    `a_people`'s: a surname may be one, "Oya Türkmen".)"""
+    s, e = name
+    stem = s + len(_CASE_ENDING.split(text[s:e], maxsplit=1)[0])
+    for hs, he in hits:
+        # (a term is a stem: it may end inside the name's last word, "Yehova Şahid|i")
+        if hs <= s < he and (stem <= he or not _SPACE.search(text, he, stem)) \
+                and term_at(text, hs, he) not in (None, "ethnicity"):
+            return hs < s or he > stem or _SPACE.search(text, s, stem) is not None \
+                or "g" not in lexicon_flags().get(fold_key(text[s:stem]), "")
+    return False
+
+
+_CASE_ENDING = re.compile("['’]")
+_SPACE = re.compile(r"\s")
+
 def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
     """The term is a surname after a given name ("Ersin Tatar", "Ayşe Türkmen"), not a category:
     inside a name found, or capitalised right after one, with its case ending or more of its
