@@ -158,12 +158,26 @@ def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, in
         return "genetic"  # a carrier's result and what it leads to ("akdeniz anemisi taşıyıcısı çıktık, gebelikte test")
     if kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
         return "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
+    if kind == "health" and _refused_for_belief(text, start, end, out):
+        return "religion"  # a treatment refused for a belief ("Yehova Şahidi olarak kan nakli kabul etmiyorum")
     if kind == "health" and _MARK.search(fold_key(text[start:end])) and _FACE_BEFORE.search(text, max(0, start - 30), start):
         return "appearance"  # a scar or burn mark on the face is how one looks ("yüzünde derin bir yanık izi")
     if kind == "politics" and _OFFICE.search(text, start, end) \
             and _association_before(text, start, sentence(text, start, end)[0]):
         return "association"  # an office in an association ("Kızılay'ın ilçe kadın kollarında", "Derneğin başkanlığına aday")
     return kind
+
+
+def _refused_for_belief(text: str, start: int, end: int, out: list[tuple[str, int, int]]) -> bool:
+    """The term's sentence refuses or will not have the treatment it names, and a belief found
+    before in that sentence says why ("Yehova'nın Şahitleri cemaatinden olduğu için kan
+    transfüzyonunu reddetti", "Sih inancı gereği türbanını çıkarmak istemedi"): the data is the belief."""
+    lo, hi = sentence(text, start, end)
+    return _REFUSES.search(text, end, hi) is not None and any(k == "religion" and s < start and lo < e for k, s, e in out)
+
+
+# a refusal after the treatment: "reddetti", "kabul etmiyorum", "istemedi", "refused"
+_REFUSES = re.compile(r"(?<!\w)(?:redd?e[dt]|kabul[ \t]+etm[ie]|iste(?:m[ie]|mez)|refuse)", re.IGNORECASE)
 
 
 def statement(text: str, start: int, end: int) -> tuple[int, int]:
