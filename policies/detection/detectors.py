@@ -12,6 +12,7 @@ import re
 from fairgate.policies.detection.addresses import find_person_addresses
 from fairgate.policies.detection.checksums import tckn_valid
 from fairgate.policies.detection.digit_chains import MIN_CHAIN_DIGITS, scan_numbers
+from fairgate.policies.detection.document_numbers import document_numbers
 from fairgate.policies.detection.emails import find_emails
 from fairgate.policies.detection.encodings import decoded_runs
 from fairgate.policies.detection.iban import scan_foreign_ibans
@@ -69,7 +70,7 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     for start, end, valid in vkn_spans(text, hits["ident"]):
         blocked.append((start, end))
         out += [("vkn", start, end)] if valid else []
-    blocked.sort()
+    blocked = sorted(blocked + document_numbers(text))  # an invoice's number, a GLN, an HL7 time stamp
     scan_numbers(text, blocked, lambda kind, s, e: out.append((kind, s, e)), MAX_FINDINGS)
     if MESSAGE_JOIN in text:
         out += split_tckns(text)
