@@ -12,17 +12,26 @@ import re
 from fairgate.policies.detection.addresses import find_person_addresses
 from fairgate.policies.detection.checksums import tckn_valid
 from fairgate.policies.detection.digit_chains import MIN_CHAIN_DIGITS, scan_numbers
+from fairgate.policies.detection.document_numbers import document_numbers
 from fairgate.policies.detection.emails import find_emails
 from fairgate.policies.detection.encodings import decoded_runs
 from fairgate.policies.detection.iban import scan_foreign_ibans
 from fairgate.policies.detection.identifiers import dates_after_names, find_identifiers, vkn_spans
 from fairgate.policies.detection.persons.columns import find_column_names
 from fairgate.policies.detection.persons.fields import find_field_names
-from fairgate.policies.detection.persons.machine_lines import find_machine_names
+from fairgate.policies.detection.persons.machine_lines import (
+    find_booking_documents,
+    find_machine_names,
+)
 from fairgate.policies.detection.persons.names import find_person_names
 from fairgate.policies.detection.postal import find_postal_addresses
 from fairgate.policies.detection.records import find_column_values, find_registry_numbers
-from fairgate.policies.detection.special_categories import SPECIAL_KINDS, a_people, find_special
+from fairgate.policies.detection.special_categories import (
+    SPECIAL_KINDS,
+    a_people,
+    find_special,
+    names_a_term,
+)
 from fairgate.policies.detection.textnorm import MESSAGE_JOIN, normalize
 from fairgate.policies.detection.triggers import find_triggers
 
@@ -61,11 +70,11 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     for start, end, valid in vkn_spans(text, hits["ident"]):
         blocked.append((start, end))
         out += [("vkn", start, end)] if valid else []
-    blocked.sort()
+    blocked = sorted(blocked + document_numbers(text))  # an invoice's number, a GLN, an HL7 time stamp
     scan_numbers(text, blocked, lambda kind, s, e: out.append((kind, s, e)), MAX_FINDINGS)
     if MESSAGE_JOIN in text:
         out += split_tckns(text)
-    out += find_identifiers(text, hits["ident"])
+    out += find_identifiers(text, hits["ident"]) + find_booking_documents(text, hits["machine"])  # (same spans: one finding)
     by_column = find_registry_numbers(text, hits["registry"])
     by_column += find_column_values(text, sorted(hits["ident"] + hits["registry"]))
     if by_column:  # a number after "SGK sicil no" or under a `vkn` column is that, not a phone or card
@@ -86,7 +95,7 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     # a name inside an e-mail address, IBAN or plate ("06 BRK 72") is that finding's; a people's name alone an origin
     taken = blocked + _plates(out)
     names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in taken)
-             and not (hits["special"] and a_people(text, n, hits["special"]))]
+             and not (hits["special"] and (a_people(text, n, hits["special"]) or names_a_term(text, n, hits["special"])))]
     out += [("person_name", s, e) for s, e in names] + dates_after_names(text, names, out)
     out += find_person_addresses(text, hits["street"], names)
     out += find_postal_addresses(text, sorted(hits["street"] + hits["postal"]), names)

@@ -15,8 +15,21 @@ from fairgate.policies.detection.persons.lexicon import TITLES, lexicon_flags
 
 
 def told_of_no_one(text: str, start: int, end: int) -> bool:
-    """The term at text[start:end] stands in a supposition, a plot or a definition."""
-    return supposed(text, start) or synopsis(text, start) or definition(text, start, end)
+    """The term at text[start:end] stands in a supposition, a plot, a definition or a group's rate."""
+    return supposed(text, start) or synopsis(text, start) or definition(text, start, end) or group_rate(text, end)
+
+
+# the term, then a group's noun and its rate, count or share ("sendikalı işçi oranı", "engelli
+# çalışan sayısı", "diyabetli hasta payı"; not one person's own: "şeker oranım", "annemin şeker oranı")
+_GROUP_RATE = re.compile(r"\w*[ \t]+([^\W\d_]+)[ \t]+(?:oran|say[ıi]s|pay)[ıi](?:n[ıi]n|n[ıi]|nda|nd[ae]ki)?(?!\w)",
+                         re.IGNORECASE)
+_GROUP_NOUNS = frozenset(("hasta", "kadin", "erkek", "uye", "nufus", "genc", "cocuk", "kisi", "birey"))
+
+
+def group_rate(text: str, end: int) -> bool:
+    """A group's rate, count or share follows the term: a statistic of many, no one's data."""
+    m = _GROUP_RATE.match(text, end)
+    return m is not None and ((key := fold_key(m.group(1))) in _GROUP_NOUNS or person_word(key))
 
 
 # (its first letter as a case-sensitive class, the rest case-insensitive behind it: re then tries it only

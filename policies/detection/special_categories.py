@@ -117,6 +117,25 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
     return kind == "association" and _BOARD.match(text, start) is not None and not _association_before(text, start)
 
 
+def _carriers_clause(text: str, start: int, end: int) -> bool:
+    """The term's clause (its sentence up to a semicolon) says someone carries a gene ("taşıyıcısı",
+    "heterozigot", "talasemi minör", "premutasyonu") and no diagnosis: the disease named is the
+    one carried, the test or pregnancy the carrier's, and the data the genetic finding's."""
+    lo, hi = statement(text, start, end)
+    lo = max(lo, text.rfind(";", lo, start) + 1)
+    semi = text.find(";", end, hi)
+    hi = hi if semi == -1 else semi
+    return _CARRIER.search(text, lo, hi) is not None and _DIAGNOSIS.search(text, lo, hi) is None
+
+
+# a carrier state ("taşıyıcısıyız", "heterozigot", "beta talasemi minör", "premutasyonu"; not a
+# homozygote, who has the disease) and a diagnosis or an infection said beside it ("tanısı kondu",
+# "meme ca", "kaybettik", "hepatit B taşıyıcısıyım")
+_CARRIER = re.compile(r"ta[şs][ıi]y[ıi]c|heterozig|(?<!\w)min[öo]r(?!\w)|premutasyon|carrier|heterozyg", re.IGNORECASE)
+_DIAGNOSIS = re.compile(r"(?<!\w)(?:tan[ıi]|kanser|ca(?!\w)|kaybet|hasta(?:l[ıi]k)?(?!\w)|[öo]ld[üu]|"
+                        r"hepatit|hbv|hbsag|hiv|vir[üu]s)", re.IGNORECASE)  # (an infection's carrier is ill)
+
+
 def _a_things_name(text: str, start: int, end: int, kind: str) -> bool:
     """A dish or a thing named after a people ("Laz böreği", "Arnavut kaldırımı"): no one's origin;
     a city's or its traffic's standstill ("trafik felç", "şehir felç oldu"): no one's paralysis."""
@@ -135,14 +154,30 @@ def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, in
     if kind == "health" and _SYNDROME.match(text, start) and (word := _WORD_BEFORE.search(text, max(0, start - 30), start)) \
             and term_at(text, word.start(1), word.end(1)) == "genetic":
         return "genetic"  # a genetic condition's syndrome ("Klinefelter sendromu", "Turner sendromlu")
+    if kind == "health" and _carriers_clause(text, start, end):
+        return "genetic"  # a carrier's result and what it leads to ("akdeniz anemisi taşıyıcısı çıktık, gebelikte test")
     if kind == "health" and _RISK_AFTER.match(text, end) and _after_genetic(text, out, start):
         return "genetic"  # a gene's risk or an embryo screening for it ("apoe4 taşıyıcısıyım, alzheimer riskim")
+    if kind == "health" and _refused_for_belief(text, start, end, out):
+        return "religion"  # a treatment refused for a belief ("Yehova Şahidi olarak kan nakli kabul etmiyorum")
     if kind == "health" and _MARK.search(fold_key(text[start:end])) and _FACE_BEFORE.search(text, max(0, start - 30), start):
         return "appearance"  # a scar or burn mark on the face is how one looks ("yüzünde derin bir yanık izi")
     if kind == "politics" and _OFFICE.search(text, start, end) \
             and _association_before(text, start, sentence(text, start, end)[0]):
         return "association"  # an office in an association ("Kızılay'ın ilçe kadın kollarında", "Derneğin başkanlığına aday")
     return kind
+
+
+def _refused_for_belief(text: str, start: int, end: int, out: list[tuple[str, int, int]]) -> bool:
+    """The term's sentence refuses or will not have the treatment it names, and a belief found
+    before in that sentence says why ("Yehova'nın Şahitleri cemaatinden olduğu için kan
+    transfüzyonunu reddetti", "Sih inancı gereği türbanını çıkarmak istemedi"): the data is the belief."""
+    lo, hi = sentence(text, start, end)
+    return _REFUSES.search(text, end, hi) is not None and any(k == "religion" and s < start and lo < e for k, s, e in out)
+
+
+# a refusal after the treatment: "reddetti", "kabul etmiyorum", "istemedi", "refused"
+_REFUSES = re.compile(r"(?<!\w)(?:redd?e[dt]|kabul[ \t]+etm[ie]|iste(?:m[ie]|mez)|refuse)", re.IGNORECASE)
 
 
 def statement(text: str, start: int, end: int) -> tuple[int, int]:
@@ -181,6 +216,26 @@ def a_people(text: str, name: tuple[int, int], hits: Sequence[tuple[int, int]]) 
 
 _NAME_WORD = re.compile(r"[^\s]+")
 
+
+def names_a_term(text: str, name: tuple[int, int], hits: list[tuple[int, int]]) -> bool:
+    """The name's words are a category term's but for a case ending ("Hüda-Par'ın", "Nor
+    Zartonk'ta", "Yehova Şahidi", "Eğitim Sen'e", "Yeniden Refah'a"): a party, union, association,
+    belief or test so named, not a person. A one-word given name that is a term alone ("Behçet",
+    "Hanefi") stays a name: the term must reach past it on either side for that. (A people's name is
+    `a_people`'s: a surname may be one, "Oya Türkmen".)"""
+    s, e = name
+    stem = s + len(_CASE_ENDING.split(text[s:e], maxsplit=1)[0])
+    for hs, he in hits:
+        # (a term is a stem: it may end inside the name's last word, "Yehova Şahid|i")
+        if hs <= s < he and (stem <= he or not _SPACE.search(text, he, stem)) \
+                and term_at(text, hs, he) not in (None, "ethnicity"):
+            return hs < s or he > stem or _SPACE.search(text, s, stem) is not None \
+                or "g" not in lexicon_flags().get(fold_key(text[s:stem]), "")
+    return False
+
+
+_CASE_ENDING = re.compile("['’]")
+_SPACE = re.compile(r"\s")
 
 def _in_surname(text: str, start: int, end: int, names: Sequence[tuple[int, int]]) -> bool:
     """The term is a surname after a given name ("Ersin Tatar", "Ayşe Türkmen"), not a category:

@@ -10,6 +10,7 @@ import re
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.person_links import person_word
 from fairgate.policies.detection.persons.features import CUES, Doc
+from fairgate.policies.detection.persons.lexicon import lexicon_flags
 
 # a record's person by initials: an age after them ("R.E. (K, 31)", "S.K., 34 y", "D.K. (28)")
 _INITIALS = re.compile(r"(?<![\w.])[A-ZÇĞİÖŞÜ]\.[ \t]?[A-ZÇĞİÖŞÜ]\.(?:[ \t]?[A-ZÇĞİÖŞÜ]\.)?(?!\w)")
@@ -32,7 +33,8 @@ def initials(doc: Doc, cands: list[int]) -> list[tuple[int, int]]:
     S.Ç. (24)"): two or three initials after a role or relation word, or with an age after
     them. Read only where the tokens hold an initial, or in a text with a line of lower case."""
     infos = doc.infos()
-    capitals = any(infos[i].shape == "I" for i in cands)
+    # (a line of capitals scores no initial, so its sign-off's "— İK / N.Ö." is looked for in all its tokens)
+    capitals = any(infos[i].shape == "I" for i in cands) or ("caps" in doc.modes() and any(f.shape == "I" for f in infos))
     if not capitals and "lower" not in doc.modes():
         return []
     text, out = doc.text, []
@@ -42,11 +44,27 @@ def initials(doc: Doc, cands: list[int]) -> list[tuple[int, int]]:
     for start, end in found:
         key = fold_key(cue.group(1)) if (cue := _CUE_BEFORE.search(text, max(0, start - 30), start)) else ""
         cued = (key and (key in CUES or key in _INITIALS_LABEL or person_word(key))) or _AGE_AFTER.match(text, end) \
-            or _AGE_BEFORE.search(text, max(0, start - 20), start)
+            or _AGE_BEFORE.search(text, max(0, start - 20), start) or _abbreviates_name_before(text, start, end)
         signed = _SIGNED_BEFORE.search(text, max(0, start - 12), start) and _SIGN_END.match(text, end)
         if (cued or signed) and re.sub(r"[. \t]", "", text[start:end]).upper() not in _NOT_INITIALS:  # not "T.C. Ziraat"
             out.append((start, end))
     return out
+
+
+# a name's words right before an opening parenthesis ("Tsegaye Bekele (T.B.)")
+_NAMED_BEFORE = re.compile(r"((?:[A-ZÇĞİÖŞÜ][^\W\d_]+[ \t]+){1,2}[A-ZÇĞİÖŞÜ][^\W\d_]+)[ \t]*\([ \t]*\Z")
+
+
+def _abbreviates_name_before(text: str, start: int, end: int) -> bool:
+    """The initials, in parentheses, are the first letters of the capitalised words before them,
+    no organisation's or common word among them: the note's short form of the name it has just
+    given ("Tsegaye Bekele (T.B.), d. 1992"; not "Kültür Merkezi (K.M.)")."""
+    named = _NAMED_BEFORE.search(text, max(0, start - 60), start)
+    letters = re.sub(r"[. \t]", "", text[start:end])
+    words = named.group(1).split()[-len(letters):] if named is not None else []
+    flags = lexicon_flags()
+    return [w[0] for w in words] == list(letters) and not any(
+        "o" in (f := flags.get(fold_key(w), "")) or ("c" in f and "g" not in f and "s" not in f) for w in words)
 
 
 def _lower_initial(text: str, dot: int) -> bool:

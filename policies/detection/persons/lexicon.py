@@ -22,6 +22,9 @@ ORG_WORDS = frozenset(fold_key(w) for w in (
     "partisi kulübü kulubu federasyonu konfederasyonu platformu hareketi ocakları ocaklari ocaklarının ocağı "
     "mahallesi mah mh caddesi cad cd sokak sokağı sok sk bulvarı blv köyü mevkii parkı meydanı havalimanı "
     "köprüsü stadı ilçesi ili barajı gölü dağı adası limanı otoyolu yokuşu sitesi apartmanı "
+    # a district, a province or a station by its case ("Selim ilçesine bağlı", "Karatay istasyonunda")
+    "ilçesine ilçesinde ilçesindeki ilçesinin iline ilinde ilindeki ilinin beldesi beldesinde istasyonu "
+    "istasyonunda "
     # a building's name in an address ("Lara Apt. No 6", "Defne Rezidans")
     "apt rezidans residence "
     # a monastery, a junction or a stop named after a saint or a pasha ("Mor Gabriel Manastırı",

@@ -380,8 +380,8 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     """A one-word name needs more evidence where it could be an ordinary word: in a lower-case
     or all-capitals line, or when it is a common or plain word ("Kırmızı", "Bora", "Write"), a cue before it
     ("eşim", "sayın"), a title or "diye biri" after it ("Hanım", "amca"), a case suffix ("berk'le"; a place's
-    case only on a given name: "Uzunyayla'dan" is a plain), or the text's last word (a
-    signature); an initial alone is never a name."""
+    case only on a given name: "Uzunyayla'dan" is a plain), the text's last word (a signature), or in such
+    a line a word known only as a given name ("dilnaz", "rênas"); an initial alone is never a name."""
     info = doc.info(i)
     if info.shape == "I":
         return False
@@ -391,8 +391,8 @@ def _single_name_ok(doc: Doc, i: int) -> bool:
     cue = (i > 0 and doc.info(i - 1).key in CUES) or titled or called(doc, i)
     if info.suffix:  # (but a place's case on a word no list gives as a given name: "Alsancak'ta", "Uludağ'a")
         return cue or "g" in info.flags or not at_a_place(doc, i)
-    if doc.mode(i) != "mixed":  # (the last word as a signature: on its own, not a sentence's verb, "riski artar.")
-        return cue or (i == len(doc.spans) - 1 and (i == 0 or doc.gap(i)[:1] != "_" or not doc.text.endswith(".")))
+    if doc.mode(i) != "mixed":  # (no common word, verb or place: "dilnaz"; the last word as a signature, no verb: "riski artar.")
+        return cue or info.flags == "g" or (i == len(doc.spans) - 1 and (i == 0 or doc.gap(i)[:1] != "_" or not doc.text.endswith(".")))
     if cue or ("c" not in info.flags and info.key not in plain_words()):
         return True
     # a common given name that is also a word ("Pınar", "Onur", "Umut"), capitalised mid-sentence

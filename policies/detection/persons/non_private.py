@@ -37,6 +37,9 @@ _LIFE_DATES = re.compile(rf"[ \t]*\((?:d\.[ \t]*(?:[0-9]{{1,2}}[ \t.]+[^\W\d_]+[
                          rf"|{_YEAR}{_AT}[ \t]*[-–—]|{_YEAR}[ \t]*\))")
 # a numbered arithmetic word problem ("Problem 3: Ayşe'nin 24 bilyesi vardır. ... kaç bilyesi
 # kalır?"): its people are made up
+# or, opening an entry, the year its figure died alone ("Ali Kuşçu (ö. 1474, İstanbul)"; after a
+# relative's name, "Dedem Hüseyin Kaya (ö. 2019)", it opens no entry: `life_dated_entry`)
+_DIED = re.compile(rf"[ \t]*\(ö\.[ \t]*(?:[0-9]{{1,2}}[ \t.]+[^\W\d_]+[ \t.]+)?{_YEAR}{_AT}[ \t]*\)")
 _PROBLEM_WORDS = ("Problem", "Soru", "Alıştırma", "PROBLEM", "SORU")
 _PROBLEM_HEADER = re.compile(rf"(?<!\w)(?:{'|'.join(_PROBLEM_WORDS)})[ \t]*[0-9]{{1,3}}[ \t]*[:.)]")
 _HOW_MANY = re.compile(r"(?<!\w)ka[çc](?:[ıi]nc[ıi]|tır|tir|ar)?(?!\w)", re.IGNORECASE)
@@ -103,8 +106,8 @@ def life_dated_entry(text: str, start: int) -> bool:
     para = text.rfind("\n\n", 0, start)
     lo = 0 if para == -1 else para + 2
     name = _ENTRY.match(text, lo, min(len(text), lo + 80))
-    dates = _LIFE_DATES.match(text, name.end()) if name is not None else None
-    if name is None or dates is None or not any(c in dates.group() for c in "-–—d"):
+    dates = (_LIFE_DATES.match(text, name.end()) or _DIED.match(text, name.end())) if name is not None else None
+    if name is None or dates is None or not any(c in dates.group() for c in "-–—dö"):
         return False  # (a year alone, "Hasan Kaya (1931)", is an age, not a life's span)
     # not a relative's, a role's or a title's ("Dedem Hasan Kaya ...", "Sayın Hasan Kaya ...")
     keys = [fold_key(w.rstrip(".")) for w in name.group().split()]
