@@ -18,8 +18,8 @@ The shipped tagger (issue 33, 2026-12-06, detector round 6) was made by
         --real-weight 3
 
 (the 15 tuning parts of then; `crossval.py` measures what training on them generalises to). Never
-pass a blind part: test24 (written during round 16) is not yet scored; test23 was scored once at
-the end of round 16 and is a tuning part since, like test14 to test22.
+pass a blind part: test25 (written during round 17) is not yet scored; test24 was scored once at
+the end of round 17 and is a tuning part since, like test14 to test23.
 """
 
 from __future__ import annotations
