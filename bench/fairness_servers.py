@@ -27,7 +27,6 @@ SMALL = dict(hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
 def serve_engine(args: argparse.Namespace) -> int:
     """Child mode: the engine server app with the chosen wait queue on a free port."""
     import gc
-    import socket
 
     import uvicorn
     from starlette.requests import Request
@@ -36,13 +35,12 @@ def serve_engine(args: argparse.Namespace) -> int:
 
     from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
     from fairgate.backends.local.serving.backend import LocalBackend
+    from fairgate.backends.local.serving.listener import tcp_listener
     from fairgate.backends.local.serving.server import build_app
     from fairgate.scheduler.fair_queue import FairQueue
     from fairgate.scheduler.queue import FCFSQueue
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(256)
+    sock = tcp_listener("127.0.0.1", 0, 256)  # as `fairgate engine`'s: accepted connections get TCP_NODELAY
 
     async def serve() -> None:
         cfg = EngineConfig(args.model, num_kv_blocks=args.num_kv_blocks, max_num_seqs=args.max_num_seqs,

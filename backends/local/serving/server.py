@@ -20,7 +20,6 @@ import contextlib
 import gc
 import logging
 import os
-import socket
 import sys
 import time
 import uuid
@@ -41,6 +40,7 @@ from fairgate.backends.local.serving.auth import ANONYMOUS_TENANT, EngineAuth, c
 from fairgate.backends.local.serving.backend import LocalBackend
 from fairgate.backends.local.serving.choices import choice_ids
 from fairgate.backends.local.serving.control import fairness_body, secret_ok
+from fairgate.backends.local.serving.listener import tcp_listener
 from fairgate.backends.local.serving.openapi import engine_document
 from fairgate.backends.local.serving.prepare import (
     EngineRequest,
@@ -359,10 +359,7 @@ def run_engine_server(args: argparse.Namespace) -> int:
     env = MetricsAccess.from_env()
     metrics = MetricsAccess(env.token, env.anonymous or getattr(args, "metrics_anonymous", False),
                             env.tenant_labels or getattr(args, "metrics_tenant_labels", False))
-    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, args.port))
-    sock.listen(128)  # connections made before uvicorn starts wait in the backlog
+    sock = tcp_listener(args.host, args.port)  # connections made before uvicorn starts wait in the backlog
     host, port = sock.getsockname()[:2]
 
     async def serve() -> None:
