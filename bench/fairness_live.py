@@ -291,8 +291,8 @@ async def calibrate(gw: str, engines: list[str], key: dict[str, str], args: argp
 
 
 async def warm_servers(entries: dict[str, str | list[str]], engines: list[str], keys: dict[str, dict[str, str]],
-                  light: float, args: argparse.Namespace, stats: Stats | None = None,
-                  drain: Drain | None = None) -> None:
+                       light: float, args: argparse.Namespace, stats: Stats | None = None,
+                       drain: Drain | None = None) -> None:
     """A short phase of both tenants, thrown away: a fresh server's first requests (first batch
     shapes, first connections) would otherwise land in the first measured phase, as a tail that
     has nothing to do with the queue."""
