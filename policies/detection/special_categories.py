@@ -26,6 +26,12 @@ from fairgate.policies.detection.special_categories_terms import (
     says_mine,
     term_at,
 )
+from fairgate.policies.detection.special_names import (
+    a_things_name,
+    header_cell,
+    in_a_bodys_name,
+    in_address,
+)
 from fairgate.policies.detection.special_peoples import (
     WORD_PEOPLES,
     a_skill,
@@ -46,7 +52,7 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
     for start, end in hits:
         kind = term_at(text, start, end)
         if kind is None or _in_surname(text, start, end, names) or origin_of_no_people(text, start, end) \
-                or life_dated_entry(text, start) or _header_cell(text, start) or _in_address(text, start, end):
+                or life_dated_entry(text, start) or header_cell(text, start) or in_address(text, start, end):
             continue
         if _not_this_category(text, start, end, kind, hits):
             continue
@@ -109,9 +115,9 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
     if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
             and text.count("%", max(0, start - 60), end + 60) >= 2:
         return True  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
-    if _a_things_name(text, start, end, kind):
+    if a_things_name(text, start, end, kind):
         return True
-    if kind != "association" and _BODY_AFTER.match(text, end) or _STREET_AFTER.match(text, end):
+    if in_a_bodys_name(text, end, kind):
         return True  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
     # a company's, party's or apartment's board ("Holding yönetim kurulu üyesi")
     return kind == "association" and _BOARD.match(text, start) is not None and not _association_before(text, start)
@@ -134,15 +140,6 @@ def _carriers_clause(text: str, start: int, end: int) -> bool:
 _CARRIER = re.compile(r"ta[şs][ıi]y[ıi]c|heterozig|(?<!\w)min[öo]r(?!\w)|premutasyon|carrier|heterozyg", re.IGNORECASE)
 _DIAGNOSIS = re.compile(r"(?<!\w)(?:tan[ıi]|kanser|ca(?!\w)|kaybet|hasta(?:l[ıi]k)?(?!\w)|[öo]ld[üu]|"
                         r"hepatit|hbv|hbsag|hiv|vir[üu]s)", re.IGNORECASE)  # (an infection's carrier is ill)
-
-
-def _a_things_name(text: str, start: int, end: int, kind: str) -> bool:
-    """A dish or a thing named after a people ("Laz böreği", "Arnavut kaldırımı"): no one's origin;
-    a city's or its traffic's standstill ("trafik felç", "şehir felç oldu"): no one's paralysis."""
-    if kind == "ethnicity":
-        return _DISH_AFTER.match(text, end) is not None
-    jam = kind == "health" and text[start : start + 4].lower() in ("felç", "felc")
-    return jam and _JAM_BEFORE.search(text, max(0, start - 20), start) is not None
 
 
 def _retyped(text: str, start: int, end: int, kind: str, out: list[tuple[str, int, int]]) -> str:
@@ -306,15 +303,6 @@ def _done_to_anyone(text: str, lo: int, hi: int) -> bool:
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
-# (a body's name may join two words with "ve" after its first: "Hemşin Kültür ve Dayanışma Derneği",
-# "KÜRTÜN VE ÇEVRESİ ... DERNEĞİ"; not "Oğlum Ermeni ve Ermeni Apostolik Kilisesi'ne")
-_BODY_AFTER = re.compile(r"(?:\w+(?:[ \t]+(?:[A-ZÇĞİÖŞÜ]\w*|ve|VE)){0,4}|(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){1,2}[ \t]+(?:ve|VE)"
-                         r"(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){1,2}|(?:[ \t]+[A-ZÇĞİÖŞÜ]\w*){0,2})[ \t]+(?:Derne[kğ]|Vakf|Kilise|Federasyon|Kültür[ \t]+Merkez|Cemaati|DERNE[KĞ]|VAKF|FEDERASYON)")
-_DISH_AFTER = re.compile(r"[ \t]+(?:b[öo]re[ğgk]|tavu[ğgk]|ci[ğg]er|kald[ıi]r[ıi]m|salatas|pilav|sa[çc][ıi](?!\w)|kahve|"
-                         r"k[öo]fte|lokum|ekme[ğgk]|peynir|mant[ıi]s)", re.IGNORECASE)
-_JAM_BEFORE = re.compile(r"(?<!\w)(?:trafi[kğ]\w*|ula[şs][ıi]m\w*|[şs]ehir|kent|yollar\w*)[ \t]+\Z", re.IGNORECASE)
-_STREET_AFTER = re.compile(r"\w*(?:[ \t]+[^\W\d_]+)?[ \t]+(?:sk|sok|cd|cad|mh|mah|blv)(?:\.|(?!\w))|"
-                           r"\w*(?:[ \t]+[^\W\d_]+)?[ \t]+(?:soka[kğ]|caddesi|mahallesi|bulvar)", re.IGNORECASE)
 # a board's office (association.txt's last lines) and the bodies that may stand before it: the
 # nearest decides ("Kızılay Ereğli şubesinin yönetim kurulunda", not "partinin ilçe yönetim kurulunda")
 _BOARD = re.compile(r"y[öo]netim[ \t]+kurul|[şs]ube", re.IGNORECASE)
@@ -343,31 +331,6 @@ def _subject_line(text: str, start: int) -> bool:
     """The term stands in an e-mail's subject line ("Konu: ...", "Subject: ...", "RE: ...")."""
     line = text.rfind("\n", 0, start) + 1
     return text.find(":", line, line + 12) != -1 and _SUBJECT.match(text, line) is not None
-
-
-_TOKEN = re.compile(r"\S+")
-
-
-def _in_address(text: str, start: int, end: int) -> bool:
-    """The term is part of an e-mail address or a link ("b.kurtcebe@gmail.com", "…/kurt-festivali"):
-    an address's letters, not a statement."""
-    lo, hi = max(0, start - 64), end + 64
-    if text.find("@", lo, hi) == -1 and text.find("://", lo, hi) == -1:
-        return False  # (most terms: no address within reach, no token to read)
-    lo = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start), text.rfind("\t", 0, start)) + 1
-    token = _TOKEN.match(text, lo)
-    return token is not None and token.end() >= end and ("@" in token.group() or "://" in token.group())
-
-
-_HEADER = re.compile(r"[^\W\d]+(?:[,;|\t][^\W\d]+){3,}")
-
-
-def _header_cell(text: str, start: int) -> bool:
-    """The term is a column's name in a table's header: the text's first line, only words
-    joined by "_" and three or more separators ("personel_no,ad,soyad,sendika_kesintisi")."""
-    end = text.find("\n")
-    line = text if end == -1 else text[:end]
-    return start < len(line) and "_" in line and _HEADER.fullmatch(line.strip()) is not None
 
 
 _WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \t]+\Z")
