@@ -57,30 +57,56 @@ def find_special(text: str, hits: list[tuple[int, int]], names: Sequence[tuple[i
         if _not_this_category(text, start, end, kind, hits):
             continue
         kind = _retyped(text, start, end, kind, out)
-        # an ancestry test's result is the genetic data too: "... %38 Kafkas, %22 Balkan"
-        shares = _SHARES_AFTER.match(text, end) if kind == "genetic" else None
-        lo, hi = statement(text, start, end if shares is None else shares.end())
-        same = next((k for k in range(len(out) - 1, -1, -1) if out[k][0] == kind), None)
-        if same is not None and (start < out[same][2] or _same_passage(text, out[same][2], start)):
-            # the same category again about the same person (other categories may stand between:
-            # "tarikata girdi; sarık sarıyor. Nakşibendi bir cemaate bağlıymış"): one finding
-            if not told_of_no_one(text, start, end):
-                out[same] = (kind, out[same][1], max(hi, out[same][2]))
-            continue
-        # (or the record or paragraph a finding of another category tied to its person goes on:
-        # "Merve Y., 19 y. Başvuru: kasık ağrısı. Cinsel olarak aktif, tek partner.")
-        going_on = bool(out) and _same_passage(text, out[-1][2], start) and not _question_or_request(text, lo, hi)
-        # (a supposition, a plot or a definition asked last: only of a term that would count)
-        if (tied_to_person(text, start, end, names) or says_mine(text, start, end) or going_on) \
-                and not told_of_no_one(text, start, end):
-            out.append((kind, lo, hi))
-            space = text.find(" ", start, end)
-            if kind == "religion" and space != -1 and term_at(text, start, space) == "ethnicity" \
-                    and regions_people(text, start):
-                out.append(("ethnicity", lo, hi))  # a region's ethno-religious group ("hatay arap alevisi")
-            if len(out) >= limit:
-                break
+        # a hereditary illness someone has ("annesinde Huntington hastalığı mevcut"): their health too
+        for one in (kind, "health") if kind == "genetic" and _illness_had(text, start, end) else (kind,):
+            _add(text, start, end, one, names, out)
+        if len(out) >= limit:
+            break
     return out
+
+
+def _add(text: str, start: int, end: int, kind: str, names: Sequence[tuple[int, int]],
+         out: list[tuple[str, int, int]]) -> None:
+    """Adds the term at text[start:end] as `kind` to `out`: a new finding over its statement
+    where it is tied to a person, or the finding of its category in the same passage made longer."""
+    # an ancestry test's result is the genetic data too: "... %38 Kafkas, %22 Balkan"
+    shares = _SHARES_AFTER.match(text, end) if kind == "genetic" else None
+    lo, hi = statement(text, start, end if shares is None else shares.end())
+    same = next((k for k in range(len(out) - 1, -1, -1) if out[k][0] == kind), None)
+    if same is not None and (start < out[same][2] or _same_passage(text, out[same][2], start)):
+        # the same category again about the same person (other categories may stand between:
+        # "tarikata girdi; sarık sarıyor. Nakşibendi bir cemaate bağlıymış"): one finding
+        if not told_of_no_one(text, start, end):
+            out[same] = (kind, out[same][1], max(hi, out[same][2]))
+        return
+    # (or the record or paragraph a finding of another category tied to its person goes on:
+    # "Merve Y., 19 y. Başvuru: kasık ağrısı. Cinsel olarak aktif, tek partner.")
+    going_on = bool(out) and _same_passage(text, out[-1][2], start) and not _question_or_request(text, lo, hi)
+    # (a supposition, a plot or a definition asked last: only of a term that would count)
+    if (tied_to_person(text, start, end, names) or says_mine(text, start, end) or going_on) \
+            and not told_of_no_one(text, start, end):
+        out.append((kind, lo, hi))
+        space = text.find(" ", start, end)
+        if kind == "religion" and space != -1 and term_at(text, start, space) == "ethnicity" \
+                and regions_people(text, start):
+            out.append(("ethnicity", lo, hi))  # a region's ethno-religious group ("hatay arap alevisi")
+
+
+def _illness_had(text: str, start: int, end: int) -> bool:
+    """The genetic term at text[start:end] is a hereditary illness's name (genetic.txt lists a
+    few: "huntington", "klinefelter", "down sendrom", "lynch sendrom") said as had ("babamda
+    Huntington vardı", "annesinde Huntington hastalığı mevcut", "Down sendromu var"), not as a
+    gene, test, carrier state or laboratory result ("Huntington geni", "huntington testi",
+    "Lynch sendromu ile uyumlu"): the illness is health data as well as genetic."""
+    return fold_key(text[start:end]).startswith(_ILLNESSES) and _HAD_AFTER.match(text, end) is not None
+
+
+_ILLNESSES = ("huntington", "klinefelter", "down sendrom", "lynch sendrom")
+# (a case ending, then the illness's or syndrome's word maybe, then "var", "vardı", "çıktı",
+# "mevcut", "öyküsü", "tanısı"; not a laboratory's "ile uyumlu" or "saptandı", which reports
+# the test's result: the genetic finding's)
+_HAD_AFTER = re.compile(r"\w*(?:['’]\w+)?(?:[ \t]+(?:hastal|sendrom)\w*)?[ \t]+(?:var(?:d|m|$|\W)|mevcut|[öo]yk[üu]|tan[ıi]s|"
+                        r"[çc][ıi]kt)", re.IGNORECASE)
 
 
 def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tuple[int, int]]) -> bool:
