@@ -29,10 +29,12 @@ _CHURCH_MEMBER = re.compile(
 
 
 def a_things_name(text: str, start: int, end: int, kind: str) -> bool:
-    """A dish or a thing named after a people ("Laz böreği", "Arnavut kaldırımı"): no one's origin;
-    a city's or its traffic's standstill ("trafik felç", "şehir felç oldu"): no one's paralysis."""
+    """A dish or a thing named after a people ("Laz böreği", "Arnavut kaldırımı"), or a church,
+    rite or liturgy by its people or language ("Ermeni kilisesi", "Süryanice ayin", "Süryani
+    ayiniyle vaftiz"; a belief's, which the religion terms read): no one's origin; a city's or its
+    traffic's standstill ("trafik felç", "şehir felç oldu"): no one's paralysis."""
     if kind == "ethnicity":
-        return _DISH_AFTER.match(text, end) is not None
+        return _DISH_AFTER.match(text, end) is not None or _RITE_AFTER.match(text, end) is not None
     jam = kind == "health" and text[start : start + 4].lower() in ("felç", "felc")
     return jam and _JAM_BEFORE.search(text, max(0, start - 20), start) is not None
 
@@ -48,6 +50,8 @@ _DISH_AFTER = re.compile(
     r"k[öo]fte|lokum|ekme[ğgk]|peynir|mant[ıi]s)",
     re.IGNORECASE,
 )
+# (in lower case too: "Ermeni kilisesinin vakfı", "Rum manastırı", "Süryanice ayin yapılan")
+_RITE_AFTER = re.compile(r"\w*[ \t]+(?:kilise|manast[ıi]r|ayin|liturji)", re.IGNORECASE)
 _JAM_BEFORE = re.compile(
     r"(?<!\w)(?:trafi[kğ]\w*|ula[şs][ıi]m\w*|[şs]ehir|kent|yollar\w*)[ \t]+\Z", re.IGNORECASE
 )
