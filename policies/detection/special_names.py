@@ -30,8 +30,8 @@ _CHURCH_MEMBER = re.compile(
 
 def a_things_name(text: str, start: int, end: int, kind: str) -> bool:
     """A dish or a thing named after a people ("Laz böreği", "Arnavut kaldırımı"), or a church,
-    rite or liturgy by its people or language ("Ermeni kilisesi", "Süryanice ayin", "Süryani
-    ayiniyle vaftiz"; a belief's, which the religion terms read): no one's origin; a city's or its
+    rite, liturgy or foundation by its people or language ("Ermeni kilisesi", "Süryanice ayin",
+    "Süryani ayiniyle vaftiz", "Rum vakıfları"; a belief's or a body's): no one's origin; a city's or its
     traffic's standstill ("trafik felç", "şehir felç oldu"): no one's paralysis."""
     if kind == "ethnicity":
         return _DISH_AFTER.match(text, end) is not None or _RITE_AFTER.match(text, end) is not None
@@ -50,8 +50,11 @@ _DISH_AFTER = re.compile(
     r"k[öo]fte|lokum|ekme[ğgk]|peynir|mant[ıi]s)",
     re.IGNORECASE,
 )
-# (in lower case too: "Ermeni kilisesinin vakfı", "Rum manastırı", "Süryanice ayin yapılan")
-_RITE_AFTER = re.compile(r"\w*[ \t]+(?:kilise|manast[ıi]r|ayin|liturji)", re.IGNORECASE)
+# (in lower case too: "Ermeni kilisesinin vakfı", "Rum manastırı", "Süryanice ayin yapılan", and
+# a community's foundations: "Ermeni vakıfları", "Rum vakfının")
+_RITE_AFTER = re.compile(
+    r"\w*[ \t]+(?:kilise|manast[ıi]r|ayin|liturji|vak[ıi]f|vakf)", re.IGNORECASE
+)
 _JAM_BEFORE = re.compile(
     r"(?<!\w)(?:trafi[kğ]\w*|ula[şs][ıi]m\w*|[şs]ehir|kent|yollar\w*)[ \t]+\Z", re.IGNORECASE
 )
