@@ -19,25 +19,30 @@ WORD_PEOPLES = frozenset(("roman", "kurt", "arap", "rus", "akan", "ewe"))
 # words that give a family's side or a person's descent right before a people ("anne tarafı Akan",
 # "baba tarafım Roman", "aslen Ewe"), folded
 _DESCENT = frozenset(("aslen", "tarafi", "tarafim", "tarafimiz"))
-# a language's name ("Kürtçe", "ERMENİCE", "arapca"), then other languages and a verb of knowing it, or
-# another language after a dash or slash: a translator's pair or a CV's skills, not one's origin
-_LANGUAGE_WORD = re.compile(r"[^\W\d_]+(?:[cç][ae])(?![^\W\d_])", re.IGNORECASE)
+# a language's name ("Kürtçe", "ERMENİCE", "arapca"; Kurdish's own "Kurmancî", "Zazaki"), then other
+# languages and a verb of knowing it, or another language after a dash or slash: a translator's pair
+# or a CV's skills, not one's origin
+_LANGUAGE = r"[^\W\d_]+(?:[cç][ae]|[cç][iîı]|ki)(?![^\W\d_])"
+_LANGUAGE_WORD = re.compile(_LANGUAGE, re.IGNORECASE)
 _KNOWN_AFTER = re.compile(
     r"(?:[ \t]*(?:,|ve|/)[ \t]*[^\W\d_]+[cç][ae])*[ \t]+(?:bil(?:iyor|ir|en|di[gğ])|konu[şs]abil)"
-    r"|[ \t]*[–/\-][ \t]*[^\W\d_]+[cç][ae](?![^\W\d_])",
+    rf"|[ \t]*[–/\-][ \t]*{_LANGUAGE}",
     re.IGNORECASE,
 )
+_PAIRED_BEFORE = re.compile(rf"(?<![^\W\d_]){_LANGUAGE}[ \t]*[–/\-][ \t]*\Z", re.IGNORECASE)  # ("Türkçe/Kurmanci")
 _TRANSLATOR = re.compile(r"(?<!\w)(?:[çc]evirmen|terc[üu]man|translator)", re.IGNORECASE)
 
 
 def a_skill(text: str, start: int) -> bool:
-    """The ethnicity term is a language named as a skill: known, or translated from or into."""
+    """The ethnicity term is a language named as a skill: known, paired with another language by a
+    dash or slash, or translated from or into."""
     word = _LANGUAGE_WORD.match(text, start)
     if word is None:
         return False
     line_lo = text.rfind("\n", 0, start) + 1
     return (
         _KNOWN_AFTER.match(text, word.end()) is not None
+        or _PAIRED_BEFORE.search(text, max(line_lo, start - 30), start) is not None
         or _TRANSLATOR.search(text, max(line_lo, start - 60), start) is not None
     )
 
