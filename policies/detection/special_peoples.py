@@ -29,7 +29,8 @@ _KNOWN_AFTER = re.compile(
     rf"|[ \t]*[–/\-][ \t]*{_LANGUAGE}",
     re.IGNORECASE,
 )
-_PAIRED_BEFORE = re.compile(rf"(?<![^\W\d_]){_LANGUAGE}[ \t]*[–/\-][ \t]*\Z", re.IGNORECASE)  # ("Türkçe/Kurmanci")
+# another language and a dash or slash right before the term ("Türkçe/Kurmanci")
+_PAIRED_BEFORE = re.compile(rf"(?<![^\W\d_]){_LANGUAGE}[ \t]*[–/\-][ \t]*\Z", re.IGNORECASE)
 _TRANSLATOR = re.compile(r"(?<!\w)(?:[çc]evirmen|terc[üu]man|translator)", re.IGNORECASE)
 
 
