@@ -72,7 +72,8 @@ _LEGAL = re.compile(
     # a body speaking of itself ("Vakfımızın", "Belediyemizin", "DAİREMİZİN", "dernek hesabımız")
     r"(?:vakf|belediye|daire|derne[kğ]|okul|cami|kul[üu]b|sendika|birli[gğ])\w*m[ıi]z\w*|dernek[ \t]+hesab\w*)(?![\w@.])",
     re.IGNORECASE)
-_LEGAL_AFTER = re.compile(r"[^\n]{0,30}?(?:şirket|firma|kurumsal|dernek|vak[ıi]f|kul[üu]p|sendika)[ \t]+hesab",
+# (or an enforcement office's account a debt is paid into: "... numaralı icra dairesi hesabına")
+_LEGAL_AFTER = re.compile(r"[^\n]{0,30}?(?:şirket|firma|kurumsal|dernek|vak[ıi]f|kul[üu]p|sendika|(?:icra[ \t]+|(?<=icra[ \t]))daires[ıi])[ \t]+hesab",
                           re.IGNORECASE)
 # (and a Turkish form's stand-in domains: "ornek@alanadi.com", "ad.soyad@sirket.com.tr")
 _EXAMPLE_DOMAIN = re.compile(r"@(?:[\w\-]+\.)*(?:example\.(?:com|org|net)|localhost)$|\.(?:test|example|invalid|localhost)$"
