@@ -36,13 +36,16 @@ _VKN_ANSWER = _starting_with("v", _VKN_ANSWER_BODY, re.IGNORECASE)
 # the number first: "3831061847 vergi kimlik numaralı mükellef"
 _VKN_BEFORE = re.compile(r"(?<![0-9])([0-9]{10})[ \t]+vergi[ \t]+(?:kimlik[ \t]+)?(?:numaral[ıi]|no['’]?lu)", re.IGNORECASE)
 # a passport's number may come later in its sentence ("pasaportu ile kayıt oldum, numarası K48...")
-_PASSPORT_GAP = r"(?:[^\n0-9.!?]|\.(?![ \t\n])){0,60}?"
+# (a number's abbreviation may end in a dot before it: "pasaport no. P0982...", "passport (no. P44...)")
+_PASSPORT_GAP = r"(?:[^\n0-9.!?]|\.(?![ \t\n])|(?<![^\W\d_])(?i:no|nr|num)\.[ \t]){0,60}?"
 _PASSPORT_BODY = (
     # (also a booking's "PSP" / "PSPT" / "PPT", the last in capitals only: "ppt" is a slide file)
-    rf"(?<!\w)(?:pasaport|passport|pspt?(?![a-z])|(?-i:PPT)(?![a-z]))\w*{_PASSPORT_GAP}(?<![A-Za-z0-9])([A-Z]{{1,2}}[ \-]?[0-9]{{6,9}}(?![0-9])"
+    rf"(?<!\w)(?:pasaport|passport|pspt?(?![a-z])|(?-i:PPT)(?![a-z]))\w*{_PASSPORT_GAP}(?<![A-Za-z0-9])([A-Z]{{1,2}}[ \-]?[0-9]{{6,9}}(?![0-9])(?:[A-Z](?![A-Za-z0-9]))?"
     # other countries' forms: letters and digits mixed ("NP7K2L8R5", "13AB48291"), or digits ("72 4419083")
     r"|(?=[A-Z0-9]{0,8}[A-Z])(?=[A-Z]{0,8}[0-9][A-Z]{0,8}[0-9])[A-Z0-9]{7,9}(?![A-Za-z0-9])"
     r"|[0-9]{2}[ ]?[0-9]{7}(?![0-9])"
+    # or eight digits, right after a label's colon ("Pasaport: 91427586", "Passport #: 38271946")
+    r"|(?<=[:#][ \t])[0-9]{8}(?![0-9])"
     # spoken or typed in groups ("u 41 88 20 97")
     r"|[A-Z][ ][0-9]{2,4}(?:[ ][0-9]{2,4}){2,3}(?![0-9]))"
     # (or a passport's machine-readable second line: its number, a check digit, the nationality
@@ -216,6 +219,34 @@ def vkn_spans(text: str, hits: list[tuple[int, int]]) -> list[tuple[int, int, bo
 _COUNTING = ("1234567890", "0123456789")  # a test's or a form's made-up number, though its check digit fits
 
 
+# a list's next passport, of the first one's series ("FE918264 and FE918265", "TZ1184097 — 12.06.1978\n2)
+# Daiki ... — TZ1184098"): a family's or a group's documents, given once after one "pasaport"
+_PASSPORT_SHAPED = re.compile(r"(?<![\w.,:/-])([A-Z]{0,2})([0-9]{2})( ?)([0-9]{4,7})(?![\w/-]|[.,:][0-9])")
+_SERIES_REACH = 240
+
+
+def _series(value: str) -> tuple[str, str, str, int] | None:
+    """A passport number's series: its letters, its layout and its length (and, for digits
+    alone, their first two: a country's series, "72 4419083")."""
+    m = _PASSPORT_SHAPED.fullmatch(value)
+    if m is None:
+        return None
+    letters, head, gap, rest = m.groups()
+    return letters, "" if letters else head, gap, len(rest)
+
+
+def passport_series(text: str, found: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """("passport", start, end) of numbers of a found passport's series written after it."""
+    out: list[tuple[str, int, int]] = []
+    for kind, s, e in found:
+        if kind != "passport" or (series := _series(text[s:e])) is None:
+            continue
+        for m in _PASSPORT_SHAPED.finditer(text, e, e + _SERIES_REACH):
+            if _series(m.group()) == series and not any(a < m.end() and m.start() < b for _, a, b in found + out):
+                out.append(("passport", *m.span()))
+    return out
+
+
 def find_identifiers(text: str, hits: list[tuple[int, int]], limit: int = 16) -> list[tuple[str, int, int]]:
     """("passport" | "plate" | "birth_date", start, end) findings near the context triggers."""
     out: list[tuple[str, int, int]] = []
@@ -231,4 +262,4 @@ def find_identifiers(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
                 out.append((kind, *m.span(group)))
                 if len(out) >= limit:
                     return out
-    return out
+    return out + passport_series(text, out)

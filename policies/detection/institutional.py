@@ -72,7 +72,8 @@ _LEGAL = re.compile(
     # a body speaking of itself ("Vakfımızın", "Belediyemizin", "DAİREMİZİN", "dernek hesabımız")
     r"(?:vakf|belediye|daire|derne[kğ]|okul|cami|kul[üu]b|sendika|birli[gğ])\w*m[ıi]z\w*|dernek[ \t]+hesab\w*)(?![\w@.])",
     re.IGNORECASE)
-_LEGAL_AFTER = re.compile(r"[^\n]{0,30}?(?:şirket|firma|kurumsal|dernek|vak[ıi]f|kul[üu]p|sendika)[ \t]+hesab",
+# (or an enforcement office's account a debt is paid into: "... numaralı icra dairesi hesabına")
+_LEGAL_AFTER = re.compile(r"[^\n]{0,30}?(?:şirket|firma|kurumsal|dernek|vak[ıi]f|kul[üu]p|sendika|(?:icra[ \t]+|(?<=icra[ \t]))daires[ıi])[ \t]+hesab",
                           re.IGNORECASE)
 # (and a Turkish form's stand-in domains: "ornek@alanadi.com", "ad.soyad@sirket.com.tr")
 _EXAMPLE_DOMAIN = re.compile(r"@(?:[\w\-]+\.)*(?:example\.(?:com|org|net)|localhost)$|\.(?:test|example|invalid|localhost)$"
@@ -162,10 +163,10 @@ def _institution_right_before(text: str, start: int, people: list[tuple[int, int
 # 0222 ...", "BİLGİ: ALO 181 ya da 0312 ..."); not a person giving their own ("ev telefonum", "beni")
 _NOTICE_BEFORE = re.compile(r"(?:(?<=[.!?] )|(?<=[.!?]\n))bilgi(?:[ \t]+(?:almak[ \t]+)?i[çc]in)?[ \t]*[:\-–]?[ \t]*"
                             r"(?:(?:[^\W\d_]+[ \t]+){0,3}[0-9]{3,4}[ \t]+(?:veya|ya[ \t]+da|/)[ \t]+)?\Z", re.IGNORECASE)
-# (or a switchboard's: an extension after it, "0312 585 10 00 dahili 4471"; "... numaralı hattı
-# arayabilir"; or its office named in an aside, "0324 ... (İl Müdürlüğü)")
-_NOTICE_AFTER = re.compile(r"['’]?\w{0,4}[ \t]+(?:arayabilir(?:siniz|ler)?|numaral[ıi][ \t]+(?:santral|hatt(?![ıi]m(?![ıi]z)))|dahili(?!\w))"
-                           r"|[ \t]*\((?=[^()\n]{0,40}?(?<!\w)(?:müdürlü|başkanlı|belediye|merkez|santral|birim)\w*\))",
+# (or a switchboard's: an extension after it, "0312 585 10 00 dahili 4471", "(dahili 2)", "/ dahili 1600"; "... numaralı hattı
+# arayabilir", "... numaralı SGM'yi / şubemizi"; or its office named in an aside, "0324 ... (İl Müdürlüğü)")
+_NOTICE_AFTER = re.compile(r"['’]?\w{0,4}[ \t]+(?:arayabilir(?:siniz|ler)?|numaral[ıi][ \t]+(?:santral|hatt(?![ıi]m(?![ıi]z))|sgm|[şs]ube|merkez|birim|m[üu]d[üu]rl|b[üu]ro)|dahili(?!\w))"
+                           r"|[ \t]*[(/][ \t]*dahili(?!\w)|[ \t]*\((?=[^()\n]{0,40}?(?<!\w)(?:müdürlü|başkanlı|belediye|merkez|santral|birim)\w*\))",
                            re.IGNORECASE)
 _MINE = re.compile(r"(?<!\w)(?:numaram\w*|telefonum\w*|beni|ev[ \t]+telefon\w*|evim\w*)(?!\w)", re.IGNORECASE)
 

@@ -120,7 +120,7 @@ _GENERIC = re.compile(
     r"\w{2,}(?:[ıiuü]rsa|[ıiuü]rse|[ae]rsa|[ae]rse)|\w+(?:yorsa|varsa|yoksa|malıdır|melidir|malı|meli)|"
     # a possibility, but not a request ("erteleyebilir miyim", "gelebilir misiniz")
     r"\w+(?:abilir|ebilir)(?![ \t]+m[ıi](?:y[ıi]m|s[ıi]n|y[ıi]z))|"
-    r"gerekir|nedir|nelerdir|"
+    r"gerekir|nedir|nelerdir|yasakt[ıi]r|"  # (and a rule: "sürücünün ... kullanması yasaktır")
     # counts and statistics about groups ("sendikalı işçi sayısı", "hükümlülerin büyük bölümü")
     r"istatisti\w*|bilanço\w*|şüpheliler\w*|hükümlüler\w*|tutuklular\w*|sürücüler\w*|bunları\w*|"
     r"yakınları\w*|dikkatine|[0-9]+(?:[,.][0-9]+)?[ \t]+(?:bin|milyon)\w{0,3}|say[ıi]s[ıi]|say[ıi]lar[ıi]|"

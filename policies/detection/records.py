@@ -18,7 +18,10 @@ _I = "[iİıI]"
 _SGK = re.compile(
     # the registry's name, then its number's word in the same line ("SGK işe giriş bildirgesi
     # yapıldı. Sicil numarası ...", "Bağ-Kur kaydım ...", "SGM'de kayıtlı sicil ...")
-    rf"(?<![^\W_])(?:(?:sgk|ssk|sgm|ba[gğ]\W?kur|emekl{_I}(?:[ \t]+sand{_I}[gğ]{_I})?)[^\n0-9]{{0,40}}?"
+    # (or "Sosyal güvenlik sicil no"; the number's word starts a word or a camel-case part ("sgkNo"),
+    # not "no" in "Şenocak", and an employer's "işyeri sicil" is no person's)
+    rf"(?<![^\W_])(?:(?:sgk|ssk|sgm|ba[gğ]\W?kur|emekl{_I}(?:[ \t]+sand{_I}[gğ]{_I})?|sosyal[ \t]+g[üu]venl{_I}k)"
+    rf"[^\n0-9]{{0,40}}?(?:(?<![^\W\d_])|(?-i:(?<=[a-zçğıöşü])(?=[A-ZÇĞİÖŞÜ])))(?<!yer{_I}[ \t])"
     rf"(?:s{_I}c{_I}l|no|numara|kayd{_I}m?|kay{_I}t)"
     # an insured person's registry number, maybe their name between ("SİGORTALI: X Y, SİCİL NO ..."),
     # a pension's allocation number ("Tahsis No: 2019/00412")
@@ -54,6 +57,9 @@ _COLUMN = re.compile(r"(?<![\w])(" + "|".join(c.replace("_", "[_ ]") for c in _C
 _KEY_VALUE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9]{7,13})(?![0-9])")
 _KEY_DATE = re.compile(r"[\"']?[ \t]*(?:=|:)[ \t]*[\"']?([0-9][0-9./\-]{3,9})(?![0-9])")  # "birth":"2001-11-30"
 _FIELD = re.compile(r"'(?:[^'\n]|'')*'|\"[^\"\n]*\"|[^,;|\t\n]+")
+# a CSV whose header is split by one of ";", "|" or a tab alone keeps commas inside its cells
+# ("Berrin Kaya (şahıs, eczacı);3805310698"): its rows are split by that separator only
+_FIELD_BY = {sep: re.compile(rf"'(?:[^'\n]|'')*'|\"[^\"\n]*\"|[^{sep}\n]+") for sep in (";", "|", "\t")}
 _SQL_VALUES = re.compile(r"\)[ \t]*VALUES[ \t]*", re.IGNORECASE)
 # a tuple's values may call a function ("NOW()", "DATE('1983-03-17')")
 _TUPLE = re.compile(r"\(((?:[^()\n]|\([^()\n]*\))*)\)")
@@ -147,8 +153,10 @@ def column_cells(text: str, start: int, end: int) -> list[tuple[int, str]]:
         stop = text.find(";", values)
         stop = min(len(text), values + 20_000) if stop == -1 else stop
         rows = [(t.start(1), t.group(1)) for t in _TUPLE.finditer(text, values, stop)]
+        field = _FIELD
     else:
         index = _count(header[: start - line_start])
+        field = _field_of(header)
         rows, pos = [], line_end + 1
         while pos < len(text) and len(rows) < 200:
             nxt = text.find("\n", pos)
@@ -159,12 +167,18 @@ def column_cells(text: str, start: int, end: int) -> list[tuple[int, str]]:
             pos = nxt + 1
     out: list[tuple[int, str]] = []
     for base, row in rows:
-        fields = [f for f in _FIELD.finditer(row) if f.group().strip()]
+        fields = [f for f in field.finditer(row) if f.group().strip()]
         if index < len(fields):
             f = fields[index]
             value = f.group().strip().strip("'\"")
             out.append((base + f.start() + f.group().index(value), value))
     return out
+
+
+def _field_of(header: str) -> re.Pattern[str]:
+    """The cell pattern of a CSV header's rows: its one separator's, or any of them."""
+    used = [sep for sep in (",", ";", "|", "\t") if sep in header]
+    return _FIELD_BY[used[0]] if len(used) == 1 and used[0] != "," else _FIELD
 
 
 def _count(head: str) -> int:
