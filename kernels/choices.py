@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from fairgate.kernels import plan as _plan
+from fairgate.kernels.layers import quant_tiles
 from fairgate.kernels.layers.quant_panels import QuantPanels, measure
 from fairgate.kernels.native import abi, build
 from fairgate.kernels.ops import cpu_fused, cpu_ops, reference
@@ -149,16 +150,29 @@ def _screen() -> str:
 
 
 def quant_panels(layers: list[list[QuantLinear]], native: bool, free: int | None = None) -> Choice | None:
-    """Whether the weight-only int8 / int4 linears (`layers`: each decoder layer's) also take
-    float32 panels for steps of many rows, measured on the first layer's shapes where
-    FAIRGATE_QUANT_PANELS is auto (kernels/layers/quant_panels.py); attaches them where they run
+    """What the weight-only int8 / int4 linears (`layers`: each decoder layer's) run on: the AMX
+    tile unit for int8 where it fits and wins (`_tile_unit`), else cpu_quant.c's vector kernel, which
+    also takes float32 panels for steps of many rows where they measure faster on the first
+    layer's shapes (FAIRGATE_QUANT_PANELS auto, kernels/layers/quant_panels.py). Attaches what runs
     and returns what the plan records (None: no such linears). Auto never keeps panels that would
     take more than half the memory free now (`free`, bytes; default: MemAvailable): a model
     quantized to fit must not be given its float32 weights back."""
+    if not native or not layers:
+        return None
+    tiles = _tile_unit(layers)
+    if tiles is not None and tiles.impl == "native-amx":
+        return Choice("native", tiles.why)
+    panels = _float_panels(layers, free)
+    if tiles is None or panels is None:
+        return panels or tiles
+    return Choice(panels.impl, f"{panels.why}; {tiles.why}")
+
+
+def _float_panels(layers: list[list[QuantLinear]], free: int | None) -> Choice | None:
     from fairgate.kernels.layers.quant_panels import available_memory, panel_rows, setting
 
     fit = [[q for q in layer if QuantPanels.fits(q)] for layer in layers]
-    if not native or not fit or not fit[0]:
+    if not fit or not fit[0]:
         return None
     want, kinds = setting(), "/".join(sorted({q.method.name for q in fit[0]}))
     if want == "off":
@@ -184,3 +198,26 @@ def quant_panels(layers: list[list[QuantLinear]], native: bool, free: int | None
         "on float32 panels of the same weights at every row count"
     return Choice("native", f"{kinds} {where} (the same bits; +{extra / 2**20:.1f} MiB kept) "
                             f"({how}, quantized / panels, one layer)")
+
+
+def _tile_unit(layers: list[list[QuantLinear]]) -> Choice | None:
+    """The AMX tile unit for the int8 linears (kernels/layers/quant_tiles.py): impl "native-amx"
+    where every layer's fitting linears now run there, "native" where they stay on the vector
+    kernel (why: the measurement or the setting), None where no linear fits it here."""
+    first = [q for q in layers[0] if q.tile_unit_fits()]
+    if not first:
+        return None
+    want = quant_tiles.setting()
+    if want == "off":
+        return Choice("native", "int8 on the vector kernel (FAIRGATE_QUANT_TILES=off)")
+    how = "FAIRGATE_QUANT_TILES=on"
+    if want == "auto":
+        every = [q for layer in layers for q in layer if q.tile_unit_fits()]
+        timings = quant_tiles.measure(first, every)
+        how = "measured: " + ", ".join(f"{m} rows {v * 1e3:.2f} / {t * 1e3:.2f} ms" for m, (v, t) in
+                                       sorted(timings.items())) + " (vector / tiles; one layer, every layer at 1 row)"
+        if not quant_tiles.tiles_win(timings):
+            return Choice("native", f"int8 on the vector kernel; the AMX tile unit does not win ({how})")
+    on = sum(q.use_tile_unit(True) for layer in layers for q in layer)
+    return Choice("native-amx", f"int8 on the AMX tile unit at every row count, {on} linears (activations as "
+                                f"three int8 digits, exact integer sums; cpu_quant.c's quant_amx.h) ({how})")

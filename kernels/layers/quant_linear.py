@@ -14,7 +14,9 @@ its layout; the plain-C build of it is not faster, so there the weight-only kern
 
 A weight-only layer may also hold float32 panels of its weights (`panels`, kernels/layers/quant_panels.py),
 which steps of `panels.rows` rows or more take, where the kernel plan measured them faster: the
-same bits at 4x (int8) or 8x (int4) the bytes.
+same bits at 4x (int8) or 8x (int4) the bytes. Or an int8 one runs on the AMX tile unit at every
+row count (`use_tile_unit`, cpu_quant.c's quant_amx.h: the activations as three int8 digits,
+exact integer sums), where the CPU has it and the plan measured it faster; never both.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from fairgate.kernels.ops.quant_a8 import MAX_K, pack_a8, reference_a8
 from fairgate.kernels.ops.quant_format import QuantizedWeight, int4_codes
 
 _KIND = {8: 0, 4: 1}
+TILE_KIND = 2  # cpu_quant.c's W_INT8_AMX
 
 
 def pack_for_cpu(qw: QuantizedWeight) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -54,6 +57,15 @@ def pack_for_cpu(qw: QuantizedWeight) -> tuple[torch.Tensor, torch.Tensor, torch
     return packed.contiguous(), by_panel(qw.scale), by_panel(qw.minimum)
 
 
+def tile_layout(panels: torch.Tensor, to_tiles: bool) -> torch.Tensor:
+    """int8 panels [P, K, 16] (cpu_quant.c's vector kernel) as [P, K/4, 16, 4] (the AMX tile
+    unit's B tiles: four inputs of a channel together), or back; the same bytes, in the shape given."""
+    p, k, lanes = panels.shape
+    if to_tiles:
+        return panels.view(p, k // 4, 4, lanes).transpose(2, 3).contiguous().view(p, k, lanes)
+    return panels.view(p, k // 4, lanes, 4).transpose(2, 3).contiguous().view(p, k, lanes)
+
+
 class QuantLinear(nn.Module):
     """y = x W^T + b, W weight-only quantized. Takes x [..., in_features] -> [..., out_features]."""
 
@@ -66,6 +78,7 @@ class QuantLinear(nn.Module):
         self.bias = None if bias is None else bias.detach().float().contiguous()
         self._lib = self._a8 = None
         self.panels_f32: QuantPanels | None = None  # float32 panels for steps of many rows (`attach_panels`)
+        self.tile_unit = False  # int8 on the AMX tile unit at every row count (`use_tile_unit`)
         if native:
             self._lib = abi.load(abi.QUANT)
             if qw.method.activations == 8 and qw.in_features <= MAX_K:
@@ -115,7 +128,7 @@ class QuantLinear(nn.Module):
                 x2.data_ptr(), x2.stride(0), self.panels.data_ptr(), self.scale.data_ptr(),
                 0 if self.minimum is None else self.minimum.data_ptr(),
                 0 if self.bias is None else self.bias.data_ptr(), y.data_ptr(), y.stride(0),
-                m, self.out_features, self.in_features, self.method.group, _KIND[self.method.bits],
+                m, self.out_features, self.in_features, self.method.group, self.cpu_kind,
                 torch.get_num_threads(),
             )
 
@@ -123,13 +136,36 @@ class QuantLinear(nn.Module):
         """Take float32 panels (built here) for steps of `rows` rows or more; None drops them.
         Returns the panels' bytes (0: none, or the layer does not fit them)."""
         self.panels_f32 = QuantPanels(self, rows) if rows is not None and QuantPanels.fits(self) else None
+        if self.panels_f32 is not None:
+            self.tile_unit = False
         return 0 if self.panels_f32 is None else self.panels_f32.nbytes
+
+    def tile_unit_fits(self) -> bool:
+        """Whether this layer can run on the AMX tile unit here: int8 weight-only on cpu_quant.c,
+        a multiple of 64 inputs, a CPU with AMX-INT8 whose kernel grants this process the tiles."""
+        return (self._lib is not None and self._a8 is None and self.method.bits == 8
+                and self._lib.quant_amx_path(self.in_features) == 1)
+
+    def use_tile_unit(self, on: bool) -> bool:
+        """Run on the AMX tile unit at every row count (on, where it fits) or on the vector kernel;
+        returns whether it now runs there. The codes are repacked into the layout of the one that
+        runs (`tile_layout`); the tile unit's bits are its own, so it drops float32 panels."""
+        on = on and self.tile_unit_fits()
+        if on != self.tile_unit:
+            self.panels = tile_layout(self.panels, to_tiles=on)
+            self.tile_unit = on
+        if on:
+            self.panels_f32 = None
+        return on
 
     @property
     def cpu_kind(self) -> int | None:
-        """cpu_quant.c's kind (0 int8, 1 int4) where `forward` runs its weight-only kernel on
-        `panels`, `scale` and `minimum`; None where it runs cpu_quant_a8.c or the torch fallback."""
-        return _KIND[self.method.bits] if self._lib is not None and self._a8 is None else None
+        """cpu_quant.c's kind (0 int8, 1 int4, 2 int8 on the AMX tile unit) where `forward` runs its
+        weight-only kernel on `panels`, `scale` and `minimum`; None where it runs cpu_quant_a8.c or
+        the torch fallback."""
+        if self._lib is None or self._a8 is not None:
+            return None
+        return TILE_KIND if self.tile_unit else _KIND[self.method.bits]
 
     @property
     def native(self) -> bool:
@@ -146,4 +182,4 @@ class QuantLinear(nn.Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"{self.method.name}, native={self._lib is not None}, "
-                f"int8_activations={self._a8 is not None}")
+                f"int8_activations={self._a8 is not None}, tile_unit={self.tile_unit}")

@@ -59,7 +59,7 @@ class QuantPanels:
     def fits(layer: QuantLinear) -> bool:
         """Whether `layer` can take panels here: on cpu_quant.c's weight-only kernel, a multiple
         of LANES outputs (cpu_gemm.c's unit), cpu_gemm.c built."""
-        return (layer.cpu_kind is not None and layer.out_features % abi.LANES == 0
+        return (layer.cpu_kind in (0, 1) and layer.out_features % abi.LANES == 0
                 and abi.load(abi.GEMM) is not None)
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor) -> None:

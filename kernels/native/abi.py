@@ -152,6 +152,7 @@ QUANT = Library("cpu_quant.c", "native quantized linears", (
     fn("quant_linear", None, x=P, x_stride=I64, w=P, scale=P, minimum=P, bias=P, y=P, y_stride=I64, M=I32, N=I32,
        K=I32, group=I32, kind=I32, num_threads=I32),
     fn("quant_unpack", None, w=P, scale=P, minimum=P, out=P, N=I32, K=I32, group=I32, kind=I32),
+    fn("quant_amx_path", I32, K=I32),
 ))
 QUANT_A8 = Library("cpu_quant_a8.c", "native int8 x int8 linears", (
     fn("quant_linear_a8", I32, x=P, x_stride=I64, w=P, scale=P, colsum=P, bias=P, y=P, y_stride=I64, M=I32, N=I32,

@@ -18,6 +18,7 @@
  * accumulators (an outer product), so wider batches reuse each widened weight MB times.
  */
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #if defined(__x86_64__)
@@ -25,6 +26,10 @@
 #endif
 
 #include "fg_common.h"
+
+
+
+#include "quant_amx.h"
 
 FG_EXPORT_CONSTANTS
 
@@ -40,7 +45,7 @@ typedef uint8_t vu8 __attribute__((vector_size(8), aligned(1)));
 #define NP 1
 #endif
 
-enum { W_INT8 = 0, W_INT4 = 1 };
+enum { W_INT8 = 0, W_INT4 = 1, W_INT8_AMX = 2 /* int8 on the tile unit (quant_amx.h) */ };
 
 /* The 16 codes of input k for one panel, widened to float32 lanes. GCC scalarises generic
  * narrow-integer-to-float vector conversions, so x86 gets the one-instruction widenings. */
@@ -378,14 +383,43 @@ ALWAYS_INLINE void item_blocked(
     }
 }
 
+/* Whether an int8 linear of K inputs can run on the tile unit here: 1 yes, 0 no (K not a multiple
+ * of 64, or the kernel refused this process the tile state), -1 not built for it. A layer runs
+ * there when the kernel plan passes kind W_INT8_AMX for it, which it does only where this said 1. */
+int quant_amx_path(int K)
+{
+#ifdef HAVE_AMX_INT8
+    return K % AMX_KSTEP == 0 && amx_granted();
+#else
+    (void)K;
+    return -1;
+#endif
+}
+
 /* x: [M, K] float32 rows `x_stride` apart; y: [M, N] float32 rows `y_stride` apart.
- * kind 0 = int8 (scale per channel, minimum unused), 1 = int4 (K % group == 0).
+ * kind 0 = int8 (scale per channel, minimum unused), 1 = int4 (K % group == 0), 2 = int8 on the
+ * AMX tile unit, its codes in the tile layout (quant_amx.h; other bits than kind 0's, the same
+ * for a row at every M).
  * bias: [N] float32 or NULL. */
 void quant_linear(
     const float *x, int64_t x_stride, const void *w, const float *scale, const float *minimum,
     const float *bias, float *y, int64_t y_stride, int M, int N, int K, int group, int kind,
     int num_threads)
 {
+    if (kind == W_INT8_AMX) {
+        /* codes in the tile layout, which only the tile unit reads; the plan passes this kind only
+         * where quant_amx_path said 1 (a grant is for the process's life), so the NaNs below are
+         * a broken promise made loud, not a path */
+#ifdef HAVE_AMX_INT8
+        if (quant_amx_path(K) == 1
+            && quant_linear_amx(x, x_stride, (const int8_t *)w, scale, bias, y, y_stride, M, N, K, num_threads) == 0)
+            return;
+#endif
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++)
+                y[(int64_t)m * y_stride + n] = NAN;
+        return;
+    }
     const int panels = (N + LANES - 1) / LANES;
     const int items = (panels + NP - 1) / NP;
 #pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1)

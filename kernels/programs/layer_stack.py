@@ -26,7 +26,7 @@ from fairgate.kernels.native.abi import (
 )
 
 MAX_HEAD_DIM = 128  # the native prefill attention's limit
-_KINDS = {0: "int8", 1: "int4"}  # cpu_quant.c's kinds
+_KINDS = {0: "int8", 1: "int4", 2: "int8"}  # cpu_quant.c's kinds (2: int8 on the AMX tile unit)
 
 
 @dataclass(slots=True)
@@ -221,6 +221,8 @@ def _describe(linear: PanelLinear | QuantLinear) -> str:
     if isinstance(linear, QuantLinear):
         wide = linear.panels_f32
         also = "" if wide is None else f", from {wide.rows} rows on float32 panels of them (cpu_gemm.c)"
+        if linear.tile_unit:
+            also = ", on its AMX tile unit path at every row count"
         return f"{_KINDS[linear.cpu_kind or 0]} on cpu_quant.c{also} (a gate/up one then silu_mul on cpu_fused.c)"
     return "float32 panels on cpu_gemm.c"
 

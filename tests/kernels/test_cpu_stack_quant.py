@@ -103,6 +103,7 @@ def test_int8_a8_stays_per_op_and_says_why(tiny_dir: Path) -> None:
 def test_the_stack_on_float32_panels_gives_the_per_op_and_the_quantized_bits(
         tiny_dir: Path, method: str, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAIRGATE_QUANT_PANELS", "1")  # every step on the panels, the stack's and the per-op layers'
+    monkeypatch.setenv("FAIRGATE_QUANT_TILES", "off")  # an AMX box's tile unit would take int8 instead
     runner = quant_runner(tiny_dir, method)
     assert runner.model.layers[0].attn.qkv_proj.panels_f32 is not None
     assert "from 1 rows on float32 panels" in runner.kernels.choice("layer_stack").why
@@ -121,6 +122,7 @@ def test_the_stack_on_float32_panels_gives_the_per_op_and_the_quantized_bits(
 def test_steps_on_either_side_of_the_panel_rows_take_the_quantized_tokens(
         tiny_dir: Path, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAIRGATE_QUANT_PANELS", "6")  # prefill chunks and wide decodes on panels, the rest not
+    monkeypatch.setenv("FAIRGATE_QUANT_TILES", "off")
     stack = quant_runner(tiny_dir, method)
     monkeypatch.setenv("FAIRGATE_QUANT_PANELS", "off")
     per_op = runner_for(tiny_dir, quantization=method)

@@ -17,6 +17,13 @@ from fairgate.kernels.native import abi
 METHODS = ("int8", "int4-g32", "int4-g64")
 
 
+@pytest.fixture(autouse=True)
+def _vector_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The panels are the vector kernel's companion: an AMX box's tile unit (tests/kernels/test_quant_tiles.py)
+    stays off here, so its measurement cannot take the int8 layers away from them."""
+    monkeypatch.setenv("FAIRGATE_QUANT_TILES", "off")
+
+
 def layer(method: str, n: int, k: int, bias: bool, seed: int = 0) -> QuantLinear:
     gen = torch.Generator().manual_seed(seed)
     w = torch.randn(n, k, generator=gen) * 0.05
