@@ -32,6 +32,7 @@ from fairgate.policies.detection.special_names import (
     in_a_bodys_name,
     in_address,
 )
+from fairgate.policies.detection.special_offences import unsentenced_offence
 from fairgate.policies.detection.special_peoples import (
     WORD_PEOPLES,
     a_skill,
@@ -141,8 +142,8 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
     if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
             and text.count("%", max(0, start - 60), end + 60) >= 2:
         return True  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
-    if a_things_name(text, start, end, kind):
-        return True
+    if a_things_name(text, start, end, kind) or (kind == "criminal" and unsentenced_offence(text, start, end)):
+        return True  # (a bare offence's name with no sentence or charge label: news, a leaflet)
     if in_a_bodys_name(text, end, kind):
         return True  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
     # a company's, party's or apartment's board ("Holding yönetim kurulu üyesi")
