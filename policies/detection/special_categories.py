@@ -330,9 +330,10 @@ def _done_to_anyone(text: str, lo: int, hi: int) -> bool:
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
-# a board's office (association.txt's last lines) and the bodies that may stand before it: the
-# nearest decides ("Kızılay Ereğli şubesinin yönetim kurulunda", not "partinin ilçe yönetim kurulunda")
-_BOARD = re.compile(r"y[öo]netim[ \t]+kurul|[şs]ube", re.IGNORECASE)
+# a board's office or a notice to a member (association.txt's last lines) and the bodies that may
+# stand before it: the nearest decides ("Kızılay Ereğli şubesinin yönetim kurulunda", not "partinin ilçe yönetim kurulunda")
+_BOARD = re.compile(r"y[öo]netim[ \t]+kurul|[şs]ube|[üu]yeli[ğg]i(?:niz|[ \t]+y[öo]netim)|(?:say[ıi]n|de[ğg]erli)[ \t]+[üu]yemiz",
+                    re.IGNORECASE)
 _BODIES = re.compile(
     r"(?<!\w)(?:(?P<club>derne[kğg]|vak[ıi]f|vakf|kul[üu]b|k[ıi]z[ıi]lay|cemiyet|birli[ğg]i|rotary|lions|l[öo]sev|"
     r"ye[şs]ilay|mezunlar)|parti|sendika|holding|[şs]irket|banka|belediye|kooperatif|site[ \t]+y[öo]netim|a\.[şs]\.)",
