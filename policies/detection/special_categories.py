@@ -32,6 +32,7 @@ from fairgate.policies.detection.special_names import (
     in_a_bodys_name,
     in_address,
 )
+from fairgate.policies.detection.special_offences import unsentenced_offence
 from fairgate.policies.detection.special_peoples import (
     WORD_PEOPLES,
     a_skill,
@@ -141,8 +142,8 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
     if kind == "ethnicity" and _SHARE_BEFORE.search(text, max(0, start - 12), start) \
             and text.count("%", max(0, start - 60), end + 60) >= 2:
         return True  # one of an ancestry test's shares ("%38 Ermeni %22 Gürcü"): the genetic finding's
-    if a_things_name(text, start, end, kind):
-        return True
+    if a_things_name(text, start, end, kind) or (kind == "criminal" and unsentenced_offence(text, start, end)):
+        return True  # (a bare offence's name with no sentence or charge label: news, a leaflet)
     if in_a_bodys_name(text, end, kind):
         return True  # a body's or a street's name ("Kayseri Çerkes Derneği", "Gürcüler Sk."), not a person's
     # a company's, party's or apartment's board ("Holding yönetim kurulu üyesi")
@@ -329,9 +330,10 @@ def _done_to_anyone(text: str, lo: int, hi: int) -> bool:
 _DOCUMENT_AFTER = re.compile(r"\w*[ \t]+(?:pasaport|passport)", re.IGNORECASE)
 _SHARE_BEFORE = re.compile(r"%[ \t]?[0-9]{1,3}(?:[,.][0-9]{1,2})?[ \t]+\Z")
 _SHARES_AFTER = re.compile(rf"[^\n%]{{0,80}}?{_SHARE}(?:[ \t]*(?:,|;|ve|and)?[ \t]*{_SHARE})+", re.IGNORECASE)
-# a board's office (association.txt's last lines) and the bodies that may stand before it: the
-# nearest decides ("Kızılay Ereğli şubesinin yönetim kurulunda", not "partinin ilçe yönetim kurulunda")
-_BOARD = re.compile(r"y[öo]netim[ \t]+kurul|[şs]ube", re.IGNORECASE)
+# a board's office or a notice to a member (association.txt's last lines) and the bodies that may
+# stand before it: the nearest decides ("Kızılay Ereğli şubesinin yönetim kurulunda", not "partinin ilçe yönetim kurulunda")
+_BOARD = re.compile(r"y[öo]netim[ \t]+kurul|[şs]ube|[üu]yeli[ğg]i(?:niz|[ \t]+y[öo]netim)|(?:say[ıi]n|de[ğg]erli)[ \t]+[üu]yemiz",
+                    re.IGNORECASE)
 _BODIES = re.compile(
     r"(?<!\w)(?:(?P<club>derne[kğg]|vak[ıi]f|vakf|kul[üu]b|k[ıi]z[ıi]lay|cemiyet|birli[ğg]i|rotary|lions|l[öo]sev|"
     r"ye[şs]ilay|mezunlar)|parti|sendika|holding|[şs]irket|banka|belediye|kooperatif|site[ \t]+y[öo]netim|a\.[şs]\.)",

@@ -48,6 +48,11 @@ _WORD_END = re.compile(r"(?:['’][^\W\d_]{1,6}|y?m[ıiuü][şs](?:l[ae]r)?|y?[d
 class Term:
     category: str
     whole_word: bool  # "$": no suffix but an apostrophe one
+    charged_only: bool = False  # offences.txt's bare offence: a record's only with its sentence or charge label
+
+
+# offences by their bare names (offences.txt): criminal-record terms only in a record's shape
+_OFFENCES = "offences"
 
 
 def _read(category: str) -> list[str]:
@@ -102,16 +107,18 @@ def loose(term: str) -> str:
 
 @lru_cache(maxsize=1)
 def _terms() -> dict[str, list[str]]:
-    return {c: _read(c) for c in CATEGORIES}
+    return {c: _read(c) + (_read(_OFFENCES) if c == "criminal" else []) for c in CATEGORIES}
 
 
 @lru_cache(maxsize=1)
 def _lookup() -> dict[str, Term]:
     """Folded matched text -> its term (the first category listing it wins)."""
     out: dict[str, Term] = {}
+    # (a bare offence criminal.txt lists too keeps its plain reading there)
+    charged = set(_read(_OFFENCES)) - set(_read("criminal"))
     for category, terms in _terms().items():
         for t in terms:
-            entry = Term(category, t.endswith("$"))
+            entry = Term(category, t.endswith("$"), category == "criminal" and t in charged)
             bare = t.removesuffix("$").removeprefix("=")
             keys = [_fold(bare)] + ([_fold(bare[:-1] + _SOFT[bare[-1]])] if _soft(t) else [])
             for key in keys:
@@ -152,6 +159,13 @@ def term_at(text: str, start: int, end: int) -> str | None:
     if word is not None and _fold(word.group()).startswith(_not_terms()):
         return None  # "engelliyor": a word that only begins like the term
     return term.category
+
+
+def charged_only(text: str, start: int, end: int) -> bool:
+    """The term found at text[start:end] is a bare offence's name (offences.txt), which counts
+    only in a record's shape (`special_offences`)."""
+    term = _lookup().get(_fold(text[start:end]))
+    return term is not None and term.charged_only
 
 
 def inside_a_word(text: str, end: int) -> bool:

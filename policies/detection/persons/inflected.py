@@ -18,12 +18,15 @@ keeps its capital), so a plain prompt costs nothing here.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from pathlib import Path
 
 from fairgate.policies.detection.gazetteer import fold_key, given_names
 from fairgate.policies.detection.persons.features import Doc
 from fairgate.policies.detection.persons.lexicon import NOT_NAMES, lexicon_flags
 from fairgate.policies.detection.special_categories_terms import starts_with_term
 
+_DATA = Path(__file__).resolve().parents[1] / "data"
 _VOWELS = "aeıioöuü"
 _SOFTENED = {"d": "t", "b": "p", "c": "c", "g": "k"}  # folded: ğ -> g, ç -> c
 _IMPERATIVE = re.compile("s[ıiuü]n\\Z")
@@ -66,6 +69,22 @@ def _hard(key: str) -> str:
     return key[:-1] + _SOFTENED[key[-1]] if key and key[-1] in _SOFTENED and key not in given_names() else key
 
 
+@lru_cache(maxsize=1)
+def _given_spellings() -> dict[str, frozenset[str]]:
+    """Folded given name -> the list's spellings of it, with their Turkish letters ("yasin": {"yasin"})."""
+    out: dict[str, set[str]] = {}
+    for word in (_DATA / "given_names.txt").read_text(encoding="utf-8").split():
+        out.setdefault(fold_key(word), set()).add(word)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _spelt_as_given(stem: str, key: str) -> bool:
+    """A word written with Turkish letters spells the name's letters as the list does, but for a
+    last consonant softened before the ending ("mehmede", "ahmedin"): a word whose "ş" or "ı" the
+    name has not ("yaşına": "Yasin" + "a" only when folded) is another word."""
+    return any(len(r) == len(stem) and r[:-1] == stem[:-1] for r in _given_spellings().get(key, ()))
+
+
 def _given_with_ending(word: str, folded: str = "") -> bool:
     """`word` (lower case) is a common given name with a fitting ending; `folded`: its folded
     key when the caller has it (`fold_key` keeps a word's length)."""
@@ -81,6 +100,8 @@ def _given_with_ending(word: str, folded: str = "") -> bool:
         key = _hard(folded[:-n]) if n < len(word) and word[-n] in _VOWELS else folded[:-n]
         if len(stem) < 4 or key not in given_names() or key in NOT_NAMES or "c" in lexicon_flags().get(key, ""):
             continue  # (a common word too: "sevgiyle", "umutla" are "with love", "with hope")
+        if not ascii_only and not _spelt_as_given(stem, key):
+            continue  # Turkish letters the name has not: "yaşına" (at an age) is no "Yasin"
         if any(e in _ENDINGS and _fits(stem, e, ascii_only) for e in _readings(word[-n:], ascii_only)):
             return True
     return False
