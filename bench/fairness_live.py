@@ -82,12 +82,14 @@ class Phase:
     # summed, requests]: arrival at the engine to the first scheduled step, and to the first token;
     # then the engine TTFT histogram's cumulative bucket counts (TTFT_BUCKETS, +Inf last)
     latency: dict[str, list[float]] = field(default_factory=dict)
-    steps: list[float] = field(default_factory=lambda: [0.0, 0.0])  # engine steps, their busy seconds
+    # engine steps, their busy seconds, the tokens they ran (prompt + decode) and the sequences that
+    # sampled (summed over steps: / steps is the mean batch)
+    steps: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0, 0.0])
 
 
 WARM_UP_S = 3.0  # seconds of thrown-away load on each fresh server before its first phase
 WIDTH = 4 + len(TTFT_BUCKETS) + 1  # a tenant's entry in Phase.latency
-STEPS = "\x00steps"  # engine_latency's entry for the engines' /stats steps and busy seconds
+STEPS = "\x00steps"  # engine_latency's entry for the engines' /stats steps, busy seconds, tokens, sampled
 PREEMPTION_STATS = ("preemptions", "fairness_preemptions", "fairness_recomputed_tokens", "recomputed_tokens")
 Stats = Callable[[list[str]], Awaitable[dict[str, int]]]  # servers -> counters (generation_tokens, PREEMPTION_STATS)
 Drain = Callable[[list[str]], Awaitable[None]]  # waits until the servers run and hold nothing
@@ -160,9 +162,9 @@ async def engine_latency(engines: list[str]) -> dict[str, list[float]]:
     async with httpx.AsyncClient() as c:
         for engine in engines:
             s = (await c.get(engine + "/stats")).json()
-            out.setdefault(STEPS, [0.0, 0.0])
-            out[STEPS][0] += s.get("steps", 0)
-            out[STEPS][1] += s.get("busy_seconds", 0.0)
+            out.setdefault(STEPS, [0.0, 0.0, 0.0, 0.0])
+            for i, name in enumerate(("steps", "busy_seconds", "tokens_computed", "sampled_seqs")):
+                out[STEPS][i] += s.get(name, 0)
             r = await c.get(engine + "/metrics")
             if r.status_code != 200:
                 continue
@@ -324,14 +326,16 @@ def print_latency(results: dict[str, dict[str, Phase]], names: dict[str, str]) -
     """Where a request's time to first token went, means per tenant: in the engine's queue,
     arrival at the engine to the first token, and what the client saw (the rest is the HTTP
     path: the gateway, the SSE relay, the client's own loop); and the engine's mean step (its
-    busy seconds per step), the floor under any wait for the step in flight. The client's mean
+    busy seconds per step), the floor under any wait for the step in flight, with what a step
+    carried (tokens run, prompt and decode, and the sequences that sampled). The client's mean
     counts requests cut at the phase's end with their wait so far, the engine's only those that
     got a token, so under the flood `path` can come out negative."""
     print(f"{'queue':<8}{'phase':<7}{'tenant':<8}{'client ttft':>12}{'engine ttft':>12}{'engine queue':>13}"
-          f"{'path':>8}{'step':>8}  (means, s){'client p99':>12}{'engine p99 in':>16}")
+          f"{'path':>8}{'step':>8}  (means, s){'client p99':>12}{'engine p99 in':>16}{'tok/step':>10}{'batch':>7}")
     for queue, phases in results.items():
         for name, ph in phases.items():
             step = ph.steps[1] / max(ph.steps[0], 1)
+            carried = f"{ph.steps[2] / max(ph.steps[0], 1):>10.1f}{ph.steps[3] / max(ph.steps[0], 1):>7.1f}"
             for label, (q_sum, q_n, t_sum, t_n, *buckets) in sorted(ph.latency.items()):
                 tenant = names.get(label, label)
                 client = ph.ttft.get(tenant, [])
@@ -339,7 +343,7 @@ def print_latency(results: dict[str, dict[str, Phase]], names: dict[str, str]) -
                 engine_ttft = t_sum / max(t_n, 1)
                 print(f"{queue:<8}{name:<7}{tenant:<8}{mean:>12.3f}{engine_ttft:>12.3f}{q_sum / max(q_n, 1):>13.3f}"
                       f"{mean - engine_ttft:>8.3f}{step:>8.3f}{'':>11}{p(client, 99):>12.3f}"
-                      f"{bucket_range(buckets, 0.99 * t_n):>16}")
+                      f"{bucket_range(buckets, 0.99 * t_n):>16}{carried}")
 
 
 def bucket_range(cumulative: list[float], rank: float) -> str:
