@@ -212,7 +212,7 @@ def _tile_unit(layers: list[list[QuantLinear]]) -> Choice | None:
         return Choice("native", "int8 on the vector kernel (FAIRGATE_QUANT_TILES=off)")
     how = "FAIRGATE_QUANT_TILES=on"
     if want == "auto":
-        every = [q for layer in layers for q in layer if q.tile_unit_fits()]
+        every = quant_tiles.streamed([q for layer in layers for q in layer if q.tile_unit_fits()])
         timings = quant_tiles.measure(first, every)
         how = "measured: " + ", ".join(f"{m} rows {v * 1e3:.2f} / {t * 1e3:.2f} ms" for m, (v, t) in
                                        sorted(timings.items())) + " (vector / tiles; one layer, every layer at 1 row)"

@@ -34,6 +34,7 @@ MARGIN = 0.95  # the tile unit must take at most this share of the vector path's
 # (every layer of the 110M bench model, 7.2-7.5 against 7.5-8.0 ms) while the whole batch-1 step
 # measured no slower (bench/quantization.py 116.4 against 114.5 tok/s) and 16 rows ran 1.9x faster.
 ONE_ROW_SLACK = 1.10
+STREAMED_BYTES = 1 << 30  # the most codes the one-row pass reads (a 480 MiB L3 has been seen)
 
 
 def setting() -> str:
@@ -54,6 +55,19 @@ def tiles_win(timings: dict[int, tuple[float, float]], margin: float = MARGIN, s
     mean = math.exp(sum(math.log(r) for r in many) / len(many))
     one = timings.get(1)
     return mean <= margin and (one is None or one[1] <= one[0] * slack)
+
+
+def streamed(layers: list[QuantLinear], most: int = STREAMED_BYTES) -> list[QuantLinear]:
+    """The first of `layers` whose codes add up to `most` bytes (all of them if they hold less):
+    enough for one row's pass to read its weights from memory, not so many that a large model's
+    start pays for repacking all of its codes twice."""
+    out, total = [], 0
+    for layer in layers:
+        if total >= most:
+            break
+        out.append(layer)
+        total += layer.panels.numel() * layer.panels.element_size()
+    return out
 
 
 def measure(first: list[QuantLinear], every: list[QuantLinear] | None = None,

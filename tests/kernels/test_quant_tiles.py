@@ -190,3 +190,10 @@ def test_staggered_batches_on_the_tile_unit_take_the_per_op_tokens(tiny_dir: Pat
     alone = [PagedDriver(per_op, chunk=5, seed=2, stop_at_eos=False).generate([p], [n])[0]
              for p, n in zip(prompts, max_new, strict=True)]
     assert native == alone  # batched with others or alone, a sequence's greedy tokens are the same
+
+
+def test_the_one_row_pass_reads_enough_codes_and_no_more() -> None:
+    layers = [layer(32, 64, False, seed=i) for i in range(5)]  # 2 KiB of codes each
+    assert quant_tiles.streamed(layers, most=4096) == layers[:2]
+    assert quant_tiles.streamed(layers, most=4097) == layers[:3]
+    assert quant_tiles.streamed(layers) == layers
