@@ -8,7 +8,9 @@ knows (`Ousmane,Sow`). Where the header is a surname or full-name column, or has
 name and a surname column, every such cell is a name; a lone `ad` / `isim` / `name` column may
 name products or places, so there the column counts as people's names only when at least half
 of its cells hold a given name or surname the lexicons know. Cells that are only common, place
-or organisation words ("Merkez", "Sivas") are never names.
+or organisation words ("Merkez", "Sivas") are names only in a column that holds nothing else:
+a surname's (`soyad`), or a given name's beside one, where a capitalised cell is a surname that
+is a word or a place too ("Sarıkamış", "Ilıcak", "Evcimen").
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ _HEADER = re.compile(r"[ \t|]*[^,;|\t\n()]{1,30}(?:[ \t]*[,;|\t][ \t]*[^,;|\t\n(
 # words of test fixtures and seed data ("Deneme Kullanici", "Ornek Musteri", "Test User")
 _FIXTURE = frozenset(fold_key(w) for w in (
     "test deneme örnek sample dummy example fake sahte kullanıcı müşteri user customer demo placeholder").split())
+# a cell that says there is no value ("Yok", "Bilinmiyor", "Toplam")
+_NO_VALUE = frozenset(fold_key(w) for w in (
+    "yok boş bilinmiyor belirtilmemiş belirsiz diğer toplam genel none null unknown empty anonim gizli").split())
 
 
 def find_column_names(text: str, hits: list[tuple[int, int]], limit: int = 32
@@ -67,24 +72,28 @@ def _header_names(text: str, line_start: int, line_end: int) -> list[tuple[int, 
     for start, end, key in columns:
         if key not in _SURE and key not in _GIVEN:
             continue
-        cells = [(pos, value) for pos, value in column_cells(text, start, end) if _name_shaped(value)]
+        sure = key in _SURE or both
+        cells = [(pos, value) for pos, value in column_cells(text, start, end) if _name_shaped(value, sure)]
         known = [(pos, value) for pos, value in cells if _known(value)]
-        if key in _SURE or both or 2 * len(known) >= len(cells):
+        if sure or 2 * len(known) >= len(cells):
             out += [(pos, pos + len(value)) for pos, value in cells]
         else:
             out += [(pos, pos + len(value)) for pos, value in known]
     return out
 
 
-def _name_shaped(value: str) -> bool:
-    """One to four words of letters, not all of them common, place, organisation or title words,
-    and no public name or test fixture."""
+def _name_shaped(value: str, sure: bool) -> bool:
+    """One to four words of letters, not all of them common, place, organisation or title words
+    (`sure`, a column of names and nothing else: capitalised common or place words count, but
+    no organisation or title word), and no public name, test fixture or empty value's word."""
     if not _CELL.fullmatch(value):
         return False
     keys = [fold_key(w) for w in _WORD.findall(value)]
     flags = lexicon_flags()
-    if " ".join(keys) in public_names() or any(k in NOT_NAMES or k in _FIXTURE for k in keys):
+    if " ".join(keys) in public_names() or any(k in NOT_NAMES or k in _FIXTURE or k in _NO_VALUE for k in keys):
         return False
+    if sure and value[0].isupper() and not any(c in flags.get(k, "") for k in keys for c in "ot"):
+        return True  # a surname that is a word or a place too ("Sarıkamış", "Ilıcak")
     return any(not (f := flags.get(k, "")) or "g" in f or "s" in f for k in keys)
 
 
