@@ -120,6 +120,8 @@ _BIRTH_BODY = (
     # be a province and a district)
     rf"|(?P<told>{_DATE}|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}(?:(?:[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{1,15}})?[ \t]+[A-ZÇĞİÖŞÜ][^\W\d_]{{1,15}}['’]\w{{1,4}}"
     rf"|[ \t]+(?:sabah|ak[şs]am|gece|[öo][gğ]le)\w{{0,4}})?"
+    # (and a birth announcement's weight: "4 Aralık 2025 sabahı 3.180 gram olarak dünyaya geldi")
+    r"(?:[ \t]+[0-9][0-9.,]{0,5}[ \t]*(?:gram|gr|g|kg|kilo)\.?(?:[ \t]+olarak)?)?"
     r"[ \t]+(?:do[gğ](?:du|mu[şs])|d[üu]nyaya[ \t]+gel(?:di|mi[şs]))(?!\w)"
     # a date or year, maybe its month or a place between, then "doğumlu" ("1991 Ağustos doğumluyum",
     # "12/04/1986 Keçiören doğumlu")

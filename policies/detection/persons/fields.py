@@ -47,7 +47,7 @@ _PLACEHOLDERS = frozenset(("doe", "test", "ornek", "deneme", "sample", "example"
 # KARAMUSTAFAOĞLU   PROTOKOL: 4471902")
 _VALUE = re.compile(r"(?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}(?:[ \t](?:[^\W\d_]\.[ \t]?)?[^\W\d_]{2,}){0,3}")
 _WORD = re.compile(r"[^\W\d_]{2,}")
-_FIELD_END = frozenset(("", "\n", "\r", '"', "'", ",", ";", "|", "\t", "}", ")"))
+_FIELD_END = frozenset(("", "\n", "\r", '"', "'", ",", ";", "|", "\t", "}", ")", "<"))
 # folded endings of surnames from Türkiye's peoples and neighbours: Armenian, Turkish, Greek,
 # Slavic, Georgian
 _SURNAME_ENDS = ("yan", "ian", "oglu", "zade", "poulos", "opoulou", "idis", "akis", "enko", "shvili", "dze",
@@ -78,6 +78,10 @@ def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
         m = _VALUE.match(text, end)
         size = _name_end(m.group(), bool(_SURE.search(text, max(0, end - 24), end)), _last_word(text, m)) \
             if m is not None else 0
+        if not size and m is not None and _last_word(text, m) == 1 and _surname_label(text, start, end) \
+                and not _PLACEHOLDERS.intersection(_WORD.findall(fold_key(text[max(0, start - 80) : start]))):
+            # (a word after a fixture's given name, a line above in YAML: "ad: Deneme\n soyad: Hesabı")
+            size = _surname_alone(m.group())
         if size and text[end + size : end + size + 1] == "(":
             continue  # code: a constructor's or a function's call assigned ("yolcu = Yolcu(ad=...)")
         if size and text[end - 1 : end] in ("'", '"') and text[end + size : end + size + 1] != text[end - 1]:
@@ -89,6 +93,32 @@ def find_field_names(text: str, hits: list[tuple[int, int]], limit: int = 16) ->
             if len(out) >= limit:
                 break
     return out
+
+
+def _surname_label(text: str, start: int, end: int) -> bool:
+    """The label at text[start:end] holds a surname and nothing else (`"soyad":"`, `SOYADI:`,
+    `<cbc:FamilyName>`; not `Adı Soyadı:`)."""
+    return re.sub(r"[^a-z_]", "", fold_key(text[start:end])) in _SURNAME_LABELS
+
+
+_SURNAME_LABELS = frozenset(("soyad", "soyadi", "soyisim", "soyismi", "surname", "lastname", "last_name",
+                             "familyname", "family_name"))
+
+
+def _surname_alone(value: str) -> int:
+    """The length of `value`, one capitalised word that a common-word or place list knows, as
+    a surname field's whole value: a surname that is a word or a place too ("soyad": "Evcimen",
+    "<cbc:FamilyName>Ilıcak<"); 0 for an organisation's, a title's or an empty value's word."""
+    key = fold_key(value)
+    flags = lexicon_flags().get(key, "")
+    if len(value) < 3 or not value[0].isupper() or " " in value.strip() or key in NOT_NAMES \
+            or key in _PLACEHOLDERS or key in _NO_VALUE or "o" in flags or "t" in flags:
+        return 0
+    return len(value)
+
+
+# a field's value that says there is none ("Yok", "Bilinmiyor")
+_NO_VALUE = frozenset(("yok", "bos", "bilinmiyor", "belirtilmemis", "belirsiz", "none", "null", "unknown", "anonim", "gizli"))
 
 
 def _same_record(text: str, stand_in: int, start: int) -> bool:
