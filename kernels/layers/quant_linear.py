@@ -135,9 +135,8 @@ class QuantLinear(nn.Module):
     def attach_panels(self, rows: int | None) -> int:
         """Take float32 panels (built here) for steps of `rows` rows or more; None drops them.
         Returns the panels' bytes (0: none, or the layer does not fit them)."""
+        # a layer on the tile unit does not fit them (other bits): it keeps none
         self.panels_f32 = QuantPanels(self, rows) if rows is not None and QuantPanels.fits(self) else None
-        if self.panels_f32 is not None:
-            self.tile_unit = False
         return 0 if self.panels_f32 is None else self.panels_f32.nbytes
 
     def tile_unit_fits(self) -> bool:
