@@ -38,8 +38,7 @@
 #endif
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__linux__)
 #define HAVE_AMX 1
-#include <sys/syscall.h>
-#include <unistd.h>
+#include "fg_amx.h"
 #endif
 
 #include "fg_common.h"
@@ -167,45 +166,14 @@ ALWAYS_INLINE void screen_panel(const uint32_t *x2, int64_t M, int pairs, const 
 }
 
 #ifdef HAVE_AMX
-#define ARCH_REQ_XCOMP_PERM 0x1023
-#define XFEATURE_XTILEDATA 18
 #define TILE_ROWS 16  /* hidden rows a C tile holds */
 #define TILE_PAIRS 16 /* input pairs an A tile row holds (64 bytes) */
-
-/* 1 once the kernel has granted this process the tile state, -1 if it will not: asked once */
-static int amx_usable(void)
-{
-    static int state; /* 0: not asked yet (two threads asking at once both get the same answer) */
-    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
-    if (!s) {
-        s = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 ? 1 : -1;
-        __atomic_store_n(&state, s, __ATOMIC_RELEASE);
-    }
-    return s > 0;
-}
-
-struct tile_config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-};
 
 /* tmm0-3: C (R rows x 16 float32 columns each); tmm4: A (R rows x 16 pairs); tmm5-7: B (16 pair
  * rows x 16 columns of pairs), three in turn so a load overlaps the product before it */
 static void configure_tiles(int R)
 {
-    struct tile_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 5; t++) {
-        cfg.rows[t] = (uint8_t)R;
-        cfg.colsb[t] = 64;
-    }
-    for (int t = 5; t < 8; t++) {
-        cfg.rows[t] = TILE_PAIRS;
-        cfg.colsb[t] = 64;
-    }
-    _tile_loadconfig(&cfg);
+    fg_amx_configure(R, 5, TILE_PAIRS);
 }
 
 /* scores[m .. m+R, 0 .. CV*16) = x2[m .. m+R] . panel on the tile unit (the tiles are
@@ -322,7 +290,7 @@ static void vector_screen(const uint32_t *x2, int64_t M, int pairs, const uint16
 int greedy_screen(int K)
 {
 #ifdef HAVE_AMX
-    if ((K / 2) % TILE_PAIRS == 0 && amx_usable())
+    if ((K / 2) % TILE_PAIRS == 0 && fg_amx_granted())
         return 2;
 #endif
 #if defined(__AVX512BF16__)
@@ -346,7 +314,7 @@ int greedy_tokens(const float *x, int64_t M, int K, const uint16_t *wbf, const f
     float *scores = scratch;
     uint32_t *x2 = (uint32_t *)(scratch + M * N);
 #ifdef HAVE_AMX
-    const int amx = pairs % TILE_PAIRS == 0 && amx_usable();
+    const int amx = pairs % TILE_PAIRS == 0 && fg_amx_granted();
 #else
     const int amx = 0;
 #endif

@@ -389,7 +389,7 @@ ALWAYS_INLINE void item_blocked(
 int quant_amx_path(int K)
 {
 #ifdef HAVE_AMX_INT8
-    return K % AMX_KSTEP == 0 && amx_granted();
+    return K % AMX_KSTEP == 0 && fg_amx_granted();
 #else
     (void)K;
     return -1;

@@ -29,49 +29,18 @@
 #define HAVE_AMX_INT8 1
 #include <math.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#define ARCH_REQ_XCOMP_PERM 0x1023
-#define XFEATURE_XTILEDATA 18
+#include "fg_amx.h"
+
 #define AMX_ROWS 16  /* rows of x an A or C tile holds */
 #define AMX_KSTEP 64 /* inputs an A tile row holds (64 int8) */
 #define AMX_DIGITS 3
-
-static int amx_state; /* 0 not asked, 1 granted, -1 refused */
-
-static int amx_granted(void)
-{
-    int s = __atomic_load_n(&amx_state, __ATOMIC_ACQUIRE);
-    if (!s) {
-        s = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 ? 1 : -1;
-        __atomic_store_n(&amx_state, s, __ATOMIC_RELEASE);
-    }
-    return s > 0;
-}
-
-struct amx_config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-};
 
 /* tmm0-2: C (R rows x 16 int32, one per digit); tmm3-5: A (R rows x 64 int8, one per digit);
  * tmm6-7: B (16 rows of 16 x 4 int8), alternately, so a load overlaps the products before it. */
 static void amx_configure(int R)
 {
-    struct amx_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 6; t++) {
-        cfg.rows[t] = (uint8_t)R;
-        cfg.colsb[t] = 64;
-    }
-    for (int t = 6; t < 8; t++) {
-        cfg.rows[t] = 16;
-        cfg.colsb[t] = 64;
-    }
-    _tile_loadconfig(&cfg);
+    fg_amx_configure(R, 6, 16);
 }
 
 /* Row m's digits: d[t * plane + m * K + k] int8, s[m] the scale (NaN where the row is not finite:
