@@ -43,10 +43,9 @@ from fairgate.policies.detection.persons.lexicon import (
     AFTER_NAME,
     HEADINGS,
     NOT_NAMES,
-    TRADE_WORDS,
     plain_words,
 )
-from fairgate.policies.detection.persons.name_words import never_a_name, on_behalf
+from fairgate.policies.detection.persons.name_words import never_a_name
 from fairgate.policies.detection.persons.non_private import (
     UNION_NAME,
     dated,
@@ -62,9 +61,9 @@ from fairgate.policies.detection.persons.non_private import (
 )
 from fairgate.policies.detection.persons.non_private import joined as _joined
 from fairgate.policies.detection.persons.not_people import kin_titled, something_else
+from fairgate.policies.detection.persons.pairs import lexicon_pairs
 from fairgate.policies.detection.persons.partners import uncased_partners
 from fairgate.policies.detection.persons.tagger import default_tagger
-from fairgate.policies.detection.special_categories_terms import starts_with_term
 
 # the tagger trained on the tuning parts' rows too: whole-part 4-fold cross-validation (issue 33,
 # 2026-12-06) pooled person_name recall / precision 0.9634 / 0.9519 at 0.5, 0.9623 / 0.9529 at
@@ -181,7 +180,7 @@ def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tup
         proper = proper_given_names(doc, chunk)
         titled.update(proper)
         sure.update(proper)
-        kept = {*_lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}
+        kept = {*lexicon_pairs(doc, chunk), *_suffixed_names(doc, chunk), *titled}
         # a token the rules keep is a name's whatever its score, so it is not scored; but in a line
         # of capitals, where a token the tagger accepts pairs up with its neighbours (`partners`)
         scored = [i for i in _may_end_in_a_name(doc, chunk, titled) if i not in kept or doc.mode(i) == "caps"]
@@ -275,53 +274,6 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
 
 # titles written before a person's name (not "öğretmen", "müdür": "Müdür Aydın'dan döndü" is a trip)
 _BEFORE_NAME = frozenset(("sayin", "dr", "doc", "prof", "av", "uzm", "op", "bay", "bayan", "mr", "mrs", "ms"))
-# endings only a surname has, on a word no lexicon knows (not "-yan", also a participle's: "Arayan")
-_SURNAME_SHAPES = ("oglu", "ogullari", "zade", "ian")
-
-
-def _lexicon_pairs(doc: Doc, tokens: list[int]) -> list[int]:
-    """Tokens of capitalised pairs the lexicons read as a given name and then a surname (or a
-    word no lexicon knows: "Nazar Hakobyan"), kept even when the tagger doubts them."""
-    out: list[int] = []
-    for i in tokens:
-        if i + 1 >= len(doc.spans) or doc.mode(i) == "lower" or not _joined(doc, i):
-            continue
-        a, b = doc.info(i), doc.info(i + 1)
-        if a.shape not in "CU" or b.shape not in "CU" or "g" not in a.flags or never_a_name(doc, a, i):
-            continue
-        if any(c in a.flags + b.flags for c in "ot") or b.key in NOT_NAMES:
-            continue
-        if on_behalf(doc, i + 1) and ("s" in b.flags or "c" not in b.flags):
-            out += (i, i + 1)  # "Fatura Şirin Karakoçan adına kesildi": whatever else the words are
-        elif "p" in a.flags + b.flags:
-            continue
-        elif "c" not in a.flags + b.flags:
-            if "s" in b.flags or not b.flags:
-                out += (i, i + 1)
-        elif _common_pair_is_a_name(doc, i) or (not b.flags and b.key.endswith(_SURNAME_SHAPES) and not a.suffix):
-            out += (i, i + 1)  # (a given name that is a word too, then "Şairoğlu")
-    return out
-
-
-_CELL_END = re.compile(r"[ \t]*(?:,|\n|\Z)")
-
-
-def _common_pair_is_a_name(doc: Doc, i: int) -> bool:
-    """A given name and a surname that the common-word list also holds ("Bahar Koçak'ın", "Cem
-    Akıncı", "Umut Karabulut": the list has many surnames): a name mid-sentence in a mixed-case
-    line, with the second word a listed surname and no title head after it; or the whole first
-    cell of a line, a comma or the line's end after it (an address label's "Ali Kaya, Yenice
-    mahallesi ...", a signature)."""
-    a, b = doc.info(i), doc.info(i + 1)
-    if doc.mode(i) != "mixed" or a.shape != "C" or b.shape != "C" or "s" not in b.flags or len(b.key) < 3 \
-            or b.key in TRADE_WORDS or a.suffix or (i + 2 < len(doc.spans) and doc.info(i + 2).key in HEADINGS):
-        return False  # ("Kaya Yapı'da": a firm; "Ekin'in Kürt": the name ended)
-    if starts_with_term(b.key):
-        return False  # ("Kürt" is a people)
-    return doc.gap(i)[:1] not in ("^", ".", "N") or (doc.gap(i)[:1] in ("^", "N")
-                                                      and _CELL_END.match(doc.text, doc.spans[i + 1][1]) is not None)
-
-
 def _titled(doc: Doc) -> list[int]:
     """Words right before an honorific that follows a name ("garbis bey", "ZOZAN HANIM", "Kemal
     amca"), in any casing: Turkish writes these titles after a person's name, so a word there that
