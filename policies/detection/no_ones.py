@@ -2,7 +2,8 @@
 hapis yatan bir adamın ..."), an encyclopaedia's definition ("Paskalya, Hristiyanlıkta ...
 bayramdır"). A special-category term in such a sentence or paragraph is no person's data
 (`special_categories.find_special` asks `told_of_no_one` first). And a vet's record
-(`animal_patient`) tells of an animal: its patient's health, and its patient's name.
+(`animal_patient`) tells of an animal: its patient's health, and its patient's name; so does a
+sentence whose subject is an animal (`animals_sentence`): its vaccine, its litter.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import re
 
 from fairgate.policies.detection.gazetteer import fold_key
-from fairgate.policies.detection.person_links import person_word
+from fairgate.policies.detection.person_links import person_word, sentence
 from fairgate.policies.detection.persons.lexicon import TITLES, lexicon_flags
 
 
@@ -103,8 +104,9 @@ def _name_word(key: str) -> bool:
     return ("g" in flags or "s" in flags) and "c" not in flags
 
 
-# a vet's record: an owner's label ("Sahibi: Ayten Kuzu") and the patient's species or breed
-_OWNER_LABEL = re.compile(r"(?:^|\n)[ \t]*(?:hasta[ \t]+)?sahibi[ \t]*:", re.IGNORECASE)
+# a vet's record: an owner's label ("Sahibi: Ayten Kuzu"), opening a line or a sentence of a card
+# written on one line ("Hasta: Paşa (Kangal). Sahibi: ..."), and the patient's species or breed
+_OWNER_LABEL = re.compile(r"(?:^|\n|[.;][ \t])[ \t]*(?:hasta[ \t]+)?sahibi[ \t]*:", re.IGNORECASE)
 _SPECIES = re.compile(r"(?<!\w)(?:k[öo]pe[kğg]|kedi|retriever|terrier|[çc]oban[ \t]+k[öo]pe|tekir|kangal|"
                       r"muhabbet[ \t]+ku[şs]|tav[şs]an|pati|mama|veteriner|cins[ \t]*:|[ıi]rk[ \t]*:)", re.IGNORECASE)
 
@@ -113,3 +115,28 @@ def animal_patient(text: str) -> bool:
     """The text is a vet's record: an owner's label and the animal's species or breed
     ("Hasta: Paşa (golden retriever)\nSahibi: ..."), so its health words are the animal's."""
     return "ahibi" in text and _OWNER_LABEL.search(text) is not None and _SPECIES.search(text) is not None
+
+
+
+# an animal's genitive ("kedimizin", "köpeğinin", "büyükbaş hayvanların"): what follows is the
+# animal's; not animal husbandry ("hayvancılığın"), which is a person's trade
+_ANIMAL_OF = re.compile(r"(?<!\w)(?:kedi|k[öo]pe[ğg]|hayvan(?!c[ıi]l))\w*?(?:[ıiuü]n|n[ıiuü]n)(?!\w)", re.IGNORECASE)
+# an animal opening the sentence as its subject ("kedim dün gece 4 yavru doğurdu"; not "Köpeğimi")
+_ANIMAL_FIRST = re.compile(r"[ \t]*(?:kedi|k[öo]pe[kğg])(?:m|miz|mız|n|niz|niz)?[ \t]", re.IGNORECASE)
+_WORDS = re.compile(r"[^\W\d_]+")
+_ME = frozenset(("ben", "bende", "bana", "beni", "benim", "biz", "bize", "bizde", "bizi", "bizim"))
+_FROM_ANIMALS = ("tuy", "alerj", "isir", "tirmal")  # folded: what people get from animals ("Kedimin tüyünden astımım")
+
+
+def animals_sentence(text: str, start: int) -> bool:
+    """The term at `start` tells of an animal: an animal's genitive comes earlier in its
+    sentence, or an animal opens the sentence with no comma before the term ("kedimizin aşı
+    takvimi: karma aşı ...", "büyükbaş hayvanların şap aşısı", "kedim dün gece 4 yavru doğurdu"),
+    and no person, name, "ben" or what people get from animals stands between (not "Köpek
+    ısırdı, kuduz aşısı oldum", "Kedimin tüyünden astımım azdı")."""
+    lo = sentence(text, start, start)[0]
+    ends = [m.end() for m in _ANIMAL_OF.finditer(text, lo, start)]
+    if not ends and (m := _ANIMAL_FIRST.match(text, lo)) is not None and "," not in text[m.end():start]:
+        ends = [m.end()]
+    return bool(ends) and not any(person_word(k) or _name_word(k) or k in _ME or k.startswith(_FROM_ANIMALS)
+                                  for k in map(fold_key, _WORDS.findall(text, ends[-1], start)))

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from fairgate.policies.detection.gazetteer import fold_key
-from fairgate.policies.detection.no_ones import animal_patient, told_of_no_one
+from fairgate.policies.detection.no_ones import animal_patient, animals_sentence, told_of_no_one
 from fairgate.policies.detection.person_links import generic, person_word, sentence, tied_to_person
 from fairgate.policies.detection.persons.lexicon import lexicon_flags, surnames
 from fairgate.policies.detection.persons.non_private import life_dated_entry
@@ -120,8 +120,8 @@ def _not_this_category(text: str, start: int, end: int, kind: str, hits: list[tu
                                                                    and not _FROM_ANIMALS.match(text, start))):
         # a place kept for them ("engelli park yerine"), an animal's ("köpek kuduz aşısı"; not "kedi alerjim")
         return True
-    if kind == "health" and animal_patient(text):
-        return True  # a vet's record: the patient is the owner's dog or cat
+    if kind == "health" and (animal_patient(text) or (animals_sentence(text, start) and not _FROM_ANIMALS.match(text, start))):
+        return True  # a vet's record: the patient is the owner's dog or cat; or the animal is the sentence's subject
     if kind == "health" and _COUPLES_BEFORE.search(text, max(0, start - 12), start) and _THERAPY.match(text, start):
         return True  # a couple's counselling ("çift terapisi", "evlilik terapistine"): their life together's
     if kind == "health" and _HURT.match(text, start) and _MUCH_BEFORE.search(text, max(0, start - 12), start):
