@@ -16,7 +16,12 @@ from fairgate.policies.detection.document_numbers import document_numbers
 from fairgate.policies.detection.emails import find_emails
 from fairgate.policies.detection.encodings import decoded_runs
 from fairgate.policies.detection.iban import scan_foreign_ibans
-from fairgate.policies.detection.identifiers import dates_after_names, find_identifiers, vkn_spans
+from fairgate.policies.detection.identifiers import (
+    dates_after_names,
+    dates_after_passports,
+    find_identifiers,
+    vkn_spans,
+)
 from fairgate.policies.detection.persons.columns import find_column_names
 from fairgate.policies.detection.persons.fields import find_field_names
 from fairgate.policies.detection.persons.machine_lines import (
@@ -96,7 +101,7 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     taken = blocked + _plates(out)
     names = [n for n in tagged if not any(s < n[1] and n[0] < e for s, e in taken)
              and not (hits["special"] and (a_people(text, n, hits["special"]) or names_a_term(text, n, hits["special"])))]
-    out += [("person_name", s, e) for s, e in names] + dates_after_names(text, names, out)
+    out += [("person_name", s, e) for s, e in names] + dates_after_names(text, names, out) + dates_after_passports(text, out)
     out += find_person_addresses(text, hits["street"], names)
     out += find_postal_addresses(text, sorted(hits["street"] + hits["postal"]), names)
     out += find_special(text, hits["special"], names + [(s, e) for k, s, e in out if k == "tckn"])

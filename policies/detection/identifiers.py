@@ -7,6 +7,7 @@ whether "34 ABC 123" or "12.03.1985" is personal data.
 from __future__ import annotations
 
 import re
+from datetime import date
 
 from fairgate.policies.detection.gazetteer import fold_key
 from fairgate.policies.detection.person_links import person_word
@@ -178,6 +179,21 @@ def dates_after_names(text: str, names: list[tuple[int, int]], found: list[tuple
     return [("birth_date", *m.span(1)) for _, e in names
             if (m := _DATE_AFTER_NAME.match(text, e)) is not None and m.start(1) not in known
             and not placeholder_date(m.group(1))]
+
+
+def dates_after_passports(text: str, found: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """("birth_date", start, end) of a full date right after a passport number, after a dash or
+    in brackets and ending its item, as a traveller list writes it ("Kyoko Nishimura — JP
+    pasaport TZ1184097 — 12.06.1978"); not a year to come (the passport's expiry)."""
+    passports = [(s, e) for k, s, e in found if k == "passport"]
+    if not passports:
+        return []
+    dates = dates_after_names(text, passports, found)
+    this_year = date.today().year
+    return [d for d in dates if (m := _YEAR.search(text, d[1], d[2])) is not None and int(m.group()) <= this_year]
+
+
+_YEAR = re.compile(r"(?:19|20)[0-9]{2}(?![0-9])")
 
 
 def vkn_valid(digits: str) -> bool:
