@@ -21,7 +21,7 @@ def something_else(doc: Doc, first: int, last: int) -> bool:
     if first == last and _eponym(doc, first):
         return True  # "Lynch sendromu", "Parkinson's disease"
     if _of_old(doc, first, last):
-        return True  # "İshak Paşa", "Mor Gabriel"
+        return True  # "İshak Paşa", "Mor Gabriel", "Surp Kevork"
     if _AFTER_POSTCODE.search(text, max(0, start - 16), start):
         return True  # "ul. Mokotowska 12/4, 00-640 Warszawa"
     # another figure of a life-dated entry (parents, teachers), or a plot's or a screen's character
@@ -29,21 +29,23 @@ def something_else(doc: Doc, first: int, last: int) -> bool:
 
 
 # an Ottoman general's or governor's title after a name ("Çolak Abdi Paşa", "İshak Paşa döneminde"),
-# and a Syriac saint's before it ("Mor Gabriel", "Mor Yakup"): a historical figure or a place named
+# and a Syriac, Armenian or Greek saint's before it ("Mor Gabriel", "Surp Kevork", "Ayios Dimitrios"),
+# or the Hebrew "Neve" of a synagogue's name ("Neve Şalom'da"): a historical figure or a place named
 # after one, not a private person today (folded keys; an apostrophe's ending dropped). Not
-# "Efendi": a doorkeeper is still "kapıcı Cuma Efendi".
+# "Efendi": a doorkeeper is still "kapıcı Cuma Efendi"; nor "Aziz", a common given name too.
 _OLD_TITLES = frozenset(("pasa",))
+_SAINTS = frozenset(("mor", "surp", "ayios", "agios", "neve"))
 
 
 def _of_old(doc: Doc, first: int, last: int) -> bool:
-    """A name titled the old way: "Paşa" last or right after it, or "Mor" before it."""
+    """A name titled the old way: "Paşa" last or right after it, or a saint's title before it."""
     if doc.info(last).key in _OLD_TITLES and last > first:
         return True
     if last + 1 < len(doc.spans) and doc.info(last + 1).key in _OLD_TITLES and joined(doc, last):
         return True
     return (
         first > 0
-        and doc.info(first - 1).key == "mor"
+        and doc.info(first - 1).key in _SAINTS
         and doc.info(first - 1).shape == "C"
         and joined(doc, first - 1)
     )
