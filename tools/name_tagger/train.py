@@ -18,8 +18,8 @@ The shipped tagger (issue 33, 2026-12-06, detector round 6) was made by
         --real-weight 3
 
 (the 15 tuning parts of then; `crossval.py` measures what training on them generalises to). Never
-pass a blind part: test29 (written during round 21) is not yet scored; test28 was scored once at
-the end of round 21 and is a tuning part since, like test14 to test27.
+pass a blind part: test30 (written during round 22) is not yet scored; test29 was scored once at
+the end of round 22 and is a tuning part since, like test14 to test28.
 """
 
 from __future__ import annotations
