@@ -22,7 +22,7 @@ from fairgate.policies.detection.identifiers import (
     find_identifiers,
     vkn_spans,
 )
-from fairgate.policies.detection.persons.columns import find_column_names
+from fairgate.policies.detection.persons.columns import find_column_names, place_cells
 from fairgate.policies.detection.persons.fields import find_field_names
 from fairgate.policies.detection.persons.machine_lines import (
     find_booking_documents,
@@ -91,8 +91,8 @@ def detect(text: str, depth: int = 0) -> list[Span]:
     by_label = find_field_names(text, hits["field"]) + find_machine_names(text, hits["machine"])
     if hits["column"]:
         in_columns, headers = find_column_names(text, hits["column"])
-        if headers:  # a table's header names columns ("ad;soyad;brüt"), not people
-            tagged = [n for n in tagged if not any(s <= n[0] and n[1] <= e for s, e in headers)]
+        if headers:  # a table's header names columns ("ad;soyad;brüt"), not people; nor a place column's cells
+            tagged = [n for n in tagged if not any(s <= n[0] and n[1] <= e for s, e in headers + place_cells(text, headers))]
         by_label += in_columns
     # a field's whole value over the tagger's part of it ("guest=Sevgi Nur Ilgaz": not just "Nur Ilgaz")
     tagged = [n for n in tagged if not any(s <= n[0] and n[1] <= e and (s, e) != n for s, e in by_label)]

@@ -108,7 +108,10 @@ _BIRTH_BODY = (
     rf"|(?<!\w)do[gğ]um[ \t]+g[üu]n[üu](?:m|n|müz|muz)?[ \t]*[:=]?[ \t]*([0-3]?[0-9][ \t]+(?:{_MONTHS})(?![^\W\d_]))"
     rf"|(?<![\w.])d\.[ \t]?({_BIRTH_DATE})"
     # "d. 1952" in a list (not "(d. 1907, ...)", an encyclopaedia's life dates), "doğum 1994"
-    r"|(?<![\w.(])(?:d\.|do[gğ]um)[ \t]?((?:19|20)[0-9]{2})(?![0-9]|[ \t]*(?:[-–][ \t]*[0-9]|,))"
+    r"|(?<![\w.(])d\.[ \t]?((?:19|20)[0-9]{2})(?![0-9]|[ \t]*(?:[-–][ \t]*[0-9]|,))"
+    # (a comma after "doğum 1975" too, in a record: "Şahin Eroğlu, doğum 1975, sağ gözünde ..."; not
+    # an entry's "doğum 1907, ölüm 1980")
+    r"|(?<![\w.(])do[gğ]um[ \t]?((?:19|20)[0-9]{2})(?![0-9]|[ \t]*(?:[-–][ \t]*[0-9]|[,;][ \t]*(?:[öo]l|d\.)))"
     # a date or year, then "doğmuşum" / "doğmuş" / "doğdum" (not an encyclopaedia's "doğmuştur" or "dünyaya geldi")
     # (only forms that start with a digit: a month-first form tried at every letter costs too much)
     rf"|((?:{_DATE})|[0-3]?[0-9][ \t]+(?:{_MONTHS})|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}(?:[ \t]+[dt][ae])?[ \t]+"

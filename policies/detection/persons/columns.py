@@ -89,6 +89,23 @@ def _header_names(text: str, line_start: int, line_end: int) -> list[tuple[int, 
     return out
 
 
+# columns whose cells are places, not people ("mahalle", "köy", "ilce", "city"), folded
+_PLACE_COLUMNS = frozenset(fold_key(w) for w in (
+    "mahalle mahallesi köy köyü belde ilçe ilce il şehir sehir semt kasaba city town district village "
+    "province neighbourhood neighborhood").split())
+
+
+def place_cells(text: str, headers: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(start, end) of the cells under a header's place column ("mahalle;delege_adi;oy"): a
+    neighbourhood or village named like a surname ("Kocatepe") is the row's place, not a person."""
+    out: list[tuple[int, int]] = []
+    for a, b in headers:
+        for m in re.finditer(r"[^,;|\t\n()]+", text[a:b]):
+            if fold_key(m.group().strip(" \t\"'`")) in _PLACE_COLUMNS:
+                out += [(pos, pos + len(value)) for pos, value in column_cells(text, a + m.start(), a + m.end())]
+    return out
+
+
 def _name_shaped(value: str, sure: bool) -> bool:
     """One to four words of letters, none an organisation's word alone ("Ltd."), not all of them
     common, place or title words (`sure`, a column of names and nothing else: capitalised common

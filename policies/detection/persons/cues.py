@@ -208,18 +208,21 @@ def cued_names(doc: Doc, cands: list[int]) -> list[int]:
 
 
 # an absence note's subject ("bercem bugün kreşe gelmiyo", "YAĞMUR YARIN OKULA GELEMEYECEK"): a
-# day word, at most one word, then a negated coming or going (gel-, git-, katıl- with -mA/-mI)
-_ABSENT = re.compile(r"[ \t]+(?:bug[üu]n|yar[ıi]n|d[üu]n|bu[ \t]+(?:sabah|hafta))[ \t]+(?:[^\W\d_]+[ \t]+)?"
-                     r"(?:gel|git|gid|kat[ıi]l)[ae]?m[ıiuüae]", re.IGNORECASE)
+# day word, at most one word, then a negated coming or going (gel-, git-, katıl- with -mA/-mI); or
+# a lateness note's ("berivan yine geç kaldı"), after a place's or time's word maybe ("toplantıda")
+_ABSENT = re.compile(r"[ \t]+(?:(?:bug[üu]n|yar[ıi]n|d[üu]n|bu[ \t]+(?:sabah|hafta))[ \t]+(?:[^\W\d_]+[ \t]+)?"
+                     r"(?:gel|git|gid|kat[ıi]l)[ae]?m[ıiuüae]|(?:(?:yine|gene|hep|bug[üu]n)[ \t]+)?ge[çc][ \t]+kal)", re.IGNORECASE)
+_LATE_BEFORE = re.compile(r"[ \t]*(?:[^\W\d_]+(?:[dt][ae]|[dt][ae]ki)[ \t]+)?\Z")
 
 
 def _absent_subject(doc: Doc, i: int) -> bool:
-    """Token i opens its line as a given name that an absence note's words follow."""
+    """Token i opens its line (after a place's or time's word maybe) as a given name that an
+    absence or lateness note's words follow."""
     start, end = doc.spans[i]
     text = doc.text
     if _ABSENT.match(text, end) is None:  # (first: it fails at once after almost every word)
         return False
-    return not text[text.rfind("\n", 0, start) + 1 : start].strip() and _nameish(doc, i, False)
+    return _LATE_BEFORE.match(text[text.rfind("\n", 0, start) + 1 : start]) is not None and _nameish(doc, i, False)
 
 
 def proper_given_names(doc: Doc, cands: list[int]) -> list[int]:

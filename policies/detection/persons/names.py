@@ -26,6 +26,7 @@ from fairgate.policies.detection.persons.cues import (
     proper_given_names,
     repeated,
 )
+from fairgate.policies.detection.persons.doubted import FLOOR, doubted_names, plural_word
 from fairgate.policies.detection.persons.features import (
     CUES,
     WORD,
@@ -185,8 +186,13 @@ def _scan_candidates(doc: Doc, cands: list[int], limit: int, budget: int) -> tup
         # of capitals, where a token the tagger accepts pairs up with its neighbours (`partners`)
         scored = [i for i in _may_end_in_a_name(doc, chunk, titled) if i not in kept or doc.mode(i) == "caps"]
         probs = tagger.scores(doc, scored)
-        accepted = [i for i, p in zip(scored, probs, strict=True)
-                    if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED)]
+        accepted, doubted = [], []
+        for i, p in zip(scored, probs, strict=True):
+            if p >= (THRESHOLD if doc.mode(i) == "mixed" else THRESHOLD_UNCASED):
+                accepted.append(i)
+            elif p >= FLOOR:
+                doubted.append(i)
+        accepted += doubted_names(doc, doubted)  # the lexicons vouch for some of them
         accepted += uncased_partners(doc, accepted)
         out += _names(doc, sorted({*accepted, *kept}), sure)
         titled = set()
@@ -235,7 +241,7 @@ def _may_end_in_a_name(doc: Doc, chunk: list[int], titled: set[int]) -> list[int
 
 def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
-    accepted = [i for i in accepted if not verb_form(doc.info(i).key)]
+    accepted = [i for i in accepted if not verb_form(doc.info(i).key) and (i in sure or not plural_word(doc.info(i)))]
     text = doc.text
     figures: set[str] = set()  # the words of public figures' names met so far
     made_up = word_problem(text)  # "Problem 3: Ayşe'nin 24 bilyesi vardır ... kaç bilyesi kalır?"
@@ -261,7 +267,8 @@ def _names(doc: Doc, accepted: list[int], sure: set[int]) -> list[tuple[int, int
             continue  # a disease's finder, a town, an entry's figure, a character (`not_people`)
         if only_places(doc, first, last) or origin_word(doc, first, last) or verb_idiom(doc, first) \
                 or (first == last and my_relation(text[start:end])) \
-                or quoted_product(doc, first, last) or household_brand(doc, first, last) or holiday(doc, first, last) \
+                or quoted_product(doc, first, last) or household_brand(doc, first, last) \
+                or (first > 0 and _joined(doc, first - 1) and household_brand(doc, first - 1, last)) or holiday(doc, first, last) \
                 or (made_up and first == last):
             continue
         if UNION_NAME.search(text, max(0, start - 1), end):
