@@ -20,8 +20,8 @@ The shipped tagger (issue 33, 2026-12-07, detector round 23) was made by
 
 (30 tuning parts; `crossval.py` measures what training on more parts generalises to: 15 parts ->
 23 parts on seven unseen ones, person_name 0.9553 / 0.9377 -> 0.9646 / 0.9443). Never
-pass a blind part: test30 (written during round 22) is not yet scored; test29 was scored once at
-the end of round 22 and is a tuning part since, like test14 to test28.
+pass a blind part: test31 (written during round 23) is not yet scored; test30 was scored once at
+the end of round 23 and is a tuning part since, like test14 to test29.
 """
 
 from __future__ import annotations
