@@ -25,7 +25,7 @@ KINDS = SPECIAL | set(
 )
 STYLES = {"plain", "ascii", "caps", "lower", "wrapped"}
 # The parts, in the order they were written; --overlap checks each part against those before it.
-PARTS = ("dev", "test", "dev2", "test2", "test3", "test4", "test5", "test6", "test7", "test8", "test9", "test10", "test11", "test12", "test13", "test14", "test15", "test16", "test17", "test18", "test19", "test20", "test21", "test22", "test23", "test24", "test25", "test26", "test27", "test28", "test29", "test30", "test31")  # in the order they were written (test2 beside dev2)
+PARTS = ("dev", "test", "dev2", "test2", "test3", "test4", "test5", "test6", "test7", "test8", "test9", "test10", "test11", "test12", "test13", "test14", "test15", "test16", "test17", "test18", "test19", "test20", "test21", "test22", "test23", "test24", "test25", "test26", "test27", "test28", "test29", "test30", "test31", "test32")  # in the order they were written (test2 beside dev2)
 # Labelled span strings a later part may share with an earlier one: short, generic wording.
 SHARED_SPANS = set()
 STYLE_BREAKERS = [
