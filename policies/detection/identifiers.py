@@ -117,6 +117,10 @@ _BIRTH_BODY = (
     rf"|((?:{_DATE})|[0-3]?[0-9][ \t]+(?:{_MONTHS})|(?<![0-9])(?:19|20)[0-9]{{2}})['’]?\w{{0,3}}(?:[ \t]+[dt][ae])?[ \t]+"
     # (or "when / the day she was born", "I came into the world": "6 Aralık 2003'te doğduğunda")
     r"(?:do[gğ](?:mu[şs]um|mu[şs](?!t)|dum|du[gğ]u\w*)|d[üu]nyaya[ \t]+gel(?:dim|mi[şs]im|di[gğ]\w+))(?!\w)"
+    # (or a full date, then a few words, a place or the night's weather, before a first-person "doğdum" /
+    # "doğmuşum": "7 Ekim 1990'da Rize'de, fırtınalı bir gecede doğmuşum"; the writer's own birth)
+    rf"|({_DATE})['’]?\w{{0,3}}(?:,?[ \t]+[^\W\d_]+(?:['’][^\W\d_]{{1,5}})?){{1,5}}"
+    r"[ \t]+(?:do[gğ](?:mu[şs]um|dum)|d[üu]nyaya[ \t]+gel(?:dim|mi[şs]im))(?!\w)"
     # a full date, maybe a place between, then "doğdu" / "doğmuş" ("3 Mart 2019'da doğdu", "17 Şubat 1949'da
     # Tokat'ta doğmuş"): a day's date is a family's record; an encyclopaedia gives a year ("1881'de Selanik'te doğdu")
     # (or "dünyaya geldi", and the time of day between: "2 kasım 2026 sabahı dünyaya geldi")
@@ -143,14 +147,14 @@ _BIRTH_BODY = (
     # digit, the sex and the expiry ("U270481638TUR8811046F3102175<<...")
     r"|(?<=[0-9][A-Z<]{3})([0-9]{2}[01][0-9][0-3][0-9])(?=[0-9][MF<][0-9]{7})"
     # an HL7 message's patient segment: the birth date (PID-7, YYYYMMDD maybe with a time) is the
-    # field before the sex ("PID|1||...||KALKAN^SEVİM||19790523|F|")
-    r"|(?<=\|)((?:19|20)[0-9]{2}[01][0-9][0-3][0-9])(?=[0-9]{0,6}\|[MFUOA]\|)"
+    # field before the sex ("PID|1||...||KALKAN^SEVİM||19790523|F|", or the segment's last: "...||20010917|M")
+    r"|(?<=\|)((?:19|20)[0-9]{2}[01][0-9][0-3][0-9])(?=[0-9]{0,6}\|[MFUOA](?:\||$|\n))"
 )
 _BIRTH = _starting_with("[dbnk0-9]", _BIRTH_BODY, re.IGNORECASE)
 
 
-# a form's or a fixture's empty date ("01.01.1900", "1900-01-01"), nobody's birth
-_PLACEHOLDER_DATE = re.compile(r"0?1[./-]0?1[./-]1900|1900-0?1-0?1")
+# a form's or a fixture's empty date ("01.01.1900", "1900-01-01", HL7's "19000101"), nobody's birth
+_PLACEHOLDER_DATE = re.compile(r"0?1[./-]0?1[./-]1900|1900-0?1-0?1|19000101")
 
 
 def placeholder_date(value: str) -> bool:
