@@ -20,8 +20,8 @@ The shipped tagger (issue 33, 2026-12-07, detector round 23) was made by
 
 (30 tuning parts; `crossval.py` measures what training on more parts generalises to: 15 parts ->
 23 parts on seven unseen ones, person_name 0.9553 / 0.9377 -> 0.9646 / 0.9443). Never
-pass a blind part: test31 (written during round 23) is not yet scored; test30 was scored once at
-the end of round 23 and is a tuning part since, like test14 to test29.
+pass a blind part: test32 (written during round 24) is not yet scored; test31 was scored once at
+the end of round 24 and is a tuning part since, like test14 to test30.
 """
 
 from __future__ import annotations
