@@ -40,6 +40,7 @@ import asyncio
 import gc
 import itertools
 import json
+import os
 import random
 import sys
 import tempfile
@@ -485,8 +486,13 @@ def main(argv: list[str] | None = None) -> int:
                          "(default --max-num-seqs)")
     ap.add_argument("--vllm", default=None, metavar="VENV",
                     help="two vLLM CPU servers (the shared peers' venv) direct vs behind the gateway's fair queue")
+    ap.add_argument("--gc-threshold", default=None, metavar="G0,G1,G2",
+                    help="Python's collector thresholds in the engine servers and gateways (default: "
+                         "theirs, 700,10,100, backends/collector.py; 700,10,10 is Python's own)")
     ap.add_argument("--serve-engine", choices=["fcfs", "vtc"], default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.gc_threshold:
+        os.environ["FAIRGATE_GC_THRESHOLD"] = args.gc_threshold  # every server this run starts reads it
     if args.serve_engine:
         return serve_engine(args)
     if args.vllm:

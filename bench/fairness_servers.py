@@ -26,13 +26,12 @@ SMALL = dict(hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
 # ---------------------------------------------------------------------- the two servers
 def serve_engine(args: argparse.Namespace) -> int:
     """Child mode: the engine server app with the chosen wait queue on a free port."""
-    import gc
-
     import uvicorn
     from starlette.requests import Request
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
+    from fairgate.backends.collector import parse_threshold, settle
     from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
     from fairgate.backends.local.serving.backend import LocalBackend
     from fairgate.backends.local.serving.listener import tcp_listener
@@ -66,8 +65,9 @@ def serve_engine(args: argparse.Namespace) -> int:
         engine.add_request = add_and_note  # type: ignore[method-assign]
         app.router.routes.append(Route("/bench/tenants", tenants))
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-        gc.collect()  # as `fairgate engine` does: startup's objects out of the collector's full passes
-        gc.freeze()
+        # as `fairgate engine` does: startup's objects out of the collector's full passes, and its
+        # thresholds (the run's --gc-threshold, which the gateways read from the same variable)
+        settle(parse_threshold(os.environ.get("FAIRGATE_GC_THRESHOLD", "700,10,100")))
         print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
         await server.serve(sockets=[sock])
 

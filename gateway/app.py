@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 from collections.abc import AsyncIterator
 
 import httpx
@@ -16,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from fairgate.backends.collector import parse_threshold, settle
 from fairgate.backends.http1 import HTTP1Pool
 from fairgate.backends.openai_wire import WireError, error_response
 from fairgate.backends.openai_wire.headers import HeaderGuard
@@ -157,12 +157,12 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
         # a killed predecessor's requests out: billed once the journal's rows are in
         orphans = asyncio.get_running_loop().create_task(bill_orphans(st), name="bill-orphans")
         # everything built so far lives as long as the app: keep it out of the collector's
-        # full passes, which otherwise pause the request path for milliseconds. The detectors'
-        # tables too: built now, not by the first request (~70 ms) and then scanned by the
-        # young collections that follow it (7-10 ms pauses)
+        # full passes, which otherwise pause the request path for milliseconds, and make those
+        # passes rarer (backends/collector.py). The detectors' tables too: built now, not by the
+        # first request (~70 ms) and then scanned by the young collections that follow it (7-10 ms
+        # pauses)
         warm_detectors()
-        gc.collect()
-        gc.freeze()
+        settle(parse_threshold(settings.gc_threshold))
         try:
             yield
         finally:

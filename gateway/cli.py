@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from fairgate.backends.collector import DEFAULT_THRESHOLD, parse_threshold
 from fairgate.backends.local.engine.cores import default_omp_wait
 from fairgate.gateway.loadgen.cli import (
     add_parser as add_bench_command,  # light: the run's imports are lazy
@@ -89,6 +90,10 @@ def _scheduling_args(p: argparse.ArgumentParser) -> None:
                    help="run the compute threads on these cores (e.g. 2-7; their count is the thread "
                         "count) and the event loop, tokenizer and the rest on the others; 'auto': all "
                         "but the first core where there are more than two")
+    p.add_argument("--gc-threshold", type=parse_threshold, default=DEFAULT_THRESHOLD, metavar="G0,G1,G2",
+                   help="Python's collector thresholds once the server is up (backends/collector.py): "
+                        "the third, 100 against Python's 10, keeps full collections, which stop the "
+                        "process, from following one another while a backlog grows")
     p.add_argument("--gil-switch-interval-ms", type=float, default=0.5, metavar="MS",
                    help="Python's GIL switch interval while the engine runs, at most this (Python's own: 5): "
                         "the engine thread gets the GIL back sooner from busy Python threads")

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from fairgate.backends.collector import parse_threshold
 from fairgate.backends.openai_wire.headers import HeaderLimits
 from fairgate.backends.openai_wire.limits import WireLimits, parse_limit_overrides
 
@@ -105,6 +106,9 @@ class Settings(BaseSettings):
     control_secret: str | None = None  # sent to engine servers' /control/* (their --control-secret)
     fairness_sync_interval_s: float = 5.0  # re-push weights to engines that lost them (restart)
     shutdown_grace_s: float = 30.0  # on SIGTERM: time for in-flight requests and streams to finish
+    # Python's collector thresholds once the app is up (backends/collector.py): full collections,
+    # which stop the process, come a tenth as often as Python's 700,10,10 while a backlog grows.
+    gc_threshold: str = "700,10,100"
 
     @cached_property
     def wire_limits(self) -> WireLimits:
@@ -115,6 +119,12 @@ class Settings(BaseSettings):
     @classmethod
     def _request_limits(cls, value: dict[str, float]) -> dict[str, float]:
         parse_limit_overrides(value, WireLimits())  # an unknown name or a bad value is a ValueError
+        return value
+
+    @field_validator("gc_threshold")
+    @classmethod
+    def _gc_threshold(cls, value: str) -> str:
+        parse_threshold(value)  # three integers >= 1, or a ValueError that says so
         return value
 
     @field_validator("log_level")

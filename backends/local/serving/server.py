@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import sys
@@ -34,6 +33,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from fairgate.backends.base import GenerationRequest, Kind
+from fairgate.backends.collector import DEFAULT_THRESHOLD, settle
 from fairgate.backends.local.engine.metrics import ServerMetrics
 from fairgate.backends.local.engine.request_ledger import RequestLedger
 from fairgate.backends.local.serving.auth import ANONYMOUS_TENANT, EngineAuth, check_bind
@@ -372,7 +372,9 @@ def run_engine_server(args: argparse.Namespace) -> int:
         config = uvicorn.Config(app, log_level=level, access_log=False, lifespan="on", timeout_graceful_shutdown=5,
                                 http=limited_protocol(HeaderLimits()))
         server = EngineUvicorn(config, backend)  # ends unfinished requests in-band when stopping
-        gc.freeze()  # the model and imports live as long as the process: full collections skip them
+        # the model and imports live as long as the process: frozen, full collections skip them; and
+        # full collections rarer, so a flood's growing backlog does not set off one after another
+        settle(getattr(args, "gc_threshold", DEFAULT_THRESHOLD))
         shown = f"[{host}]" if ":" in host else host
         print(f"fairgate engine listening on http://{shown}:{port}", flush=True)
         await server.serve(sockets=[sock])
