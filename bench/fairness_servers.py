@@ -31,7 +31,7 @@ def serve_engine(args: argparse.Namespace) -> int:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from fairgate.backends.collector import parse_threshold, settle
+    from fairgate.backends.collector import DEFAULT_THRESHOLD, parse_threshold, settle
     from fairgate.backends.local.engine.async_engine import AsyncEngine, EngineConfig
     from fairgate.backends.local.serving.backend import LocalBackend
     from fairgate.backends.local.serving.listener import tcp_listener
@@ -67,7 +67,7 @@ def serve_engine(args: argparse.Namespace) -> int:
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         # as `fairgate engine` does: startup's objects out of the collector's full passes, and its
         # thresholds (the run's --gc-threshold, which the gateways read from the same variable)
-        settle(parse_threshold(os.environ.get("FAIRGATE_GC_THRESHOLD", "700,10,100")))
+        settle(parse_threshold(os.environ.get("FAIRGATE_GC_THRESHOLD", DEFAULT_THRESHOLD)))
         print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
         await server.serve(sockets=[sock])
 

@@ -92,8 +92,8 @@ def _scheduling_args(p: argparse.ArgumentParser) -> None:
                         "but the first core where there are more than two")
     p.add_argument("--gc-threshold", type=parse_threshold, default=DEFAULT_THRESHOLD, metavar="G0,G1,G2",
                    help="Python's collector thresholds once the server is up (backends/collector.py): "
-                        "the third, 100 against Python's 10, keeps full collections, which stop the "
-                        "process, from following one another while a backlog grows")
+                        "the third, 100 against Python's 10, makes full collections, which stop the "
+                        "process and every stream with it, ten times rarer")
     p.add_argument("--gil-switch-interval-ms", type=float, default=0.5, metavar="MS",
                    help="Python's GIL switch interval while the engine runs, at most this (Python's own: 5): "
                         "the engine thread gets the GIL back sooner from busy Python threads")

@@ -1,6 +1,6 @@
 """The collector settings of a serving process (backends/collector.py, issue 36): what startup
-built is frozen out of full collections, and the thresholds keep a growing backlog from setting
-off one full collection after another."""
+built is frozen out of full collections, and the thresholds make full collections, which stop the
+process, ten times rarer."""
 
 from __future__ import annotations
 

@@ -373,7 +373,7 @@ def run_engine_server(args: argparse.Namespace) -> int:
                                 http=limited_protocol(HeaderLimits()))
         server = EngineUvicorn(config, backend)  # ends unfinished requests in-band when stopping
         # the model and imports live as long as the process: frozen, full collections skip them; and
-        # full collections rarer, so a flood's growing backlog does not set off one after another
+        # full collections, which stop the engine thread too, ten times rarer (backends/collector.py)
         settle(getattr(args, "gc_threshold", DEFAULT_THRESHOLD))
         shown = f"[{host}]" if ":" in host else host
         print(f"fairgate engine listening on http://{shown}:{port}", flush=True)
