@@ -107,7 +107,7 @@ class Settings(BaseSettings):
     fairness_sync_interval_s: float = 5.0  # re-push weights to engines that lost them (restart)
     shutdown_grace_s: float = 30.0  # on SIGTERM: time for in-flight requests and streams to finish
     # Python's collector thresholds once the app is up (backends/collector.py): full collections,
-    # which stop the process, come a tenth as often as Python's 700,10,10 while a backlog grows.
+    # which stop the process and every stream with it, come a tenth as often as with Python's 700,10,10.
     gc_threshold: str = "700,10,100"
 
     @cached_property
